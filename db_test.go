@@ -1,0 +1,108 @@
+package offlinelock_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// The tests run on SQLite always, and on PostgreSQL when
+// OFFLINELOCK_POSTGRES_DSN is set. Under CI=true PostgreSQL is required: a
+// missing DSN or an unreachable server fails the test instead of skipping.
+const postgresEnv = "OFFLINELOCK_POSTGRES_DSN"
+
+type database struct {
+	name string
+	open func(t testing.TB) *gorm.DB
+}
+
+func databases() []database {
+	return []database{
+		{"sqlite", openSQLite},
+		{"postgres", openPostgres},
+	}
+}
+
+func openSQLite(t testing.TB) *gorm.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "test.db")
+	db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(path)), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	sqlDB, _ := db.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+func openPostgres(t testing.TB) *gorm.DB {
+	t.Helper()
+	dsn := os.Getenv(postgresEnv)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true needs PostgreSQL: set %s", postgresEnv)
+		}
+		t.Skipf("PostgreSQL tests need %s", postgresEnv)
+	}
+	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	if err == nil {
+		var sqlDB interface{ Ping() error }
+		sqlDB, err = db.DB()
+		if err == nil {
+			err = sqlDB.Ping()
+		}
+	}
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s: %v", postgresEnv, err)
+	}
+	sqlDB, _ := db.DB()
+	sqlDB.SetMaxOpenConns(80)
+	sqlDB.SetMaxIdleConns(80)
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// setup opens the database, registers a plugin on a lock table of its own
+// (so tests never see each other's locks), and creates the test models.
+func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
+	t.Helper()
+	db := d.open(t)
+	if cfg.Table == "" {
+		cfg.Table = "ol_" + randomHex(6)
+	}
+	p := offlinelock.New(cfg)
+	if err := db.Use(p); err != nil {
+		t.Fatalf("Use: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `"`)
+		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_generation"`)
+		db.Exec(`DROP SEQUENCE IF EXISTS "` + cfg.Table + `_generation"`)
+	})
+	return db, p
+}
+
+// eachDB runs fn as a subtest on every database.
+func eachDB(t *testing.T, cfg offlinelock.Config, fn func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin)) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := setup(t, d, cfg)
+			fn(t, db, p)
+		})
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

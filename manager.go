@@ -1,0 +1,474 @@
+package offlinelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Filter selects locks for List. Empty fields match everything.
+type Filter struct {
+	Resource, ID  string
+	User, Session string
+	// Expired selects locks past their expiry that the sweep has not yet
+	// removed, instead of live ones.
+	Expired bool
+	// Limit caps the number of locks returned; 0 means no cap.
+	Limit int
+}
+
+// Acquire takes a lock on target for the owner in db's context and returns
+// it, with its token, generation and expiry. target is a pointer to a model
+// whose primary key is set; nothing is loaded.
+//
+// A lock held by someone else is refused at once with a *LockedError naming
+// every holder; Acquire never waits. Asking again for a lock the session
+// holds extends its expiry and keeps its token and generation. Read locks
+// are shared; Write is exclusive; the only reader may upgrade to Write. An
+// expired lock is free: the next Acquire takes it over with a new token and
+// a larger generation. The lock lives for Config.TTL, or WithTTL's value,
+// at most Config.MaxTTL.
+//
+// Acquire runs on db: inside db.Transaction the lock commits or rolls back
+// with the transaction.
+func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return nil, err
+	}
+	if !access.valid() {
+		return nil, invalid("access %q is neither read nor write", access)
+	}
+	o, err := ownerOf(db)
+	if err != nil {
+		return nil, err
+	}
+	k, err := targetKey(db, target)
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := p.ttl(db.Statement.Context)
+	if err != nil {
+		return nil, err
+	}
+	return p.acquire(db, t, k, o, access, ttl)
+}
+
+func (p *Plugin) acquire(db *gorm.DB, t *lockTable, k key, o Owner, access Access, ttl time.Duration) (*Lock, error) {
+	if access == Write && t.d.dollar {
+		// One statement, one round trip: the common case on PostgreSQL.
+		if l, err := t.fastWrite(direct(db), k, o, ttl); err != nil || l != nil {
+			return l, err
+		}
+	}
+	var got *Lock
+	err := inTx(db, func(c conn) error {
+		l, err := t.decide(c, k, o, access, ttl)
+		got = l
+		return err
+	})
+	return got, err
+}
+
+// decide grants, refreshes or refuses a lock with the record's key row
+// held, so that it sees every holder exactly.
+func (t *lockTable) decide(c conn, k key, o Owner, access Access, ttl time.Duration) (*Lock, error) {
+	kr, now, err := t.lockKey(c, k)
+	if err != nil {
+		return nil, err
+	}
+	exp := now.Add(ttl)
+	if kr.Access == Write && kr.live(now) {
+		if kr.Owner.Session != o.Session {
+			return nil, refused(k, access, []Lock{kr.Lock})
+		}
+		l := kr.Lock // a writer asking for Read keeps its Write lock
+		l.Owner.User = o.User
+		l.ExpiresAt = later(l.ExpiresAt, exp)
+		return &l, t.setKey(c, l)
+	}
+
+	readers, err := t.readers(c, k)
+	if err != nil {
+		return nil, err
+	}
+	var own *Lock
+	var others []Lock
+	expired := false
+	for _, r := range readers {
+		switch {
+		case !r.live(now):
+			expired = true
+		case r.Owner.Session == o.Session:
+			own = &r.Lock
+		default:
+			others = append(others, r.Lock)
+		}
+	}
+	if access == Write && len(others) > 0 {
+		return nil, refused(k, access, others)
+	}
+
+	l := Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}
+	switch {
+	case own != nil && access == Read:
+		l.Token, l.Generation, l.AcquiredAt = own.Token, own.Generation, own.AcquiredAt
+		l.ExpiresAt = later(own.ExpiresAt, exp)
+	default:
+		if own != nil { // an upgrade keeps the token its client already has
+			l.Token = own.Token
+		} else if l.Token, err = newToken(); err != nil {
+			return nil, err
+		}
+		if l.Generation, err = t.nextGeneration(c); err != nil {
+			return nil, err
+		}
+	}
+
+	if access == Write {
+		if len(readers) > 0 {
+			if _, err := t.deleteReaders(c, k, ""); err != nil {
+				return nil, err
+			}
+		}
+		return &l, t.setKey(c, l)
+	}
+	if expired {
+		if err := t.deleteExpiredReaders(c, k, now); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.putReader(c, l); err != nil {
+		return nil, err
+	}
+	keyRow := Lock{Resource: k.resource, ID: k.id, Access: Read, AcquiredAt: now, ExpiresAt: l.ExpiresAt}
+	for _, r := range others {
+		keyRow.ExpiresAt = later(keyRow.ExpiresAt, r.ExpiresAt)
+	}
+	return &l, t.setKey(c, keyRow)
+}
+
+func (t *lockTable) deleteExpiredReaders(c conn, k key, now time.Time) error {
+	_, err := c.exec(t.d.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder <> '' AND expires_at <= ?`),
+		k.resource, k.id, t.d.timeArg(now))
+	return err
+}
+
+func refused(k key, wanted Access, holders []Lock) error {
+	for i := range holders {
+		holders[i].Token = ""
+	}
+	return &LockedError{Resource: k.resource, ID: k.id, Wanted: wanted, Holders: holders}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// Release gives up the session's lock on target, Read or Write. It returns
+// ErrNotLocked when the session holds no lock on it, or when its lock had
+// already expired (the row is removed all the same). Inside db.Transaction
+// the release commits with the save it ends.
+func (p *Plugin) Release(db *gorm.DB, target any) error {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return err
+	}
+	o, err := ownerOf(db)
+	if err != nil {
+		return err
+	}
+	k, err := targetKey(db, target)
+	if err != nil {
+		return err
+	}
+	return p.release(db, t, k, o)
+}
+
+func (p *Plugin) release(db *gorm.DB, t *lockTable, k key, o Owner) error {
+	found, valid, err := t.releaseWrite(direct(db), k, o.Session)
+	if err != nil {
+		return err
+	}
+	if !found {
+		err = inTx(db, func(c conn) error {
+			_, now, err := t.lockKey(c, k)
+			if err != nil {
+				return err
+			}
+			readers, err := t.readers(c, k)
+			if err != nil {
+				return err
+			}
+			others := 0
+			for _, r := range readers {
+				switch {
+				case r.Owner.Session == o.Session:
+					found, valid = true, r.live(now)
+				case r.live(now):
+					others++
+				}
+			}
+			if !found {
+				return notHeld(k)
+			}
+			if others == 0 { // the last reader leaves: the record is free
+				_, err = t.deleteKey(c, k)
+			} else {
+				_, err = t.deleteReaders(c, k, o.Session)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !valid {
+		return fmt.Errorf("%w: the lock on %s %s had expired", ErrNotLocked, k.resource, k.id)
+	}
+	return nil
+}
+
+func notHeld(k key) error {
+	return fmt.Errorf("%w: %s %s", ErrNotLocked, k.resource, k.id)
+}
+
+// ReleaseAll removes every lock of session, live or expired, and returns how
+// many it removed. Call it at logout and when a session expires. Without an
+// owner in the context it runs as the application (a session-expiry job);
+// with an owner of another session it needs Config.Authorize("release_all").
+func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.checkSessionAction(db, "release_all", session); err != nil {
+		return 0, err
+	}
+	return t.releaseAll(direct(db), session)
+}
+
+// Renew is the heartbeat: it pushes every live lock of session to expire no
+// earlier than now+TTL on the database clock, and returns how many it
+// renewed. Expired locks stay expired. The same owner rules as ReleaseAll.
+func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.checkSessionAction(db, "renew", session); err != nil {
+		return 0, err
+	}
+	ttl, err := p.ttl(db.Statement.Context)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = inTx(db, func(c conn) error {
+		now, err := t.now(c)
+		if err != nil {
+			return err
+		}
+		n, err = t.renew(c, session, now, now.Add(ttl))
+		return err
+	})
+	return n, err
+}
+
+// checkSessionAction allows a session-wide action on session when the caller
+// is that session or the application itself (no owner), and otherwise asks
+// Config.Authorize and logs the decision.
+func (p *Plugin) checkSessionAction(db *gorm.DB, action, session string) error {
+	if err := checkText("session", session, maxTextLen, false); err != nil {
+		return err
+	}
+	ctx := db.Statement.Context
+	o, ok := OwnerFrom(ctx)
+	if !ok || o.Session == session {
+		return nil
+	}
+	l := Lock{Owner: Owner{Session: session}}
+	err := p.authorize(ctx, action, l)
+	p.audit(ctx, action, l, o, time.Now(), err)
+	return err
+}
+
+// Holders returns the live locks on target (its writer, or its readers),
+// without their tokens. It needs no owner.
+func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return nil, err
+	}
+	k, err := targetKey(db, target)
+	if err != nil {
+		return nil, err
+	}
+	return t.holders(direct(db), k)
+}
+
+// List is the admin view of the lock table: the locks matching f, ordered
+// by resource, id and holder, never with their tokens.
+func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range []struct{ what, v string }{
+		{"resource", f.Resource}, {"id", f.ID}, {"user", f.User}, {"session", f.Session},
+	} {
+		if err := checkText(s.what, s.v, maxTextLen, true); err != nil {
+			return nil, err
+		}
+	}
+	if f.Limit < 0 {
+		return nil, invalid("limit %d is negative", f.Limit)
+	}
+	return t.list(direct(db), f)
+}
+
+// ForceRelease removes every lock on the record resource/id, whoever holds
+// it: the admin's answer to a crashed or absent holder. It asks
+// Config.Authorize("force_release", lock) for each holder first, is refused
+// with ErrForbidden unless all are allowed, and logs who released what and
+// when. It returns ErrNotLocked when nobody holds the record.
+func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return err
+	}
+	k := key{resource: resource, id: id}
+	if err := k.validate(); err != nil {
+		return err
+	}
+	ctx := db.Statement.Context
+	caller, _ := OwnerFrom(ctx)
+	return inTx(db, func(c conn) error {
+		kr, now, err := t.lockKey(c, k)
+		if err != nil {
+			return err
+		}
+		var held []Lock
+		if kr.Access == Write && kr.live(now) {
+			held = []Lock{kr.Lock}
+		} else {
+			readers, err := t.readers(c, k)
+			if err != nil {
+				return err
+			}
+			for _, r := range readers {
+				if r.live(now) {
+					held = append(held, r.Lock)
+				}
+			}
+		}
+		if len(held) == 0 {
+			return notHeld(k)
+		}
+		for _, l := range held {
+			l.Token = ""
+			err := p.authorize(ctx, "force_release", l)
+			p.audit(ctx, "force_release", l, caller, now, err)
+			if err != nil {
+				return err
+			}
+		}
+		_, err = t.deleteKey(c, k)
+		return err
+	})
+}
+
+func (p *Plugin) authorize(ctx context.Context, action string, l Lock) error {
+	if p.cfg.Authorize == nil {
+		return fmt.Errorf("%w: %s needs Config.Authorize", ErrForbidden, action)
+	}
+	if err := p.cfg.Authorize(ctx, action, l); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrForbidden, action, err)
+	}
+	return nil
+}
+
+// audit logs an admin action: who did what to whose lock, when, and whether
+// it was allowed.
+func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at time.Time, err error) {
+	attrs := []any{
+		slog.String("action", action),
+		slog.String("resource", l.Resource), slog.String("id", l.ID),
+		slog.String("holder_session", l.Owner.Session), slog.String("holder_user", l.Owner.User),
+		slog.String("by_session", by.Session), slog.String("by_user", by.User),
+		slog.Time("at", at.UTC()),
+	}
+	if err != nil {
+		p.cfg.Logger.WarnContext(ctx, "offlinelock: admin action refused", append(attrs, slog.String("error", err.Error()))...)
+		return
+	}
+	p.cfg.Logger.WarnContext(ctx, "offlinelock: admin action", attrs...)
+}
+
+// Sweep deletes expired lock rows in batches of at most 1000 rows per
+// statement, so it never holds many row locks at once, and returns how many
+// it deleted. Expired locks are already free without it; it keeps the table
+// small.
+func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return 0, err
+	}
+	c := direct(db)
+	var total int64
+	for {
+		if err := c.ctx.Err(); err != nil {
+			return total, err
+		}
+		n, err := t.sweep(c)
+		total += n
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+	}
+}
+
+// StartSweeper runs Sweep every interval (one minute if every <= 0) in a
+// goroutine until ctx is done, logging failures to Config.Logger.
+func (p *Plugin) StartSweeper(ctx context.Context, db *gorm.DB, every time.Duration) {
+	if every <= 0 {
+		every = time.Minute
+	}
+	db = db.WithContext(ctx)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if _, err := p.Sweep(db); err != nil && !errors.Is(err, context.Canceled) {
+					p.cfg.Logger.ErrorContext(ctx, "offlinelock: sweep failed", slog.String("error", err.Error()))
+				}
+			}
+		}
+	}()
+}
+
+// ownerOf reads and checks the owner in db's context.
+func ownerOf(db *gorm.DB) (Owner, error) {
+	o, ok := OwnerFrom(db.Statement.Context)
+	if !ok || o.Session == "" {
+		return Owner{}, ErrNoOwner
+	}
+	if err := checkText("session", o.Session, maxTextLen, false); err != nil {
+		return Owner{}, err
+	}
+	if err := checkText("user", o.User, maxTextLen, true); err != nil {
+		return Owner{}, err
+	}
+	return o, nil
+}

@@ -1,0 +1,133 @@
+package offlinelock
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultTable  = "offline_locks"
+	DefaultTTL    = 30 * time.Minute
+	DefaultMaxTTL = 24 * time.Hour
+)
+
+// Config configures a Plugin. The zero value is usable.
+type Config struct {
+	// Table is the lock table's name; default "offline_locks". The plugin
+	// creates it, with its indexes, when it is registered.
+	Table string
+	// TTL is how long a lock lives unless renewed; default 30 minutes.
+	// WithTTL overrides it per call.
+	TTL time.Duration
+	// MaxTTL caps every TTL, however it was asked for; default 24 hours.
+	MaxTTL time.Duration
+	// Logger receives admin actions (force releases, releases of another
+	// session's locks) and sweeper errors; default slog.Default(). Tokens
+	// are never logged.
+	Logger *slog.Logger
+	// Authorize decides admin actions: "force_release", and "release_all"
+	// or "renew" of a session other than the caller's. It gets the lock (or,
+	// for session-wide actions, a Lock with only Owner.Session set) and
+	// returns nil to allow. A nil Authorize allows none of them.
+	Authorize func(ctx context.Context, action string, l Lock) error
+}
+
+// Plugin is a Pessimistic Offline Lock manager whose lock table lives in the
+// application's database. Register it with db.Use(offlinelock.New(cfg)); it
+// is safe for concurrent use and holds no per-request state.
+type Plugin struct {
+	cfg Config
+	err error // a configuration error, reported by Initialize and every call
+}
+
+var _ gorm.Plugin = (*Plugin)(nil)
+
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,50}$`)
+
+// New returns a plugin for cfg, with defaults filled in. A bad Config (a
+// table name that is not a plain identifier, a negative TTL) is reported
+// by Initialize and by every call.
+func New(cfg Config) *Plugin {
+	if cfg.Table == "" {
+		cfg.Table = DefaultTable
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.MaxTTL == 0 {
+		cfg.MaxTTL = DefaultMaxTTL
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Plugin{cfg: cfg}
+	switch {
+	case !identifier.MatchString(cfg.Table):
+		p.err = fmt.Errorf("%w: table name %q must be a plain identifier", ErrInvalid, cfg.Table)
+	case cfg.TTL < 0 || cfg.MaxTTL < 0:
+		p.err = fmt.Errorf("%w: TTL %v and MaxTTL %v must be positive", ErrInvalid, cfg.TTL, cfg.MaxTTL)
+	}
+	if p.cfg.TTL > p.cfg.MaxTTL {
+		p.cfg.TTL = p.cfg.MaxTTL
+	}
+	return p
+}
+
+// Name returns the plugin's name for gorm.DB.Use.
+func (p *Plugin) Name() string { return "offlinelock" }
+
+// Initialize creates the lock table if it is missing. It is called by
+// db.Use and is safe to run from several application nodes at once.
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	if p.err != nil {
+		return p.err
+	}
+	if db.DryRun {
+		return nil
+	}
+	return p.Migrate(db)
+}
+
+// Migrate creates the lock table, its indexes and its generation counter if
+// they are missing. Initialize calls it; call it yourself only for a
+// database the plugin was not registered on.
+func (p *Plugin) Migrate(db *gorm.DB) error {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return err
+	}
+	return t.migrate(db)
+}
+
+func (p *Plugin) tableFor(db *gorm.DB) (*lockTable, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if db == nil || db.Dialector == nil {
+		return nil, invalid("db is nil or not opened")
+	}
+	d, err := dialectFor(db.Dialector.Name())
+	if err != nil {
+		return nil, err
+	}
+	return &lockTable{d: d, table: `"` + p.cfg.Table + `"`, seq: `"` + p.cfg.Table + `_generation"`}, nil
+}
+
+// ttl is the lifetime for a lock asked for in ctx: WithTTL or Config.TTL,
+// capped by MaxTTL.
+func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
+	d := p.cfg.TTL
+	if v, ok := ttlFrom(ctx); ok {
+		if v <= 0 {
+			return 0, invalid("TTL %v must be positive", v)
+		}
+		d = v
+	}
+	return min(d, p.cfg.MaxTTL), nil
+}
