@@ -1,0 +1,162 @@
+package offlinelock_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// Counter is a record whose n only the offline lock protects: each business
+// transaction reads it in one statement and writes n+1 in another, with no
+// database lock in between.
+type Counter struct {
+	ID uint `gorm:"primaryKey"`
+	N  int
+}
+
+// TestLockProtectsACounter is ShedLock's fuzz tester and Jepsen's lock check
+// against the real lock table: many sessions race for a few keys with Write
+// locks (read-modify-write the counter) and Read locks (look only), and the
+// test asserts that no two writers, and no writer and reader, ever held a
+// key together, that no update was lost, and that every refusal was a
+// *LockedError, never "database is locked" or any other failure.
+func TestLockProtectsACounter(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			workers, keys, run := 64, 8, 3*time.Second
+			if d.name == "sqlite" {
+				workers, run = 16, 2*time.Second
+			}
+			db, p := setup(t, d, offlinelock.Config{})
+			table := "counters_" + randomHex(4)
+			counters := db.Table(table)
+			require.NoError(t, counters.AutoMigrate(&Counter{}))
+			t.Cleanup(func() { db.Migrator().DropTable(table) })
+			for k := 1; k <= keys; k++ {
+				require.NoError(t, db.Table(table).Create(&Counter{ID: uint(k)}).Error)
+			}
+
+			var (
+				writer    = make([]atomic.Int64, keys+1) // session id of the writer inside, or 0
+				readers   = make([]atomic.Int64, keys+1) // readers inside
+				writes    = make([]atomic.Int64, keys+1) // successful increments
+				reads     atomic.Int64
+				refusals  atomic.Int64
+				overlaps  atomic.Int64
+				failures  = make(chan error, workers)
+				deadline  = time.Now().Add(run)
+				wg        sync.WaitGroup
+				startLine = make(chan struct{})
+			)
+			for w := 1; w <= workers; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					rng := rand.New(rand.NewPCG(uint64(w), 7))
+					owner := offlinelock.Owner{Session: fmt.Sprintf("S%d", w), User: fmt.Sprintf("user%d", w)}
+					sdb := as(db, owner)
+					<-startLine
+					for time.Now().Before(deadline) {
+						k := 1 + rng.IntN(keys)
+						c := &Counter{ID: uint(k)}
+						access := offlinelock.Write
+						if rng.IntN(4) == 0 {
+							access = offlinelock.Read
+						}
+						_, err := p.Acquire(sdb, c, access)
+						if errors.Is(err, offlinelock.ErrLocked) {
+							refusals.Add(1)
+							continue
+						}
+						if err != nil {
+							failures <- fmt.Errorf("acquire %s %d: %w", access, k, err)
+							return
+						}
+						if access == offlinelock.Read {
+							readers[k].Add(1)
+							if writer[k].Load() != 0 {
+								overlaps.Add(1)
+							}
+							reads.Add(1)
+							readers[k].Add(-1)
+						} else {
+							if !writer[k].CompareAndSwap(0, int64(w)) || readers[k].Load() != 0 {
+								overlaps.Add(1)
+							}
+							var cur Counter
+							if err := db.Table(table).First(&cur, k).Error; err != nil {
+								failures <- err
+								return
+							}
+							if err := db.Table(table).Where("id = ?", k).Update("n", cur.N+1).Error; err != nil {
+								failures <- err
+								return
+							}
+							writes[k].Add(1)
+							writer[k].Store(0)
+						}
+						if err := p.Release(sdb, c); err != nil {
+							failures <- fmt.Errorf("release %s %d: %w", access, k, err)
+							return
+						}
+					}
+				}()
+			}
+			close(startLine)
+			wg.Wait()
+			close(failures)
+			for err := range failures {
+				t.Error(err)
+			}
+			assert.Zero(t, overlaps.Load(), "two holders overlapped")
+			var total int64
+			for k := 1; k <= keys; k++ {
+				var got Counter
+				require.NoError(t, db.Table(table).First(&got, k).Error)
+				assert.EqualValues(t, writes[k].Load(), got.N, "counter %d lost updates", k)
+				total += writes[k].Load()
+			}
+			assert.Positive(t, total)
+			left, err := p.List(db, offlinelock.Filter{})
+			require.NoError(t, err)
+			assert.Empty(t, left, "every lock was released")
+			t.Logf("%s: %d workers x %d keys x %v: %d writes, %d reads, %d refusals, 0 overlaps",
+				d.name, workers, keys, run, total, reads.Load(), refusals.Load())
+		})
+	}
+}
+
+// TestTwoReadersUpgradingAreBothRefused races the upgrade: many pairs of
+// readers ask for Write at the same moment; neither waits for the other, and
+// at most one of each pair wins.
+func TestTwoReadersUpgradingAreBothRefused(t *testing.T) {
+	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		for i := uint(1); i <= 20; i++ {
+			c := &Customer{ID: i}
+			for _, o := range []offlinelock.Owner{martin, david} {
+				_, err := p.Acquire(as(db, o), c, offlinelock.Read)
+				require.NoError(t, err)
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for j, o := range []offlinelock.Owner{martin, david} {
+				wg.Add(1)
+				go func() { defer wg.Done(); _, errs[j] = p.Acquire(as(db, o), c, offlinelock.Write) }()
+			}
+			wg.Wait()
+			for _, err := range errs {
+				require.ErrorIs(t, err, offlinelock.ErrLocked, "both readers still read, so both upgrades are refused")
+			}
+		}
+	})
+}
