@@ -1,0 +1,252 @@
+// Command scenarios plays the situations of Martin and David from the
+// Pessimistic Offline Lock walk-through against the real plugin, and prints
+// what each of them sees, step by step.
+//
+//	go run ./examples/scenarios                 # on an embedded SQLite file
+//	go run ./examples/scenarios -dsn 'host=127.0.0.1 user=postgres dbname=test'
+//
+// With -dsn it creates (and empties) the tables customers and offline_locks
+// in that PostgreSQL database: point it at a scratch database.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// Customer is the record Martin and David both want to edit.
+type Customer struct {
+	ID     uint `gorm:"primaryKey"`
+	Name   string
+	Credit int
+}
+
+func main() {
+	dsn := flag.String("dsn", "", "PostgreSQL DSN of a scratch database; default: an embedded SQLite file")
+	flag.Parse()
+	if err := run(os.Stdout, *dsn); err != nil {
+		fmt.Fprintln(os.Stderr, "scenarios:", err)
+		os.Exit(1)
+	}
+}
+
+func run(w io.Writer, dsn string) error {
+	db, cleanup, err := open(dsn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	locks := offlinelock.New(offlinelock.Config{TTL: 30 * time.Minute})
+	if err := db.Use(locks); err != nil {
+		return err
+	}
+	s := &stage{w: w, db: db, locks: locks}
+	for _, scene := range []func() error{s.lostUpdate, s.lockRefused, s.abandonedSession, s.readWrite} {
+		if err := s.reset(); err != nil {
+			return err
+		}
+		if err := scene(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func open(dsn string) (*gorm.DB, func(), error) {
+	cfg := &gorm.Config{Logger: logger.Discard}
+	if dsn != "" {
+		db, err := gorm.Open(postgres.Open(dsn), cfg)
+		return db, func() {}, err
+	}
+	dir, err := os.MkdirTemp("", "offlinelock-scenarios")
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, "scenarios.db"))), cfg)
+	return db, func() { os.RemoveAll(dir) }, err
+}
+
+// stage holds the database and the two users' sessions.
+type stage struct {
+	w     io.Writer
+	db    *gorm.DB
+	locks *offlinelock.Plugin
+}
+
+var (
+	martin = offlinelock.Owner{Session: "M1", User: "martin"}
+	david  = offlinelock.Owner{Session: "D1", User: "david"}
+)
+
+// as is the database handle of one request of one user.
+func (s *stage) as(o offlinelock.Owner) *gorm.DB {
+	return s.db.WithContext(offlinelock.WithOwner(context.Background(), o))
+}
+
+func (s *stage) say(who, format string, args ...any) {
+	fmt.Fprintf(s.w, "  %-7s %s\n", who+":", fmt.Sprintf(format, args...))
+}
+
+func (s *stage) title(t string) { fmt.Fprintf(s.w, "\n== %s ==\n", t) }
+
+func (s *stage) reset() error {
+	if err := s.db.Migrator().DropTable(&Customer{}); err != nil {
+		return err
+	}
+	if err := s.db.AutoMigrate(&Customer{}); err != nil {
+		return err
+	}
+	for _, o := range []offlinelock.Owner{martin, david} {
+		if _, err := s.locks.ReleaseAll(s.db, o.Session); err != nil {
+			return err
+		}
+	}
+	return s.db.Create(&Customer{ID: 129, Name: "Acme Ltd", Credit: 5000}).Error
+}
+
+func (s *stage) load(o offlinelock.Owner) (Customer, error) {
+	var c Customer
+	err := s.as(o).First(&c, 129).Error
+	return c, err
+}
+
+// 1. Without a lock, the later save silently overwrites the earlier one.
+func (s *stage) lostUpdate() error {
+	s.title("1. Lost update: no lock")
+	m, err := s.load(martin)
+	if err != nil {
+		return err
+	}
+	s.say("martin", "opens customer 129: %s, credit %d", m.Name, m.Credit)
+	d, err := s.load(david)
+	if err != nil {
+		return err
+	}
+	s.say("david", "opens customer 129: %s, credit %d", d.Name, d.Credit)
+	d.Credit = 8000
+	if err := s.as(david).Save(&d).Error; err != nil {
+		return err
+	}
+	s.say("david", "raises the credit to 8000 and saves")
+	m.Name = "Acme Group"
+	if err := s.as(martin).Save(&m).Error; err != nil {
+		return err
+	}
+	s.say("martin", "renames it to Acme Group and saves; his form still says credit 5000")
+	now, err := s.load(david)
+	if err != nil {
+		return err
+	}
+	s.say("david", "reloads: %s, credit %d. His change is lost, and nobody was told.", now.Name, now.Credit)
+	return nil
+}
+
+// 2. With a lock, David learns at once, before doing any work.
+func (s *stage) lockRefused() error {
+	s.title("2. Pessimistic Offline Lock: lock refused")
+	c := &Customer{ID: 129}
+	l, err := s.locks.Acquire(s.as(martin), c, offlinelock.Write)
+	if err != nil {
+		return err
+	}
+	s.say("martin", "opens customer 129 for editing: lock granted, generation %d, until %s UTC", l.Generation, l.ExpiresAt.Format("15:04:05"))
+	_, err = s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("david should have been refused, got %v", err)
+	}
+	s.say("david", "tries to open it: refused at once: %v", err)
+	err = s.as(martin).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Model(c).Update("name", "Acme Group").Error; err != nil {
+			return err
+		}
+		return s.locks.Release(tx, c) // the release commits with the save
+	})
+	if err != nil {
+		return err
+	}
+	s.say("martin", "saves the new name; the lock is released in the same transaction")
+	l, err = s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	if err != nil {
+		return err
+	}
+	s.say("david", "opens it again: lock granted, generation %d; he sees the latest name", l.Generation)
+	return s.locks.Release(s.as(david), c)
+}
+
+// 3. An abandoned session's lock expires, and the other user gets it.
+func (s *stage) abandonedSession() error {
+	s.title("3. Abandoned session: the lock times out")
+	c := &Customer{ID: 129}
+	ttl := 1500 * time.Millisecond
+	short := s.db.WithContext(offlinelock.WithTTL(offlinelock.WithOwner(context.Background(), martin), ttl))
+	l, err := s.locks.Acquire(short, c, offlinelock.Write)
+	if err != nil {
+		return err
+	}
+	s.say("martin", "opens customer 129 (a lock of %v, standing in for 30 minutes) and closes his laptop", ttl)
+	_, err = s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("david should have been refused, got %v", err)
+	}
+	s.say("david", "is refused: %v", err)
+	time.Sleep(time.Until(l.ExpiresAt) + 200*time.Millisecond)
+	s.say("clock", "passes %s UTC: Martin's lock has expired", l.ExpiresAt.Format("15:04:05"))
+	taken, err := s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	if err != nil {
+		return err
+	}
+	s.say("david", "opens it: lock granted, generation %d > %d, a new token", taken.Generation, l.Generation)
+	err = s.locks.Release(s.as(martin), c)
+	s.say("martin", "comes back and cancels: %v", err)
+	n, err := s.locks.ReleaseAll(s.db, david.Session)
+	if err != nil {
+		return err
+	}
+	s.say("david", "logs out: %d lock released", n)
+	return nil
+}
+
+// 4. Read/write locks: shared reads, and an upgrade only for the sole reader.
+func (s *stage) readWrite() error {
+	s.title("4. Read/write locks and upgrade")
+	c := &Customer{ID: 129}
+	for _, o := range []offlinelock.Owner{martin, david} {
+		if _, err := s.locks.Acquire(s.as(o), c, offlinelock.Read); err != nil {
+			return err
+		}
+		s.say(o.User, "opens customer 129 to read: READ lock granted")
+	}
+	_, err := s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("david's upgrade should have been refused, got %v", err)
+	}
+	s.say("david", "wants to edit: WRITE refused while Martin reads: %v", err)
+	if err := s.locks.Release(s.as(martin), c); err != nil {
+		return err
+	}
+	s.say("martin", "closes the page: his READ lock is released")
+	l, err := s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	if err != nil {
+		return err
+	}
+	s.say("david", "asks again: WRITE granted (upgraded from READ), access %s", l.Access)
+	_, err = s.locks.Acquire(s.as(martin), c, offlinelock.Read)
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("martin's read should have been refused, got %v", err)
+	}
+	s.say("martin", "opens it again: READ refused while David writes: %v", err)
+	return s.locks.Release(s.as(david), c)
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"regexp"
+	"testing"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// The demonstration is the README's first command, so its output is checked
+// here on SQLite, and on PostgreSQL (in a schema of its own) when
+// OFFLINELOCK_POSTGRES_DSN is set.
+func TestScenarios(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { checkOutput(t, "") })
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("OFFLINELOCK_POSTGRES_DSN")
+		if dsn == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CI=true needs PostgreSQL: set OFFLINELOCK_POSTGRES_DSN")
+			}
+			t.Skip("set OFFLINELOCK_POSTGRES_DSN to run on PostgreSQL")
+		}
+		db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := fmt.Sprintf("scenarios_%d", os.Getpid())
+		if err := db.Exec("CREATE SCHEMA " + schema).Error; err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
+		checkOutput(t, dsn+" search_path="+schema)
+	})
+}
+
+func checkOutput(t *testing.T, dsn string) {
+	var out bytes.Buffer
+	if err := run(&out, dsn); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		`david:  reloads: Acme Group, credit 5000. His change is lost`,
+		`david:  tries to open it: refused at once: customers 129 is locked by martin since \d\d:\d\d:\d\d until \d\d:\d\d:\d\d \(UTC\)`,
+		`david:  opens it again: lock granted, generation \d+; he sees the latest name`,
+		`david:  opens it: lock granted, generation (\d+) > (\d+), a new token`,
+		`martin: comes back and cancels: offlinelock: not locked by this session`,
+		`david:  logs out: 1 lock released`,
+		`david:  wants to edit: WRITE refused while Martin reads: customers 129 is locked by martin`,
+		`david:  asks again: WRITE granted \(upgraded from READ\), access write`,
+		`martin: opens it again: READ refused while David writes: customers 129 is locked by david`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
