@@ -244,33 +244,7 @@ func (t *lockTable) readers(c conn, k key) ([]row, error) {
 	return out, err
 }
 
-func (t *lockTable) nextGeneration(c conn) (int64, error) {
-	var g int64
-	n, err := c.query(t.d.nextGeneration(t.seq), nil, func(r *sql.Rows) error { return r.Scan(&g) })
-	if err == nil && n != 1 {
-		err = errors.New("offlinelock: generation counter missing; was the plugin initialised with db.Use?")
-	}
-	return g, err
-}
-
-// setKey overwrites the key row of l's record with l.
-func (t *lockTable) setKey(c conn, l Lock) error {
-	_, err := c.exec(t.d.bind(`UPDATE `+t.table+` SET access = ?, session = ?, user_name = ?, token = ?, generation = ?, acquired_at = ?, expires_at = ?
-WHERE resource = ? AND lock_id = ? AND holder = ''`),
-		string(l.Access), l.Owner.Session, l.Owner.User, l.Token, l.Generation, t.d.timeArg(l.AcquiredAt), t.d.timeArg(l.ExpiresAt),
-		l.Resource, l.ID)
-	return err
-}
-
-// putReader inserts or overwrites the reader row of l.
-func (t *lockTable) putReader(c conn, l Lock) error {
-	_, err := c.exec(t.d.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES (?, ?, ?, 'read', ?, ?, ?, ?, ?, ?)
-ON CONFLICT (resource, lock_id, holder) DO UPDATE SET user_name = excluded.user_name, token = excluded.token,
-	generation = excluded.generation, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`),
-		l.Resource, l.ID, l.Owner.Session, l.Owner.Session, l.Owner.User, l.Token, l.Generation,
-		t.d.timeArg(l.AcquiredAt), t.d.timeArg(l.ExpiresAt))
-	return err
-}
+var errGenerationCounter = errors.New("offlinelock: generation counter missing; was the plugin initialised with db.Use?")
 
 // deleteReaders removes the reader rows of k, or only those of one session.
 func (t *lockTable) deleteReaders(c conn, k key, session string) (int64, error) {

@@ -67,95 +67,52 @@ func (p *Plugin) acquire(db *gorm.DB, t *lockTable, k key, o Owner, access Acces
 	}
 	var got *Lock
 	err := inTx(db, func(c conn) error {
-		l, err := t.decide(c, k, o, access, ttl)
-		got = l
+		ls, err := t.decideMany(c, []key{k}, o, access, ttl)
+		if err == nil {
+			got = &ls[0]
+		}
 		return err
 	})
 	return got, err
 }
 
-// decide grants, refreshes or refuses a lock with the record's key row
-// held, so that it sees every holder exactly.
-func (t *lockTable) decide(c conn, k key, o Owner, access Access, ttl time.Duration) (*Lock, error) {
-	kr, now, err := t.lockKey(c, k)
-	if err != nil {
-		return nil, err
-	}
-	exp := now.Add(ttl)
-	if kr.Access == Write && kr.live(now) {
-		if kr.Owner.Session != o.Session {
-			return nil, refused(k, access, []Lock{kr.Lock})
-		}
-		l := kr.Lock // a writer asking for Read keeps its Write lock
-		l.Owner.User = o.User
-		l.ExpiresAt = later(l.ExpiresAt, exp)
-		return &l, t.setKey(c, l)
-	}
-
-	readers, err := t.readers(c, k)
-	if err != nil {
-		return nil, err
-	}
-	var own *Lock
-	var others []Lock
-	expired := false
-	for _, r := range readers {
-		switch {
-		case !r.live(now):
-			expired = true
-		case r.Owner.Session == o.Session:
-			own = &r.Lock
-		default:
-			others = append(others, r.Lock)
-		}
-	}
-	if access == Write && len(others) > 0 {
-		return nil, refused(k, access, others)
-	}
-
-	l := Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}
-	switch {
-	case own != nil && access == Read:
-		l.Token, l.Generation, l.AcquiredAt = own.Token, own.Generation, own.AcquiredAt
-		l.ExpiresAt = later(own.ExpiresAt, exp)
-	default:
-		if own != nil { // an upgrade keeps the token its client already has
-			l.Token = own.Token
-		} else if l.Token, err = newToken(); err != nil {
-			return nil, err
-		}
-		if l.Generation, err = t.nextGeneration(c); err != nil {
-			return nil, err
-		}
-	}
-
-	if access == Write {
-		if len(readers) > 0 {
-			if _, err := t.deleteReaders(c, k, ""); err != nil {
-				return nil, err
+// acquireMany takes locks on many keys, all or nothing, in a number of
+// statements that grows with len(keys)/batchSize, in the fixed order of
+// sortKeys. Outside a transaction it runs in one of its own.
+func (p *Plugin) acquireMany(db *gorm.DB, t *lockTable, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, error) {
+	keys = sortKeys(keys)
+	got := make(map[key]Lock, len(keys))
+	err := inTx(db, func(c conn) error {
+		for _, batch := range chunks(keys) {
+			rest := batch
+			if access == Write && t.d.dollar {
+				fast, err := t.fastWriteMany(c, batch, o, ttl)
+				if err != nil {
+					return err
+				}
+				rest = rest[:0:0]
+				for _, k := range batch {
+					if l, ok := fast[k]; ok {
+						got[k] = l
+					} else {
+						rest = append(rest, k)
+					}
+				}
+			}
+			if len(rest) == 0 {
+				continue
+			}
+			ls, err := t.decideMany(c, rest, o, access, ttl)
+			if err != nil {
+				return err
+			}
+			for _, l := range ls {
+				got[key{l.Resource, l.ID}] = l
 			}
 		}
-		return &l, t.setKey(c, l)
-	}
-	if expired {
-		if err := t.deleteExpiredReaders(c, k, now); err != nil {
-			return nil, err
-		}
-	}
-	if err := t.putReader(c, l); err != nil {
-		return nil, err
-	}
-	keyRow := Lock{Resource: k.resource, ID: k.id, Access: Read, AcquiredAt: now, ExpiresAt: l.ExpiresAt}
-	for _, r := range others {
-		keyRow.ExpiresAt = later(keyRow.ExpiresAt, r.ExpiresAt)
-	}
-	return &l, t.setKey(c, keyRow)
-}
-
-func (t *lockTable) deleteExpiredReaders(c conn, k key, now time.Time) error {
-	_, err := c.exec(t.d.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder <> '' AND expires_at <= ?`),
-		k.resource, k.id, t.d.timeArg(now))
-	return err
+		return nil
+	})
+	return got, err
 }
 
 func refused(k key, wanted Access, holders []Lock) error {

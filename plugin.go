@@ -43,7 +43,8 @@ type Config struct {
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
 	cfg Config
-	err error // a configuration error, reported by Initialize and every call
+	err error     // a configuration error, reported by Initialize and every call
+	reg *registry // parsed models
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)
@@ -66,7 +67,7 @@ func New(cfg Config) *Plugin {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Plugin{cfg: cfg}
+	p := &Plugin{cfg: cfg, reg: &registry{}}
 	switch {
 	case !identifier.MatchString(cfg.Table):
 		p.err = fmt.Errorf("%w: table name %q must be a plain identifier", ErrInvalid, cfg.Table)

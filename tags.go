@@ -1,0 +1,115 @@
+package offlinelock
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// TagName is the struct tag the plugin reads. On a model's primary key it
+// sets the model's Mode and options: `lock:"exclusive_read,ttl=2h"`.
+const TagName = "lock"
+
+// model is what the lock tag says about one model, parsed once per schema.
+type model struct {
+	name     string // Go type name, for messages
+	table    string
+	mode     Mode          // "" for a model without a lock tag
+	ttl      time.Duration // from ttl=…, 0 for Config.TTL
+	pk       []*schema.Field
+	err      error // a malformed tag: every statement on the model fails with it
+	lockable bool
+}
+
+// locksOnLoad says whether loading the model takes locks.
+func (m *model) locksOnLoad() bool { return m.mode == ExclusiveRead || m.mode == ReadWrite }
+
+// loadAccess is the lock a load takes under the model's mode.
+func (m *model) loadAccess() Access {
+	if m.mode == ReadWrite {
+		return Read
+	}
+	return Write
+}
+
+// registry caches parsed models per plugin; it is not package state, so two
+// plugins (or two tests) never see each other's models.
+type registry struct {
+	models sync.Map // *schema.Schema -> *model
+	tables sync.Map // table name -> *model, for the strict Exec/Raw check
+}
+
+// modelOf returns the lock configuration of s, parsing its tags the first
+// time it is seen.
+func (r *registry) modelOf(s *schema.Schema) *model {
+	if m, ok := r.models.Load(s); ok {
+		return m.(*model)
+	}
+	m := parseModel(s)
+	actual, _ := r.models.LoadOrStore(s, m)
+	m = actual.(*model)
+	if m.lockable {
+		r.tables.Store(m.table, m)
+	}
+	return m
+}
+
+// parseModel reads the lock tags of s. Errors name the model and the field.
+func parseModel(s *schema.Schema) *model {
+	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields}
+	for _, f := range s.Fields {
+		tag, ok := f.Tag.Lookup(TagName)
+		if !ok {
+			continue
+		}
+		fail := func(format string, args ...any) *model {
+			m.err = fmt.Errorf("%w: model %s field %s: %s", ErrInvalid, s.Name, f.Name, fmt.Sprintf(format, args...))
+			m.lockable = true
+			return m
+		}
+		if !f.PrimaryKey {
+			return fail("the lock tag %q belongs on the primary key", tag)
+		}
+		if m.mode != "" {
+			return fail("a second lock tag; put one on the primary key")
+		}
+		parts := strings.Split(tag, ",")
+		switch mode := Mode(strings.TrimSpace(parts[0])); mode {
+		case ExclusiveWrite, ExclusiveRead, ReadWrite:
+			m.mode = mode
+		default:
+			return fail("unknown mode %q (want exclusive_write, exclusive_read or read_write)", parts[0])
+		}
+		for _, opt := range parts[1:] {
+			k, v, _ := strings.Cut(strings.TrimSpace(opt), "=")
+			switch k {
+			case "ttl":
+				d, err := time.ParseDuration(v)
+				if err != nil || d <= 0 {
+					return fail("bad ttl %q: want a positive duration such as 30m or 2h", v)
+				}
+				m.ttl = d
+			default:
+				return fail("unknown option %q (want ttl=…)", opt)
+			}
+		}
+	}
+	m.lockable = m.mode != ""
+	if m.lockable && len(m.pk) == 0 {
+		m.err = fmt.Errorf("%w: model %s has a lock tag but no primary key", ErrInvalid, s.Name)
+	}
+	return m
+}
+
+// modelFor parses the schema of value (a model or a pointer to one).
+func (p *Plugin) modelFor(db *gorm.DB, value any) (*model, *gorm.Statement, error) {
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(value); err != nil {
+		return nil, nil, err
+	}
+	return p.reg.modelOf(stmt.Schema), stmt, nil
+}
