@@ -219,10 +219,10 @@ func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl t
 	}
 	exp := now.Add(ttl)
 	type plan struct {
-		k      key
-		lock   Lock
-		keyRow *row // the key row to write
-		newGen bool
+		k                    key
+		lock                 Lock
+		keyRow               *row // the key row to write
+		newGen               bool
 		dropAll, dropExpired bool
 	}
 	var plans []plan

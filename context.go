@@ -56,3 +56,22 @@ func ttlFrom(ctx context.Context) (time.Duration, bool) {
 	d, ok := ctx.Value(ttlKey{}).(time.Duration)
 	return d, ok
 }
+
+type bypassKey struct{}
+
+// Bypass returns a context in which the plugin's callbacks do not check or
+// take locks, for migrations and admin jobs. It is the only way around them,
+// and every statement it lets through is logged with reason, which must not
+// be empty. The lock calls (Acquire, Release, …) are not affected.
+func Bypass(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, bypassKey{}, reason)
+}
+
+// bypassFrom reports the reason of a Bypass in ctx, if any.
+func bypassFrom(ctx context.Context) (string, bool) {
+	if ctx == nil {
+		return "", false
+	}
+	r, ok := ctx.Value(bypassKey{}).(string)
+	return r, ok
+}

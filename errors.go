@@ -29,6 +29,11 @@ var (
 	// ErrForbidden reports an admin call (ForceRelease, or releasing or
 	// renewing another session's locks) that Config.Authorize did not allow.
 	ErrForbidden = errors.New("offlinelock: not authorised")
+
+	// ErrStrict reports an Exec or Raw statement that names a lockable
+	// table while Config.Strict is on. Use the model's methods, or run it
+	// under Bypass.
+	ErrStrict = errors.New("offlinelock: raw SQL on a lockable table")
 )
 
 // LockedError is returned when a lock is refused because other sessions hold

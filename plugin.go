@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -36,6 +37,14 @@ type Config struct {
 	// for session-wide actions, a Lock with only Owner.Session set) and
 	// returns nil to allow. A nil Authorize allows none of them.
 	Authorize func(ctx context.Context, action string, l Lock) error
+	// Strict refuses Exec and Raw statements whose SQL names a lockable
+	// table (ErrStrict), since the plugin cannot see which rows they touch.
+	// Bypass lets one through.
+	Strict bool
+	// Models are parsed when the plugin is registered, so that a bad lock
+	// tag fails db.Use and Strict knows their tables from the start.
+	// Models are also parsed on first use without being listed here.
+	Models []any
 }
 
 // Plugin is a Pessimistic Offline Lock manager whose lock table lives in the
@@ -45,7 +54,11 @@ type Plugin struct {
 	cfg Config
 	err error     // a configuration error, reported by Initialize and every call
 	reg *registry // parsed models
+	seq atomic.Uint64
 }
+
+// nextSeq numbers savepoints.
+func (p *Plugin) nextSeq() uint64 { return p.seq.Add(1) }
 
 var _ gorm.Plugin = (*Plugin)(nil)
 
@@ -83,16 +96,35 @@ func New(cfg Config) *Plugin {
 // Name returns the plugin's name for gorm.DB.Use.
 func (p *Plugin) Name() string { return "offlinelock" }
 
-// Initialize creates the lock table if it is missing. It is called by
-// db.Use and is safe to run from several application nodes at once.
+// Initialize creates the lock table if it is missing, parses
+// Config.Models, and registers the callbacks that lock on load and check on
+// write. It is called by db.Use and is safe to run from several
+// application nodes at once.
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	if p.err != nil {
 		return p.err
 	}
-	if db.DryRun {
-		return nil
+	if _, err := p.tableFor(db); err != nil {
+		return err
 	}
-	return p.Migrate(db)
+	for _, m := range p.cfg.Models {
+		pm, _, err := p.modelFor(db, m)
+		if err != nil {
+			return fmt.Errorf("offlinelock: parsing model %T: %w", m, err)
+		}
+		if pm.err != nil {
+			return pm.err
+		}
+	}
+	if !db.DryRun {
+		if err := p.Migrate(db); err != nil {
+			return err
+		}
+	}
+	if db.Callback().Query().Get("offlinelock:before_query") != nil {
+		return nil // already registered on this database
+	}
+	return p.registerCallbacks(db)
 }
 
 // Migrate creates the lock table, its indexes and its generation counter if

@@ -2,6 +2,7 @@ package offlinelock
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ type model struct {
 	mode     Mode          // "" for a model without a lock tag
 	ttl      time.Duration // from ttl=…, 0 for Config.TTL
 	pk       []*schema.Field
+	typ      reflect.Type
 	err      error // a malformed tag: every statement on the model fails with it
 	lockable bool
 }
@@ -60,7 +62,7 @@ func (r *registry) modelOf(s *schema.Schema) *model {
 
 // parseModel reads the lock tags of s. Errors name the model and the field.
 func parseModel(s *schema.Schema) *model {
-	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields}
+	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType}
 	for _, f := range s.Fields {
 		tag, ok := f.Tag.Lookup(TagName)
 		if !ok {

@@ -1,0 +1,273 @@
+package offlinelock
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// The callbacks make the lock implicit: "if an item might be locked anywhere
+// it must be locked everywhere", so the plugin, not each handler, takes the
+// locks on load and checks them on write.
+//
+//	Query:  offlinelock:before_query  lock the rows the query will return (before gorm:query)
+//	        offlinelock:after_query   lock rows it returned that were not foreseen, and re-read
+//	        offlinelock:end_query     commit or roll back, restore the destination on refusal
+//	Row:    offlinelock:before_row    lock the rows Rows/Row/Scan will return
+//	Raw:    offlinelock:before_raw    Config.Strict: refuse Exec naming a lockable table
+//	Create, Update, Delete:
+//	        offlinelock:before_<op>   check the Write locks of the rows it touches (after begin)
+//	        offlinelock:fence_<op>    check them again, row-locked, just before commit
+//	        offlinelock:end_<op>      commit a transaction the plugin began
+func (p *Plugin) registerCallbacks(db *gorm.DB) error {
+	cb := db.Callback()
+	type at interface {
+		Register(name string, fn func(*gorm.DB)) error
+	}
+	for _, r := range []struct {
+		name string
+		at   at
+		fn   func(*gorm.DB)
+	}{
+		{"offlinelock:before_query", cb.Query().Before("gorm:query"), p.beforeQuery},
+		{"offlinelock:after_query", cb.Query().After("gorm:query").Before("gorm:preload"), p.afterQuery},
+		{"offlinelock:end_query", cb.Query().After("*"), p.endStatement},
+		{"offlinelock:before_row", cb.Row().Before("gorm:row"), p.beforeRow},
+		{"offlinelock:end_row", cb.Row().After("*"), p.endStatement},
+		{"offlinelock:before_raw", cb.Raw().Before("gorm:raw"), p.beforeRaw},
+		{"offlinelock:before_create", cb.Create().After("gorm:begin_transaction").Before("gorm:before_create"), p.beforeWrite(opCreate)},
+		{"offlinelock:fence_create", cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction"), p.fence},
+		{"offlinelock:end_create", cb.Create().After("*"), p.endStatement},
+		{"offlinelock:before_update", cb.Update().After("gorm:setup_reflect_value").Before("gorm:before_update"), p.beforeWrite(opUpdate)},
+		{"offlinelock:fence_update", cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction"), p.fence},
+		{"offlinelock:end_update", cb.Update().After("*"), p.endStatement},
+		{"offlinelock:before_delete", cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete"), p.beforeWrite(opDelete)},
+		{"offlinelock:fence_delete", cb.Delete().After("gorm:after_delete").Before("gorm:commit_or_rollback_transaction"), p.fence},
+		{"offlinelock:end_delete", cb.Delete().After("*"), p.endStatement},
+	} {
+		if err := r.at.Register(r.name, r.fn); err != nil {
+			return fmt.Errorf("offlinelock: registering %s: %w", r.name, err)
+		}
+	}
+	return nil
+}
+
+const stateKey = "offlinelock:state"
+
+// state is what the plugin keeps about one statement, from its first
+// callback to its last. It lives in the statement's instance settings, so
+// nested statements (preloads, association saves) have their own.
+type state struct {
+	t     *lockTable
+	m     *model
+	owner Owner
+	op    string
+
+	pool      gorm.ConnPool // the connection before the plugin began a transaction
+	ownTx     bool          // the plugin began the transaction and ends it
+	savepoint string        // in the caller's transaction: undo this statement's locks on refusal
+	restore   func()        // puts the destination back as it was
+
+	locked   map[key]bool // loads: keys this statement holds
+	required []key        // writes: keys whose Write lock must still hold at commit
+	bulk     int64        // writes by WHERE: rows found; -1 for writes by key
+	err      error        // the plugin's own error, kept visible under GORM's
+}
+
+func stateOf(db *gorm.DB) *state {
+	if v, ok := db.InstanceGet(stateKey); ok {
+		return v.(*state)
+	}
+	return nil
+}
+
+// enter decides whether the plugin acts on this statement, and if so
+// returns its state. It reports a bad tag, a missing owner or a bad bypass
+// as the statement's error.
+func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
+	if db.Error != nil || db.DryRun {
+		return nil
+	}
+	m := p.statementModel(db)
+	if m == nil || !m.lockable {
+		return nil
+	}
+	if m.err != nil {
+		db.AddError(m.err)
+		return nil
+	}
+	if onLoad && !m.locksOnLoad() {
+		return nil
+	}
+	if p.bypassed(db, op) {
+		return nil
+	}
+	st := &state{m: m, op: op, bulk: -1}
+	var err error
+	if st.t, err = p.tableFor(db); err != nil {
+		st.fail(db, err)
+		return nil
+	}
+	if st.owner, err = ownerOf(db); err != nil {
+		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))
+		return nil
+	}
+	db.InstanceSet(stateKey, st)
+	return st
+}
+
+// statementModel is the lock configuration of the statement's model: its
+// schema's, or for Table("name") without a model, that of a lockable model
+// already seen with that table.
+func (p *Plugin) statementModel(db *gorm.DB) *model {
+	if s := db.Statement.Schema; s != nil {
+		return p.reg.modelOf(s)
+	}
+	if db.Statement.Table != "" {
+		if m, ok := p.reg.tables.Load(db.Statement.Table); ok {
+			return m.(*model)
+		}
+	}
+	return nil
+}
+
+// bypassed reports whether the statement runs under Bypass, logging it.
+func (p *Plugin) bypassed(db *gorm.DB, op string) bool {
+	reason, ok := bypassFrom(db.Statement.Context)
+	if !ok {
+		return false
+	}
+	if strings.TrimSpace(reason) == "" {
+		db.AddError(invalid("Bypass needs a reason"))
+		return true
+	}
+	p.cfg.Logger.InfoContext(db.Statement.Context, "offlinelock: bypass",
+		slog.String("op", op), slog.String("table", db.Statement.Table), slog.String("reason", reason))
+	return true
+}
+
+func (st *state) fail(db *gorm.DB, err error) {
+	if st.err == nil {
+		st.err = err
+	}
+	db.AddError(err)
+}
+
+// begin makes sure the statement runs in a transaction: the caller's, or
+// one the plugin begins and endStatement ends. In the caller's transaction
+// a savepoint lets a refusal undo what this statement locked.
+func (st *state) begin(db *gorm.DB, savepoint bool, seq func() uint64) error {
+	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		if savepoint {
+			st.savepoint = fmt.Sprintf("offlinelock_%d", seq())
+			_, err := direct(db).exec("SAVEPOINT " + st.savepoint)
+			return err
+		}
+		return nil
+	}
+	tx := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context}).Begin()
+	if tx.Error != nil {
+		return tx.Error
+	}
+	st.pool, st.ownTx = db.Statement.ConnPool, true
+	db.Statement.ConnPool = tx.Statement.ConnPool
+	return nil
+}
+
+// endStatement is the last callback of every chain: it ends what begin
+// started, puts a refused load's destination back, and keeps the plugin's
+// error matchable with errors.Is whatever GORM added after it.
+func (p *Plugin) endStatement(db *gorm.DB) {
+	st := stateOf(db)
+	if st == nil {
+		return
+	}
+	switch {
+	case st.ownTx:
+		tx := db.Statement.ConnPool.(gorm.TxCommitter)
+		if db.Error != nil {
+			tx.Rollback()
+		} else if err := tx.Commit(); err != nil {
+			db.AddError(err)
+		}
+		db.Statement.ConnPool = st.pool
+	case st.savepoint != "":
+		c := direct(db)
+		if db.Error != nil {
+			c.exec("ROLLBACK TO SAVEPOINT " + st.savepoint)
+		}
+		c.exec("RELEASE SAVEPOINT " + st.savepoint)
+	}
+	if db.Error != nil && st.restore != nil {
+		st.restore()
+	}
+	if st.err != nil && db.Error != nil && !errors.Is(db.Error, st.err) {
+		db.Error = fmt.Errorf("%w; %w", db.Error, st.err)
+	}
+}
+
+// beforeRaw refuses, under Config.Strict, an Exec whose SQL names a
+// lockable table: the plugin cannot see which rows it touches.
+func (p *Plugin) beforeRaw(db *gorm.DB) {
+	if db.Error != nil || db.DryRun {
+		return
+	}
+	p.strict(db, "exec")
+}
+
+// strict applies Config.Strict to a statement whose SQL the plugin cannot
+// see into. It reports whether it refused it.
+func (p *Plugin) strict(db *gorm.DB, op string) bool {
+	if !p.cfg.Strict {
+		return false
+	}
+	table := p.lockableTableIn(db.Statement.SQL.String())
+	if table == "" || p.bypassed(db, op) {
+		return false
+	}
+	db.AddError(fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, table))
+	return true
+}
+
+// lockableTableIn returns a lockable table that the SQL names, if any.
+func (p *Plugin) lockableTableIn(sql string) string {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(sql), func(r rune) bool {
+		return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
+	}) {
+		words[w] = true
+	}
+	found := ""
+	p.reg.tables.Range(func(k, v any) bool {
+		if words[strings.ToLower(k.(string))] {
+			found = k.(string)
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the
+// tag's ttl=…, or Config.TTL, capped by MaxTTL.
+func (p *Plugin) ttlFor(db *gorm.DB, m *model) (time.Duration, error) {
+	if _, ok := ttlFrom(db.Statement.Context); !ok && m.ttl > 0 {
+		return min(m.ttl, p.cfg.MaxTTL), nil
+	}
+	return p.ttl(db.Statement.Context)
+}
+
+// snapshot returns a function that puts v back as it is now.
+func snapshot(v reflect.Value) func() {
+	if !v.IsValid() || !v.CanSet() {
+		return nil
+	}
+	saved := reflect.New(v.Type()).Elem()
+	saved.Set(v)
+	return func() { v.Set(saved) }
+}

@@ -1,0 +1,172 @@
+package offlinelock
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+)
+
+// maxRereads bounds how often a load re-reads because rows it had not
+// foreseen turned up; each round locks them first.
+const maxRereads = 3
+
+// beforeQuery locks, before gorm:query reads anything, the rows the query
+// will return: the keys its WHERE names, or those a key-only SELECT with
+// the same FROM, JOINs, WHERE, ORDER and LIMIT finds. Locks are taken before
+// the read, so a write committed before the lock was granted is in what the
+// caller gets; and when a lock is refused nothing is read at all.
+func (p *Plugin) beforeQuery(db *gorm.DB) {
+	if db.Statement.SQL.Len() > 0 && p.statementModel(db) == nil {
+		p.strict(db, "raw query") // Raw(…).Find into something the plugin cannot see
+		return
+	}
+	if v := db.Statement.ReflectValue; v.IsValid() && v.Kind() >= reflect.Int && v.Kind() <= reflect.Float64 {
+		return // Count: a number reveals no row
+	}
+	st := p.enter(db, "load", true)
+	if st == nil {
+		return
+	}
+	st.restore = snapshot(db.Statement.ReflectValue)
+	if err := st.begin(db, len(db.Statement.Preloads) > 0, p.nextSeq); err != nil {
+		st.fail(db, err)
+		return
+	}
+	st.locked = map[key]bool{}
+	if db.Statement.SQL.Len() > 0 {
+		return // Raw(…).Find: lock what it returns, then read again
+	}
+	callbacks.BuildQuerySQL(db)
+	if db.Error != nil {
+		return
+	}
+	p.lockAhead(db, st)
+}
+
+// lockAhead locks the rows the statement will read, before it reads them.
+func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
+	var targets []target
+	if keys, ok := knownKeys(db.Statement, st.m); ok && len(p.lockableJoins(db)) == 0 {
+		for _, k := range keys {
+			targets = append(targets, target{k, st.m})
+		}
+	} else if _, grouped := db.Statement.Clauses["GROUP BY"]; !grouped && db.Statement.TableExpr == nil {
+		var err error
+		if targets, err = p.preselect(db, st.m, false); err != nil {
+			st.fail(db, err)
+			return
+		}
+	} // else: lock what the query returns, then read again
+	p.lockTargets(db, st, targets)
+}
+
+// lockTargets locks targets for the statement's owner, each under its
+// model's mode and TTL, all or nothing.
+func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
+	type group struct {
+		access Access
+		m      *model
+	}
+	groups := map[group][]key{}
+	for _, tg := range targets {
+		if !st.locked[tg.k] {
+			g := group{tg.m.loadAccess(), tg.m}
+			groups[g] = append(groups[g], tg.k)
+		}
+	}
+	for g, keys := range groups {
+		ttl, err := p.ttlFor(db, g.m)
+		if err == nil {
+			_, err = p.acquireMany(db, st.t, keys, st.owner, g.access, ttl)
+		}
+		if err != nil {
+			st.fail(db, err)
+			return false
+		}
+		for _, k := range keys {
+			st.locked[k] = true
+		}
+	}
+	return true
+}
+
+// afterQuery makes sure every row that reached the destination is locked:
+// rows the statement did not foresee (Raw SQL, a row that began to match)
+// are locked now and the query runs again, so that what the caller gets is
+// never older than its lock.
+func (p *Plugin) afterQuery(db *gorm.DB) {
+	st := stateOf(db)
+	if st == nil || st.locked == nil || db.Error != nil {
+		return
+	}
+	for round := 0; ; round++ {
+		loaded, ok := p.loadedTargets(db, st.m)
+		if !ok {
+			return // not the model itself (Pluck, a DTO): its rows were locked ahead
+		}
+		var extra []target
+		for _, tg := range loaded {
+			if !st.locked[tg.k] {
+				extra = append(extra, tg)
+			}
+		}
+		if len(extra) == 0 {
+			return
+		}
+		if round == maxRereads {
+			st.fail(db, fmt.Errorf("offlinelock: the rows of %s kept changing while they were being locked; try again", db.Statement.Table))
+			return
+		}
+		if !p.lockTargets(db, st, extra) {
+			return
+		}
+		if !reread(db) {
+			return
+		}
+	}
+}
+
+// reread runs the statement's query again into its destination, as
+// gorm:query does.
+func reread(db *gorm.DB) bool {
+	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, db.Statement.SQL.String(), db.Statement.Vars...)
+	if err != nil {
+		db.AddError(err)
+		return false
+	}
+	defer func() { db.AddError(rows.Close()) }()
+	db.RowsAffected = 0
+	gorm.Scan(rows, db, 0)
+	if db.Statement.Result != nil {
+		db.Statement.Result.RowsAffected = db.RowsAffected
+	}
+	return db.Error == nil || errors.Is(db.Error, gorm.ErrRecordNotFound)
+}
+
+// beforeRow locks the rows that Rows, Row or Scan on a model will return.
+// The caller reads them after the chain has ended, so the locks are
+// committed first (or taken in the caller's transaction).
+func (p *Plugin) beforeRow(db *gorm.DB) {
+	if db.Statement.SQL.Len() > 0 && p.statementModel(db) == nil {
+		p.strict(db, "raw query")
+		return
+	}
+	st := p.enter(db, "load", true)
+	if st == nil {
+		return
+	}
+	st.locked = map[key]bool{}
+	if db.Statement.SQL.Len() > 0 {
+		if !p.strict(db, "raw query") {
+			return // Raw(…).Model(&m).Rows(): the plugin cannot see its rows
+		}
+		return
+	}
+	callbacks.BuildQuerySQL(db)
+	if db.Error == nil {
+		p.lockAhead(db, st)
+	}
+}

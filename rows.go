@@ -1,0 +1,340 @@
+package offlinelock
+
+import (
+	"context"
+	"database/sql"
+	"reflect"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// target is one row the plugin must lock: its key, the lock its model asks
+// for, and the model.
+type target struct {
+	k key
+	m *model
+}
+
+// rowKey is the key of the row v (a struct of m's type) in table.
+func (m *model) rowKey(ctx context.Context, table string, v reflect.Value) (key, bool) {
+	r, ok := m.pkRow(ctx, table, v)
+	return r.k, ok
+}
+
+// structsOf calls fn for every struct of type typ in v: v itself, or the
+// elements of a slice or array of typ or *typ. It reports false when v holds
+// something else (a DTO, a map, a count).
+func structsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return true
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() != typ {
+			return false
+		}
+		fn(v)
+		return true
+	case reflect.Slice, reflect.Array:
+		et := v.Type().Elem()
+		for et.Kind() == reflect.Pointer {
+			et = et.Elem()
+		}
+		if et != typ {
+			return false
+		}
+		for i := 0; i < v.Len(); i++ {
+			e := v.Index(i)
+			for e.Kind() == reflect.Pointer {
+				if e.IsNil() {
+					break
+				}
+				e = e.Elem()
+			}
+			if e.Kind() == reflect.Struct {
+				fn(e)
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// lockableJoins are the Joins of the statement that fill structs of models
+// locked on load, with their models.
+func (p *Plugin) lockableJoins(db *gorm.DB) map[string]*model {
+	stmt := db.Statement
+	if stmt.Schema == nil || len(stmt.Joins) == 0 {
+		return nil
+	}
+	out := map[string]*model{}
+	for _, j := range stmt.Joins {
+		rel, ok := stmt.Schema.Relationships.Relations[j.Name]
+		if !ok || rel.FieldSchema == nil {
+			continue
+		}
+		if m := p.reg.modelOf(rel.FieldSchema); m.lockable && m.locksOnLoad() {
+			out[j.Name] = m
+		}
+	}
+	return out
+}
+
+// loadedTargets lists the rows a query put into its destination: its own
+// model's and those of lockable Joins. It reports false when the
+// destination holds something other than the model.
+func (p *Plugin) loadedTargets(db *gorm.DB, m *model) ([]target, bool) {
+	stmt := db.Statement
+	joins := p.lockableJoins(db)
+	var out []target
+	ok := structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
+		if k, ok := m.rowKey(stmt.Context, stmt.Table, v); ok {
+			out = append(out, target{k, m})
+		}
+		for name, jm := range joins {
+			rel := stmt.Schema.Relationships.Relations[name]
+			jv := v.FieldByIndex(rel.Field.StructField.Index)
+			structsOf(jv, jm.typ, func(e reflect.Value) {
+				if k, ok := jm.rowKey(stmt.Context, rel.FieldSchema.Table, e); ok {
+					out = append(out, target{k, jm})
+				}
+			})
+		}
+	})
+	return out, ok
+}
+
+// knownKeys reads the keys a statement is limited to from its WHERE, when
+// one of its AND-ed conditions is the primary key equal to or in a list of
+// plain values, as First(&c, 129), Find(&cs, ids) and Delete(&T{}, id)
+// build. It reports false when the WHERE does not pin the rows down.
+func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
+	if len(m.pk) != 1 || stmt.TableExpr != nil {
+		return nil, false
+	}
+	w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
+	if !ok {
+		return nil, false
+	}
+	for _, e := range w.Exprs {
+		if or, ok := e.(clause.OrConditions); ok && len(or.Exprs) == 1 {
+			return nil, false // joined with OR, not AND
+		}
+	}
+	isPK := func(c any) bool {
+		col, ok := c.(clause.Column)
+		return ok && !col.Raw && (col.Name == clause.PrimaryKey || col.Name == m.pk[0].DBName) &&
+			(col.Table == "" || col.Table == clause.CurrentTable || col.Table == stmt.Table)
+	}
+	var values []any
+	for _, e := range w.Exprs {
+		switch x := e.(type) {
+		case clause.IN:
+			if isPK(x.Column) {
+				values = x.Values
+			}
+		case clause.Eq:
+			if isPK(x.Column) {
+				values = []any{x.Value}
+			}
+		default:
+			continue
+		}
+		if values != nil {
+			break
+		}
+	}
+	if values == nil {
+		return nil, false
+	}
+	keys := make([]key, 0, len(values))
+	for _, v := range values {
+		if !plainValue(v) {
+			return nil, false
+		}
+		keys = append(keys, key{resource: stmt.Table, id: keyText(v)})
+	}
+	return keys, true
+}
+
+// plainValue says whether v is a value whose text is a key, not a
+// subquery, an expression or a list.
+func plainValue(v any) bool {
+	if v == nil {
+		return false
+	}
+	switch v.(type) {
+	case *gorm.DB, clause.Expression, []byte:
+		return false
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer, reflect.Func, reflect.Chan:
+		_, stringer := v.(interface{ String() string })
+		return stringer
+	}
+	return true
+}
+
+// preselect finds the keys of the rows the statement will read or write:
+// the same FROM, JOINs, WHERE, ORDER and LIMIT, selecting only primary keys
+// (its own and those of lockable Joins). forUpdate row-locks them on
+// PostgreSQL, so that a write finds the rows it will change.
+func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, error) {
+	stmt := db.Statement
+	q := &gorm.Statement{
+		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, Schema: stmt.Schema,
+		Clauses: map[string]clause.Clause{},
+	}
+	for _, name := range []string{"FROM", "WHERE", "ORDER BY", "LIMIT"} {
+		if c, ok := stmt.Clauses[name]; ok {
+			q.Clauses[name] = c
+		}
+	}
+	if _, ok := q.Clauses["FROM"]; !ok {
+		q.AddClause(clause.From{})
+	}
+	type part struct {
+		m     *model
+		table string // the table's name in the query (a join's alias)
+		res   string // the resource of its keys
+	}
+	parts := []part{{m, clause.CurrentTable, stmt.Table}}
+	for name, jm := range p.lockableJoins(db) {
+		parts = append(parts, part{jm, name, stmt.Schema.Relationships.Relations[name].FieldSchema.Table})
+	}
+	var cols []clause.Column
+	for _, pt := range parts {
+		for _, f := range pt.m.pk {
+			cols = append(cols, clause.Column{Table: pt.table, Name: f.DBName})
+		}
+	}
+	q.AddClause(clause.Select{Columns: cols})
+	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
+	if forUpdate && db.Dialector.Name() == "postgres" {
+		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: clause.CurrentTable}})
+		build = append(build, "FOR")
+	}
+	q.Build(build...)
+
+	var out []target
+	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := r.Scan(ptrs...); err != nil {
+			return err
+		}
+		i := 0
+		for _, pt := range parts {
+			texts := make([]string, len(pt.m.pk))
+			null := false
+			for j := range pt.m.pk {
+				if vals[i] == nil {
+					null = true
+				} else {
+					texts[j] = dbText(vals[i])
+				}
+				i++
+			}
+			if !null { // a LEFT JOIN that found nothing
+				out = append(out, target{key{pt.res, encodeKey(texts)}, pt.m})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// dbText renders a key value read back from the database as keyText
+// renders the same value read into a model.
+func dbText(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return keyText(v)
+}
+
+// pkRow is a row's key with the primary key values it came from.
+type pkRow struct {
+	k    key
+	vals []any
+}
+
+// pkRow is the key of the row v (a struct of m's type) in table, with its
+// primary key values.
+func (m *model) pkRow(ctx context.Context, table string, v reflect.Value) (pkRow, bool) {
+	vals := make([]any, len(m.pk))
+	parts := make([]string, len(m.pk))
+	for i, f := range m.pk {
+		val, zero := f.ValueOf(ctx, v)
+		if zero {
+			return pkRow{}, false
+		}
+		vals[i], parts[i] = val, keyText(val)
+	}
+	return pkRow{key{resource: table, id: encodeKey(parts)}, vals}, true
+}
+
+// existing returns which of rows exist in the statement's table, for
+// writes that may insert rows nobody can have locked yet.
+func (p *Plugin) existing(db *gorm.DB, m *model, rows []pkRow) (map[key]bool, error) {
+	out := map[key]bool{}
+	if len(rows) == 0 {
+		return out, nil
+	}
+	stmt := db.Statement
+	cols := make([]string, len(m.pk))
+	for i, f := range m.pk {
+		cols[i] = stmt.Quote(f.DBName)
+	}
+	byText := map[string]key{}
+	var b strings.Builder
+	var args []any
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r.vals)), ", ") + ")")
+		args = append(args, r.vals...)
+		byText[r.k.id] = r.k
+	}
+	colList := strings.Join(cols, ", ")
+	q := "SELECT " + colList + " FROM " + stmt.Quote(stmt.Table) + " WHERE (" + colList + ") IN (VALUES " + b.String() + ")"
+	if len(cols) == 1 {
+		q = "SELECT " + colList + " FROM " + stmt.Quote(stmt.Table) + " WHERE " + colList + " IN " + b.String()
+		q = strings.Replace(q, " IN (", " IN ((", 1) + ")"
+	}
+	_, err := direct(db).query(rebind(db, q), args, func(r *sql.Rows) error {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := r.Scan(ptrs...); err != nil {
+			return err
+		}
+		texts := make([]string, len(vals))
+		for i, v := range vals {
+			texts[i] = dbText(v)
+		}
+		if k, ok := byText[encodeKey(texts)]; ok {
+			out[k] = true
+		}
+		return nil
+	})
+	return out, err
+}
+
+func rebind(db *gorm.DB, q string) string {
+	if db.Dialector.Name() == "postgres" {
+		return postgresDialect.bind(q)
+	}
+	return q
+}
