@@ -226,12 +226,26 @@ func (p *Plugin) strict(db *gorm.DB, op string) bool {
 	if !p.cfg.Strict {
 		return false
 	}
-	table := p.lockableTableIn(db.Statement.SQL.String())
+	sql := db.Statement.SQL.String()
+	if !isDML(sql) {
+		return false // DDL (migrations) changes no row
+	}
+	table := p.lockableTableIn(sql)
 	if table == "" || p.bypassed(db, op) {
 		return false
 	}
 	db.AddError(fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, table))
 	return true
+}
+
+// isDML says whether sql reads or writes rows.
+func isDML(sql string) bool {
+	first, _, _ := strings.Cut(strings.TrimLeft(sql, " \t\r\n("), " ")
+	switch strings.ToUpper(first) {
+	case "SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "MERGE", "REPLACE", "UPSERT", "VALUES", "TABLE":
+		return true
+	}
+	return false
 }
 
 // lockableTableIn returns a lockable table that the SQL names, if any.

@@ -3,6 +3,7 @@ package offlinelock_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -78,6 +79,9 @@ func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offline
 	db := d.open(t)
 	if cfg.Table == "" {
 		cfg.Table = "ol_" + randomHex(6)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := offlinelock.New(cfg)
 	if err := db.Use(p); err != nil {

@@ -28,6 +28,8 @@ type Line struct {
 	No      int    `gorm:"primaryKey"`
 }
 
+var errRollback = errors.New("rollback")
+
 var (
 	martin = offlinelock.Owner{Session: "M1", User: "martin"}
 	david  = offlinelock.Owner{Session: "D1", User: "david"}
