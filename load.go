@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/schema"
 )
 
 // maxRereads bounds how often a load re-reads because rows it had not
@@ -28,6 +30,7 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	}
 	st := p.enter(db, "load", true)
 	if st == nil {
+		p.guardPreloads(db)
 		return
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
@@ -44,6 +47,43 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		return
 	}
 	p.lockAhead(db, st)
+}
+
+// guardPreloads makes a load of a model that is not locked on load, but
+// preloads one that is, all or nothing: a refused preload rolls back the
+// locks its siblings took and leaves the destination as it was.
+func (p *Plugin) guardPreloads(db *gorm.DB) {
+	if db.Error != nil || db.DryRun || len(db.Statement.Preloads) == 0 || db.Statement.Schema == nil {
+		return
+	}
+	if _, ok := bypassFrom(db.Statement.Context); ok || !p.preloadsLockable(db.Statement.Schema, db.Statement.Preloads) {
+		return
+	}
+	st := &state{bulk: -1, restore: snapshot(db.Statement.ReflectValue)}
+	if err := st.begin(db, true, p.nextSeq); err != nil {
+		st.fail(db, err)
+		return
+	}
+	db.InstanceSet(stateKey, st)
+}
+
+// preloadsLockable says whether any model along the preload paths is
+// locked on load.
+func (p *Plugin) preloadsLockable(s *schema.Schema, preloads map[string][]any) bool {
+	for path := range preloads {
+		cur := s
+		for _, name := range strings.Split(path, ".") {
+			rel, ok := cur.Relationships.Relations[name]
+			if !ok || rel.FieldSchema == nil {
+				break
+			}
+			cur = rel.FieldSchema
+			if m := p.reg.modelOf(cur); m.lockable && (m.locksOnLoad() || m.err != nil) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lockAhead locks the rows the statement will read, before it reads them.
