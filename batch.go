@@ -55,25 +55,24 @@ func keyList(keys []key) (string, []any) {
 // where each key is free, expired, or already written by the session (see
 // fastWrite). It returns the locks it got; the other keys need decideMany.
 // PostgreSQL only.
-func (t *lockTable) fastWriteMany(c conn, keys []key, o Owner, ttl time.Duration) (map[key]Lock, error) {
+func (t *lockTable) fastWriteMany(c conn, keys []key, o Owner, ttl time.Duration) (map[key]Lock, map[key]string, error) {
 	resources, ids, tokens := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		tok, err := newToken()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		resources[i], ids[i], tokens[i] = k.resource, k.id, tok
+	}
+	sent := make(map[key]string, len(keys))
+	for i, k := range keys {
+		sent[k] = tokens[i]
 	}
 	q := `INSERT INTO ` + t.table + ` AS l (` + lockColumns + `)
 SELECT k.resource, k.lock_id, '', 'write', $4, $5, k.token, nextval('` + unquote(t.seq) + `'), clock_timestamp(), clock_timestamp() + $6 * interval '1 microsecond'
 FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k(resource, lock_id, token, ord) ORDER BY k.ord
-ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
-	token       = CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp() THEN l.token ELSE EXCLUDED.token END,
-	generation  = CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp() THEN l.generation ELSE EXCLUDED.generation END,
-	acquired_at = CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp() THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
-	access = 'write', session = EXCLUDED.session, user_name = EXCLUDED.user_name,
-	expires_at = GREATEST(EXCLUDED.expires_at, CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session THEN l.expires_at END)
-WHERE l.access = '' OR (l.access = 'write' AND (l.session = EXCLUDED.session OR l.expires_at <= clock_timestamp()))
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+WHERE ` + writeGrantable + `
 RETURNING ` + lockColumns
 	got := make(map[key]Lock, len(keys))
 	_, err := c.query(q, []any{resources, ids, tokens, o.Session, o.User, ttl.Microseconds()}, func(r *sql.Rows) error {
@@ -81,7 +80,34 @@ RETURNING ` + lockColumns
 		got[key{rw.Resource, rw.ID}] = rw.Lock
 		return err
 	})
-	return got, err
+	return got, sent, err
+}
+
+// writeRefresh and writeGrantable are the ON CONFLICT part of every
+// one-statement Write acquire: a free key, an expired one, or one the same
+// session writes is granted; re-acquiring keeps token, generation and
+// acquisition time and never shortens the expiry.
+const (
+	writeSame    = `l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp()`
+	writeRefresh = `
+	token       = CASE WHEN ` + writeSame + ` THEN l.token ELSE EXCLUDED.token END,
+	generation  = CASE WHEN ` + writeSame + ` THEN l.generation ELSE EXCLUDED.generation END,
+	acquired_at = CASE WHEN ` + writeSame + ` THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
+	access = 'write', session = EXCLUDED.session, user_name = EXCLUDED.user_name,
+	expires_at = GREATEST(EXCLUDED.expires_at, CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session THEN l.expires_at END)`
+	writeGrantable = `l.access = '' OR (l.access = 'write' AND (l.session = EXCLUDED.session OR l.expires_at <= clock_timestamp()))`
+)
+
+// dropSessionKeys deletes the session's locks on keys, Write or Read.
+func (t *lockTable) dropSessionKeys(c conn, keys []key, session string) error {
+	for _, batch := range chunks(sortKeys(keys)) {
+		list, args := keyList(batch)
+		args = append(args, session)
+		if _, err := c.exec(t.d.bind(`DELETE FROM `+t.table+` WHERE (resource, lock_id) IN (VALUES `+list+`) AND session = ?`), args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lockKeys takes the key rows of keys for the rest of the transaction,
@@ -212,10 +238,11 @@ func (t *lockTable) dropReaders(c conn, keys []key, before time.Time) error {
 // key rows held, so that it sees every holder exactly, in a fixed number of
 // statements. It refuses all or nothing: on the first key held by someone
 // else it returns that key's *LockedError and writes no lock.
-func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl time.Duration) ([]Lock, error) {
+// It also reports, per lock, whether it was newly granted.
+func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl time.Duration) ([]Lock, []bool, error) {
 	krs, now, err := t.lockKeys(c, keys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	exp := now.Add(ttl)
 	type plan struct {
@@ -234,14 +261,14 @@ func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl t
 	}
 	readers, err := t.readersOf(c, readKeys)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fresh := 0
 	for _, k := range keys {
 		kr := krs[k]
 		if kr.Access == Write && kr.live(now) {
 			if kr.Owner.Session != o.Session {
-				return nil, refused(k, access, []Lock{kr.Lock})
+				return nil, nil, refused(k, access, []Lock{kr.Lock})
 			}
 			l := kr.Lock // a writer asking for Read keeps its Write lock
 			l.Owner.User = o.User
@@ -263,7 +290,7 @@ func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl t
 			}
 		}
 		if access == Write && len(others) > 0 {
-			return nil, refused(k, access, others)
+			return nil, nil, refused(k, access, others)
 		}
 		pl := plan{k: k, lock: Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}}
 		if own != nil && access == Read {
@@ -273,7 +300,7 @@ func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl t
 			if own != nil { // an upgrade keeps the token its client already has
 				pl.lock.Token = own.Token
 			} else if pl.lock.Token, err = newToken(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			pl.newGen = true
 			fresh++
@@ -294,11 +321,12 @@ func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl t
 
 	gens, err := t.nextGenerations(c, fresh)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var dropAll, dropExpired []key
 	var puts []row
 	out := make([]Lock, 0, len(plans))
+	newly := make([]bool, 0, len(plans))
 	for i := range plans {
 		pl := &plans[i]
 		if pl.newGen {
@@ -322,12 +350,13 @@ func (t *lockTable) decideMany(c conn, keys []key, o Owner, access Access, ttl t
 			puts = append(puts, row{Lock: pl.lock, holder: o.Session})
 		}
 		out = append(out, pl.lock)
+		newly = append(newly, pl.newGen)
 	}
 	if err := t.dropReaders(c, dropAll, time.Time{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := t.dropReaders(c, dropExpired, now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, t.putRows(c, puts)
+	return out, newly, t.putRows(c, puts)
 }

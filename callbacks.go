@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // The callbacks make the lock implicit: "if an item might be locked anywhere
@@ -73,10 +74,17 @@ type state struct {
 	savepoint string        // in the caller's transaction: undo this statement's locks on refusal
 	restore   func()        // puts the destination back as it was
 
-	locked   map[key]bool // loads: keys this statement holds
-	required []key        // writes: keys whose Write lock must still hold at commit
-	bulk     int64        // writes by WHERE: rows found; -1 for writes by key
-	err      error        // the plugin's own error, kept visible under GORM's
+	locked    map[key]bool // loads: keys this statement holds
+	newly     map[key]bool // loads: keys this statement newly locked
+	known     []key        // loads: keys the WHERE pins the rows to
+	fast      fastPath     // loads: the one-statement path being tried
+	fastKey   key
+	fastTok   string
+	where     *clause.Clause // loads: the WHERE before a fast path changed it
+	required  []key          // writes: keys whose Write lock must still hold at commit
+	bulk      int64          // writes by WHERE: rows found; -1 for writes by key
+	ifChanged bool           // writes: required only if the write changed a row
+	err       error          // the plugin's own error, kept visible under GORM's
 }
 
 func stateOf(db *gorm.DB) *state {

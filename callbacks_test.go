@@ -207,7 +207,9 @@ func TestEveryWritePathNeedsTheWriteLock(t *testing.T) {
 		}},
 		{"Delete", func(db *gorm.DB, id uint) error { return db.Delete(&Doc{ID: id}).Error }},
 		{"Delete by id", func(db *gorm.DB, id uint) error { return db.Delete(&Doc{}, id).Error }},
-		{"Where.Delete", func(db *gorm.DB, id uint) error { return db.Where("title = ?", "draft").Where("id = ?", id).Delete(&Doc{}).Error }},
+		{"Where.Delete", func(db *gorm.DB, id uint) error {
+			return db.Where("title = ?", "draft").Where("id = ?", id).Delete(&Doc{}).Error
+		}},
 		{"Save slice (upsert)", func(db *gorm.DB, id uint) error { return db.Save(&[]Doc{{ID: id, Title: "upsert"}}).Error }},
 		{"Table.Updates", func(db *gorm.DB, id uint) error {
 			return db.Table("docs").Where("id = ?", id).Updates(map[string]any{"title": "table"}).Error

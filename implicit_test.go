@@ -35,19 +35,6 @@ func waitForLockWait(t *testing.T, db *gorm.DB, table string) {
 	}
 }
 
-// lockTable is the name of the plugin's lock table in a test database.
-func lockTable(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) string {
-	t.Helper()
-	l, err := p.Acquire(as(db, offlinelock.Owner{Session: "probe"}), &Customer{ID: 424242}, offlinelock.Write)
-	require.NoError(t, err)
-	require.NoError(t, p.Release(as(db, offlinelock.Owner{Session: "probe"}), &Customer{ID: 424242}))
-	_ = l
-	var name string
-	q := `SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'ol\_%' AND table_name NOT LIKE '%generation' ORDER BY table_name`
-	require.NoError(t, db.Raw(q).Scan(&name).Error)
-	return name
-}
-
 // TestLoadSeesWritesCommittedBeforeItsLock: David saves and releases in
 // one transaction; Martin's load, started while that transaction is open,
 // waits for its lock and then reads David's committed credit, never the

@@ -34,19 +34,29 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		return
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
+	st.locked, st.newly = map[key]bool{}, map[key]bool{}
+	raw := db.Statement.SQL.Len() > 0
+	if !raw {
+		callbacks.BuildQuerySQL(db)
+		if db.Error != nil || p.tryFast(db, st) {
+			return
+		}
+	}
+	p.lockInTx(db, st, raw)
+}
+
+// lockInTx is the general path of a load: in a transaction (the caller's,
+// or the plugin's own until the chain ends) it locks the rows ahead of the
+// read. Raw SQL cannot be read ahead: its rows are locked once read, and
+// read again.
+func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	if err := st.begin(db, len(db.Statement.Preloads) > 0, p.nextSeq); err != nil {
 		st.fail(db, err)
 		return
 	}
-	st.locked = map[key]bool{}
-	if db.Statement.SQL.Len() > 0 {
-		return // Raw(…).Find: lock what it returns, then read again
+	if !raw {
+		p.lockAhead(db, st)
 	}
-	callbacks.BuildQuerySQL(db)
-	if db.Error != nil {
-		return
-	}
-	p.lockAhead(db, st)
 }
 
 // guardPreloads makes a load of a model that is not locked on load, but
@@ -90,6 +100,7 @@ func (p *Plugin) preloadsLockable(s *schema.Schema, preloads map[string][]any) b
 func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
 	var targets []target
 	if keys, ok := knownKeys(db.Statement, st.m); ok && len(p.lockableJoins(db)) == 0 {
+		st.known = keys
 		for _, k := range keys {
 			targets = append(targets, target{k, st.m})
 		}
@@ -119,8 +130,10 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 	}
 	for g, keys := range groups {
 		ttl, err := p.ttlFor(db, g.m)
+		var got map[key]Lock
+		var newly map[key]bool
 		if err == nil {
-			_, err = p.acquireMany(db, st.t, keys, st.owner, g.access, ttl)
+			got, newly, err = p.acquireMany(db, st.t, keys, st.owner, g.access, ttl)
 		}
 		if err != nil {
 			st.fail(db, err)
@@ -128,6 +141,7 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 		}
 		for _, k := range keys {
 			st.locked[k] = true
+			st.newly[k] = newly[k] || (st.fastTok != "" && k == st.fastKey && got[k].Token == st.fastTok)
 		}
 	}
 	return true
@@ -139,7 +153,13 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 // never older than its lock.
 func (p *Plugin) afterQuery(db *gorm.DB) {
 	st := stateOf(db)
-	if st == nil || st.locked == nil || db.Error != nil {
+	if st == nil || st.locked == nil {
+		return
+	}
+	if st.fast != fastNone && !p.fastDone(db, st) {
+		return
+	}
+	if db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
 		return
 	}
 	for round := 0; ; round++ {
@@ -147,6 +167,7 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 		if !ok {
 			return // not the model itself (Pluck, a DTO): its rows were locked ahead
 		}
+		p.releasePhantoms(db, st, loaded)
 		var extra []target
 		for _, tg := range loaded {
 			if !st.locked[tg.k] {
@@ -198,7 +219,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if st == nil {
 		return
 	}
-	st.locked = map[key]bool{}
+	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	if db.Statement.SQL.Len() > 0 {
 		if !p.strict(db, "raw query") {
 			return // Raw(…).Model(&m).Rows(): the plugin cannot see its rows

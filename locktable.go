@@ -183,13 +183,8 @@ func (t *lockTable) now(c conn) (time.Time, error) {
 func (t *lockTable) fastWrite(c conn, k key, o Owner, ttl time.Duration) (*Lock, error) {
 	q := `INSERT INTO ` + t.table + ` AS l (` + lockColumns + `)
 VALUES ($1, $2, '', 'write', $3, $4, $5, nextval('` + unquote(t.seq) + `'), clock_timestamp(), clock_timestamp() + $6 * interval '1 microsecond')
-ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
-	token       = CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp() THEN l.token ELSE EXCLUDED.token END,
-	generation  = CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp() THEN l.generation ELSE EXCLUDED.generation END,
-	acquired_at = CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp() THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
-	access = 'write', session = EXCLUDED.session, user_name = EXCLUDED.user_name,
-	expires_at = GREATEST(EXCLUDED.expires_at, CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session THEN l.expires_at END)
-WHERE l.access = '' OR (l.access = 'write' AND (l.session = EXCLUDED.session OR l.expires_at <= clock_timestamp()))
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+WHERE ` + writeGrantable + `
 RETURNING ` + lockColumns
 	tok, err := newToken()
 	if err != nil {

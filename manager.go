@@ -55,7 +55,11 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	return p.acquire(db, t, k, o, access, ttl)
+	l, err := p.acquire(db, t, k, o, access, ttl)
+	if err == nil {
+		p.hints.put(o.Session, k, l.ExpiresAt)
+	}
+	return l, err
 }
 
 func (p *Plugin) acquire(db *gorm.DB, t *lockTable, k key, o Owner, access Access, ttl time.Duration) (*Lock, error) {
@@ -67,7 +71,7 @@ func (p *Plugin) acquire(db *gorm.DB, t *lockTable, k key, o Owner, access Acces
 	}
 	var got *Lock
 	err := inTx(db, func(c conn) error {
-		ls, err := t.decideMany(c, []key{k}, o, access, ttl)
+		ls, _, err := t.decideMany(c, []key{k}, o, access, ttl)
 		if err == nil {
 			got = &ls[0]
 		}
@@ -79,14 +83,17 @@ func (p *Plugin) acquire(db *gorm.DB, t *lockTable, k key, o Owner, access Acces
 // acquireMany takes locks on many keys, all or nothing, in a number of
 // statements that grows with len(keys)/batchSize, in the fixed order of
 // sortKeys. Outside a transaction it runs in one of its own.
-func (p *Plugin) acquireMany(db *gorm.DB, t *lockTable, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, error) {
+// It also reports which keys it newly granted (not held by the session
+// before).
+func (p *Plugin) acquireMany(db *gorm.DB, t *lockTable, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
 	keys = sortKeys(keys)
 	got := make(map[key]Lock, len(keys))
+	newly := map[key]bool{}
 	err := inTx(db, func(c conn) error {
 		for _, batch := range chunks(keys) {
 			rest := batch
 			if access == Write && t.d.dollar {
-				fast, err := t.fastWriteMany(c, batch, o, ttl)
+				fast, tokens, err := t.fastWriteMany(c, batch, o, ttl)
 				if err != nil {
 					return err
 				}
@@ -94,6 +101,7 @@ func (p *Plugin) acquireMany(db *gorm.DB, t *lockTable, keys []key, o Owner, acc
 				for _, k := range batch {
 					if l, ok := fast[k]; ok {
 						got[k] = l
+						newly[k] = l.Token == tokens[k]
 					} else {
 						rest = append(rest, k)
 					}
@@ -102,17 +110,24 @@ func (p *Plugin) acquireMany(db *gorm.DB, t *lockTable, keys []key, o Owner, acc
 			if len(rest) == 0 {
 				continue
 			}
-			ls, err := t.decideMany(c, rest, o, access, ttl)
+			ls, fresh, err := t.decideMany(c, rest, o, access, ttl)
 			if err != nil {
 				return err
 			}
-			for _, l := range ls {
+			for i, l := range ls {
 				got[key{l.Resource, l.ID}] = l
+				newly[key{l.Resource, l.ID}] = fresh[i]
 			}
 		}
 		return nil
 	})
-	return got, err
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, l := range got {
+		p.hints.put(o.Session, k, l.ExpiresAt)
+	}
+	return got, newly, nil
 }
 
 func refused(k key, wanted Access, holders []Lock) error {
@@ -150,6 +165,7 @@ func (p *Plugin) Release(db *gorm.DB, target any) error {
 }
 
 func (p *Plugin) release(db *gorm.DB, t *lockTable, k key, o Owner) error {
+	p.hints.drop(o.Session, k)
 	found, valid, err := t.releaseWrite(direct(db), k, o.Session)
 	if err != nil {
 		return err
@@ -209,6 +225,7 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 	if err := p.checkSessionAction(db, "release_all", session); err != nil {
 		return 0, err
 	}
+	p.hints.dropSession(session)
 	return t.releaseAll(direct(db), session)
 }
 
@@ -307,6 +324,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	}
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
+	p.hints.dropKey(k)
 	return inTx(db, func(c conn) error {
 		kr, now, err := t.lockKey(c, k)
 		if err != nil {

@@ -51,10 +51,11 @@ type Config struct {
 // application's database. Register it with db.Use(offlinelock.New(cfg)); it
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
-	cfg Config
-	err error     // a configuration error, reported by Initialize and every call
-	reg *registry // parsed models
-	seq atomic.Uint64
+	cfg   Config
+	err   error     // a configuration error, reported by Initialize and every call
+	reg   *registry // parsed models
+	hints hints     // which locks this process granted: a routing guess, never trusted
+	seq   atomic.Uint64
 }
 
 // nextSeq numbers savepoints.

@@ -1,0 +1,188 @@
+package offlinelock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+)
+
+// fastPath is a one-statement way to load a single row by primary key on
+// PostgreSQL, the commonest load of all (First(&c, 129)). Both paths check
+// the lock in the very statement that reads the row, so neither can return
+// a row the session does not hold; when they return no row, the load falls
+// back to the general path, which decides exactly and names the holders.
+type fastPath int
+
+const (
+	fastNone fastPath = iota
+	// fastHeld: the session holds a fresh lock (so a hint says); the
+	// query's WHERE also requires it. Read-only: no write, no WAL flush.
+	fastHeld
+	// fastGrant: a data-modifying CTE takes the Write lock and the query
+	// reads the row FOR SHARE: one round trip, one WAL flush. FOR SHARE
+	// makes PostgreSQL return the latest committed version of the row, so
+	// the row is never older than the lock even when the lock had to wait.
+	fastGrant
+)
+
+// grantCTE names the CTE of fastGrant.
+const grantCTE = "offlinelock_grant"
+
+// tryFast rewrites a simple single-row load into one of the fast paths and
+// reports whether it did. The statement has been built once already.
+func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
+	stmt := db.Statement
+	if !st.t.d.dollar || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
+		return false
+	}
+	for _, name := range []string{"FOR", "GROUP BY"} {
+		if _, ok := stmt.Clauses[name]; ok {
+			return false
+		}
+	}
+	keys, ok := knownKeys(stmt, st.m)
+	if !ok || len(keys) != 1 {
+		return false
+	}
+	k := keys[0]
+	ttl, err := p.ttlFor(db, st.m)
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	if where, ok := stmt.Clauses["WHERE"]; ok {
+		st.where = &where
+	}
+	var cte string
+	var cteVars []any
+	switch {
+	case p.hints.fresh(st.owner.Session, k, ttl/2):
+		st.fast = fastHeld
+		held := `holder = '' AND access = 'write'`
+		if st.m.loadAccess() == Read {
+			held = `(holder = '' AND access = 'write' OR holder = session)`
+		}
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{clause.Expr{
+			SQL: `EXISTS (SELECT 1 FROM ` + st.t.table + ` WHERE resource = ? AND lock_id = ? AND session = ? AND ` + held +
+				` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`,
+			Vars: []any{k.resource, k.id, st.owner.Session, (ttl / 2).Microseconds()},
+		}}})
+	case st.m.loadAccess() == Write:
+		st.fast = fastGrant
+		if st.fastTok, err = newToken(); err != nil {
+			st.fail(db, err)
+			return true
+		}
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: `EXISTS (SELECT 1 FROM ` + grantCTE + `)`}}})
+		stmt.AddClause(clause.Locking{Strength: clause.LockingStrengthShare, Table: clause.Table{Name: clause.CurrentTable}})
+		cte, cteVars = st.t.grantSQL(k, st.owner, st.fastTok, ttl)
+	default:
+		return false
+	}
+	st.fastKey = k
+	stmt.SQL.Reset()
+	stmt.Vars = nil
+	callbacks.BuildQuerySQL(db)
+	if cte != "" {
+		// The CTE's parameters are numbered after the query's.
+		n := len(stmt.Vars)
+		var b strings.Builder
+		for _, r := range cte {
+			if r == '?' {
+				n++
+				fmt.Fprintf(&b, "$%d", n)
+				continue
+			}
+			b.WriteRune(r)
+		}
+		cte = b.String()
+		sql := "WITH " + grantCTE + " AS (" + cte + ") " + stmt.SQL.String()
+		stmt.SQL.Reset()
+		stmt.SQL.WriteString(sql)
+		stmt.Vars = append(stmt.Vars, cteVars...)
+	}
+	return true
+}
+
+// fastDone finishes a fast path after gorm:query: a row came back, so the
+// lock is held; or none did, and the load takes the general path. It
+// reports whether the load may go on to its usual checks.
+func (p *Plugin) fastDone(db *gorm.DB, st *state) bool {
+	path := st.fast
+	st.fast = fastNone
+	if db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
+		return false
+	}
+	if db.Error == nil && db.RowsAffected > 0 {
+		st.locked[st.fastKey] = true
+		if path == fastGrant {
+			ttl, _ := p.ttlFor(db, st.m)
+			p.hints.put(st.owner.Session, st.fastKey, time.Now().Add(ttl))
+		}
+		return true
+	}
+	// No row: not locked by the session, someone else holds it, or no such
+	// row. Undo the rewrite and take the general path.
+	db.Error, db.RowsAffected = nil, 0
+	if st.restore != nil {
+		st.restore()
+	}
+	stmt := db.Statement
+	if st.where != nil {
+		stmt.Clauses["WHERE"] = *st.where
+	} else {
+		delete(stmt.Clauses, "WHERE")
+	}
+	delete(stmt.Clauses, "FOR")
+	stmt.SQL.Reset()
+	stmt.Vars = nil
+	callbacks.BuildQuerySQL(db)
+	p.lockInTx(db, st, false)
+	if db.Error != nil {
+		return false
+	}
+	return reread(db)
+}
+
+// grantSQL is fastWrite's statement for one key, with ? placeholders.
+func (t *lockTable) grantSQL(k key, o Owner, token string, ttl time.Duration) (string, []any) {
+	return `INSERT INTO ` + t.table + ` AS l (` + lockColumns + `)
+VALUES (?, ?, '', 'write', ?, ?, ?, nextval('` + unquote(t.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond')
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+WHERE ` + writeGrantable + `
+RETURNING 1`, []any{k.resource, k.id, o.Session, o.User, token, ttl.Microseconds()}
+}
+
+// releasePhantoms gives back the locks a load took ahead on keys its WHERE
+// named but that had no row, so that a miss leaves no lock behind; locks
+// the session held before the load stay.
+func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
+	if len(st.known) == 0 {
+		return
+	}
+	got := map[key]bool{}
+	for _, tg := range loaded {
+		got[tg.k] = true
+	}
+	var gone []key
+	for _, k := range st.known {
+		if st.newly[k] && !got[k] {
+			gone = append(gone, k)
+			st.newly[k] = false
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for _, k := range gone {
+		p.hints.drop(st.owner.Session, k)
+	}
+	if err := st.t.dropSessionKeys(direct(db), gone, st.owner.Session); err != nil {
+		st.fail(db, err)
+	}
+}
