@@ -102,8 +102,12 @@ const (
 func (t *lockTable) dropSessionKeys(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
-		args = append(args, session)
-		if _, err := c.exec(t.d.bind(`DELETE FROM `+t.table+` WHERE (resource, lock_id) IN (VALUES `+list+`) AND session = ?`), args...); err != nil {
+		q := `DELETE FROM ` + t.table + ` WHERE (resource, lock_id) IN (VALUES ` + list + `) AND session = ?`
+		if t.d.dollar {
+			q = `WITH keys AS (SELECT resource, lock_id FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list +
+				`) ORDER BY resource, lock_id FOR UPDATE) DELETE FROM ` + t.table + ` WHERE (resource, lock_id) IN (SELECT resource, lock_id FROM keys) AND session = ?`
+		}
+		if _, err := c.exec(t.d.bind(q), append(args, session)...); err != nil {
 			return err
 		}
 	}

@@ -310,34 +310,76 @@ func (t *lockTable) list(c conn, f Filter) ([]Lock, error) {
 	return out, err
 }
 
+// keyLocksOf is, on PostgreSQL, a CTE that row-locks in (resource,
+// lock_id) order the key rows of the records that rows matching cond touch.
+// Every statement that changes several records' locks takes their key rows
+// first and in this one order, as lock batches do, so that no two
+// statements ever wait on each other in opposite orders (no deadlock).
+// Reader rows are only ever changed by a holder of their key row.
+func (t *lockTable) keyLocksOf(cond string, skipLocked bool) string {
+	skip := ""
+	if skipLocked {
+		skip = " SKIP LOCKED"
+	}
+	return `WITH keys AS (SELECT resource, lock_id FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (SELECT resource, lock_id FROM ` +
+		t.table + ` WHERE ` + cond + `) ORDER BY resource, lock_id FOR UPDATE` + skip + `) `
+}
+
 // releaseAll deletes every lock row of the session, live or expired.
 func (t *lockTable) releaseAll(c conn, session string) (int64, error) {
-	return c.exec(t.d.bind(`DELETE FROM `+t.table+` WHERE session = ?`), session)
+	if !t.d.dollar {
+		return c.exec(`DELETE FROM `+t.table+` WHERE session = ?`, session)
+	}
+	return c.exec(t.keyLocksOf(`session = $1`, false)+
+		`DELETE FROM `+t.table+` WHERE session = $1 AND (resource, lock_id) IN (SELECT resource, lock_id FROM keys)`, session)
 }
 
 // renew pushes the session's live locks to at least until, and the key rows
 // of the records it reads along with them.
 func (t *lockTable) renew(c conn, session string, now, until time.Time) (int64, error) {
-	n, err := c.exec(t.d.bind(`UPDATE `+t.table+` SET expires_at = `+t.d.greatest+`(expires_at, ?) WHERE session = ? AND expires_at > ?`),
-		t.d.timeArg(until), session, t.d.timeArg(now))
-	if err != nil || n == 0 {
+	if !t.d.dollar {
+		n, err := c.exec(`UPDATE `+t.table+` SET expires_at = MAX(expires_at, ?) WHERE session = ? AND expires_at > ?`,
+			t.d.timeArg(until), session, t.d.timeArg(now))
+		if err != nil || n == 0 {
+			return n, err
+		}
+		_, err = c.exec(`UPDATE `+t.table+` SET expires_at = MAX(expires_at, ?)
+WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resource, lock_id FROM `+t.table+` WHERE holder = ?)`,
+			t.d.timeArg(until), session)
 		return n, err
 	}
-	_, err = c.exec(t.d.bind(`UPDATE `+t.table+` SET expires_at = `+t.d.greatest+`(expires_at, ?)
-WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resource, lock_id FROM `+t.table+` WHERE holder = ?)`),
-		t.d.timeArg(until), session)
+	// One statement: lock the key rows in order, then push the session's
+	// rows and the read-mode key rows of the records it reads.
+	var n int64
+	_, err := c.query(t.keyLocksOf(`session = $1 AND expires_at > $3`, false)+`, renewed AS (
+	UPDATE `+t.table+` SET expires_at = GREATEST(expires_at, $2)
+	WHERE session = $1 AND expires_at > $3 AND (resource, lock_id) IN (SELECT resource, lock_id FROM keys)
+	RETURNING resource, lock_id, holder
+), readkeys AS (
+	UPDATE `+t.table+` SET expires_at = GREATEST(expires_at, $2)
+	WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resource, lock_id FROM renewed WHERE holder <> '')
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{session, until, now}, func(r *sql.Rows) error {
+		var k int64
+		return r.Scan(&n, &k)
+	})
 	return n, err
 }
 
 // sweep deletes up to sweepBatch expired rows and reports how many it did.
+// On PostgreSQL it skips records whose key rows others are changing: they
+// are being taken over or released right now.
 func (t *lockTable) sweep(c conn) (int64, error) {
-	var q string
-	if t.d.dollar {
-		q = fmt.Sprintf(`DELETE FROM %s WHERE ctid = ANY(ARRAY(SELECT ctid FROM %s WHERE expires_at <= clock_timestamp() LIMIT %d)) AND expires_at <= clock_timestamp()`, t.table, t.table, sweepBatch)
-	} else {
-		q = fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`, t.table, t.table, t.d.now, sweepBatch)
+	if !t.d.dollar {
+		return c.exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
+			t.table, t.table, t.d.now, sweepBatch))
 	}
-	return c.exec(q)
+	return c.exec(fmt.Sprintf(`WITH keys AS (
+	SELECT resource, lock_id FROM %[1]s WHERE holder = '' AND (resource, lock_id) IN (
+		SELECT resource, lock_id FROM %[1]s WHERE expires_at <= clock_timestamp() LIMIT %[2]d)
+	ORDER BY resource, lock_id FOR UPDATE SKIP LOCKED)
+DELETE FROM %[1]s WHERE expires_at <= clock_timestamp() AND (resource, lock_id) IN (SELECT resource, lock_id FROM keys)`, t.table, sweepBatch))
 }
 
 // Tokens are 128 bits from crypto/rand, as 32 hex digits.

@@ -258,6 +258,7 @@ func (t *lockTable) writeHolds(c conn, keys []key, o Owner, share bool) (mine, f
 func (t *lockTable) keyRows(c conn, keys []key, share bool) (map[key]row, time.Time, error) {
 	list, args := keyList(keys)
 	q := `SELECT ` + lockColumns + `, ` + t.d.now + ` FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list + `)`
+	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
 	if share && t.d.dollar {
 		q += ` FOR SHARE`
 	}
