@@ -105,8 +105,8 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 	if m == nil || !m.lockable {
 		return nil
 	}
-	if m.err != nil {
-		db.AddError(m.err)
+	if err := p.resolve(m); err != nil {
+		db.AddError(err)
 		return nil
 	}
 	if onLoad && !m.locksOnLoad() {
@@ -134,7 +134,7 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 // already seen with that table.
 func (p *Plugin) statementModel(db *gorm.DB) *model {
 	if s := db.Statement.Schema; s != nil {
-		return p.reg.modelOf(s)
+		return p.reg.modelOf(s, db.NamingStrategy)
 	}
 	if db.Statement.Table != "" {
 		if m, ok := p.reg.tables.Load(db.Statement.Table); ok {

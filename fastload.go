@@ -37,7 +37,7 @@ const grantCTE = "offlinelock_grant"
 // reports whether it did. The statement has been built once already.
 func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
-	if !st.t.d.dollar || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
+	if !st.t.d.dollar || st.m.root != nil || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
 		return false
 	}
 	for _, name := range []string{"FOR", "GROUP BY"} {

@@ -28,19 +28,44 @@ func (k key) less(o key) bool {
 	return k.id < o.id
 }
 
-// targetKey finds the table and primary key of target, which must be a
-// non-nil pointer to a model whose primary key is set.
-func targetKey(db *gorm.DB, target any) (key, error) {
+// targetKey finds the key target is locked by: its own table and primary
+// key, or, for a member of an aggregate, its root's.
+func (p *Plugin) targetKey(db *gorm.DB, target any) (key, error) {
+	if err := checkTarget(target); err != nil {
+		return key{}, err
+	}
+	m, _, err := p.modelFor(db, target)
+	if m == nil || m.root == nil || err != nil {
+		if err != nil && m != nil {
+			return key{}, err
+		}
+		return targetKey(db, target)
+	}
+	root, err := p.memberRootOf(db, m, reflect.ValueOf(target).Elem())
+	return root.k, err
+}
+
+func checkTarget(target any) error {
 	if target == nil {
-		return key{}, invalid("target is nil")
+		return invalid("target is nil")
 	}
 	rv := reflect.ValueOf(target)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return key{}, invalid("target must be a non-nil pointer to a model, got %T", target)
+		return invalid("target must be a non-nil pointer to a model, got %T", target)
 	}
 	if rv.Elem().Kind() != reflect.Struct {
-		return key{}, invalid("target must point to a struct, got %T", target)
+		return invalid("target must point to a struct, got %T", target)
 	}
+	return nil
+}
+
+// targetKey finds the table and primary key of target, which must be a
+// non-nil pointer to a model whose primary key is set.
+func targetKey(db *gorm.DB, target any) (key, error) {
+	if err := checkTarget(target); err != nil {
+		return key{}, err
+	}
+	rv := reflect.ValueOf(target)
 	stmt := &gorm.Statement{DB: db}
 	if err := stmt.Parse(target); err != nil {
 		return key{}, invalid("cannot parse model %T: %v", target, err)

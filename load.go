@@ -66,7 +66,7 @@ func (p *Plugin) guardPreloads(db *gorm.DB) {
 	if db.Error != nil || db.DryRun || len(db.Statement.Preloads) == 0 || db.Statement.Schema == nil {
 		return
 	}
-	if _, ok := bypassFrom(db.Statement.Context); ok || !p.preloadsLockable(db.Statement.Schema, db.Statement.Preloads) {
+	if _, ok := bypassFrom(db.Statement.Context); ok || !p.preloadsLockable(db, db.Statement.Schema, db.Statement.Preloads) {
 		return
 	}
 	st := &state{bulk: -1, restore: snapshot(db.Statement.ReflectValue)}
@@ -79,7 +79,7 @@ func (p *Plugin) guardPreloads(db *gorm.DB) {
 
 // preloadsLockable says whether any model along the preload paths is
 // locked on load.
-func (p *Plugin) preloadsLockable(s *schema.Schema, preloads map[string][]any) bool {
+func (p *Plugin) preloadsLockable(db *gorm.DB, s *schema.Schema, preloads map[string][]any) bool {
 	for path := range preloads {
 		cur := s
 		for _, name := range strings.Split(path, ".") {
@@ -88,7 +88,7 @@ func (p *Plugin) preloadsLockable(s *schema.Schema, preloads map[string][]any) b
 				break
 			}
 			cur = rel.FieldSchema
-			if m := p.reg.modelOf(cur); m.lockable && (m.locksOnLoad() || m.err != nil) {
+			if m := p.reg.modelOf(cur, db.NamingStrategy); m.lockable && (p.resolve(m) != nil || m.locksOnLoad()) {
 				return true
 			}
 		}
@@ -99,7 +99,16 @@ func (p *Plugin) preloadsLockable(s *schema.Schema, preloads map[string][]any) b
 // lockAhead locks the rows the statement will read, before it reads them.
 func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
 	var targets []target
-	if keys, ok := knownKeys(db.Statement, st.m); ok && len(p.lockableJoins(db)) == 0 {
+	if st.m.root != nil {
+		links, err := p.preselectLinks(db, st.m, false)
+		if err == nil {
+			targets, err = p.rootsOf(db, st.m, links)
+		}
+		if err != nil {
+			st.fail(db, err)
+			return
+		}
+	} else if keys, ok := knownKeys(db.Statement, st.m); ok && len(p.lockableJoins(db)) == 0 {
 		st.known = keys
 		for _, k := range keys {
 			targets = append(targets, target{k, st.m})
@@ -163,7 +172,11 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 		return
 	}
 	for round := 0; ; round++ {
-		loaded, ok := p.loadedTargets(db, st.m)
+		loaded, ok, err := p.loadedTargets(db, st.m)
+		if err != nil {
+			st.fail(db, err)
+			return
+		}
 		if !ok {
 			return // not the model itself (Pluck, a DTO): its rows were locked ahead
 		}

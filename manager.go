@@ -47,7 +47,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	k, err := targetKey(db, target)
+	k, err := p.targetKey(db, target)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (p *Plugin) Release(db *gorm.DB, target any) error {
 	if err != nil {
 		return err
 	}
-	k, err := targetKey(db, target)
+	k, err := p.targetKey(db, target)
 	if err != nil {
 		return err
 	}
@@ -281,7 +281,7 @@ func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, err := targetKey(db, target)
+	k, err := p.targetKey(db, target)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func (p *Plugin) lockableJoins(db *gorm.DB) map[string]*model {
 		if !ok || rel.FieldSchema == nil {
 			continue
 		}
-		if m := p.reg.modelOf(rel.FieldSchema); m.lockable && m.locksOnLoad() {
+		if m := p.reg.modelOf(rel.FieldSchema, db.NamingStrategy); m.lockable && m.root == nil && m.err == nil && m.locksOnLoad() {
 			out[j.Name] = m
 		}
 	}
@@ -88,8 +88,16 @@ func (p *Plugin) lockableJoins(db *gorm.DB) map[string]*model {
 // loadedTargets lists the rows a query put into its destination: its own
 // model's and those of lockable Joins. It reports false when the
 // destination holds something other than the model.
-func (p *Plugin) loadedTargets(db *gorm.DB, m *model) ([]target, bool) {
+func (p *Plugin) loadedTargets(db *gorm.DB, m *model) ([]target, bool, error) {
 	stmt := db.Statement
+	if m.root != nil {
+		links, ok := memberLinks(stmt.Context, m, stmt.ReflectValue)
+		if !ok || len(links) == 0 {
+			return nil, ok, nil
+		}
+		roots, err := p.rootsOf(db, m, links)
+		return roots, true, err
+	}
 	joins := p.lockableJoins(db)
 	var out []target
 	ok := structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
@@ -106,7 +114,7 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model) ([]target, bool) {
 			})
 		}
 	})
-	return out, ok
+	return out, ok, nil
 }
 
 // knownKeys reads the keys a statement is limited to from its WHERE, when
@@ -186,18 +194,6 @@ func plainValue(v any) bool {
 // PostgreSQL, so that a write finds the rows it will change.
 func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, error) {
 	stmt := db.Statement
-	q := &gorm.Statement{
-		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, Schema: stmt.Schema,
-		Clauses: map[string]clause.Clause{},
-	}
-	for _, name := range []string{"FROM", "WHERE", "ORDER BY", "LIMIT"} {
-		if c, ok := stmt.Clauses[name]; ok {
-			q.Clauses[name] = c
-		}
-	}
-	if _, ok := q.Clauses["FROM"]; !ok {
-		q.AddClause(clause.From{})
-	}
 	type part struct {
 		m     *model
 		table string // the table's name in the query (a join's alias)
@@ -213,14 +209,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 			cols = append(cols, clause.Column{Table: pt.table, Name: f.DBName})
 		}
 	}
-	q.AddClause(clause.Select{Columns: cols})
-	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if forUpdate && db.Dialector.Name() == "postgres" {
-		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: clause.CurrentTable}})
-		build = append(build, "FOR")
-	}
-	q.Build(build...)
-
+	q := keySelect(db, cols, forUpdate)
 	var out []target
 	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
 		vals := make([]any, len(cols))
@@ -250,6 +239,50 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 		return nil
 	})
 	return out, err
+}
+
+// preselectLinks is preselect for a member: it reads the foreign keys that
+// lead to the rows' roots.
+func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, error) {
+	q := keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: m.root.field.DBName}}, forUpdate)
+	var out []any
+	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
+		var v any
+		if err := r.Scan(&v); err != nil {
+			return err
+		}
+		if v != nil {
+			out = append(out, v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// keySelect builds SELECT cols with the statement's FROM, JOINs, WHERE,
+// ORDER and LIMIT.
+func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statement {
+	stmt := db.Statement
+	q := &gorm.Statement{
+		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, Schema: stmt.Schema,
+		Clauses: map[string]clause.Clause{},
+	}
+	for _, name := range []string{"FROM", "WHERE", "ORDER BY", "LIMIT"} {
+		if c, ok := stmt.Clauses[name]; ok {
+			q.Clauses[name] = c
+		}
+	}
+	if _, ok := q.Clauses["FROM"]; !ok {
+		q.AddClause(clause.From{})
+	}
+	q.AddClause(clause.Select{Columns: cols})
+	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
+	if forUpdate && db.Dialector.Name() == "postgres" {
+		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: clause.CurrentTable}})
+		build = append(build, "FOR")
+	}
+	q.Build(build...)
+	return q
 }
 
 // dbText renders a key value read back from the database as keyText
@@ -284,7 +317,7 @@ func (m *model) pkRow(ctx context.Context, table string, v reflect.Value) (pkRow
 
 // existing returns which of rows exist in the statement's table, for
 // writes that may insert rows nobody can have locked yet.
-func (p *Plugin) existing(db *gorm.DB, m *model, rows []pkRow) (map[key]bool, error) {
+func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (map[key]bool, error) {
 	out := map[key]bool{}
 	if len(rows) == 0 {
 		return out, nil
@@ -306,9 +339,9 @@ func (p *Plugin) existing(db *gorm.DB, m *model, rows []pkRow) (map[key]bool, er
 		byText[r.k.id] = r.k
 	}
 	colList := strings.Join(cols, ", ")
-	q := "SELECT " + colList + " FROM " + stmt.Quote(stmt.Table) + " WHERE (" + colList + ") IN (VALUES " + b.String() + ")"
+	q := "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE (" + colList + ") IN (VALUES " + b.String() + ")"
 	if len(cols) == 1 {
-		q = "SELECT " + colList + " FROM " + stmt.Quote(stmt.Table) + " WHERE " + colList + " IN " + b.String()
+		q = "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE " + colList + " IN " + b.String()
 		q = strings.Replace(q, " IN (", " IN ((", 1) + ")"
 	}
 	_, err := direct(db).query(rebind(db, q), args, func(r *sql.Rows) error {

@@ -12,27 +12,49 @@ import (
 )
 
 // TagName is the struct tag the plugin reads. On a model's primary key it
-// sets the model's Mode and options: `lock:"exclusive_read,ttl=2h"`.
+// sets the model's Mode and options: `lock:"exclusive_read,ttl=2h"`. On a
+// foreign key it makes the model a member of an aggregate whose lock is its
+// root's: `lock:"root"` or `lock:"root=orders"`.
 const TagName = "lock"
 
-// model is what the lock tag says about one model, parsed once per schema.
+// model is what the lock tags say about one model, parsed once per schema.
 type model struct {
 	name     string // Go type name, for messages
 	table    string
-	mode     Mode          // "" for a model without a lock tag
+	mode     Mode          // "" for a model without a lock tag, and for members
 	ttl      time.Duration // from ttl=…, 0 for Config.TTL
 	pk       []*schema.Field
 	typ      reflect.Type
-	err      error // a malformed tag: every statement on the model fails with it
-	lockable bool
+	root     *rootRef // set for aggregate members
+	err      error    // a malformed tag: every statement on the model fails with it
+	lockable bool     // has a mode or is a member
+
+	mu    sync.Mutex
+	chain []*model // members: the parents up to and including the root
+}
+
+// policy is the model whose mode and TTL apply: the aggregate root for a
+// member (once resolved), else the model itself.
+func (m *model) policy() *model {
+	if m.root != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if len(m.chain) > 0 {
+			return m.chain[len(m.chain)-1]
+		}
+	}
+	return m
 }
 
 // locksOnLoad says whether loading the model takes locks.
-func (m *model) locksOnLoad() bool { return m.mode == ExclusiveRead || m.mode == ReadWrite }
+func (m *model) locksOnLoad() bool {
+	mode := m.policy().mode
+	return mode == ExclusiveRead || mode == ReadWrite
+}
 
 // loadAccess is the lock a load takes under the model's mode.
 func (m *model) loadAccess() Access {
-	if m.mode == ReadWrite {
+	if m.policy().mode == ReadWrite {
 		return Read
 	}
 	return Write
@@ -42,16 +64,16 @@ func (m *model) loadAccess() Access {
 // plugins (or two tests) never see each other's models.
 type registry struct {
 	models sync.Map // *schema.Schema -> *model
-	tables sync.Map // table name -> *model, for the strict Exec/Raw check
+	tables sync.Map // table name -> *model, for roots named by table and the strict check
 }
 
 // modelOf returns the lock configuration of s, parsing its tags the first
 // time it is seen.
-func (r *registry) modelOf(s *schema.Schema) *model {
+func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 	if m, ok := r.models.Load(s); ok {
 		return m.(*model)
 	}
-	m := parseModel(s)
+	m := parseModel(s, namer)
 	actual, _ := r.models.LoadOrStore(s, m)
 	m = actual.(*model)
 	if m.lockable {
@@ -61,7 +83,7 @@ func (r *registry) modelOf(s *schema.Schema) *model {
 }
 
 // parseModel reads the lock tags of s. Errors name the model and the field.
-func parseModel(s *schema.Schema) *model {
+func parseModel(s *schema.Schema, namer schema.Namer) *model {
 	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType}
 	for _, f := range s.Fields {
 		tag, ok := f.Tag.Lookup(TagName)
@@ -73,8 +95,23 @@ func parseModel(s *schema.Schema) *model {
 			m.lockable = true
 			return m
 		}
+		tag = strings.TrimSpace(tag)
+		if tag == "root" || strings.HasPrefix(tag, "root=") {
+			if f.PrimaryKey {
+				return fail("lock:%q belongs on the foreign key to the root, not on the primary key", tag)
+			}
+			if m.root != nil {
+				return fail("a second root tag; a member has one root")
+			}
+			ref, err := parseRoot(s, f, tag, namer)
+			if err != "" {
+				return fail("%s", err)
+			}
+			m.root = ref
+			continue
+		}
 		if !f.PrimaryKey {
-			return fail("the lock tag %q belongs on the primary key", tag)
+			return fail("the lock tag %q belongs on the primary key (or write root to make the model a member)", tag)
 		}
 		if m.mode != "" {
 			return fail("a second lock tag; put one on the primary key")
@@ -84,7 +121,7 @@ func parseModel(s *schema.Schema) *model {
 		case ExclusiveWrite, ExclusiveRead, ReadWrite:
 			m.mode = mode
 		default:
-			return fail("unknown mode %q (want exclusive_write, exclusive_read or read_write)", parts[0])
+			return fail("unknown mode %q (want exclusive_write, exclusive_read or read_write, or root)", parts[0])
 		}
 		for _, opt := range parts[1:] {
 			k, v, _ := strings.Cut(strings.TrimSpace(opt), "=")
@@ -100,8 +137,11 @@ func parseModel(s *schema.Schema) *model {
 			}
 		}
 	}
-	m.lockable = m.mode != ""
-	if m.lockable && len(m.pk) == 0 {
+	if m.root != nil && m.mode != "" {
+		m.err = fmt.Errorf("%w: model %s field %s: a member has no mode of its own; it takes its root's", ErrInvalid, s.Name, m.root.field.Name)
+	}
+	m.lockable = m.mode != "" || m.root != nil
+	if m.lockable && m.err == nil && len(m.pk) == 0 {
 		m.err = fmt.Errorf("%w: model %s has a lock tag but no primary key", ErrInvalid, s.Name)
 	}
 	return m
@@ -113,5 +153,9 @@ func (p *Plugin) modelFor(db *gorm.DB, value any) (*model, *gorm.Statement, erro
 	if err := stmt.Parse(value); err != nil {
 		return nil, nil, err
 	}
-	return p.reg.modelOf(stmt.Schema), stmt, nil
+	m := p.reg.modelOf(stmt.Schema, db.NamingStrategy)
+	if err := p.resolve(m); err != nil {
+		return m, stmt, err
+	}
+	return m, stmt, nil
 }

@@ -32,6 +32,10 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			st.fail(db, err)
 			return
 		}
+		if st.m.root != nil {
+			p.checkMemberWrite(db, st, op)
+			return
+		}
 		rows, byKey, err := p.writeRows(db, st, op)
 		if err != nil {
 			st.fail(db, err)
@@ -78,7 +82,7 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 					freeRows = append(freeRows, r)
 				}
 			}
-			exists, err := p.existing(db, st.m, freeRows)
+			exists, err := p.existing(db, st.m, db.Statement.Table, freeRows)
 			if err != nil {
 				st.fail(db, err)
 				return
@@ -285,4 +289,117 @@ func (t *lockTable) keyRows(c conn, keys []key, share bool) (map[key]row, time.T
 		return nil
 	})
 	return out, now, err
+}
+
+// checkMemberWrite checks a write to aggregate members against their
+// roots' Write locks: the roots the rows belong to now (read in the write's
+// transaction) and, for new members and members moved to another root, the
+// roots they will belong to, which must exist.
+func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op string) {
+	roots, err := p.memberWriteRoots(db, st, op)
+	if err != nil {
+		st.fail(db, err)
+		return
+	}
+	if len(roots) == 0 {
+		return
+	}
+	keys := make([]key, len(roots))
+	for i, r := range roots {
+		keys[i] = r.k
+	}
+	mine, free, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+	if err == nil && len(free) > 0 {
+		err = notLockedForWrite(op, free)
+	}
+	if err != nil {
+		st.fail(db, err)
+		return
+	}
+	st.required = mine
+}
+
+func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op string) ([]target, error) {
+	stmt, m := db.Statement, st.m
+	// Where the rows will belong: the foreign keys the write sets.
+	var next []any
+	if op != opDelete {
+		if links, _ := memberLinks(stmt.Context, m, stmt.ReflectValue); op == opCreate || stmt.Dest == stmt.Model || isStruct(stmt.Dest) {
+			next = append(next, links...)
+		}
+		next = append(next, mapLinks(m, stmt.ReflectValue)...)
+		next = append(next, mapLinks(m, reflect.ValueOf(stmt.Dest))...)
+	}
+	// Where they belong now.
+	var now []any
+	if op != opCreate {
+		var pks [][]any
+		complete := true
+		structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
+			if r, ok := m.pkRow(stmt.Context, m.table, v); ok {
+				pks = append(pks, r.vals)
+			} else {
+				complete = false
+			}
+		})
+		var err error
+		switch {
+		case len(pks) > 0 && complete:
+			now, err = p.linksOfRows(db, m, pks)
+		default:
+			where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
+			if !ok || len(where.Exprs) == 0 {
+				return nil, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, stmt.Table)
+			}
+			now, err = p.preselectLinks(db, m, true)
+			st.bulk = int64(len(now))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	var roots []target
+	if len(next) > 0 {
+		r, err := p.rootsOf(db, m, next)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.rootsExist(db, r); err != nil {
+			return nil, err
+		}
+		roots = append(roots, r...)
+	}
+	if len(now) > 0 {
+		r, err := p.rootsOf(db, m, now)
+		if err != nil {
+			return nil, err
+		}
+		roots = append(roots, r...)
+	}
+	return roots, nil
+}
+
+func isStruct(v any) bool {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		rv = rv.Elem()
+	}
+	return rv.Kind() == reflect.Struct
+}
+
+// mapLinks reads a member's foreign key from a map of values (Updates(map),
+// Update("order_id", …), Create(map)).
+func mapLinks(m *model, v reflect.Value) []any {
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Map || v.Type().Key().Kind() != reflect.String {
+		return nil
+	}
+	for _, name := range []string{m.root.field.DBName, m.root.field.Name} {
+		if e := v.MapIndex(reflect.ValueOf(name)); e.IsValid() && !e.IsZero() {
+			return []any{e.Interface()}
+		}
+	}
+	return nil
 }

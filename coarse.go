@@ -1,0 +1,236 @@
+package offlinelock
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// Coarse-Grained Lock: the members of an aggregate (an order's lines, a
+// customer's addresses) have no lock of their own. A foreign key tagged
+// `lock:"root"` points a member at its parent; the chain of parents ends at
+// the aggregate root, whose lock and mode cover the whole group. Locking a
+// line locks its order, and every other line of it.
+
+// rootRef is a member's link to its parent.
+type rootRef struct {
+	field *schema.Field // the member's foreign key
+	table string        // the parent's table
+	rel   *schema.Relationship
+}
+
+// parseRoot reads `lock:"root"` (the parent is the belongs-to association
+// whose foreign key this is, or, without one, the model the field's name
+// names: ShipmentID -> shipments) and `lock:"root=table"`.
+func parseRoot(s *schema.Schema, f *schema.Field, tag string, namer schema.Namer) (*rootRef, string) {
+	ref := &rootRef{field: f}
+	if table, ok := strings.CutPrefix(tag, "root="); ok {
+		if table = strings.TrimSpace(table); table == "" {
+			return nil, "root= needs the root's table name"
+		}
+		ref.table = table
+		return ref, ""
+	}
+	for _, rel := range s.Relationships.BelongsTo {
+		if len(rel.References) == 1 && rel.References[0].ForeignKey == f && rel.FieldSchema != nil {
+			ref.rel, ref.table = rel, rel.FieldSchema.Table
+			return ref, ""
+		}
+	}
+	name, ok := strings.CutSuffix(f.Name, "ID")
+	if !ok || name == "" || namer == nil {
+		return nil, "lock:\"root\" must be on a foreign key (a field like OrderID, or one a belongs-to association uses); or name the root's table with root=<table>"
+	}
+	ref.table = namer.TableName(name)
+	return ref, ""
+}
+
+// resolve finds a member's chain of parents up to its root the first time
+// it is needed; the parents' models must be known by then (used, or listed
+// in Config.Models). Errors name the model and the field.
+func (p *Plugin) resolve(m *model) error {
+	if m.root == nil || m.err != nil {
+		return m.err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.chain) > 0 {
+		return nil
+	}
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: model %s field %s: %s", ErrInvalid, m.name, m.root.field.Name, fmt.Sprintf(format, args...))
+	}
+	var chain []*model
+	seen := map[string]bool{m.table: true}
+	for cur := m; cur.root != nil; {
+		var parent *model
+		if cur.root.rel != nil {
+			parent = p.reg.modelOf(cur.root.rel.FieldSchema, nil)
+		} else if v, ok := p.reg.tables.Load(cur.root.table); ok {
+			parent = v.(*model)
+		} else {
+			return fail("root table %s is not a known lockable model; list its model in Config.Models", cur.root.table)
+		}
+		switch {
+		case parent.err != nil:
+			return fail("its root %s is invalid: %v", parent.name, parent.err)
+		case seen[parent.table]:
+			return fail("the root chain loops back to %s", parent.table)
+		case len(parent.pk) != 1:
+			return fail("root %s must have a single-column primary key", parent.name)
+		case parent.root == nil && parent.mode == "":
+			return fail("root %s has no lock mode: tag its primary key with lock:\"exclusive_write|exclusive_read|read_write\"", parent.name)
+		}
+		seen[parent.table] = true
+		chain = append(chain, parent)
+		cur = parent
+	}
+	m.chain = chain
+	return nil
+}
+
+// rootsOf maps member rows, given by the raw values of their foreign key,
+// to their root's keys: directly when the parent is the root, else with
+// one query per level for the whole batch. A parent row that does not
+// exist is an error: no lock is ever taken on a phantom root.
+func (p *Plugin) rootsOf(db *gorm.DB, m *model, links []any) ([]target, error) {
+	if err := p.resolve(m); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	chain := m.chain
+	m.mu.Unlock()
+	vals := dedupe(links)
+	from := m
+	for i, parent := range chain {
+		if i == len(chain)-1 {
+			out := make([]target, 0, len(vals))
+			for _, v := range vals {
+				out = append(out, target{key{parent.table, dbText(v)}, parent})
+			}
+			return out, nil
+		}
+		next, err := p.linksOf(db, parent, vals)
+		if err != nil {
+			return nil, err
+		}
+		if len(next) < len(vals) {
+			return nil, fmt.Errorf("%w: a %s refers to a %s that does not exist", ErrInvalid, from.name, parent.name)
+		}
+		vals, from = dedupe(next), parent
+	}
+	return nil, nil
+}
+
+// linksOf reads the foreign keys of m's rows whose primary keys are pks.
+func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
+	var out []any
+	for start := 0; start < len(pks); start += batchSize {
+		batch := pks[start:min(start+batchSize, len(pks))]
+		q := "SELECT " + db.Statement.Quote(m.root.field.DBName) + " FROM " + db.Statement.Quote(m.table) +
+			" WHERE " + db.Statement.Quote(m.pk[0].DBName) + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
+		_, err := direct(db).query(rebind(db, q), batch, func(r *sql.Rows) error {
+			var v any
+			if err := r.Scan(&v); err != nil {
+				return err
+			}
+			if v != nil {
+				out = append(out, v)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// memberLinks reads the foreign key of every member struct in v.
+func memberLinks(ctx context.Context, m *model, v reflect.Value) ([]any, bool) {
+	var links []any
+	ok := structsOf(v, m.typ, func(e reflect.Value) {
+		if val, zero := m.root.field.ValueOf(ctx, e); !zero {
+			links = append(links, val)
+		}
+	})
+	return links, ok
+}
+
+// memberRootOf finds the root of one member given as a model value: its
+// foreign key when set, else the one stored in its row. The root row must
+// exist.
+func (p *Plugin) memberRootOf(db *gorm.DB, m *model, v reflect.Value) (target, error) {
+	links, _ := memberLinks(db.Statement.Context, m, v)
+	if len(links) == 0 {
+		r, ok := m.pkRow(db.Statement.Context, m.table, v)
+		if !ok {
+			return target{}, invalid("%s has neither its root key %s nor its primary key set", m.name, m.root.field.Name)
+		}
+		var err error
+		if links, err = p.linksOfRows(db, m, [][]any{r.vals}); err != nil {
+			return target{}, err
+		}
+		if len(links) == 0 {
+			return target{}, invalid("%s %s does not exist, so it has no root", m.table, r.k.id)
+		}
+	}
+	roots, err := p.rootsOf(db, m, links)
+	if err != nil {
+		return target{}, err
+	}
+	if err := p.rootsExist(db, roots); err != nil {
+		return target{}, err
+	}
+	return roots[0], nil
+}
+
+// linksOfRows reads the foreign keys of m's rows given by primary key values.
+func (p *Plugin) linksOfRows(db *gorm.DB, m *model, rows [][]any) ([]any, error) {
+	if len(m.pk) != 1 {
+		return nil, invalid("member %s needs a single-column primary key", m.name)
+	}
+	pks := make([]any, len(rows))
+	for i, r := range rows {
+		pks[i] = r[0]
+	}
+	return p.linksOf(db, m, pks)
+}
+
+// rootsExist checks that every root row exists.
+func (p *Plugin) rootsExist(db *gorm.DB, roots []target) error {
+	byModel := map[*model][]pkRow{}
+	for _, r := range roots {
+		byModel[r.m] = append(byModel[r.m], pkRow{k: r.k, vals: []any{r.k.id}})
+	}
+	for m, rows := range byModel {
+		found, err := p.existing(db, m, m.table, rows)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if !found[r.k] {
+				return fmt.Errorf("%w: root %s %s does not exist", ErrInvalid, r.k.resource, r.k.id)
+			}
+		}
+	}
+	return nil
+}
+
+func dedupe(vals []any) []any {
+	seen := map[string]bool{}
+	out := vals[:0:0]
+	for _, v := range vals {
+		t := dbText(v)
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
