@@ -74,10 +74,11 @@ type state struct {
 	savepoint string        // in the caller's transaction: undo this statement's locks on refusal
 	restore   func()        // puts the destination back as it was
 
-	locked    map[key]bool // loads: keys this statement holds
-	newly     map[key]bool // loads: keys this statement newly locked
-	known     []key        // loads: keys the WHERE pins the rows to
-	fast      fastPath     // loads: the one-statement path being tried
+	locked    map[key]bool    // loads: keys this statement holds
+	newly     map[key]bool    // loads: keys this statement newly locked
+	links     map[string]bool // member loads: foreign keys whose roots are locked
+	known     []key           // loads: keys the WHERE pins the rows to
+	fast      fastPath        // loads: the one-statement path being tried
 	fastKey   key
 	fastTok   string
 	where     *clause.Clause // loads: the WHERE before a fast path changed it

@@ -104,6 +104,10 @@ func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
 		if err == nil {
 			targets, err = p.rootsOf(db, st.m, links)
 		}
+		st.links = map[string]bool{}
+		for _, l := range links {
+			st.links[dbText(l)] = true
+		}
 		if err != nil {
 			st.fail(db, err)
 			return
@@ -172,7 +176,7 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 		return
 	}
 	for round := 0; ; round++ {
-		loaded, ok, err := p.loadedTargets(db, st.m)
+		loaded, ok, err := p.loadedTargets(db, st.m, st.links)
 		if err != nil {
 			st.fail(db, err)
 			return

@@ -88,10 +88,18 @@ func (p *Plugin) lockableJoins(db *gorm.DB) map[string]*model {
 // loadedTargets lists the rows a query put into its destination: its own
 // model's and those of lockable Joins. It reports false when the
 // destination holds something other than the model.
-func (p *Plugin) loadedTargets(db *gorm.DB, m *model) ([]target, bool, error) {
+// For members, links whose roots were resolved ahead (seen) need no
+// second resolution.
+func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]target, bool, error) {
 	stmt := db.Statement
 	if m.root != nil {
-		links, ok := memberLinks(stmt.Context, m, stmt.ReflectValue)
+		all, ok := memberLinks(stmt.Context, m, stmt.ReflectValue)
+		var links []any
+		for _, l := range all {
+			if !seen[dbText(l)] {
+				links = append(links, l)
+			}
+		}
 		if !ok || len(links) == 0 {
 			return nil, ok, nil
 		}
