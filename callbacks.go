@@ -85,6 +85,7 @@ type state struct {
 	required  []key          // writes: keys whose Write lock must still hold at commit
 	bulk      int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged bool           // writes: required only if the write changed a row
+	detached  bool           // a load that locked outside any transaction
 	err       error          // the plugin's own error, kept visible under GORM's
 }
 
@@ -211,6 +212,18 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 			c.exec("ROLLBACK TO SAVEPOINT " + st.savepoint)
 		}
 		c.exec("RELEASE SAVEPOINT " + st.savepoint)
+	}
+	if db.Error != nil && st.detached {
+		var given []key
+		for k, n := range st.newly {
+			if n {
+				given = append(given, k)
+				p.hints.drop(st.owner.Session, k)
+			}
+		}
+		if len(given) > 0 {
+			st.t.dropSessionKeys(direct(db), given, st.owner.Session)
+		}
 	}
 	if db.Error != nil && st.restore != nil {
 		st.restore()

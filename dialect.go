@@ -37,11 +37,11 @@ var postgresDialect = dialect{
 	ddl: func(t, seq string) []string {
 		return []string{
 			`CREATE TABLE IF NOT EXISTS ` + t + ` (
-	resource    varchar(128) NOT NULL,
-	lock_id     varchar(255) NOT NULL,
-	holder      varchar(255) NOT NULL,
+	resource    varchar(128) COLLATE "C" NOT NULL,
+	lock_id     varchar(255) COLLATE "C" NOT NULL,
+	holder      varchar(255) COLLATE "C" NOT NULL,
 	access      varchar(5)   NOT NULL,
-	session     varchar(255) NOT NULL,
+	session     varchar(255) COLLATE "C" NOT NULL,
 	user_name   varchar(255) NOT NULL,
 	token       varchar(64)  NOT NULL,
 	generation  bigint       NOT NULL,

@@ -1,14 +1,18 @@
 package offlinelock
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // fastPath is a one-statement way to load a single row by primary key on
@@ -185,4 +189,115 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 	if err := st.t.dropSessionKeys(direct(db), gone, st.owner.Session); err != nil {
 		st.fail(db, err)
 	}
+}
+
+// findAndLock is, on PostgreSQL, the general load's lock-ahead in a single
+// statement: a CTE finds the keys the query will read (its WHERE as a
+// key-only SELECT), an INSERT … ON CONFLICT locks them all in key order,
+// and the statement aborts itself (division by zero, SQLSTATE 22012) when
+// any key is refused, so that it is all or nothing without a transaction.
+// It serves loads outside a transaction that take Write locks on a
+// single-column integer or text key: their own, or their root's one level
+// up. It reports whether it handled the load (granted, or failed with an
+// error other than a refusal); on a refusal the caller takes the general
+// path, which names the holders.
+func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
+	stmt, m := db.Statement, st.m
+	if !st.t.d.dollar || m.loadAccess() != Write || stmt.TableExpr != nil || len(p.lockableJoins(db)) > 0 {
+		return false
+	}
+	if _, grouped := stmt.Clauses["GROUP BY"]; grouped {
+		return false
+	}
+	col, resource := m.pk, stmt.Table
+	if m.root != nil {
+		m.mu.Lock()
+		chain := m.chain
+		m.mu.Unlock()
+		if len(chain) != 1 {
+			return false
+		}
+		col, resource = []*schema.Field{m.root.field}, chain[0].table
+	}
+	if len(col) != 1 || !textKeyKind(col[0]) {
+		return false
+	}
+	ttl, err := p.ttlFor(db, m)
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	batchToken, err := newToken()
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	q := keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: col[0].DBName}}, false)
+	n := len(q.Vars)
+	arg := func(i int) string { return fmt.Sprintf("$%d", n+i) }
+	c := stmt.Quote(col[0].DBName)
+	query := `WITH offlinelock_keys AS (SELECT DISTINCT CAST(` + c + ` AS TEXT) AS lock_id FROM (` + q.SQL.String() + `) q WHERE ` + c + ` IS NOT NULL),
+offlinelock_grants AS (
+	INSERT INTO ` + st.t.table + ` AS l (` + lockColumns + `)
+	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, nextval('` + unquote(st.t.seq) + `'),
+		clock_timestamp(), clock_timestamp() + ` + arg(5) + ` * interval '1 microsecond'
+	FROM offlinelock_keys k ORDER BY k.lock_id
+	ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+	WHERE ` + writeGrantable + `
+	RETURNING lock_id, token, expires_at)
+SELECT lock_id, token, expires_at, NULL::int FROM offlinelock_grants
+UNION ALL
+SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_grants) = (SELECT count(*) FROM offlinelock_keys) THEN NULL ELSE 0 END)`
+	args := append(q.Vars, resource, st.owner.Session, st.owner.User, batchToken, ttl.Microseconds())
+	type grant struct {
+		k     key
+		fresh bool
+		exp   time.Time
+	}
+	var grants []grant
+	_, err = direct(db).query(query, args, func(r *sql.Rows) error {
+		var id, tok *string
+		var exp, check any
+		if err := r.Scan(&id, &tok, &exp, &check); err != nil || id == nil {
+			return err
+		}
+		e, err := scanTime(exp)
+		grants = append(grants, grant{key{resource, *id}, *tok == batchToken, e})
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22012" {
+		return false // refused: the general path names the holders
+	}
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	st.detached = true
+	if m.root != nil {
+		st.links = map[string]bool{}
+	}
+	for _, g := range grants {
+		st.locked[g.k], st.newly[g.k] = true, g.fresh
+		if st.links != nil {
+			st.links[g.k.id] = true
+		}
+		p.hints.put(st.owner.Session, g.k, g.exp)
+	}
+	return true
+}
+
+// textKeyKind says whether a key column's text in SQL (CAST AS TEXT) is
+// the same as keyText's in Go: integers and strings.
+func textKeyKind(f *schema.Field) bool {
+	t := f.FieldType
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
+		return true
+	}
+	return false
 }

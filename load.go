@@ -49,7 +49,34 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 // or the plugin's own until the chain ends) it locks the rows ahead of the
 // read. Raw SQL cannot be read ahead: its rows are locked once read, and
 // read again.
+//
+// Outside a transaction, a load whose rows all belong to one record or
+// root needs none: its lock is one atomic statement, committed before the
+// read, which then sees everything committed before the lock. (If the read
+// turns up rows it has to lock too and one is refused, endStatement gives
+// the new lock back.)
 func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
+	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	if !raw && !inTx && len(db.Statement.Preloads) == 0 {
+		if _, known := knownKeys(db.Statement, st.m); !known && p.findAndLock(db, st) {
+			return
+		}
+		targets, ok := p.aheadTargets(db, st)
+		if !ok {
+			return
+		}
+		if distinct(targets) <= 1 {
+			st.detached = true
+			p.lockTargets(db, st, targets)
+			return
+		}
+		if err := st.begin(db, false, p.nextSeq); err != nil {
+			st.fail(db, err)
+			return
+		}
+		p.lockTargets(db, st, targets)
+		return
+	}
 	if err := st.begin(db, len(db.Statement.Preloads) > 0, p.nextSeq); err != nil {
 		st.fail(db, err)
 		return
@@ -57,6 +84,14 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	if !raw {
 		p.lockAhead(db, st)
 	}
+}
+
+func distinct(targets []target) int {
+	seen := map[key]bool{}
+	for _, t := range targets {
+		seen[t.k] = true
+	}
+	return len(seen)
 }
 
 // guardPreloads makes a load of a model that is not locked on load, but
@@ -98,6 +133,14 @@ func (p *Plugin) preloadsLockable(db *gorm.DB, s *schema.Schema, preloads map[st
 
 // lockAhead locks the rows the statement will read, before it reads them.
 func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
+	if targets, ok := p.aheadTargets(db, st); ok {
+		p.lockTargets(db, st, targets)
+	}
+}
+
+// aheadTargets finds the rows (or roots) a load will read, before it reads
+// them. It reports false when it failed.
+func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 	var targets []target
 	if st.m.root != nil {
 		links, err := p.preselectLinks(db, st.m, false)
@@ -110,7 +153,7 @@ func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
 		}
 		if err != nil {
 			st.fail(db, err)
-			return
+			return nil, false
 		}
 	} else if keys, ok := knownKeys(db.Statement, st.m); ok && len(p.lockableJoins(db)) == 0 {
 		st.known = keys
@@ -121,10 +164,10 @@ func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
 		var err error
 		if targets, err = p.preselect(db, st.m, false); err != nil {
 			st.fail(db, err)
-			return
+			return nil, false
 		}
 	} // else: lock what the query returns, then read again
-	p.lockTargets(db, st, targets)
+	return targets, true
 }
 
 // lockTargets locks targets for the statement's owner, each under its

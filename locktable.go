@@ -321,8 +321,8 @@ func (t *lockTable) keyLocksOf(cond string, skipLocked bool) string {
 	if skipLocked {
 		skip = " SKIP LOCKED"
 	}
-	return `WITH keys AS (SELECT resource, lock_id FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (SELECT resource, lock_id FROM ` +
-		t.table + ` WHERE ` + cond + `) ORDER BY resource, lock_id FOR UPDATE` + skip + `) `
+	return `WITH keys AS (SELECT k.resource, k.lock_id FROM ` + t.table + ` k JOIN (SELECT DISTINCT resource, lock_id FROM ` +
+		t.table + ` WHERE ` + cond + `) c ON k.resource = c.resource AND k.lock_id = c.lock_id WHERE k.holder = '' ORDER BY k.resource, k.lock_id FOR UPDATE OF k` + skip + `) `
 }
 
 // releaseAll deletes every lock row of the session, live or expired.
@@ -331,7 +331,7 @@ func (t *lockTable) releaseAll(c conn, session string) (int64, error) {
 		return c.exec(`DELETE FROM `+t.table+` WHERE session = ?`, session)
 	}
 	return c.exec(t.keyLocksOf(`session = $1`, false)+
-		`DELETE FROM `+t.table+` WHERE session = $1 AND (resource, lock_id) IN (SELECT resource, lock_id FROM keys)`, session)
+		`DELETE FROM `+t.table+` l USING keys WHERE l.session = $1 AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, session)
 }
 
 // renew pushes the session's live locks to at least until, and the key rows
@@ -352,12 +352,12 @@ WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resourc
 	// rows and the read-mode key rows of the records it reads.
 	var n int64
 	_, err := c.query(t.keyLocksOf(`session = $1 AND expires_at > $3`, false)+`, renewed AS (
-	UPDATE `+t.table+` SET expires_at = GREATEST(expires_at, $2)
-	WHERE session = $1 AND expires_at > $3 AND (resource, lock_id) IN (SELECT resource, lock_id FROM keys)
-	RETURNING resource, lock_id, holder
+	UPDATE `+t.table+` l SET expires_at = GREATEST(l.expires_at, $2) FROM keys
+	WHERE l.session = $1 AND l.expires_at > $3 AND l.resource = keys.resource AND l.lock_id = keys.lock_id
+	RETURNING l.resource, l.lock_id, l.holder
 ), readkeys AS (
-	UPDATE `+t.table+` SET expires_at = GREATEST(expires_at, $2)
-	WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resource, lock_id FROM renewed WHERE holder <> '')
+	UPDATE `+t.table+` l SET expires_at = GREATEST(l.expires_at, $2) FROM (SELECT DISTINCT resource, lock_id FROM renewed WHERE holder <> '') r
+	WHERE l.holder = '' AND l.access = 'read' AND l.resource = r.resource AND l.lock_id = r.lock_id
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{session, until, now}, func(r *sql.Rows) error {
@@ -379,7 +379,7 @@ func (t *lockTable) sweep(c conn) (int64, error) {
 	SELECT resource, lock_id FROM %[1]s WHERE holder = '' AND (resource, lock_id) IN (
 		SELECT resource, lock_id FROM %[1]s WHERE expires_at <= clock_timestamp() LIMIT %[2]d)
 	ORDER BY resource, lock_id FOR UPDATE SKIP LOCKED)
-DELETE FROM %[1]s WHERE expires_at <= clock_timestamp() AND (resource, lock_id) IN (SELECT resource, lock_id FROM keys)`, t.table, sweepBatch))
+DELETE FROM %[1]s l USING keys WHERE l.expires_at <= clock_timestamp() AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, t.table, sweepBatch))
 }
 
 // Tokens are 128 bits from crypto/rand, as 32 hex digits.

@@ -253,8 +253,13 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 // lead to the rows' roots.
 func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, error) {
 	q := keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: m.root.field.DBName}}, forUpdate)
+	sqlText := q.SQL.String()
+	if !forUpdate {
+		// Many members share few roots: send each root key once.
+		sqlText = "SELECT DISTINCT " + db.Statement.Quote(m.root.field.DBName) + " FROM (" + sqlText + ") offlinelock_links"
+	}
 	var out []any
-	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
+	_, err := direct(db).query(sqlText, q.Vars, func(r *sql.Rows) error {
 		var v any
 		if err := r.Scan(&v); err != nil {
 			return err
