@@ -37,8 +37,8 @@ const (
 // grantCTE names the CTE of fastGrant.
 const grantCTE = "offlinelock_grant"
 
-// tryFast rewrites a simple single-row load into one of the fast paths and
-// reports whether it did. The statement has been built once already.
+// tryFast rewrites a simple single-row load into one of the fast paths,
+// builds it, and reports whether it did.
 func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
 	if !st.t.d.dollar || st.m.root != nil || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
@@ -50,6 +50,14 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		}
 	}
 	keys, ok := knownKeys(stmt, st.m)
+	if !ok && len(st.m.pk) == 1 {
+		// First(&Account{ID: 2}): gorm:query adds the key from the value.
+		if v := stmt.ReflectValue; v.Kind() == reflect.Struct && v.Type() == st.m.typ {
+			if r, found := st.m.pkRow(stmt.Context, stmt.Table, v); found {
+				keys, ok = []key{r.k}, true
+			}
+		}
+	}
 	if !ok || len(keys) != 1 {
 		return false
 	}
@@ -89,8 +97,6 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		return false
 	}
 	st.fastKey = k
-	stmt.SQL.Reset()
-	stmt.Vars = nil
 	callbacks.BuildQuerySQL(db)
 	if cte != "" {
 		// The CTE's parameters are numbered after the query's.

@@ -37,8 +37,11 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	raw := db.Statement.SQL.Len() > 0
 	if !raw {
+		if p.tryFast(db, st) {
+			return
+		}
 		callbacks.BuildQuerySQL(db)
-		if db.Error != nil || p.tryFast(db, st) {
+		if db.Error != nil {
 			return
 		}
 	}

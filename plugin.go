@@ -56,6 +56,8 @@ type Plugin struct {
 	reg   *registry // parsed models
 	hints hints     // which locks this process granted: a routing guess, never trusted
 	seq   atomic.Uint64
+	pg    *lockTable // the lock table on PostgreSQL
+	lite  *lockTable // and on SQLite
 }
 
 // nextSeq numbers savepoints.
@@ -91,6 +93,9 @@ func New(cfg Config) *Plugin {
 	if p.cfg.TTL > p.cfg.MaxTTL {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
+	table, seq := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`
+	p.pg = &lockTable{d: &postgresDialect, table: table, seq: seq}
+	p.lite = &lockTable{d: &sqliteDialect, table: table, seq: seq}
 	return p
 }
 
@@ -146,11 +151,14 @@ func (p *Plugin) tableFor(db *gorm.DB) (*lockTable, error) {
 	if db == nil || db.Dialector == nil {
 		return nil, invalid("db is nil or not opened")
 	}
-	d, err := dialectFor(db.Dialector.Name())
-	if err != nil {
-		return nil, err
+	switch db.Dialector.Name() {
+	case "postgres":
+		return p.pg, nil
+	case "sqlite", "sqlite3":
+		return p.lite, nil
 	}
-	return &lockTable{d: d, table: `"` + p.cfg.Table + `"`, seq: `"` + p.cfg.Table + `_generation"`}, nil
+	_, err := dialectFor(db.Dialector.Name())
+	return nil, err
 }
 
 // ttl is the lifetime for a lock asked for in ctx: WithTTL or Config.TTL,
