@@ -50,6 +50,7 @@ var postgresDialect = dialect{
 	PRIMARY KEY (resource, lock_id, holder))`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(t, "session") + ` ON ` + t + ` (session)`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(t, "expires") + ` ON ` + t + ` (expires_at)`,
+			`CREATE INDEX IF NOT EXISTS ` + indexName(t, "token") + ` ON ` + t + ` (token)`,
 			`CREATE SEQUENCE IF NOT EXISTS ` + seq + ` AS bigint NO CYCLE`,
 		}
 	},
@@ -76,6 +77,7 @@ var sqliteDialect = dialect{
 	PRIMARY KEY (resource, lock_id, holder))`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(t, "session") + ` ON ` + t + ` (session)`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(t, "expires") + ` ON ` + t + ` (expires_at)`,
+			`CREATE INDEX IF NOT EXISTS ` + indexName(t, "token") + ` ON ` + t + ` (token)`,
 			`CREATE TABLE IF NOT EXISTS ` + seq + ` (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)`,
 			`INSERT OR IGNORE INTO ` + seq + ` (id, n) VALUES (1, 0)`,
 		}

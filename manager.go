@@ -2,6 +2,8 @@ package offlinelock
 
 import (
 	"context"
+	"crypto/subtle"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -431,6 +433,38 @@ func (p *Plugin) StartSweeper(ctx context.Context, db *gorm.DB, every time.Durat
 			}
 		}
 	}()
+}
+
+// LockByToken returns the live lock that token is the capability for, with
+// its owner, for clients that carry a token instead of a session (the HTTP
+// Lock-Token header). It needs no owner. A wrong, malformed or expired token
+// is ErrNotLocked. Tokens are compared in constant time; the caller must
+// still check that the lock's owner is the one presenting it.
+func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return nil, err
+	}
+	if len(token) != tokenLen || !isHex(token) {
+		return nil, fmt.Errorf("%w: not a lock token", ErrNotLocked)
+	}
+	var found *Lock
+	_, err = direct(db).query(t.d.bind(`SELECT `+lockColumns+` FROM `+t.table+
+		` WHERE token = ? AND expires_at > `+t.d.now+` AND ((holder = '' AND access = 'write') OR holder <> '') ORDER BY resource, lock_id`),
+		[]any{token}, func(r *sql.Rows) error {
+			rw, err := scanRow(r)
+			if err == nil && found == nil && subtle.ConstantTimeCompare([]byte(rw.Token), []byte(token)) == 1 {
+				found = &rw.Lock
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%w: no live lock has this token", ErrNotLocked)
+	}
+	return found, nil
 }
 
 // ownerOf reads and checks the owner in db's context.

@@ -1,0 +1,111 @@
+package httplock
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// AdminHandler serves the admin endpoints. Mount it behind the
+// application's own authorisation; force releases are also asked of the
+// plugin's Config.Authorize, with the admin as the context's owner.
+//
+//	GET  /admin/locks?resource=orders&user=…&session=…&expired=true  the locks (never their tokens)
+//	POST /admin/locks/{resource}/{id}/release  {"reason": "…"}      force-release one record (204), logged with who and why
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.RegisterAdmin(mux)
+	return mux
+}
+
+// RegisterAdmin adds the admin endpoints to mux; wrap mux (or mount
+// AdminHandler) behind the application's authorisation.
+func (s *Server) RegisterAdmin(mux *http.ServeMux) {
+	mux.HandleFunc("GET /admin/locks", s.adminList)
+	mux.HandleFunc("POST /admin/locks/{resource}/{id}/release", s.adminRelease)
+}
+
+func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := offlinelock.Filter{User: q.Get("user"), Session: q.Get("session"), Limit: 1000}
+	if name := q.Get("resource"); name != "" {
+		res, ok := s.resources[name]
+		if !ok {
+			s.WriteError(w, r, errUnknownResource)
+			return
+		}
+		f.Resource = res.table
+	}
+	if v := q.Get("expired"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			s.WriteError(w, r, badRequest("expired must be true or false"))
+			return
+		}
+		f.Expired = b
+	}
+	locks, err := s.cfg.Locks.List(s.cfg.DB.WithContext(r.Context()), f)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	out := make([]lockBody, 0, len(locks))
+	for i := range locks {
+		b := s.body(s.byTable(locks[i].Resource), &locks[i], 0)
+		b.Resource = s.apiName(locks[i].Resource)
+		b.TTLRemainingSeconds = 0
+		out = append(out, b)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) adminRelease(w http.ResponseWriter, r *http.Request) {
+	res, target, err := s.target(r, s.resources[r.PathValue("resource")])
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	admin, err := s.cfg.Principal(r)
+	if err != nil || admin == "" {
+		s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return
+	}
+	var req struct {
+		Reason string `json:"reason"`
+	}
+	if err := decode(r, &req); err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	if req.Reason == "" || len(req.Reason) > 1000 {
+		s.WriteError(w, r, badRequest("a force release needs a reason (at most 1000 bytes)"))
+		return
+	}
+	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
+	err = s.cfg.Locks.ForceRelease(s.cfg.DB.WithContext(ctx), res.table, keyOf(target, res))
+	s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
+		slog.String("resource", res.Name), slog.String("id", r.PathValue("id")), slog.String("reason", req.Reason),
+		slog.Bool("done", err == nil))
+	if err != nil {
+		if e := err; isNotLocked(e) {
+			s.WriteError(w, r, notFoundLock)
+			return
+		}
+		s.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) byTable(table string) *resource {
+	for _, res := range s.resources {
+		if res.table == table {
+			return res
+		}
+	}
+	return &resource{Resource: Resource{Name: table}}
+}
+
+func (s *Server) apiName(table string) string { return s.byTable(table).Name }

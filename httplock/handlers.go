@@ -1,0 +1,199 @@
+package httplock
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// LockTokenHeader carries a lock's token: in the response that grants it,
+// and in every request that uses it. Never in a body or a URL.
+const LockTokenHeader = "Lock-Token"
+
+type lockRequest struct {
+	TTLSeconds *int64 `json:"ttlSeconds"`
+	Reason     string `json:"reason"`
+}
+
+// lockBody is a lock as the holder sees it, token included.
+type lockBody struct {
+	Resource            string    `json:"resource"`
+	ID                  string    `json:"id"`
+	LockToken           string    `json:"lockToken,omitempty"`
+	LockedBy            string    `json:"lockedBy"`
+	Access              string    `json:"access"`
+	Reason              string    `json:"reason,omitempty"`
+	AcquiredAt          time.Time `json:"acquiredAt"`
+	ExpiresAt           time.Time `json:"expiresAt"`
+	TTLRemainingSeconds int64     `json:"ttlRemainingSeconds"`
+	Generation          int64     `json:"generation"`
+}
+
+func (s *Server) body(res *resource, l *offlinelock.Lock, remaining time.Duration) lockBody {
+	return lockBody{
+		Resource: res.Name, ID: l.ID, LockToken: l.Token, LockedBy: l.Owner.User, Access: string(l.Access),
+		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
+		TTLRemainingSeconds: int64(math.Ceil(max(remaining, 0).Seconds())), Generation: l.Generation,
+	}
+}
+
+// lock is POST /{resource}/{id}/lock.
+func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
+	res, target, err := s.target(r, res)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	principal, err := s.cfg.Principal(r)
+	if err != nil || principal == "" {
+		s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return
+	}
+	var req lockRequest
+	if err := decode(r, &req); err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	ttl := s.cfg.DefaultTTL
+	if req.TTLSeconds != nil {
+		if *req.TTLSeconds < 1 || *req.TTLSeconds > int64(s.cfg.MaxTTL/time.Second) {
+			s.WriteError(w, r, badRequest("ttlSeconds must be between 1 and %d", int64(s.cfg.MaxTTL/time.Second)))
+			return
+		}
+		ttl = time.Duration(*req.TTLSeconds) * time.Second
+	}
+	if len(req.Reason) > 1000 {
+		s.WriteError(w, r, badRequest("reason is longer than 1000 bytes"))
+		return
+	}
+	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
+	status := http.StatusCreated
+	if token := r.Header.Get(LockTokenHeader); token != "" {
+		held, err := s.ownLock(r, token, principal)
+		if err != nil {
+			s.WriteError(w, r, err)
+			return
+		}
+		if held.Resource != res.table || held.ID != keyOf(target, res) {
+			s.WriteError(w, r, forbidden("this Lock-Token is for another record"))
+			return
+		}
+		owner, status = held.Owner, http.StatusOK // a refresh of the lease
+	}
+	ctx := offlinelock.WithTTL(offlinelock.WithOwner(r.Context(), owner), ttl)
+	l, err := s.cfg.Locks.Acquire(s.cfg.DB.WithContext(ctx), target, offlinelock.Write)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
+	if status == http.StatusOK {
+		b.TTLRemainingSeconds = int64(math.Ceil(ttl.Seconds()))
+	}
+	b.Reason = req.Reason
+	w.Header().Set(LockTokenHeader, l.Token)
+	writeJSON(w, status, b)
+}
+
+// unlock is POST /{resource}/{id}/unlock.
+func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
+	res, target, err := s.target(r, res)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	token := r.Header.Get(LockTokenHeader)
+	if token == "" {
+		s.WriteError(w, r, badRequest("the Lock-Token header is missing"))
+		return
+	}
+	principal, err := s.cfg.Principal(r)
+	if err != nil || principal == "" {
+		s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return
+	}
+	held, err := s.ownLock(r, token, principal)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	if held.Resource != res.table || held.ID != keyOf(target, res) {
+		s.WriteError(w, r, forbidden("this Lock-Token is for another record"))
+		return
+	}
+	ctx := offlinelock.WithOwner(r.Context(), held.Owner)
+	if err := s.cfg.Locks.Release(s.cfg.DB.WithContext(ctx), target); err != nil {
+		s.WriteError(w, r, forbidden("the lock has expired or was released"))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// info is GET /{resource}/{id}/lock.
+func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
+	res, target, err := s.target(r, res)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(r.Context()), target)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	if len(holders) == 0 {
+		s.WriteError(w, r, notFoundLock)
+		return
+	}
+	out := struct {
+		lockBody
+		Holders []lockBody `json:"holders"`
+	}{}
+	for i := range holders {
+		b := s.body(res, &holders[i], time.Until(holders[i].ExpiresAt))
+		out.Holders = append(out.Holders, b)
+	}
+	out.lockBody = out.Holders[0]
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ownLock finds the lock a token stands for and checks that it is the
+// principal's: a token presented by anyone else is refused like a wrong one.
+func (s *Server) ownLock(r *http.Request, token, principal string) (*offlinelock.Lock, error) {
+	l, err := s.cfg.Locks.LockByToken(s.cfg.DB.WithContext(r.Context()), token)
+	if errors.Is(err, offlinelock.ErrNotLocked) || err == nil && l.Owner.User != principal {
+		return nil, forbidden("the Lock-Token is wrong, expired, or not yours")
+	}
+	return l, err
+}
+
+// keyOf is the lock id of target: its primary key as text.
+func keyOf(target any, res *resource) string {
+	v := reflectValue(target).FieldByIndex(res.pk.Index)
+	return fmtKey(v)
+}
+
+func decode(r *http.Request, into any) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		return badRequest("the body could not be read")
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return badRequest("the body is not the JSON this endpoint expects")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,178 @@
+// Package httplock serves offlinelock's pessimistic offline locks over HTTP:
+// a REST client, which keeps no session, takes a lock as a token with a
+// lease (POST /{resource}/{id}/lock), sends it back in the Lock-Token
+// header with its writes, and gives it up with POST /{resource}/{id}/unlock.
+// A lock held by someone else is 423 Locked with an application/problem+json
+// body (RFC 9457). Standard library only.
+//
+//	locks := httplock.New(httplock.Config{Locks: plugin, DB: db,
+//		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}},
+//		Principal: func(r *http.Request) (string, error) { return userFrom(r) }})
+//	mux := http.NewServeMux()
+//	locks.Register(mux)                                    // the lock endpoints
+//	mux.Handle("PATCH /orders/{id}", locks.Middleware(patchOrder)) // writes enforced by the plugin
+package httplock
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// Resource is a collection whose records can be locked over HTTP.
+type Resource struct {
+	// Name is the URL segment: "orders" serves /orders/{id}/lock.
+	Name string
+	// Model is a pointer to the GORM model, such as &Order{}. Its primary
+	// key (one column) is the {id} of the URL.
+	Model any
+	// Singular names one record in messages ("order 'ord_1' is locked…");
+	// default Name without a trailing "s".
+	Singular string
+}
+
+// Config configures a Server.
+type Config struct {
+	// Locks and DB are the plugin and the database it is registered on.
+	Locks *offlinelock.Plugin
+	DB    *gorm.DB
+	// Resources are the collections served.
+	Resources []Resource
+	// Principal says who sends a request (from its Authorization header, a
+	// session cookie…). An error means nobody: 401 for the lock endpoints.
+	// A lock belongs to its principal: its token works for nobody else.
+	Principal func(*http.Request) (string, error)
+	// DefaultTTL is the lease when a request names no ttlSeconds (default
+	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
+	// ttlSeconds outside 1..MaxTTL is a 400.
+	DefaultTTL, MaxTTL time.Duration
+	// Logger receives admin actions and internal errors (whose text never
+	// reaches a response); default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server serves the lock endpoints of Config.Resources.
+type Server struct {
+	cfg       Config
+	resources map[string]*resource
+}
+
+type resource struct {
+	Resource
+	table string
+	typ   reflect.Type
+	pk    reflect.StructField
+	pkCol string
+}
+
+// New checks cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Locks == nil || cfg.DB == nil || cfg.Principal == nil {
+		return nil, errors.New("httplock: Config needs Locks, DB and Principal")
+	}
+	if cfg.MaxTTL == 0 {
+		cfg.MaxTTL = 900 * time.Second
+	}
+	if cfg.DefaultTTL == 0 {
+		cfg.DefaultTTL = min(5*time.Minute, cfg.MaxTTL)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, resources: map[string]*resource{}}
+	for _, r := range cfg.Resources {
+		stmt := &gorm.Statement{DB: cfg.DB}
+		if err := stmt.Parse(r.Model); err != nil {
+			return nil, fmt.Errorf("httplock: resource %s: %w", r.Name, err)
+		}
+		if len(stmt.Schema.PrimaryFields) != 1 {
+			return nil, fmt.Errorf("httplock: resource %s: model %s needs a single-column primary key", r.Name, stmt.Schema.Name)
+		}
+		if r.Singular == "" {
+			r.Singular = strings.TrimSuffix(r.Name, "s")
+		}
+		pk := stmt.Schema.PrimaryFields[0]
+		s.resources[r.Name] = &resource{Resource: r, table: stmt.Table, typ: stmt.Schema.ModelType, pk: pk.StructField, pkCol: pk.DBName}
+	}
+	return s, nil
+}
+
+// Register adds the lock endpoints to mux:
+//
+//	POST /{resource}/{id}/lock    take a lock (201), or refresh it with its Lock-Token (200)
+//	POST /{resource}/{id}/unlock  give it up with its Lock-Token (204)
+//	GET  /{resource}/{id}/lock    who holds it and until when (200), or 404
+//
+// Each resource gets its own patterns (POST /orders/{id}/lock …), so they
+// live beside the application's routes without conflicts.
+func (s *Server) Register(mux *http.ServeMux) {
+	for name, res := range s.resources {
+		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) { h(w, r, res) }
+		}
+		mux.HandleFunc("POST /"+name+"/{id}/lock", with(s.lock))
+		mux.HandleFunc("POST /"+name+"/{id}/unlock", with(s.unlock))
+		mux.HandleFunc("GET /"+name+"/{id}/lock", with(s.info))
+	}
+}
+
+// Handler is a mux with the lock endpoints only; anything else is a 404
+// problem.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	s.Register(mux)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.WriteError(w, r, errUnknownResource) })
+	return mux
+}
+
+// target builds a model value of res with the URL's id as its primary key.
+func (s *Server) target(r *http.Request, res *resource) (*resource, any, error) {
+	if res == nil {
+		return nil, nil, errUnknownResource
+	}
+	id := r.PathValue("id")
+	if id == "" || len(id) > 255 || strings.ContainsRune(id, 0) {
+		return nil, nil, badRequest("the id is empty or too long")
+	}
+	v := reflect.New(res.typ)
+	f := v.Elem().FieldByIndex(res.pk.Index)
+	switch f.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || f.OverflowInt(n) || n == 0 {
+			return nil, nil, notFound
+		}
+		f.SetInt(n)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(id, 10, 64)
+		if err != nil || f.OverflowUint(n) || n == 0 {
+			return nil, nil, notFound
+		}
+		f.SetUint(n)
+	case reflect.String:
+		f.SetString(id)
+	default:
+		return nil, nil, fmt.Errorf("httplock: resource %s: primary key of kind %s is not supported", res.Name, f.Kind())
+	}
+	return res, v.Interface(), nil
+}
+
+// newSession names the owner of one HTTP lock: a lock over HTTP has no
+// session of its own, so each acquisition gets a fresh opaque one, and the
+// token is how its client refers to it.
+func newSession(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,343 @@
+package httplock_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/httplock"
+)
+
+// Order is the order of the HTTP pattern: string ids, locked for writes.
+type Order struct {
+	ID     string `gorm:"primaryKey" lock:"exclusive_write"`
+	Status string
+}
+
+// principal reads the caller from "Authorization: Bearer <user>": a test
+// stand-in for the application's authentication.
+func principal(r *http.Request) (string, error) {
+	user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || user == "" {
+		return "", errors.New("no bearer")
+	}
+	return user, nil
+}
+
+func openDB(t *testing.T, name string) *gorm.DB {
+	t.Helper()
+	cfg := &gorm.Config{Logger: logger.Discard}
+	if name == "sqlite" {
+		db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(t.TempDir(), "t.db"))), cfg)
+		require.NoError(t, err)
+		return db
+	}
+	dsn := os.Getenv("OFFLINELOCK_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true needs PostgreSQL: set OFFLINELOCK_POSTGRES_DSN")
+		}
+		t.Skip("set OFFLINELOCK_POSTGRES_DSN to run on PostgreSQL")
+	}
+	db, err := gorm.Open(postgres.Open(dsn), cfg)
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	require.NoError(t, sqlDB.Ping())
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// eachDB runs fn against an HTTP server over SQLite and over PostgreSQL.
+// Every response of the lock and admin endpoints is validated against the
+// package's OpenAPI document.
+func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
+	doc, err := openapi3.NewLoader().LoadFromData(httplock.OpenAPI())
+	require.NoError(t, err)
+	require.NoError(t, doc.Validate(context.Background()))
+	router, err := legacyrouter.NewRouter(doc)
+	require.NoError(t, err)
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			db := openDB(t, name)
+			table := "ol_" + randomHex(6)
+			logs := &bytes.Buffer{}
+			locks := offlinelock.New(offlinelock.Config{Table: table, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+				Authorize: func(ctx context.Context, action string, l offlinelock.Lock) error {
+					if o, _ := offlinelock.OwnerFrom(ctx); o.User == "admin" {
+						return nil
+					}
+					return errors.New("admins only")
+				}})
+			require.NoError(t, db.Use(locks))
+			require.NoError(t, db.Migrator().DropTable(&Order{}))
+			require.NoError(t, db.AutoMigrate(&Order{}))
+			t.Cleanup(func() {
+				db.Migrator().DropTable(&Order{})
+				db.Exec(`DROP TABLE IF EXISTS "` + table + `"`)
+				db.Exec(`DROP TABLE IF EXISTS "` + table + `_generation"`)
+				db.Exec(`DROP SEQUENCE IF EXISTS "` + table + `_generation"`)
+			})
+			require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_99182", Status: "new"}).Error)
+
+			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			require.NoError(t, err)
+			mux := http.NewServeMux()
+			srv.Register(mux)
+			mux.Handle("/admin/", srv.AdminHandler())
+			mux.Handle("PATCH /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var in struct{ Status string }
+				json.NewDecoder(r.Body).Decode(&in)
+				err := db.WithContext(r.Context()).Model(&Order{ID: r.PathValue("id")}).Update("status", in.Status).Error
+				if err != nil {
+					srv.WriteError(w, r, err)
+					return
+				}
+				w.WriteHeader(http.StatusNoContent)
+			})))
+			ts := httptest.NewServer(mux)
+			t.Cleanup(ts.Close)
+			c := &client{t: t, base: ts.URL, db: db, logs: logs, validate: func(req *http.Request, resp *http.Response, body []byte) {
+				if req.Method == http.MethodPatch {
+					return // the application's own endpoint, not in the document
+				}
+				u := *req.URL
+				u.Host, u.Scheme = "", ""
+				vreq := req.Clone(context.Background())
+				vreq.URL = &u
+				route, params, err := router.FindRoute(vreq)
+				require.NoError(t, err, "%s %s is in the OpenAPI document", req.Method, req.URL.Path)
+				in := &openapi3filter.ResponseValidationInput{
+					RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
+					Status:                 resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
+					Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+				}
+				require.NoError(t, openapi3filter.ValidateResponse(context.Background(), in), "%s %s -> %d %s", req.Method, req.URL.Path, resp.StatusCode, body)
+			}}
+			fn(t, c)
+		})
+	}
+}
+
+type client struct {
+	t        *testing.T
+	base     string
+	db       *gorm.DB
+	logs     *bytes.Buffer
+	validate func(*http.Request, *http.Response, []byte)
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &m), string(r.body))
+	return m
+}
+
+// do sends a request as user (none if empty) with an optional Lock-Token.
+func (c *client) do(method, path, user, token, body string) reply {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	require.NoError(c.t, err)
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+user)
+	}
+	if token != "" {
+		req.Header.Set("Lock-Token", token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	c.validate(req, resp, b)
+	return reply{resp.StatusCode, resp.Header, b}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func TestLockLifecycle(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		const path = "/orders/ord_99182"
+		got := c.do("POST", path+"/lock", "usr_client_1", "", `{"ttlSeconds": 300, "reason": "Seat reservation checkout"}`)
+		require.Equal(t, http.StatusCreated, got.status, string(got.body))
+		token := got.header.Get("Lock-Token")
+		require.Regexp(t, `^[0-9a-f]{32}$`, token)
+		body := got.json(t)
+		assert.Equal(t, token, body["lockToken"])
+		assert.Equal(t, "orders", body["resource"])
+		assert.Equal(t, "ord_99182", body["id"])
+		assert.Equal(t, "usr_client_1", body["lockedBy"])
+		assert.Equal(t, "Seat reservation checkout", body["reason"])
+		assert.EqualValues(t, 300, body["ttlRemainingSeconds"])
+		generation := body["generation"]
+
+		// The holder refreshes with its own token: 200, the same lock.
+		got = c.do("POST", path+"/lock", "usr_client_1", token, `{"ttlSeconds": 600}`)
+		require.Equal(t, http.StatusOK, got.status, string(got.body))
+		assert.Equal(t, token, got.header.Get("Lock-Token"))
+		assert.Equal(t, generation, got.json(t)["generation"])
+
+		// Another client: 423, who and until when, never the token.
+		got = c.do("POST", path+"/lock", "usr_client_2", "", `{"ttlSeconds": 300}`)
+		require.Equal(t, http.StatusLocked, got.status)
+		assert.Equal(t, "application/problem+json", got.header.Get("Content-Type"))
+		p := got.json(t)
+		assert.Equal(t, "usr_client_1", p["lockedBy"])
+		assert.Regexp(t, regexp.MustCompile(`^order 'ord_99182' is locked by usr_client_1 until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$`), p["detail"])
+		assert.EqualValues(t, 423, p["status"])
+		assert.NotContains(t, string(got.body), token)
+		assert.Empty(t, got.header.Get("Lock-Token"))
+
+		got = c.do("GET", path+"/lock", "usr_client_2", "", "")
+		require.Equal(t, http.StatusOK, got.status)
+		assert.Equal(t, "usr_client_1", got.json(t)["lockedBy"])
+		assert.NotContains(t, string(got.body), token, "GET never shows the token")
+
+		// Unlock: missing token 400; wrong 403; another principal's 403; the holder's 204.
+		assert.Equal(t, http.StatusBadRequest, c.do("POST", path+"/unlock", "usr_client_1", "", "").status)
+		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_1", strings.Repeat("0", 32), "").status)
+		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_1", "not-a-token", "").status)
+		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_2", token, "").status)
+		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/lock", "usr_client_2", token, "").status, "nor can it refresh")
+		assert.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "usr_client_1", token, "").status)
+		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_1", token, "").status, "a released token is dead")
+		assert.Equal(t, http.StatusNotFound, c.do("GET", path+"/lock", "usr_client_1", "", "").status)
+		assert.Equal(t, http.StatusCreated, c.do("POST", path+"/lock", "usr_client_2", "", "").status, "free again")
+	})
+}
+
+func TestTTLSecondsIsChecked(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		for _, body := range []string{`{"ttlSeconds": 0}`, `{"ttlSeconds": -5}`, `{"ttlSeconds": 901}`, `{"ttlSeconds": "ten"}`, `not json`} {
+			got := c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", body)
+			assert.Equal(t, http.StatusBadRequest, got.status, body)
+			assert.Equal(t, "application/problem+json", got.header.Get("Content-Type"))
+		}
+		got := c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", "")
+		require.Equal(t, http.StatusCreated, got.status)
+		assert.EqualValues(t, 300, got.json(t)["ttlRemainingSeconds"], "absent: the default lease")
+		assert.Equal(t, http.StatusUnauthorized, c.do("POST", "/orders/ord_1/lock", "", "", "").status)
+		assert.Equal(t, http.StatusNotFound, c.do("GET", "/admin/locks?resource=nothing", "admin", "", "").status)
+	})
+}
+
+func TestWritesThroughTheMiddlewareAreEnforced(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		got := c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", `{"ttlSeconds": 300}`)
+		require.Equal(t, http.StatusCreated, got.status)
+		token := got.header.Get("Lock-Token")
+
+		assert.Equal(t, http.StatusNoContent, c.do("PATCH", "/orders/ord_99182", "usr_client_1", token, `{"Status": "paid"}`).status)
+		refused := c.do("PATCH", "/orders/ord_99182", "usr_client_2", "", `{"Status": "cancelled"}`)
+		assert.Equal(t, http.StatusLocked, refused.status)
+		assert.Contains(t, refused.json(t)["detail"], "locked by usr_client_1")
+		assert.Equal(t, http.StatusForbidden, c.do("PATCH", "/orders/ord_99182", "usr_client_2", token, `{"Status": "cancelled"}`).status,
+			"a token presented by another principal is refused")
+		assert.Equal(t, http.StatusUnauthorized, c.do("PATCH", "/orders/ord_99182", "", "", `{"Status": "cancelled"}`).status)
+		assert.Equal(t, http.StatusNoContent, c.do("POST", "/orders/ord_99182/unlock", "usr_client_1", token, "").status)
+		needs := c.do("PATCH", "/orders/ord_99182", "usr_client_1", "", `{"Status": "shipped"}`)
+		assert.Equal(t, http.StatusLocked, needs.status)
+		assert.Contains(t, needs.json(t)["detail"], "must be locked")
+
+		var o Order
+		require.NoError(t, c.db.WithContext(offlinelock.Bypass(context.Background(), "check")).First(&o, "id = ?", "ord_99182").Error)
+		assert.Equal(t, "paid", o.Status)
+	})
+}
+
+func TestAdminEndpoints(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		got := c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", "")
+		require.Equal(t, http.StatusCreated, got.status)
+		token := got.header.Get("Lock-Token")
+
+		list := c.do("GET", "/admin/locks?resource=orders&user=usr_client_1", "admin", "", "")
+		require.Equal(t, http.StatusOK, list.status)
+		var locks []map[string]any
+		require.NoError(t, json.Unmarshal(list.body, &locks))
+		require.Len(t, locks, 1)
+		assert.Equal(t, "orders", locks[0]["resource"])
+		assert.NotContains(t, string(list.body), token)
+
+		assert.Equal(t, http.StatusBadRequest, c.do("POST", "/admin/locks/orders/ord_99182/release", "admin", "", `{}`).status, "a reason is required")
+		assert.Equal(t, http.StatusForbidden, c.do("POST", "/admin/locks/orders/ord_99182/release", "usr_client_2", "", `{"reason": "mine now"}`).status)
+		assert.Equal(t, http.StatusNoContent, c.do("POST", "/admin/locks/orders/ord_99182/release", "admin", "", `{"reason": "client crashed"}`).status)
+		assert.Equal(t, http.StatusNotFound, c.do("POST", "/admin/locks/orders/ord_99182/release", "admin", "", `{"reason": "again"}`).status)
+		assert.Contains(t, c.logs.String(), `reason="client crashed"`)
+		assert.Contains(t, c.logs.String(), "admin=admin")
+		assert.NotContains(t, c.logs.String(), token, "tokens never reach the logs")
+		assert.Equal(t, http.StatusForbidden, c.do("POST", "/orders/ord_99182/unlock", "usr_client_1", token, "").status, "the token died with the lock")
+	})
+}
+
+func TestWriteErrorNeverLeaksInternalText(t *testing.T) {
+	db := openDB(t, "sqlite")
+	locks := offlinelock.New(offlinelock.Config{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, db.Use(locks))
+	srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Logger: slog.New(slog.DiscardHandler),
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+	require.NoError(t, err)
+	until := time.Date(2026, 8, 3, 14, 35, 0, 0, time.UTC)
+	cases := []struct {
+		err    error
+		status int
+		detail string
+	}{
+		{&offlinelock.LockedError{Resource: "orders", ID: "ord_99182", Holders: []offlinelock.Lock{{Owner: offlinelock.Owner{User: "usr_client_1"}, ExpiresAt: until}}},
+			423, "order 'ord_99182' is locked by usr_client_1 until 2026-08-03T14:35:00Z"},
+		{fmt.Errorf("wrapped: %w", offlinelock.ErrNotLocked), 423, "must be locked"},
+		{offlinelock.ErrNoOwner, 401, "who"},
+		{fmt.Errorf("%w: session contains a NUL byte", offlinelock.ErrInvalid), 400, "not valid"},
+		{offlinelock.ErrForbidden, 403, "may not"},
+		{gorm.ErrRecordNotFound, 404, "no such record"},
+		{errors.New(`pq: password authentication failed for user "secret"`), 500, "could not complete"},
+	}
+	for _, tc := range cases {
+		w := httptest.NewRecorder()
+		srv.WriteError(w, httptest.NewRequest("PATCH", "/orders/ord_99182", nil), tc.err)
+		assert.Equal(t, tc.status, w.Code, tc.err.Error())
+		assert.Equal(t, "application/problem+json", w.Header().Get("Content-Type"))
+		assert.Contains(t, w.Body.String(), tc.detail)
+		assert.NotContains(t, w.Body.String(), "secret")
+		assert.NotContains(t, w.Body.String(), "NUL")
+	}
+}

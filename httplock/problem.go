@@ -1,0 +1,119 @@
+package httplock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// ProblemBase prefixes the type URI of every problem this package writes.
+const ProblemBase = "https://github.com/offlinelock/offlinelock/blob/main/httplock/README.md#"
+
+// Problem is an RFC 9457 problem detail, with the lock's holder and expiry
+// when the problem is a lock held by someone else.
+type Problem struct {
+	Type        string     `json:"type"`
+	Title       string     `json:"title"`
+	Status      int        `json:"status"`
+	Detail      string     `json:"detail"`
+	LockedBy    string     `json:"lockedBy,omitempty"`
+	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
+}
+
+// requestError is an error this package made, with its status and a detail
+// that is safe to show.
+type requestError struct {
+	status int
+	kind   string
+	detail string
+}
+
+func (e *requestError) Error() string { return e.detail }
+
+var (
+	errUnknownResource = &requestError{http.StatusNotFound, "not-found", "there is no such resource"}
+	notFound           = &requestError{http.StatusNotFound, "not-found", "there is no such record"}
+	notFoundLock       = &requestError{http.StatusNotFound, "not-locked", "nobody holds a lock on this record"}
+)
+
+func badRequest(format string, args ...any) error {
+	return &requestError{http.StatusBadRequest, "bad-request", fmt.Sprintf(format, args...)}
+}
+
+func forbidden(detail string) error {
+	return &requestError{http.StatusForbidden, "forbidden", detail}
+}
+
+// WriteError turns an error from the plugin, GORM or this package into an
+// application/problem+json response: ErrLocked is 423 with who holds the
+// lock and until when, ErrNotLocked 423 saying a lock is needed first,
+// ErrNoOwner 401, bad input 400, ErrForbidden 403, a missing record 404.
+// Anything else is a 500 whose text is logged, never sent.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	p := Problem{Status: http.StatusInternalServerError, Type: ProblemBase + "internal", Title: "Internal Server Error",
+		Detail: "the server could not complete the request"}
+	var re *requestError
+	var le *offlinelock.LockedError
+	switch {
+	case errors.As(err, &le):
+		p.Status, p.Type, p.Title = http.StatusLocked, ProblemBase+"locked", "Locked"
+		p.Detail = fmt.Sprintf("%s is locked", s.name(le.Resource, le.ID))
+		if len(le.Holders) > 0 {
+			h := le.Holders[0]
+			until := h.ExpiresAt.UTC().Truncate(time.Second)
+			p.LockedBy, p.LockedUntil = h.Owner.User, &until
+			p.Detail = fmt.Sprintf("%s is locked by %s until %s", s.name(le.Resource, le.ID), h.Owner.User, until.Format(time.RFC3339))
+		}
+	case errors.As(err, &re):
+		p.Status, p.Type, p.Title, p.Detail = re.status, ProblemBase+re.kind, http.StatusText(re.status), re.detail
+	case errors.Is(err, offlinelock.ErrNotLocked):
+		p.Status, p.Type, p.Title = http.StatusLocked, ProblemBase+"lock-required", "Locked"
+		p.Detail = "this record must be locked before it is changed: POST …/lock, then send the Lock-Token header"
+	case errors.Is(err, offlinelock.ErrNoOwner):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusUnauthorized, ProblemBase+"unauthorized", "Unauthorized", "the request does not say who sends it"
+	case errors.Is(err, offlinelock.ErrForbidden):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusForbidden, ProblemBase+"forbidden", "Forbidden", "you may not do this"
+	case errors.Is(err, offlinelock.ErrInvalid):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusBadRequest, ProblemBase+"bad-request", "Bad Request", "the request is not valid"
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		p.Status, p.Type, p.Title, p.Detail = http.StatusNotFound, ProblemBase+"not-found", "Not Found", "there is no such record"
+	default:
+		s.cfg.Logger.ErrorContext(r.Context(), "httplock: internal error", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	json.NewEncoder(w).Encode(p)
+}
+
+// name is how a message names a record: "order 'ord_99182'".
+func (s *Server) name(table, id string) string {
+	for _, res := range s.resources {
+		if res.table == table {
+			return fmt.Sprintf("%s '%s'", res.Singular, id)
+		}
+	}
+	return fmt.Sprintf("%s '%s'", table, id)
+}
+
+func reflectValue(v any) reflect.Value {
+	rv := reflect.ValueOf(v)
+	for rv.Kind() == reflect.Pointer {
+		rv = rv.Elem()
+	}
+	return rv
+}
+
+func fmtKey(v reflect.Value) string {
+	return fmt.Sprint(v.Interface())
+}
+
+func isNotLocked(err error) bool { return errors.Is(err, offlinelock.ErrNotLocked) }
