@@ -135,7 +135,7 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 				in := &openapi3filter.ResponseValidationInput{
 					RequestValidationInput: &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route},
 					Status:                 resp.StatusCode, Header: resp.Header, Body: io.NopCloser(bytes.NewReader(body)),
-					Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+					Options: &openapi3filter.Options{IncludeResponseStatus: true},
 				}
 				require.NoError(t, openapi3filter.ValidateResponse(context.Background(), in), "%s %s -> %d %s", req.Method, req.URL.Path, resp.StatusCode, body)
 			}}

@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -27,11 +28,37 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// Customer is the record Martin and David both want to edit.
-type Customer struct {
+// CustomerForm is customer 129 as a plain GORM model, without a lock tag:
+// what an application has before offlinelock.
+type CustomerForm struct {
 	ID     uint `gorm:"primaryKey"`
 	Name   string
 	Credit int
+}
+
+func (CustomerForm) TableName() string { return "customers" }
+
+// Customer is the same table, tagged: a write needs the session's Write
+// lock. It is the root of an aggregate with its addresses.
+type Customer struct {
+	ID        uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Name      string
+	Credit    int
+	Addresses []Address
+}
+
+// Address is a member of its customer's aggregate: its lock is the
+// customer's.
+type Address struct {
+	ID         uint `gorm:"primaryKey"`
+	CustomerID uint `lock:"root"`
+	City       string
+}
+
+// Policy takes a shared Read lock on every load (read_write).
+type Policy struct {
+	ID     uint `gorm:"primaryKey" lock:"read_write"`
+	Holder string
 }
 
 func main() {
@@ -49,12 +76,14 @@ func run(w io.Writer, dsn string) error {
 		return err
 	}
 	defer cleanup()
-	locks := offlinelock.New(offlinelock.Config{TTL: 30 * time.Minute})
+	// Warnings only: every Bypass (the demo's data setup) is logged at Info.
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	locks := offlinelock.New(offlinelock.Config{TTL: 30 * time.Minute, Logger: quiet})
 	if err := db.Use(locks); err != nil {
 		return err
 	}
 	s := &stage{w: w, db: db, locks: locks}
-	for _, scene := range []func() error{s.lostUpdate, s.lockRefused, s.abandonedSession, s.readWrite} {
+	for _, scene := range []func() error{s.lostUpdate, s.lockRefused, s.abandonedSession, s.readWrite, s.coarseGrained} {
 		if err := s.reset(); err != nil {
 			return err
 		}
@@ -103,10 +132,11 @@ func (s *stage) say(who, format string, args ...any) {
 func (s *stage) title(t string) { fmt.Fprintf(s.w, "\n== %s ==\n", t) }
 
 func (s *stage) reset() error {
-	if err := s.db.Migrator().DropTable(&Customer{}); err != nil {
+	models := []any{&Customer{}, &Address{}, &Policy{}}
+	if err := s.db.Migrator().DropTable(models...); err != nil {
 		return err
 	}
-	if err := s.db.AutoMigrate(&Customer{}); err != nil {
+	if err := s.db.AutoMigrate(models...); err != nil {
 		return err
 	}
 	for _, o := range []offlinelock.Owner{martin, david} {
@@ -114,25 +144,22 @@ func (s *stage) reset() error {
 			return err
 		}
 	}
-	return s.db.Create(&Customer{ID: 129, Name: "Acme Ltd", Credit: 5000}).Error
-}
-
-func (s *stage) load(o offlinelock.Owner) (Customer, error) {
-	var c Customer
-	err := s.as(o).First(&c, 129).Error
-	return c, err
+	seed := s.db.WithContext(offlinelock.Bypass(context.Background(), "demo data"))
+	if err := seed.Create(&Customer{ID: 129, Name: "Acme Ltd", Credit: 5000, Addresses: []Address{{ID: 301, City: "Portland, Oregon"}}}).Error; err != nil {
+		return err
+	}
+	return seed.Create(&Policy{ID: 129, Holder: "Acme Ltd"}).Error
 }
 
 // 1. Without a lock, the later save silently overwrites the earlier one.
 func (s *stage) lostUpdate() error {
 	s.title("1. Lost update: no lock")
-	m, err := s.load(martin)
-	if err != nil {
+	var m, d CustomerForm
+	if err := s.as(martin).First(&m, 129).Error; err != nil {
 		return err
 	}
 	s.say("martin", "opens customer 129: %s, credit %d", m.Name, m.Credit)
-	d, err := s.load(david)
-	if err != nil {
+	if err := s.as(david).First(&d, 129).Error; err != nil {
 		return err
 	}
 	s.say("david", "opens customer 129: %s, credit %d", d.Name, d.Credit)
@@ -146,15 +173,16 @@ func (s *stage) lostUpdate() error {
 		return err
 	}
 	s.say("martin", "renames it to Acme Group and saves; his form still says credit 5000")
-	now, err := s.load(david)
-	if err != nil {
+	var now CustomerForm
+	if err := s.as(david).First(&now, 129).Error; err != nil {
 		return err
 	}
 	s.say("david", "reloads: %s, credit %d. His change is lost, and nobody was told.", now.Name, now.Credit)
 	return nil
 }
 
-// 2. With a lock, David learns at once, before doing any work.
+// 2. With a lock, David learns at once, before doing any work; and a save
+// without the lock is refused by the plugin, whatever the handler forgot.
 func (s *stage) lockRefused() error {
 	s.title("2. Pessimistic Offline Lock: lock refused")
 	c := &Customer{ID: 129}
@@ -168,6 +196,11 @@ func (s *stage) lockRefused() error {
 		return fmt.Errorf("david should have been refused, got %v", err)
 	}
 	s.say("david", "tries to open it: refused at once: %v", err)
+	err = s.as(david).Model(c).Update("credit", 8000).Error
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("david's save should have been refused, got %v", err)
+	}
+	s.say("david", "saves anyway, through a code path that forgot the lock: refused by the plugin")
 	err = s.as(martin).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Model(c).Update("name", "Acme Group").Error; err != nil {
 			return err
@@ -182,7 +215,11 @@ func (s *stage) lockRefused() error {
 	if err != nil {
 		return err
 	}
-	s.say("david", "opens it again: lock granted, generation %d; he sees the latest name", l.Generation)
+	var now Customer
+	if err := s.as(david).First(&now, 129).Error; err != nil {
+		return err
+	}
+	s.say("david", "opens it again: lock granted, generation %d; he sees %q", l.Generation, now.Name)
 	return s.locks.Release(s.as(david), c)
 }
 
@@ -209,8 +246,11 @@ func (s *stage) abandonedSession() error {
 		return err
 	}
 	s.say("david", "opens it: lock granted, generation %d > %d, a new token", taken.Generation, l.Generation)
-	err = s.locks.Release(s.as(martin), c)
-	s.say("martin", "comes back and cancels: %v", err)
+	err = s.as(martin).Model(c).Update("name", "Martin's late edit").Error
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("martin's late save should have been refused, got %v", err)
+	}
+	s.say("martin", "comes back and saves: refused: %v", err)
 	n, err := s.locks.ReleaseAll(s.db, david.Session)
 	if err != nil {
 		return err
@@ -222,31 +262,60 @@ func (s *stage) abandonedSession() error {
 // 4. Read/write locks: shared reads, and an upgrade only for the sole reader.
 func (s *stage) readWrite() error {
 	s.title("4. Read/write locks and upgrade")
-	c := &Customer{ID: 129}
 	for _, o := range []offlinelock.Owner{martin, david} {
-		if _, err := s.locks.Acquire(s.as(o), c, offlinelock.Read); err != nil {
+		var p Policy
+		if err := s.as(o).First(&p, 129).Error; err != nil {
 			return err
 		}
-		s.say(o.User, "opens customer 129 to read: READ lock granted")
+		s.say(o.User, "opens policy 129 to read: READ lock granted by the load itself")
 	}
-	_, err := s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	p := &Policy{ID: 129}
+	_, err := s.locks.Acquire(s.as(david), p, offlinelock.Write)
 	if !errors.Is(err, offlinelock.ErrLocked) {
 		return fmt.Errorf("david's upgrade should have been refused, got %v", err)
 	}
 	s.say("david", "wants to edit: WRITE refused while Martin reads: %v", err)
-	if err := s.locks.Release(s.as(martin), c); err != nil {
+	if err := s.locks.Release(s.as(martin), p); err != nil {
 		return err
 	}
 	s.say("martin", "closes the page: his READ lock is released")
-	l, err := s.locks.Acquire(s.as(david), c, offlinelock.Write)
+	l, err := s.locks.Acquire(s.as(david), p, offlinelock.Write)
 	if err != nil {
 		return err
 	}
 	s.say("david", "asks again: WRITE granted (upgraded from READ), access %s", l.Access)
-	_, err = s.locks.Acquire(s.as(martin), c, offlinelock.Read)
+	err = s.as(martin).First(&Policy{}, 129).Error
 	if !errors.Is(err, offlinelock.ErrLocked) {
 		return fmt.Errorf("martin's read should have been refused, got %v", err)
 	}
 	s.say("martin", "opens it again: READ refused while David writes: %v", err)
-	return s.locks.Release(s.as(david), c)
+	return s.locks.Release(s.as(david), p)
+}
+
+// 5. Coarse-Grained Lock: the customer's lock covers its addresses.
+func (s *stage) coarseGrained() error {
+	s.title("5. Coarse-grained lock: customer 129 and address 301")
+	if _, err := s.locks.Acquire(s.as(martin), &Customer{ID: 129}, offlinelock.Write); err != nil {
+		return err
+	}
+	s.say("martin", "opens customer 129 for editing")
+	_, err := s.locks.Acquire(s.as(david), &Address{ID: 301}, offlinelock.Write)
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("david should have been refused, got %v", err)
+	}
+	s.say("david", "opens address 301 for editing: refused, the address is part of customer 129: %v", err)
+	err = s.as(david).Model(&Address{ID: 301}).Update("city", "Seattle, Washington").Error
+	if !errors.Is(err, offlinelock.ErrLocked) {
+		return fmt.Errorf("david's move should have been refused, got %v", err)
+	}
+	s.say("david", "moves the address to Seattle anyway: refused by the plugin")
+	if err := s.as(martin).Model(&Address{ID: 301}).Update("city", "Salem, Oregon").Error; err != nil {
+		return err
+	}
+	h, err := s.locks.Holders(s.db, &Address{ID: 301})
+	if err != nil {
+		return err
+	}
+	s.say("martin", "updates address 301 under his one lock on %s %s", h[0].Resource, h[0].ID)
+	return nil
 }

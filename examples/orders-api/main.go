@@ -1,0 +1,185 @@
+// Command orders-api serves the order API of the pessimistic locking HTTP
+// pattern: lock and unlock endpoints, and a PATCH /orders/{id} whose write
+// the plugin refuses unless the caller holds the order's lock.
+//
+//	go run ./examples/orders-api                  # on an embedded SQLite file, at 127.0.0.1:8080
+//	go run ./examples/orders-api -dsn 'host=127.0.0.1 user=postgres dbname=test' -addr 127.0.0.1:9090
+//
+// Callers name themselves with "Authorization: Bearer <user>". That is a
+// stand-in for real authentication, for the demonstration only.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/httplock"
+)
+
+// Order may be read by anyone; changing it needs its lock.
+type Order struct {
+	ID     string `gorm:"primaryKey" lock:"exclusive_write" json:"id"`
+	Status string `json:"status"`
+	Seat   string `json:"seat"`
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
+	dsn := flag.String("dsn", "", "PostgreSQL DSN of a scratch database; default: an embedded SQLite file")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "orders-api:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("orders-api listening on http://%s\n", l.Addr())
+	if err := serve(ctx, l, *dsn); err != nil {
+		fmt.Fprintln(os.Stderr, "orders-api:", err)
+		os.Exit(1)
+	}
+}
+
+// serve runs the API on l until ctx is done.
+func serve(ctx context.Context, l net.Listener, dsn string) error {
+	db, cleanup, err := open(dsn)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	locks := offlinelock.New(offlinelock.Config{
+		Logger: log,
+		Authorize: func(ctx context.Context, action string, _ offlinelock.Lock) error {
+			if o, _ := offlinelock.OwnerFrom(ctx); o.User == "admin" {
+				return nil
+			}
+			return errors.New("only admin may " + action)
+		},
+	})
+	if err := db.Use(locks); err != nil {
+		return err
+	}
+	if err := db.AutoMigrate(&Order{}); err != nil {
+		return err
+	}
+	seed := db.WithContext(offlinelock.Bypass(ctx, "demo data"))
+	if err := seed.Save(&Order{ID: "ord_99182", Status: "open", Seat: "14C"}).Error; err != nil {
+		return err
+	}
+	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Logger: log,
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	api.Register(mux)
+	mux.Handle("/admin/", onlyAdmin(api.AdminHandler()))
+	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var o Order
+		if err := db.WithContext(r.Context()).First(&o, "id = ?", r.PathValue("id")).Error; err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		writeJSON(w, o)
+	})
+	mux.Handle("PATCH /orders/{id}", api.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Status *string `json:"status"`
+			Seat   *string `json:"seat"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			api.WriteError(w, r, fmt.Errorf("%w: body", offlinelock.ErrInvalid))
+			return
+		}
+		changes := map[string]any{}
+		if in.Status != nil {
+			changes["status"] = *in.Status
+		}
+		if in.Seat != nil {
+			changes["seat"] = *in.Seat
+		}
+		o := Order{ID: r.PathValue("id")}
+		// The plugin checks the caller's lock on this write; the handler
+		// does nothing about locks itself.
+		if err := db.WithContext(r.Context()).Model(&o).Updates(changes).Error; err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		if err := db.WithContext(r.Context()).First(&o, "id = ?", o.ID).Error; err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		writeJSON(w, o)
+	})))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// bearer is the demonstration's authentication: the bearer token is the
+// user name.
+func bearer(r *http.Request) (string, error) {
+	user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || user == "" {
+		return "", errors.New("no bearer token")
+	}
+	return user, nil
+}
+
+func onlyAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, _ := bearer(r); user != "admin" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprint(w, `{"type":"about:blank","title":"Forbidden","status":403,"detail":"admins only"}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func open(dsn string) (*gorm.DB, func(), error) {
+	cfg := &gorm.Config{Logger: logger.Discard}
+	if dsn != "" {
+		db, err := gorm.Open(postgres.Open(dsn), cfg)
+		return db, func() {}, err
+	}
+	dir, err := os.MkdirTemp("", "offlinelock-orders-api")
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, "orders.db"))), cfg)
+	return db, func() { os.RemoveAll(dir) }, err
+}
