@@ -341,3 +341,19 @@ func TestWriteErrorNeverLeaksInternalText(t *testing.T) {
 		assert.NotContains(t, w.Body.String(), "NUL")
 	}
 }
+
+func TestAnExpiredTokenIsRefused(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		got := c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", `{"ttlSeconds": 1}`)
+		require.Equal(t, http.StatusCreated, got.status)
+		token := got.header.Get("Lock-Token")
+		expires, err := time.Parse(time.RFC3339Nano, got.json(t)["expiresAt"].(string))
+		require.NoError(t, err)
+		for time.Now().Before(expires.Add(50 * time.Millisecond)) { // the database clock runs on this machine
+			time.Sleep(20 * time.Millisecond)
+		}
+		assert.Equal(t, http.StatusForbidden, c.do("POST", "/orders/ord_99182/unlock", "usr_client_1", token, "").status)
+		assert.Equal(t, http.StatusForbidden, c.do("PATCH", "/orders/ord_99182", "usr_client_1", token, `{"Status": "late"}`).status)
+		assert.Equal(t, http.StatusCreated, c.do("POST", "/orders/ord_99182/lock", "usr_client_2", "", "").status, "the lease ran out: free")
+	})
+}
