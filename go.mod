@@ -12,6 +12,7 @@ require (
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -25,4 +26,5 @@ require (
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/sync v0.17.0 // indirect
 	golang.org/x/text v0.29.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )
