@@ -352,3 +352,19 @@ func TestReadWriteLocksWithRefusedAndGrantedUpgrade(t *testing.T) {
 		require.ErrorIs(t, as(db, martin).First(&pm, 129).Error, offlinelock.ErrLocked, "READ refused while David writes")
 	})
 }
+
+func TestASingleValueReadIsLockedButACountIsNot(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 2)
+		var credit int
+		require.NoError(t, as(db, martin).Model(&Account{}).Select("credit").Where("id = ?", 1).Take(&credit).Error)
+		assert.Equal(t, 100, credit)
+		require.ErrorIs(t, as(db, david).Model(&Account{}).Select("credit").Where("id = ?", 1).Take(&credit).Error, offlinelock.ErrLocked)
+		var n int64
+		require.NoError(t, as(db, david).Model(&Account{}).Count(&n).Error)
+		assert.EqualValues(t, 2, n)
+		mine, err := p.List(db, offlinelock.Filter{Session: david.Session})
+		require.NoError(t, err)
+		assert.Empty(t, mine)
+	})
+}

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
 
@@ -25,8 +26,8 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		p.strict(db, "raw query") // Raw(…).Find into something the plugin cannot see
 		return
 	}
-	if v := db.Statement.ReflectValue; v.IsValid() && v.Kind() >= reflect.Int && v.Kind() <= reflect.Float64 {
-		return // Count: a number reveals no row
+	if isCount(db.Statement) {
+		return // a count reveals no row
 	}
 	st := p.enter(db, "load", true)
 	if st == nil {
@@ -46,6 +47,22 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		}
 	}
 	p.lockInTx(db, st, raw)
+}
+
+// isCount says whether the statement is GORM's Count: a count(…) into a
+// number. A single value read into a number (Select("n").Take(&n)) is not,
+// and is locked like any load.
+func isCount(stmt *gorm.Statement) bool {
+	v := stmt.ReflectValue
+	if !v.IsValid() || v.Kind() < reflect.Int || v.Kind() > reflect.Float64 {
+		return false
+	}
+	expr := stmt.Clauses["SELECT"].Expression // Count sets it to its count(…) expression
+	if sel, ok := expr.(clause.Select); ok {
+		expr = sel.Expression
+	}
+	e, ok := expr.(clause.Expr)
+	return ok && strings.HasPrefix(strings.ToLower(strings.TrimSpace(e.SQL)), "count(")
 }
 
 // lockInTx is the general path of a load: in a transaction (the caller's,
