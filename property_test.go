@@ -16,9 +16,9 @@ import (
 
 // lockModel is the contract as a map: who holds each key, and how.
 type lockModel struct {
-	writer  map[uint]string          // key -> session holding Write
-	readers map[uint]map[string]bool // key -> sessions holding Read
-	gen     map[uint]int64           // key -> highest generation granted
+	writer  map[uint]string           // key -> session holding Write
+	readers map[uint]map[string]bool  // key -> sessions holding Read
+	gen     map[uint]int64            // key -> highest generation granted
 	mine    map[uint]map[string]int64 // key -> session -> generation of its lock
 }
 

@@ -129,7 +129,7 @@ func runWorker(raw string) int {
 			defer wg.Done()
 			w := &worker{p: p, db: db, client: cfg.Proc*workerRoutines + g, rng: rand.New(rand.NewPCG(uint64(cfg.Proc), uint64(g))),
 				owner: offlinelock.Owner{Session: fmt.Sprintf("p%d-g%d", cfg.Proc, g), User: fmt.Sprintf("user%d.%d", cfg.Proc, g)},
-				done: map[string]int{}}
+				done:  map[string]int{}}
 			for time.Now().Before(deadline) {
 				w.businessTransaction()
 			}
