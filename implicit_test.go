@@ -80,8 +80,11 @@ type pauseKey struct{}
 func pauseBetweenCheckAndCommit(t *testing.T, db *gorm.DB) {
 	t.Helper()
 	pause := func(db *gorm.DB) {
-		if f, ok := db.Statement.Context.Value(pauseKey{}).(func()); ok {
+		switch f := db.Statement.Context.Value(pauseKey{}).(type) {
+		case func():
 			f()
+		case func(*gorm.DB):
+			f(db)
 		}
 	}
 	cb := db.Callback()

@@ -96,6 +96,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(workerEnv); cfg != "" {
 		os.Exit(runWorker(cfg))
 	}
+	if cfg := os.Getenv(killeeEnv); cfg != "" {
+		os.Exit(runKillee(cfg))
+	}
 	os.Exit(m.Run())
 }
 
