@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -370,4 +371,42 @@ func TestASingleValueReadIsLockedButACountIsNot(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, mine)
 	})
+}
+
+// TestFenceFailsAnAssociationSaveWhoseLockWasTakenOver is the fence test
+// for the last write path: members saved through their team with
+// FullSaveAssociations (an upsert in the Create chain).
+func TestFenceFailsAnAssociationSaveWhoseLockWasTakenOver(t *testing.T) {
+	d := databases()[1]
+	db, p := setupModels(t, d, offlinelock.Config{})
+	pauseBetweenCheckAndCommit(t, db)
+	require.NoError(t, admin(db).Create(&Team{ID: 1, Name: "core", Members: []Member{{ID: 1, Name: "a"}}}).Error)
+	var team Team
+	require.NoError(t, withTTL(db, martin, 300*time.Millisecond).Preload("Members").First(&team, 1).Error)
+	h, err := p.Holders(db, &Member{ID: 1})
+	require.NoError(t, err)
+	mine := h[0]
+
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ctx := context.WithValue(offlinelock.WithOwner(context.Background(), martin), pauseKey{}, func(tx *gorm.DB) {
+		if tx.Statement.Table == "members" {
+			once.Do(func() { close(paused); <-resume })
+		}
+	})
+	team.Members[0].Name = "late"
+	done := make(chan error, 1)
+	go func() {
+		done <- db.WithContext(ctx).Session(&gorm.Session{FullSaveAssociations: true}).Save(&team).Error
+	}()
+	<-paused
+	waitPast(t, db, mine.ExpiresAt)
+	taken, err := p.Acquire(as(db, david), &Member{ID: 1}, offlinelock.Write)
+	require.NoError(t, err)
+	assert.Greater(t, taken.Generation, mine.Generation)
+	close(resume)
+	require.ErrorIs(t, <-done, offlinelock.ErrLocked)
+	var m Member
+	require.NoError(t, admin(db).First(&m, 1).Error)
+	assert.Equal(t, "a", m.Name)
 }
