@@ -130,7 +130,13 @@ func (t *lockTable) lockKeys(c conn, keys []key) (map[key]row, time.Time, error)
 	q := t.d.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `) VALUES ` + b.String() + `
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET holder = excluded.holder
 RETURNING ` + lockColumns + `, ` + t.d.now)
-	rows := make(map[key]row, len(keys))
+	return queryKeyRows(c, q, args)
+}
+
+// queryKeyRows runs a query that returns key rows followed by the database
+// clock, and returns them by key with the latest clock reading.
+func queryKeyRows(c conn, q string, args []any) (map[key]row, time.Time, error) {
+	rows := map[key]row{}
 	var now time.Time
 	_, err := c.query(q, args, func(r *sql.Rows) error {
 		var kr row
@@ -146,8 +152,8 @@ RETURNING ` + lockColumns + `, ` + t.d.now)
 		if kr.ExpiresAt, err = scanTime(expires); err != nil {
 			return err
 		}
-		var n time.Time
-		if n, err = scanTime(clock); err == nil && n.After(now) {
+		n, err := scanTime(clock)
+		if n.After(now) {
 			now = n
 		}
 		rows[key{kr.Resource, kr.ID}] = kr

@@ -199,46 +199,6 @@ RETURNING ` + lockColumns
 	return got, err
 }
 
-// lockKey takes the key row of k for the rest of the transaction, creating
-// a free one if there is none, and returns it with the database's clock.
-func (t *lockTable) lockKey(c conn, k key) (row, time.Time, error) {
-	q := t.d.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `)
-VALUES (?, ?, '', '', '', '', '', 0, ` + t.d.now + `, ` + t.d.now + `)
-ON CONFLICT (resource, lock_id, holder) DO UPDATE SET holder = excluded.holder
-RETURNING ` + lockColumns + `, ` + t.d.now)
-	var kr row
-	var now time.Time
-	_, err := c.query(q, []any{k.resource, k.id}, func(r *sql.Rows) error {
-		var acquired, expires, clock any
-		err := r.Scan(&kr.Resource, &kr.ID, &kr.holder, &kr.Access, &kr.Owner.Session, &kr.Owner.User,
-			&kr.Token, &kr.Generation, &acquired, &expires, &clock)
-		if err != nil {
-			return err
-		}
-		if kr.AcquiredAt, err = scanTime(acquired); err != nil {
-			return err
-		}
-		if kr.ExpiresAt, err = scanTime(expires); err != nil {
-			return err
-		}
-		now, err = scanTime(clock)
-		return err
-	})
-	return kr, now, err
-}
-
-// readers returns the reader rows of k, live or not.
-func (t *lockTable) readers(c conn, k key) ([]row, error) {
-	var out []row
-	_, err := c.query(t.d.bind(`SELECT `+lockColumns+` FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder <> '' ORDER BY holder`),
-		[]any{k.resource, k.id}, func(r *sql.Rows) error {
-			rw, err := scanRow(r)
-			out = append(out, rw)
-			return err
-		})
-	return out, err
-}
-
 var errGenerationCounter = errors.New("offlinelock: generation counter missing; was the plugin initialised with db.Use?")
 
 // deleteReaders removes the reader rows of k, or only those of one session.

@@ -174,16 +174,16 @@ func (p *Plugin) release(db *gorm.DB, t *lockTable, k key, o Owner) error {
 	}
 	if !found {
 		err = inTx(db, func(c conn) error {
-			_, now, err := t.lockKey(c, k)
+			_, now, err := t.lockKeys(c, []key{k})
 			if err != nil {
 				return err
 			}
-			readers, err := t.readers(c, k)
+			readers, err := t.readersOf(c, []key{k})
 			if err != nil {
 				return err
 			}
 			others := 0
-			for _, r := range readers {
+			for _, r := range readers[k] {
 				switch {
 				case r.Owner.Session == o.Session:
 					found, valid = true, r.live(now)
@@ -328,19 +328,20 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
 	return inTx(db, func(c conn) error {
-		kr, now, err := t.lockKey(c, k)
+		krs, now, err := t.lockKeys(c, []key{k})
 		if err != nil {
 			return err
 		}
+		kr := krs[k]
 		var held []Lock
 		if kr.Access == Write && kr.live(now) {
 			held = []Lock{kr.Lock}
 		} else {
-			readers, err := t.readers(c, k)
+			readers, err := t.readersOf(c, []key{k})
 			if err != nil {
 				return err
 			}
-			for _, r := range readers {
+			for _, r := range readers[k] {
 				if r.live(now) {
 					held = append(held, r.Lock)
 				}

@@ -220,12 +220,8 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 	q := keySelect(db, cols, forUpdate)
 	var out []target
 	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := r.Scan(ptrs...); err != nil {
+		vals, err := scanValues(r, len(cols))
+		if err != nil {
 			return err
 		}
 		i := 0
@@ -358,12 +354,8 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		q = strings.Replace(q, " IN (", " IN ((", 1) + ")"
 	}
 	_, err := direct(db).query(rebind(db, q), args, func(r *sql.Rows) error {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := r.Scan(ptrs...); err != nil {
+		vals, err := scanValues(r, len(cols))
+		if err != nil {
 			return err
 		}
 		texts := make([]string, len(vals))
@@ -383,4 +375,14 @@ func rebind(db *gorm.DB, q string) string {
 		return postgresDialect.bind(q)
 	}
 	return q
+}
+
+// scanValues reads the n columns of the current row as driver values.
+func scanValues(r *sql.Rows, n int) ([]any, error) {
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	return vals, r.Scan(ptrs...)
 }

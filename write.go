@@ -1,7 +1,6 @@
 package offlinelock
 
 import (
-	"database/sql"
 	"fmt"
 	"reflect"
 	"time"
@@ -266,29 +265,7 @@ func (t *lockTable) keyRows(c conn, keys []key, share bool) (map[key]row, time.T
 	if share && t.d.dollar {
 		q += ` FOR SHARE`
 	}
-	out := map[key]row{}
-	var now time.Time
-	_, err := c.query(t.d.bind(q), args, func(r *sql.Rows) error {
-		var kr row
-		var acquired, expires, clock any
-		if err := r.Scan(&kr.Resource, &kr.ID, &kr.holder, &kr.Access, &kr.Owner.Session, &kr.Owner.User,
-			&kr.Token, &kr.Generation, &acquired, &expires, &clock); err != nil {
-			return err
-		}
-		var err error
-		if kr.AcquiredAt, err = scanTime(acquired); err != nil {
-			return err
-		}
-		if kr.ExpiresAt, err = scanTime(expires); err != nil {
-			return err
-		}
-		if n, err := scanTime(clock); err == nil && n.After(now) {
-			now = n
-		}
-		out[key{kr.Resource, kr.ID}] = kr
-		return nil
-	})
-	return out, now, err
+	return queryKeyRows(c, t.d.bind(q), args)
 }
 
 // checkMemberWrite checks a write to aggregate members against their
