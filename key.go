@@ -21,13 +21,6 @@ const (
 // key names one lockable row in the lock table.
 type key struct{ resource, id string }
 
-func (k key) less(o key) bool {
-	if k.resource != o.resource {
-		return k.resource < o.resource
-	}
-	return k.id < o.id
-}
-
 // targetKey finds the key target is locked by: its own table and primary
 // key, or, for a member of an aggregate, its root's.
 func (p *Plugin) targetKey(db *gorm.DB, target any) (key, error) {
