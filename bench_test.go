@@ -289,3 +289,44 @@ WHERE l.session = EXCLUDED.session OR l.expires_at <= clock_timestamp() RETURNIN
 		b.StartTimer()
 	})
 }
+
+// BenchmarkLockedFirstStatement (a, the SQL alone): the one statement a
+// locked First sends (take the lock in a CTE, read the row FOR SHARE),
+// sent raw through database/sql, against the bare upsert. It separates
+// what the database pays from what GORM and the plugin add in Go.
+func BenchmarkLockedFirstStatement(b *testing.B) {
+	db, plain, p := benchDBs(b)
+	seedAccounts(b, db, 64)
+	table := lockTableName(b, db, p)
+	sqlDB, _ := plain.DB()
+	upsert := func(resource, id string) string {
+		return `INSERT INTO ` + table + ` AS l (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+VALUES ('` + resource + `', ` + id + `, '', 'write', 'M1', 'martin', '0123456789abcdef0123456789abcdef', 1, clock_timestamp(), clock_timestamp() + interval '30 minutes')
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET session = EXCLUDED.session, token = EXCLUDED.token, expires_at = EXCLUDED.expires_at
+WHERE l.session = EXCLUDED.session OR l.expires_at <= clock_timestamp()`
+	}
+	locked := `WITH g AS (` + upsert("accounts", "$1") + ` RETURNING 1)
+SELECT * FROM accounts WHERE accounts.id = $2 AND EXISTS (SELECT 1 FROM g) ORDER BY accounts.id LIMIT 1 FOR SHARE OF accounts`
+	bare := upsert("bare", "$1") + ` RETURNING expires_at`
+	interleave(b, "x-bare-lock", func(i int) {
+		id := i%64 + 1
+		rows, err := sqlDB.Query(locked, strconv.Itoa(id), id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rows.Next() {
+		}
+		rows.Close()
+		b.StopTimer()
+		sqlDB.Exec(`DELETE FROM ` + table + ` WHERE resource = 'accounts'`)
+		b.StartTimer()
+	}, func(i int) {
+		var exp time.Time
+		if err := sqlDB.QueryRow(bare, strconv.Itoa(i%64+1)).Scan(&exp); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		sqlDB.Exec(`DELETE FROM ` + table + ` WHERE resource = 'bare'`)
+		b.StartTimer()
+	})
+}
