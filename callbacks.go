@@ -74,24 +74,26 @@ type state struct {
 	savepoint string        // in the caller's transaction: undo this statement's locks on refusal
 	restore   func()        // puts the destination back as it was
 
-	locked    map[key]bool    // loads: keys this statement holds
-	newly     map[key]bool    // loads: keys this statement newly locked
-	links     map[string]bool // member loads: foreign keys whose roots are locked
-	known     []key           // loads: keys the WHERE pins the rows to
-	fast      fastPath        // loads: the one-statement path being tried
-	fastKey   key
-	fastTok   string
-	where     *clause.Clause // loads: the WHERE before a fast path changed it
-	required  []key          // writes: keys whose Write lock must still hold at commit
-	bulk      int64          // writes by WHERE: rows found; -1 for writes by key
-	ifChanged bool           // writes: required only if the write changed a row
-	detached  bool           // a load that locked outside any transaction
-	err       error          // the plugin's own error, kept visible under GORM's
+	locked      map[key]bool    // loads: keys this statement holds
+	newly       map[key]bool    // loads: keys this statement newly locked
+	links       map[string]bool // member loads: foreign keys whose roots are locked
+	known       []key           // loads: keys the WHERE pins the rows to
+	fast        fastPath        // loads: the one-statement path being tried
+	fastKey     key
+	fastTok     string
+	where       *clause.Clause // loads: the WHERE before a fast path changed it
+	fastRewrote bool           // loads: the fast path added WHERE and FOR to the statement
+	required    []key          // writes: keys whose Write lock must still hold at commit
+	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
+	ifChanged   bool           // writes: required only if the write changed a row
+	detached    bool           // a load that locked outside any transaction
+	err         error          // the plugin's own error, kept visible under GORM's
 }
 
 func stateOf(db *gorm.DB) *state {
 	if v, ok := db.InstanceGet(stateKey); ok {
-		return v.(*state)
+		st, _ := v.(*state)
+		return st
 	}
 	return nil
 }
@@ -171,9 +173,12 @@ func (st *state) fail(db *gorm.DB, err error) {
 // begin makes sure the statement runs in a transaction: the caller's, or
 // one the plugin begins and endStatement ends. In the caller's transaction
 // a savepoint lets a refusal undo what this statement locked.
+//
+// GORM's own default transaction (begun for this write) needs no
+// savepoint: a refusal rolls all of it back.
 func (st *state) begin(db *gorm.DB, savepoint bool, seq func() uint64) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
-		if savepoint {
+		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
 			st.savepoint = fmt.Sprintf("offlinelock_%d", seq())
 			_, err := direct(db).exec("SAVEPOINT " + st.savepoint)
 			return err
@@ -197,13 +202,25 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	if st == nil {
 		return
 	}
+	// A statement can be executed again (q := db.Where(…); q.Find(…);
+	// q.Count(…)): nothing of this run may stay on it.
+	db.InstanceSet(stateKey, (*state)(nil))
+	if st.fastRewrote {
+		if st.where != nil {
+			db.Statement.Clauses["WHERE"] = *st.where
+		} else {
+			delete(db.Statement.Clauses, "WHERE")
+		}
+		delete(db.Statement.Clauses, "FOR")
+	}
 	switch {
 	case st.ownTx:
-		tx := db.Statement.ConnPool.(gorm.TxCommitter)
-		if db.Error != nil {
-			tx.Rollback()
-		} else if err := tx.Commit(); err != nil {
-			db.AddError(err)
+		if tx, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+			if db.Error != nil {
+				tx.Rollback()
+			} else if err := tx.Commit(); err != nil {
+				db.AddError(err)
+			}
 		}
 		db.Statement.ConnPool = st.pool
 	case st.savepoint != "":

@@ -96,7 +96,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	default:
 		return false
 	}
-	st.fastKey = k
+	st.fastKey, st.fastRewrote = k, true
 	callbacks.BuildQuerySQL(db)
 	if cte != "" {
 		// The CTE's parameters are numbered after the query's.
@@ -149,6 +149,7 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) bool {
 		delete(stmt.Clauses, "WHERE")
 	}
 	delete(stmt.Clauses, "FOR")
+	st.fastRewrote = false
 	stmt.SQL.Reset()
 	stmt.Vars = nil
 	callbacks.BuildQuerySQL(db)
@@ -247,7 +248,7 @@ offlinelock_grants AS (
 	INSERT INTO ` + st.t.table + ` AS l (` + lockColumns + `)
 	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, nextval('` + unquote(st.t.seq) + `'),
 		clock_timestamp(), clock_timestamp() + ` + arg(5) + ` * interval '1 microsecond'
-	FROM offlinelock_keys k ORDER BY k.lock_id
+	FROM offlinelock_keys k ORDER BY k.lock_id COLLATE "C"
 	ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
 	WHERE ` + writeGrantable + `
 	RETURNING lock_id, token, expires_at)

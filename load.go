@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -90,14 +91,16 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 			p.lockTargets(db, st, targets)
 			return
 		}
-		if err := st.begin(db, false, p.nextSeq); err != nil {
+		if err := st.begin(db, true, p.nextSeq); err != nil {
 			st.fail(db, err)
 			return
 		}
 		p.lockTargets(db, st, targets)
 		return
 	}
-	if err := st.begin(db, len(db.Statement.Preloads) > 0, p.nextSeq); err != nil {
+	// In the caller's transaction a savepoint undoes this load's new locks
+	// when a later batch (or a preload) is refused.
+	if err := st.begin(db, true, p.nextSeq); err != nil {
 		st.fail(db, err)
 		return
 	}
@@ -204,7 +207,14 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 			groups[g] = append(groups[g], tg.k)
 		}
 	}
-	for g, keys := range groups {
+	order := make([]group, 0, len(groups))
+	for g := range groups {
+		order = append(order, g)
+	}
+	// Groups in table order, keys sorted in each: one order for all.
+	slices.SortFunc(order, func(a, b group) int { return strings.Compare(a.m.table, b.m.table) })
+	for _, g := range order {
+		keys := groups[g]
 		ttl, err := p.ttlFor(db, g.m)
 		var got map[key]Lock
 		var newly map[key]bool

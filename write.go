@@ -27,8 +27,15 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 		if st == nil {
 			return
 		}
-		if err := st.begin(db, false, p.nextSeq); err != nil {
+		// In the caller's transaction, a savepoint undoes the write when the
+		// fence refuses it, even if the caller then commits.
+		if err := st.begin(db, true, p.nextSeq); err != nil {
 			st.fail(db, err)
+			return
+		}
+		if op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m) {
+			st.fail(db, fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
+				ErrInvalid, db.Statement.Table))
 			return
 		}
 		if st.m.root != nil {
@@ -43,7 +50,9 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 		if len(rows) == 0 {
 			return
 		}
-		if !byKey {
+		if op != opCreate {
+			// Never more rows than were checked: an Or(…) added to a write
+			// by key must not reach rows of other records.
 			st.bulk = int64(len(rows))
 		}
 		keys := make([]key, len(rows))
@@ -168,6 +177,24 @@ func mapRow(m *model, table string, v reflect.Value) (pkRow, bool) {
 		vals[i], parts[i] = e.Interface(), keyText(e.Interface())
 	}
 	return pkRow{key{table, encodeKey(parts)}, vals}, true
+}
+
+// conflictOnKey says whether an upsert's conflict target is the primary
+// key (GORM's Save and association saves use it, or name no columns).
+func conflictOnKey(stmt *gorm.Statement, m *model) bool {
+	c, _ := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
+	if len(c.Columns) == 0 {
+		return c.OnConstraint == ""
+	}
+	if len(c.Columns) != len(m.pk) {
+		return false
+	}
+	for i, col := range c.Columns {
+		if col.Name != m.pk[i].DBName && col.Name != m.pk[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // upserts says whether an INSERT overwrites rows that exist (Save, and

@@ -34,11 +34,12 @@ type lockBody struct {
 	Generation          int64     `json:"generation"`
 }
 
+// body renders l; remaining is its lease left, in whole seconds.
 func (s *Server) body(res *resource, l *offlinelock.Lock, remaining time.Duration) lockBody {
 	return lockBody{
 		Resource: res.Name, ID: l.ID, LockToken: l.Token, LockedBy: l.Owner.User, Access: string(l.Access),
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
-		TTLRemainingSeconds: int64(math.Ceil(max(remaining, 0).Seconds())), Generation: l.Generation,
+		TTLRemainingSeconds: int64(math.Round(max(remaining, 0).Seconds())), Generation: l.Generation,
 	}
 }
 
@@ -93,7 +94,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
 	if status == http.StatusOK {
-		b.TTLRemainingSeconds = int64(math.Ceil(ttl.Seconds()))
+		b.TTLRemainingSeconds = int64(math.Round(ttl.Seconds()))
 	}
 	b.Reason = req.Reason
 	w.Header().Set(LockTokenHeader, l.Token)
