@@ -1,0 +1,104 @@
+package offlinelock_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// Badge has a unique key besides its primary key.
+type Badge struct {
+	ID   uint   `gorm:"primaryKey" lock:"exclusive_write"`
+	Code string `gorm:"uniqueIndex"`
+	Name string
+}
+
+func TestAnUpsertOnAnotherUniqueKeyIsRefused(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, db.AutoMigrate(&Badge{}))
+		t.Cleanup(func() { db.Migrator().DropTable(&Badge{}) })
+		require.NoError(t, admin(db).Create(&Badge{ID: 2, Code: "b2", Name: "david's"}).Error)
+		_, err := p.Acquire(as(db, david), &Badge{ID: 2}, offlinelock.Write)
+		require.NoError(t, err)
+		err = as(db, martin).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "code"}}, UpdateAll: true}).
+			Create(&Badge{Code: "b2", Name: "hijack"}).Error
+		require.ErrorIs(t, err, offlinelock.ErrInvalid)
+		var b Badge
+		require.NoError(t, db.First(&b, 2).Error)
+		assert.Equal(t, "david's", b.Name)
+	})
+}
+
+func TestAWriteByKeyCannotReachOtherRows(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		for i := uint(1); i <= 3; i++ {
+			require.NoError(t, admin(db).Create(&Doc{ID: i, Title: "draft"}).Error)
+		}
+		_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		_, err = p.Acquire(as(db, david), &Doc{ID: 2}, offlinelock.Write)
+		require.NoError(t, err)
+		err = as(db, martin).Model(&Doc{ID: 1}).Where("title = ?", "draft").Or("id = ?", 2).Update("title", "mine").Error
+		require.Error(t, err)
+		var docs []Doc
+		require.NoError(t, db.Order("id").Find(&docs).Error)
+		for _, d := range docs {
+			assert.Equal(t, "draft", d.Title, "doc %d", d.ID)
+		}
+	})
+}
+
+func TestARefusalInTheCallersTransactionLeavesNothing(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 450)
+		require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "draft"}).Error)
+		require.NoError(t, as(db, david).First(&Account{}, 450).Error)
+		ids := make([]uint, 450)
+		for i := range ids {
+			ids[i] = uint(i + 1)
+		}
+		// The caller ignores the refusals and commits.
+		require.NoError(t, as(db, martin).Transaction(func(tx *gorm.DB) error {
+			var got []Account
+			assert.ErrorIs(t, tx.Find(&got, ids).Error, offlinelock.ErrLocked)
+			assert.ErrorIs(t, tx.Model(&Doc{ID: 1}).Update("title", "unlocked write").Error, offlinelock.ErrNotLocked)
+			return nil
+		}))
+		mine, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+		require.NoError(t, err)
+		assert.Empty(t, mine, "the refused load left none of its new locks")
+		var d Doc
+		require.NoError(t, db.First(&d, 1).Error)
+		assert.Equal(t, "draft", d.Title, "the refused write did not land")
+	})
+}
+
+func TestAStatementRunTwiceStartsClean(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 5)
+		for i := uint(1); i <= 5; i++ {
+			require.NoError(t, admin(db).Create(&Policy{ID: i}).Error)
+		}
+		var n int64
+		require.NotPanics(t, func() {
+			q := as(db, martin).Model(&Account{}).Where("id < ?", 4)
+			require.NoError(t, q.Find(&[]Account{}).Error)
+			require.NoError(t, q.Count(&n).Error)
+			r := as(db, martin).Model(&Policy{}).Where("id < ?", 4)
+			require.NoError(t, r.Find(&[]Policy{}).Error)
+			require.NoError(t, r.Count(&n).Error)
+		})
+		var a Account
+		q2 := as(db, martin).Where("id = ?", 2)
+		require.NoError(t, q2.First(&a).Error)
+		require.NoError(t, q2.First(&a).Error, "a fast path's rewrite does not stay on the statement")
+		all, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+		require.NoError(t, err)
+		assert.Len(t, all, 6, "3 accounts and 3 policies, none given back by a second run")
+	})
+}
