@@ -214,6 +214,14 @@ func TestEveryLoadPathIsLocked(t *testing.T) {
 			return err
 		}},
 		{"Raw into the model", func(db *gorm.DB) error { return db.Raw(`SELECT * FROM accounts`).Find(&[]Account{}).Error }},
+		{"Group.Pluck", func(db *gorm.DB) error {
+			var names []string
+			return db.Model(&Account{}).Where("id = ?", 2).Group("id").Pluck("name", &names).Error
+		}},
+		{"Group.Scan into a DTO", func(db *gorm.DB) error {
+			var dto []struct{ ID uint }
+			return db.Model(&Account{}).Select("id").Where("id = ?", 2).Group("id").Scan(&dto).Error
+		}},
 	}
 	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 		seedAccounts(t, db, 3)

@@ -78,7 +78,7 @@ func isCount(stmt *gorm.Statement) bool {
 // the new lock back.)
 func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	if !raw && !inTx && len(db.Statement.Preloads) == 0 {
+	if !raw && !inTx && len(db.Statement.Preloads) == 0 && !p.deepMember(st.m) {
 		if _, known := knownKeys(db.Statement, st.m); !known && p.findAndLock(db, st) {
 			return
 		}
@@ -107,6 +107,18 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	if !raw {
 		p.lockAhead(db, st)
 	}
+}
+
+// deepMember says whether m is a member more than one level below its
+// root: finding its root reads the parents, which must happen in the same
+// transaction as the lock (row-locked), so that no parent moves between.
+func (p *Plugin) deepMember(m *model) bool {
+	if m.root == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.chain) > 1
 }
 
 func distinct(targets []target) int {
@@ -183,12 +195,17 @@ func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 		for _, k := range keys {
 			targets = append(targets, target{k, st.m})
 		}
-	} else if _, grouped := db.Statement.Clauses["GROUP BY"]; !grouped && db.Statement.TableExpr == nil {
+	} else if db.Statement.TableExpr == nil {
 		var err error
 		if targets, err = p.preselect(db, st.m, false); err != nil {
 			st.fail(db, err)
 			return nil, false
 		}
+	} else if !structsOf(db.Statement.ReflectValue, st.m.typ, func(reflect.Value) {}) || st.op == "rows" {
+		// Table("accounts AS a") into anything but the model itself: the
+		// plugin can neither find the rows ahead nor see them after.
+		st.fail(db, fmt.Errorf("%w: a load of lockable table %s through a table expression must read into the model; or run it under Bypass", ErrInvalid, st.m.table))
+		return nil, false
 	} // else: lock what the query returns, then read again
 	return targets, true
 }
@@ -305,7 +322,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		p.strict(db, "raw query")
 		return
 	}
-	st := p.enter(db, "load", true)
+	st := p.enter(db, "rows", true)
 	if st == nil {
 		return
 	}

@@ -436,6 +436,17 @@ func (p *Plugin) StartSweeper(ctx context.Context, db *gorm.DB, every time.Durat
 	}()
 }
 
+// KeyOf returns the lock that covers target: its own table and primary key
+// as text, or, for a member of an aggregate, its root's. Locks returned by
+// Acquire, Holders and LockByToken carry the same Resource and ID.
+func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error) {
+	if _, err := p.tableFor(db); err != nil {
+		return "", "", err
+	}
+	k, err := p.targetKey(db, target)
+	return k.resource, k.id, err
+}
+
 // LockByToken returns the live lock that token is the capability for, with
 // its owner, for clients that carry a token instead of a session (the HTTP
 // Lock-Token header). It needs no owner. A wrong, malformed or expired token

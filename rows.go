@@ -276,7 +276,13 @@ func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statemen
 		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, Schema: stmt.Schema,
 		Clauses: map[string]clause.Clause{},
 	}
-	for _, name := range []string{"FROM", "WHERE", "ORDER BY", "LIMIT"} {
+	names := []string{"FROM", "WHERE", "ORDER BY", "LIMIT"}
+	if _, grouped := stmt.Clauses["GROUP BY"]; grouped {
+		// ORDER and LIMIT count groups, not rows: find every row the WHERE
+		// admits, a superset of what the groups are made of.
+		names = names[:2]
+	}
+	for _, name := range names {
 		if c, ok := stmt.Clauses[name]; ok {
 			q.Clauses[name] = c
 		}

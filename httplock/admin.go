@@ -84,7 +84,10 @@ func (s *Server) adminRelease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
-	err = s.cfg.Locks.ForceRelease(s.cfg.DB.WithContext(ctx), res.table, keyOf(target, res))
+	resource, id, err := s.cfg.Locks.KeyOf(s.cfg.DB.WithContext(ctx), target)
+	if err == nil {
+		err = s.cfg.Locks.ForceRelease(s.cfg.DB.WithContext(ctx), resource, id)
+	}
 	s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
 		slog.String("resource", res.Name), slog.String("id", r.PathValue("id")), slog.String("reason", req.Reason),
 		slog.Bool("done", err == nil))

@@ -80,7 +80,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 			s.WriteError(w, r, err)
 			return
 		}
-		if held.Resource != res.table || held.ID != keyOf(target, res) {
+		if !s.covers(r, held, target) {
 			s.WriteError(w, r, forbidden("this Lock-Token is for another record"))
 			return
 		}
@@ -123,13 +123,16 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, err)
 		return
 	}
-	if held.Resource != res.table || held.ID != keyOf(target, res) {
+	if !s.covers(r, held, target) {
 		s.WriteError(w, r, forbidden("this Lock-Token is for another record"))
 		return
 	}
 	ctx := offlinelock.WithOwner(r.Context(), held.Owner)
 	if err := s.cfg.Locks.Release(s.cfg.DB.WithContext(ctx), target); err != nil {
-		s.WriteError(w, r, forbidden("the lock has expired or was released"))
+		if errors.Is(err, offlinelock.ErrNotLocked) {
+			err = forbidden("the lock has expired or was released")
+		}
+		s.WriteError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -173,10 +176,11 @@ func (s *Server) ownLock(r *http.Request, token, principal string) (*offlinelock
 	return l, err
 }
 
-// keyOf is the lock id of target: its primary key as text.
-func keyOf(target any, res *resource) string {
-	v := reflectValue(target).FieldByIndex(res.pk.Index)
-	return fmtKey(v)
+// covers says whether held is the lock that covers target (for an
+// aggregate member, its root's).
+func (s *Server) covers(r *http.Request, held *offlinelock.Lock, target any) bool {
+	resource, id, err := s.cfg.Locks.KeyOf(s.cfg.DB.WithContext(r.Context()), target)
+	return err == nil && held.Resource == resource && held.ID == id
 }
 
 func decode(r *http.Request, into any) error {

@@ -103,6 +103,13 @@ func New(cfg Config) (*Server, error) {
 			r.Singular = strings.TrimSuffix(r.Name, "s")
 		}
 		pk := stmt.Schema.PrimaryFields[0]
+		switch pk.FieldType.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
+		default:
+			return nil, fmt.Errorf("httplock: resource %s: primary key %s.%s is a %s; ids in URLs must be integers or strings",
+				r.Name, stmt.Schema.Name, pk.Name, pk.FieldType)
+		}
 		s.resources[r.Name] = &resource{Resource: r, table: stmt.Table, typ: stmt.Schema.ModelType, pk: pk.StructField, pkCol: pk.DBName}
 	}
 	return s, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"time"
 
 	"gorm.io/gorm"
@@ -102,18 +101,6 @@ func (s *Server) name(table, id string) string {
 		}
 	}
 	return fmt.Sprintf("%s '%s'", table, id)
-}
-
-func reflectValue(v any) reflect.Value {
-	rv := reflect.ValueOf(v)
-	for rv.Kind() == reflect.Pointer {
-		rv = rv.Elem()
-	}
-	return rv
-}
-
-func fmtKey(v reflect.Value) string {
-	return fmt.Sprint(v.Interface())
 }
 
 func isNotLocked(err error) bool { return errors.Is(err, offlinelock.ErrNotLocked) }
