@@ -41,7 +41,7 @@ const grantCTE = "offlinelock_grant"
 // builds it, and reports whether it did.
 func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
-	if !st.t.d.dollar || st.m.root != nil || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
+	if !st.t.d.dollar || st.m.root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
 		return false
 	}
 	for _, name := range []string{"FOR", "GROUP BY"} {
@@ -210,7 +210,7 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 // path, which names the holders.
 func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 	stmt, m := db.Statement, st.m
-	if !st.t.d.dollar || m.loadAccess() != Write || stmt.TableExpr != nil || len(p.lockableJoins(db)) > 0 {
+	if !st.t.d.dollar || !m.lockable || m.loadAccess() != Write || stmt.TableExpr != nil || len(p.lockableJoins(db)) > 0 {
 		return false
 	}
 	if _, grouped := stmt.Clauses["GROUP BY"]; grouped {

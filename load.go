@@ -32,8 +32,10 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	}
 	st := p.enter(db, "load", true)
 	if st == nil {
-		p.guardPreloads(db)
-		return
+		if st = p.enterJoins(db, "load"); st == nil {
+			p.guardPreloads(db)
+			return
+		}
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
@@ -127,6 +129,32 @@ func distinct(targets []target) int {
 		seen[t.k] = true
 	}
 	return len(seen)
+}
+
+// enterJoins is enter for a load whose own model is not locked on load but
+// that joins one that is (Joins("Desk"), Joins("Seat.Desk")): the joined
+// rows are locked like any other.
+func (p *Plugin) enterJoins(db *gorm.DB, op string) *state {
+	if db.Error != nil || db.DryRun || db.Statement.Schema == nil || len(db.Statement.Joins) == 0 ||
+		db.Statement.SQL.Len() > 0 || len(p.lockableJoins(db)) == 0 {
+		return nil
+	}
+	m := p.reg.modelOf(db.Statement.Schema, db.NamingStrategy)
+	if m.root != nil || p.bypassed(db, op) {
+		return nil
+	}
+	st := &state{m: m, op: op, bulk: -1}
+	var err error
+	if st.t, err = p.tableFor(db); err != nil {
+		st.fail(db, err)
+		return nil
+	}
+	if st.owner, err = ownerOf(db); err != nil {
+		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))
+		return nil
+	}
+	db.InstanceSet(stateKey, st)
+	return st
 }
 
 // guardPreloads makes a load of a model that is not locked on load, but
@@ -324,7 +352,9 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	}
 	st := p.enter(db, "rows", true)
 	if st == nil {
-		return
+		if st = p.enterJoins(db, "rows"); st == nil {
+			return
+		}
 	}
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	if db.Statement.SQL.Len() > 0 {

@@ -102,3 +102,50 @@ func TestAStatementRunTwiceStartsClean(t *testing.T) {
 		assert.Len(t, all, 6, "3 accounts and 3 policies, none given back by a second run")
 	})
 }
+
+// Seat is not lockable, but its Desk is; Room is locked on load and
+// reaches a desk through its seat.
+type Seat struct {
+	ID     uint `gorm:"primaryKey"`
+	DeskID *uint
+	Desk   *Desk
+}
+
+type Room struct {
+	ID     uint `gorm:"primaryKey" lock:"exclusive_read"`
+	SeatID *uint
+	Seat   *Seat
+}
+
+func TestJoinedRowsAreLockedAtAnyDepthFromAnyModel(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, db.AutoMigrate(&Seat{}, &Room{}))
+		t.Cleanup(func() { db.Migrator().DropTable(&Room{}, &Seat{}) })
+		desk, seat := uint(1), uint(1)
+		require.NoError(t, admin(db).Create(&Desk{ID: desk, Floor: 2}).Error)
+		require.NoError(t, admin(db).Create(&Seat{ID: seat, DeskID: &desk}).Error)
+		require.NoError(t, admin(db).Create(&Room{ID: 1, SeatID: &seat}).Error)
+		require.NoError(t, as(db, david).First(&Desk{}, desk).Error) // David holds desk 1
+
+		var seats []Seat
+		require.ErrorIs(t, as(db, martin).Joins("Desk").Find(&seats).Error, offlinelock.ErrLocked, "a model that is not lockable joining one that is")
+		assert.Empty(t, seats)
+		var rooms []Room
+		require.ErrorIs(t, as(db, martin).Joins("Seat").Joins("Seat.Desk").Find(&rooms).Error, offlinelock.ErrLocked, "a nested join")
+		assert.Empty(t, rooms)
+		mine, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+		require.NoError(t, err)
+		assert.Empty(t, mine)
+
+		require.NoError(t, p.Release(as(db, david), &Desk{ID: desk}))
+		require.NoError(t, as(db, martin).Joins("Seat").Joins("Seat.Desk").Find(&rooms).Error)
+		require.Len(t, rooms, 1)
+		require.NotNil(t, rooms[0].Seat)
+		require.NotNil(t, rooms[0].Seat.Desk)
+		h, err := p.Holders(db, &Desk{ID: desk})
+		require.NoError(t, err)
+		require.Len(t, h, 1)
+		assert.Equal(t, martin, h[0].Owner, "the desk two joins away is Martin's now")
+		require.ErrorIs(t, as(db, david).Joins("Desk").Find(&seats).Error, offlinelock.ErrLocked)
+	})
+}

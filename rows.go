@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -65,25 +66,48 @@ func structsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
 	return false
 }
 
-// lockableJoins are the Joins of the statement that fill structs of models
-// locked on load, with their models.
-func (p *Plugin) lockableJoins(db *gorm.DB) map[string]*model {
+// joinPath is a Joins path (nested ones too: Joins("Seat.Desk")) that
+// fills a struct of a model locked on load.
+type joinPath struct {
+	alias string  // the joined table's alias in the query: Seat__Desk
+	index [][]int // struct field indexes from the loaded model down to it
+	m     *model
+	table string // the joined model's table: the resource of its locks
+}
+
+// lockableJoins are the statement's Joins paths that fill structs of models
+// locked on load, at any depth, whatever the loaded model is.
+func (p *Plugin) lockableJoins(db *gorm.DB) []joinPath {
 	stmt := db.Statement
 	if stmt.Schema == nil || len(stmt.Joins) == 0 {
 		return nil
 	}
-	out := map[string]*model{}
+	var out []joinPath
+	seen := map[string]bool{}
 	for _, j := range stmt.Joins {
-		rel, ok := stmt.Schema.Relationships.Relations[j.Name]
-		if !ok || rel.FieldSchema == nil {
-			continue
-		}
-		if m := p.reg.modelOf(rel.FieldSchema, db.NamingStrategy); m.lockable && m.root == nil && m.err == nil && m.locksOnLoad() {
-			out[j.Name] = m
+		cur, names, index := stmt.Schema, []string(nil), [][]int(nil)
+		for _, seg := range strings.Split(j.Name, ".") {
+			rel, ok := cur.Relationships.Relations[seg]
+			if !ok || rel.FieldSchema == nil {
+				break
+			}
+			names, index, cur = append(names, seg), append(index, rel.Field.StructField.Index), rel.FieldSchema
+			alias := strings.Join(names, "__")
+			if seen[alias] {
+				continue
+			}
+			seen[alias] = true
+			if m := p.reg.modelOf(cur, db.NamingStrategy); m.lockable && m.root == nil && m.err == nil && m.locksOnLoad() {
+				out = append(out, joinPath{alias: alias, index: slices.Clone(index), m: m, table: cur.Table})
+			}
 		}
 	}
 	return out
 }
+
+// locksRows says whether the statement's own rows are locked on load (its
+// model may be there only for the lockable models it joins).
+func locksRows(m *model) bool { return m.lockable && m.root == nil && m.locksOnLoad() }
 
 // loadedTargets lists the rows a query put into its destination: its own
 // model's and those of lockable Joins. It reports false when the
@@ -109,17 +133,29 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 	joins := p.lockableJoins(db)
 	var out []target
 	ok := structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
-		if k, ok := m.rowKey(stmt.Context, stmt.Table, v); ok {
-			out = append(out, target{k, m})
+		if locksRows(m) {
+			if k, ok := m.rowKey(stmt.Context, stmt.Table, v); ok {
+				out = append(out, target{k, m})
+			}
 		}
-		for name, jm := range joins {
-			rel := stmt.Schema.Relationships.Relations[name]
-			jv := v.FieldByIndex(rel.Field.StructField.Index)
-			structsOf(jv, jm.typ, func(e reflect.Value) {
-				if k, ok := jm.rowKey(stmt.Context, rel.FieldSchema.Table, e); ok {
-					out = append(out, target{k, jm})
+		for _, jp := range joins {
+			e, ok := v, true
+			for _, ix := range jp.index {
+				if e = e.FieldByIndex(ix); e.Kind() == reflect.Pointer {
+					if e.IsNil() {
+						ok = false
+						break
+					}
+					e = e.Elem()
 				}
-			})
+			}
+			if ok {
+				structsOf(e, jp.m.typ, func(e reflect.Value) {
+					if k, ok := jp.m.rowKey(stmt.Context, jp.table, e); ok {
+						out = append(out, target{k, jp.m})
+					}
+				})
+			}
 		}
 	})
 	return out, ok, nil
@@ -207,9 +243,17 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 		table string // the table's name in the query (a join's alias)
 		res   string // the resource of its keys
 	}
-	parts := []part{{m, clause.CurrentTable, stmt.Table}}
-	for name, jm := range p.lockableJoins(db) {
-		parts = append(parts, part{jm, name, stmt.Schema.Relationships.Relations[name].FieldSchema.Table})
+	var parts []part
+	if forUpdate || locksRows(m) { // a write checks its own rows whatever the mode
+		parts = append(parts, part{m, clause.CurrentTable, stmt.Table})
+	}
+	if !forUpdate {
+		for _, jp := range p.lockableJoins(db) {
+			parts = append(parts, part{jp.m, jp.alias, jp.table})
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil
 	}
 	var cols []clause.Column
 	for _, pt := range parts {
