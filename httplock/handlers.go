@@ -103,7 +103,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 
 // unlock is POST /{resource}/{id}/unlock.
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, err := s.target(r, res)
+	_, target, err := s.target(r, res)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
