@@ -300,9 +300,18 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 			return
 		}
 		if !ok {
-			return // not the model itself (Pluck, a DTO): its rows were locked ahead
+			// Not the model itself (Pluck, a DTO): the plugin cannot see what
+			// was read, so it looks again for rows that began to match while
+			// the first ones were being locked. A WHERE on keys pins the rows.
+			if st.known != nil {
+				return
+			}
+			if loaded, ok = p.aheadTargets(db, st); !ok {
+				return
+			}
+		} else {
+			p.releasePhantoms(db, st, loaded)
 		}
-		p.releasePhantoms(db, st, loaded)
 		var extra []target
 		for _, tg := range loaded {
 			if !st.locked[tg.k] {

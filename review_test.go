@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -147,5 +148,35 @@ func TestJoinedRowsAreLockedAtAnyDepthFromAnyModel(t *testing.T) {
 		require.Len(t, h, 1)
 		assert.Equal(t, martin, h[0].Owner, "the desk two joins away is Martin's now")
 		require.ErrorIs(t, as(db, david).Joins("Desk").Find(&seats).Error, offlinelock.ErrLocked)
+	})
+}
+
+// betweenKey carries a function a test callback runs between the plugin's
+// lock-ahead and gorm:query: the moment a row can begin to match.
+type betweenKey struct{}
+
+// TestAPluckSeesNoRowThatBeganToMatchUnlocked: a row that begins to match
+// a Pluck's WHERE after its keys were found and locked, and that another
+// session holds, makes the Pluck fail instead of showing it.
+func TestAPluckSeesNoRowThatBeganToMatchUnlocked(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, db.Callback().Query().After("offlinelock:before_query").Before("gorm:query").Register("test:between", func(db *gorm.DB) {
+			if f, ok := db.Statement.Context.Value(betweenKey{}).(func()); ok {
+				f()
+			}
+		}))
+		t.Cleanup(func() { db.Callback().Query().Remove("test:between") })
+		require.NoError(t, admin(db).Create(&Account{ID: 1, Name: "vip", Credit: 100}).Error)
+		require.NoError(t, admin(db).Create(&Account{ID: 2, Name: "plain", Credit: 100}).Error)
+		_, err := p.Acquire(as(db, david), &Account{ID: 2}, offlinelock.Write) // David holds 2
+		require.NoError(t, err)
+
+		ctx := context.WithValue(offlinelock.WithOwner(context.Background(), martin), betweenKey{}, func() {
+			require.NoError(t, as(db, david).Model(&Account{ID: 2}).Update("name", "vip").Error)
+		})
+		var names []string
+		err = db.WithContext(ctx).Model(&Account{}).Where("name = ?", "vip").Pluck("name", &names).Error
+		require.ErrorIs(t, err, offlinelock.ErrLocked, "the row that became a vip is David's: %v", names)
+		assert.Empty(t, names)
 	})
 }
