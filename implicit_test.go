@@ -120,7 +120,7 @@ func TestFenceFailsASaveWhoseLockWasTakenOver(t *testing.T) {
 		t.Run(path.name, func(t *testing.T) {
 			id := uint(i + 1)
 			require.NoError(t, admin(db).Create(&Doc{ID: id, Title: "draft"}).Error)
-			mine, err := p.Acquire(withTTL(db, martin, 300*time.Millisecond), &Doc{ID: id}, offlinelock.Write)
+			mine, err := p.Acquire(withTTL(db, martin, time.Second), &Doc{ID: id}, offlinelock.Write)
 			require.NoError(t, err)
 
 			paused, resume := make(chan struct{}), make(chan struct{})
@@ -337,7 +337,7 @@ func TestLockRefusedWithWhoAndSinceWhen(t *testing.T) {
 func TestAbandonedSessionExpiresAndOtherUserGetsLock(t *testing.T) {
 	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 		require.NoError(t, admin(db).Create(&Account{ID: 129, Name: "Acme Ltd"}).Error)
-		require.NoError(t, withTTL(db, martin, 200*time.Millisecond).First(&Account{}, 129).Error)
+		require.NoError(t, withTTL(db, martin, time.Second).First(&Account{}, 129).Error)
 		h, err := p.Holders(db, &Account{ID: 129})
 		require.NoError(t, err)
 		require.ErrorIs(t, as(db, david).First(&Account{}, 129).Error, offlinelock.ErrLocked)
@@ -390,7 +390,7 @@ func TestFenceFailsAnAssociationSaveWhoseLockWasTakenOver(t *testing.T) {
 	pauseBetweenCheckAndCommit(t, db)
 	require.NoError(t, admin(db).Create(&Team{ID: 1, Name: "core", Members: []Member{{ID: 1, Name: "a"}}}).Error)
 	var team Team
-	require.NoError(t, withTTL(db, martin, 300*time.Millisecond).Preload("Members").First(&team, 1).Error)
+	require.NoError(t, withTTL(db, martin, time.Second).Preload("Members").First(&team, 1).Error)
 	h, err := p.Holders(db, &Member{ID: 1})
 	require.NoError(t, err)
 	mine := h[0]
