@@ -116,7 +116,7 @@ func runWorker(raw string) int {
 		return 2
 	}
 	sqlDB, _ := db.DB()
-	sqlDB.SetMaxOpenConns(workerRoutines + 4)
+	sqlDB.SetMaxOpenConns(workerRoutines) // 4 processes x 16 stay well under max_connections (100)
 	p := offlinelock.New(offlinelock.Config{Table: cfg.Table, TTL: time.Hour, Models: stressModels, Logger: slog.New(slog.DiscardHandler)})
 	if err := db.Use(p); err != nil {
 		fmt.Fprintln(os.Stderr, err)
