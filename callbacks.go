@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,11 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 }
 
 const stateKey = "offlinelock:state"
+
+// savepointName is the one name the plugin's savepoints use: nested
+// statements nest them, and ROLLBACK TO and RELEASE take the newest, so a
+// fixed name keeps prepared-statement caches from growing.
+const savepointName = "offlinelock"
 
 // state is what the plugin keeps about one statement, from its first
 // callback to its last. It lives in the statement's instance settings, so
@@ -176,10 +182,10 @@ func (st *state) fail(db *gorm.DB, err error) {
 //
 // GORM's own default transaction (begun for this write) needs no
 // savepoint: a refusal rolls all of it back.
-func (st *state) begin(db *gorm.DB, savepoint bool, seq func() uint64) error {
+func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
-			st.savepoint = fmt.Sprintf("offlinelock_%d", seq())
+			st.savepoint = savepointName
 			_, err := direct(db).exec("SAVEPOINT " + st.savepoint)
 			return err
 		}
@@ -224,11 +230,15 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		}
 		db.Statement.ConnPool = st.pool
 	case st.savepoint != "":
-		c := direct(db)
+		c := cleanup(db)
 		if db.Error != nil {
-			c.exec("ROLLBACK TO SAVEPOINT " + st.savepoint)
+			if _, err := c.exec("ROLLBACK TO SAVEPOINT " + st.savepoint); err != nil {
+				db.AddError(err)
+			}
 		}
-		c.exec("RELEASE SAVEPOINT " + st.savepoint)
+		if _, err := c.exec("RELEASE SAVEPOINT " + st.savepoint); err != nil {
+			db.AddError(err)
+		}
 	}
 	if db.Error != nil && st.detached {
 		var given []key
@@ -239,7 +249,9 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 			}
 		}
 		if len(given) > 0 {
-			st.t.dropSessionKeys(direct(db), given, st.owner.Session)
+			if err := st.t.dropSessionKeys(cleanup(db), given, st.owner.Session); err != nil {
+				db.AddError(err)
+			}
 		}
 	}
 	if db.Error != nil && st.restore != nil {
@@ -248,6 +260,14 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	if st.err != nil && db.Error != nil && !errors.Is(db.Error, st.err) {
 		db.Error = fmt.Errorf("%w; %w", db.Error, st.err)
 	}
+}
+
+// cleanup is the connection for undoing a statement's locks: it runs even
+// when the statement's context was cancelled, which may be why it failed.
+func cleanup(db *gorm.DB) conn {
+	c := direct(db)
+	c.ctx = context.WithoutCancel(c.ctx)
+	return c
 }
 
 // beforeRaw refuses, under Config.Strict, an Exec whose SQL names a

@@ -157,7 +157,7 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) bool {
 	if db.Error != nil {
 		return false
 	}
-	return reread(db)
+	return reread(db, st)
 }
 
 // grantSQL is fastWrite's statement for one key, with ? placeholders.

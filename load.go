@@ -30,6 +30,10 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if isCount(db.Statement) {
 		return // a count reveals no row
 	}
+	if db.Statement.SQL.Len() > 0 && db.Statement.Schema != nil && !structsOf(db.Statement.ReflectValue, db.Statement.Schema.ModelType, func(reflect.Value) {}) {
+		p.strict(db, "raw query") // Raw(…).Find into a DTO or maps: its rows cannot be seen
+		return
+	}
 	st := p.enter(db, "load", true)
 	if st == nil {
 		if st = p.enterJoins(db, "load"); st == nil {
@@ -93,7 +97,7 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 			p.lockTargets(db, st, targets)
 			return
 		}
-		if err := st.begin(db, true, p.nextSeq); err != nil {
+		if err := st.begin(db, true); err != nil {
 			st.fail(db, err)
 			return
 		}
@@ -102,7 +106,7 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	}
 	// In the caller's transaction a savepoint undoes this load's new locks
 	// when a later batch (or a preload) is refused.
-	if err := st.begin(db, true, p.nextSeq); err != nil {
+	if err := st.begin(db, true); err != nil {
 		st.fail(db, err)
 		return
 	}
@@ -168,7 +172,7 @@ func (p *Plugin) guardPreloads(db *gorm.DB) {
 		return
 	}
 	st := &state{bulk: -1, restore: snapshot(db.Statement.ReflectValue)}
-	if err := st.begin(db, true, p.nextSeq); err != nil {
+	if err := st.begin(db, true); err != nil {
 		st.fail(db, err)
 		return
 	}
@@ -328,15 +332,19 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 		if !p.lockTargets(db, st, extra) {
 			return
 		}
-		if !reread(db) {
+		if !reread(db, st) {
 			return
 		}
 	}
 }
 
 // reread runs the statement's query again into its destination, as
-// gorm:query does.
-func reread(db *gorm.DB) bool {
+// gorm:query does, from the destination as it was (GORM appends to some
+// destinations, such as slices of maps).
+func reread(db *gorm.DB, st *state) bool {
+	if st.restore != nil {
+		st.restore()
+	}
 	rows, err := db.Statement.ConnPool.QueryContext(db.Statement.Context, db.Statement.SQL.String(), db.Statement.Vars...)
 	if err != nil {
 		db.AddError(err)
@@ -373,7 +381,25 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		return
 	}
 	callbacks.BuildQuerySQL(db)
-	if db.Error == nil {
-		p.lockAhead(db, st)
+	if db.Error != nil {
+		return
 	}
+	// The caller reads the rows after the chain, so the locks are settled
+	// here: outside a transaction a refusal gives back what this statement
+	// took (endStatement); inside one, a savepoint undoes it now.
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
+		st.detached = true
+		p.lockAhead(db, st)
+		return
+	}
+	c := direct(db)
+	if _, err := c.exec("SAVEPOINT " + savepointName); err != nil {
+		st.fail(db, err)
+		return
+	}
+	p.lockAhead(db, st)
+	if db.Error != nil {
+		c.exec("ROLLBACK TO SAVEPOINT " + savepointName)
+	}
+	c.exec("RELEASE SAVEPOINT " + savepointName)
 }

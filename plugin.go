@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -52,16 +51,12 @@ type Config struct {
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
 	cfg   Config
-	err   error     // a configuration error, reported by Initialize and every call
-	reg   *registry // parsed models
-	hints hints     // which locks this process granted: a routing guess, never trusted
-	seq   atomic.Uint64
+	err   error      // a configuration error, reported by Initialize and every call
+	reg   *registry  // parsed models
+	hints hints      // which locks this process granted: a routing guess, never trusted
 	pg    *lockTable // the lock table on PostgreSQL
 	lite  *lockTable // and on SQLite
 }
-
-// nextSeq numbers savepoints.
-func (p *Plugin) nextSeq() uint64 { return p.seq.Add(1) }
 
 var _ gorm.Plugin = (*Plugin)(nil)
 

@@ -180,3 +180,64 @@ func TestAPluckSeesNoRowThatBeganToMatchUnlocked(t *testing.T) {
 		assert.Empty(t, names)
 	})
 }
+
+func TestSecondReviewFindings(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, db.AutoMigrate(&Badge{}, &Seat{}, &Room{}))
+		t.Cleanup(func() { db.Migrator().DropTable(&Badge{}, &Room{}, &Seat{}) })
+		seedAccounts(t, db, 3)
+		_, err := p.Acquire(as(db, david), &Account{ID: 3}, offlinelock.Write)
+		require.NoError(t, err)
+
+		// A raw query into a DTO takes no lock at all (it cannot see its rows), rather than the whole table.
+		var dtos []struct{ Name string }
+		require.NoError(t, as(db, martin).Model(&Account{}).Raw(`SELECT name FROM accounts WHERE id = 1`).Find(&dtos).Error)
+		mine, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+		require.NoError(t, err)
+		assert.Empty(t, mine)
+
+		// Upserts that could overwrite a row by another key, and INSERT OR REPLACE, are refused.
+		require.NoError(t, admin(db).Create(&Badge{ID: 2, Code: "b2", Name: "david's"}).Error)
+		_, err = p.Acquire(as(db, david), &Badge{ID: 2}, offlinelock.Write)
+		require.NoError(t, err)
+		err = as(db, martin).Clauses(clause.OnConflict{DoUpdates: clause.AssignmentColumns([]string{"name"})}).Create(&Badge{Code: "b2", Name: "x"}).Error
+		require.ErrorIs(t, err, offlinelock.ErrInvalid)
+		err = as(db, martin).Clauses(clause.Insert{Modifier: "OR REPLACE"}).Create(&Badge{ID: 2, Code: "b2", Name: "x"}).Error
+		require.ErrorIs(t, err, offlinelock.ErrInvalid)
+		var b Badge
+		require.NoError(t, db.First(&b, 2).Error)
+		assert.Equal(t, "david's", b.Name)
+
+		// Rows through a lockable join: a refusal leaves none of the statement's locks.
+		desk, seat := uint(5), uint(5)
+		require.NoError(t, admin(db).Create(&Desk{ID: desk}).Error)
+		require.NoError(t, admin(db).Create(&Desk{ID: 6}).Error)
+		require.NoError(t, admin(db).Create(&Seat{ID: seat, DeskID: &desk}).Error)
+		require.NoError(t, admin(db).Create(&Room{ID: 1, SeatID: &seat}).Error)
+		require.NoError(t, as(db, david).First(&Desk{}, desk).Error)
+		rows, err := as(db, martin).Model(&Room{}).Joins("Seat").Joins("Seat.Desk").Rows()
+		if err == nil {
+			rows.Close()
+		}
+		require.ErrorIs(t, err, offlinelock.ErrLocked)
+		mine, err = p.List(db, offlinelock.Filter{Session: martin.Session})
+		require.NoError(t, err)
+		assert.Empty(t, mine, "the room's lock was given back when the desk was refused")
+	})
+}
+
+func TestAMemberWriteByKeyCannotReachOtherRoots(t *testing.T) {
+	eachDBWithAggregates(t, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedOrder(t, db, 7, 1)
+		seedOrder(t, db, 8, 1)
+		_, err := p.Acquire(as(db, martin), &Order{ID: 7}, offlinelock.Write)
+		require.NoError(t, err)
+		_, err = p.Acquire(as(db, david), &Order{ID: 8}, offlinelock.Write)
+		require.NoError(t, err)
+		err = as(db, martin).Model(&LineItem{ID: 70000}).Or("order_id = ?", 8).Update("qty", 0).Error
+		require.Error(t, err)
+		var l LineItem
+		require.NoError(t, admin(db).First(&l, 80000).Error)
+		assert.Equal(t, 1, l.Qty, "order 8's line is untouched")
+	})
+}

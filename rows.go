@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // target is one row the plugin must lock: its key, the lock its model asks
@@ -69,10 +70,10 @@ func structsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
 // joinPath is a Joins path (nested ones too: Joins("Seat.Desk")) that
 // fills a struct of a model locked on load.
 type joinPath struct {
-	alias string  // the joined table's alias in the query: Seat__Desk
-	index [][]int // struct field indexes from the loaded model down to it
-	m     *model
-	table string // the joined model's table: the resource of its locks
+	alias  string          // the joined table's alias in the query: Seat__Desk
+	fields []*schema.Field // the relation fields from the loaded model down to it
+	m      *model
+	table  string // the joined model's table: the resource of its locks
 }
 
 // lockableJoins are the statement's Joins paths that fill structs of models
@@ -85,20 +86,24 @@ func (p *Plugin) lockableJoins(db *gorm.DB) []joinPath {
 	var out []joinPath
 	seen := map[string]bool{}
 	for _, j := range stmt.Joins {
-		cur, names, index := stmt.Schema, []string(nil), [][]int(nil)
-		for _, seg := range strings.Split(j.Name, ".") {
+		cur, names, fields := stmt.Schema, []string(nil), []*schema.Field(nil)
+		segs := strings.Split(j.Name, ".")
+		for i, seg := range segs {
 			rel, ok := cur.Relationships.Relations[seg]
 			if !ok || rel.FieldSchema == nil {
 				break
 			}
-			names, index, cur = append(names, seg), append(index, rel.Field.StructField.Index), rel.FieldSchema
+			names, fields, cur = append(names, seg), append(fields, rel.Field), rel.FieldSchema
 			alias := strings.Join(names, "__")
+			if i == len(segs)-1 && j.Alias != "" {
+				alias = j.Alias // Joins(clause.LeftJoin.Association("Desk").As("d"))
+			}
 			if seen[alias] {
 				continue
 			}
 			seen[alias] = true
 			if m := p.reg.modelOf(cur, db.NamingStrategy); m.lockable && m.root == nil && m.err == nil && m.locksOnLoad() {
-				out = append(out, joinPath{alias: alias, index: slices.Clone(index), m: m, table: cur.Table})
+				out = append(out, joinPath{alias: alias, fields: slices.Clone(fields), m: m, table: cur.Table})
 			}
 		}
 	}
@@ -140,8 +145,10 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 		}
 		for _, jp := range joins {
 			e, ok := v, true
-			for _, ix := range jp.index {
-				if e = e.FieldByIndex(ix); e.Kind() == reflect.Pointer {
+			for _, f := range jp.fields {
+				// ReflectValueOf follows embedded pointers, where plain
+				// field indexes do not.
+				if e = f.ReflectValueOf(stmt.Context, e); e.Kind() == reflect.Pointer {
 					if e.IsNil() {
 						ok = false
 						break

@@ -3,6 +3,7 @@ package offlinelock
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -29,8 +30,12 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 		}
 		// In the caller's transaction, a savepoint undoes the write when the
 		// fence refuses it, even if the caller then commits.
-		if err := st.begin(db, true, p.nextSeq); err != nil {
+		if err := st.begin(db, true); err != nil {
 			st.fail(db, err)
+			return
+		}
+		if op == opCreate && replaces(db.Statement) {
+			st.fail(db, fmt.Errorf("%w: INSERT OR REPLACE into lockable table %s is refused; use Save", ErrInvalid, db.Statement.Table))
 			return
 		}
 		if op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m) {
@@ -48,6 +53,9 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			return
 		}
 		if len(rows) == 0 {
+			if op != opCreate {
+				st.bulk = 0 // the WHERE matched nothing: so must the write
+			}
 			return
 		}
 		if op != opCreate {
@@ -184,7 +192,9 @@ func mapRow(m *model, table string, v reflect.Value) (pkRow, bool) {
 func conflictOnKey(stmt *gorm.Statement, m *model) bool {
 	c, _ := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
 	if len(c.Columns) == 0 {
-		return c.OnConstraint == ""
+		// GORM fills in the primary key for UpdateAll only; elsewhere
+		// SQLite would take any unique index.
+		return c.OnConstraint == "" && c.UpdateAll
 	}
 	if len(c.Columns) != len(m.pk) {
 		return false
@@ -195,6 +205,13 @@ func conflictOnKey(stmt *gorm.Statement, m *model) bool {
 		}
 	}
 	return true
+}
+
+// replaces says whether an INSERT carries a REPLACE modifier (SQLite's
+// INSERT OR REPLACE), which deletes whatever row it conflicts with.
+func replaces(stmt *gorm.Statement) bool {
+	ins, ok := stmt.Clauses["INSERT"].Expression.(clause.Insert)
+	return ok && strings.Contains(strings.ToUpper(ins.Modifier), "REPLACE")
 }
 
 // upserts says whether an INSERT overwrites rows that exist (Save, and
@@ -350,6 +367,7 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op string) ([]target, 
 		switch {
 		case len(pks) > 0 && complete:
 			now, err = p.linksOfRows(db, m, pks)
+			st.bulk = int64(len(pks))
 		default:
 			where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
 			if !ok || len(where.Exprs) == 0 {

@@ -80,8 +80,8 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 			s.WriteError(w, r, err)
 			return
 		}
-		if !s.covers(r, held, target) {
-			s.WriteError(w, r, forbidden("this Lock-Token is for another record"))
+		if err := s.covers(r, held, target); err != nil {
+			s.WriteError(w, r, err)
 			return
 		}
 		owner, status = held.Owner, http.StatusOK // a refresh of the lease
@@ -123,8 +123,8 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, err)
 		return
 	}
-	if !s.covers(r, held, target) {
-		s.WriteError(w, r, forbidden("this Lock-Token is for another record"))
+	if err := s.covers(r, held, target); err != nil {
+		s.WriteError(w, r, err)
 		return
 	}
 	ctx := offlinelock.WithOwner(r.Context(), held.Owner)
@@ -176,11 +176,17 @@ func (s *Server) ownLock(r *http.Request, token, principal string) (*offlinelock
 	return l, err
 }
 
-// covers says whether held is the lock that covers target (for an
-// aggregate member, its root's).
-func (s *Server) covers(r *http.Request, held *offlinelock.Lock, target any) bool {
+// covers checks that held is the lock that covers target (for an
+// aggregate member, its root's): a 403 when it is another record's.
+func (s *Server) covers(r *http.Request, held *offlinelock.Lock, target any) error {
 	resource, id, err := s.cfg.Locks.KeyOf(s.cfg.DB.WithContext(r.Context()), target)
-	return err == nil && held.Resource == resource && held.ID == id
+	if err != nil {
+		return err
+	}
+	if held.Resource != resource || held.ID != id {
+		return forbidden("this Lock-Token is for another record")
+	}
+	return nil
 }
 
 func decode(r *http.Request, into any) error {
