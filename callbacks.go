@@ -125,6 +125,12 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 	if p.bypassed(db, op) {
 		return nil
 	}
+	return p.start(db, m, op)
+}
+
+// start gives a statement on m its state, reporting a missing owner as
+// the statement's error.
+func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 	st := &state{m: m, op: op, bulk: -1}
 	var err error
 	if st.t, err = p.tableFor(db); err != nil {

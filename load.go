@@ -147,18 +147,7 @@ func (p *Plugin) enterJoins(db *gorm.DB, op string) *state {
 	if m.root != nil || p.bypassed(db, op) {
 		return nil
 	}
-	st := &state{m: m, op: op, bulk: -1}
-	var err error
-	if st.t, err = p.tableFor(db); err != nil {
-		st.fail(db, err)
-		return nil
-	}
-	if st.owner, err = ownerOf(db); err != nil {
-		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))
-		return nil
-	}
-	db.InstanceSet(stateKey, st)
-	return st
+	return p.start(db, m, op)
 }
 
 // guardPreloads makes a load of a model that is not locked on load, but

@@ -75,12 +75,8 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
 	status := http.StatusCreated
 	if token := r.Header.Get(LockTokenHeader); token != "" {
-		held, err := s.ownLock(r, token, principal)
+		held, err := s.lockFor(r, token, principal, target)
 		if err != nil {
-			s.WriteError(w, r, err)
-			return
-		}
-		if err := s.covers(r, held, target); err != nil {
 			s.WriteError(w, r, err)
 			return
 		}
@@ -118,12 +114,8 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, offlinelock.ErrNoOwner)
 		return
 	}
-	held, err := s.ownLock(r, token, principal)
+	held, err := s.lockFor(r, token, principal, target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
-	}
-	if err := s.covers(r, held, target); err != nil {
 		s.WriteError(w, r, err)
 		return
 	}
@@ -174,6 +166,16 @@ func (s *Server) ownLock(r *http.Request, token, principal string) (*offlinelock
 		return nil, forbidden("the Lock-Token is wrong, expired, or not yours")
 	}
 	return l, err
+}
+
+// lockFor finds the principal's lock that token stands for and checks that
+// it covers target.
+func (s *Server) lockFor(r *http.Request, token, principal string, target any) (*offlinelock.Lock, error) {
+	held, err := s.ownLock(r, token, principal)
+	if err == nil {
+		err = s.covers(r, held, target)
+	}
+	return held, err
 }
 
 // covers checks that held is the lock that covers target (for an
