@@ -34,6 +34,13 @@ var (
 	// table while Config.Strict is on. Use the model's methods, or run it
 	// under Bypass.
 	ErrStrict = errors.New("offlinelock: raw SQL on a lockable table")
+
+	// ErrUnenforceable reports a statement on a lockable table whose rows
+	// the plugin cannot bound exactly (a subquery as the table, a raw JOIN,
+	// a raw SELECT into a struct without the key, …), so it refuses it
+	// rather than let it through unchecked. The message names the table and
+	// the way out: the model's own methods, or offlinelock.Bypass.
+	ErrUnenforceable = errors.New("offlinelock: statement cannot be enforced on a lockable table")
 )
 
 // LockedError is returned when a lock is refused because other sessions hold

@@ -72,7 +72,7 @@ func TestKilledHolderProcess(t *testing.T) {
 	db, p := setupModels(t, d, offlinelock.Config{})
 	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "draft"}).Error)
 	require.NoError(t, admin(db).Create(&Doc{ID: 2, Title: "draft"}).Error)
-	cfg, _ := json.Marshal(workerConfig{DSN: os.Getenv(postgresEnv), Table: strings.Trim(lockTableOf(t, db), `"`), Seconds: 2})
+	cfg, _ := json.Marshal(workerConfig{DSN: os.Getenv(postgresEnv), Table: strings.Trim(lockTableOf(t, db), `"`), Seconds: 8})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killeeEnv+"="+string(cfg))
 	out, err := cmd.StdoutPipe()
