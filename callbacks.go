@@ -93,6 +93,7 @@ type state struct {
 	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool           // writes: required only if the write changed a row
 	detached    bool           // a load that locked outside any transaction
+	raw         bool           // loads: Raw SQL, whose rows can only be seen once read
 	err         error          // the plugin's own error, kept visible under GORM's
 }
 
@@ -115,6 +116,7 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 	if m == nil || !m.lockable {
 		return nil
 	}
+	p.freshCatalog(db, m)
 	if err := p.resolve(m); err != nil {
 		db.AddError(err)
 		return nil
@@ -145,22 +147,34 @@ func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 	return st
 }
 
-// statementModel is the lock configuration of the statement's model: its
-// schema's, or for Table("name") without a model, that of a lockable model
-// already seen with that table.
+// statementModel is the lock configuration of the table the statement
+// reads or writes: its model's when the model is lockable, else that of the
+// lockable table it names, whatever Go type it uses (a DTO whose
+// TableName is a lockable table, Table("customers"), Table("customers AS
+// c")). A table expression that is not a plain table has none: the
+// statement's SQL is checked for the lockable tables it names instead
+// (checkReadsOf, checkWriteOf).
 func (p *Plugin) statementModel(db *gorm.DB) *model {
-	if s := db.Statement.Schema; s != nil {
-		return p.reg.modelOf(s, db.NamingStrategy)
-	}
-	if db.Statement.Table != "" {
-		if m, ok := p.reg.tables.Load(db.Statement.Table); ok {
-			return m.(*model)
+	stmt := db.Statement
+	if s := stmt.Schema; s != nil {
+		if m := p.reg.modelOf(s, db.NamingStrategy); m.lockable && stmt.TableExpr == nil {
+			return m
 		}
+	}
+	if stmt.TableExpr != nil {
+		if table, _, ok := simpleTable(stmt.TableExpr.SQL); ok && len(stmt.TableExpr.Vars) == 0 {
+			return p.reg.tableModel(table)
+		}
+		return nil
+	}
+	if stmt.Table != "" {
+		return p.reg.tableModel(stmt.Table)
 	}
 	return nil
 }
 
-// bypassed reports whether the statement runs under Bypass, logging it.
+// bypassed reports whether the statement runs under Bypass, logging it
+// once per statement.
 func (p *Plugin) bypassed(db *gorm.DB, op string) bool {
 	reason, ok := bypassFrom(db.Statement.Context)
 	if !ok {
@@ -170,10 +184,15 @@ func (p *Plugin) bypassed(db *gorm.DB, op string) bool {
 		db.AddError(invalid("Bypass needs a reason"))
 		return true
 	}
-	p.cfg.Logger.InfoContext(db.Statement.Context, "offlinelock: bypass",
-		slog.String("op", op), slog.String("table", db.Statement.Table), slog.String("reason", reason))
+	if _, logged := db.InstanceGet(bypassLogged); !logged {
+		db.InstanceSet(bypassLogged, true)
+		p.cfg.Logger.InfoContext(db.Statement.Context, "offlinelock: bypass",
+			slog.String("op", op), slog.String("table", db.Statement.Table), slog.String("reason", reason))
+	}
 	return true
 }
+
+const bypassLogged = "offlinelock:bypass_logged"
 
 func (st *state) fail(db *gorm.DB, err error) {
 	if st.err == nil {
@@ -260,6 +279,15 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 			}
 		}
 	}
+	if db.Error != nil && st.fast == fastNone && st.fastTok != "" && st.locked[st.fastKey] {
+		// The one-statement grant committed with the read; a later callback
+		// (AfterFind, a preload) failed: give the lock back if it was new,
+		// which its token tells.
+		p.hints.drop(st.owner.Session, st.fastKey)
+		if err := st.t.dropToken(cleanup(db), st.fastKey, st.fastTok); err != nil {
+			db.AddError(err)
+		}
+	}
 	if db.Error != nil && st.restore != nil {
 		st.restore()
 	}
@@ -286,50 +314,23 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 }
 
 // strict applies Config.Strict to a statement whose SQL the plugin cannot
-// see into. It reports whether it refused it.
+// see into. It reports whether it refused it. A statement that only names a
+// lockable table in a literal or a comment is not refused, nor is DDL
+// (migrations change no row) or the migrator's own work.
 func (p *Plugin) strict(db *gorm.DB, op string) bool {
 	if !p.cfg.Strict {
 		return false
 	}
 	sql := db.Statement.SQL.String()
-	if !isDML(sql) {
-		return false // DDL (migrations) changes no row
-	}
-	table := p.lockableTableIn(sql)
-	if table == "" || p.bypassed(db, op) {
+	if !scanSQL(sql).rowAccess {
 		return false
 	}
-	db.AddError(fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, table))
+	named := p.namedModels(sql)
+	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
+		return false
+	}
+	db.AddError(fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].table))
 	return true
-}
-
-// isDML says whether sql reads or writes rows.
-func isDML(sql string) bool {
-	first, _, _ := strings.Cut(strings.TrimLeft(sql, " \t\r\n("), " ")
-	switch strings.ToUpper(first) {
-	case "SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "MERGE", "REPLACE", "UPSERT", "VALUES", "TABLE":
-		return true
-	}
-	return false
-}
-
-// lockableTableIn returns a lockable table that the SQL names, if any.
-func (p *Plugin) lockableTableIn(sql string) string {
-	words := map[string]bool{}
-	for _, w := range strings.FieldsFunc(strings.ToLower(sql), func(r rune) bool {
-		return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127)
-	}) {
-		words[w] = true
-	}
-	found := ""
-	p.reg.tables.Range(func(k, v any) bool {
-		if words[strings.ToLower(k.(string))] {
-			found = k.(string)
-			return false
-		}
-		return true
-	})
-	return found
 }
 
 // ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the

@@ -71,9 +71,7 @@ func (p *Plugin) resolve(m *model) error {
 		var parent *model
 		if cur.root.rel != nil {
 			parent = p.reg.modelOf(cur.root.rel.FieldSchema, nil)
-		} else if v, ok := p.reg.tables.Load(cur.root.table); ok {
-			parent = v.(*model)
-		} else {
+		} else if parent = p.reg.tableModel(cur.root.table); parent == nil {
 			return fail("root table %s is not a known lockable model; list its model in Config.Models", cur.root.table)
 		}
 		switch {
@@ -111,7 +109,11 @@ func (p *Plugin) rootsOf(db *gorm.DB, m *model, links []any) ([]target, error) {
 		if i == len(chain)-1 {
 			out := make([]target, 0, len(vals))
 			for _, v := range vals {
-				out = append(out, target{key{parent.table, dbText(v)}, parent})
+				id, err := canonical(parent.kinds[0], v)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, target{key{parent.table, id}, parent})
 			}
 			return out, nil
 		}

@@ -90,6 +90,7 @@ func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offline
 	t.Cleanup(func() {
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `"`)
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_generation"`)
+		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_tables"`)
 		db.Exec(`DROP SEQUENCE IF EXISTS "` + cfg.Table + `_generation"`)
 	})
 	return db, p

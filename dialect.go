@@ -19,8 +19,9 @@ type dialect struct {
 	greatest string
 	// dollar says placeholders are $1, $2 … instead of ?.
 	dollar bool
-	// ddl creates the lock table, its indexes and its generation counter.
-	ddl func(table, seq string) []string
+	// ddl creates the lock table, its indexes, its generation counter and
+	// the catalog of lockable tables.
+	ddl func(table, seq, catalog string) []string
 	// nextGeneration returns the next value of the generation counter.
 	nextGeneration func(seq string) string
 }
@@ -34,8 +35,9 @@ var postgresDialect = dialect{
 	now:      "clock_timestamp()",
 	greatest: "GREATEST",
 	dollar:   true,
-	ddl: func(t, seq string) []string {
+	ddl: func(t, seq, catalog string) []string {
 		return []string{
+			`CREATE TABLE IF NOT EXISTS ` + catalog + ` (name varchar(128) COLLATE "C" PRIMARY KEY, spec text NOT NULL)`,
 			`CREATE TABLE IF NOT EXISTS ` + t + ` (
 	resource    varchar(128) COLLATE "C" NOT NULL,
 	lock_id     varchar(255) COLLATE "C" NOT NULL,
@@ -61,8 +63,9 @@ var sqliteDialect = dialect{
 	name:     "sqlite",
 	now:      `strftime('%Y-%m-%d %H:%M:%f','now')`,
 	greatest: "MAX",
-	ddl: func(t, seq string) []string {
+	ddl: func(t, seq, catalog string) []string {
 		return []string{
+			`CREATE TABLE IF NOT EXISTS ` + catalog + ` (name TEXT PRIMARY KEY, spec TEXT NOT NULL)`,
 			`CREATE TABLE IF NOT EXISTS ` + t + ` (
 	resource    TEXT    NOT NULL,
 	lock_id     TEXT    NOT NULL,

@@ -32,7 +32,11 @@ func (p *Plugin) targetKey(db *gorm.DB, target any) (key, error) {
 		if err != nil && m != nil {
 			return key{}, err
 		}
-		return targetKey(db, target)
+		k, err := targetKey(db, target)
+		if tm := p.reg.tableModel(k.resource); tm != nil {
+			k.resource = tm.table // a DTO of a lockable table names its lock
+		}
+		return k, err
 	}
 	root, err := p.memberRootOf(db, m, reflect.ValueOf(target).Elem())
 	return root.k, err
@@ -73,7 +77,11 @@ func targetKey(db *gorm.DB, target any) (key, error) {
 		if zero {
 			return key{}, invalid("model %s has no value in primary key field %s", stmt.Schema.Name, f.Name)
 		}
-		parts[i] = keyText(v)
+		id, err := canonical(kindOf(f), v)
+		if err != nil {
+			return key{}, fmt.Errorf("model %s field %s: %w", stmt.Schema.Name, f.Name, err)
+		}
+		parts[i] = id
 	}
 	k := key{resource: stmt.Table, id: encodeKey(parts)}
 	return k, k.validate()

@@ -9,7 +9,6 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
-	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
 
@@ -23,53 +22,82 @@ const maxRereads = 3
 // the read, so a write committed before the lock was granted is in what the
 // caller gets; and when a lock is refused nothing is read at all.
 func (p *Plugin) beforeQuery(db *gorm.DB) {
-	if db.Statement.SQL.Len() > 0 && p.statementModel(db) == nil {
-		p.strict(db, "raw query") // Raw(…).Find into something the plugin cannot see
+	if db.Error != nil || db.DryRun || p.bypassed(db, "load") {
+		return
+	}
+	p.freshCatalog(db, nil)
+	if db.Statement.SQL.Len() > 0 {
+		p.beforeRawQuery(db)
 		return
 	}
 	if isCount(db.Statement) {
 		return // a count reveals no row
 	}
-	if db.Statement.SQL.Len() > 0 && db.Statement.Schema != nil && !structsOf(db.Statement.ReflectValue, db.Statement.Schema.ModelType, func(reflect.Value) {}) {
-		p.strict(db, "raw query") // Raw(…).Find into a DTO or maps: its rows cannot be seen
+	st := p.enter(db, "load", true)
+	if st == nil && db.Error == nil {
+		st = p.enterJoins(db, "load")
+	}
+	if db.Error != nil {
 		return
 	}
-	st := p.enter(db, "load", true)
 	if st == nil {
-		if st = p.enterJoins(db, "load"); st == nil {
-			p.guardPreloads(db)
+		if err := p.checkReadsOf(db, querySQL(db), nil); err != nil {
+			db.AddError(err)
 			return
 		}
+		p.guardPreloads(db)
+		return
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
-	raw := db.Statement.SQL.Len() > 0
-	if !raw {
-		if p.tryFast(db, st) {
-			return
-		}
+	if !p.tryFast(db, st) {
 		callbacks.BuildQuerySQL(db)
-		if db.Error != nil {
-			return
-		}
 	}
-	p.lockInTx(db, st, raw)
+	if db.Error != nil {
+		return
+	}
+	if err := p.checkReadsOf(db, db.Statement.SQL.String(), st.m); err != nil {
+		st.fail(db, err)
+		return
+	}
+	if st.fast == fastNone {
+		p.lockInTx(db, st, false)
+	}
 }
 
-// isCount says whether the statement is GORM's Count: a count(…) into a
-// number. A single value read into a number (Select("n").Take(&n)) is not,
-// and is locked like any load.
-func isCount(stmt *gorm.Statement) bool {
-	v := stmt.ReflectValue
-	if !v.IsValid() || v.Kind() < reflect.Int || v.Kind() > reflect.Float64 {
-		return false
+// beforeRawQuery is beforeQuery for Raw(…).Find/Scan/First. Rows of the
+// destination's own lockable model are locked once read, and read again;
+// any other read of a table locked on load, and any raw write to a
+// lockable table, is refused: the plugin cannot see its rows.
+func (p *Plugin) beforeRawQuery(db *gorm.DB) {
+	sql := db.Statement.SQL.String()
+	named := p.namedModels(sql)
+	if len(named) == 0 {
+		return
 	}
-	expr := stmt.Clauses["SELECT"].Expression // Count sets it to its count(…) expression
-	if sel, ok := expr.(clause.Select); ok {
-		expr = sel.Expression
+	if p.strict(db, "raw query") {
+		return
 	}
-	e, ok := expr.(clause.Expr)
-	return ok && strings.HasPrefix(strings.ToLower(strings.TrimSpace(e.SQL)), "count(")
+	if !plainSelect(sql) {
+		db.AddError(unenforceable(named[0].table, "a raw statement that may write runs through Find/Scan/Rows on lockable table"))
+		return
+	}
+	m := p.statementModel(db)
+	own := m != nil && m.typ != nil && locksRows(m) && structsOf(db.Statement.ReflectValue, m.typ, func(reflect.Value) {})
+	if bad := p.readsLocked(named, func(x *model) bool { return own && x == m }); bad != nil {
+		db.AddError(unenforceable(bad.table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
+		return
+	}
+	if !own {
+		return
+	}
+	st := p.start(db, m, "load")
+	if st == nil {
+		return
+	}
+	st.restore = snapshot(db.Statement.ReflectValue)
+	st.locked, st.newly, st.raw = map[key]bool{}, map[key]bool{}, true
+	p.lockInTx(db, st, true)
 }
 
 // lockInTx is the general path of a load: in a transaction (the caller's,
@@ -216,18 +244,15 @@ func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 		for _, k := range keys {
 			targets = append(targets, target{k, st.m})
 		}
-	} else if db.Statement.TableExpr == nil {
+	} else if !st.raw {
+		// Table("accounts AS a") too: the key-only SELECT has the same
+		// FROM, so the alias names the same rows.
 		var err error
 		if targets, err = p.preselect(db, st.m, false); err != nil {
 			st.fail(db, err)
 			return nil, false
 		}
-	} else if !structsOf(db.Statement.ReflectValue, st.m.typ, func(reflect.Value) {}) || st.op == "rows" {
-		// Table("accounts AS a") into anything but the model itself: the
-		// plugin can neither find the rows ahead nor see them after.
-		st.fail(db, fmt.Errorf("%w: a load of lockable table %s through a table expression must read into the model; or run it under Bypass", ErrInvalid, st.m.table))
-		return nil, false
-	} // else: lock what the query returns, then read again
+	}
 	return targets, true
 }
 
@@ -293,9 +318,14 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 			return
 		}
 		if !ok {
-			// Not the model itself (Pluck, a DTO): the plugin cannot see what
-			// was read, so it looks again for rows that began to match while
-			// the first ones were being locked. A WHERE on keys pins the rows.
+			// Not the model itself (Pluck, a DTO, rows without their key):
+			// the plugin cannot see what was read, so it looks again for rows
+			// that began to match while the first ones were being locked. A
+			// WHERE on keys pins the rows. Raw SQL cannot be looked at again.
+			if st.raw {
+				st.fail(db, unenforceable(st.m.table, "a raw SELECT read rows without their primary key from lockable table"))
+				return
+			}
 			if st.known != nil {
 				return
 			}
@@ -352,25 +382,36 @@ func reread(db *gorm.DB, st *state) bool {
 // The caller reads them after the chain has ended, so the locks are
 // committed first (or taken in the caller's transaction).
 func (p *Plugin) beforeRow(db *gorm.DB) {
-	if db.Statement.SQL.Len() > 0 && p.statementModel(db) == nil {
-		p.strict(db, "raw query")
+	if db.Error != nil || db.DryRun || p.bypassed(db, "rows") {
 		return
+	}
+	if db.Statement.SQL.Len() > 0 {
+		p.beforeRawRows(db)
+		return
+	}
+	if db.Statement.Schema == nil && p.fromMigrator() {
+		return // the migrator reads one row of a table for its column types
 	}
 	st := p.enter(db, "rows", true)
-	if st == nil {
-		if st = p.enterJoins(db, "rows"); st == nil {
-			return
-		}
+	if st == nil && db.Error == nil {
+		st = p.enterJoins(db, "rows")
 	}
-	st.locked, st.newly = map[key]bool{}, map[key]bool{}
-	if db.Statement.SQL.Len() > 0 {
-		if !p.strict(db, "raw query") {
-			return // Raw(…).Model(&m).Rows(): the plugin cannot see its rows
+	if db.Error != nil {
+		return
+	}
+	if st == nil {
+		if err := p.checkReadsOf(db, querySQL(db), nil); err != nil {
+			db.AddError(err)
 		}
 		return
 	}
+	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	callbacks.BuildQuerySQL(db)
 	if db.Error != nil {
+		return
+	}
+	if err := p.checkReadsOf(db, db.Statement.SQL.String(), st.m); err != nil {
+		st.fail(db, err)
 		return
 	}
 	// The caller reads the rows after the chain, so the locks are settled
@@ -391,4 +432,23 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		c.exec("ROLLBACK TO SAVEPOINT " + savepointName)
 	}
 	c.exec("RELEASE SAVEPOINT " + savepointName)
+}
+
+// beforeRawRows is beforeRow for Raw(…).Rows/Row/Scan: the caller reads
+// the rows after the chain, so the plugin can never see them; a raw read of
+// a table locked on load is refused, and so is any raw write to a lockable
+// table.
+func (p *Plugin) beforeRawRows(db *gorm.DB) {
+	sql := db.Statement.SQL.String()
+	named := p.namedModels(sql)
+	if len(named) == 0 || p.strict(db, "raw query") {
+		return
+	}
+	if !plainSelect(sql) {
+		db.AddError(unenforceable(named[0].table, "a raw statement that may write runs through Rows/Row/Scan on lockable table"))
+		return
+	}
+	if bad := p.readsLocked(named, nil); bad != nil {
+		db.AddError(unenforceable(bad.table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
+	}
 }

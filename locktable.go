@@ -31,9 +31,10 @@ const (
 
 // lockTable runs the lock table's statements for one plugin on one database.
 type lockTable struct {
-	d     *dialect
-	table string // quoted table name
-	seq   string // quoted name of the generation counter
+	d       *dialect
+	table   string // quoted table name
+	seq     string // quoted name of the generation counter
+	catalog string // quoted name of the catalog of lockable tables
 }
 
 // conn runs statements on a *gorm.DB's connection: the caller's transaction
@@ -132,7 +133,7 @@ func (t *lockTable) migrate(db *gorm.DB) error {
 				return err
 			}
 		}
-		for _, stmt := range t.d.ddl(t.table, t.seq) {
+		for _, stmt := range t.d.ddl(t.table, t.seq, t.catalog) {
 			if _, err := c.exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", t.table, err)
 			}
@@ -210,6 +211,13 @@ func (t *lockTable) deleteReaders(c conn, k key, session string) (int64, error) 
 		args = append(args, session)
 	}
 	return c.exec(t.d.bind(q), args...)
+}
+
+// dropToken deletes the Write lock on k if its token is still token, that
+// is, if the grant that made it is the one being undone.
+func (t *lockTable) dropToken(c conn, k key, token string) error {
+	_, err := c.exec(t.d.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`), k.resource, k.id, token)
+	return err
 }
 
 func (t *lockTable) deleteKey(c conn, k key) (int64, error) {

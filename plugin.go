@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -56,6 +57,8 @@ type Plugin struct {
 	hints hints      // which locks this process granted: a routing guess, never trusted
 	pg    *lockTable // the lock table on PostgreSQL
 	lite  *lockTable // and on SQLite
+
+	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)
@@ -88,9 +91,9 @@ func New(cfg Config) *Plugin {
 	if p.cfg.TTL > p.cfg.MaxTTL {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
-	table, seq := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`
-	p.pg = &lockTable{d: &postgresDialect, table: table, seq: seq}
-	p.lite = &lockTable{d: &sqliteDialect, table: table, seq: seq}
+	table, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
+	p.pg = &lockTable{d: &postgresDialect, table: table, seq: seq, catalog: catalog}
+	p.lite = &lockTable{d: &sqliteDialect, table: table, seq: seq, catalog: catalog}
 	return p
 }
 
@@ -121,11 +124,35 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		if err := p.Migrate(db); err != nil {
 			return err
 		}
+		if err := p.rememberModels(db); err != nil {
+			return err
+		}
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {
 		return nil // already registered on this database
 	}
 	return p.registerCallbacks(db)
+}
+
+// rememberModels writes Config.Models to the catalog and reads what other
+// nodes wrote there.
+func (p *Plugin) rememberModels(db *gorm.DB) error {
+	var ms []*model
+	for _, v := range p.cfg.Models {
+		if m, _, _ := p.modelFor(db, v); m != nil && m.lockable && m.err == nil {
+			ms = append(ms, m)
+			m.saved.Store(true)
+		}
+	}
+	if len(ms) > 0 {
+		if err := p.saveModels(db, ms...); err != nil {
+			return fmt.Errorf("offlinelock: writing the catalog of lockable tables: %w", err)
+		}
+	}
+	if err := p.loadCatalog(p.background(db)); err != nil {
+		return fmt.Errorf("offlinelock: reading the catalog of lockable tables: %w", err)
+	}
+	return nil
 }
 
 // Migrate creates the lock table, its indexes and its generation counter if

@@ -189,9 +189,10 @@ func TestSecondReviewFindings(t *testing.T) {
 		_, err := p.Acquire(as(db, david), &Account{ID: 3}, offlinelock.Write)
 		require.NoError(t, err)
 
-		// A raw query into a DTO takes no lock at all (it cannot see its rows), rather than the whole table.
+		// A raw query into a DTO cannot be seen, so it is refused (fail closed), and takes no lock.
 		var dtos []struct{ Name string }
-		require.NoError(t, as(db, martin).Model(&Account{}).Raw(`SELECT name FROM accounts WHERE id = 1`).Find(&dtos).Error)
+		require.ErrorIs(t, as(db, martin).Model(&Account{}).Raw(`SELECT name FROM accounts WHERE id = 1`).Find(&dtos).Error, offlinelock.ErrUnenforceable)
+		assert.Empty(t, dtos)
 		mine, err := p.List(db, offlinelock.Filter{Session: martin.Session})
 		require.NoError(t, err)
 		assert.Empty(t, mine)

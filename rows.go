@@ -3,8 +3,10 @@ package offlinelock
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -137,10 +139,13 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 	}
 	joins := p.lockableJoins(db)
 	var out []target
+	keyless := false
 	ok := structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
 		if locksRows(m) {
 			if k, ok := m.rowKey(stmt.Context, stmt.Table, v); ok {
 				out = append(out, target{k, m})
+			} else {
+				keyless = true // Select without the key: the rows cannot be told apart
 			}
 		}
 		for _, jp := range joins {
@@ -165,6 +170,9 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 			}
 		}
 	})
+	if keyless && db.RowsAffected > 0 {
+		return nil, false, nil
+	}
 	return out, ok, nil
 }
 
@@ -173,7 +181,7 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 // plain values, as First(&c, 129), Find(&cs, ids) and Delete(&T{}, id)
 // build. It reports false when the WHERE does not pin the rows down.
 func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
-	if len(m.pk) != 1 || stmt.TableExpr != nil {
+	if len(m.pk) != 1 {
 		return nil, false
 	}
 	w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
@@ -216,7 +224,11 @@ func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
 		if !plainValue(v) {
 			return nil, false
 		}
-		keys = append(keys, key{resource: stmt.Table, id: keyText(v)})
+		id, err := canonical(m.kinds[0], v)
+		if err != nil {
+			return nil, false // the general path finds the rows the database matches
+		}
+		keys = append(keys, key{resource: m.table, id: id})
 	}
 	return keys, true
 }
@@ -244,7 +256,6 @@ func plainValue(v any) bool {
 // (its own and those of lockable Joins). forUpdate row-locks them on
 // PostgreSQL, so that a write finds the rows it will change.
 func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, error) {
-	stmt := db.Statement
 	type part struct {
 		m     *model
 		table string // the table's name in the query (a join's alias)
@@ -252,7 +263,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 	}
 	var parts []part
 	if forUpdate || locksRows(m) { // a write checks its own rows whatever the mode
-		parts = append(parts, part{m, clause.CurrentTable, stmt.Table})
+		parts = append(parts, part{m, clause.CurrentTable, m.table})
 	}
 	if !forUpdate {
 		for _, jp := range p.lockableJoins(db) {
@@ -283,7 +294,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 				if vals[i] == nil {
 					null = true
 				} else {
-					texts[j] = dbText(vals[i])
+					texts[j] = pt.m.idText(j, vals[i])
 				}
 				i++
 			}
@@ -328,9 +339,10 @@ func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statemen
 		Clauses: map[string]clause.Clause{},
 	}
 	names := []string{"FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if _, grouped := stmt.Clauses["GROUP BY"]; grouped {
-		// ORDER and LIMIT count groups, not rows: find every row the WHERE
-		// admits, a superset of what the groups are made of.
+	sel, _ := stmt.Clauses["SELECT"].Expression.(clause.Select)
+	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || stmt.Distinct || sel.Distinct {
+		// ORDER and LIMIT count groups or distinct values, not rows: find
+		// every row the WHERE admits, a superset of what they are made of.
 		names = names[:2]
 	}
 	for _, name := range names {
@@ -351,8 +363,8 @@ func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statemen
 	return q
 }
 
-// dbText renders a key value read back from the database as keyText
-// renders the same value read into a model.
+// dbText renders a value read back from the database as text, to tell
+// values apart (it is not a lock key: see model.idText).
 func dbText(v any) string {
 	if b, ok := v.([]byte); ok {
 		return string(b)
@@ -376,9 +388,9 @@ func (m *model) pkRow(ctx context.Context, table string, v reflect.Value) (pkRow
 		if zero {
 			return pkRow{}, false
 		}
-		vals[i], parts[i] = val, keyText(val)
+		vals[i], parts[i] = val, m.idText(i, val)
 	}
-	return pkRow{key{resource: table, id: encodeKey(parts)}, vals}, true
+	return pkRow{key{resource: m.table, id: encodeKey(parts)}, vals}, true
 }
 
 // existing returns which of rows exist in the statement's table, for
@@ -417,7 +429,7 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		}
 		texts := make([]string, len(vals))
 		for i, v := range vals {
-			texts[i] = dbText(v)
+			texts[i] = m.idText(i, v)
 		}
 		if k, ok := byText[encodeKey(texts)]; ok {
 			out[k] = true
@@ -442,4 +454,135 @@ func scanValues(r *sql.Rows, n int) ([]any, error) {
 		ptrs[i] = &vals[i]
 	}
 	return vals, r.Scan(ptrs...)
+}
+
+// valueRows reads the values of cols from every row v holds: a struct of
+// any model (the lockable one, a DTO), a map, or a slice or array of them.
+// complete is false when some row lacks one of them (absent or zero);
+// known is false when v holds something else.
+func valueRows(db *gorm.DB, v reflect.Value, cols []*schema.Field) (rows [][]any, complete, known bool) {
+	complete, known = true, true
+	var visit func(e reflect.Value, top bool)
+	visit = func(e reflect.Value, top bool) {
+		for e.Kind() == reflect.Pointer || e.Kind() == reflect.Interface {
+			if e.IsNil() {
+				return
+			}
+			e = e.Elem()
+		}
+		var row []any
+		ok := false
+		switch e.Kind() {
+		case reflect.Struct:
+			row, ok = structValues(db, e, cols)
+		case reflect.Map:
+			if e.Type().Key().Kind() != reflect.String {
+				known = false
+				return
+			}
+			row, ok = mapValues(e, cols)
+		case reflect.Slice, reflect.Array:
+			if !top {
+				known = false
+				return
+			}
+			for i := 0; i < e.Len(); i++ {
+				visit(e.Index(i), false)
+			}
+			return
+		default:
+			known = false
+			return
+		}
+		if ok {
+			rows = append(rows, row)
+		} else {
+			complete = false
+		}
+	}
+	if v.IsValid() {
+		visit(v, true)
+	}
+	return rows, complete, known
+}
+
+// structValues reads cols from a struct of any model, by column name.
+func structValues(db *gorm.DB, e reflect.Value, cols []*schema.Field) ([]any, bool) {
+	s := db.Statement.Schema
+	if s == nil || s.ModelType != e.Type() {
+		stmt := &gorm.Statement{DB: db}
+		if err := stmt.Parse(reflect.New(e.Type()).Interface()); err != nil {
+			return nil, false
+		}
+		s = stmt.Schema
+	}
+	row := make([]any, len(cols))
+	for i, c := range cols {
+		f := s.LookUpField(c.DBName)
+		if f == nil {
+			return nil, false
+		}
+		v, zero := f.ValueOf(db.Statement.Context, e)
+		if zero {
+			return nil, false
+		}
+		row[i] = v
+	}
+	return row, true
+}
+
+// mapValues reads cols from a map of column (or field) names to values.
+func mapValues(e reflect.Value, cols []*schema.Field) ([]any, bool) {
+	row := make([]any, len(cols))
+	for i, c := range cols {
+		var v reflect.Value
+		for _, name := range []string{c.DBName, c.Name} {
+			if v = e.MapIndex(reflect.ValueOf(name).Convert(e.Type().Key())); v.IsValid() {
+				break
+			}
+		}
+		for v.IsValid() && v.Kind() == reflect.Interface {
+			v = v.Elem()
+		}
+		if !v.IsValid() || v.IsZero() {
+			return nil, false
+		}
+		row[i] = v.Interface()
+	}
+	return row, true
+}
+
+// keyOf is the lock key of m's row whose key column values are vals, in
+// the lock table's spelling of each.
+func (m *model) keyOf(vals []any) (key, error) {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		id, err := canonical(m.kinds[i], v)
+		if err != nil {
+			return key{}, fmt.Errorf("table %s column %s: %w", m.table, m.pk[i].DBName, err)
+		}
+		parts[i] = id
+	}
+	k := key{resource: m.table, id: encodeKey(parts)}
+	return k, k.validate()
+}
+
+// sqlValues are vals as the database compares them with m's key columns:
+// integers as integers, whatever spelling the caller gave.
+func (m *model) sqlValues(vals []any) []any {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+		if m.kinds[i] != kindInt {
+			continue
+		}
+		if id, err := canonical(kindInt, v); err == nil {
+			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+				out[i] = n
+			} else if u, err := strconv.ParseUint(id, 10, 64); err == nil {
+				out[i] = u
+			}
+		}
+	}
+	return out
 }

@@ -416,7 +416,7 @@ func lockTableOf(t *testing.T, db *gorm.DB) string {
 	// The newest lock table is the test's own: setup just created it.
 	var newest string
 	require.NoError(t, db.Raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind = 'r' AND c.relname LIKE 'ol\_%' AND c.relname NOT LIKE '%\_generation' AND n.nspname = current_schema()
+		WHERE c.relkind = 'r' AND c.relname LIKE 'ol\_%' AND c.relname NOT LIKE '%\_generation' AND c.relname NOT LIKE '%\_tables' AND n.nspname = current_schema()
 		ORDER BY c.oid DESC LIMIT 1`).Scan(&newest).Error)
 	return `"` + newest + `"`
 }

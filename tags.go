@@ -3,8 +3,10 @@ package offlinelock
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -24,10 +26,13 @@ type model struct {
 	mode     Mode          // "" for a model without a lock tag, and for members
 	ttl      time.Duration // from ttl=…, 0 for Config.TTL
 	pk       []*schema.Field
-	typ      reflect.Type
-	root     *rootRef // set for aggregate members
-	err      error    // a malformed tag: every statement on the model fails with it
-	lockable bool     // has a mode or is a member
+	kinds    []keyKind    // how each key column is spelled in the lock table
+	typ      reflect.Type // nil for a model known only from the catalog
+	root     *rootRef     // set for aggregate members
+	err      error        // a malformed tag: every statement on the model fails with it
+	lockable bool         // has a mode or is a member
+
+	saved atomic.Bool // written to the catalog by this node
 
 	mu    sync.Mutex
 	chain []*model // members: the parents up to and including the root
@@ -44,6 +49,19 @@ func (m *model) policy() *model {
 		}
 	}
 	return m
+}
+
+// idText is the lock table's spelling of v as the value of key column i.
+// A value that cannot be canonical (text for an integer key) keeps its own
+// text: a row read from the database always can be, and a value given by
+// the caller is checked where it is given (canonical).
+func (m *model) idText(i int, v any) string {
+	if i < len(m.kinds) {
+		if s, err := canonical(m.kinds[i], v); err == nil {
+			return s
+		}
+	}
+	return dbText(v)
 }
 
 // locksOnLoad says whether loading the model takes locks.
@@ -64,7 +82,83 @@ func (m *model) loadAccess() Access {
 // plugins (or two tests) never see each other's models.
 type registry struct {
 	models sync.Map // *schema.Schema -> *model
-	tables sync.Map // table name -> *model, for roots named by table and the strict check
+	tables sync.Map // lower-cased table name -> lockable *model: lockability is the table's
+	joins  sync.Map // lower-cased many2many join table -> []joinSide
+}
+
+// joinSide is one side of a many2many join table: column holds keys of
+// table's rows. Changing the join rows changes that record's relations.
+type joinSide struct {
+	table, column string
+}
+
+// tableModel is the lockable model of the table named name, whatever Go
+// type the statement uses: table names are compared as the databases the
+// plugin supports compare unquoted ones, without letter case.
+func (r *registry) tableModel(name string) *model {
+	if v, ok := r.tables.Load(strings.ToLower(name)); ok {
+		return v.(*model)
+	}
+	return nil
+}
+
+// storeTable makes m the lockable model of its table.
+func (r *registry) storeTable(m *model) {
+	r.tables.Store(strings.ToLower(m.table), m)
+}
+
+// joinSides lists the lockable sides of a many2many join table.
+func (r *registry) joinSides(table string) []joinSide {
+	v, ok := r.joins.Load(strings.ToLower(table))
+	if !ok {
+		return nil
+	}
+	return v.([]joinSide)
+}
+
+// noteJoins records the many2many join tables of s.
+func (r *registry) noteJoins(s *schema.Schema) {
+	for _, rel := range s.Relationships.Many2Many {
+		if rel.JoinTable == nil || rel.FieldSchema == nil {
+			continue
+		}
+		var sides []joinSide
+		for _, ref := range rel.References {
+			if ref.ForeignKey == nil || ref.PrimaryKey == nil || ref.ForeignKey.Schema != rel.JoinTable {
+				continue
+			}
+			owner := rel.FieldSchema.Table
+			if ref.OwnPrimaryKey {
+				owner = s.Table
+			}
+			sides = append(sides, joinSide{table: owner, column: ref.ForeignKey.DBName})
+		}
+		for _, side := range sides {
+			r.addJoinSide(rel.JoinTable.Table, side)
+		}
+	}
+}
+
+// addJoinSide records one side of a join table, once.
+func (r *registry) addJoinSide(table string, side joinSide) {
+	name := strings.ToLower(table)
+	for {
+		old, _ := r.joins.Load(name)
+		sides, _ := old.([]joinSide)
+		for _, s := range sides {
+			if strings.EqualFold(s.table, side.table) && s.column == side.column {
+				return
+			}
+		}
+		next := append(slices.Clone(sides), side)
+		if old == nil {
+			if _, loaded := r.joins.LoadOrStore(name, next); !loaded {
+				return
+			}
+		} else if r.joins.CompareAndSwap(name, old, next) {
+			return
+		}
+	}
 }
 
 // modelOf returns the lock configuration of s, parsing its tags the first
@@ -74,10 +168,13 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 		return m.(*model)
 	}
 	m := parseModel(s, namer)
-	actual, _ := r.models.LoadOrStore(s, m)
+	actual, loaded := r.models.LoadOrStore(s, m)
 	m = actual.(*model)
-	if m.lockable {
-		r.tables.Store(m.table, m)
+	if !loaded {
+		r.noteJoins(s)
+		if m.lockable {
+			r.storeTable(m)
+		}
 	}
 	return m
 }
@@ -85,6 +182,9 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 // parseModel reads the lock tags of s. Errors name the model and the field.
 func parseModel(s *schema.Schema, namer schema.Namer) *model {
 	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType}
+	for _, f := range s.PrimaryFields {
+		m.kinds = append(m.kinds, kindOf(f))
+	}
 	for _, f := range s.Fields {
 		tag, ok := f.Tag.Lookup(TagName)
 		if !ok {

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 const (
@@ -26,6 +27,9 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		st := p.enter(db, op, false)
 		if st == nil {
+			if db.Error == nil {
+				p.beforeJoinWrite(db, op)
+			}
 			return
 		}
 		// In the caller's transaction, a savepoint undoes the write when the
@@ -67,11 +71,12 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 		for i, r := range rows {
 			keys[i] = r.k
 		}
-		if byKey && len(keys) == 1 && op != opCreate {
-			// One row by its key (Save, Update, Delete of a loaded record):
-			// checked once, by the fence, if the write changed it. A
-			// refusal rolls the write back; it saves a round trip on the
-			// commonest write.
+		if byKey && len(keys) == 1 && op != opCreate && p.hints.fresh(st.owner.Session, keys[0], time.Second) {
+			// One row by its key (Save, Update, Delete of a loaded record)
+			// whose Write lock this node granted to the session: checked
+			// once, by the fence, if the write changed it. It saves a round
+			// trip on the commonest write; anyone else is checked here,
+			// before the write's hooks run.
 			st.required, st.ifChanged = keys, true
 			return
 		}
@@ -98,7 +103,7 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 					freeRows = append(freeRows, r)
 				}
 			}
-			exists, err := p.existing(db, st.m, db.Statement.Table, freeRows)
+			exists, err := p.existing(db, st.m, st.m.table, freeRows)
 			if err != nil {
 				st.fail(db, err)
 				return
@@ -125,66 +130,45 @@ func notLockedForWrite(op string, keys []key) error {
 	return fmt.Errorf("%w: %s of %s %s%s needs a Write lock; take it with Acquire when the edit starts", ErrNotLocked, op, k.resource, k.id, more)
 }
 
-// writeRows finds the rows a write will change: by the primary keys of its
-// model value when they are set, else by running its WHERE as a key-only
-// SELECT in the write's transaction (row-locked on PostgreSQL, so they stay
-// the rows it changes). byKey says the rows came from the model value and
-// may not exist yet.
+// writeRows finds the rows a write will change: by the primary keys of
+// its value when they are set (the model, a DTO of its table, maps, slices
+// of them), else by running its WHERE as a key-only SELECT in the write's
+// transaction (row-locked on PostgreSQL, so they stay the rows it
+// changes). byKey says the rows came from the value and may not exist yet.
 func (p *Plugin) writeRows(db *gorm.DB, st *state, op string) (rows []pkRow, byKey bool, err error) {
 	stmt := db.Statement
 	m := st.m
-	complete := true
-	if m.typ != nil {
-		structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
-			if r, ok := m.pkRow(stmt.Context, stmt.Table, v); ok {
-				rows = append(rows, r)
-			} else {
-				complete = false
-			}
-		})
+	v := stmt.ReflectValue
+	if op != opCreate && v.Kind() == reflect.Map {
+		v = reflect.Value{} // an update's map is what it sets, not which rows
+	}
+	vals, complete, known := valueRows(db, v, m.pk)
+	for _, vs := range vals {
+		k, err := m.keyOf(vs)
+		if err != nil {
+			return nil, false, err
+		}
+		rows = append(rows, pkRow{k, m.sqlValues(vs)})
 	}
 	if op == opCreate {
-		if v := stmt.ReflectValue; v.Kind() == reflect.Map {
-			if r, ok := mapRow(m, stmt.Table, v); ok {
-				rows = append(rows, r)
-			}
-		}
 		return rows, true, nil // new rows without a key need no lock
 	}
-	if len(rows) > 0 && complete {
+	if known && len(rows) > 0 && complete {
 		return rows, true, nil
 	}
 	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
 	if !ok || len(where.Exprs) == 0 {
-		return nil, false, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, stmt.Table)
+		return nil, false, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.table)
 	}
 	targets, err := p.preselect(db, m, true)
 	if err != nil {
 		return nil, false, err
 	}
+	rows = rows[:0]
 	for _, tg := range targets {
 		rows = append(rows, pkRow{k: tg.k})
 	}
 	return rows, false, nil
-}
-
-// mapRow reads the key of a row given as a map (Create(map…)).
-func mapRow(m *model, table string, v reflect.Value) (pkRow, bool) {
-	vals := make([]any, len(m.pk))
-	parts := make([]string, len(m.pk))
-	for i, f := range m.pk {
-		var e reflect.Value
-		for _, name := range []string{f.DBName, f.Name} {
-			if e = v.MapIndex(reflect.ValueOf(name)); e.IsValid() {
-				break
-			}
-		}
-		if !e.IsValid() || e.IsZero() {
-			return pkRow{}, false
-		}
-		vals[i], parts[i] = e.Interface(), keyText(e.Interface())
-	}
-	return pkRow{key{table, encodeKey(parts)}, vals}, true
 }
 
 // conflictOnKey says whether an upsert's conflict target is the primary
@@ -342,36 +326,35 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op string) {
 
 func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op string) ([]target, error) {
 	stmt, m := db.Statement, st.m
-	// Where the rows will belong: the foreign keys the write sets.
-	var next []any
+	var next, now []any
 	if op != opDelete {
-		if links, _ := memberLinks(stmt.Context, m, stmt.ReflectValue); op == opCreate || stmt.Dest == stmt.Model || isStruct(stmt.Dest) {
-			next = append(next, links...)
+		var err error
+		if next, err = nextLinks(db, m, op); err != nil {
+			return nil, err
 		}
-		next = append(next, mapLinks(m, stmt.ReflectValue)...)
-		next = append(next, mapLinks(m, reflect.ValueOf(stmt.Dest))...)
 	}
-	// Where they belong now.
-	var now []any
-	if op != opCreate {
-		var pks [][]any
-		complete := true
-		structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
-			if r, ok := m.pkRow(stmt.Context, m.table, v); ok {
-				pks = append(pks, r.vals)
-			} else {
-				complete = false
-			}
-		})
+	if op != opCreate || upserts(stmt) {
+		// Where they belong now: an upsert may move an existing member.
+		v := stmt.ReflectValue
+		if op != opCreate && v.Kind() == reflect.Map {
+			v = reflect.Value{}
+		}
+		pks, complete, known := valueRows(db, v, m.pk)
 		var err error
 		switch {
-		case len(pks) > 0 && complete:
+		case known && len(pks) > 0 && (complete || op == opCreate):
+			for i := range pks {
+				pks[i] = m.sqlValues(pks[i])
+			}
 			now, err = p.linksOfRows(db, m, pks)
-			st.bulk = int64(len(pks))
+			if op != opCreate {
+				st.bulk = int64(len(pks))
+			}
+		case op == opCreate: // new members without keys: none moves
 		default:
 			where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
 			if !ok || len(where.Exprs) == 0 {
-				return nil, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, stmt.Table)
+				return nil, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.table)
 			}
 			now, err = p.preselectLinks(db, m, true)
 			st.bulk = int64(len(now))
@@ -401,27 +384,48 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op string) ([]target, 
 	return roots, nil
 }
 
-func isStruct(v any) bool {
-	rv := reflect.ValueOf(v)
-	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
-		rv = rv.Elem()
+// nextLinks reads the root links a write sets: from the value a Create or
+// Save writes, from what an Update sets (a struct, a map, Update(col, v)),
+// and from a SET clause (Clauses(clause.Set{…}), the generics Set). A link
+// set by an expression is refused: the plugin cannot tell where it leads.
+func nextLinks(db *gorm.DB, m *model, op string) ([]any, error) {
+	stmt := db.Statement
+	src := stmt.ReflectValue
+	if op != opCreate && !samePointer(stmt.Dest, stmt.Model) {
+		src = reflect.ValueOf(stmt.Dest)
 	}
-	return rv.Kind() == reflect.Struct
-}
-
-// mapLinks reads a member's foreign key from a map of values (Updates(map),
-// Update("order_id", …), Create(map)).
-func mapLinks(m *model, v reflect.Value) []any {
-	for v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
+	rows, _, _ := valueRows(db, src, []*schema.Field{m.root.field})
+	var links []any
+	for _, r := range rows {
+		links = append(links, r[0])
 	}
-	if v.Kind() != reflect.Map || v.Type().Key().Kind() != reflect.String {
-		return nil
-	}
-	for _, name := range []string{m.root.field.DBName, m.root.field.Name} {
-		if e := v.MapIndex(reflect.ValueOf(name)); e.IsValid() && !e.IsZero() {
-			return []any{e.Interface()}
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
+		for _, a := range set {
+			if a.Column.Name == m.root.field.DBName || a.Column.Name == m.root.field.Name {
+				links = append(links, a.Value)
+			}
 		}
 	}
-	return nil
+	for _, l := range links {
+		if isExpr(l) {
+			return nil, unenforceable(m.table, "an expression sets the link to the aggregate root of member table")
+		}
+	}
+	return links, nil
+}
+
+// isExpr says whether v is SQL rather than a value.
+func isExpr(v any) bool {
+	switch v.(type) {
+	case clause.Expression, *gorm.DB:
+		return true
+	}
+	return false
+}
+
+// samePointer says whether a and b are the same pointer (Save: the value
+// written is the model).
+func samePointer(a, b any) bool {
+	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
+	return ra.Kind() == reflect.Pointer && rb.Kind() == reflect.Pointer && ra.Pointer() == rb.Pointer() && ra.Type() == rb.Type()
 }

@@ -1,0 +1,202 @@
+package offlinelock
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// The catalog makes lockability a property of the table, not of the Go
+// type a statement happens to use: every lockable model's table, mode, key
+// columns and aggregate link are written to a table next to the lock table
+// (<Config.Table>_tables), and every node reads it when the plugin is
+// registered and again every catalogRefresh. A node that has never parsed
+// Customer still enforces Table("customers"), a DTO on it, or raw SQL that
+// names it.
+//
+// A model is written to the catalog when db.Use parses it (Config.Models),
+// and in the background the first time a node parses it otherwise; other
+// nodes learn it at their next refresh. List lockable models in
+// Config.Models to close that window.
+
+// catalogRefresh is how often a node re-reads the catalog.
+const catalogRefresh = 10 * time.Second
+
+// tableSpec is one catalog row: what the lock tags of a model say about its
+// table.
+type tableSpec struct {
+	Table string       `json:"table"`
+	Model string       `json:"model"`
+	Mode  Mode         `json:"mode,omitempty"`
+	TTL   string       `json:"ttl,omitempty"`
+	Key   []columnSpec `json:"key"`
+	Root  *rootSpec    `json:"root,omitempty"`
+	Joins []joinSide   `json:"-"`
+	Links []columnSpec `json:"joins,omitempty"` // many2many join tables: Name is the table, Kind unused, Column the join column
+}
+
+type columnSpec struct {
+	Name   string  `json:"name"`
+	Column string  `json:"column,omitempty"`
+	Kind   keyKind `json:"kind"`
+}
+
+type rootSpec struct {
+	Column string  `json:"column"`
+	Kind   keyKind `json:"kind"`
+	Table  string  `json:"table"`
+}
+
+// specOf is m's catalog row.
+func (p *Plugin) specOf(m *model) tableSpec {
+	sp := tableSpec{Table: m.table, Model: m.name, Mode: m.mode}
+	if m.ttl > 0 {
+		sp.TTL = m.ttl.String()
+	}
+	for i, f := range m.pk {
+		sp.Key = append(sp.Key, columnSpec{Name: f.DBName, Kind: m.kinds[i]})
+	}
+	if m.root != nil {
+		sp.Root = &rootSpec{Column: m.root.field.DBName, Kind: kindOf(m.root.field), Table: m.root.table}
+	}
+	p.reg.joins.Range(func(k, v any) bool {
+		for _, side := range v.([]joinSide) {
+			if strings.EqualFold(side.table, m.table) {
+				sp.Links = append(sp.Links, columnSpec{Name: k.(string), Column: side.column})
+			}
+		}
+		return true
+	})
+	return sp
+}
+
+// modelOfSpec is a model known only from the catalog: it has no Go type,
+// so only statements by table (DTOs, Table(…), raw SQL) meet it.
+func modelOfSpec(sp tableSpec) *model {
+	m := &model{name: sp.Model, table: sp.Table, mode: sp.Mode, lockable: true}
+	if d, err := time.ParseDuration(sp.TTL); err == nil && d > 0 {
+		m.ttl = d
+	}
+	for _, c := range sp.Key {
+		m.pk = append(m.pk, specField(c.Name, c.Kind))
+		m.kinds = append(m.kinds, c.Kind)
+	}
+	if sp.Root != nil {
+		m.root = &rootRef{field: specField(sp.Root.Column, sp.Root.Kind), table: sp.Root.Table}
+	}
+	if len(m.pk) == 0 {
+		m.err = invalid("catalog entry for table %s has no key columns", sp.Table)
+	}
+	return m
+}
+
+// specField stands in for a schema field of a model known only by table.
+func specField(column string, k keyKind) *schema.Field {
+	t := reflect.TypeFor[string]()
+	dt := schema.String
+	if k == kindInt {
+		t, dt = reflect.TypeFor[int64](), schema.Int
+	}
+	return &schema.Field{Name: column, DBName: column, FieldType: t, IndirectFieldType: t, DataType: dt}
+}
+
+// remember writes the catalog rows of models.
+func (t *lockTable) remember(c conn, specs []tableSpec) error {
+	for _, sp := range specs {
+		b, err := json.Marshal(sp)
+		if err != nil {
+			return err
+		}
+		_, err = c.exec(t.d.bind(`INSERT INTO `+t.catalog+` AS c (name, spec) VALUES (?, ?)
+ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`), strings.ToLower(sp.Table), string(b))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// specs reads the catalog.
+func (t *lockTable) specs(c conn) ([]tableSpec, error) {
+	var out []tableSpec
+	_, err := c.query(`SELECT spec FROM `+t.catalog+` ORDER BY name`, nil, func(r *sql.Rows) error {
+		var text string
+		if err := r.Scan(&text); err != nil {
+			return err
+		}
+		var sp tableSpec
+		if err := json.Unmarshal([]byte(text), &sp); err != nil {
+			return nil // a row from a newer version: skip it, keep the rest
+		}
+		out = append(out, sp)
+		return nil
+	})
+	return out, err
+}
+
+// loadCatalog learns the lockable tables other nodes wrote. A table whose
+// Go model this node has parsed keeps that model.
+func (p *Plugin) loadCatalog(db *gorm.DB) error {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return err
+	}
+	specs, err := t.specs(direct(db))
+	if err != nil {
+		return err
+	}
+	p.catalogAt.Store(time.Now().UnixNano())
+	for _, sp := range specs {
+		if p.reg.tableModel(sp.Table) == nil {
+			p.reg.storeTable(modelOfSpec(sp))
+		}
+		for _, l := range sp.Links {
+			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column})
+		}
+	}
+	return nil
+}
+
+// freshCatalog starts a background reload of the catalog when it is older
+// than catalogRefresh, and writes m to it if this node has not yet.
+func (p *Plugin) freshCatalog(db *gorm.DB, m *model) {
+	if m != nil && m.lockable && m.typ != nil && m.saved.CompareAndSwap(false, true) {
+		go func() {
+			if err := p.saveModels(db, m); err != nil {
+				m.saved.Store(false) // try again on the next statement
+			}
+		}()
+	}
+	at := p.catalogAt.Load()
+	if time.Since(time.Unix(0, at)) < catalogRefresh || !p.catalogAt.CompareAndSwap(at, time.Now().UnixNano()) {
+		return
+	}
+	go p.loadCatalog(p.background(db))
+}
+
+// saveModels writes models to the catalog on a connection of its own.
+func (p *Plugin) saveModels(db *gorm.DB, ms ...*model) error {
+	t, err := p.tableFor(db)
+	if err != nil {
+		return err
+	}
+	specs := make([]tableSpec, len(ms))
+	for i, m := range ms {
+		specs[i] = p.specOf(m)
+	}
+	return t.remember(direct(p.background(db)), specs)
+}
+
+// background is a session on db's pool, outside any transaction of the
+// caller's, that outlives the caller's context.
+func (p *Plugin) background(db *gorm.DB) *gorm.DB {
+	s := db.Session(&gorm.Session{NewDB: true, Context: context.Background()})
+	s.Statement.ConnPool = db.Config.ConnPool
+	return s
+}

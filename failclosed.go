@@ -1,0 +1,180 @@
+package offlinelock
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
+)
+
+// Fail closed: a statement that reads or writes rows of a lockable table is
+// enforced exactly or refused. This file holds the refusals: the parts of a
+// statement the plugin does not bound itself (raw SQL, a raw JOIN, a
+// subquery as the table, a subquery in SELECT or WHERE) are tokenised, and
+// a lockable table named there is refused where its mode asks for a lock.
+
+// unenforceable is the refusal of a statement on table that the plugin
+// cannot bound, with the way out.
+func unenforceable(table, what string) error {
+	return fmt.Errorf("%w: %s %s; use the model's own methods (First, Find, Joins by association), or run it under offlinelock.Bypass(ctx, reason)",
+		ErrUnenforceable, what, table)
+}
+
+// lockableName is the lockable model named ident, for mentions.
+func (p *Plugin) lockableName(ident string) (string, bool) {
+	if m := p.reg.tableModel(ident); m != nil {
+		return m.table, true
+	}
+	return "", false
+}
+
+// namedModels are the lockable models whose tables sql names as
+// identifiers (not in literals or comments).
+func (p *Plugin) namedModels(sql string) []*model {
+	var out []*model
+	for _, name := range mentions(sql, p.lockableName) {
+		if m := p.reg.tableModel(name); m != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// readsLocked returns the first model in ms whose rows need a lock to be
+// read (its mode, or its root's, locks on load), other than those covered.
+func (p *Plugin) readsLocked(ms []*model, covered func(*model) bool) *model {
+	for _, m := range ms {
+		if covered != nil && covered(m) {
+			continue
+		}
+		if err := p.resolve(m); err != nil || m.locksOnLoad() {
+			return m
+		}
+	}
+	return nil
+}
+
+// querySQL is the SQL the statement will send, built on a copy so that the
+// statement itself is built later, by GORM, as it would be without the
+// plugin.
+func querySQL(db *gorm.DB) string {
+	if db.Statement.SQL.Len() > 0 {
+		return db.Statement.SQL.String()
+	}
+	tx := db.Session(&gorm.Session{Context: db.Statement.Context})
+	tx.Statement.DB = tx
+	tx.Statement.SQL.Reset()
+	tx.Statement.Vars = nil
+	callbacks.BuildQuerySQL(tx)
+	return tx.Statement.SQL.String()
+}
+
+// checkReadsOf refuses a load whose SQL reads a lockable table, locked on
+// load, that the plugin does not lock for it: a raw JOIN, a subquery, a
+// joined member. own and the lockable Joins by association are covered.
+func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
+	if !p.anyLocksOnLoad() {
+		return nil
+	}
+	joined := map[*model]bool{}
+	if own != nil {
+		for _, jp := range p.lockableJoins(db) {
+			joined[jp.m] = true
+		}
+	}
+	bad := p.readsLocked(p.namedModels(sql), func(m *model) bool { return m == own || joined[m] })
+	if bad == nil || p.fromMigrator() {
+		return nil
+	}
+	return unenforceable(bad.table, "the statement reads, outside what the plugin locks (a raw JOIN, a subquery, a joined member), lockable table")
+}
+
+// anyLocksOnLoad says whether some known lockable table locks on load:
+// only then can a read elsewhere need refusing.
+func (p *Plugin) anyLocksOnLoad() bool {
+	found := false
+	p.reg.tables.Range(func(_, v any) bool {
+		m := v.(*model)
+		found = p.resolve(m) != nil || m.locksOnLoad()
+		return !found
+	})
+	return found
+}
+
+// countSelect matches the SELECT of GORM's Count and of a hand-written
+// count of rows: a number that reveals no row's values.
+var countSelect = regexp.MustCompile(`(?i)^\s*count\(\s*(\*|1|\?|distinct\s*\(\s*\?\s*\)|distinct\s*\(?\s*[\w."]+\s*\)?|[\w."]+)\s*\)\s*$`)
+
+// isCount says whether the statement is a count of rows into a number
+// (Count, or Select("count(*)")): anything else read into a number, such
+// as Select("max(name)") or Select("count(*) + max(credit)"), is a load.
+func isCount(stmt *gorm.Statement) bool {
+	v := stmt.ReflectValue
+	if !v.IsValid() || v.Kind() < reflect.Int || v.Kind() > reflect.Float64 {
+		return false
+	}
+	expr := stmt.Clauses["SELECT"].Expression
+	if sel, ok := expr.(clause.Select); ok {
+		if len(sel.Columns) > 0 {
+			return false
+		}
+		expr = sel.Expression
+	}
+	e, ok := expr.(clause.Expr)
+	if !ok || !countSelect.MatchString(e.SQL) {
+		return false
+	}
+	for _, v := range e.Vars {
+		if _, ok := v.(clause.Column); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// fromMigrator says whether GORM's migrator sent the statement: its reads
+// of a table (one row, for the column types) are introspection, not a
+// business read, and its SQLite table rebuilds copy rows unchanged.
+func (p *Plugin) fromMigrator() bool {
+	var pcs [48]uintptr
+	n := runtime.Callers(3, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, "gorm.io/") &&
+			(strings.Contains(f.Function, "/migrator.") || strings.Contains(f.Function, ".Migrator.")) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// plainSelect says whether raw SQL only reads: it starts with SELECT, WITH,
+// VALUES or TABLE and names no writing statement anywhere (a data-modifying
+// CTE, SELECT … INTO). A raw SELECT … FOR UPDATE is taken as writing too:
+// refusing more is the safe side.
+func plainSelect(sql string) bool {
+	idents := scanSQL(sql).idents
+	if len(idents) == 0 {
+		return false
+	}
+	switch strings.ToLower(idents[0]) {
+	case "select", "with", "values", "table":
+	default:
+		return false
+	}
+	for _, id := range idents {
+		switch strings.ToLower(id) {
+		case "insert", "update", "delete", "merge", "truncate", "replace", "upsert", "into", "copy", "call", "do", "execute":
+			return false
+		}
+	}
+	return true
+}
