@@ -178,3 +178,46 @@ func plainSelect(sql string) bool {
 	}
 	return true
 }
+
+// checkWriteSQL refuses a write whose target is a table expression that
+// names a lockable table without being a plain table (the plugin cannot
+// tell which rows it changes), and a write whose WHERE or SET reads a table
+// locked on load other than its own (a subquery).
+func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
+	stmt := db.Statement
+	if te := stmt.TableExpr; te != nil && own == nil {
+		if named := p.namedModels(exprSQL(db, te)); len(named) > 0 && !p.fromMigrator() {
+			return unenforceable(named[0].table, "a "+op+" through a table expression that is not a plain table names lockable table")
+		}
+	}
+	if !p.anyLocksOnLoad() {
+		return nil
+	}
+	var parts []clause.Expression
+	for _, name := range []string{"WHERE", "SET"} {
+		if c, ok := stmt.Clauses[name]; ok && c.Expression != nil {
+			parts = append(parts, c.Expression)
+		}
+	}
+	if dest := reflect.ValueOf(stmt.Dest); dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
+		for it := dest.MapRange(); it.Next(); {
+			if v := it.Value().Interface(); isExpr(v) {
+				parts = append(parts, clause.Expr{SQL: "?", Vars: []any{v}})
+			}
+		}
+	}
+	for _, e := range parts {
+		if bad := p.readsLocked(p.namedModels(exprSQL(db, e)), func(m *model) bool { return m == own }); bad != nil {
+			return unenforceable(bad.table, "a "+op+" reads, in a subquery, lockable table")
+		}
+	}
+	return nil
+}
+
+// exprSQL builds one expression (subqueries included) on a scratch
+// statement, to read the SQL it stands for.
+func exprSQL(db *gorm.DB, e clause.Expression) string {
+	s := &gorm.Statement{DB: db, Table: db.Statement.Table, Schema: db.Statement.Schema, Context: db.Statement.Context, Clauses: map[string]clause.Clause{}}
+	e.Build(s)
+	return s.SQL.String()
+}

@@ -26,10 +26,22 @@ const (
 func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		st := p.enter(db, op, false)
+		if db.Error != nil || db.DryRun {
+			return
+		}
 		if st == nil {
-			if db.Error == nil {
-				p.beforeJoinWrite(db, op)
+			if _, bypass := bypassFrom(db.Statement.Context); bypass {
+				return
 			}
+			if err := p.checkWriteSQL(db, nil, op); err != nil {
+				db.AddError(err)
+				return
+			}
+			p.beforeJoinWrite(db, op)
+			return
+		}
+		if err := p.checkWriteSQL(db, st.m, op); err != nil {
+			st.fail(db, err)
 			return
 		}
 		// In the caller's transaction, a savepoint undoes the write when the
