@@ -1,0 +1,744 @@
+package offlinelock
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Strict mode must find the tables a raw statement names without being
+// fooled by comments and literals, yet it does not know which server the SQL
+// is for. So the scanner lexes the text once per dialect convention a server
+// might use and takes the union: a name any plausible server would see as
+// code is reported, and no dialect's comment or literal can hide another's
+// code.
+
+// sqlTokenKind classifies a token of raw SQL.
+type sqlTokenKind uint8
+
+const (
+	sqlWord   sqlTokenKind = iota // unquoted identifier or keyword, as written
+	sqlQuoted                     // quoted identifier, unquoted
+	sqlString                     // string or dollar-quoted literal, decoded
+	sqlNumber
+	sqlParam // ?, $1, :name, @var
+	sqlPunct // any other single byte
+)
+
+// sqlToken is one token; q is the opening quote of a quoted token.
+type sqlToken struct {
+	kind sqlTokenKind
+	text string
+	q    byte
+}
+
+// sqlDialect is one lexical convention. pg: nested comments, E'…', U&'…',
+// $tag$ quotes; mysql: # and "-- " comments, /*! */ runs, $ in names;
+// sqlite: [names], $name parameters. strBS and identBS say whether '…' and
+// "…" take backslash escapes.
+type sqlDialect struct {
+	strBS, identBS    bool
+	pg, mysql, sqlite bool
+}
+
+// sqlDialectsFor lists the conventions sql may be written in; those that
+// differ only in backslash handling are skipped when sql has none.
+func sqlDialectsFor(sql string) []sqlDialect {
+	ds := []sqlDialect{
+		{pg: true},
+		{sqlite: true},
+		{mysql: true, strBS: true, identBS: true},
+	}
+	if strings.IndexByte(sql, '\\') >= 0 {
+		ds = append(ds,
+			sqlDialect{pg: true, strBS: true},    // standard_conforming_strings off
+			sqlDialect{mysql: true},              // NO_BACKSLASH_ESCAPES
+			sqlDialect{mysql: true, strBS: true}, // ANSI_QUOTES
+		)
+	}
+	return ds
+}
+
+// sqlPass is sql as one dialect lexes it, split into statements.
+type sqlPass struct {
+	stmts [][]sqlToken
+	bad   bool // an unterminated literal or comment
+}
+
+// sqlPasses lexes sql in every dialect it may be written in.
+func sqlPasses(sql string) []sqlPass {
+	var ps []sqlPass
+	for _, d := range sqlDialectsFor(sql) {
+		toks, bad := lexSQL(sql, d)
+		ps = append(ps, sqlPass{stmts: sqlStatements(toks), bad: bad})
+	}
+	return ps
+}
+
+// sqlTrusted drops the passes that do not lex: a server using that dialect
+// would reject the text, so its reading cannot run. If none lexes, all count.
+func sqlTrusted(ps []sqlPass) []sqlPass {
+	var good []sqlPass
+	for _, p := range ps {
+		if !p.bad {
+			good = append(good, p)
+		}
+	}
+	if len(good) == 0 {
+		return ps
+	}
+	return good
+}
+
+// sqlStatements splits tokens at ';'.
+func sqlStatements(toks []sqlToken) [][]sqlToken {
+	var out [][]sqlToken
+	start := 0
+	for i, t := range toks {
+		if sqlIsPunct(t, ';') {
+			out = append(out, toks[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, toks[start:])
+}
+
+// sqlScan is what scanSQL reports.
+type sqlScan struct {
+	// idents: every identifier outside comments and literals, in source
+	// order, each part of a dotted name separately, quoted ones unquoted;
+	// keywords included. Further dialects' readings append names not seen.
+	idents []string
+	// rowAccess: some statement may read or write table rows, or the text
+	// does not lex in some dialect (fail closed).
+	rowAccess bool
+}
+
+// scanSQL tokenises sql (one or several statements) and reports what it sees.
+func scanSQL(sql string) sqlScan {
+	var sc sqlScan
+	passes := sqlPasses(sql)
+	for _, p := range passes {
+		sc.rowAccess = sc.rowAccess || p.bad
+		for _, st := range p.stmts {
+			sc.rowAccess = sc.rowAccess || sqlStmtRowAccess(st)
+		}
+	}
+	seen := map[string]bool{}
+	for i, p := range sqlTrusted(passes) {
+		for _, st := range p.stmts {
+			for _, t := range st {
+				if sqlIsIdent(t) && (i == 0 || !seen[t.text]) {
+					sc.idents = append(sc.idents, t.text)
+				}
+				seen[t.text] = true
+			}
+		}
+	}
+	return sc
+}
+
+// sqlBodyDepth bounds the recursion into literals holding SQL.
+const sqlBodyDepth = 8
+
+// sqlMentionSearch is the state of one mentions call.
+type sqlMentionSearch struct {
+	lockable func(string) (string, bool)
+	found    []string
+	seen     map[string]bool // canonical names found
+	searched map[string]bool // literal bodies already searched
+}
+
+// mentions returns the canonical names lockable accepts among the
+// identifiers of sql, first seen first, without duplicates. Literals are
+// searched as SQL inside DO, EXECUTE, PREPARE and CREATE FUNCTION, PROCEDURE,
+// RULE, TRIGGER and EVENT statements, and everywhere inside such bodies,
+// since a body may build dynamic SQL from any literal.
+func mentions(sql string, lockable func(ident string) (canonical string, ok bool)) []string {
+	m := &sqlMentionSearch{lockable: lockable, seen: map[string]bool{}, searched: map[string]bool{}}
+	m.search(sql, 0)
+	return m.found
+}
+
+func (m *sqlMentionSearch) search(sql string, depth int) {
+	for _, p := range sqlTrusted(sqlPasses(sql)) {
+		for _, st := range p.stmts {
+			body := depth > 0 || sqlIsBodyStmt(st)
+			for _, t := range st {
+				if sqlIsIdent(t) {
+					m.check(t.text)
+				}
+				lit := t.kind == sqlString || t.kind == sqlQuoted && t.q == '"' // "…" is a string in MySQL
+				if body && lit && depth < sqlBodyDepth && !m.searched[t.text] {
+					m.searched[t.text] = true
+					m.search(t.text, depth+1)
+				}
+			}
+		}
+	}
+}
+
+func (m *sqlMentionSearch) check(ident string) {
+	if name, ok := m.lockable(ident); ok && !m.seen[name] {
+		m.seen[name] = true
+		m.found = append(m.found, name)
+	}
+}
+
+// simpleTable parses a table expression that is a plain, optionally
+// schema-qualified table with an optional alias, returning the unquoted
+// table and alias. ok is false for anything else (subqueries, join lists,
+// calls, placeholders, comments, extra tokens), so callers fall back to a
+// full scan.
+func simpleTable(expr string) (table, alias string, ok bool) {
+	if strings.ContainsAny(expr, "'$;\\&#") || strings.Contains(expr, "--") || strings.Contains(expr, "/*") {
+		return "", "", false
+	}
+	toks, bad := lexSQL(expr, sqlDialect{sqlite: true})
+	if bad {
+		return "", "", false
+	}
+	i, parts := 0, 0
+	for {
+		if i >= len(toks) || !sqlPlainName(toks[i]) {
+			return "", "", false
+		}
+		table, i, parts = toks[i].text, i+1, parts+1
+		if i >= len(toks) || !sqlIsPunct(toks[i], '.') {
+			break
+		}
+		i++
+	}
+	if i < len(toks) && sqlKeyword(toks[i]) == "AS" {
+		i++
+		if i >= len(toks) {
+			return "", "", false
+		}
+	}
+	if i < len(toks) {
+		if !sqlPlainName(toks[i]) {
+			return "", "", false
+		}
+		alias, i = toks[i].text, i+1
+	}
+	if parts > 3 || i != len(toks) {
+		return "", "", false
+	}
+	return table, alias, true
+}
+
+// sqlPlainName says whether t can name a table or alias in simpleTable.
+func sqlPlainName(t sqlToken) bool {
+	switch t.kind {
+	case sqlWord:
+		return !sqlClauseWords[sqlKeyword(t)]
+	case sqlQuoted:
+		return t.text != ""
+	}
+	return false
+}
+
+// sqlClauseWords are keywords that cannot be a bare table name or alias.
+var sqlClauseWords = sqlWordSet(`AS ONLY LATERAL JOIN ON USING WHERE LEFT RIGHT INNER OUTER FULL CROSS
+	NATURAL SELECT FROM VALUES TABLE WITH GROUP ORDER LIMIT OFFSET HAVING UNION INTERSECT EXCEPT
+	WINDOW FOR FETCH TABLESAMPLE STRAIGHT_JOIN NULL TRUE FALSE NOT AND OR IN IS DISTINCT ALL CASE
+	WHEN THEN ELSE END INTO SET DELETE UPDATE INSERT RETURNING LIKE BETWEEN EXISTS USE FORCE
+	IGNORE INDEXED PARTITION`)
+
+func sqlWordSet(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
+	}
+	return m
+}
+
+func sqlIsIdent(t sqlToken) bool { return t.kind == sqlWord || t.kind == sqlQuoted }
+
+func sqlIsPunct(t sqlToken, c byte) bool {
+	return t.kind == sqlPunct && t.text[0] == c
+}
+
+// sqlKeyword is t upper-cased if it is an unquoted word, else "". Only ASCII
+// is folded, as servers do for keywords.
+func sqlKeyword(t sqlToken) string {
+	if t.kind != sqlWord {
+		return ""
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}, t.text)
+}
+
+func sqlIsDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// sqlIsIdentStart reports ASCII identifier starts and any non-ASCII byte.
+func sqlIsIdentStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c >= utf8.RuneSelf
+}
+
+// sqlIdentEnd returns where the identifier characters from i end. Unicode
+// spaces end it; other non-ASCII characters (and invalid bytes) belong to it.
+func sqlIdentEnd(s string, i int) int {
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if !sqlIsIdentStart(c) && !sqlIsDigit(c) && c != '$' {
+				break
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if unicode.IsSpace(r) {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// sqlLexer tokenises one string in one dialect.
+type sqlLexer struct {
+	s    string
+	d    sqlDialect
+	i    int
+	exec int  // open MySQL /*! … */ comments, whose content is SQL
+	bad  bool // an unterminated literal or comment
+	toks []sqlToken
+}
+
+// lexSQL tokenises s in dialect d, dropping comments. An unterminated
+// literal or comment runs to the end and makes bad true.
+func lexSQL(s string, d sqlDialect) (toks []sqlToken, bad bool) {
+	l := &sqlLexer{s: s, d: d}
+	for l.i < len(s) {
+		l.step()
+	}
+	return l.toks, l.bad || l.exec > 0
+}
+
+func (l *sqlLexer) at(i int) byte {
+	if i < len(l.s) {
+		return l.s[i]
+	}
+	return 0
+}
+
+func (l *sqlLexer) emit(kind sqlTokenKind, text string, q byte) {
+	l.toks = append(l.toks, sqlToken{kind: kind, text: text, q: q})
+}
+
+// step lexes the token (or skips the space or comment) at l.i.
+func (l *sqlLexer) step() {
+	s, i := l.s, l.i
+	c := s[i]
+	switch {
+	case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		l.i++
+	case c >= utf8.RuneSelf:
+		if r, n := utf8.DecodeRuneInString(s[i:]); unicode.IsSpace(r) {
+			l.i += n
+		} else {
+			l.word()
+		}
+	case c == '-' && l.at(i+1) == '-' && (!l.d.mysql || i+2 >= len(s) || s[i+2] <= ' '):
+		l.lineComment()
+	case c == '#' && l.d.mysql:
+		l.lineComment()
+	case c == '/' && l.at(i+1) == '*':
+		l.blockComment()
+	case c == '*' && l.at(i+1) == '/' && l.exec > 0:
+		l.exec--
+		l.i += 2
+	case c == '\'':
+		l.quoted(sqlString, '\'', l.d.strBS)
+	case c == '"':
+		l.quoted(sqlQuoted, '"', l.d.identBS)
+	case c == '`':
+		l.quoted(sqlQuoted, '`', false)
+	case c == '[' && l.d.sqlite:
+		l.bracket()
+	case c == '$' && l.d.pg:
+		l.dollar()
+	case sqlIsIdentStart(c) || c == '$' && l.d.mysql:
+		l.word()
+	case sqlIsDigit(c) || c == '.' && sqlIsDigit(l.at(i+1)):
+		l.number()
+	default:
+		l.other()
+	}
+}
+
+// other lexes parameters and punctuation.
+func (l *sqlLexer) other() {
+	s, i := l.s, l.i
+	j := i + 1
+	switch s[i] {
+	case '?':
+		for j < len(s) && sqlIsDigit(s[j]) {
+			j++
+		}
+		l.emit(sqlParam, s[i:j], 0)
+		l.i = j
+		return
+	case ':':
+		if sqlIsIdentStart(l.at(j)) && (i == 0 || s[i-1] != ':') {
+			j = sqlIdentEnd(s, j)
+		}
+	case '@':
+		if l.at(j) == '@' {
+			j++
+		}
+		if k := sqlIdentEnd(s, j); k > j {
+			j = k
+		} else {
+			j = i + 1
+		}
+	case '$':
+		if l.d.sqlite {
+			j = sqlIdentEnd(s, j)
+		}
+	}
+	kind := sqlParam
+	if j == i+1 {
+		kind = sqlPunct
+	}
+	l.emit(kind, s[i:j], 0)
+	l.i = j
+}
+
+// lineComment skips to the end of the line (PostgreSQL also ends it at \r).
+func (l *sqlLexer) lineComment() {
+	eols := "\n"
+	if l.d.pg {
+		eols = "\r\n"
+	}
+	if n := strings.IndexAny(l.s[l.i:], eols); n >= 0 {
+		l.i += n + 1
+	} else {
+		l.i = len(l.s)
+	}
+}
+
+// blockComment skips a comment, nested in PostgreSQL. In MySQL, /*! … */,
+// /*M! … */ and /*+ … */ hold SQL: only the markers are skipped.
+func (l *sqlLexer) blockComment() {
+	s, i := l.s, l.i
+	if l.d.mysql {
+		j := i + 2
+		if l.at(j) == 'M' && l.at(j+1) == '!' {
+			j++
+		}
+		if c := l.at(j); c == '!' || c == '+' {
+			for j++; j < len(s) && sqlIsDigit(s[j]); j++ { // version
+			}
+			l.exec++
+			l.i = j
+			return
+		}
+	}
+	depth := 0
+	for j := i; j+1 < len(s); {
+		switch {
+		case s[j] == '/' && s[j+1] == '*' && (depth == 0 || l.d.pg):
+			depth++
+			j += 2
+		case s[j] == '*' && s[j+1] == '/':
+			depth--
+			j += 2
+			if depth == 0 {
+				l.i = j
+				return
+			}
+		default:
+			j++
+		}
+	}
+	l.bad = true
+	l.i = len(s)
+}
+
+// quoted lexes a literal or identifier quoted by q at l.i, where a doubled
+// q stands for q and, if bs, a backslash escapes the next byte.
+func (l *sqlLexer) quoted(kind sqlTokenKind, q byte, bs bool) {
+	s := l.s
+	start := l.i + 1
+	for j := start; j < len(s); j++ {
+		switch {
+		case bs && s[j] == '\\':
+			j++
+		case s[j] == q && l.at(j+1) == q:
+			j++
+		case s[j] == q:
+			l.emit(kind, sqlUnquote(s[start:j], q, bs), q)
+			l.i = j + 1
+			return
+		}
+	}
+	l.bad = true
+	l.emit(kind, sqlUnquote(s[start:], q, bs), q)
+	l.i = len(s)
+}
+
+// sqlUnquote decodes the inside of a quoted token. Single-character
+// backslash escapes are decoded; octal, hex and Unicode ones are not.
+func sqlUnquote(raw string, q byte, bs bool) string {
+	if strings.IndexByte(raw, q) < 0 && (!bs || strings.IndexByte(raw, '\\') < 0) {
+		return raw
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case bs && c == '\\' && i+1 < len(raw):
+			i++
+			c = raw[i]
+			if k := strings.IndexByte("ntrbfZ0", c); k >= 0 {
+				c = "\n\t\r\b\f\x1a\x00"[k]
+			}
+		case c == q && i+1 < len(raw) && raw[i+1] == q:
+			i++
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// bracket lexes a SQLite [identifier], which has no escapes.
+func (l *sqlLexer) bracket() {
+	s, start := l.s, l.i+1
+	n := strings.IndexByte(s[start:], ']')
+	if n < 0 {
+		l.bad = true
+		l.emit(sqlQuoted, s[start:], '[')
+		l.i = len(s)
+		return
+	}
+	l.emit(sqlQuoted, s[start:start+n], '[')
+	l.i = start + n + 1
+}
+
+// dollar lexes PostgreSQL's $1 parameters and $tag$ … $tag$ literals; any
+// other $ is punctuation.
+func (l *sqlLexer) dollar() {
+	s, i := l.s, l.i
+	j := i + 1
+	if sqlIsDigit(l.at(j)) {
+		for j < len(s) && sqlIsDigit(s[j]) {
+			j++
+		}
+		l.emit(sqlParam, s[i:j], 0)
+		l.i = j
+		return
+	}
+	for j < len(s) && (sqlIsIdentStart(s[j]) || j > i+1 && sqlIsDigit(s[j])) {
+		j++
+	}
+	if l.at(j) != '$' {
+		l.emit(sqlPunct, "$", 0)
+		l.i = i + 1
+		return
+	}
+	delim, body := s[i:j+1], j+1
+	n := strings.Index(s[body:], delim)
+	if n < 0 {
+		l.bad = true
+		l.emit(sqlString, s[body:], '$')
+		l.i = len(s)
+		return
+	}
+	l.emit(sqlString, s[body:body+n], '$')
+	l.i = body + n + len(delim)
+}
+
+// word lexes an unquoted identifier, or a literal prefix (E'…', N'…',
+// X'…', B'…', U&'…', U&"…") with its literal.
+func (l *sqlLexer) word() {
+	start := l.i
+	l.i = sqlIdentEnd(l.s, l.i)
+	w := l.s[start:l.i]
+	next := l.at(l.i)
+	switch {
+	case next == '\'' && (w == "E" || w == "e") && l.d.pg:
+		l.quoted(sqlString, '\'', true)
+	case next == '\'' && len(w) == 1 && strings.Contains("NnXxBb", w):
+		l.quoted(sqlString, '\'', l.d.strBS)
+	case next == '&' && (w == "U" || w == "u") && l.d.pg && (l.at(l.i+1) == '\'' || l.at(l.i+1) == '"'):
+		l.i++
+		if l.s[l.i] == '\'' {
+			l.quoted(sqlString, '\'', l.d.strBS)
+		} else {
+			l.quoted(sqlQuoted, '"', false)
+		}
+	default:
+		l.emit(sqlWord, w, 0)
+	}
+}
+
+// number lexes digits with an optional fraction and exponent; letters
+// after it start a new token.
+func (l *sqlLexer) number() {
+	s, j := l.s, l.i
+	for j < len(s) && (sqlIsDigit(s[j]) || s[j] == '.') {
+		j++
+	}
+	if j < len(s) && s[j]|0x20 == 'e' {
+		k := j + 1
+		if k < len(s) && (s[k] == '+' || s[k] == '-') {
+			k++
+		}
+		if k < len(s) && sqlIsDigit(s[k]) {
+			for j = k; j < len(s) && sqlIsDigit(s[j]); j++ {
+			}
+		}
+	}
+	l.emit(sqlNumber, s[l.i:j], 0)
+	l.i = j
+}
+
+// Statement classes by first keyword; see sqlStmtRowAccess.
+var (
+	// sqlQuietStmts never touch rows, whatever words follow.
+	sqlQuietStmts = sqlWordSet(`DROP COMMENT GRANT REVOKE LOCK PRAGMA`)
+	// sqlGuardedStmts touch no rows unless they embed a query (MySQL's
+	// SET @x = (SELECT …), DESCRIBE SELECT, which is EXPLAIN).
+	sqlGuardedStmts = sqlWordSet(`ANALYZE VACUUM REINDEX CLUSTER COMMIT END ROLLBACK SAVEPOINT
+		RELEASE SET RESET SHOW LISTEN NOTIFY DISCARD DEALLOCATE USE DESCRIBE DESC`)
+	sqlQueryWords = sqlWordSet(`SELECT INSERT UPDATE DELETE MERGE TRUNCATE CALL EXECUTE`)
+	// sqlTxnWords may follow BEGIN or START; anything else (MariaDB's
+	// BEGIN NOT ATOMIC …) is a block that may run statements.
+	sqlTxnWords = sqlWordSet(`TRANSACTION WORK DEFERRED IMMEDIATE EXCLUSIVE ISOLATION LEVEL READ
+		WRITE ONLY COMMITTED UNCOMMITTED REPEATABLE SERIALIZABLE DEFERRABLE NOT WITH CONSISTENT SNAPSHOT`)
+	// sqlPlainCreates create objects without reading rows unless a query
+	// is embedded.
+	sqlPlainCreates = sqlWordSet(`TABLE INDEX SEQUENCE VIEW SCHEMA TYPE EXTENSION DATABASE DOMAIN
+		ROLE USER COLLATION TABLESPACE STATISTICS PUBLICATION`)
+	// sqlBodyCreates create code that later runs on rows.
+	sqlBodyCreates = sqlWordSet(`FUNCTION PROCEDURE TRIGGER RULE EVENT`)
+	// sqlCreateKinds are the words naming what CREATE creates.
+	sqlCreateKinds = sqlWordSet(`TABLE INDEX SEQUENCE VIEW SCHEMA TYPE EXTENSION DATABASE DOMAIN
+		ROLE USER COLLATION TABLESPACE STATISTICS PUBLICATION FUNCTION PROCEDURE TRIGGER RULE EVENT
+		MATERIALIZED SUBSCRIPTION POLICY`)
+	sqlQueryStarts = sqlWordSet(`SELECT WITH VALUES TABLE EXECUTE`)
+	sqlBodyStmts   = sqlWordSet(`DO EXECUTE EXEC PREPARE`)
+	sqlDoWord      = sqlWordSet(`DO`)
+	sqlSelectWord  = sqlWordSet(`SELECT`)
+)
+
+// sqlHead returns the upper-cased first keyword of a statement (after
+// opening parentheses) and the tokens after it. kw is "" if the statement
+// is empty, "?" if it starts with something other than a word.
+func sqlHead(st []sqlToken) (kw string, rest []sqlToken) {
+	k := 0
+	for k < len(st) && sqlIsPunct(st[k], '(') {
+		k++
+	}
+	switch {
+	case k == len(st) && k == 0:
+		return "", nil
+	case k == len(st) || st[k].kind != sqlWord:
+		return "?", nil
+	}
+	return sqlKeyword(st[k]), st[k+1:]
+}
+
+// sqlStmtRowAccess says whether one statement may read or write rows:
+// anything not known to be DDL, session or transaction control does.
+func sqlStmtRowAccess(st []sqlToken) bool {
+	kw, rest := sqlHead(st)
+	switch {
+	case kw == "":
+		return false
+	case kw == "CREATE":
+		return sqlCreateRowAccess(rest)
+	case kw == "BEGIN" || kw == "START":
+		return !sqlOnly(rest, sqlTxnWords)
+	case kw == "ALTER":
+		return sqlHasAny(rest, sqlDoWord) // MySQL ALTER EVENT … DO <statement>
+	case sqlQuietStmts[kw]:
+		return false
+	case sqlGuardedStmts[kw]:
+		return sqlHasAny(rest, sqlQueryWords)
+	}
+	return true
+}
+
+// sqlCreateRowAccess classifies CREATE by what it creates (rest follows
+// CREATE): a table filled by a query, or code run later, may touch rows; a
+// view only stores its query.
+func sqlCreateRowAccess(rest []sqlToken) bool {
+	kind := sqlCreateKind(rest)
+	switch {
+	case kind == "VIEW":
+		return false
+	case kind == "TABLE":
+		return sqlAsQuery(rest) || sqlHasAny(rest, sqlSelectWord)
+	case sqlPlainCreates[kind]:
+		return sqlHasAny(rest, sqlSelectWord)
+	}
+	return true
+}
+
+// sqlCreateKind is the first word naming an object kind, skipping
+// modifiers (OR REPLACE, TEMP, UNIQUE, DEFINER = …); "" if none.
+func sqlCreateKind(rest []sqlToken) string {
+	for _, t := range rest {
+		if k := sqlKeyword(t); sqlCreateKinds[k] {
+			return k
+		}
+	}
+	return ""
+}
+
+// sqlAsQuery reports an AS followed by a query outside parentheses, as in
+// CREATE TABLE … AS SELECT, but not a generated column's AS (…).
+func sqlAsQuery(toks []sqlToken) bool {
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case sqlIsPunct(t, '('):
+			depth++
+		case sqlIsPunct(t, ')'):
+			depth--
+		case depth == 0 && sqlKeyword(t) == "AS" && i+1 < len(toks):
+			if n := toks[i+1]; sqlIsPunct(n, '(') || sqlQueryStarts[sqlKeyword(n)] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sqlHasAny reports an unquoted word of set among toks.
+func sqlHasAny(toks []sqlToken, set map[string]bool) bool {
+	for _, t := range toks {
+		if set[sqlKeyword(t)] {
+			return true
+		}
+	}
+	return false
+}
+
+// sqlOnly reports that toks are words of set and commas.
+func sqlOnly(toks []sqlToken, set map[string]bool) bool {
+	for _, t := range toks {
+		if !set[sqlKeyword(t)] && !sqlIsPunct(t, ',') {
+			return false
+		}
+	}
+	return true
+}
+
+// sqlIsBodyStmt reports statements whose literals may hold SQL that runs:
+// DO, EXECUTE, PREPARE, CREATE FUNCTION and the like.
+func sqlIsBodyStmt(st []sqlToken) bool {
+	kw, rest := sqlHead(st)
+	if kw == "CREATE" {
+		return sqlBodyCreates[sqlCreateKind(rest)]
+	}
+	return sqlBodyStmts[kw]
+}
