@@ -37,7 +37,6 @@ type tableSpec struct {
 	TTL   string       `json:"ttl,omitempty"`
 	Key   []columnSpec `json:"key"`
 	Root  *rootSpec    `json:"root,omitempty"`
-	Joins []joinSide   `json:"-"`
 	Links []columnSpec `json:"joins,omitempty"` // many2many join tables: Name is the table, Kind unused, Column the join column
 }
 
@@ -65,14 +64,7 @@ func (p *Plugin) specOf(m *model) tableSpec {
 	if m.root != nil {
 		sp.Root = &rootSpec{Column: m.root.field.DBName, Kind: kindOf(m.root.field), Table: m.root.table}
 	}
-	p.reg.joins.Range(func(k, v any) bool {
-		for _, side := range v.([]joinSide) {
-			if strings.EqualFold(side.table, m.table) {
-				sp.Links = append(sp.Links, columnSpec{Name: k.(string), Column: side.column})
-			}
-		}
-		return true
-	})
+	sp.Links = p.reg.joinsOf(m.table)
 	return sp
 }
 

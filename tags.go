@@ -83,7 +83,9 @@ func (m *model) loadAccess() Access {
 type registry struct {
 	models sync.Map // *schema.Schema -> *model
 	tables sync.Map // lower-cased table name -> lockable *model: lockability is the table's
-	joins  sync.Map // lower-cased many2many join table -> []joinSide
+
+	joinsMu sync.RWMutex
+	joins   map[string][]joinSide // lower-cased many2many join table -> its sides
 }
 
 // joinSide is one side of a many2many join table: column holds keys of
@@ -107,13 +109,26 @@ func (r *registry) storeTable(m *model) {
 	r.tables.Store(strings.ToLower(m.table), m)
 }
 
-// joinSides lists the lockable sides of a many2many join table.
+// joinSides lists the sides of a many2many join table.
 func (r *registry) joinSides(table string) []joinSide {
-	v, ok := r.joins.Load(strings.ToLower(table))
-	if !ok {
-		return nil
+	r.joinsMu.RLock()
+	defer r.joinsMu.RUnlock()
+	return r.joins[strings.ToLower(table)]
+}
+
+// joinsOf lists the join tables, and their columns, that hold keys of table.
+func (r *registry) joinsOf(table string) []columnSpec {
+	r.joinsMu.RLock()
+	defer r.joinsMu.RUnlock()
+	var out []columnSpec
+	for name, sides := range r.joins {
+		for _, side := range sides {
+			if strings.EqualFold(side.table, table) {
+				out = append(out, columnSpec{Name: name, Column: side.column})
+			}
+		}
 	}
-	return v.([]joinSide)
+	return out
 }
 
 // noteJoins records the many2many join tables of s.
@@ -142,23 +157,17 @@ func (r *registry) noteJoins(s *schema.Schema) {
 // addJoinSide records one side of a join table, once.
 func (r *registry) addJoinSide(table string, side joinSide) {
 	name := strings.ToLower(table)
-	for {
-		old, _ := r.joins.Load(name)
-		sides, _ := old.([]joinSide)
-		for _, s := range sides {
-			if strings.EqualFold(s.table, side.table) && s.column == side.column {
-				return
-			}
-		}
-		next := append(slices.Clone(sides), side)
-		if old == nil {
-			if _, loaded := r.joins.LoadOrStore(name, next); !loaded {
-				return
-			}
-		} else if r.joins.CompareAndSwap(name, old, next) {
+	r.joinsMu.Lock()
+	defer r.joinsMu.Unlock()
+	for _, s := range r.joins[name] {
+		if strings.EqualFold(s.table, side.table) && s.column == side.column {
 			return
 		}
 	}
+	if r.joins == nil {
+		r.joins = map[string][]joinSide{}
+	}
+	r.joins[name] = append(slices.Clone(r.joins[name]), side)
 }
 
 // modelOf returns the lock configuration of s, parsing its tags the first
