@@ -116,7 +116,6 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 	if m == nil || !m.lockable {
 		return nil
 	}
-	p.freshCatalog(db, m)
 	if err := p.resolve(m); err != nil {
 		db.AddError(err)
 		return nil
@@ -136,6 +135,10 @@ func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 	st := &state{m: m, op: op, bulk: -1}
 	var err error
 	if st.t, err = p.tableFor(db); err != nil {
+		st.fail(db, err)
+		return nil
+	}
+	if err := p.rememberModel(db, st.t, m); err != nil {
 		st.fail(db, err)
 		return nil
 	}
@@ -342,12 +345,18 @@ func (p *Plugin) ttlFor(db *gorm.DB, m *model) (time.Duration, error) {
 	return p.ttl(db.Statement.Context)
 }
 
-// snapshot returns a function that puts v back as it is now.
+// snapshot returns a function that puts v back as it is now. A slice's
+// elements are copied: GORM may scan into the slice's own array.
 func snapshot(v reflect.Value) func() {
 	if !v.IsValid() || !v.CanSet() {
 		return nil
 	}
 	saved := reflect.New(v.Type()).Elem()
-	saved.Set(v)
+	if v.Kind() == reflect.Slice && !v.IsNil() {
+		saved.Set(reflect.MakeSlice(v.Type(), v.Len(), v.Len()))
+		reflect.Copy(saved, v)
+	} else {
+		saved.Set(v)
+	}
 	return func() { v.Set(saved) }
 }

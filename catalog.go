@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -21,9 +22,10 @@ import (
 // names it.
 //
 // A model is written to the catalog when db.Use parses it (Config.Models),
-// and in the background the first time a node parses it otherwise; other
-// nodes learn it at their next refresh. List lockable models in
-// Config.Models to close that window.
+// or else before the first statement or Acquire that locks it, so a lock on
+// a table never exists before its catalog row. A node started later knows
+// the table from the start; a node already running learns it at its next
+// refresh, or at once when it lists the model in Config.Models.
 
 // catalogRefresh is how often a node re-reads the catalog.
 const catalogRefresh = 10 * time.Second
@@ -156,20 +158,41 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 }
 
 // freshCatalog starts a background reload of the catalog when it is older
-// than catalogRefresh, and writes m to it if this node has not yet.
-func (p *Plugin) freshCatalog(db *gorm.DB, m *model) {
-	if m != nil && m.lockable && m.typ != nil && m.saved.CompareAndSwap(false, true) {
-		go func() {
-			if err := p.saveModels(db, m); err != nil {
-				m.saved.Store(false) // try again on the next statement
-			}
-		}()
-	}
+// than catalogRefresh.
+func (p *Plugin) freshCatalog(db *gorm.DB) {
 	at := p.catalogAt.Load()
 	if time.Since(time.Unix(0, at)) < catalogRefresh || !p.catalogAt.CompareAndSwap(at, time.Now().UnixNano()) {
 		return
 	}
 	go p.loadCatalog(p.background(db))
+}
+
+// rememberModel writes m to the catalog before the plugin first enforces
+// it on this node, so that a lock on its table never exists before its
+// catalog row: a node started later knows the table. On SQLite, inside a
+// transaction, it writes in that transaction (a second connection would
+// wait for the caller's write lock) and writes again next time until a
+// statement outside a transaction has done it.
+func (p *Plugin) rememberModel(db *gorm.DB, t *lockTable, m *model) error {
+	if m.typ == nil || !m.lockable || m.saved.Load() {
+		return nil
+	}
+	c, mark := direct(db), true
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
+		if t.d.dollar {
+			c = direct(p.background(db))
+		} else {
+			mark = false
+		}
+	}
+	c.ctx = context.WithoutCancel(c.ctx)
+	if err := t.remember(c, []tableSpec{p.specOf(m)}); err != nil {
+		return fmt.Errorf("offlinelock: writing %s to the catalog of lockable tables: %w", m.table, err)
+	}
+	if mark {
+		m.saved.Store(true)
+	}
+	return nil
 }
 
 // saveModels writes models to the catalog on a connection of its own.

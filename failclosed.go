@@ -68,6 +68,7 @@ func querySQL(db *gorm.DB) string {
 	}
 	tx := db.Session(&gorm.Session{Context: db.Statement.Context})
 	tx.Statement.DB = tx
+	tx.Statement.BuildClauses = db.Statement.BuildClauses
 	tx.Statement.SQL.Reset()
 	tx.Statement.Vars = nil
 	callbacks.BuildQuerySQL(tx)
@@ -81,13 +82,14 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 	if !p.anyLocksOnLoad() {
 		return nil
 	}
-	joined := map[*model]bool{}
+	covered := map[string]bool{} // by table: two Go types may share one
 	if own != nil {
+		covered[strings.ToLower(own.table)] = true
 		for _, jp := range p.lockableJoins(db) {
-			joined[jp.m] = true
+			covered[strings.ToLower(jp.table)] = true
 		}
 	}
-	bad := p.readsLocked(p.namedModels(sql), func(m *model) bool { return m == own || joined[m] })
+	bad := p.readsLocked(p.namedModels(sql), func(m *model) bool { return covered[strings.ToLower(m.table)] })
 	if bad == nil || p.fromMigrator() {
 		return nil
 	}
@@ -207,7 +209,7 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
 		}
 	}
 	for _, e := range parts {
-		if bad := p.readsLocked(p.namedModels(exprSQL(db, e)), func(m *model) bool { return m == own }); bad != nil {
+		if bad := p.readsLocked(p.namedModels(exprSQL(db, e)), func(m *model) bool { return own != nil && strings.EqualFold(m.table, own.table) }); bad != nil {
 			return unenforceable(bad.table, "a "+op+" reads, in a subquery, lockable table")
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
 
@@ -25,7 +26,7 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if db.Error != nil || db.DryRun || p.bypassed(db, "load") {
 		return
 	}
-	p.freshCatalog(db, nil)
+	p.freshCatalog(db)
 	if db.Statement.SQL.Len() > 0 {
 		p.beforeRawQuery(db)
 		return
@@ -84,7 +85,7 @@ func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 	}
 	m := p.statementModel(db)
 	own := m != nil && m.typ != nil && locksRows(m) && structsOf(db.Statement.ReflectValue, m.typ, func(reflect.Value) {})
-	if bad := p.readsLocked(named, func(x *model) bool { return own && x == m }); bad != nil {
+	if bad := p.readsLocked(named, func(x *model) bool { return own && strings.EqualFold(x.table, m.table) }); bad != nil {
 		db.AddError(unenforceable(bad.table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
 		return
 	}
@@ -202,17 +203,32 @@ func (p *Plugin) preloadsLockable(db *gorm.DB, s *schema.Schema, preloads map[st
 	for path := range preloads {
 		cur := s
 		for _, name := range strings.Split(path, ".") {
+			if name == clause.Associations {
+				for _, rel := range cur.Relationships.Relations {
+					if rel.FieldSchema != nil && p.locksOnLoadSchema(db, rel.FieldSchema) {
+						return true
+					}
+				}
+				break
+			}
 			rel, ok := cur.Relationships.Relations[name]
 			if !ok || rel.FieldSchema == nil {
 				break
 			}
 			cur = rel.FieldSchema
-			if m := p.reg.modelOf(cur, db.NamingStrategy); m.lockable && (p.resolve(m) != nil || m.locksOnLoad()) {
+			if p.locksOnLoadSchema(db, cur) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// locksOnLoadSchema says whether loading s's model takes locks (or fails
+// on a bad tag).
+func (p *Plugin) locksOnLoadSchema(db *gorm.DB, s *schema.Schema) bool {
+	m := p.reg.modelOf(s, db.NamingStrategy)
+	return m.lockable && (p.resolve(m) != nil || m.locksOnLoad())
 }
 
 // lockAhead locks the rows the statement will read, before it reads them.
@@ -385,6 +401,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if db.Error != nil || db.DryRun || p.bypassed(db, "rows") {
 		return
 	}
+	p.freshCatalog(db)
 	if db.Statement.SQL.Len() > 0 {
 		p.beforeRawRows(db)
 		return

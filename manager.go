@@ -53,6 +53,9 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := p.rememberTarget(db, t, target, k); err != nil {
+		return nil, err
+	}
 	ttl, err := p.ttl(db.Statement.Context)
 	if err != nil {
 		return nil, err
@@ -62,6 +65,24 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 		p.hints.put(o.Session, k, l.ExpiresAt)
 	}
 	return l, err
+}
+
+// rememberTarget writes the lockable models behind a lock on target (its
+// own, and its root's) to the catalog before the lock exists.
+func (p *Plugin) rememberTarget(db *gorm.DB, t *lockTable, target any, k key) error {
+	ms := []*model{p.reg.tableModel(k.resource)}
+	if m, _, _ := p.modelFor(db, target); m != nil {
+		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		if m == nil {
+			continue
+		}
+		if err := p.rememberModel(db, t, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *Plugin) acquire(db *gorm.DB, t *lockTable, k key, o Owner, access Access, ttl time.Duration) (*Lock, error) {

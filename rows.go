@@ -335,14 +335,14 @@ func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, e
 func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statement {
 	stmt := db.Statement
 	q := &gorm.Statement{
-		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, Schema: stmt.Schema,
+		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, TableExpr: stmt.TableExpr, Schema: stmt.Schema,
 		Clauses: map[string]clause.Clause{},
 	}
 	names := []string{"FROM", "WHERE", "ORDER BY", "LIMIT"}
-	sel, _ := stmt.Clauses["SELECT"].Expression.(clause.Select)
-	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || stmt.Distinct || sel.Distinct {
-		// ORDER and LIMIT count groups or distinct values, not rows: find
-		// every row the WHERE admits, a superset of what they are made of.
+	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || !selectsRows(stmt) {
+		// ORDER and LIMIT count groups, distinct values or aggregates, not
+		// rows: find every row the WHERE admits, a superset of what they
+		// are made of.
 		names = names[:2]
 	}
 	for _, name := range names {
@@ -356,7 +356,9 @@ func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statemen
 	q.AddClause(clause.Select{Columns: cols})
 	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
 	if forUpdate && db.Dialector.Name() == "postgres" {
-		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: clause.CurrentTable}})
+		// OF names the table as FROM does: its alias, or its bare name for
+		// a schema-qualified table (PostgreSQL refuses a qualified name).
+		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}})
 		build = append(build, "FOR")
 	}
 	q.Build(build...)
@@ -585,4 +587,23 @@ func (m *model) sqlValues(vals []any) []any {
 		}
 	}
 	return out
+}
+
+// selectsRows says whether each row the query returns is one row of its
+// table: no DISTINCT, and no expression in the select list (an aggregate
+// such as max(name), or a window, reads rows past ORDER and LIMIT).
+func selectsRows(stmt *gorm.Statement) bool {
+	sel, _ := stmt.Clauses["SELECT"].Expression.(clause.Select)
+	if stmt.Distinct || sel.Distinct {
+		return false
+	}
+	if e, ok := sel.Expression.(clause.Expr); ok && strings.Contains(e.SQL, "(") {
+		return false
+	}
+	for _, s := range stmt.Selects {
+		if strings.Contains(s, "(") {
+			return false
+		}
+	}
+	return true
 }

@@ -191,6 +191,11 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 // parseModel reads the lock tags of s. Errors name the model and the field.
 func parseModel(s *schema.Schema, namer schema.Namer) *model {
 	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType}
+	if s.ModelType.Name() == "" {
+		// GORM's own many2many join tables copy the key fields' tags of
+		// both sides; their rows are the sides' relations (many2many.go).
+		return m
+	}
 	for _, f := range s.PrimaryFields {
 		m.kinds = append(m.kinds, kindOf(f))
 	}

@@ -25,6 +25,7 @@ const (
 // edit starts, so a user learns of a conflict before the work, not after.
 func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		p.freshCatalog(db)
 		st := p.enter(db, op, false)
 		if db.Error != nil || db.DryRun {
 			return
