@@ -176,7 +176,14 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 	if m, ok := r.models.Load(s); ok {
 		return m.(*model)
 	}
-	m := parseModel(s, namer)
+	var m *model
+	if s.ModelType.Name() == "" && r.joinSides(s.Table) != nil {
+		// GORM's own many2many join tables copy the key fields' tags of
+		// both sides; their rows are the sides' relations (many2many.go).
+		m = &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType}
+	} else {
+		m = parseModel(s, namer)
+	}
 	actual, loaded := r.models.LoadOrStore(s, m)
 	m = actual.(*model)
 	if !loaded {
@@ -191,11 +198,6 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 // parseModel reads the lock tags of s. Errors name the model and the field.
 func parseModel(s *schema.Schema, namer schema.Namer) *model {
 	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType}
-	if s.ModelType.Name() == "" {
-		// GORM's own many2many join tables copy the key fields' tags of
-		// both sides; their rows are the sides' relations (many2many.go).
-		return m
-	}
 	for _, f := range s.PrimaryFields {
 		m.kinds = append(m.kinds, kindOf(f))
 	}

@@ -28,8 +28,10 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// CustomerForm is customer 129 as a plain GORM model, without a lock tag:
-// what an application has before offlinelock.
+// CustomerForm is customer 129 as a plain GORM model, without a lock tag,
+// on a database without the plugin: what an application has before
+// offlinelock. (With the plugin registered, this struct is the lockable
+// customers table too: lockability belongs to the table.)
 type CustomerForm struct {
 	ID     uint `gorm:"primaryKey"`
 	Name   string
@@ -76,13 +78,19 @@ func run(w io.Writer, dsn string) error {
 		return err
 	}
 	defer cleanup()
+	// The same database without the plugin: the application before
+	// offlinelock, for the first scene.
+	plain, err := gorm.Open(db.Dialector, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		return err
+	}
 	// Warnings only: every Bypass (the demo's data setup) is logged at Info.
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	locks := offlinelock.New(offlinelock.Config{TTL: 30 * time.Minute, Logger: quiet})
 	if err := db.Use(locks); err != nil {
 		return err
 	}
-	s := &stage{w: w, db: db, locks: locks}
+	s := &stage{w: w, db: db, plain: plain, locks: locks}
 	for _, scene := range []func() error{s.lostUpdate, s.lockRefused, s.abandonedSession, s.readWrite, s.coarseGrained} {
 		if err := s.reset(); err != nil {
 			return err
@@ -112,6 +120,7 @@ func open(dsn string) (*gorm.DB, func(), error) {
 type stage struct {
 	w     io.Writer
 	db    *gorm.DB
+	plain *gorm.DB // the same database without the plugin
 	locks *offlinelock.Plugin
 }
 
@@ -123,6 +132,11 @@ var (
 // as is the database handle of one request of one user.
 func (s *stage) as(o offlinelock.Owner) *gorm.DB {
 	return s.db.WithContext(offlinelock.WithOwner(context.Background(), o))
+}
+
+// plainAs is as, on the database without the plugin.
+func (s *stage) plainAs(o offlinelock.Owner) *gorm.DB {
+	return s.plain.WithContext(offlinelock.WithOwner(context.Background(), o))
 }
 
 func (s *stage) say(who, format string, args ...any) {
@@ -155,26 +169,26 @@ func (s *stage) reset() error {
 func (s *stage) lostUpdate() error {
 	s.title("1. Lost update: no lock")
 	var m, d CustomerForm
-	if err := s.as(martin).First(&m, 129).Error; err != nil {
+	if err := s.plainAs(martin).First(&m, 129).Error; err != nil {
 		return err
 	}
 	s.say("martin", "opens customer 129: %s, credit %d", m.Name, m.Credit)
-	if err := s.as(david).First(&d, 129).Error; err != nil {
+	if err := s.plainAs(david).First(&d, 129).Error; err != nil {
 		return err
 	}
 	s.say("david", "opens customer 129: %s, credit %d", d.Name, d.Credit)
 	d.Credit = 8000
-	if err := s.as(david).Save(&d).Error; err != nil {
+	if err := s.plainAs(david).Save(&d).Error; err != nil {
 		return err
 	}
 	s.say("david", "raises the credit to 8000 and saves")
 	m.Name = "Acme Group"
-	if err := s.as(martin).Save(&m).Error; err != nil {
+	if err := s.plainAs(martin).Save(&m).Error; err != nil {
 		return err
 	}
 	s.say("martin", "renames it to Acme Group and saves; his form still says credit 5000")
 	var now CustomerForm
-	if err := s.as(david).First(&now, 129).Error; err != nil {
+	if err := s.plainAs(david).First(&now, 129).Error; err != nil {
 		return err
 	}
 	s.say("david", "reloads: %s, credit %d. His change is lost, and nobody was told.", now.Name, now.Credit)
