@@ -70,6 +70,7 @@ const savepointName = "offlinelock"
 // callback to its last. It lives in the statement's instance settings, so
 // nested statements (preloads, association saves) have their own.
 type state struct {
+	stmt  *gorm.Statement // the statement it belongs to
 	t     *lockTable
 	m     *model
 	owner Owner
@@ -98,11 +99,27 @@ type state struct {
 }
 
 func stateOf(db *gorm.DB) *state {
-	if v, ok := db.InstanceGet(stateKey); ok {
-		st, _ := v.(*state)
-		return st
+	// Statement.Settings directly, not InstanceGet, which formats a key
+	// per call: the state names its statement, so a clone that copied the
+	// settings does not take it for its own.
+	if v, ok := db.Statement.Settings.Load(stateKey); ok {
+		if st, _ := v.(*state); st != nil && st.stmt == db.Statement {
+			return st
+		}
 	}
 	return nil
+}
+
+// setState gives the statement st, or takes it away with nil.
+func setState(db *gorm.DB, st *state) {
+	if st == nil {
+		if _, ok := db.Statement.Settings.Load(stateKey); ok {
+			db.Statement.Settings.Delete(stateKey)
+		}
+		return
+	}
+	st.stmt = db.Statement
+	db.Statement.Settings.Store(stateKey, st)
 }
 
 // enter decides whether the plugin acts on this statement, and if so
@@ -146,7 +163,7 @@ func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))
 		return nil
 	}
-	db.InstanceSet(stateKey, st)
+	setState(db, st)
 	return st
 }
 
@@ -238,7 +255,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	}
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
-	db.InstanceSet(stateKey, (*state)(nil))
+	setState(db, nil)
 	if st.fastRewrote {
 		if st.where != nil {
 			db.Statement.Clauses["WHERE"] = *st.where

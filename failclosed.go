@@ -61,8 +61,11 @@ func (p *Plugin) readsLocked(ms []*model, covered func(*model) bool) *model {
 
 // querySQL is the SQL the statement will send, built on a copy so that the
 // statement itself is built later, by GORM, as it would be without the
-// plugin.
-func querySQL(db *gorm.DB) string {
+// plugin; "" when it cannot name a table locked on load.
+func (p *Plugin) querySQL(db *gorm.DB) string {
+	if !p.mayNameLocked(db.Statement) {
+		return ""
+	}
 	if db.Statement.SQL.Len() > 0 {
 		return db.Statement.SQL.String()
 	}
@@ -79,7 +82,7 @@ func querySQL(db *gorm.DB) string {
 // load, that the plugin does not lock for it: a raw JOIN, a subquery, a
 // joined member. own and the lockable Joins by association are covered.
 func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
-	if !p.anyLocksOnLoad() {
+	if sql == "" {
 		return nil
 	}
 	covered := map[string]bool{} // by table: two Go types may share one
@@ -99,13 +102,112 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 // anyLocksOnLoad says whether some known lockable table locks on load:
 // only then can a read elsewhere need refusing.
 func (p *Plugin) anyLocksOnLoad() bool {
-	found := false
-	p.reg.tables.Range(func(_, v any) bool {
-		m := v.(*model)
-		found = p.resolve(m) != nil || m.locksOnLoad()
-		return !found
+	return len(p.lockedOnLoad()) > 0
+}
+
+// lockedOnLoad lists the lower-cased names of the tables whose loads take
+// locks (or whose tags are bad, which refuses every statement on them).
+func (p *Plugin) lockedOnLoad() []string {
+	var out []string
+	p.reg.tables.Range(func(k, v any) bool {
+		if m := v.(*model); p.resolve(m) != nil || m.locksOnLoad() {
+			out = append(out, k.(string))
+		}
+		return true
 	})
-	return found
+	return out
+}
+
+// mayNameLocked cheaply says whether a statement could name a table locked
+// on load: whether the text of its table, joins, selects and clauses,
+// subqueries included, contains such a table's name. Only then is its SQL
+// built and tokenised, which costs more than most statements.
+func (p *Plugin) mayNameLocked(stmt *gorm.Statement) bool {
+	names := p.lockedOnLoad()
+	if len(names) == 0 {
+		return false
+	}
+	var b strings.Builder
+	statementText(&b, stmt, 0)
+	text := strings.ToLower(b.String())
+	if strings.Contains(text, opaque) {
+		return true
+	}
+	for _, n := range names {
+		if strings.Contains(text, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// opaque marks statement text the plugin cannot read without building it.
+const opaque = "\x00offlinelock:opaque"
+
+// statementText writes what a statement's SQL is made of, for mayNameLocked.
+func statementText(b *strings.Builder, stmt *gorm.Statement, depth int) {
+	if stmt == nil || depth > 8 {
+		return
+	}
+	table := stmt.Table
+	if table == "" && stmt.Model != nil && stmt.DB != nil {
+		// A subquery is parsed only when it is built.
+		if ps := (&gorm.Statement{DB: stmt.DB}); ps.Parse(stmt.Model) == nil {
+			table = ps.Table
+		}
+	}
+	b.WriteString(table + " ")
+	b.WriteString(stmt.SQL.String())
+	if scopes := reflect.ValueOf(stmt).Elem().FieldByName("scopes"); scopes.IsValid() && scopes.Len() > 0 {
+		b.WriteString(opaque) // a subquery's Scopes run only when it is built
+	}
+	parts := []any{stmt.Selects, stmt.Clauses, stmt.TableExpr}
+	for _, j := range stmt.Joins {
+		parts = append(parts, j.Name, j.Expression, j.Conds, j.On)
+	}
+	for _, part := range parts {
+		texts(reflect.ValueOf(part), b, depth, 0)
+	}
+}
+
+// texts writes every string inside v, subqueries' included.
+func texts(v reflect.Value, b *strings.Builder, depth, level int) {
+	if !v.IsValid() || level > 12 {
+		return
+	}
+	if v.CanInterface() {
+		if sub, ok := v.Interface().(*gorm.DB); ok {
+			if sub != nil {
+				statementText(b, sub.Statement, depth+1)
+			}
+			return
+		}
+	}
+	switch v.Kind() {
+	case reflect.String:
+		b.WriteString(v.String())
+		b.WriteByte(' ')
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			texts(v.Elem(), b, depth, level+1)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			texts(v.Index(i), b, depth, level+1)
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			texts(it.Key(), b, depth, level+1)
+			texts(it.Value(), b, depth, level+1)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			texts(v.Field(i), b, depth, level+1)
+		}
+	}
 }
 
 // countSelect matches the SELECT of GORM's Count and of a hand-written

@@ -42,7 +42,7 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		return
 	}
 	if st == nil {
-		if err := p.checkReadsOf(db, querySQL(db), nil); err != nil {
+		if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
 			db.AddError(err)
 			return
 		}
@@ -194,7 +194,7 @@ func (p *Plugin) guardPreloads(db *gorm.DB) {
 		st.fail(db, err)
 		return
 	}
-	db.InstanceSet(stateKey, st)
+	setState(db, st)
 }
 
 // preloadsLockable says whether any model along the preload paths is
@@ -417,7 +417,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		return
 	}
 	if st == nil {
-		if err := p.checkReadsOf(db, querySQL(db), nil); err != nil {
+		if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
 			db.AddError(err)
 		}
 		return
