@@ -330,7 +330,10 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 	if db.Error != nil || db.DryRun {
 		return
 	}
-	p.strict(db, "exec")
+	if p.strict(db, "exec") {
+		return
+	}
+	p.refuseViews(db)
 }
 
 // strict applies Config.Strict to a statement whose SQL the plugin cannot

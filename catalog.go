@@ -40,6 +40,9 @@ type tableSpec struct {
 	Key   []columnSpec `json:"key"`
 	Root  *rootSpec    `json:"root,omitempty"`
 	Links []columnSpec `json:"joins,omitempty"` // many2many join tables: Name is the table, Kind unused, Column the join column
+	// Cascades are the cascading foreign keys of this table: Name is the
+	// parent table, Column this table's column holding its key.
+	Cascades []columnSpec `json:"cascades,omitempty"`
 }
 
 type columnSpec struct {
@@ -67,6 +70,7 @@ func (p *Plugin) specOf(m *model) tableSpec {
 		sp.Root = &rootSpec{Column: m.root.field.DBName, Kind: kindOf(m.root.field), Table: m.root.table}
 	}
 	sp.Links = p.reg.joinsOf(m.table)
+	sp.Cascades = p.reg.cascadesFrom(m.table)
 	return sp
 }
 
@@ -152,6 +156,9 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 		}
 		for _, l := range sp.Links {
 			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column})
+		}
+		for _, c := range sp.Cascades {
+			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column})
 		}
 	}
 	return nil

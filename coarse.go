@@ -136,7 +136,7 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
 		batch := pks[start:min(start+batchSize, len(pks))]
 		q := "SELECT " + db.Statement.Quote(m.root.field.DBName) + " FROM " + db.Statement.Quote(m.table) +
 			" WHERE " + db.Statement.Quote(m.pk[0].DBName) + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
-		if db.Dialector.Name() == "postgres" {
+		if lockRows(db) {
 			// A parent cannot move to another root until the lock is taken.
 			q += " FOR SHARE"
 		}

@@ -85,18 +85,26 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 	if sql == "" {
 		return nil
 	}
-	covered := map[string]bool{} // by table: two Go types may share one
+	// The references the plugin locks: the statement's own table once, and
+	// each lockable Joins by association (by table: two Go types may share
+	// one). Any further reference (a self-join, a subquery, a UNION) reads
+	// rows the plugin did not lock.
+	covered := map[string]int{}
 	if own != nil {
-		covered[strings.ToLower(own.table)] = true
+		covered[strings.ToLower(own.table)]++
 		for _, jp := range p.lockableJoins(db) {
-			covered[strings.ToLower(jp.table)] = true
+			covered[strings.ToLower(jp.table)]++
 		}
 	}
-	bad := p.readsLocked(p.namedModels(sql), func(m *model) bool { return covered[strings.ToLower(m.table)] })
+	refs := tableRefs(sql, p.lockableName)
+	bad := p.readsLocked(p.namedModels(sql), func(m *model) bool {
+		name := strings.ToLower(m.table)
+		return covered[name] > 0 && refs[m.table] <= covered[name]
+	})
 	if bad == nil || p.fromMigrator() {
 		return nil
 	}
-	return unenforceable(bad.table, "the statement reads, outside what the plugin locks (a raw JOIN, a subquery, a joined member), lockable table")
+	return unenforceable(bad.table, "the statement reads, beyond the rows the plugin locks (a raw JOIN, a self-join, a subquery, a joined member), lockable table")
 }
 
 // anyLocksOnLoad says whether some known lockable table locks on load:
@@ -311,7 +319,10 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
 		}
 	}
 	for _, e := range parts {
-		if bad := p.readsLocked(p.namedModels(exprSQL(db, e)), func(m *model) bool { return own != nil && strings.EqualFold(m.table, own.table) }); bad != nil {
+		// A reference to a table here is a subquery; a qualified column
+		// (customers.credit) is not.
+		refs := tableRefs(exprSQL(db, e), p.lockableName)
+		if bad := p.readsLocked(p.namedModels(exprSQL(db, e)), func(m *model) bool { return refs[m.table] == 0 }); bad != nil {
 			return unenforceable(bad.table, "a "+op+" reads, in a subquery, lockable table")
 		}
 	}
@@ -324,4 +335,22 @@ func exprSQL(db *gorm.DB, e clause.Expression) string {
 	s := &gorm.Statement{DB: db, Table: db.Statement.Table, Schema: db.Statement.Schema, Context: db.Statement.Context, Clauses: map[string]clause.Clause{}}
 	e.Build(s)
 	return s.SQL.String()
+}
+
+// viewDDL matches the DDL that makes another way to a table's rows: a view
+// (updatable ones write through), a rule, a trigger, a function.
+var viewDDL = regexp.MustCompile(`(?is)^\s*create\s+(or\s+replace\s+)?((temp|temporary|recursive|materialized)\s+)*(view|rule|trigger|function|procedure)\b`)
+
+// refuseViews refuses, Strict or not and from the migrator too, DDL that
+// makes a view, rule, trigger or function over a lockable table: a
+// statement through it would reach the table's rows under another name.
+// Bypass lets it through.
+func (p *Plugin) refuseViews(db *gorm.DB) {
+	sql := db.Statement.SQL.String()
+	if !viewDDL.MatchString(sql) {
+		return
+	}
+	if named := p.namedModels(sql); len(named) > 0 && !p.bypassed(db, "exec") {
+		db.AddError(unenforceable(named[0].table, "a view, rule, trigger or function would reach the rows of lockable table"))
+	}
 }

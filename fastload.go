@@ -130,6 +130,7 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) bool {
 	}
 	if db.Error == nil && db.RowsAffected > 0 {
 		st.locked[st.fastKey] = true
+		st.known = []key{st.fastKey} // the WHERE pins the row to its key
 		if path == fastGrant {
 			ttl, _ := p.ttlFor(db, st.m)
 			p.hints.put(st.owner.Session, st.fastKey, time.Now().Add(ttl))
@@ -295,16 +296,8 @@ SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_grants
 }
 
 // textKeyKind says whether a key column's text in SQL (CAST AS TEXT) is
-// the same as keyText's in Go: integers and strings.
+// its canonical spelling (canonical): integers and exact text.
 func textKeyKind(f *schema.Field) bool {
-	t := f.FieldType
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.String:
-		return true
-	}
-	return false
+	k := kindOf(f)
+	return k == kindInt || k == kindText
 }

@@ -23,20 +23,32 @@ const (
 	kindInt                  // decimal, no sign for positives, no leading zeros
 	kindUUID                 // lower-case, hyphenated 8-4-4-4-12
 	kindBytes                // hex
+	kindFold                 // lower-cased: a case-insensitive collation (NOCASE, citext, *_ci)
+	kindChar                 // trailing spaces dropped: char(n) pads, and compares without them
 )
 
-// kindOf is the key kind of a primary or foreign key column.
+// kindOf is the key kind of a primary or foreign key column, from the
+// column type the model declares (its type: tag, else its Go type). A
+// column whose real type or collation differs from the declaration must
+// declare it, or two spellings of one row become two locks.
 func kindOf(f *schema.Field) keyKind {
 	t := f.FieldType
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	dt := strings.ToLower(string(f.DataType))
+	word := func(w string) bool { return strings.Contains(dt, w) }
 	switch {
-	case strings.Contains(dt, "uuid") || strings.Contains(strings.ToLower(t.Name()), "uuid"):
+	case word("uuid") || strings.Contains(strings.ToLower(t.Name()), "uuid"):
 		return kindUUID
-	case f.DataType == schema.Int || f.DataType == schema.Uint:
+	case f.DataType == schema.Int || f.DataType == schema.Uint || (word("int") && !word("interval") && !word("point")) || word("serial"):
 		return kindInt
+	case word("nocase") || word("citext") || word("_ci"):
+		return kindFold
+	case word("char") && !word("varchar") && !word("varying"):
+		return kindChar
+	case word("text") || word("varchar") || word("string"):
+		return kindText
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
 		return kindInt
 	case f.DataType == schema.Bytes || t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
@@ -60,6 +72,10 @@ func canonical(k keyKind, v any) (string, error) {
 		if b, ok := v.([]byte); ok {
 			return hex.EncodeToString(b), nil
 		}
+	case kindFold:
+		return strings.ToLower(keyText(v)), nil
+	case kindChar:
+		return strings.TrimRight(keyText(v), " "), nil
 	}
 	return keyText(v), nil
 }

@@ -85,7 +85,10 @@ func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 	}
 	m := p.statementModel(db)
 	own := m != nil && m.typ != nil && locksRows(m) && structsOf(db.Statement.ReflectValue, m.typ, func(reflect.Value) {})
-	if bad := p.readsLocked(named, func(x *model) bool { return own && strings.EqualFold(x.table, m.table) }); bad != nil {
+	refs := tableRefs(sql, p.lockableName)
+	// Rows of the own table read once are seen in the destination; a
+	// second reference (a self-join, a UNION, a subquery) is not.
+	if bad := p.readsLocked(named, func(x *model) bool { return own && strings.EqualFold(x.table, m.table) && refs[x.table] <= 1 }); bad != nil {
 		db.AddError(unenforceable(bad.table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
 		return
 	}

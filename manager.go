@@ -471,7 +471,8 @@ func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error)
 // LockByToken returns the live lock that token is the capability for, with
 // its owner, for clients that carry a token instead of a session (the HTTP
 // Lock-Token header). It needs no owner. A wrong, malformed or expired token
-// is ErrNotLocked. Tokens are compared in constant time; the caller must
+// is ErrNotLocked. The database finds the token (an indexed equality lookup,
+// so its timing is the index's, as for any secret key); the caller must
 // still check that the lock's owner is the one presenting it.
 func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
 	t, err := p.tableFor(db)

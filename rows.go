@@ -192,6 +192,9 @@ func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
 		if or, ok := e.(clause.OrConditions); ok && len(or.Exprs) == 1 {
 			return nil, false // joined with OR, not AND
 		}
+		if !closedCondition(e) {
+			return nil, false
+		}
 	}
 	isPK := func(c any) bool {
 		col, ok := c.(clause.Column)
@@ -231,6 +234,30 @@ func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
 		keys = append(keys, key{resource: m.table, id: id})
 	}
 	return keys, true
+}
+
+// closedCondition says whether e is sure to stay one AND-ed term of the
+// WHERE: raw SQL with parentheses or an OR may close GORM's parentheses
+// around it and OR in other rows ("1=1) OR (id = 129").
+func closedCondition(e clause.Expression) bool {
+	var sql string
+	switch x := e.(type) {
+	case clause.Expr:
+		sql = x.SQL
+	case clause.NamedExpr:
+		sql = x.SQL
+	default:
+		return true
+	}
+	if strings.ContainsAny(sql, "()") {
+		return false
+	}
+	for _, id := range scanSQL(sql).idents {
+		if strings.EqualFold(id, "or") {
+			return false
+		}
+	}
+	return true
 }
 
 // plainValue says whether v is a value whose text is a key, not a
@@ -355,7 +382,7 @@ func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statemen
 	}
 	q.AddClause(clause.Select{Columns: cols})
 	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if forUpdate && db.Dialector.Name() == "postgres" {
+	if forUpdate && lockRows(db) {
 		// OF names the table as FROM does: its alias, or its bare name for
 		// a schema-qualified table (PostgreSQL refuses a qualified name).
 		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}})
@@ -607,3 +634,7 @@ func selectsRows(stmt *gorm.Statement) bool {
 	}
 	return true
 }
+
+// lockRows says whether the plugin's reads of the application's rows lock
+// them until the transaction ends: PostgreSQL. SQLite serialises writers.
+func lockRows(db *gorm.DB) bool { return db.Dialector.Name() == "postgres" }

@@ -742,3 +742,42 @@ func sqlIsBodyStmt(st []sqlToken) bool {
 	}
 	return sqlBodyStmts[kw]
 }
+
+// tableRefs counts, per canonical name lockable accepts, the identifiers of
+// sql that may name the table itself rather than qualify a column: those
+// not followed by '.' (customers.id is a column of a table named
+// elsewhere) and not in a row-lock list (FOR UPDATE OF customers). Each
+// reference beyond the statement's own FROM is a further read of the table:
+// a self-join, a subquery, a UNION. Readings of other dialects count too;
+// the largest count wins.
+func tableRefs(sql string, lockable func(ident string) (canonical string, ok bool)) map[string]int {
+	out := map[string]int{}
+	for _, p := range sqlTrusted(sqlPasses(sql)) {
+		counts := map[string]int{}
+		for _, st := range p.stmts {
+			inOf := false
+			for i, t := range st {
+				if sqlKeyword(t) == "OF" {
+					inOf = true
+					continue
+				}
+				if !sqlIsIdent(t) {
+					if !sqlIsPunct(t, ',') {
+						inOf = false
+					}
+					continue
+				}
+				if inOf || i+1 < len(st) && sqlIsPunct(st[i+1], '.') {
+					continue
+				}
+				if name, ok := lockable(t.text); ok {
+					counts[name]++
+				}
+			}
+		}
+		for name, n := range counts {
+			out[name] = max(out[name], n)
+		}
+	}
+	return out
+}

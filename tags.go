@@ -84,8 +84,9 @@ type registry struct {
 	models sync.Map // *schema.Schema -> *model
 	tables sync.Map // lower-cased table name -> lockable *model: lockability is the table's
 
-	joinsMu sync.RWMutex
-	joins   map[string][]joinSide // lower-cased many2many join table -> its sides
+	joinsMu  sync.RWMutex
+	joins    map[string][]joinSide   // lower-cased many2many join table -> its sides
+	cascades map[string][]cascadeRef // lower-cased parent table -> children its deletes change
 }
 
 // joinSide is one side of a many2many join table: column holds keys of
@@ -188,6 +189,7 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 	m = actual.(*model)
 	if !loaded {
 		r.noteJoins(s)
+		r.noteCascades(s)
 		if m.lockable {
 			r.storeTable(m)
 		}

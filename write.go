@@ -64,6 +64,12 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			p.checkMemberWrite(db, st, op)
 			return
 		}
+		if op == opUpdate {
+			if err := p.checkNewKeys(db, st); err != nil {
+				st.fail(db, err)
+				return
+			}
+		}
 		rows, byKey, err := p.writeRows(db, st, op)
 		if err != nil {
 			st.fail(db, err)
@@ -80,6 +86,12 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			// by key must not reach rows of other records.
 			st.bulk = int64(len(rows))
 		}
+		if op == opDelete {
+			if err := p.checkCascades(db, st, rows); err != nil {
+				st.fail(db, err)
+				return
+			}
+		}
 		keys := make([]key, len(rows))
 		for i, r := range rows {
 			keys[i] = r.k
@@ -90,7 +102,8 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			// once, by the fence, if the write changed it. It saves a round
 			// trip on the commonest write; anyone else is checked here,
 			// before the write's hooks run.
-			st.required, st.ifChanged = keys, true
+			st.ifChanged = len(st.required) == 0 // no cascaded rows checked before
+			st.required = append(st.required, keys...)
 			return
 		}
 		mine, free, err := st.t.writeHolds(direct(db), keys, st.owner, false)
@@ -98,7 +111,7 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			st.fail(db, err)
 			return
 		}
-		st.required = mine
+		st.required = append(st.required, mine...)
 		if len(free) == 0 {
 			return
 		}
@@ -188,6 +201,9 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op string) (rows []pkRow, byK
 // key (GORM's Save and association saves use it, or name no columns).
 func conflictOnKey(stmt *gorm.Statement, m *model) bool {
 	c, _ := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
+	if c.OnConstraint != "" {
+		return false // PostgreSQL takes the constraint over the columns
+	}
 	if len(c.Columns) == 0 {
 		// GORM fills in the primary key for UpdateAll only; elsewhere
 		// SQLite would take any unique index.
@@ -441,4 +457,43 @@ func isExpr(v any) bool {
 func samePointer(a, b any) bool {
 	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
 	return ra.Kind() == reflect.Pointer && rb.Kind() == reflect.Pointer && ra.Pointer() == rb.Pointer() && ra.Type() == rb.Type()
+}
+
+// checkNewKeys checks an update that changes primary keys: the rows it
+// moves to a new key are, for the lock table, created there, so a key that
+// another session locked ahead is refused as a Create of it would be. A key
+// set by an expression is refused: the plugin cannot tell which it is.
+func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
+	stmt, m := db.Statement, st.m
+	var vals [][]any
+	if !samePointer(stmt.Dest, stmt.Model) {
+		if dest := reflect.ValueOf(stmt.Dest); dest.Kind() == reflect.Map || dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Map {
+			vals, _, _ = valueRows(db, dest, m.pk)
+		}
+	}
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok && len(m.pk) == 1 {
+		for _, a := range set {
+			if a.Column.Name == m.pk[0].DBName || a.Column.Name == m.pk[0].Name {
+				vals = append(vals, []any{a.Value})
+			}
+		}
+	}
+	var keys []key
+	for _, v := range vals {
+		for _, x := range v {
+			if isExpr(x) {
+				return unenforceable(m.table, "an expression sets the primary key of lockable table")
+			}
+		}
+		k, err := m.keyOf(v)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, _, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+	return err
 }

@@ -5,12 +5,18 @@
 // A lock held by someone else is 423 Locked with an application/problem+json
 // body (RFC 9457). Standard library only.
 //
-//	locks := httplock.New(httplock.Config{Locks: plugin, DB: db,
+//	api, err := httplock.New(httplock.Config{Locks: locks, DB: db,
 //		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}},
-//		Principal: func(r *http.Request) (string, error) { return userFrom(r) }})
+//		Principal: userFromRequest}) // func(*http.Request) (string, error)
+//	if err != nil {
+//		return err
+//	}
 //	mux := http.NewServeMux()
-//	locks.Register(mux)                                    // the lock endpoints
-//	mux.Handle("PATCH /orders/{id}", locks.Middleware(patchOrder)) // writes enforced by the plugin
+//	api.Register(mux) // POST /orders/{id}/lock, POST /orders/{id}/unlock, GET /orders/{id}/lock
+//	mux.Handle("PATCH /orders/{id}", api.Middleware(http.HandlerFunc(patchOrder))) // writes checked by the plugin
+//
+// Here locks is the *offlinelock.Plugin registered on db, and patchOrder
+// writes with db.WithContext(r.Context()). The example of New runs it.
 package httplock
 
 import (

@@ -1,0 +1,167 @@
+package offlinelock
+
+import (
+	"database/sql"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
+)
+
+// Deletes the database cascades: a foreign key declared with GORM's
+// constraint:OnDelete:CASCADE (or SET NULL, SET DEFAULT) makes a delete of
+// a parent row change rows of the child table too. When the child table is
+// lockable, those rows need the session's Write locks like any other row
+// the delete changes. Constraints the models do not declare are the
+// schema's business: see docs/fail-closed.md.
+
+// cascadeRef is a child table whose rows change when rows of its parent
+// are deleted: column holds the parent's key.
+type cascadeRef struct {
+	table, column string
+}
+
+// cascadeDeletes says whether an ON DELETE action changes the child rows.
+func cascadeDeletes(action string) bool {
+	a := strings.ToUpper(strings.TrimSpace(action))
+	return a == "CASCADE" || a == "SET NULL" || a == "SET DEFAULT"
+}
+
+// noteCascades records the cascading foreign keys s's relationships declare.
+func (r *registry) noteCascades(s *schema.Schema) {
+	for _, rel := range s.Relationships.Relations {
+		c := rel.ParseConstraint()
+		if c == nil || c.Schema == nil || c.ReferenceSchema == nil || len(c.ForeignKeys) != 1 || !cascadeDeletes(c.OnDelete) {
+			continue
+		}
+		r.addCascade(c.ReferenceSchema.Table, cascadeRef{table: c.Schema.Table, column: c.ForeignKeys[0].DBName})
+	}
+}
+
+func (r *registry) addCascade(parent string, ref cascadeRef) {
+	name := strings.ToLower(parent)
+	r.joinsMu.Lock()
+	defer r.joinsMu.Unlock()
+	for _, c := range r.cascades[name] {
+		if strings.EqualFold(c.table, ref.table) && c.column == ref.column {
+			return
+		}
+	}
+	if r.cascades == nil {
+		r.cascades = map[string][]cascadeRef{}
+	}
+	r.cascades[name] = append(r.cascades[name], ref)
+}
+
+// cascadesFrom lists the cascading foreign keys of table, by parent.
+func (r *registry) cascadesFrom(table string) []columnSpec {
+	r.joinsMu.RLock()
+	defer r.joinsMu.RUnlock()
+	var out []columnSpec
+	for parent, refs := range r.cascades {
+		for _, c := range refs {
+			if strings.EqualFold(c.table, table) {
+				out = append(out, columnSpec{Name: parent, Column: c.column})
+			}
+		}
+	}
+	return out
+}
+
+func (r *registry) cascadesOf(parent string) []cascadeRef {
+	r.joinsMu.RLock()
+	defer r.joinsMu.RUnlock()
+	return r.cascades[strings.ToLower(parent)]
+}
+
+// cascadedKeys lists the lock keys of the lockable rows a delete of m's
+// rows with the key values ids cascades to, at any depth, row-locked on
+// PostgreSQL so that they stay the rows the delete changes.
+func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, depth int) ([]key, error) {
+	if len(ids) == 0 || depth > 8 {
+		return nil, nil
+	}
+	var out []key
+	for _, ref := range p.reg.cascadesOf(m.table) {
+		child := p.reg.tableModel(ref.table)
+		if child == nil || len(child.pk) != 1 {
+			continue
+		}
+		vals, err := childKeys(db, child, ref.column, ids)
+		if err != nil {
+			return nil, err
+		}
+		var ts []target
+		if child.root != nil {
+			var links []any
+			if links, err = p.linksOf(db, child, vals); err == nil {
+				ts, err = p.rootsOf(db, child, links)
+			}
+		} else {
+			ts, err = p.targetsOfLinks(db, child, vals)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			out = append(out, t.k)
+		}
+		deeper, err := p.cascadedKeys(db, child, vals, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, deeper...)
+	}
+	return out, nil
+}
+
+// childKeys reads the keys of child's rows whose column is one of ids.
+func childKeys(db *gorm.DB, child *model, column string, ids []any) ([]any, error) {
+	q := &gorm.Statement{DB: db, Table: child.table, Clauses: map[string]clause.Clause{}}
+	q.AddClause(clause.Select{Columns: []clause.Column{{Name: child.pk[0].DBName}}})
+	q.AddClause(clause.From{Tables: []clause.Table{{Name: child.table}}})
+	q.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: clause.Column{Name: column}, Values: ids}}})
+	build := []string{"SELECT", "FROM", "WHERE"}
+	if lockRows(db) {
+		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		build = append(build, "FOR")
+	}
+	q.Build(build...)
+	var out []any
+	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
+		var v any
+		if err := r.Scan(&v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// checkCascades requires the session's Write locks on the lockable rows a
+// delete of rows cascades to, before the delete runs.
+func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
+	if len(st.m.pk) != 1 || len(p.reg.cascadesOf(st.m.table)) == 0 {
+		return nil
+	}
+	ids := make([]any, len(rows))
+	for i, r := range rows {
+		ids[i] = st.m.sqlValues([]any{r.k.id})[0]
+	}
+	keys, err := p.cascadedKeys(db, st.m, ids, 0)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	mine, free, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+	if err == nil && len(free) > 0 {
+		err = notLockedForWrite("delete (cascaded)", free)
+	}
+	if err != nil {
+		return err
+	}
+	st.required = append(st.required, mine...)
+	st.ifChanged = false
+	return nil
+}
