@@ -1,7 +1,6 @@
 package offlinelock
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,7 +70,7 @@ const savepointName = "offlinelock"
 // nested statements (preloads, association saves) have their own.
 type state struct {
 	stmt  *gorm.Statement // the statement it belongs to
-	t     *lockTable
+	t     lockStore
 	m     *model
 	owner Owner
 	op    string
@@ -151,7 +150,7 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 	st := &state{m: m, op: op, bulk: -1}
 	var err error
-	if st.t, err = p.tableFor(db); err != nil {
+	if st.t, err = p.storeFor(db); err != nil {
 		st.fail(db, err)
 		return nil
 	}
@@ -294,7 +293,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 			}
 		}
 		if len(given) > 0 {
-			if err := st.t.dropSessionKeys(cleanup(db), given, st.owner.Session); err != nil {
+			if err := st.t.drop(cleanup(db), given, st.owner.Session); err != nil {
 				db.AddError(err)
 			}
 		}
@@ -304,7 +303,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		// (AfterFind, a preload) failed: give the lock back if it was new,
 		// which its token tells.
 		p.hints.drop(st.owner.Session, st.fastKey)
-		if err := st.t.dropToken(cleanup(db), st.fastKey, st.fastTok); err != nil {
+		if err := st.t.dropGrant(cleanup(db), st.fastKey, st.fastTok); err != nil {
 			db.AddError(err)
 		}
 	}
@@ -314,14 +313,6 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	if st.err != nil && db.Error != nil && !errors.Is(db.Error, st.err) {
 		db.Error = fmt.Errorf("%w; %w", db.Error, st.err)
 	}
-}
-
-// cleanup is the connection for undoing a statement's locks: it runs even
-// when the statement's context was cancelled, which may be why it failed.
-func cleanup(db *gorm.DB) conn {
-	c := direct(db)
-	c.ctx = context.WithoutCancel(c.ctx)
-	return c
 }
 
 // beforeRaw refuses, under Config.Strict, an Exec whose SQL names a

@@ -88,7 +88,7 @@ func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, depth int) ([]ke
 		if child == nil || len(child.pk) != 1 {
 			continue
 		}
-		vals, err := childKeys(db, child, ref.column, ids)
+		vals, err := p.childKeys(db, child, ref.column, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -117,13 +117,13 @@ func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, depth int) ([]ke
 }
 
 // childKeys reads the keys of child's rows whose column is one of ids.
-func childKeys(db *gorm.DB, child *model, column string, ids []any) ([]any, error) {
+func (p *Plugin) childKeys(db *gorm.DB, child *model, column string, ids []any) ([]any, error) {
 	q := &gorm.Statement{DB: db, Table: child.table, Clauses: map[string]clause.Clause{}}
 	q.AddClause(clause.Select{Columns: []clause.Column{{Name: child.pk[0].DBName}}})
 	q.AddClause(clause.From{Tables: []clause.Table{{Name: child.table}}})
 	q.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: clause.Column{Name: column}, Values: ids}}})
 	build := []string{"SELECT", "FROM", "WHERE"}
-	if lockRows(db) {
+	if p.lockRows(db) {
 		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate})
 		build = append(build, "FOR")
 	}
@@ -154,7 +154,7 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	mine, free, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
 		err = notLockedForWrite("delete (cascaded)", free)
 	}

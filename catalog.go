@@ -2,11 +2,8 @@ package offlinelock
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -104,44 +101,10 @@ func specField(column string, k keyKind) *schema.Field {
 	return &schema.Field{Name: column, DBName: column, FieldType: t, IndirectFieldType: t, DataType: dt}
 }
 
-// remember writes the catalog rows of models.
-func (t *lockTable) remember(c conn, specs []tableSpec) error {
-	for _, sp := range specs {
-		b, err := json.Marshal(sp)
-		if err != nil {
-			return err
-		}
-		_, err = c.exec(t.d.bind(`INSERT INTO `+t.catalog+` AS c (name, spec) VALUES (?, ?)
-ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`), strings.ToLower(sp.Table), string(b))
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// specs reads the catalog.
-func (t *lockTable) specs(c conn) ([]tableSpec, error) {
-	var out []tableSpec
-	_, err := c.query(`SELECT spec FROM `+t.catalog+` ORDER BY name`, nil, func(r *sql.Rows) error {
-		var text string
-		if err := r.Scan(&text); err != nil {
-			return err
-		}
-		var sp tableSpec
-		if err := json.Unmarshal([]byte(text), &sp); err != nil {
-			return nil // a row from a newer version: skip it, keep the rest
-		}
-		out = append(out, sp)
-		return nil
-	})
-	return out, err
-}
-
 // loadCatalog learns the lockable tables other nodes wrote. A table whose
 // Go model this node has parsed keeps that model.
 func (p *Plugin) loadCatalog(db *gorm.DB) error {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return err
 	}
@@ -180,16 +143,16 @@ func (p *Plugin) freshCatalog(db *gorm.DB) {
 // transaction, it writes in that transaction (a second connection would
 // wait for the caller's write lock) and writes again next time until a
 // statement outside a transaction has done it.
-func (p *Plugin) rememberModel(db *gorm.DB, t *lockTable, m *model) error {
+func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
 	if m.typ == nil || !m.lockable || m.saved.Load() {
 		return nil
 	}
 	c, mark := direct(db), true
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
-		if t.d.dollar {
-			c = direct(p.background(db))
-		} else {
+		if t.oneWriter() {
 			mark = false
+		} else {
+			c = direct(p.background(db))
 		}
 	}
 	c.ctx = context.WithoutCancel(c.ctx)
@@ -204,7 +167,7 @@ func (p *Plugin) rememberModel(db *gorm.DB, t *lockTable, m *model) error {
 
 // saveModels writes models to the catalog on a connection of its own.
 func (p *Plugin) saveModels(db *gorm.DB, ms ...*model) error {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return err
 	}

@@ -136,11 +136,12 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
 		batch := pks[start:min(start+batchSize, len(pks))]
 		q := "SELECT " + db.Statement.Quote(m.root.field.DBName) + " FROM " + db.Statement.Quote(m.table) +
 			" WHERE " + db.Statement.Quote(m.pk[0].DBName) + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
-		if lockRows(db) {
+		if p.lockRows(db) {
 			// A parent cannot move to another root until the lock is taken.
 			q += " FOR SHARE"
 		}
-		_, err := direct(db).query(rebind(db, q), batch, func(r *sql.Rows) error {
+		q, args := gormBind(db, q, batch)
+		_, err := direct(db).query(q, args, func(r *sql.Rows) error {
 			var v any
 			if err := r.Scan(&v); err != nil {
 				return err

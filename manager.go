@@ -2,8 +2,6 @@ package offlinelock
 
 import (
 	"context"
-	"crypto/subtle"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,7 +36,7 @@ type Filter struct {
 // Acquire runs on db: inside db.Transaction the lock commits or rolls back
 // with the transaction.
 func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
 	}
@@ -60,16 +58,17 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	l, err := p.acquire(db, t, k, o, access, ttl)
-	if err == nil {
-		p.hints.put(o.Session, k, l.ExpiresAt)
+	got, _, err := p.acquireMany(db, t, []key{k}, o, access, ttl)
+	if err != nil {
+		return nil, err
 	}
-	return l, err
+	l := got[k]
+	return &l, nil
 }
 
 // rememberTarget writes the lockable models behind a lock on target (its
 // own, and its root's) to the catalog before the lock exists.
-func (p *Plugin) rememberTarget(db *gorm.DB, t *lockTable, target any, k key) error {
+func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, target any, k key) error {
 	ms := []*model{p.reg.tableModel(k.resource)}
 	if m, _, _ := p.modelFor(db, target); m != nil {
 		ms = append(ms, m)
@@ -85,65 +84,12 @@ func (p *Plugin) rememberTarget(db *gorm.DB, t *lockTable, target any, k key) er
 	return nil
 }
 
-func (p *Plugin) acquire(db *gorm.DB, t *lockTable, k key, o Owner, access Access, ttl time.Duration) (*Lock, error) {
-	if access == Write && t.d.dollar {
-		// One statement, one round trip: the common case on PostgreSQL.
-		if l, err := t.fastWrite(direct(db), k, o, ttl); err != nil || l != nil {
-			return l, err
-		}
-	}
-	var got *Lock
-	err := inTx(db, func(c conn) error {
-		ls, _, err := t.decideMany(c, []key{k}, o, access, ttl)
-		if err == nil {
-			got = &ls[0]
-		}
-		return err
-	})
-	return got, err
-}
-
 // acquireMany takes locks on many keys, all or nothing, in a number of
 // statements that grows with len(keys)/batchSize, in the fixed order of
-// sortKeys. Outside a transaction it runs in one of its own.
-// It also reports which keys it newly granted (not held by the session
-// before).
-func (p *Plugin) acquireMany(db *gorm.DB, t *lockTable, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
-	keys = sortKeys(keys)
-	got := make(map[key]Lock, len(keys))
-	newly := map[key]bool{}
-	err := inTx(db, func(c conn) error {
-		for _, batch := range chunks(keys) {
-			rest := batch
-			if access == Write && t.d.dollar {
-				fast, tokens, err := t.fastWriteMany(c, batch, o, ttl)
-				if err != nil {
-					return err
-				}
-				rest = rest[:0:0]
-				for _, k := range batch {
-					if l, ok := fast[k]; ok {
-						got[k] = l
-						newly[k] = l.Token == tokens[k]
-					} else {
-						rest = append(rest, k)
-					}
-				}
-			}
-			if len(rest) == 0 {
-				continue
-			}
-			ls, fresh, err := t.decideMany(c, rest, o, access, ttl)
-			if err != nil {
-				return err
-			}
-			for i, l := range ls {
-				got[key{l.Resource, l.ID}] = l
-				newly[key{l.Resource, l.ID}] = fresh[i]
-			}
-		}
-		return nil
-	})
+// sortKeys. It also reports which keys it newly granted (not held by the
+// session before).
+func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
+	got, newly, err := t.grant(direct(db), keys, o, access, ttl)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -160,19 +106,12 @@ func refused(k key, wanted Access, holders []Lock) error {
 	return &LockedError{Resource: k.resource, ID: k.id, Wanted: wanted, Holders: holders}
 }
 
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
 // Release gives up the session's lock on target, Read or Write. It returns
 // ErrNotLocked when the session holds no lock on it, or when its lock had
 // already expired (the row is removed all the same). Inside db.Transaction
 // the release commits with the save it ends.
 func (p *Plugin) Release(db *gorm.DB, target any) error {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return err
 	}
@@ -187,53 +126,9 @@ func (p *Plugin) Release(db *gorm.DB, target any) error {
 	return p.release(db, t, k, o)
 }
 
-func (p *Plugin) release(db *gorm.DB, t *lockTable, k key, o Owner) error {
+func (p *Plugin) release(db *gorm.DB, t lockStore, k key, o Owner) error {
 	p.hints.drop(o.Session, k)
-	found, valid, err := t.releaseWrite(direct(db), k, o.Session)
-	if err != nil {
-		return err
-	}
-	if !found {
-		err = inTx(db, func(c conn) error {
-			_, now, err := t.lockKeys(c, []key{k})
-			if err != nil {
-				return err
-			}
-			readers, err := t.readersOf(c, []key{k})
-			if err != nil {
-				return err
-			}
-			others := 0
-			for _, r := range readers[k] {
-				switch {
-				case r.Owner.Session == o.Session:
-					found, valid = true, r.live(now)
-				case r.live(now):
-					others++
-				}
-			}
-			if !found {
-				return notHeld(k)
-			}
-			if others == 0 { // the last reader leaves: the record is free
-				_, err = t.deleteKey(c, k)
-			} else {
-				_, err = t.deleteReaders(c, k, o.Session)
-			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if !valid {
-		return fmt.Errorf("%w: the lock on %s %s had expired", ErrNotLocked, k.resource, k.id)
-	}
-	return nil
-}
-
-func notHeld(k key) error {
-	return fmt.Errorf("%w: %s %s", ErrNotLocked, k.resource, k.id)
+	return t.release(direct(db), k, o.Session)
 }
 
 // ReleaseAll removes every lock of session, live or expired, and returns how
@@ -241,7 +136,7 @@ func notHeld(k key) error {
 // owner in the context it runs as the application (a session-expiry job);
 // with an owner of another session it needs Config.Authorize("release_all").
 func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return 0, err
 	}
@@ -256,7 +151,7 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 // earlier than now+TTL on the database clock, and returns how many it
 // renewed. Expired locks stay expired. The same owner rules as ReleaseAll.
 func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return 0, err
 	}
@@ -267,16 +162,7 @@ func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	err = inTx(db, func(c conn) error {
-		now, err := t.now(c)
-		if err != nil {
-			return err
-		}
-		n, err = t.renew(c, session, now, now.Add(ttl))
-		return err
-	})
-	return n, err
+	return t.renew(direct(db), session, ttl)
 }
 
 // checkSessionAction allows a session-wide action on session when the caller
@@ -300,7 +186,7 @@ func (p *Plugin) checkSessionAction(db *gorm.DB, action, session string) error {
 // Holders returns the live locks on target (its writer, or its readers),
 // without their tokens. It needs no owner.
 func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
 	}
@@ -308,13 +194,13 @@ func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.holders(direct(db), k)
+	return t.list(direct(db), Filter{Resource: k.resource, ID: k.id})
 }
 
 // List is the admin view of the lock table: the locks matching f, ordered
 // by resource, id and holder, never with their tokens.
 func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +223,7 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 // with ErrForbidden unless all are allowed, and logs who released what and
 // when. It returns ErrNotLocked when nobody holds the record.
 func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return err
 	}
@@ -348,39 +234,15 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
-	return inTx(db, func(c conn) error {
-		krs, now, err := t.lockKeys(c, []key{k})
-		if err != nil {
-			return err
-		}
-		kr := krs[k]
-		var held []Lock
-		if kr.Access == Write && kr.live(now) {
-			held = []Lock{kr.Lock}
-		} else {
-			readers, err := t.readersOf(c, []key{k})
-			if err != nil {
-				return err
-			}
-			for _, r := range readers[k] {
-				if r.live(now) {
-					held = append(held, r.Lock)
-				}
-			}
-		}
-		if len(held) == 0 {
-			return notHeld(k)
-		}
+	return t.forceRelease(direct(db), k, func(now time.Time, held []Lock) error {
 		for _, l := range held {
-			l.Token = ""
 			err := p.authorize(ctx, "force_release", l)
 			p.audit(ctx, "force_release", l, caller, now, err)
 			if err != nil {
 				return err
 			}
 		}
-		_, err = t.deleteKey(c, k)
-		return err
+		return nil
 	})
 }
 
@@ -416,7 +278,7 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 // it deleted. Expired locks are already free without it; it keeps the table
 // small.
 func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return 0, err
 	}
@@ -461,7 +323,7 @@ func (p *Plugin) StartSweeper(ctx context.Context, db *gorm.DB, every time.Durat
 // as text, or, for a member of an aggregate, its root's. Locks returned by
 // Acquire, Holders and LockByToken carry the same Resource and ID.
 func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error) {
-	if _, err := p.tableFor(db); err != nil {
+	if _, err := p.storeFor(db); err != nil {
 		return "", "", err
 	}
 	k, err := p.targetKey(db, target)
@@ -475,30 +337,14 @@ func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error)
 // so its timing is the index's, as for any secret key); the caller must
 // still check that the lock's owner is the one presenting it.
 func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
 	}
 	if len(token) != tokenLen || !isHex(token) {
 		return nil, fmt.Errorf("%w: not a lock token", ErrNotLocked)
 	}
-	var found *Lock
-	_, err = direct(db).query(t.d.bind(`SELECT `+lockColumns+` FROM `+t.table+
-		` WHERE token = ? AND expires_at > `+t.d.now+` AND ((holder = '' AND access = 'write') OR holder <> '') ORDER BY resource, lock_id`),
-		[]any{token}, func(r *sql.Rows) error {
-			rw, err := scanRow(r)
-			if err == nil && found == nil && subtle.ConstantTimeCompare([]byte(rw.Token), []byte(token)) == 1 {
-				found = &rw.Lock
-			}
-			return err
-		})
-	if err != nil {
-		return nil, err
-	}
-	if found == nil {
-		return nil, fmt.Errorf("%w: no live lock has this token", ErrNotLocked)
-	}
-	return found, nil
+	return t.byToken(direct(db), token)
 }
 
 // ownerOf reads and checks the owner in db's context.

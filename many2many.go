@@ -66,7 +66,7 @@ func (p *Plugin) beforeJoinWrite(db *gorm.DB, op string) {
 	if len(keys) == 0 {
 		return
 	}
-	mine, free, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
 		err = notLockedForWrite(op, free)
 	}
@@ -95,7 +95,7 @@ func (p *Plugin) joinLinks(db *gorm.DB, o joinOwner, op string) ([]any, error) {
 	if !ok || len(where.Exprs) == 0 {
 		return nil, fmt.Errorf("%w: a global %s of join table %s is refused; add a WHERE", ErrInvalid, op, db.Statement.Table)
 	}
-	return columnValues(db, o.column.DBName, true)
+	return p.columnValues(db, o.column.DBName, true)
 }
 
 // targetsOfLinks maps keys of m's rows to the locks that cover them: their
@@ -117,8 +117,8 @@ func (p *Plugin) targetsOfLinks(db *gorm.DB, m *model, links []any) ([]target, e
 
 // columnValues runs the statement's FROM and WHERE selecting one column,
 // row-locked on PostgreSQL when forUpdate.
-func columnValues(db *gorm.DB, column string, forUpdate bool) ([]any, error) {
-	q := keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: column}}, forUpdate)
+func (p *Plugin) columnValues(db *gorm.DB, column string, forUpdate bool) ([]any, error) {
+	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: column}}, forUpdate)
 	var out []any
 	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
 		var v any

@@ -52,11 +52,11 @@ type Config struct {
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
 	cfg   Config
-	err   error      // a configuration error, reported by Initialize and every call
-	reg   *registry  // parsed models
-	hints hints      // which locks this process granted: a routing guess, never trusted
-	pg    *lockTable // the lock table on PostgreSQL
-	lite  *lockTable // and on SQLite
+	err   error          // a configuration error, reported by Initialize and every call
+	reg   *registry      // parsed models
+	hints hints          // which locks this process granted: a routing guess, never trusted
+	pg    *postgresStore // the lock table on PostgreSQL
+	lite  *sqliteStore   // and on SQLite
 
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 }
@@ -92,8 +92,8 @@ func New(cfg Config) *Plugin {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
 	table, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
-	p.pg = &lockTable{d: &postgresDialect, table: table, seq: seq, catalog: catalog}
-	p.lite = &lockTable{d: &sqliteDialect, table: table, seq: seq, catalog: catalog}
+	p.pg = newPostgresStore(table, seq, catalog)
+	p.lite = newSQLiteStore(table, seq, catalog)
 	return p
 }
 
@@ -108,7 +108,7 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if p.err != nil {
 		return p.err
 	}
-	if _, err := p.tableFor(db); err != nil {
+	if _, err := p.storeFor(db); err != nil {
 		return err
 	}
 	for _, m := range p.cfg.Models {
@@ -159,28 +159,29 @@ func (p *Plugin) rememberModels(db *gorm.DB) error {
 // they are missing. Initialize calls it; call it yourself only for a
 // database the plugin was not registered on.
 func (p *Plugin) Migrate(db *gorm.DB) error {
-	t, err := p.tableFor(db)
+	t, err := p.storeFor(db)
 	if err != nil {
 		return err
 	}
-	return t.migrate(db)
+	return t.migrate(direct(db))
 }
 
-func (p *Plugin) tableFor(db *gorm.DB) (*lockTable, error) {
+// storeFor is the lock table of db's database.
+func (p *Plugin) storeFor(db *gorm.DB) (lockStore, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
 	if db == nil || db.Dialector == nil {
 		return nil, invalid("db is nil or not opened")
 	}
-	switch db.Dialector.Name() {
+	switch name := db.Dialector.Name(); name {
 	case "postgres":
 		return p.pg, nil
 	case "sqlite", "sqlite3":
 		return p.lite, nil
+	default:
+		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL and SQLite are)", name)
 	}
-	_, err := dialectFor(db.Dialector.Name())
-	return nil, err
 }
 
 // ttl is the lifetime for a lock asked for in ctx: WithTTL or Config.TTL,

@@ -306,7 +306,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 			cols = append(cols, clause.Column{Table: pt.table, Name: f.DBName})
 		}
 	}
-	q := keySelect(db, cols, forUpdate)
+	q := p.keySelect(db, cols, forUpdate)
 	var out []target
 	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
 		vals, err := scanValues(r, len(cols))
@@ -337,7 +337,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 // preselectLinks is preselect for a member: it reads the foreign keys that
 // lead to the rows' roots.
 func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, error) {
-	q := keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: m.root.field.DBName}}, forUpdate)
+	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: m.root.field.DBName}}, forUpdate)
 	sqlText := q.SQL.String()
 	if !forUpdate {
 		// Many members share few roots: send each root key once.
@@ -359,7 +359,7 @@ func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, e
 
 // keySelect builds SELECT cols with the statement's FROM, JOINs, WHERE,
 // ORDER and LIMIT.
-func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statement {
+func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statement {
 	stmt := db.Statement
 	q := &gorm.Statement{
 		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, TableExpr: stmt.TableExpr, Schema: stmt.Schema,
@@ -382,7 +382,7 @@ func keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *gorm.Statemen
 	}
 	q.AddClause(clause.Select{Columns: cols})
 	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if forUpdate && lockRows(db) {
+	if forUpdate && p.lockRows(db) {
 		// OF names the table as FROM does: its alias, or its bare name for
 		// a schema-qualified table (PostgreSQL refuses a qualified name).
 		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}})
@@ -451,7 +451,8 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		q = "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE " + colList + " IN " + b.String()
 		q = strings.Replace(q, " IN (", " IN ((", 1) + ")"
 	}
-	_, err := direct(db).query(rebind(db, q), args, func(r *sql.Rows) error {
+	q, args = gormBind(db, q, args)
+	_, err := direct(db).query(q, args, func(r *sql.Rows) error {
 		vals, err := scanValues(r, len(cols))
 		if err != nil {
 			return err
@@ -468,11 +469,12 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 	return out, err
 }
 
-func rebind(db *gorm.DB, q string) string {
-	if db.Dialector.Name() == "postgres" {
-		return postgresDialect.bind(q)
-	}
-	return q
+// gormBind binds the ? placeholders of q, a statement on the
+// application's tables, as GORM binds its own: through the dialector.
+func gormBind(db *gorm.DB, q string, args []any) (string, []any) {
+	s := &gorm.Statement{DB: db, Context: db.Statement.Context, Clauses: map[string]clause.Clause{}}
+	clause.Expr{SQL: q, Vars: args}.Build(s)
+	return s.SQL.String(), s.Vars
 }
 
 // scanValues reads the n columns of the current row as driver values.
@@ -635,6 +637,9 @@ func selectsRows(stmt *gorm.Statement) bool {
 	return true
 }
 
-// lockRows says whether the plugin's reads of the application's rows lock
-// them until the transaction ends: PostgreSQL. SQLite serialises writers.
-func lockRows(db *gorm.DB) bool { return db.Dialector.Name() == "postgres" }
+// lockRows says whether the plugin's reads of the application's rows must
+// lock them until the transaction ends (lockStore.rowLocks).
+func (p *Plugin) lockRows(db *gorm.DB) bool {
+	t, err := p.storeFor(db)
+	return err == nil && t.rowLocks()
+}

@@ -106,7 +106,7 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			st.required = append(st.required, keys...)
 			return
 		}
-		mine, free, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+		mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 		if err != nil {
 			st.fail(db, err)
 			return
@@ -251,7 +251,7 @@ func (p *Plugin) fence(db *gorm.DB) {
 	if len(st.required) == 0 || st.ifChanged && db.Statement.RowsAffected == 0 {
 		return
 	}
-	_, free, err := st.t.writeHolds(direct(db), st.required, st.owner, true)
+	_, free, err := st.t.check(direct(db), st.required, st.owner, true)
 	if err == nil && len(free) > 0 {
 		err = notLockedForWrite(st.op, free)
 	}
@@ -261,68 +261,6 @@ func (p *Plugin) fence(db *gorm.DB) {
 	if err != nil {
 		st.fail(db, err)
 	}
-}
-
-// writeHolds sorts keys into those the session holds a valid Write lock
-// on and those nobody holds; a key someone else holds (or reads) is a
-// *LockedError. share row-locks the key rows until the transaction ends
-// (PostgreSQL), so no takeover can commit in between.
-func (t *lockTable) writeHolds(c conn, keys []key, o Owner, share bool) (mine, free []key, err error) {
-	keys = sortKeys(keys)
-	for _, batch := range chunks(keys) {
-		krs, now, err := t.keyRows(c, batch, share)
-		if err != nil {
-			return nil, nil, err
-		}
-		var reading []key
-		for _, k := range batch {
-			kr, ok := krs[k]
-			switch {
-			case !ok || !kr.live(now) || kr.Access == accessFree:
-				free = append(free, k)
-			case kr.Access == Write && kr.Owner.Session == o.Session:
-				mine = append(mine, k)
-			case kr.Access == Write:
-				return nil, nil, refused(k, Write, []Lock{kr.Lock})
-			default:
-				reading = append(reading, k)
-			}
-		}
-		readers, err := t.readersOf(c, reading)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, k := range reading {
-			var live []Lock
-			for _, r := range readers[k] {
-				if r.live(now) {
-					live = append(live, r.Lock)
-				}
-			}
-			var others []Lock
-			for _, l := range live {
-				if l.Owner.Session != o.Session {
-					others = append(others, l)
-				}
-			}
-			if len(others) > 0 {
-				return nil, nil, refused(k, Write, others)
-			}
-			free = append(free, k) // read by the session alone: it holds no Write lock
-		}
-	}
-	return mine, free, nil
-}
-
-// keyRows reads the key rows of keys with the database's clock.
-func (t *lockTable) keyRows(c conn, keys []key, share bool) (map[key]row, time.Time, error) {
-	list, args := keyList(keys)
-	q := `SELECT ` + lockColumns + `, ` + t.d.now + ` FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list + `)`
-	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
-	if share && t.d.dollar {
-		q += ` FOR SHARE`
-	}
-	return queryKeyRows(c, t.d.bind(q), args)
 }
 
 // checkMemberWrite checks a write to aggregate members against their
@@ -342,7 +280,7 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op string) {
 	for i, r := range roots {
 		keys[i] = r.k
 	}
-	mine, free, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
 		err = notLockedForWrite(op, free)
 	}
@@ -494,6 +432,6 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, _, err := st.t.writeHolds(direct(db), keys, st.owner, false)
+	_, _, err := st.t.check(direct(db), keys, st.owner, false)
 	return err
 }

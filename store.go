@@ -1,0 +1,221 @@
+package offlinelock
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// lockStore is the lock table in one database: the only place that knows
+// its SQL. The GORM side (callbacks, tags, statements) asks it questions in
+// terms of keys and owners and never builds lock-table SQL itself. There is
+// one implementation per database, in store_<database>.go; the SQL they
+// share is built once, in store_sql.go.
+//
+// Every method runs on c: the caller's transaction when there is one, so a
+// lock commits or rolls back with it. Times are the database's, read by the
+// statement that decides. Keys are taken in sortKeys order, so that two
+// statements never wait on each other in opposite orders.
+type lockStore interface {
+	// migrate creates the lock table, its indexes, its generation counter
+	// and the catalog of lockable tables when they are missing. Several
+	// nodes may run it at once.
+	migrate(c conn) error
+
+	// grant takes or refreshes access locks on keys for o, all or nothing:
+	// on the first key another session holds it returns that key's
+	// *LockedError and grants none. Asking again for a lock o holds keeps
+	// its token and generation and never shortens its expiry; the only
+	// reader may upgrade to Write. It reports, per key, whether the lock
+	// is new (a new token).
+	grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error)
+
+	// check sorts keys into those o holds a live Write lock on and those
+	// nobody holds; a key someone else holds, or reads, is a *LockedError.
+	// With fence, the keys' rows stay locked until the transaction ends, so
+	// that no takeover commits between the check and the write's commit.
+	check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error)
+
+	// release gives up session's lock on k, Write or Read: ErrNotLocked
+	// when it holds none, or when its lock had expired (it is removed all
+	// the same).
+	release(c conn, k key, session string) error
+
+	// forceRelease removes every lock on k after allow approved each live
+	// holder; ErrNotLocked when nobody holds k.
+	forceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error
+
+	// drop deletes session's locks on keys, live or not: the undo of a
+	// refused statement. dropGrant deletes the Write lock on k only if its
+	// token is still token, that is, if the grant being undone made it.
+	drop(c conn, keys []key, session string) error
+	dropGrant(c conn, k key, token string) error
+
+	// releaseAll deletes every lock row of session and says how many.
+	releaseAll(c conn, session string) (int64, error)
+
+	// renew pushes session's live locks to expire no earlier than ttl from
+	// now, and says how many it renewed; expired locks stay expired.
+	renew(c conn, session string, ttl time.Duration) (int64, error)
+
+	// sweep deletes up to sweepBatch expired rows and says how many; it
+	// never waits for a record whose locks another statement is changing.
+	sweep(c conn) (int64, error)
+
+	// list returns the live (or, with f.Expired, the expired) locks that
+	// match f, without tokens. byToken returns the live lock whose token is
+	// token, with its owner, or ErrNotLocked.
+	list(c conn, f Filter) ([]Lock, error)
+	byToken(c conn, token string) (*Lock, error)
+
+	// remember writes catalog rows; specs reads them all.
+	remember(c conn, specs []tableSpec) error
+	specs(c conn) ([]tableSpec, error)
+
+	// rowLocks says whether the plugin's reads of the application's rows
+	// must lock them (FOR UPDATE, FOR SHARE) to keep them from changing
+	// until the transaction ends. A database that serialises writers
+	// (SQLite) needs no row locks.
+	rowLocks() bool
+
+	// oneWriter says whether one connection at a time may write the whole
+	// database (SQLite): the plugin then never writes on a second
+	// connection while the caller's transaction is open.
+	oneWriter() bool
+}
+
+// loadStore is implemented by stores that lock and read in the read's own
+// statement (PostgreSQL): the commonest loads, by key and by WHERE, cost one
+// round trip. The other stores take the general path.
+type loadStore interface {
+	lockStore
+
+	// heldCondition is a condition to add to a load of k that is true only
+	// while session holds a fresh enough lock on k (more than margin left):
+	// the re-read of a record the session holds, read-only.
+	heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression
+
+	// grantPrefix is a WITH clause to put before a load of k, its
+	// parameters numbered after the load's own after: it takes the Write
+	// lock for o in the read's statement. The load adds grantCondition to
+	// its WHERE and reads FOR SHARE, so that the row is never older than
+	// the lock.
+	grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any)
+	grantCondition() clause.Expression
+
+	// findAndLock locks, all or nothing, the Write locks of the keys that
+	// keysSQL (a SELECT of one key column named column) finds, with the
+	// resource resource, in one statement. refused reports that some key
+	// is held: nothing was granted, and the general path names the holders.
+	findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []grantRow, refused bool, err error)
+}
+
+// grantRow is one lock findAndLock granted.
+type grantRow struct {
+	k       key
+	fresh   bool // newly granted (the batch's token)
+	expires time.Time
+}
+
+// conn runs statements on a *gorm.DB's connection: the caller's transaction
+// when there is one. It goes straight to the connection pool, so the
+// plugin's own statements never re-enter GORM callbacks, and reports them to
+// GORM's logger so that db.Debug() shows them.
+type conn struct {
+	db  *gorm.DB
+	ctx context.Context
+}
+
+func direct(db *gorm.DB) conn {
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return conn{db: db, ctx: ctx}
+}
+
+// cleanup is the connection for undoing a statement's locks: it runs even
+// when the statement's context was cancelled, which may be why it failed.
+func cleanup(db *gorm.DB) conn {
+	c := direct(db)
+	c.ctx = context.WithoutCancel(c.ctx)
+	return c
+}
+
+// inTx runs fn in the caller's transaction if db is in one, else in a new
+// transaction that commits when fn returns nil.
+func inTx(db *gorm.DB, fn func(conn) error) error {
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		return fn(conn{db: db, ctx: ctx})
+	}
+	return db.Session(&gorm.Session{NewDB: true, Context: ctx}).Transaction(func(tx *gorm.DB) error {
+		return fn(conn{db: tx, ctx: ctx})
+	})
+}
+
+// inTx runs fn in c's transaction, or in a new one on c's pool.
+func (c conn) inTx(fn func(conn) error) error {
+	db := c.db.Session(&gorm.Session{Context: c.ctx})
+	return inTx(db, fn)
+}
+
+func (c conn) trace(begin time.Time, query string, args []any, rows int64, err error) {
+	if c.db.Logger == nil {
+		return
+	}
+	c.db.Logger.Trace(c.ctx, begin, func() (string, int64) {
+		return c.db.Dialector.Explain(query, redact(args)...), rows
+	}, err)
+}
+
+// redact hides tokens from logs: every argument that looks like one.
+func redact(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) == tokenLen && isHex(s) {
+			a = "<token>"
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func (c conn) exec(query string, args ...any) (int64, error) {
+	begin := time.Now()
+	res, err := c.db.Statement.ConnPool.ExecContext(c.ctx, query, args...)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	c.trace(begin, query, args, n, err)
+	return n, err
+}
+
+func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64, error) {
+	begin := time.Now()
+	rows, err := c.db.Statement.ConnPool.QueryContext(c.ctx, query, args...)
+	var n int64
+	if err == nil {
+		for rows.Next() {
+			if err = scan(rows); err != nil {
+				break
+			}
+			n++
+		}
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = rows.Err()
+		}
+	}
+	c.trace(begin, query, args, n, err)
+	return n, err
+}

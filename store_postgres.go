@@ -1,0 +1,327 @@
+package offlinelock
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm/clause"
+)
+
+// postgresStore is the lock table on PostgreSQL. ON CONFLICT sees and
+// locks the latest version of a key row, so a Write lock is one statement
+// (one round trip, one WAL flush) when the key is free, expired or already
+// the session's; the common loads lock and read in one statement too.
+type postgresStore struct {
+	*sqlStore
+}
+
+var _ loadStore = (*postgresStore)(nil)
+
+func newPostgresStore(table, seq, catalog string) *postgresStore {
+	s := &postgresStore{&sqlStore{table: table, seq: seq, catalog: catalog,
+		clock: "clock_timestamp()", bind: dollarBind, fenceRead: " FOR SHARE",
+		timeArg: func(t time.Time) any { return t.UTC() }}}
+	s.nextGens = s.nextGenerations
+	return s
+}
+
+// dollarBind numbers ? placeholders as $1, $2 …; the lock table's SQL
+// never contains a literal question mark.
+func dollarBind(query string) string { return bindFrom(query, 0) }
+
+// bindFrom numbers ? placeholders from $after+1, for SQL that goes after
+// after parameters of another statement's.
+func bindFrom(query string, after int) string {
+	var b strings.Builder
+	n := after
+	for _, r := range query {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func (s *postgresStore) rowLocks() bool  { return true }
+func (s *postgresStore) oneWriter() bool { return false }
+
+// migrate creates what is missing; an advisory lock serialises nodes that
+// start together, since CREATE … IF NOT EXISTS alone can race on the
+// catalog.
+func (s *postgresStore) migrate(c conn) error {
+	return c.inTx(func(c conn) error {
+		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
+			return err
+		}
+		for _, stmt := range []string{
+			`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name varchar(128) COLLATE "C" PRIMARY KEY, spec text NOT NULL)`,
+			`CREATE TABLE IF NOT EXISTS ` + s.table + ` (
+	resource    varchar(128) COLLATE "C" NOT NULL,
+	lock_id     varchar(255) COLLATE "C" NOT NULL,
+	holder      varchar(255) COLLATE "C" NOT NULL,
+	access      varchar(5)   NOT NULL,
+	session     varchar(255) COLLATE "C" NOT NULL,
+	user_name   varchar(255) NOT NULL,
+	token       varchar(64)  NOT NULL,
+	generation  bigint       NOT NULL,
+	acquired_at timestamptz  NOT NULL,
+	expires_at  timestamptz  NOT NULL,
+	PRIMARY KEY (resource, lock_id, holder))`,
+			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "session") + ` ON ` + s.table + ` (session)`,
+			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "expires") + ` ON ` + s.table + ` (expires_at)`,
+			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "token") + ` ON ` + s.table + ` (token)`,
+			`CREATE SEQUENCE IF NOT EXISTS ` + s.seq + ` AS bigint NO CYCLE`,
+		} {
+			if _, err := c.exec(stmt); err != nil {
+				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
+			}
+		}
+		return nil
+	})
+}
+
+// nextGenerations returns n fresh values of the generation sequence.
+func (s *postgresStore) nextGenerations(c conn, n int) ([]int64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	gens := make([]int64, 0, n)
+	_, err := c.query(`SELECT nextval('`+unquote(s.seq)+`') FROM generate_series(1, $1)`, []any{n}, func(r *sql.Rows) error {
+		var g int64
+		err := r.Scan(&g)
+		gens = append(gens, g)
+		return err
+	})
+	if err == nil && len(gens) != n {
+		err = errGenerationCounter
+	}
+	return gens, err
+}
+
+// writeRefresh and writeGrantable are the ON CONFLICT part of every
+// one-statement Write grant: a free key, an expired one, or one the same
+// session writes is granted; granting again keeps token, generation and
+// acquisition time and never shortens the expiry.
+const (
+	writeSame    = `l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp()`
+	writeRefresh = `
+	token       = CASE WHEN ` + writeSame + ` THEN l.token ELSE EXCLUDED.token END,
+	generation  = CASE WHEN ` + writeSame + ` THEN l.generation ELSE EXCLUDED.generation END,
+	acquired_at = CASE WHEN ` + writeSame + ` THEN l.acquired_at ELSE EXCLUDED.acquired_at END,
+	access = 'write', session = EXCLUDED.session, user_name = EXCLUDED.user_name,
+	expires_at = GREATEST(EXCLUDED.expires_at, CASE WHEN l.access = 'write' AND l.session = EXCLUDED.session THEN l.expires_at END)`
+	writeGrantable = `l.access = '' OR (l.access = 'write' AND (l.session = EXCLUDED.session OR l.expires_at <= clock_timestamp()))`
+)
+
+// writeGrant is the one-statement Write grant of the keys k (arrays of
+// resources, ids and tokens), with ? placeholders: the resources, ids,
+// tokens, session, user and TTL in microseconds.
+func (s *postgresStore) writeGrant(returning string) string {
+	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
+SELECT k.resource, k.lock_id, '', 'write', ?, ?, k.token, nextval('` + unquote(s.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond'
+FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS k(resource, lock_id, token, ord) ORDER BY k.ord
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+WHERE ` + writeGrantable + `
+RETURNING ` + returning
+}
+
+// grant takes Write locks in one statement per batch where each key is
+// free, expired or the session's; the other keys, and Read locks, go
+// through the serialised path, which decides exactly and names holders.
+func (s *postgresStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
+	if access != Write {
+		return s.decide(c, keys, o, access, ttl)
+	}
+	got, newly := map[key]Lock{}, map[key]bool{}
+	run := func(c conn) error {
+		var rest []key
+		for _, batch := range chunks(sortKeys(keys)) {
+			tokens, err := s.grantBatch(c, batch, o, ttl, got)
+			if err != nil {
+				return err
+			}
+			for _, k := range batch {
+				if l, ok := got[k]; ok {
+					newly[k] = l.Token == tokens[k]
+				} else {
+					rest = append(rest, k)
+				}
+			}
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		more, fresh, err := s.decide(c, rest, o, access, ttl)
+		for k, l := range more {
+			got[k], newly[k] = l, fresh[k]
+		}
+		return err
+	}
+	if len(keys) == 1 {
+		// One statement when it grants; the serialised path has nothing of
+		// this call's to roll back.
+		return got, newly, run(c)
+	}
+	// All or nothing: a refusal of the serialised path rolls back the
+	// one-statement grants of the same call.
+	return got, newly, c.inTx(run)
+}
+
+func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]Lock) (map[key]string, error) {
+	resources, ids, tokens := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	sent := make(map[key]string, len(keys))
+	for i, k := range keys {
+		tok, err := newToken()
+		if err != nil {
+			return nil, err
+		}
+		resources[i], ids[i], tokens[i], sent[k] = k.resource, k.id, tok, tok
+	}
+	_, err := c.query(dollarBind(s.writeGrant(lockColumns)), []any{o.Session, o.User, ttl.Microseconds(), resources, ids, tokens}, func(r *sql.Rows) error {
+		rw, err := scanRow(r)
+		got[key{rw.Resource, rw.ID}] = rw.Lock
+		return err
+	})
+	return sent, err
+}
+
+// keyLocksOf is a CTE that row-locks in (resource, lock_id) order the key
+// rows of the records that rows matching cond touch. Every statement that
+// changes several records' locks takes their key rows first and in this one
+// order, as grants do, so that no two statements ever wait on each other in
+// opposite orders. Reader rows are only ever changed by a holder of their
+// key row.
+func (s *postgresStore) keyLocksOf(cond string, skipLocked bool) string {
+	skip := ""
+	if skipLocked {
+		skip = " SKIP LOCKED"
+	}
+	return `WITH keys AS (SELECT k.resource, k.lock_id FROM ` + s.table + ` k JOIN (SELECT DISTINCT resource, lock_id FROM ` +
+		s.table + ` WHERE ` + cond + `) c ON k.resource = c.resource AND k.lock_id = c.lock_id WHERE k.holder = '' ORDER BY k.resource, k.lock_id FOR UPDATE OF k` + skip + `) `
+}
+
+// drop deletes session's locks on keys with their key rows taken first.
+func (s *postgresStore) drop(c conn, keys []key, session string) error {
+	for _, batch := range chunks(sortKeys(keys)) {
+		list, args := keyList(batch)
+		q := `WITH keys AS (SELECT resource, lock_id FROM ` + s.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list +
+			`) ORDER BY resource, lock_id FOR UPDATE) DELETE FROM ` + s.table + ` WHERE (resource, lock_id) IN (SELECT resource, lock_id FROM keys) AND session = ?`
+		if _, err := c.exec(dollarBind(q), append(args, session)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *postgresStore) releaseAll(c conn, session string) (int64, error) {
+	return c.exec(s.keyLocksOf(`session = $1`, false)+
+		`DELETE FROM `+s.table+` l USING keys WHERE l.session = $1 AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, session)
+}
+
+// renew locks the key rows in order, then pushes the session's rows and
+// the read-mode key rows of the records it reads, in one statement.
+func (s *postgresStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
+	now, err := s.clockAt(c)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	_, err = c.query(s.keyLocksOf(`session = $1 AND expires_at > $3`, false)+`, renewed AS (
+	UPDATE `+s.table+` l SET expires_at = GREATEST(l.expires_at, $2) FROM keys
+	WHERE l.session = $1 AND l.expires_at > $3 AND l.resource = keys.resource AND l.lock_id = keys.lock_id
+	RETURNING l.resource, l.lock_id, l.holder
+), readkeys AS (
+	UPDATE `+s.table+` l SET expires_at = GREATEST(l.expires_at, $2) FROM (SELECT DISTINCT resource, lock_id FROM renewed WHERE holder <> '') r
+	WHERE l.holder = '' AND l.access = 'read' AND l.resource = r.resource AND l.lock_id = r.lock_id
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{session, now.Add(ttl), now}, func(r *sql.Rows) error {
+		var k int64
+		return r.Scan(&n, &k)
+	})
+	return n, err
+}
+
+// sweep skips records whose key rows others are changing: they are being
+// taken over or released right now.
+func (s *postgresStore) sweep(c conn) (int64, error) {
+	return c.exec(fmt.Sprintf(`WITH keys AS (
+	SELECT resource, lock_id FROM %[1]s WHERE holder = '' AND (resource, lock_id) IN (
+		SELECT resource, lock_id FROM %[1]s WHERE expires_at <= clock_timestamp() LIMIT %[2]d)
+	ORDER BY resource, lock_id FOR UPDATE SKIP LOCKED)
+DELETE FROM %[1]s l USING keys WHERE l.expires_at <= clock_timestamp() AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, s.table, sweepBatch))
+}
+
+// heldCondition: the session holds a fresh lock on k. Read-only.
+func (s *postgresStore) heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+	held := `holder = '' AND access = 'write'`
+	if access == Read {
+		held = `(holder = '' AND access = 'write' OR holder = session)`
+	}
+	return clause.Expr{
+		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND session = ? AND ` + held +
+			` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`,
+		Vars: []any{k.resource, k.id, session, margin.Microseconds()},
+	}
+}
+
+// grantCTE names the WITH clause of grantPrefix.
+const grantCTE = "offlinelock_grant"
+
+func (s *postgresStore) grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
+	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.writeGrant("1"), after) + `) `,
+		[]any{o.Session, o.User, ttl.Microseconds(), []string{k.resource}, []string{k.id}, []string{token}}
+}
+
+func (s *postgresStore) grantCondition() clause.Expression {
+	return clause.Expr{SQL: `EXISTS (SELECT 1 FROM ` + grantCTE + `)`}
+}
+
+// findAndLock: a CTE finds the keys, an INSERT … ON CONFLICT locks them all
+// in key order, and the statement aborts itself (division by zero, SQLSTATE
+// 22012) when any key is refused, so that it is all or nothing without a
+// transaction. keysSQL is bound already ($1 … $len(vars)).
+func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]grantRow, bool, error) {
+	n := len(vars)
+	arg := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	query := `WITH offlinelock_keys AS (SELECT DISTINCT CAST(` + column + ` AS TEXT) AS lock_id FROM (` + keysSQL + `) q WHERE ` + column + ` IS NOT NULL),
+offlinelock_grants AS (
+	INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
+	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, nextval('` + unquote(s.seq) + `'),
+		clock_timestamp(), clock_timestamp() + ` + arg(5) + ` * interval '1 microsecond'
+	FROM offlinelock_keys k ORDER BY k.lock_id COLLATE "C"
+	ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+	WHERE ` + writeGrantable + `
+	RETURNING lock_id, token, expires_at)
+SELECT lock_id, token, expires_at, NULL::int FROM offlinelock_grants
+UNION ALL
+SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_grants) = (SELECT count(*) FROM offlinelock_keys) THEN NULL ELSE 0 END)`
+	args := append(vars, resource, o.Session, o.User, token, ttl.Microseconds())
+	var grants []grantRow
+	_, err := c.query(query, args, func(r *sql.Rows) error {
+		var id, tok *string
+		var exp, check any
+		if err := r.Scan(&id, &tok, &exp, &check); err != nil || id == nil {
+			return err
+		}
+		e, err := scanTime(exp)
+		grants = append(grants, grantRow{key{resource, *id}, *tok == token, e})
+		return err
+	})
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == "22012" {
+		return nil, true, nil
+	}
+	return grants, false, err
+}
+
+func indexName(quotedTable, suffix string) string {
+	return `"` + strings.Trim(quotedTable, `"`) + "_" + suffix + `"`
+}

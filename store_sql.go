@@ -1,0 +1,725 @@
+package offlinelock
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// sqlStore is the lock-table SQL that every store shares, built once per
+// plugin, and the decisions taken on the rows it reads. The stores differ
+// only in the values below and in the methods of their own files.
+//
+// The lock table holds one key row per locked record (holder = ”) and one
+// reader row per session holding a shared Read lock (holder = session).
+// The key row is the record's serialisation point: every change to a
+// record's locks first writes its key row, so two sessions never decide on
+// the same record at once. While a Write lock is held, the key row is that
+// lock (access 'write', with its session, token and expiry) and there are no
+// reader rows. While Read locks are held, the key row has access 'read', no
+// owner, and an expiry no earlier than any reader's, so the sweep never
+// removes it before its readers. A key row with access ” is free.
+type sqlStore struct {
+	table, seq, catalog string // quoted names
+
+	clock     string              // the database clock at the moment of the statement
+	bind      func(string) string // ? placeholders in the database's form
+	timeArg   func(time.Time) any // a time as the database takes it
+	fenceRead string              // appended to the fence's read of key rows
+	nextGens  func(conn, int) ([]int64, error)
+}
+
+const (
+	accessFree  = ""
+	lockColumns = "resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at"
+	sweepBatch  = 1000
+)
+
+// batchSize bounds the keys per statement: a load of many rows locks them
+// in a number of statements that grows with rows/batchSize, not with rows.
+const batchSize = 400
+
+// row is one row of the lock table.
+type row struct {
+	Lock
+	holder string
+}
+
+func (r row) live(now time.Time) bool { return r.ExpiresAt.After(now) }
+
+func scanRow(rows *sql.Rows) (row, error) {
+	var r row
+	var acquired, expires any
+	err := rows.Scan(&r.Resource, &r.ID, &r.holder, &r.Access, &r.Owner.Session, &r.Owner.User,
+		&r.Token, &r.Generation, &acquired, &expires)
+	if err != nil {
+		return r, err
+	}
+	if r.AcquiredAt, err = scanTime(acquired); err != nil {
+		return r, err
+	}
+	r.ExpiresAt, err = scanTime(expires)
+	return r, err
+}
+
+// sortKeys orders keys by resource, then id, and drops duplicates. Every
+// batch takes its key rows in this order, so two batches never wait on each
+// other in opposite orders.
+func sortKeys(keys []key) []key {
+	keys = slices.Clone(keys)
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := strings.Compare(a.resource, b.resource); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	return slices.Compact(keys)
+}
+
+func chunks(keys []key) [][]key {
+	var out [][]key
+	for len(keys) > batchSize {
+		out = append(out, keys[:batchSize])
+		keys = keys[batchSize:]
+	}
+	if len(keys) > 0 {
+		out = append(out, keys)
+	}
+	return out
+}
+
+// keyList renders "(?, ?), (?, ?) …" for keys, with their arguments.
+func keyList(keys []key) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?)")
+		args = append(args, k.resource, k.id)
+	}
+	return b.String(), args
+}
+
+// lockKeys takes the key rows of keys for the rest of the transaction,
+// creating free ones where there are none, and returns them with the
+// database's clock.
+func (t *sqlStore) lockKeys(c conn, keys []key) (map[key]row, time.Time, error) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + t.clock + `, ` + t.clock + `)`)
+		args = append(args, k.resource, k.id)
+	}
+	q := t.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `) VALUES ` + b.String() + `
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET holder = excluded.holder
+RETURNING ` + lockColumns + `, ` + t.clock)
+	return queryKeyRows(c, q, args)
+}
+
+// queryKeyRows runs a query that returns key rows followed by the database
+// clock, and returns them by key with the latest clock reading.
+func queryKeyRows(c conn, q string, args []any) (map[key]row, time.Time, error) {
+	rows := map[key]row{}
+	var now time.Time
+	_, err := c.query(q, args, func(r *sql.Rows) error {
+		var kr row
+		var acquired, expires, clock any
+		err := r.Scan(&kr.Resource, &kr.ID, &kr.holder, &kr.Access, &kr.Owner.Session, &kr.Owner.User,
+			&kr.Token, &kr.Generation, &acquired, &expires, &clock)
+		if err != nil {
+			return err
+		}
+		if kr.AcquiredAt, err = scanTime(acquired); err != nil {
+			return err
+		}
+		if kr.ExpiresAt, err = scanTime(expires); err != nil {
+			return err
+		}
+		n, err := scanTime(clock)
+		if n.After(now) {
+			now = n
+		}
+		rows[key{kr.Resource, kr.ID}] = kr
+		return err
+	})
+	return rows, now, err
+}
+
+// readersOf returns the reader rows of keys, live or not.
+func (t *sqlStore) readersOf(c conn, keys []key) (map[key][]row, error) {
+	out := make(map[key][]row)
+	if len(keys) == 0 {
+		return out, nil
+	}
+	list, args := keyList(keys)
+	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+` WHERE holder <> '' AND (resource, lock_id) IN (VALUES `+list+`) ORDER BY resource, lock_id, holder`),
+		args, func(r *sql.Rows) error {
+			rw, err := scanRow(r)
+			k := key{rw.Resource, rw.ID}
+			out[k] = append(out[k], rw)
+			return err
+		})
+	return out, err
+}
+
+// putRows writes key rows and reader rows, inserting or overwriting.
+func (t *sqlStore) putRows(c conn, rows []row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	args := make([]any, 0, 10*len(rows))
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, r.Resource, r.ID, r.holder, string(r.Access), r.Owner.Session, r.Owner.User, r.Token, r.Generation,
+			t.timeArg(r.AcquiredAt), t.timeArg(r.ExpiresAt))
+	}
+	_, err := c.exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET access = excluded.access, session = excluded.session,
+	user_name = excluded.user_name, token = excluded.token, generation = excluded.generation,
+	acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`), args...)
+	return err
+}
+
+// dropReaders deletes the reader rows of keys: all of them, or (with a
+// non-zero before) only those expired by then.
+func (t *sqlStore) dropReaders(c conn, keys []key, before time.Time) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	list, args := keyList(keys)
+	q := `DELETE FROM ` + t.table + ` WHERE holder <> '' AND (resource, lock_id) IN (VALUES ` + list + `)`
+	if !before.IsZero() {
+		q += ` AND expires_at <= ?`
+		args = append(args, t.timeArg(before))
+	}
+	_, err := c.exec(t.bind(q), args...)
+	return err
+}
+
+// decideMany grants, refreshes or refuses locks on sorted keys with their
+// key rows held, so that it sees every holder exactly, in a fixed number of
+// statements. It refuses all or nothing: on the first key held by someone
+// else it returns that key's *LockedError and writes no lock.
+// It also reports, per lock, whether it was newly granted.
+func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl time.Duration) ([]Lock, []bool, error) {
+	krs, now, err := t.lockKeys(c, keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	exp := now.Add(ttl)
+	type plan struct {
+		k                    key
+		lock                 Lock
+		keyRow               *row // the key row to write
+		newGen               bool
+		dropAll, dropExpired bool
+	}
+	var plans []plan
+	var readKeys []key
+	for _, k := range keys {
+		if kr := krs[k]; !(kr.Access == Write && kr.live(now)) {
+			readKeys = append(readKeys, k)
+		}
+	}
+	readers, err := t.readersOf(c, readKeys)
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := 0
+	for _, k := range keys {
+		kr := krs[k]
+		if kr.Access == Write && kr.live(now) {
+			if kr.Owner.Session != o.Session {
+				return nil, nil, refused(k, access, []Lock{kr.Lock})
+			}
+			l := kr.Lock // a writer asking for Read keeps its Write lock
+			l.Owner.User = o.User
+			l.ExpiresAt = later(l.ExpiresAt, exp)
+			plans = append(plans, plan{k: k, lock: l, keyRow: &row{Lock: l}})
+			continue
+		}
+		var own *Lock
+		var others []Lock
+		expired := false
+		for _, r := range readers[k] {
+			switch {
+			case !r.live(now):
+				expired = true
+			case r.Owner.Session == o.Session:
+				own = &r.Lock
+			default:
+				others = append(others, r.Lock)
+			}
+		}
+		if access == Write && len(others) > 0 {
+			return nil, nil, refused(k, access, others)
+		}
+		pl := plan{k: k, lock: Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}}
+		if own != nil && access == Read {
+			pl.lock.Token, pl.lock.Generation, pl.lock.AcquiredAt = own.Token, own.Generation, own.AcquiredAt
+			pl.lock.ExpiresAt = later(own.ExpiresAt, exp)
+		} else {
+			if own != nil { // an upgrade keeps the token its client already has
+				pl.lock.Token = own.Token
+			} else if pl.lock.Token, err = newToken(); err != nil {
+				return nil, nil, err
+			}
+			pl.newGen = true
+			fresh++
+		}
+		if access == Write {
+			pl.keyRow = &row{Lock: pl.lock}
+			pl.dropAll = len(readers[k]) > 0
+		} else {
+			keyExp := pl.lock.ExpiresAt
+			for _, r := range others {
+				keyExp = later(keyExp, r.ExpiresAt)
+			}
+			pl.keyRow = &row{Lock: Lock{Resource: k.resource, ID: k.id, Access: Read, AcquiredAt: now, ExpiresAt: keyExp}}
+			pl.dropExpired = expired
+		}
+		plans = append(plans, pl)
+	}
+
+	gens, err := t.nextGens(c, fresh)
+	if err != nil {
+		return nil, nil, err
+	}
+	var dropAll, dropExpired []key
+	var puts []row
+	out := make([]Lock, 0, len(plans))
+	newly := make([]bool, 0, len(plans))
+	for i := range plans {
+		pl := &plans[i]
+		if pl.newGen {
+			pl.lock.Generation, gens = gens[0], gens[1:]
+			if pl.lock.Access == Write {
+				pl.keyRow.Generation = pl.lock.Generation
+			}
+		}
+		if pl.dropAll {
+			dropAll = append(dropAll, pl.k)
+		}
+		if pl.dropExpired {
+			dropExpired = append(dropExpired, pl.k)
+		}
+		kr := *pl.keyRow
+		if kr.Access == Read {
+			kr.Owner, kr.Token, kr.Generation = Owner{}, "", 0
+		}
+		puts = append(puts, kr)
+		if pl.lock.Access == Read {
+			puts = append(puts, row{Lock: pl.lock, holder: o.Session})
+		}
+		out = append(out, pl.lock)
+		newly = append(newly, pl.newGen)
+	}
+	if err := t.dropReaders(c, dropAll, time.Time{}); err != nil {
+		return nil, nil, err
+	}
+	if err := t.dropReaders(c, dropExpired, now); err != nil {
+		return nil, nil, err
+	}
+	return out, newly, t.putRows(c, puts)
+}
+
+// check sorts keys into those the session holds a valid Write lock on and
+// those nobody holds; a key someone else holds (or reads) is a
+// *LockedError. share (the fence) reads the key rows with fenceRead, which
+// row-locks them until the transaction ends where the database needs it.
+func (t *sqlStore) check(c conn, keys []key, o Owner, share bool) (mine, free []key, err error) {
+	keys = sortKeys(keys)
+	for _, batch := range chunks(keys) {
+		krs, now, err := t.keyRows(c, batch, share)
+		if err != nil {
+			return nil, nil, err
+		}
+		var reading []key
+		for _, k := range batch {
+			kr, ok := krs[k]
+			switch {
+			case !ok || !kr.live(now) || kr.Access == accessFree:
+				free = append(free, k)
+			case kr.Access == Write && kr.Owner.Session == o.Session:
+				mine = append(mine, k)
+			case kr.Access == Write:
+				return nil, nil, refused(k, Write, []Lock{kr.Lock})
+			default:
+				reading = append(reading, k)
+			}
+		}
+		readers, err := t.readersOf(c, reading)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, k := range reading {
+			var live []Lock
+			for _, r := range readers[k] {
+				if r.live(now) {
+					live = append(live, r.Lock)
+				}
+			}
+			var others []Lock
+			for _, l := range live {
+				if l.Owner.Session != o.Session {
+					others = append(others, l)
+				}
+			}
+			if len(others) > 0 {
+				return nil, nil, refused(k, Write, others)
+			}
+			free = append(free, k) // read by the session alone: it holds no Write lock
+		}
+	}
+	return mine, free, nil
+}
+
+// keyRows reads the key rows of keys with the database's clock.
+func (t *sqlStore) keyRows(c conn, keys []key, share bool) (map[key]row, time.Time, error) {
+	list, args := keyList(keys)
+	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list + `)`
+	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
+	if share {
+		q += t.fenceRead
+	}
+	return queryKeyRows(c, t.bind(q), args)
+}
+
+// clockAt reads the database clock.
+func (t *sqlStore) clockAt(c conn) (time.Time, error) {
+	var v any
+	_, err := c.query(`SELECT `+t.clock, nil, func(r *sql.Rows) error { return r.Scan(&v) })
+	if err != nil {
+		return time.Time{}, err
+	}
+	return scanTime(v)
+}
+
+// deleteReaders removes the reader rows of k, or only those of one session.
+func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
+	q := `DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
+	args := []any{k.resource, k.id}
+	if session != "" {
+		q += ` AND holder = ?`
+		args = append(args, session)
+	}
+	return c.exec(t.bind(q), args...)
+}
+
+// dropGrant deletes the Write lock on k if its token is still token, that
+// is, if the grant that made it is the one being undone.
+func (t *sqlStore) dropGrant(c conn, k key, token string) error {
+	_, err := c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`), k.resource, k.id, token)
+	return err
+}
+
+func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
+	return c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ?`), k.resource, k.id)
+}
+
+// releaseWrite deletes the session's Write lock on k in one statement and
+// reports whether there was one and whether it was still valid.
+func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, err error) {
+	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?
+RETURNING expires_at, ` + t.clock)
+	_, err = c.query(q, []any{k.resource, k.id, session}, func(r *sql.Rows) error {
+		var exp, now any
+		if err := r.Scan(&exp, &now); err != nil {
+			return err
+		}
+		e, err1 := scanTime(exp)
+		n, err2 := scanTime(now)
+		found, valid = true, e.After(n)
+		return errors.Join(err1, err2)
+	})
+	return found, valid, err
+}
+
+// list returns the locks that match f, without their tokens.
+func (t *sqlStore) list(c conn, f Filter) ([]Lock, error) {
+	q := `SELECT ` + lockColumns + ` FROM ` + t.table + ` WHERE ((holder = '' AND access = 'write') OR holder <> '')`
+	var args []any
+	for _, cond := range []struct{ col, val string }{
+		{"resource", f.Resource}, {"lock_id", f.ID}, {"session", f.Session}, {"user_name", f.User},
+	} {
+		if cond.val != "" {
+			q += ` AND ` + cond.col + ` = ?`
+			args = append(args, cond.val)
+		}
+	}
+	if f.Expired {
+		q += ` AND expires_at <= ` + t.clock
+	} else {
+		q += ` AND expires_at > ` + t.clock
+	}
+	q += ` ORDER BY resource, lock_id, holder`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+	}
+	var out []Lock
+	_, err := c.query(t.bind(q), args, func(r *sql.Rows) error {
+		rw, err := scanRow(r)
+		rw.Token = ""
+		out = append(out, rw.Lock)
+		return err
+	})
+	return out, err
+}
+
+// remember writes the catalog rows of models.
+func (t *sqlStore) remember(c conn, specs []tableSpec) error {
+	for _, sp := range specs {
+		b, err := json.Marshal(sp)
+		if err != nil {
+			return err
+		}
+		_, err = c.exec(t.bind(`INSERT INTO `+t.catalog+` AS c (name, spec) VALUES (?, ?)
+ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`), strings.ToLower(sp.Table), string(b))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// specs reads the catalog.
+func (t *sqlStore) specs(c conn) ([]tableSpec, error) {
+	var out []tableSpec
+	_, err := c.query(`SELECT spec FROM `+t.catalog+` ORDER BY name`, nil, func(r *sql.Rows) error {
+		var text string
+		if err := r.Scan(&text); err != nil {
+			return err
+		}
+		var sp tableSpec
+		if err := json.Unmarshal([]byte(text), &sp); err != nil {
+			return nil // a row from a newer version: skip it, keep the rest
+		}
+		out = append(out, sp)
+		return nil
+	})
+	return out, err
+}
+
+func newToken() (string, error) {
+	var b [tokenLen / 2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("offlinelock: reading random token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func unquote(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// scanTime reads a time the database returned.
+func scanTime(v any) (time.Time, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC(), nil
+	case string:
+		return parseSQLiteTime(x)
+	case []byte:
+		return parseSQLiteTime(string(x))
+	}
+	return time.Time{}, fmt.Errorf("offlinelock: unexpected time value %T", v)
+}
+
+func parseSQLiteTime(s string) (time.Time, error) {
+	t, err := time.ParseInLocation(sqliteTime, s, time.UTC)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("offlinelock: bad time %q in lock table: %w", s, err)
+	}
+	return t, nil
+}
+
+// decide grants keys in batches through the serialised path, in c's
+// transaction (or one of its own): it sees every holder exactly.
+func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
+	got := make(map[key]Lock, len(keys))
+	newly := make(map[key]bool, len(keys))
+	err := c.inTx(func(c conn) error {
+		for _, batch := range chunks(sortKeys(keys)) {
+			ls, fresh, err := t.decideMany(c, batch, o, access, ttl)
+			if err != nil {
+				return err
+			}
+			for i, l := range ls {
+				got[key{l.Resource, l.ID}] = l
+				newly[key{l.Resource, l.ID}] = fresh[i]
+			}
+		}
+		return nil
+	})
+	return got, newly, err
+}
+
+// release gives up session's lock on k: its Write lock in one statement,
+// else its Read lock with the key row held (the last reader frees the
+// record).
+func (t *sqlStore) release(c conn, k key, session string) error {
+	found, valid, err := t.releaseWrite(c, k, session)
+	if err != nil {
+		return err
+	}
+	if !found {
+		err = c.inTx(func(c conn) error {
+			var err error
+			found, valid, err = t.releaseRead(c, k, session)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !found {
+		return notHeld(k)
+	}
+	if !valid {
+		return fmt.Errorf("%w: the lock on %s %s had expired", ErrNotLocked, k.resource, k.id)
+	}
+	return nil
+}
+
+func (t *sqlStore) releaseRead(c conn, k key, session string) (found, valid bool, err error) {
+	_, now, err := t.lockKeys(c, []key{k})
+	if err != nil {
+		return false, false, err
+	}
+	readers, err := t.readersOf(c, []key{k})
+	if err != nil {
+		return false, false, err
+	}
+	others := 0
+	for _, r := range readers[k] {
+		switch {
+		case r.Owner.Session == session:
+			found, valid = true, r.live(now)
+		case r.live(now):
+			others++
+		}
+	}
+	if !found {
+		return false, false, nil
+	}
+	if others == 0 { // the last reader leaves: the record is free
+		_, err = t.deleteKey(c, k)
+	} else {
+		_, err = t.deleteReaders(c, k, session)
+	}
+	return found, valid, err
+}
+
+func notHeld(k key) error {
+	return fmt.Errorf("%w: %s %s", ErrNotLocked, k.resource, k.id)
+}
+
+// forceRelease removes every lock on k once allow approved its live
+// holders.
+func (t *sqlStore) forceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error {
+	return c.inTx(func(c conn) error {
+		krs, now, err := t.lockKeys(c, []key{k})
+		if err != nil {
+			return err
+		}
+		var held []Lock
+		if kr := krs[k]; kr.Access == Write && kr.live(now) {
+			held = []Lock{kr.Lock}
+		} else {
+			readers, err := t.readersOf(c, []key{k})
+			if err != nil {
+				return err
+			}
+			for _, r := range readers[k] {
+				if r.live(now) {
+					held = append(held, r.Lock)
+				}
+			}
+		}
+		if len(held) == 0 {
+			return notHeld(k)
+		}
+		for i := range held {
+			held[i].Token = ""
+		}
+		if err := allow(now, held); err != nil {
+			return err
+		}
+		_, err = t.deleteKey(c, k)
+		return err
+	})
+}
+
+// byToken returns the live lock whose token is token.
+func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
+	var found *Lock
+	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+
+		` WHERE token = ? AND expires_at > `+t.clock+` AND ((holder = '' AND access = 'write') OR holder <> '') ORDER BY resource, lock_id`),
+		[]any{token}, func(r *sql.Rows) error {
+			rw, err := scanRow(r)
+			if err == nil && found == nil && rw.Token == token {
+				found = &rw.Lock
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%w: no live lock has this token", ErrNotLocked)
+	}
+	return found, nil
+}
+
+// drop deletes session's locks on keys, by plain DELETE: for databases
+// that serialise writers. PostgreSQL takes the key rows first (its own).
+func (t *sqlStore) drop(c conn, keys []key, session string) error {
+	for _, batch := range chunks(sortKeys(keys)) {
+		list, args := keyList(batch)
+		q := `DELETE FROM ` + t.table + ` WHERE (resource, lock_id) IN (VALUES ` + list + `) AND session = ?`
+		if _, err := c.exec(t.bind(q), append(args, session)...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Tokens are 128 bits from crypto/rand, as 32 hex digits.
+const tokenLen = 32
+
+var errGenerationCounter = errors.New("offlinelock: generation counter missing; was the plugin initialised with db.Use?")
