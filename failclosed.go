@@ -305,28 +305,85 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
 	if !p.anyLocksOnLoad() {
 		return nil
 	}
+	// Every clause the write carries (WHERE, SET, FROM, ON CONFLICT,
+	// RETURNING, …) and every SQL value inside what it writes (a subquery,
+	// gorm.Expr, a GormValuer) may read another table.
 	var parts []clause.Expression
-	for _, name := range []string{"WHERE", "SET"} {
-		if c, ok := stmt.Clauses[name]; ok && c.Expression != nil {
+	for _, c := range stmt.Clauses {
+		if c.Expression != nil {
 			parts = append(parts, c.Expression)
 		}
 	}
-	if dest := reflect.ValueOf(stmt.Dest); dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
-		for it := dest.MapRange(); it.Next(); {
-			if v := it.Value().Interface(); isExpr(v) {
-				parts = append(parts, clause.Expr{SQL: "?", Vars: []any{v}})
-			}
-		}
+	seen := map[uintptr]bool{}
+	for _, v := range []any{stmt.Dest, stmt.Model} {
+		sqlValues(db, reflect.ValueOf(v), func(e clause.Expression) { parts = append(parts, e) }, seen, 0)
 	}
 	for _, e := range parts {
-		// A reference to a table here is a subquery; a qualified column
-		// (customers.credit) is not.
-		refs := tableRefs(exprSQL(db, e), p.lockableName)
-		if bad := p.readsLocked(p.namedModels(exprSQL(db, e)), func(m *model) bool { return refs[m.table] == 0 }); bad != nil {
-			return unenforceable(bad.table, "a "+op+" reads, in a subquery, lockable table")
+		text := exprSQL(db, e)
+		// A reference to a table here is a subquery or a FROM; a qualified
+		// column (customers.credit) is not.
+		refs := tableRefs(text, p.lockableName)
+		if bad := p.readsLocked(p.namedModels(text), func(m *model) bool { return refs[m.table] == 0 }); bad != nil {
+			return unenforceable(bad.table, "a "+op+" reads, in a subquery or a FROM, lockable table")
 		}
 	}
 	return nil
+}
+
+// sqlValues calls fn with every SQL expression among the values v holds:
+// clause expressions, subqueries, and GormValuer values, in structs (their
+// exported fields), maps, slices and pointers to them.
+func sqlValues(db *gorm.DB, v reflect.Value, fn func(clause.Expression), seen map[uintptr]bool, depth int) {
+	if !v.IsValid() || depth > 6 {
+		return
+	}
+	if v.CanInterface() {
+		switch x := v.Interface().(type) {
+		case clause.Expression:
+			fn(x)
+			return
+		case *gorm.DB:
+			if x != nil {
+				fn(clause.Expr{SQL: "?", Vars: []any{x}})
+			}
+			return
+		case gorm.Valuer:
+			if v.Kind() != reflect.Pointer || !v.IsNil() {
+				fn(x.GormValue(db.Statement.Context, db))
+			}
+			return
+		}
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return
+		}
+		if v.Kind() == reflect.Pointer {
+			if seen[v.Pointer()] {
+				return
+			}
+			seen[v.Pointer()] = true
+		}
+		sqlValues(db, v.Elem(), fn, seen, depth+1)
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			sqlValues(db, it.Value(), fn, seen, depth+1)
+		}
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			sqlValues(db, v.Index(i), fn, seen, depth+1)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				sqlValues(db, v.Field(i), fn, seen, depth+1)
+			}
+		}
+	}
 }
 
 // exprSQL builds one expression (subqueries included) on a scratch

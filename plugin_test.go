@@ -1,5 +1,11 @@
 package offlinelock_test
 
+// The plugin in GORM: registering it (a bad Config is reported, twice is
+// harmless), migrating its lock table, leaving models without the tag
+// untouched, the owner every statement on a lockable model needs or the
+// Bypass that stands in for it, dry runs, and errors that read well and
+// stay matchable through GORM's chain.
+
 import (
 	"bytes"
 	"context"
@@ -17,518 +23,17 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-type Customer struct {
-	ID     uint `gorm:"primaryKey"`
-	Name   string
-	Credit int
-}
-
-type Line struct {
-	OrderID string `gorm:"primaryKey"`
-	No      int    `gorm:"primaryKey"`
-}
-
-var errRollback = errors.New("rollback")
-
-var (
-	martin = offlinelock.Owner{Session: "M1", User: "martin"}
-	david  = offlinelock.Owner{Session: "D1", User: "david"}
-)
-
-func as(db *gorm.DB, o offlinelock.Owner) *gorm.DB {
-	return db.WithContext(offlinelock.WithOwner(context.Background(), o))
-}
-
-func withTTL(db *gorm.DB, o offlinelock.Owner, ttl time.Duration) *gorm.DB {
-	return db.WithContext(offlinelock.WithTTL(offlinelock.WithOwner(context.Background(), o), ttl))
-}
-
-// dbNow reads the database clock, the one lock expiry is judged by.
-func dbNow(t testing.TB, db *gorm.DB) time.Time {
-	t.Helper()
-	var s string
-	q := `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')`
-	if db.Dialector.Name() == "sqlite" {
-		q = `SELECT strftime('%Y-%m-%d %H:%M:%f','now')`
-	}
-	require.NoError(t, db.Raw(q).Scan(&s).Error)
-	now, err := time.ParseInLocation("2006-01-02 15:04:05.000", s, time.UTC)
-	require.NoError(t, err)
-	return now
-}
-
-// waitPast waits until the database clock has passed t. Expiry is judged by
-// that clock, so this is waiting for time itself, not for another goroutine.
-func waitPast(t testing.TB, db *gorm.DB, at time.Time) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !dbNow(t, db).After(at) {
-		if time.Now().After(deadline) {
-			t.Fatalf("database clock never passed %v", at)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func TestConcurrentAcquireHasExactlyOneWinner(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		const n = 16
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		errs := make([]error, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				o := offlinelock.Owner{Session: "S" + string(rune('a'+i)), User: "u"}
-				_, errs[i] = p.Acquire(as(db, o), &Customer{ID: 129}, offlinelock.Write)
-			}()
-		}
-		close(start)
-		wg.Wait()
-		won := 0
-		for _, err := range errs {
-			if err == nil {
-				won++
-				continue
-			}
-			var le *offlinelock.LockedError
-			require.ErrorAs(t, err, &le, "a loser must get a *LockedError, got %v", err)
-			assert.ErrorIs(t, err, offlinelock.ErrLocked)
-			require.Len(t, le.Holders, 1)
-		}
-		assert.Equal(t, 1, won)
-	})
-}
-
-func TestReacquireIsIdempotentAndExtends(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		for _, access := range []offlinelock.Access{offlinelock.Write, offlinelock.Read} {
-			c := &Customer{ID: 1}
-			if access == offlinelock.Read {
-				c.ID = 2
-			}
-			first, err := p.Acquire(withTTL(db, martin, time.Minute), c, access)
-			require.NoError(t, err)
-			again, err := p.Acquire(withTTL(db, martin, time.Hour), c, access)
-			require.NoError(t, err)
-			assert.Equal(t, first.Token, again.Token, access)
-			assert.Equal(t, first.Generation, again.Generation, access)
-			assert.Equal(t, first.AcquiredAt, again.AcquiredAt, access)
-			assert.True(t, again.ExpiresAt.After(first.ExpiresAt.Add(50*time.Minute)), "%s: expiry extended", access)
-			h, err := p.Holders(db, c)
-			require.NoError(t, err)
-			assert.Len(t, h, 1, access)
-		}
-	})
-}
-
-func TestReleaseThenAnotherAcquires(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		for _, access := range []offlinelock.Access{offlinelock.Write, offlinelock.Read} {
-			c := &Customer{ID: 129}
-			first, err := p.Acquire(as(db, martin), c, access)
-			require.NoError(t, err)
-			_, err = p.Acquire(as(db, david), c, offlinelock.Write)
-			require.ErrorIs(t, err, offlinelock.ErrLocked)
-			require.NoError(t, p.Release(as(db, martin), c))
-			second, err := p.Acquire(as(db, david), c, offlinelock.Write)
-			require.NoError(t, err)
-			assert.Greater(t, second.Generation, first.Generation)
-			assert.NotEqual(t, first.Token, second.Token)
-			require.NoError(t, p.Release(as(db, david), c))
-		}
-	})
-}
-
-func TestExpiredLockIsTakenOver(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		for _, access := range []offlinelock.Access{offlinelock.Write, offlinelock.Read} {
-			c := &Customer{ID: 7}
-			old, err := p.Acquire(withTTL(db, martin, 100*time.Millisecond), c, access)
-			require.NoError(t, err)
-			waitPast(t, db, old.ExpiresAt)
-			taken, err := p.Acquire(as(db, david), c, offlinelock.Write)
-			require.NoError(t, err, access)
-			assert.Greater(t, taken.Generation, old.Generation)
-			assert.NotEqual(t, old.Token, taken.Token)
-			h, err := p.Holders(db, c)
-			require.NoError(t, err)
-			require.Len(t, h, 1)
-			assert.Equal(t, david, h[0].Owner)
-			// Martin's lock is gone: releasing it is an error, and David keeps his.
-			require.ErrorIs(t, p.Release(as(db, martin), c), offlinelock.ErrNotLocked)
-			h, err = p.Holders(db, c)
-			require.NoError(t, err)
-			require.Len(t, h, 1)
-			require.NoError(t, p.Release(as(db, david), c))
-		}
-	})
-}
-
-func TestExpiryIsOnTheDatabaseClock(t *testing.T) {
-	eachDB(t, offlinelock.Config{TTL: 10 * time.Minute}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		before := dbNow(t, db)
-		l, err := p.Acquire(as(db, martin), &Customer{ID: 1}, offlinelock.Write)
-		require.NoError(t, err)
-		after := dbNow(t, db)
-		assert.False(t, l.AcquiredAt.Before(before.Add(-time.Millisecond)), "acquired %v before %v", l.AcquiredAt, before)
-		assert.False(t, l.AcquiredAt.After(after.Add(time.Millisecond)), "acquired %v after %v", l.AcquiredAt, after)
-		assert.InDelta(t, (10 * time.Minute).Seconds(), l.ExpiresAt.Sub(l.AcquiredAt).Seconds(), 0.01)
-	})
-}
-
-func TestTTLIsCappedAndMustBePositive(t *testing.T) {
-	eachDB(t, offlinelock.Config{MaxTTL: time.Hour}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		l, err := p.Acquire(withTTL(db, martin, 48*time.Hour), &Customer{ID: 1}, offlinelock.Write)
-		require.NoError(t, err)
-		assert.InDelta(t, time.Hour.Seconds(), l.ExpiresAt.Sub(l.AcquiredAt).Seconds(), 0.01)
-		for _, ttl := range []time.Duration{0, -time.Second} {
-			_, err := p.Acquire(withTTL(db, martin, ttl), &Customer{ID: 2}, offlinelock.Write)
-			require.ErrorIs(t, err, offlinelock.ErrInvalid, ttl)
-		}
-	})
-}
-
-func TestSharedReadsAndUpgrade(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		c := &Customer{ID: 129}
-		_, err := p.Acquire(as(db, martin), c, offlinelock.Read)
-		require.NoError(t, err)
-		_, err = p.Acquire(as(db, david), c, offlinelock.Read)
-		require.NoError(t, err, "reads are shared")
-		h, err := p.Holders(db, c)
-		require.NoError(t, err)
-		assert.Len(t, h, 2)
-
-		// Both readers want to upgrade: both are refused, neither waits.
-		for _, o := range []offlinelock.Owner{martin, david} {
-			_, err := p.Acquire(as(db, o), c, offlinelock.Write)
-			var le *offlinelock.LockedError
-			require.ErrorAs(t, err, &le, o.User)
-			require.Len(t, le.Holders, 1)
-			assert.NotEqual(t, o.Session, le.Holders[0].Owner.Session, "the refusal names the other reader")
-		}
-
-		// Martin closes the page; David is now the only reader and upgrades.
-		require.NoError(t, p.Release(as(db, martin), c))
-		w, err := p.Acquire(as(db, david), c, offlinelock.Write)
-		require.NoError(t, err)
-		assert.Equal(t, offlinelock.Write, w.Access)
-
-		// While David writes, Martin cannot even read.
-		_, err = p.Acquire(as(db, martin), c, offlinelock.Read)
-		var le *offlinelock.LockedError
-		require.ErrorAs(t, err, &le)
-		assert.Equal(t, offlinelock.Read, le.Wanted)
-		assert.Equal(t, "david", le.Holders[0].Owner.User)
-
-		// A writer asking for Read keeps its Write lock.
-		r, err := p.Acquire(as(db, david), c, offlinelock.Read)
-		require.NoError(t, err)
-		assert.Equal(t, offlinelock.Write, r.Access)
-		assert.Equal(t, w.Token, r.Token)
-	})
-}
-
-func TestReleaseByNonHolderIsRefused(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		c := &Customer{ID: 129}
-		require.ErrorIs(t, p.Release(as(db, david), c), offlinelock.ErrNotLocked, "nobody holds it")
-		_, err := p.Acquire(as(db, martin), c, offlinelock.Write)
-		require.NoError(t, err)
-		require.ErrorIs(t, p.Release(as(db, david), c), offlinelock.ErrNotLocked)
-		h, err := p.Holders(db, c)
-		require.NoError(t, err)
-		require.Len(t, h, 1, "the holder keeps the lock")
-		assert.Equal(t, martin, h[0].Owner)
-		require.ErrorIs(t, p.Release(db, c), offlinelock.ErrNoOwner)
-	})
-}
-
-func TestForceRelease(t *testing.T) {
-	var logs bytes.Buffer
-	cfg := offlinelock.Config{
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Authorize: func(ctx context.Context, action string, l offlinelock.Lock) error {
-			if o, _ := offlinelock.OwnerFrom(ctx); o.User == "admin" && action == "force_release" {
-				return nil
-			}
-			return errors.New("admins only")
-		},
-	}
-	admin := offlinelock.Owner{Session: "A1", User: "admin"}
-	eachDB(t, cfg, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		logs.Reset()
-		c := &Customer{ID: 129}
-		l, err := p.Acquire(as(db, martin), c, offlinelock.Write)
-		require.NoError(t, err)
-
-		err = p.ForceRelease(as(db, david), "customers", "129")
-		require.ErrorIs(t, err, offlinelock.ErrForbidden)
-		h, _ := p.Holders(db, c)
-		require.Len(t, h, 1, "a refused force release changes nothing")
-		assert.Contains(t, logs.String(), "refused")
-
-		require.NoError(t, p.ForceRelease(as(db, admin), "customers", "129"))
-		h, _ = p.Holders(db, c)
-		assert.Empty(t, h)
-		out := logs.String()
-		assert.Contains(t, out, "by_user=admin")
-		assert.Contains(t, out, "holder_user=martin")
-		assert.Contains(t, out, "resource=customers")
-		assert.NotContains(t, out, l.Token, "tokens are never logged")
-
-		require.ErrorIs(t, p.ForceRelease(as(db, admin), "customers", "129"), offlinelock.ErrNotLocked)
-	})
-	t.Run("without Authorize nobody may", func(t *testing.T) {
-		db, p := setup(t, databases()[0], offlinelock.Config{})
+func TestBadConfigIsReported(t *testing.T) {
+	db := openSQLite(t)
+	for _, cfg := range []offlinelock.Config{
+		{Table: `locks"; DROP TABLE x; --`},
+		{TTL: -time.Second},
+	} {
+		p := offlinelock.New(cfg)
+		require.ErrorIs(t, db.Use(p), offlinelock.ErrInvalid)
 		_, err := p.Acquire(as(db, martin), &Customer{ID: 1}, offlinelock.Write)
-		require.NoError(t, err)
-		require.ErrorIs(t, p.ForceRelease(as(db, admin), "customers", "1"), offlinelock.ErrForbidden)
-	})
-}
-
-func TestReleaseAllAndRenew(t *testing.T) {
-	eachDB(t, offlinelock.Config{TTL: time.Minute}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		for i := uint(1); i <= 3; i++ {
-			_, err := p.Acquire(as(db, martin), &Customer{ID: i}, offlinelock.Write)
-			require.NoError(t, err)
-		}
-		r, err := p.Acquire(as(db, martin), &Customer{ID: 4}, offlinelock.Read)
-		require.NoError(t, err)
-		_, err = p.Acquire(as(db, david), &Customer{ID: 4}, offlinelock.Read)
-		require.NoError(t, err)
-		_, err = p.Acquire(as(db, david), &Customer{ID: 5}, offlinelock.Write)
-		require.NoError(t, err)
-
-		n, err := p.Renew(withTTL(db, martin, time.Hour), "M1")
-		require.NoError(t, err)
-		assert.EqualValues(t, 4, n)
-		mine, err := p.List(db, offlinelock.Filter{Session: "M1"})
-		require.NoError(t, err)
-		require.Len(t, mine, 4)
-		for _, l := range mine {
-			assert.True(t, l.ExpiresAt.After(r.ExpiresAt.Add(50*time.Minute)), "renewed %s %s", l.Resource, l.ID)
-		}
-
-		// Another session may not renew or release Martin's locks.
-		_, err = p.Renew(as(db, david), "M1")
-		require.ErrorIs(t, err, offlinelock.ErrForbidden)
-		_, err = p.ReleaseAll(as(db, david), "M1")
-		require.ErrorIs(t, err, offlinelock.ErrForbidden)
-
-		n, err = p.ReleaseAll(as(db, martin), "M1")
-		require.NoError(t, err)
-		assert.EqualValues(t, 4, n)
-		left, err := p.List(db, offlinelock.Filter{})
-		require.NoError(t, err)
-		require.Len(t, left, 2, "David's locks stay")
-		for _, l := range left {
-			assert.Equal(t, david, l.Owner)
-		}
-		// The application itself (no owner: a session-expiry job) may release.
-		n, err = p.ReleaseAll(db, "D1")
-		require.NoError(t, err)
-		assert.EqualValues(t, 2, n)
-	})
-}
-
-func TestRenewLeavesExpiredLocksExpired(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		l, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: 1}, offlinelock.Write)
-		require.NoError(t, err)
-		waitPast(t, db, l.ExpiresAt)
-		n, err := p.Renew(as(db, martin), "M1")
-		require.NoError(t, err)
-		assert.Zero(t, n)
-		h, err := p.Holders(db, &Customer{ID: 1})
-		require.NoError(t, err)
-		assert.Empty(t, h)
-	})
-}
-
-func TestSweepDeletesOnlyExpiredRows(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		var last *offlinelock.Lock
-		for i := uint(1); i <= 5; i++ {
-			l, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: i}, offlinelock.Write)
-			require.NoError(t, err)
-			last = l
-		}
-		_, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: 6}, offlinelock.Read)
-		require.NoError(t, err)
-		_, err = p.Acquire(as(db, david), &Customer{ID: 7}, offlinelock.Write)
-		require.NoError(t, err)
-		waitPast(t, db, last.ExpiresAt.Add(60*time.Millisecond))
-
-		expired, err := p.List(db, offlinelock.Filter{Expired: true})
-		require.NoError(t, err)
-		assert.Len(t, expired, 6)
-		n, err := p.Sweep(db)
-		require.NoError(t, err)
-		assert.EqualValues(t, 7, n, "5 write locks, 1 reader and its key row")
-		expired, err = p.List(db, offlinelock.Filter{Expired: true})
-		require.NoError(t, err)
-		assert.Empty(t, expired)
-		live, err := p.List(db, offlinelock.Filter{})
-		require.NoError(t, err)
-		require.Len(t, live, 1)
-		assert.Equal(t, "7", live[0].ID)
-	})
-}
-
-func TestLockInRolledBackTransactionIsGone(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		for _, access := range []offlinelock.Access{offlinelock.Write, offlinelock.Read} {
-			rollback := errors.New("rollback")
-			err := as(db, martin).Transaction(func(tx *gorm.DB) error {
-				_, err := p.Acquire(tx, &Customer{ID: 129}, access)
-				require.NoError(t, err)
-				h, err := p.Holders(tx, &Customer{ID: 129})
-				require.NoError(t, err)
-				require.Len(t, h, 1, "visible inside the transaction")
-				return rollback
-			})
-			require.ErrorIs(t, err, rollback)
-			h, err := p.Holders(db, &Customer{ID: 129})
-			require.NoError(t, err)
-			assert.Empty(t, h, access)
-			_, err = p.Acquire(as(db, david), &Customer{ID: 129}, offlinelock.Write)
-			require.NoError(t, err)
-			require.NoError(t, p.Release(as(db, david), &Customer{ID: 129}))
-		}
-	})
-}
-
-func TestReleaseCommitsWithTheSave(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		require.NoError(t, db.AutoMigrate(&Customer{}))
-		t.Cleanup(func() { db.Migrator().DropTable(&Customer{}) })
-		c := Customer{ID: 129, Name: "Acme Ltd", Credit: 5000}
-		require.NoError(t, db.Create(&c).Error)
-		_, err := p.Acquire(as(db, martin), &c, offlinelock.Write)
-		require.NoError(t, err)
-		err = as(db, martin).Transaction(func(tx *gorm.DB) error {
-			if err := tx.Model(&c).Update("name", "Acme Group").Error; err != nil {
-				return err
-			}
-			return p.Release(tx, &c)
-		})
-		require.NoError(t, err)
-		h, err := p.Holders(db, &c)
-		require.NoError(t, err)
-		assert.Empty(t, h)
-		var got Customer
-		require.NoError(t, db.First(&got, 129).Error)
-		assert.Equal(t, "Acme Group", got.Name)
-	})
-}
-
-func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
-	long := strings.Repeat("x", 10_000)
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		var nilCustomer *Customer
-		cases := []struct {
-			name   string
-			db     *gorm.DB
-			target any
-			access offlinelock.Access
-			want   error
-		}{
-			{"nil target", as(db, martin), nil, offlinelock.Write, offlinelock.ErrInvalid},
-			{"nil pointer", as(db, martin), nilCustomer, offlinelock.Write, offlinelock.ErrInvalid},
-			{"not a pointer", as(db, martin), Customer{ID: 1}, offlinelock.Write, offlinelock.ErrInvalid},
-			{"pointer to non-struct", as(db, martin), new(int), offlinelock.Write, offlinelock.ErrInvalid},
-			{"zero primary key", as(db, martin), &Customer{}, offlinelock.Write, offlinelock.ErrInvalid},
-			{"zero part of composite key", as(db, martin), &Line{OrderID: "o1"}, offlinelock.Write, offlinelock.ErrInvalid},
-			{"no owner", db, &Customer{ID: 1}, offlinelock.Write, offlinelock.ErrNoOwner},
-			{"empty session", as(db, offlinelock.Owner{User: "x"}), &Customer{ID: 1}, offlinelock.Write, offlinelock.ErrNoOwner},
-			{"long session", as(db, offlinelock.Owner{Session: long}), &Customer{ID: 1}, offlinelock.Write, offlinelock.ErrInvalid},
-			{"long user", as(db, offlinelock.Owner{Session: "s", User: long}), &Customer{ID: 1}, offlinelock.Write, offlinelock.ErrInvalid},
-			{"NUL in session", as(db, offlinelock.Owner{Session: "a\x00b"}), &Customer{ID: 1}, offlinelock.Write, offlinelock.ErrInvalid},
-			{"long id", as(db, martin), &Line{OrderID: long, No: 1}, offlinelock.Write, offlinelock.ErrInvalid},
-			{"unknown access", as(db, martin), &Customer{ID: 1}, offlinelock.Access("delete"), offlinelock.ErrInvalid},
-		}
-		for _, c := range cases {
-			_, err := p.Acquire(c.db, c.target, c.access)
-			assert.ErrorIs(t, err, c.want, c.name)
-		}
-		assert.ErrorIs(t, p.ForceRelease(as(db, martin), "", "1"), offlinelock.ErrInvalid)
-		assert.ErrorIs(t, p.ForceRelease(as(db, martin), "customers", long), offlinelock.ErrInvalid)
-		_, err := p.ReleaseAll(db, "")
-		assert.ErrorIs(t, err, offlinelock.ErrInvalid)
-		_, err = p.List(db, offlinelock.Filter{User: long})
-		assert.ErrorIs(t, err, offlinelock.ErrInvalid)
-
-		all, err := p.List(db, offlinelock.Filter{})
-		require.NoError(t, err)
-		assert.Empty(t, all)
-		expired, err := p.List(db, offlinelock.Filter{Expired: true})
-		require.NoError(t, err)
-		assert.Empty(t, expired)
-	})
-}
-
-func TestHostileStringsAreBoundParameters(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		evil := offlinelock.Owner{Session: `s'; DROP TABLE customers; --`, User: `Robert'); --"`}
-		line := &Line{OrderID: `o'1,"\;`, No: 2}
-		l, err := p.Acquire(as(db, evil), line, offlinelock.Write)
-		require.NoError(t, err)
-		assert.Equal(t, `o'1\,"\\;,2`, l.ID)
-		h, err := p.Holders(db, line)
-		require.NoError(t, err)
-		require.Len(t, h, 1)
-		assert.Equal(t, evil, h[0].Owner)
-		other := &Line{OrderID: `o'1`, No: 2}
-		h, err = p.Holders(db, other)
-		require.NoError(t, err)
-		assert.Empty(t, h, "distinct composite keys do not collide")
-		require.NoError(t, p.Release(as(db, evil), line))
-	})
-}
-
-func TestTokensAreSecretAndRandom(t *testing.T) {
-	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		seen := map[string]bool{}
-		for i := uint(1); i <= 20; i++ {
-			access := offlinelock.Write
-			if i%2 == 0 {
-				access = offlinelock.Read
-			}
-			l, err := p.Acquire(as(db, martin), &Customer{ID: i}, access)
-			require.NoError(t, err)
-			assert.Len(t, l.Token, 32, "128 bits as hex")
-			assert.False(t, seen[l.Token])
-			seen[l.Token] = true
-			h, err := p.Holders(db, &Customer{ID: i})
-			require.NoError(t, err)
-			require.Len(t, h, 1)
-			assert.Empty(t, h[0].Token)
-		}
-		all, err := p.List(db, offlinelock.Filter{})
-		require.NoError(t, err)
-		assert.Len(t, all, 20)
-		for _, l := range all {
-			assert.Empty(t, l.Token)
-		}
-		_, err = p.Acquire(as(db, david), &Customer{ID: 1}, offlinelock.Write)
-		require.Error(t, err)
-		for tok := range seen {
-			assert.NotContains(t, err.Error(), tok)
-		}
-	})
-}
-
-func TestLockedErrorReadsAsAPersonWouldWantIt(t *testing.T) {
-	at := time.Date(2026, 11, 29, 10, 0, 5, 0, time.UTC)
-	err := error(&offlinelock.LockedError{Resource: "customers", ID: "129", Wanted: offlinelock.Write,
-		Holders: []offlinelock.Lock{{Owner: martin, Access: offlinelock.Write, AcquiredAt: at, ExpiresAt: at.Add(30 * time.Minute)}}})
-	assert.Equal(t, "customers 129 is locked by martin since 10:00:05 until 10:30:05 (UTC)", err.Error())
-	assert.ErrorIs(t, err, offlinelock.ErrLocked)
-	assert.NotErrorIs(t, err, offlinelock.ErrNotLocked)
+		require.ErrorIs(t, err, offlinelock.ErrInvalid)
+	}
 }
 
 func TestMigrationIsIdempotentAndSafeInParallel(t *testing.T) {
@@ -559,15 +64,121 @@ func TestMigrationIsIdempotentAndSafeInParallel(t *testing.T) {
 	}
 }
 
-func TestBadConfigIsReported(t *testing.T) {
-	db := openSQLite(t)
-	for _, cfg := range []offlinelock.Config{
-		{Table: `locks"; DROP TABLE x; --`},
-		{TTL: -time.Second},
-	} {
-		p := offlinelock.New(cfg)
-		require.ErrorIs(t, db.Use(p), offlinelock.ErrInvalid)
-		_, err := p.Acquire(as(db, martin), &Customer{ID: 1}, offlinelock.Write)
-		require.ErrorIs(t, err, offlinelock.ErrInvalid)
+func TestRegisteringTwiceIsHarmless(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		assert.ErrorIs(t, db.Use(p), gorm.ErrRegistered)
+		assert.ErrorIs(t, db.Use(offlinelock.New(offlinelock.Config{Table: "ol_other"})), gorm.ErrRegistered)
+		seedAccounts(t, db, 1)
+		require.NoError(t, as(db, martin).First(&Account{}, 1).Error)
+		h, err := p.Holders(db, &Account{ID: 1})
+		require.NoError(t, err)
+		assert.Len(t, h, 1)
+	})
+}
+
+// TestUntaggedModelsAreUntouched compares a database with the plugin to
+// one without: same SQL, same results, same errors.
+func TestUntaggedModelsAreUntouched(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			with, _ := setupModels(t, d, offlinelock.Config{})
+			without := d.open(t)
+			require.NoError(t, without.AutoMigrate(&Customer{}))
+			require.NoError(t, without.Save(&Customer{ID: 1, Name: "Acme"}).Error)
+			require.NoError(t, with.Save(&Customer{ID: 1, Name: "Acme"}).Error)
+			for _, db := range []*gorm.DB{with, without} {
+				var c Customer
+				require.NoError(t, db.First(&c, 1).Error)
+				assert.Equal(t, "Acme", c.Name)
+				assert.ErrorIs(t, db.First(&c, 2).Error, gorm.ErrRecordNotFound)
+				require.NoError(t, db.Model(&c).Update("credit", 7).Error)
+			}
+			sql := func(db *gorm.DB) string {
+				return db.ToSQL(func(tx *gorm.DB) *gorm.DB { return tx.Where("name = ?", "x").Find(&[]Customer{}) }) +
+					db.ToSQL(func(tx *gorm.DB) *gorm.DB { return tx.Model(&Customer{ID: 1}).Update("name", "y") })
+			}
+			assert.Equal(t, sql(without), sql(with))
+		})
 	}
+}
+
+func TestNoOwnerReadsAndWritesNothing(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 2)
+		before := Account{Name: "untouched"}
+		got := before
+		require.ErrorIs(t, db.First(&got, 1).Error, offlinelock.ErrNoOwner)
+		assert.Equal(t, before, got)
+		var list []Account
+		require.ErrorIs(t, db.Find(&list).Error, offlinelock.ErrNoOwner)
+		assert.Empty(t, list)
+		require.ErrorIs(t, db.Create(&Account{ID: 9}).Error, offlinelock.ErrNoOwner)
+		var n int64
+		require.NoError(t, db.Model(&Account{}).Count(&n).Error)
+		assert.EqualValues(t, 2, n, "Count reveals no row and needs no owner")
+		all, err := p.List(db, offlinelock.Filter{})
+		require.NoError(t, err)
+		assert.Empty(t, all)
+	})
+}
+
+func TestBypassIsLoggedWithItsReason(t *testing.T) {
+	var logs bytes.Buffer
+	cfg := offlinelock.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	eachDBWithModels(t, cfg, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		logs.Reset()
+		ctx := offlinelock.Bypass(context.Background(), "nightly import")
+		require.NoError(t, db.WithContext(ctx).Create(&Account{ID: 1, Name: "a"}).Error)
+		var a Account
+		require.NoError(t, db.WithContext(ctx).First(&a, 1).Error)
+		require.NoError(t, db.WithContext(ctx).Model(&a).Update("credit", 5).Error)
+		all, err := p.List(db, offlinelock.Filter{})
+		require.NoError(t, err)
+		assert.Empty(t, all, "a bypass takes no locks")
+		assert.Equal(t, 3, strings.Count(logs.String(), `reason="nightly import"`))
+		empty := db.WithContext(offlinelock.Bypass(context.Background(), " "))
+		require.ErrorIs(t, empty.First(&a, 1).Error, offlinelock.ErrInvalid, "a bypass needs a reason")
+	})
+}
+
+func TestDryRunWritesNoLocks(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		dry := as(db, martin).Session(&gorm.Session{DryRun: true})
+		stmt := dry.First(&Account{}, 1).Statement
+		assert.Contains(t, stmt.SQL.String(), "accounts")
+		require.NoError(t, dry.Model(&Account{ID: 1}).Update("credit", 1).Error)
+		all, err := p.List(db, offlinelock.Filter{})
+		require.NoError(t, err)
+		assert.Empty(t, all)
+	})
+}
+
+func TestErrorsStayMatchableUnderGORMs(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 1)
+		other := errors.New("another plugin's error")
+		// Another callback adds its error after the plugin's, before the chain ends.
+		require.NoError(t, db.Callback().Query().After("gorm:after_query").Register("test:after", func(db *gorm.DB) {
+			if db.Statement.Table == "accounts" {
+				db.AddError(other)
+			}
+		}))
+		t.Cleanup(func() { db.Callback().Query().Remove("test:after") })
+		_, err := p.Acquire(as(db, david), &Account{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		err = as(db, martin).First(&Account{}, 1).Error
+		assert.ErrorIs(t, err, offlinelock.ErrLocked)
+		assert.ErrorIs(t, err, other)
+		var le *offlinelock.LockedError
+		assert.ErrorAs(t, err, &le)
+	})
+}
+
+func TestLockedErrorReadsAsAPersonWouldWantIt(t *testing.T) {
+	at := time.Date(2026, 11, 29, 10, 0, 5, 0, time.UTC)
+	err := error(&offlinelock.LockedError{Resource: "customers", ID: "129", Wanted: offlinelock.Write,
+		Holders: []offlinelock.Lock{{Owner: martin, Access: offlinelock.Write, AcquiredAt: at, ExpiresAt: at.Add(30 * time.Minute)}}})
+	assert.Equal(t, "customers 129 is locked by martin since 10:00:05 until 10:30:05 (UTC)", err.Error())
+	assert.ErrorIs(t, err, offlinelock.ErrLocked)
+	assert.NotErrorIs(t, err, offlinelock.ErrNotLocked)
 }

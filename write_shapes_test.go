@@ -1,12 +1,12 @@
 package offlinelock_test
 
-// Fail closed, writes: a write of any shape needs the session's Write lock
-// on every row it changes, and a refused write has no effect at all: no
-// row written, no model hook run.
+// Write shapes: every way GORM's API offers to change a row of a lockable
+// table (key spellings, maps, upserts, DTOs, Table, clause.Set, generics,
+// subqueries) needs the session's Write lock and, refused, changes
+// nothing; so does a write that reads another row of its own table.
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,15 +16,6 @@ import (
 
 	"github.com/offlinelock/offlinelock"
 )
-
-// FcDocView is a DTO over the lockable table docs (exclusive_write).
-type FcDocView struct {
-	ID    uint `gorm:"primaryKey"`
-	Title string
-	Body  string
-}
-
-func (FcDocView) TableName() string { return "docs" }
 
 // FcDocPatch is a patch struct without the key.
 type FcDocPatch struct {
@@ -260,169 +251,70 @@ func TestFailClosedWritesOfEveryShape(t *testing.T) {
 	})
 }
 
-// TestFailClosedCreateOfAKeyLockedAhead: a key locked ahead of its creation
-// cannot be created by another session, whatever the spelling or shape.
-func TestFailClosedCreateOfAKeyLockedAhead(t *testing.T) {
-	creates := []struct {
-		name   string
-		create func(tx *gorm.DB) error
-	}{
-		{"Create(model)", func(tx *gorm.DB) error { return tx.Create(&Doc{ID: 500, Title: "mine"}).Error }},
-		{"Create([]map id 500)", func(tx *gorm.DB) error {
-			return tx.Model(&Doc{}).Create(&[]map[string]any{{"id": 500, "title": "mine", "body": ""}}).Error
-		}},
-		{`Create([]map id "0500")`, func(tx *gorm.DB) error {
-			return tx.Model(&Doc{}).Create(&[]map[string]any{{"id": "0500", "title": "mine", "body": ""}}).Error
-		}},
-		{"Create(map id int64)", func(tx *gorm.DB) error {
-			return tx.Model(&Doc{}).Create(map[string]any{"id": int64(500), "title": "mine", "body": ""}).Error
-		}},
-		{"Table(docs).Create(map)", func(tx *gorm.DB) error {
-			return tx.Table("docs").Create(map[string]any{"id": 500, "title": "mine", "body": ""}).Error
-		}},
-		{"Create(DTO)", func(tx *gorm.DB) error { return tx.Create(&FcDocView{ID: 500, Title: "mine"}).Error }},
-		{"CreateInBatches([]DTO)", func(tx *gorm.DB) error {
-			return tx.CreateInBatches(&[]FcDocView{{ID: 500, Title: "mine"}}, 10).Error
-		}},
-		{"gorm.G[DTO].Create", func(tx *gorm.DB) error {
-			return gorm.G[FcDocView](tx).Create(tx.Statement.Context, &FcDocView{ID: 500, Title: "mine"})
-		}},
-	}
-	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		for _, c := range creates {
-			t.Run(c.name, func(t *testing.T) {
-				fcReset(t, db, p)
-				require.NoError(t, admin(db).Delete(&Doc{}, 500).Error)
-				_, err := p.Acquire(as(db, martin), &Doc{ID: 500}, offlinelock.Write)
-				require.NoError(t, err)
-				err = fcSafe(t, func() error { return c.create(as(db, david)) })
-				if assert.Error(t, err, "David created doc 500 locked ahead by Martin") {
-					assert.True(t, fcRefused(err), "got %v", err)
-				}
-				var n int64
-				require.NoError(t, admin(db).Model(&Doc{}).Where("id = ?", 500).Count(&n).Error)
-				assert.Zero(t, n, "doc 500 was created")
-				require.NoError(t, fcSafe(t, func() error { return c.create(as(db, martin)) }), "the holder creates it")
-				require.NoError(t, admin(db).Model(&Doc{}).Where("id = ?", 500).Count(&n).Error)
-				assert.EqualValues(t, 1, n)
-			})
-		}
-	})
+var fmSelfReferenceWrites = []fmWrite{
+	{"Update: Model(key).Update(name, Expr(subquery of own table))", func(tx *gorm.DB) error {
+		return tx.Model(&FmAcct{ID: 1}).Update("name", gorm.Expr("(SELECT x.name FROM fm_accts x WHERE x.id = 129)")).Error
+	}},
+	{"Updates: Where.Updates(map with Expr(subquery of own table))", func(tx *gorm.DB) error {
+		return tx.Model(&FmAcct{}).Where("id = ?", 1).
+			Updates(map[string]any{"name": gorm.Expr("(SELECT x.name FROM fm_accts x WHERE x.id = 129)")}).Error
+	}},
+	{"UpdateColumn: Clauses(clause.Set) with subquery of own table", func(tx *gorm.DB) error {
+		return tx.Model(&FmAcct{}).Where("id = ?", 1).
+			Clauses(clause.Set{{Column: clause.Column{Name: "name"}, Value: gorm.Expr("(SELECT x.name FROM fm_accts x WHERE x.id = 129)")}}).
+			Updates(map[string]any{}).Error
+	}},
+	{"Update: Where subquery of own table (oracle)", func(tx *gorm.DB) error {
+		return tx.Model(&FmAcct{ID: 1}).Where("EXISTS (SELECT 1 FROM fm_accts x WHERE x.id = 129 AND x.name = 'secret')").
+			Update("name", "secret").Error
+	}},
+	{"Generics: G[FmAcct].Where.Set(subquery of own table).Update", func(tx *gorm.DB) error {
+		_, err := gorm.G[FmAcct](tx).Where("id = ?", 1).
+			Set(clause.Assignment{Column: clause.Column{Name: "name"}, Value: gorm.Expr("(SELECT x.name FROM fm_accts x WHERE x.id = 129)")}).
+			Update(tx.Statement.Context)
+		return err
+	}},
+	{"Create: INSERT … SELECT-like value from own table", func(tx *gorm.DB) error {
+		return tx.Model(&FmAcct{}).Create(map[string]any{"id": 3, "name": gorm.Expr("(SELECT x.name FROM fm_accts x WHERE x.id = 129)"), "credit": 0}).Error
+	}},
 }
 
-// FcHooked counts its hooks in a counter carried by the statement's
-// context, so each test has its own.
-type FcHooked struct {
-	ID   uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name string
-}
-
-type fcHooksKey struct{}
-
-type fcHookCounter struct{ n atomic.Int64 }
-
-func fcCount(tx *gorm.DB) error {
-	if c, ok := tx.Statement.Context.Value(fcHooksKey{}).(*fcHookCounter); ok {
-		c.n.Add(1)
-	}
-	return nil
-}
-
-func (h *FcHooked) BeforeSave(tx *gorm.DB) error   { return fcCount(tx) }
-func (h *FcHooked) AfterSave(tx *gorm.DB) error    { return fcCount(tx) }
-func (h *FcHooked) BeforeCreate(tx *gorm.DB) error { return fcCount(tx) }
-func (h *FcHooked) AfterCreate(tx *gorm.DB) error  { return fcCount(tx) }
-func (h *FcHooked) BeforeUpdate(tx *gorm.DB) error { return fcCount(tx) }
-func (h *FcHooked) AfterUpdate(tx *gorm.DB) error  { return fcCount(tx) }
-func (h *FcHooked) BeforeDelete(tx *gorm.DB) error { return fcCount(tx) }
-func (h *FcHooked) AfterDelete(tx *gorm.DB) error  { return fcCount(tx) }
-
-// Class 8: a refused write runs no hook and writes nothing.
-func TestFailClosedRefusedWritesRunNoHooks(t *testing.T) {
-	writes := []struct {
-		name       string
-		onlyLocked bool // a new row: refused only when another session locked its key ahead
-		write      func(tx *gorm.DB, loaded *FcHooked) error
-	}{
-		{"Save(loaded record)", false, func(tx *gorm.DB, h *FcHooked) error { h.Name = "changed"; return tx.Save(h).Error }},
-		{"Model(loaded).Update", false, func(tx *gorm.DB, h *FcHooked) error { return tx.Model(h).Update("name", "changed").Error }},
-		{"Model(loaded).Updates(struct)", false, func(tx *gorm.DB, h *FcHooked) error {
-			return tx.Model(h).Updates(FcHooked{Name: "changed"}).Error
-		}},
-		{"Model(loaded).Updates(map)", false, func(tx *gorm.DB, h *FcHooked) error {
-			return tx.Model(h).Updates(map[string]any{"name": "changed"}).Error
-		}},
-		{"Model(loaded).Select(*).Updates", false, func(tx *gorm.DB, h *FcHooked) error {
-			return tx.Model(h).Select("*").Updates(FcHooked{ID: h.ID, Name: "changed"}).Error
-		}},
-		{"Model(empty).Where.Update", false, func(tx *gorm.DB, h *FcHooked) error {
-			return tx.Model(&FcHooked{}).Where("id = ?", h.ID).Update("name", "changed").Error
-		}},
-		{"Delete(loaded)", false, func(tx *gorm.DB, h *FcHooked) error { return tx.Delete(h).Error }},
-		{"Where.Delete", false, func(tx *gorm.DB, h *FcHooked) error { return tx.Where("id = ?", h.ID).Delete(&FcHooked{}).Error }},
-		{"OnConflict(UpdateAll).Create", false, func(tx *gorm.DB, h *FcHooked) error {
-			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&FcHooked{ID: h.ID, Name: "changed"}).Error
-		}},
-		{"Save(slice)", false, func(tx *gorm.DB, h *FcHooked) error {
-			return tx.Save(&[]FcHooked{{ID: h.ID, Name: "changed"}}).Error
-		}},
-		{"Save(new record with a key locked ahead)", true, func(tx *gorm.DB, _ *FcHooked) error {
-			return tx.Save(&FcHooked{ID: 2, Name: "changed"}).Error
-		}},
-		{"Create(new record with a key locked ahead)", true, func(tx *gorm.DB, _ *FcHooked) error {
-			return tx.Create(&FcHooked{ID: 2, Name: "changed"}).Error
-		}},
-	}
-	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		fcDropCleanup(t, db, &FcHooked{})
-		require.NoError(t, admin(db).AutoMigrate(&FcHooked{}))
-		counted := func(o offlinelock.Owner) (*gorm.DB, *fcHookCounter) {
-			c := &fcHookCounter{}
-			return db.WithContext(context.WithValue(offlinelock.WithOwner(context.Background(), o), fcHooksKey{}, c)), c
+// TestFailClosedMoreWritesThatReadTheOwnTable: David holds account 1 and
+// writes it with a value read from account 129, which Martin holds.
+func TestFailClosedMoreWritesThatReadTheOwnTable(t *testing.T) {
+	eachFm(t, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		leaked := func() bool {
+			var n int64
+			require.NoError(t, admin(db).Model(&FmAcct{}).Where("id <> ? AND name = ?", 129, "secret").Count(&n).Error)
+			return n > 0
 		}
-		state := func() []FcHooked {
-			var all []FcHooked
-			require.NoError(t, admin(db).Order("id").Find(&all).Error)
-			return all
+		reset := func() {
+			fcReset(t, db, p)
+			require.NoError(t, admin(db).Where("id NOT IN ?", []uint{1, 2, 129}).Delete(&FmAcct{}).Error)
+			require.NoError(t, admin(db).Save(&FmAcct{ID: 1, Name: "one", Credit: 1}).Error)
 		}
-		for _, w := range writes {
+		for _, w := range fmSelfReferenceWrites {
 			t.Run(w.name, func(t *testing.T) {
-				fcReset(t, db, p)
-				require.NoError(t, admin(db).Where("1 = 1").Delete(&FcHooked{}).Error)
-				require.NoError(t, admin(db).Create(&FcHooked{ID: 1, Name: "orig"}).Error)
-				before := state()
-				for _, lockedBy := range []*offlinelock.Owner{nil, &martin} {
-					if lockedBy == nil && w.onlyLocked {
-						continue
-					}
-					fcReset(t, db, p)
-					if lockedBy != nil {
-						for _, id := range []uint{1, 2} {
-							_, err := p.Acquire(as(db, *lockedBy), &FcHooked{ID: id}, offlinelock.Write)
-							require.NoError(t, err)
-						}
-					}
-					require.NoError(t, admin(db).Where("1 = 1").Delete(&FcHooked{}).Error)
-					require.NoError(t, admin(db).Create(&FcHooked{ID: 1, Name: "orig"}).Error)
-					var loaded FcHooked
-					require.NoError(t, as(db, david).First(&loaded, 1).Error)
-					tx, c := counted(david)
-					err := fcSafe(t, func() error { return w.write(tx, &loaded) })
-					if assert.Error(t, err, "David's write went through (locked by %v)", lockedBy) {
-						assert.True(t, fcRefused(err), "got %v", err)
-					}
-					assert.Zero(t, c.n.Load(), "hooks ran for a refused write (locked by %v)", lockedBy)
-					assert.Equal(t, before, state(), "the refused write changed rows")
+				reset()
+				require.NoError(t, as(db, martin).First(&FmAcct{}, 129).Error)
+				require.NoError(t, as(db, david).First(&FmAcct{}, 1).Error)
+				_, err := p.Acquire(as(db, david), &FmAcct{ID: 3}, offlinelock.Write)
+				require.NoError(t, err)
+				err = fcSafe(t, func() error { return w.write(as(db, david)) })
+				assert.False(t, leaked(), "David's row now carries account 129's name")
+				fmRefused(t, err, "David's write read account 129 held by Martin")
+
+				reset()
+				require.NoError(t, as(db, martin).First(&FmAcct{}, 129).Error)
+				require.NoError(t, as(db, martin).First(&FmAcct{}, 1).Error)
+				_, err = p.Acquire(as(db, martin), &FmAcct{ID: 3}, offlinelock.Write)
+				require.NoError(t, err)
+				err = fcSafe(t, func() error { return w.write(as(db, martin)) })
+				if err != nil {
+					assert.True(t, fcUnenforceable(err), "the holder may only be refused as unenforceable, got %v", err)
+				} else {
+					assert.True(t, leaked(), "setup: the holder's write copies the name")
 				}
-				// The holder: hooks run and the row changes.
-				require.NoError(t, admin(db).Where("1 = 1").Delete(&FcHooked{}).Error)
-				require.NoError(t, admin(db).Create(&FcHooked{ID: 1, Name: "orig"}).Error)
-				var loaded FcHooked
-				require.NoError(t, as(db, martin).First(&loaded, 1).Error)
-				tx, c := counted(martin)
-				require.NoError(t, fcSafe(t, func() error { return w.write(tx, &loaded) }))
-				assert.NotZero(t, c.n.Load(), "setup: the hooks are counted")
-				assert.NotEqual(t, before, state(), "the holder's write changed something")
 			})
 		}
 	})

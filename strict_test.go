@@ -1,9 +1,9 @@
 package offlinelock_test
 
-// Fail closed, Strict and ordinary operations: under Config.Strict every
-// raw statement that reads or writes a lockable table is ErrStrict,
-// however it is spelled, and nothing else is; migrations and untagged
-// tables keep working.
+// Config.Strict: every raw statement that reads or writes a lockable table
+// is ErrStrict, however it is spelled, and nothing else is; migrations and
+// untagged tables keep working. The scanner that finds the tables is
+// tested on its own in sqlscan_test.go.
 
 import (
 	"context"
@@ -16,6 +16,21 @@ import (
 
 	"github.com/offlinelock/offlinelock"
 )
+
+func TestStrictRefusesRawSQLOnLockableTables(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{Strict: true, Models: []any{&Account{}}}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 1)
+		require.ErrorIs(t, as(db, martin).Exec(`UPDATE accounts SET credit = 0`).Error, offlinelock.ErrStrict)
+		var n int
+		require.ErrorIs(t, as(db, martin).Raw(`SELECT credit FROM "accounts" WHERE id = 1`).Scan(&n).Error, offlinelock.ErrStrict)
+		require.NoError(t, admin(db).Exec(`UPDATE accounts SET credit = 0`).Error, "Bypass lets it through")
+		require.NoError(t, as(db, martin).Exec(`UPDATE customers SET credit = 0`).Error, "other tables are untouched")
+	})
+	t.Run("off by default", func(t *testing.T) {
+		db, _ := setupModels(t, databases()[0], offlinelock.Config{Models: []any{&Account{}}})
+		require.NoError(t, as(db, martin).Exec(`UPDATE accounts SET credit = 0`).Error)
+	})
+}
 
 type fcRaw struct {
 	name string
@@ -109,6 +124,14 @@ var fcStrictAllowed = []fcRaw{
 	{"SELECT from a table whose name contains accounts", "", fcRawScan(`SELECT * FROM fc_accounts_archive`)},
 }
 
+// fcAccount reads an account under admin.
+func fcAccount(t *testing.T, db *gorm.DB, id uint) Account {
+	t.Helper()
+	var a Account
+	require.NoError(t, admin(db).First(&a, id).Error)
+	return a
+}
+
 func TestFailClosedStrictRefusesRawSQLOnLockableTables(t *testing.T) {
 	eachDBWithModels(t, offlinelock.Config{Strict: true}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 		seedAccounts(t, db, 2)
@@ -152,6 +175,33 @@ func TestFailClosedStrictRefusesRawSQLOnLockableTables(t *testing.T) {
 			require.NoError(t, admin(db).Exec(`UPDATE accounts SET name = 'admin' WHERE id = 2`).Error)
 			assert.Equal(t, "admin", fcAccount(t, db, 2).Name)
 		})
+	})
+}
+
+// Class 9: untagged tables are unaffected under Strict, with or without an
+// owner.
+func TestFailClosedUntaggedTablesUnaffectedUnderStrict(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{Strict: true}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 1)
+		for _, tx := range []*gorm.DB{db.WithContext(context.Background()), as(db, david)} {
+			require.NoError(t, tx.Exec(`DELETE FROM customers`).Error)
+			require.NoError(t, tx.Create(&Customer{ID: 1, Name: "c", Credit: 1}).Error)
+			require.NoError(t, tx.Model(&Customer{ID: 1}).Update("credit", 2).Error)
+			require.NoError(t, tx.Table("customers").Where("id = ?", 1).Updates(map[string]any{"credit": 3}).Error)
+			require.NoError(t, tx.Exec(`UPDATE customers SET credit = credit + 1 WHERE id = 1`).Error)
+			var c Customer
+			require.NoError(t, tx.Raw(`SELECT * FROM customers WHERE id = 1`).Scan(&c).Error)
+			assert.Equal(t, 4, c.Credit)
+			var names []string
+			require.NoError(t, tx.Table("customers").Pluck("name", &names).Error)
+			assert.Equal(t, []string{"c"}, names)
+			require.NoError(t, tx.Save(&Customer{ID: 1, Name: "d"}).Error)
+			require.NoError(t, tx.Delete(&Customer{ID: 1}).Error)
+			var n int64
+			require.NoError(t, tx.Model(&Customer{}).Count(&n).Error)
+			assert.Zero(t, n)
+		}
+		assert.Empty(t, fcLocksOf(t, db, p, david))
 	})
 }
 
@@ -225,33 +275,6 @@ func TestFailClosedAutoMigrateKeepsWorking(t *testing.T) {
 			})
 		})
 	}
-}
-
-// Class 9: untagged tables are unaffected under Strict, with or without an
-// owner.
-func TestFailClosedUntaggedTablesUnaffectedUnderStrict(t *testing.T) {
-	eachDBWithModels(t, offlinelock.Config{Strict: true}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		seedAccounts(t, db, 1)
-		for _, tx := range []*gorm.DB{db.WithContext(context.Background()), as(db, david)} {
-			require.NoError(t, tx.Exec(`DELETE FROM customers`).Error)
-			require.NoError(t, tx.Create(&Customer{ID: 1, Name: "c", Credit: 1}).Error)
-			require.NoError(t, tx.Model(&Customer{ID: 1}).Update("credit", 2).Error)
-			require.NoError(t, tx.Table("customers").Where("id = ?", 1).Updates(map[string]any{"credit": 3}).Error)
-			require.NoError(t, tx.Exec(`UPDATE customers SET credit = credit + 1 WHERE id = 1`).Error)
-			var c Customer
-			require.NoError(t, tx.Raw(`SELECT * FROM customers WHERE id = 1`).Scan(&c).Error)
-			assert.Equal(t, 4, c.Credit)
-			var names []string
-			require.NoError(t, tx.Table("customers").Pluck("name", &names).Error)
-			assert.Equal(t, []string{"c"}, names)
-			require.NoError(t, tx.Save(&Customer{ID: 1, Name: "d"}).Error)
-			require.NoError(t, tx.Delete(&Customer{ID: 1}).Error)
-			var n int64
-			require.NoError(t, tx.Model(&Customer{}).Count(&n).Error)
-			assert.Zero(t, n)
-		}
-		assert.Empty(t, fcLocksOf(t, db, p, david))
-	})
 }
 
 // fcFreshPlan runs load again when PostgreSQL refused pgx's cached plan of

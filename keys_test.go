@@ -1,0 +1,246 @@
+package offlinelock_test
+
+// One record, one lock key: however its key is spelled ("0129", 129,
+// int64(129), a string in an integer column, a case-insensitive or
+// blank-padded text key), a record has one lock, and a load or write under
+// another spelling of a key another session holds is refused. Distinct
+// keys never share a lock: keys_fuzz_internal_test.go.
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// Class 2: one record, one lock key, however the key is spelled.
+func TestFailClosedOneRecordOneLockKey(t *testing.T) {
+	loads := []struct {
+		name string
+		load func(tx *gorm.DB) (Account, error)
+	}{
+		{`First(&a, "0129")`, func(tx *gorm.DB) (a Account, err error) { err = tx.First(&a, "0129").Error; return }},
+		{`First(&a, "129")`, func(tx *gorm.DB) (a Account, err error) { err = tx.First(&a, "129").Error; return }},
+		{`First(&a, int64(129))`, func(tx *gorm.DB) (a Account, err error) { err = tx.First(&a, int64(129)).Error; return }},
+		{`First(&a, uint8(129))`, func(tx *gorm.DB) (a Account, err error) { err = tx.First(&a, uint8(129)).Error; return }},
+		{`First(&a, "id = ?", "0129")`, func(tx *gorm.DB) (a Account, err error) {
+			err = tx.First(&a, "id = ?", "0129").Error
+			return
+		}},
+		{`Where("id = ?", "129").Take`, func(tx *gorm.DB) (a Account, err error) {
+			err = tx.Where("id = ?", "129").Take(&a).Error
+			return
+		}},
+		{`Where("id = ?", "0129").Find`, func(tx *gorm.DB) (a Account, err error) {
+			var as []Account
+			err = tx.Where("id = ?", "0129").Find(&as).Error
+			if len(as) == 1 {
+				a = as[0]
+			}
+			return
+		}},
+		{`Where(map{"id": "0129"}).Find`, func(tx *gorm.DB) (a Account, err error) {
+			var as []Account
+			err = tx.Where(map[string]any{"id": "0129"}).Find(&as).Error
+			if len(as) == 1 {
+				a = as[0]
+			}
+			return
+		}},
+		{`Find(&as, []string{"129"})`, func(tx *gorm.DB) (a Account, err error) {
+			var as []Account
+			err = tx.Find(&as, []string{"129"}).Error
+			if len(as) == 1 {
+				a = as[0]
+			}
+			return
+		}},
+		{`Find(&as, []string{"0129"})`, func(tx *gorm.DB) (a Account, err error) {
+			var as []Account
+			err = tx.Find(&as, []string{"0129"}).Error
+			if len(as) == 1 {
+				a = as[0]
+			}
+			return
+		}},
+		{`Where("id IN ?", []any{"0129"}).Find`, func(tx *gorm.DB) (a Account, err error) {
+			var as []Account
+			err = tx.Where("id IN ?", []any{"0129"}).Find(&as).Error
+			if len(as) == 1 {
+				a = as[0]
+			}
+			return
+		}},
+		{`Where("id = ?", 129.0).Take`, func(tx *gorm.DB) (a Account, err error) {
+			err = tx.Where("id = ?", 129.0).Take(&a).Error
+			return
+		}},
+	}
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		fcSeedLoads(t, db)
+		for _, l := range loads {
+			t.Run(l.name, func(t *testing.T) {
+				fcReset(t, db, p)
+				_, err := p.Acquire(as(db, martin), &Account{ID: 129}, offlinelock.Write)
+				require.NoError(t, err)
+				a, err := l.load(as(db, david))
+				if assert.Error(t, err, "David read account 129 under another spelling of its key") {
+					assert.True(t, fcRefused(err), "got %v", err)
+				}
+				assert.Zero(t, a.ID, "David got the row")
+				assert.Empty(t, fcLocksOf(t, db, p, david))
+
+				// The holder loads it under the same spelling and still has
+				// one lock, on the key "129".
+				a, err = l.load(as(db, martin))
+				if err == nil {
+					assert.Equal(t, "zzz", a.Name)
+				} else {
+					assert.True(t, fcUnenforceable(err), "the holder is refused with %v", err)
+				}
+				mine := fcLocksOf(t, db, p, martin)
+				if assert.Len(t, mine, 1, "one record, one lock key") {
+					assert.Equal(t, "129", mine[0].ID)
+				}
+			})
+		}
+	})
+}
+
+// FmCi has a case-insensitive text key (SQLite): "ABC" and "abc" are one
+// row to the database.
+type FmCi struct {
+	ID   string `gorm:"primaryKey;type:text collate nocase" lock:"exclusive_write"`
+	Name string
+}
+
+// FmCiRead is FmCi's twin locked on load.
+type FmCiRead struct {
+	ID   string `gorm:"primaryKey;type:text collate nocase" lock:"exclusive_read"`
+	Name string
+}
+
+// FmChr has a blank-padded key (PostgreSQL char(n)): "ab" and "ab  " are one
+// row to the database.
+type FmChr struct {
+	ID   string `gorm:"primaryKey;type:char(6)" lock:"exclusive_write"`
+	Name string
+}
+
+// fmKeyWrite: Martin holds the record under one spelling of its key, David
+// takes a Write lock under another spelling of the same row and writes.
+type fmKeyWrite struct {
+	name  string
+	write func(tx *gorm.DB, id string) error
+}
+
+func fmKeyWrites[T any](mk func(id, name string) *T) []fmKeyWrite {
+	return []fmKeyWrite{
+		{"Save(model)", func(tx *gorm.DB, id string) error { return tx.Save(mk(id, "leak")).Error }},
+		{"Model(key).Update", func(tx *gorm.DB, id string) error {
+			return tx.Model(mk(id, "")).Update("name", "leak").Error
+		}},
+		{"Model(key).Updates(map)", func(tx *gorm.DB, id string) error {
+			return tx.Model(mk(id, "")).Updates(map[string]any{"name": "leak"}).Error
+		}},
+		{"Where(struct).Updates", func(tx *gorm.DB, id string) error {
+			return tx.Model(new(T)).Where(mk(id, "")).Updates(map[string]any{"name": "leak"}).Error
+		}},
+		{"OnConflict(UpdateAll).Create", func(tx *gorm.DB, id string) error {
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(mk(id, "leak")).Error
+		}},
+		{"Delete(model)", func(tx *gorm.DB, id string) error { return tx.Delete(mk(id, "")).Error }},
+	}
+}
+
+func fmRunKeySpellings[T any](t *testing.T, db *gorm.DB, p *offlinelock.Plugin, mk func(id, name string) *T, held, other string) {
+	state := func() []map[string]any {
+		var rows []map[string]any
+		require.NoError(t, admin(db).Model(new(T)).Select("name").Find(&rows).Error)
+		return rows
+	}
+	for _, w := range fmKeyWrites(mk) {
+		t.Run(w.name, func(t *testing.T) {
+			fcReset(t, db, p)
+			require.NoError(t, admin(db).Where("1 = 1").Delete(new(T)).Error)
+			require.NoError(t, admin(db).Create(mk(held, "orig")).Error)
+			before := state()
+			_, err := p.Acquire(as(db, martin), mk(held, ""), offlinelock.Write)
+			require.NoError(t, err)
+			_, err = p.Acquire(as(db, david), mk(other, ""), offlinelock.Write)
+			if err == nil {
+				err = fcSafe(t, func() error { return w.write(as(db, david), other) })
+				fmRefused(t, err, "David wrote the row %q held by Martin as %q", other, held)
+			} else {
+				fmRefused(t, err, "Acquire")
+			}
+			assert.Equal(t, before, state(), "the row held by Martin changed")
+
+			// The holder writes it under his own spelling.
+			require.NoError(t, fcSafe(t, func() error { return w.write(as(db, martin), held) }))
+			assert.NotEqual(t, before, state(), "setup: the holder's write lands")
+		})
+	}
+}
+
+func TestFailClosedMoreKeySpellingsTheColumnEquates(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			var extra []any
+			if d.name == "sqlite" {
+				extra = []any{&FmCi{}, &FmCiRead{}}
+			} else {
+				extra = []any{&FmChr{}}
+			}
+			db, p := fmSetup(t, d, extra...)
+			t.Run("string field on an integer column: 129 vs 0129", func(t *testing.T) {
+				fmRunKeySpellings(t, db, p, func(id, name string) *FmIntStr { return &FmIntStr{ID: id, Name: name} }, "129", "0129")
+			})
+			if d.name == "sqlite" {
+				t.Run("COLLATE NOCASE key: ABC vs abc", func(t *testing.T) {
+					fmRunKeySpellings(t, db, p, func(id, name string) *FmCi { return &FmCi{ID: id, Name: name} }, "ABC", "abc")
+				})
+				t.Run("COLLATE NOCASE key locked on load: Where(struct).Rows", func(t *testing.T) {
+					fcReset(t, db, p)
+					require.NoError(t, admin(db).Where("1 = 1").Delete(&FmCiRead{}).Error)
+					require.NoError(t, admin(db).Create(&FmCiRead{ID: "ABC", Name: "secret"}).Error)
+					require.NoError(t, as(db, martin).First(&FmCiRead{}, "id = ?", "ABC").Error)
+					for _, q := range []func(tx *gorm.DB) ([]string, error){
+						func(tx *gorm.DB) ([]string, error) {
+							return fmRowNames(tx.Model(&FmCiRead{}).Select("name").Where(&FmCiRead{ID: "abc"}))
+						},
+						func(tx *gorm.DB) ([]string, error) {
+							var v []FmCiRead
+							err := tx.Where(&FmCiRead{ID: "abc"}).Find(&v).Error
+							var out []string
+							for _, r := range v {
+								out = append(out, r.Name)
+							}
+							return out, err
+						},
+					} {
+						fcReset(t, db, p)
+						require.NoError(t, as(db, martin).First(&FmCiRead{}, "id = ?", "ABC").Error)
+						var got []string
+						err := fcSafe(t, func() error { var e error; got, e = q(as(db, david)); return e })
+						assert.NotContains(t, got, "secret", "David read ABC held by Martin")
+						fmRefused(t, err, "David read ABC as abc")
+						fcReset(t, db, p)
+						require.NoError(t, as(db, martin).First(&FmCiRead{}, "id = ?", "ABC").Error)
+						got, err = q(as(db, martin))
+						require.NoError(t, err)
+						assert.Contains(t, got, "secret")
+					}
+				})
+			} else {
+				t.Run("char(6) key: ab vs ab+spaces", func(t *testing.T) {
+					fmRunKeySpellings(t, db, p, func(id, name string) *FmChr { return &FmChr{ID: id, Name: name} }, "ab", "ab  ")
+				})
+			}
+		})
+	}
+}
