@@ -35,23 +35,26 @@ func (r *registry) noteCascades(s *schema.Schema) {
 		if c == nil || c.Schema == nil || c.ReferenceSchema == nil || len(c.ForeignKeys) != 1 || !cascadeDeletes(c.OnDelete) {
 			continue
 		}
-		r.addCascade(c.ReferenceSchema.Table, cascadeRef{table: c.Schema.Table, column: c.ForeignKeys[0].DBName})
+		if r.addCascade(c.ReferenceSchema.Table, cascadeRef{table: c.Schema.Table, column: c.ForeignKeys[0].DBName}) {
+			r.changed(c.Schema.Table)
+		}
 	}
 }
 
-func (r *registry) addCascade(parent string, ref cascadeRef) {
+func (r *registry) addCascade(parent string, ref cascadeRef) bool {
 	name := strings.ToLower(parent)
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()
 	for _, c := range r.cascades[name] {
 		if strings.EqualFold(c.table, ref.table) && c.column == ref.column {
-			return
+			return false
 		}
 	}
 	if r.cascades == nil {
 		r.cascades = map[string][]cascadeRef{}
 	}
 	r.cascades[name] = append(r.cascades[name], ref)
+	return true
 }
 
 // cascadesFrom lists the cascading foreign keys of table, by parent.
@@ -92,15 +95,11 @@ func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, depth int) ([]ke
 		if err != nil {
 			return nil, err
 		}
-		var ts []target
-		if child.root != nil {
-			var links []any
-			if links, err = p.linksOf(db, child, vals); err == nil {
-				ts, err = p.rootsOf(db, child, links)
-			}
-		} else {
-			ts, err = p.targetsOfLinks(db, child, vals)
+		rows := make([][]any, len(vals))
+		for i, v := range vals {
+			rows[i] = []any{v}
 		}
+		ts, err := p.targetsOfRows(db, child, rows)
 		if err != nil {
 			return nil, err
 		}

@@ -45,6 +45,7 @@ type tableSpec struct {
 type columnSpec struct {
 	Name   string  `json:"name"`
 	Column string  `json:"column,omitempty"`
+	Key    string  `json:"key,omitempty"` // joins: the key column Column refers to
 	Kind   keyKind `json:"kind"`
 }
 
@@ -118,7 +119,7 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 			p.reg.storeTable(modelOfSpec(sp))
 		}
 		for _, l := range sp.Links {
-			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column})
+			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column, key: l.Key})
 		}
 		for _, c := range sp.Cascades {
 			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column})
@@ -127,9 +128,19 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 	return nil
 }
 
-// freshCatalog starts a background reload of the catalog when it is older
-// than catalogRefresh.
+// freshCatalog writes again the catalog rows of models whose row grew, and
+// starts a background reload of the catalog when it is older than
+// catalogRefresh.
 func (p *Plugin) freshCatalog(db *gorm.DB) {
+	if dirty := p.reg.takeDirty(); len(dirty) > 0 && !db.DryRun {
+		if t, err := p.storeFor(db); err == nil {
+			for _, m := range dirty {
+				if err := p.rememberModel(db, t, m); err != nil || !m.saved.Load() {
+					p.reg.changedAgain(m) // not written (or inside a SQLite transaction): next time
+				}
+			}
+		}
+	}
 	at := p.catalogAt.Load()
 	if time.Since(time.Unix(0, at)) < catalogRefresh || !p.catalogAt.CompareAndSwap(at, time.Now().UnixNano()) {
 		return

@@ -9,6 +9,7 @@ package offlinelock_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 
@@ -374,3 +375,186 @@ func TestFailClosedMoreModelShapes(t *testing.T) {
 		})
 	}
 }
+
+type FtArt struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Title string
+}
+
+type FtLabel struct {
+	ID   uint `gorm:"primaryKey"`
+	Name string
+	Arts []FtArt `gorm:"many2many:ft_label_arts"`
+}
+
+// FtROrder (locked on load) is the root of FtRLine, the root of FtRParcel.
+type FtROrder struct {
+	ID   uint `gorm:"primaryKey" lock:"exclusive_read"`
+	Note string
+}
+
+type FtRLine struct {
+	ID         uint `gorm:"primaryKey"`
+	FtROrderID uint `lock:"root"`
+	FtROrder   *FtROrder
+	Qty        int
+}
+
+type FtRParcel struct {
+	ID        uint `gorm:"primaryKey"`
+	FtRLineID uint `lock:"root"`
+	FtRLine   *FtRLine
+	Weight    int
+}
+
+// TestFailClosedCatalogOnlyNode: a second node, started after the
+// first locked the models, enforces join tables and members by table.
+func TestFailClosedCatalogOnlyNode(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p, table := ftSetup(t, d, []any{&FtArt{}, &FtROrder{}, &FtRLine{}, &FtRParcel{}}, "ft_label_arts", &FtLabel{})
+			require.NoError(t, admin(db).Create(&FtArt{ID: 129, Title: "a"}).Error)
+			require.NoError(t, admin(db).Create(&FtLabel{ID: 1, Name: "l1"}).Error)
+			require.NoError(t, admin(db).Create(&[]FtROrder{{ID: 1, Note: "free"}, {ID: 2, Note: "secret"}}).Error)
+			require.NoError(t, admin(db).Create(&[]FtRLine{{ID: 1, FtROrderID: 2, Qty: 7}, {ID: 2, FtROrderID: 1, Qty: 1}}).Error)
+			require.NoError(t, admin(db).Create(&FtRParcel{ID: 1, FtRLineID: 1, Weight: 7}).Error)
+			// The first node uses the association (it has parsed FtLabel)
+			// and Martin holds article 129 and order 2.
+			var arts []FtArt
+			require.NoError(t, as(db, martin).Model(&FtLabel{ID: 1}).Association("Arts").Find(&arts))
+			_, err := p.Acquire(as(db, martin), &FtArt{ID: 129}, offlinelock.Write)
+			require.NoError(t, err)
+			require.NoError(t, as(db, martin).First(&FtROrder{}, 2).Error)
+			db2, _ := fcTwin(t, db, table)
+			labelArts := func() int64 {
+				var n int64
+				require.NoError(t, admin(db).Table("ft_label_arts").Where("ft_art_id = ?", 129).Count(&n).Error)
+				return n
+			}
+
+			t.Run("join table of an association declared on the untagged side", func(t *testing.T) {
+				for _, node := range []struct {
+					name string
+					db   *gorm.DB
+				}{{"first node", db}, {"second node", db2}} {
+					t.Run(node.name, func(t *testing.T) {
+						relate := func(tx *gorm.DB) error {
+							return tx.Table("ft_label_arts").Create(map[string]any{"ft_label_id": 1, "ft_art_id": 129}).Error
+						}
+						steps := []struct {
+							name    string
+							by      offlinelock.Owner
+							related bool // article 129 related before the step
+							op      func(tx *gorm.DB) error
+							want    int64 // relations of article 129 after the step
+						}{
+							{"David: Table(join).Create(map)", david, false, relate, 0},
+							{"David: Association(Arts).Append", david, false, func(tx *gorm.DB) error {
+								return tx.Model(&FtLabel{ID: 1}).Association("Arts").Append(&FtArt{ID: 129})
+							}, 0},
+							{"David: Table(join).Where.Delete", david, true, func(tx *gorm.DB) error {
+								return tx.Table("ft_label_arts").Where("ft_art_id = ?", 129).Delete(map[string]any{}).Error
+							}, 1},
+							{"David: Association(Arts).Clear", david, true, func(tx *gorm.DB) error {
+								return tx.Model(&FtLabel{ID: 1}).Association("Arts").Clear()
+							}, 1},
+							{"Martin (the holder): Table(join).Create(map)", martin, false, relate, 1},
+							{"Martin (the holder): Table(join).Where.Delete", martin, true, func(tx *gorm.DB) error {
+								return tx.Table("ft_label_arts").Where("ft_art_id = ?", 129).Delete(map[string]any{}).Error
+							}, 0},
+						}
+						for _, s := range steps {
+							require.NoError(t, admin(db).Exec("DELETE FROM ft_label_arts").Error)
+							if s.related {
+								require.NoError(t, relate(admin(db)))
+							}
+							err := fcSafe(t, func() error { return s.op(as(node.db, s.by)) })
+							if s.by == martin {
+								assert.NoError(t, err, s.name)
+							} else {
+								fmRefused(t, err, "%s: article 129 is held by Martin", s.name)
+								assert.Empty(t, fcLocksOf(t, db, p, david))
+							}
+							assert.Equal(t, s.want, labelArts(), s.name)
+						}
+					})
+				}
+			})
+
+			loads := []struct {
+				name string
+				load func(tx *gorm.DB) (bool, error)
+			}{
+				{"member Table(ft_r_lines).Find([]map)", func(tx *gorm.DB) (bool, error) {
+					var v []map[string]any
+					err := tx.Table("ft_r_lines").Where("id = ?", 1).Find(&v).Error
+					return len(v) > 0, err
+				}},
+				{"member Table(ft_r_lines).Pluck", func(tx *gorm.DB) (bool, error) {
+					var v []int
+					err := tx.Table("ft_r_lines").Where("qty = ?", 7).Pluck("qty", &v).Error
+					return len(v) > 0, err
+				}},
+				{"two-level member Table(ft_r_parcels).Scan", func(tx *gorm.DB) (bool, error) {
+					var v []struct{ Weight int }
+					err := tx.Table("ft_r_parcels").Where("id = ?", 1).Scan(&v).Error
+					return len(v) > 0, err
+				}},
+				{"two-level member Table(ft_r_parcels AS p).Find([]map)", func(tx *gorm.DB) (bool, error) {
+					var v []map[string]any
+					err := tx.Table("ft_r_parcels AS p").Where("p.weight = ?", 7).Find(&v).Error
+					return len(v) > 0, err
+				}},
+			}
+			for _, l := range loads {
+				t.Run(l.name, func(t *testing.T) {
+					touched, err := fcSafeLoad(t, func() (bool, error) { return l.load(as(db2, david)) })
+					fmRefused(t, err, "the second node read a member of order 2, held by Martin")
+					assert.False(t, touched)
+					assert.Empty(t, fcLocksOf(t, db, p, david))
+					touched, err = fcSafeLoad(t, func() (bool, error) { return l.load(as(db2, martin)) })
+					require.NoError(t, err, "the holder")
+					assert.True(t, touched)
+				})
+			}
+			writes := []struct {
+				name  string
+				write func(tx *gorm.DB) error
+			}{
+				{"member Table.Where.Update(qty)", func(tx *gorm.DB) error {
+					return tx.Table("ft_r_lines").Where("id = ?", 1).Update("qty", 99).Error
+				}},
+				{"member moved out: Table.Where.Update(root link)", func(tx *gorm.DB) error {
+					return tx.Table("ft_r_lines").Where("id = ?", 1).Update("ft_r_order_id", 1).Error
+				}},
+				{"member moved in: Table.Where.Update(root link)", func(tx *gorm.DB) error {
+					return tx.Table("ft_r_lines").Where("id = ?", 2).Update("ft_r_order_id", 2).Error
+				}},
+				{"member created: Table.Create(map)", func(tx *gorm.DB) error {
+					return tx.Table("ft_r_lines").Create(map[string]any{"id": 9, "ft_r_order_id": 2, "qty": 1}).Error
+				}},
+				{"two-level member moved in: Table.Where.Update(link)", func(tx *gorm.DB) error {
+					return tx.Table("ft_r_parcels").Where("id = ?", 1).Update("ft_r_line_id", 2).Error
+				}},
+			}
+			state := func() string {
+				var ls []FtRLine
+				var ps []FtRParcel
+				require.NoError(t, admin(db).Order("id").Find(&ls).Error)
+				require.NoError(t, admin(db).Order("id").Find(&ps).Error)
+				return fmt.Sprint(ls, ps)
+			}
+			for _, w := range writes {
+				t.Run(w.name, func(t *testing.T) {
+					before := state()
+					err := fcSafe(t, func() error { return w.write(as(db2, david)) })
+					fmRefused(t, err, "the second node changed a member of order 2, held by Martin")
+					assert.Equal(t, before, state())
+					assert.Empty(t, fcLocksOf(t, db, p, david))
+				})
+			}
+		})
+	}
+}
+
+// FtSoftR is locked on load and soft-deleted.

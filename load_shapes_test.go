@@ -619,3 +619,110 @@ func TestFailClosedMoreLoadsStillEnforced(t *testing.T) {
 		}
 	})
 }
+
+type FtSeat struct {
+	ID       uint `gorm:"primaryKey"`
+	Label    string
+	FtAcctID uint
+	FtAcct   *FtAcct
+}
+
+type FtTicket struct {
+	ID       uint `gorm:"primaryKey"`
+	FtSeatID uint
+	FtSeat   *FtSeat
+}
+
+// TestFailClosedJoinsAndPreloadsThroughUntaggedModels: account 129 is
+// Martin's; David reaches it through seat 129 and ticket 129.
+func TestFailClosedJoinsAndPreloadsThroughUntaggedModels(t *testing.T) {
+	loads := []struct {
+		name string
+		load func(tx *gorm.DB) ([]string, error)
+	}{
+		{"G.Joins(LeftJoin.Association.As alias)", func(tx *gorm.DB) ([]string, error) {
+			v, err := gorm.G[FtSeat](tx).Joins(clause.LeftJoin.Association("FtAcct").As("a2"), nil).Where("ft_seats.id = ?", 129).Find(tx.Statement.Context)
+			return ftSeatNames(v), err
+		}},
+		{"G.Joins(InnerJoin.Association) with an ON subquery (oracle)", func(tx *gorm.DB) ([]string, error) {
+			v, err := gorm.G[FtSeat](tx).Joins(clause.InnerJoin.Association("FtAcct"), func(db gorm.JoinBuilder, joinTable, curTable clause.Table) error {
+				db.Where("EXISTS (SELECT 1 FROM ft_accts x WHERE x.id = 129 AND x.name = 'secret')")
+				return nil
+			}).Where("ft_seats.id = ?", 1).Find(tx.Statement.Context)
+			if len(v) > 0 {
+				return []string{"secret"}, err
+			}
+			return nil, err
+		}},
+		{"Joins(nested FtSeat.FtAcct) from a ticket", func(tx *gorm.DB) ([]string, error) {
+			var v []FtTicket
+			err := tx.Joins("FtSeat").Joins("FtSeat.FtAcct").Where("ft_tickets.id = ?", 129).Find(&v).Error
+			var out []string
+			for _, r := range v {
+				if r.FtSeat != nil {
+					out = append(out, ftSeatNames([]FtSeat{*r.FtSeat})...)
+				}
+			}
+			return out, err
+		}},
+		{"Preload(nested FtSeat.FtAcct) from a ticket", func(tx *gorm.DB) ([]string, error) {
+			var v []FtTicket
+			err := tx.Preload("FtSeat.FtAcct").Where("id = ?", 129).Find(&v).Error
+			var out []string
+			for _, r := range v {
+				if r.FtSeat != nil {
+					out = append(out, ftSeatNames([]FtSeat{*r.FtSeat})...)
+				}
+			}
+			return out, err
+		}},
+		{"Preload with a custom condition", func(tx *gorm.DB) ([]string, error) {
+			var v []FtSeat
+			err := tx.Preload("FtAcct", "name <> ?", "x").Where("id = ?", 129).Find(&v).Error
+			return ftSeatNames(v), err
+		}},
+		{"Preload with a func selecting the name only", func(tx *gorm.DB) ([]string, error) {
+			var v []FtSeat
+			err := tx.Preload("FtAcct", func(db *gorm.DB) *gorm.DB { return db.Select("id", "name") }).Where("id = ?", 129).Find(&v).Error
+			return ftSeatNames(v), err
+		}},
+	}
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p, _ := ftSetup(t, d, []any{&FtAcct{}}, &FtSeat{}, &FtTicket{})
+			require.NoError(t, admin(db).Create(&[]FtAcct{{ID: 1, Name: "one"}, {ID: 129, Name: "secret"}}).Error)
+			require.NoError(t, admin(db).Create(&[]FtSeat{{ID: 1, FtAcctID: 1}, {ID: 129, FtAcctID: 129}}).Error)
+			require.NoError(t, admin(db).Create(&[]FtTicket{{ID: 1, FtSeatID: 1}, {ID: 129, FtSeatID: 129}}).Error)
+			for _, l := range loads {
+				t.Run(l.name, func(t *testing.T) {
+					fcReset(t, db, p)
+					require.NoError(t, as(db, martin).First(&FtAcct{}, 129).Error)
+					var got []string
+					err := fcSafe(t, func() error { var e error; got, e = l.load(as(db, david)); return e })
+					assert.NotContains(t, got, "secret", "David read account 129 held by Martin")
+					fmRefused(t, err, "David's load")
+					assert.False(t, fcHolds(t, db, p, &FtAcct{ID: 129}, david, offlinelock.Write))
+					if err != nil {
+						assert.Empty(t, fcLocksOf(t, db, p, david))
+					}
+					err = fcSafe(t, func() error { var e error; got, e = l.load(as(db, martin)); return e })
+					if err != nil {
+						assert.True(t, fcUnenforceable(err), "the holder: %v", err)
+					} else {
+						assert.Contains(t, got, "secret", "the holder")
+					}
+				})
+			}
+		})
+	}
+}
+
+func ftSeatNames(v []FtSeat) []string {
+	var out []string
+	for _, s := range v {
+		if s.FtAcct != nil {
+			out = append(out, s.FtAcct.Name)
+		}
+	}
+	return out
+}

@@ -699,3 +699,90 @@ func TestReadWriteLocksWithRefusedAndGrantedUpgrade(t *testing.T) {
 		require.ErrorIs(t, as(db, martin).First(&pm, 129).Error, offlinelock.ErrLocked, "READ refused while David writes")
 	})
 }
+
+type FtSoftR struct {
+	ID        uint `gorm:"primaryKey" lock:"exclusive_read"`
+	Name      string
+	DeletedAt gorm.DeletedAt
+}
+
+type FtSoftRView struct {
+	ID   uint
+	Name string
+}
+
+func (FtSoftRView) TableName() string { return "ft_soft_rs" }
+
+// TestFailClosedUnscopedLoadsOfSoftDeletedRows: row 129 is soft-deleted
+// and Martin holds its lock; Unscoped loads reach it.
+func TestFailClosedUnscopedLoadsOfSoftDeletedRows(t *testing.T) {
+	loads := []struct {
+		name string
+		load func(tx *gorm.DB) ([]string, error)
+	}{
+		{"Unscoped.First(model)", func(tx *gorm.DB) ([]string, error) {
+			var v FtSoftR
+			err := tx.Unscoped().First(&v, 129).Error
+			return []string{v.Name}, err
+		}},
+		{"Unscoped.Where.Find(model)", func(tx *gorm.DB) ([]string, error) {
+			var v []FtSoftR
+			err := tx.Unscoped().Where("name = ?", "secret").Find(&v).Error
+			var out []string
+			for _, r := range v {
+				out = append(out, r.Name)
+			}
+			return out, err
+		}},
+		{"Unscoped.Model.Pluck", func(tx *gorm.DB) ([]string, error) {
+			var v []string
+			err := tx.Unscoped().Model(&FtSoftR{}).Where("id > ?", 100).Pluck("name", &v).Error
+			return v, err
+		}},
+		{"Unscoped.Model.Find([]map)", func(tx *gorm.DB) ([]string, error) {
+			var v []map[string]any
+			err := tx.Unscoped().Model(&FtSoftR{}).Where("id > ?", 100).Find(&v).Error
+			var out []string
+			for _, r := range v {
+				out = append(out, fmt.Sprint(r["name"]))
+			}
+			return out, err
+		}},
+		{"Unscoped.Model.Rows", func(tx *gorm.DB) ([]string, error) {
+			return fmRowNames(tx.Unscoped().Model(&FtSoftR{}).Select("name").Where("id > ?", 100))
+		}},
+		{"Unscoped.Find(DTO)", func(tx *gorm.DB) ([]string, error) {
+			var v []FtSoftRView
+			err := tx.Unscoped().Where("id > ?", 100).Find(&v).Error
+			var out []string
+			for _, r := range v {
+				out = append(out, r.Name)
+			}
+			return out, err
+		}},
+	}
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p, _ := ftSetup(t, d, []any{&FtSoftR{}})
+			require.NoError(t, admin(db).Create(&[]FtSoftR{{ID: 1, Name: "one"}, {ID: 129, Name: "secret"}}).Error)
+			require.NoError(t, admin(db).Delete(&FtSoftR{ID: 129}).Error)
+			for _, l := range loads {
+				t.Run(l.name, func(t *testing.T) {
+					fcReset(t, db, p)
+					_, err := p.Acquire(as(db, martin), &FtSoftR{ID: 129}, offlinelock.Write)
+					require.NoError(t, err)
+					var got []string
+					err = fcSafe(t, func() error { var e error; got, e = l.load(as(db, david)); return e })
+					assert.NotContains(t, got, "secret", "David read soft-deleted row 129 held by Martin")
+					fmRefused(t, err, "David's Unscoped load")
+					assert.Empty(t, fcLocksOf(t, db, p, david))
+					err = fcSafe(t, func() error { var e error; got, e = l.load(as(db, martin)); return e })
+					require.NoError(t, err, "the holder")
+					assert.Contains(t, got, "secret")
+				})
+			}
+		})
+	}
+}
+
+// FtPol takes shared Read locks on load.

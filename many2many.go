@@ -3,6 +3,8 @@ package offlinelock
 import (
 	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -16,28 +18,55 @@ import (
 
 // joinOwner is a lockable side of a join table.
 type joinOwner struct {
-	m      *model
-	column *schema.Field // the join table's column that holds m's keys
+	m       *model
+	columns []*schema.Field // the join table's columns that hold m's key, in key order
 }
 
-// joinOwners lists the lockable sides of the join table named table.
-func (p *Plugin) joinOwners(table string) []joinOwner {
-	var out []joinOwner
+// joinOwners lists the lockable sides of the join table named table. A
+// side whose key the join table does not hold whole cannot be told apart:
+// its writes are refused.
+func (p *Plugin) joinOwners(table string) ([]joinOwner, error) {
+	byTable := map[string][]joinSide{}
+	var order []string
 	for _, side := range p.reg.joinSides(table) {
-		m := p.reg.tableModel(side.table)
-		if m == nil || len(m.kinds) != 1 {
+		name := strings.ToLower(side.table)
+		if _, ok := byTable[name]; !ok {
+			order = append(order, name)
+		}
+		byTable[name] = append(byTable[name], side)
+	}
+	var out []joinOwner
+	for _, name := range order {
+		m := p.reg.tableModel(name)
+		if m == nil {
 			continue
 		}
-		out = append(out, joinOwner{m: m, column: specField(side.column, m.kinds[0])})
+		o := joinOwner{m: m}
+		for i, f := range m.pk {
+			for _, side := range byTable[name] {
+				if side.key == f.DBName || side.key == "" && len(m.pk) == 1 {
+					o.columns = append(o.columns, specField(side.column, m.kinds[i]))
+					break
+				}
+			}
+		}
+		if len(o.columns) != len(m.pk) {
+			return nil, unenforceable(m.table, "join table "+table+" does not hold the whole key of lockable table")
+		}
+		out = append(out, o)
 	}
-	return out
+	return out, nil
 }
 
 // beforeJoinWrite checks a write to a join table against the Write locks
 // of the records its rows relate, before the write's hooks run.
 func (p *Plugin) beforeJoinWrite(db *gorm.DB, op string) {
-	owners := p.joinOwners(db.Statement.Table)
-	if len(owners) == 0 || p.bypassed(db, op) {
+	owners, err := p.joinOwners(db.Statement.Table)
+	if (len(owners) == 0 && err == nil) || p.bypassed(db, op) {
+		return
+	}
+	if err != nil {
+		db.AddError(err)
 		return
 	}
 	st := p.start(db, owners[0].m, op)
@@ -50,10 +79,10 @@ func (p *Plugin) beforeJoinWrite(db *gorm.DB, op string) {
 	}
 	var keys []key
 	for _, o := range owners {
-		links, err := p.joinLinks(db, o, op)
-		if err == nil && len(links) > 0 {
+		rows, err := p.joinRows(db, o, op)
+		if err == nil && len(rows) > 0 {
 			var ts []target
-			ts, err = p.targetsOfLinks(db, o.m, links)
+			ts, err = p.targetsOfRows(db, o.m, rows)
 			for _, t := range ts {
 				keys = append(keys, t.k)
 			}
@@ -77,36 +106,44 @@ func (p *Plugin) beforeJoinWrite(db *gorm.DB, op string) {
 	st.required = mine
 }
 
-// joinLinks reads the keys of o's records that the write's rows relate:
+// joinRows reads the keys of o's records that the write's rows relate:
 // from the rows a Create inserts, or the rows an Update or Delete matches.
-func (p *Plugin) joinLinks(db *gorm.DB, o joinOwner, op string) ([]any, error) {
+func (p *Plugin) joinRows(db *gorm.DB, o joinOwner, op string) ([][]any, error) {
 	if op == opCreate {
-		rows, complete, known := valueRows(db, db.Statement.ReflectValue, []*schema.Field{o.column})
+		rows, complete, known := valueRows(db, db.Statement.ReflectValue, o.columns)
 		if !complete || !known {
-			return nil, unenforceable(o.m.table, "a join-table row without its "+o.column.DBName+" relates a record of")
+			return nil, unenforceable(o.m.table, "a join-table row without the whole key relates a record of")
 		}
-		links := make([]any, len(rows))
-		for i, r := range rows {
-			links[i] = r[0]
-		}
-		return links, nil
+		return rows, nil
 	}
 	where, ok := db.Statement.Clauses["WHERE"].Expression.(clause.Where)
 	if !ok || len(where.Exprs) == 0 {
 		return nil, fmt.Errorf("%w: a global %s of join table %s is refused; add a WHERE", ErrInvalid, op, db.Statement.Table)
 	}
-	return p.columnValues(db, o.column.DBName, true)
+	cols := make([]string, len(o.columns))
+	for i, c := range o.columns {
+		cols[i] = c.DBName
+	}
+	return p.columnValues(db, cols, true)
 }
 
-// targetsOfLinks maps keys of m's rows to the locks that cover them: their
-// own, or, for a member, its root's.
-func (p *Plugin) targetsOfLinks(db *gorm.DB, m *model, links []any) ([]target, error) {
+// targetsOfRows maps the key values of m's rows to the locks that cover
+// them: their own, or, for a member, its root's.
+func (p *Plugin) targetsOfRows(db *gorm.DB, m *model, rows [][]any) ([]target, error) {
 	if m.root != nil {
+		pks := make([]any, len(rows))
+		for i, r := range rows {
+			pks[i] = m.sqlValues(r)[0]
+		}
+		links, err := p.linksOf(db, m, pks)
+		if err != nil {
+			return nil, err
+		}
 		return p.rootsOf(db, m, links)
 	}
-	out := make([]target, 0, len(links))
-	for _, l := range links {
-		k, err := m.keyOf([]any{l})
+	out := make([]target, 0, len(rows))
+	for _, r := range rows {
+		k, err := m.keyOf(r)
 		if err != nil {
 			return nil, err
 		}
@@ -115,20 +152,21 @@ func (p *Plugin) targetsOfLinks(db *gorm.DB, m *model, links []any) ([]target, e
 	return out, nil
 }
 
-// columnValues runs the statement's FROM and WHERE selecting one column,
-// row-locked on PostgreSQL when forUpdate.
-func (p *Plugin) columnValues(db *gorm.DB, column string, forUpdate bool) ([]any, error) {
-	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: column}}, forUpdate)
-	var out []any
+// columnValues runs the statement's FROM and WHERE selecting columns,
+// row-locked where the store needs it when forUpdate.
+func (p *Plugin) columnValues(db *gorm.DB, columns []string, forUpdate bool) ([][]any, error) {
+	cols := make([]clause.Column, len(columns))
+	for i, c := range columns {
+		cols[i] = clause.Column{Table: clause.CurrentTable, Name: c}
+	}
+	q := p.keySelect(db, cols, forUpdate)
+	var out [][]any
 	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
-		var v any
-		if err := r.Scan(&v); err != nil {
-			return err
+		vals, err := scanValues(r, len(cols))
+		if err == nil && !slices.Contains(vals, nil) {
+			out = append(out, vals)
 		}
-		if v != nil {
-			out = append(out, v)
-		}
-		return nil
+		return err
 	})
 	return out, err
 }

@@ -87,12 +87,14 @@ type registry struct {
 	joinsMu  sync.RWMutex
 	joins    map[string][]joinSide   // lower-cased many2many join table -> its sides
 	cascades map[string][]cascadeRef // lower-cased parent table -> children its deletes change
+	dirty    []*model                // models whose catalog rows must be written again
 }
 
 // joinSide is one side of a many2many join table: column holds keys of
 // table's rows. Changing the join rows changes that record's relations.
 type joinSide struct {
 	table, column string
+	key           string // the column of table's primary key that column holds
 }
 
 // tableModel is the lockable model of the table named name, whatever Go
@@ -125,7 +127,7 @@ func (r *registry) joinsOf(table string) []columnSpec {
 	for name, sides := range r.joins {
 		for _, side := range sides {
 			if strings.EqualFold(side.table, table) {
-				out = append(out, columnSpec{Name: name, Column: side.column})
+				out = append(out, columnSpec{Name: name, Column: side.column, Key: side.key})
 			}
 		}
 	}
@@ -147,28 +149,58 @@ func (r *registry) noteJoins(s *schema.Schema) {
 			if ref.OwnPrimaryKey {
 				owner = s.Table
 			}
-			sides = append(sides, joinSide{table: owner, column: ref.ForeignKey.DBName})
+			sides = append(sides, joinSide{table: owner, column: ref.ForeignKey.DBName, key: ref.PrimaryKey.DBName})
 		}
 		for _, side := range sides {
-			r.addJoinSide(rel.JoinTable.Table, side)
+			if r.addJoinSide(rel.JoinTable.Table, side) {
+				r.changed(side.table)
+			}
 		}
 	}
 }
 
-// addJoinSide records one side of a join table, once.
-func (r *registry) addJoinSide(table string, side joinSide) {
+// addJoinSide records one side of a join table, once, and reports whether
+// it is new.
+func (r *registry) addJoinSide(table string, side joinSide) bool {
 	name := strings.ToLower(table)
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()
 	for _, s := range r.joins[name] {
 		if strings.EqualFold(s.table, side.table) && s.column == side.column {
-			return
+			return false
 		}
 	}
 	if r.joins == nil {
 		r.joins = map[string][]joinSide{}
 	}
 	r.joins[name] = append(slices.Clone(r.joins[name]), side)
+	return true
+}
+
+// changed notes that what the catalog says of table grew (a join table or
+// a cascade learnt from another model): its row is written again.
+func (r *registry) changed(table string) {
+	if m := r.tableModel(table); m != nil && m.typ != nil && m.saved.CompareAndSwap(true, false) {
+		r.joinsMu.Lock()
+		r.dirty = append(r.dirty, m)
+		r.joinsMu.Unlock()
+	}
+}
+
+// changedAgain puts m back on the list of rows to write.
+func (r *registry) changedAgain(m *model) {
+	r.joinsMu.Lock()
+	defer r.joinsMu.Unlock()
+	r.dirty = append(r.dirty, m)
+}
+
+// takeDirty returns the models changed noted, and forgets them.
+func (r *registry) takeDirty() []*model {
+	r.joinsMu.Lock()
+	defer r.joinsMu.Unlock()
+	d := r.dirty
+	r.dirty = nil
+	return d
 }
 
 // modelOf returns the lock configuration of s, parsing its tags the first

@@ -690,3 +690,136 @@ func TestFailClosedMoreAssociationSaves(t *testing.T) {
 		}
 	})
 }
+
+type FtPol struct {
+	ID   uint `gorm:"primaryKey" lock:"read_write"`
+	Name string
+}
+
+type FtPolView struct {
+	ID   uint
+	Name string
+}
+
+func (FtPolView) TableName() string { return "ft_pols" }
+
+// TestFailClosedReadLocksDoNotWrite: a Read lock (read_write, taken by
+// a load) never lets a write through, whatever its shape; the Write lock
+// (Acquire) does.
+func TestFailClosedReadLocksDoNotWrite(t *testing.T) {
+	writes := []struct {
+		name  string
+		write func(tx *gorm.DB) error
+	}{
+		{"Model.Update", func(tx *gorm.DB) error { return tx.Model(&FtPol{ID: 1}).Update("name", "w").Error }},
+		{"Save(loaded)", func(tx *gorm.DB) error {
+			var v FtPol
+			if err := tx.First(&v, 1).Error; err != nil {
+				return err
+			}
+			v.Name = "w"
+			return tx.Save(&v).Error
+		}},
+		{"DTO Save", func(tx *gorm.DB) error { return tx.Save(&FtPolView{ID: 1, Name: "w"}).Error }},
+		{"DTO Model.Updates(map)", func(tx *gorm.DB) error {
+			return tx.Model(&FtPolView{ID: 1}).Updates(map[string]any{"name": "w"}).Error
+		}},
+		{"Table.Where.Updates(map)", func(tx *gorm.DB) error {
+			return tx.Table("ft_pols").Where("id = ?", 1).Updates(map[string]any{"name": "w"}).Error
+		}},
+		{"Table.Where.Delete(map)", func(tx *gorm.DB) error {
+			return tx.Table("ft_pols").Where("id = ?", 1).Delete(map[string]any{}).Error
+		}},
+		{"OnConflict upsert", func(tx *gorm.DB) error {
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&FtPol{ID: 1, Name: "w"}).Error
+		}},
+		{"G[FtPol].Where.Update", func(tx *gorm.DB) error {
+			_, err := gorm.G[FtPol](tx).Where("id = ?", 1).Update(tx.Statement.Context, "name", "w")
+			return err
+		}},
+	}
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p, _ := ftSetup(t, d, []any{&FtPol{}})
+			for _, w := range writes {
+				t.Run(w.name, func(t *testing.T) {
+					for _, shared := range []bool{false, true} {
+						fcReset(t, db, p)
+						require.NoError(t, admin(db).Unscoped().Where("1 = 1").Delete(&FtPol{}).Error)
+						require.NoError(t, admin(db).Create(&FtPol{ID: 1, Name: "p"}).Error)
+						require.NoError(t, as(db, david).First(&FtPol{}, 1).Error)
+						if shared {
+							require.NoError(t, as(db, martin).First(&FtPol{}, 1).Error)
+						}
+						err := fcSafe(t, func() error { return w.write(as(db, david)) })
+						fmRefused(t, err, "David wrote policy 1 with a Read lock only (shared: %v)", shared)
+						var v FtPol
+						require.NoError(t, admin(db).First(&v, 1).Error)
+						assert.Equal(t, "p", v.Name, "shared: %v", shared)
+					}
+					fcReset(t, db, p)
+					_, err := p.Acquire(as(db, david), &FtPol{ID: 1}, offlinelock.Write)
+					require.NoError(t, err)
+					require.NoError(t, fcSafe(t, func() error { return w.write(as(db, david)) }), "the Write holder")
+				})
+			}
+		})
+	}
+}
+
+// FtDoc needs a Write lock to be written.
+type FtDoc struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Title string
+}
+
+// TestFailClosedExpiredLocks: a Write lock that expired writes
+// nothing, even within the second the node's in-memory hint trusts it.
+func TestFailClosedExpiredLocks(t *testing.T) {
+	writes := []struct {
+		name  string
+		write func(tx *gorm.DB) error
+	}{
+		{"Model.Update by key", func(tx *gorm.DB) error { return tx.Model(&FtDoc{ID: 129}).Update("title", "w").Error }},
+		{"Save", func(tx *gorm.DB) error { return tx.Save(&FtDoc{ID: 129, Title: "w"}).Error }},
+		{"Delete by key", func(tx *gorm.DB) error { return tx.Delete(&FtDoc{ID: 129}).Error }},
+		{"Where.Update", func(tx *gorm.DB) error {
+			return tx.Model(&FtDoc{}).Where("id = ?", 129).Update("title", "w").Error
+		}},
+		{"SkipHooks Model.Update", func(tx *gorm.DB) error {
+			return tx.Session(&gorm.Session{SkipHooks: true}).Model(&FtDoc{ID: 129}).Update("title", "w").Error
+		}},
+	}
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p, _ := ftSetup(t, d, []any{&FtDoc{}})
+			for _, w := range writes {
+				t.Run(w.name, func(t *testing.T) {
+					for _, takenOver := range []bool{false, true} {
+						fcReset(t, db, p)
+						require.NoError(t, admin(db).Save(&FtDoc{ID: 129, Title: "t"}).Error)
+						l, err := p.Acquire(withTTL(db, martin, 150*time.Millisecond), &FtDoc{ID: 129}, offlinelock.Write)
+						require.NoError(t, err)
+						waitPast(t, db, l.ExpiresAt)
+						if takenOver {
+							_, err = p.Acquire(as(db, david), &FtDoc{ID: 129}, offlinelock.Write)
+							require.NoError(t, err)
+						}
+						err = fcSafe(t, func() error { return w.write(as(db, martin)) })
+						fmRefused(t, err, "Martin wrote with an expired lock (taken over: %v)", takenOver)
+						var n int64
+						require.NoError(t, admin(db).Model(&FtDoc{}).Where("id = ? AND title = ?", 129, "t").Count(&n).Error)
+						assert.EqualValues(t, 1, n, "the expired holder's write landed (taken over: %v)", takenOver)
+					}
+					fcReset(t, db, p)
+					_, err := p.Acquire(as(db, martin), &FtDoc{ID: 129}, offlinelock.Write)
+					require.NoError(t, err)
+					require.NoError(t, fcSafe(t, func() error { return w.write(as(db, martin)) }), "the live holder")
+				})
+			}
+		})
+	}
+}
+
+// FtSeat (untagged) belongs to a lockable FtAcct; FtTicket (untagged)
+// belongs to a seat.
