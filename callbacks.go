@@ -315,38 +315,6 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	}
 }
 
-// beforeRaw refuses, under Config.Strict, an Exec whose SQL names a
-// lockable table: the plugin cannot see which rows it touches.
-func (p *Plugin) beforeRaw(db *gorm.DB) {
-	if db.Error != nil || db.DryRun {
-		return
-	}
-	if p.strict(db, "exec") {
-		return
-	}
-	p.refuseViews(db)
-}
-
-// strict applies Config.Strict to a statement whose SQL the plugin cannot
-// see into. It reports whether it refused it. A statement that only names a
-// lockable table in a literal or a comment is not refused, nor is DDL
-// (migrations change no row) or the migrator's own work.
-func (p *Plugin) strict(db *gorm.DB, op string) bool {
-	if !p.cfg.Strict {
-		return false
-	}
-	sql := db.Statement.SQL.String()
-	if !scanSQL(sql).rowAccess {
-		return false
-	}
-	named := p.namedModels(sql)
-	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
-		return false
-	}
-	db.AddError(fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].table))
-	return true
-}
-
 // ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the
 // tag's ttl=…, or Config.TTL, capped by MaxTTL.
 func (p *Plugin) ttlFor(db *gorm.DB, m *model) (time.Duration, error) {

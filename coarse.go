@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
 )
 
 // Coarse-Grained Lock: the members of an aggregate (an order's lines, a
@@ -16,39 +15,6 @@ import (
 // `lock:"root"` points a member at its parent; the chain of parents ends at
 // the aggregate root, whose lock and mode cover the whole group. Locking a
 // line locks its order, and every other line of it.
-
-// rootRef is a member's link to its parent.
-type rootRef struct {
-	field *schema.Field // the member's foreign key
-	table string        // the parent's table
-	rel   *schema.Relationship
-}
-
-// parseRoot reads `lock:"root"` (the parent is the belongs-to association
-// whose foreign key this is, or, without one, the model the field's name
-// names: ShipmentID -> shipments) and `lock:"root=table"`.
-func parseRoot(s *schema.Schema, f *schema.Field, tag string, namer schema.Namer) (*rootRef, string) {
-	ref := &rootRef{field: f}
-	if table, ok := strings.CutPrefix(tag, "root="); ok {
-		if table = strings.TrimSpace(table); table == "" {
-			return nil, "root= needs the root's table name"
-		}
-		ref.table = table
-		return ref, ""
-	}
-	for _, rel := range s.Relationships.BelongsTo {
-		if len(rel.References) == 1 && rel.References[0].ForeignKey == f && rel.FieldSchema != nil {
-			ref.rel, ref.table = rel, rel.FieldSchema.Table
-			return ref, ""
-		}
-	}
-	name, ok := strings.CutSuffix(f.Name, "ID")
-	if !ok || name == "" || namer == nil {
-		return nil, "lock:\"root\" must be on a foreign key (a field like OrderID, or one a belongs-to association uses); or name the root's table with root=<table>"
-	}
-	ref.table = namer.TableName(name)
-	return ref, ""
-}
 
 // resolve finds a member's chain of parents up to its root the first time
 // it is needed; the parents' models must be known by then (used, or listed

@@ -268,29 +268,6 @@ func (p *Plugin) fromMigrator() bool {
 	}
 }
 
-// plainSelect says whether raw SQL only reads: it starts with SELECT, WITH,
-// VALUES or TABLE and names no writing statement anywhere (a data-modifying
-// CTE, SELECT … INTO). A raw SELECT … FOR UPDATE is taken as writing too:
-// refusing more is the safe side.
-func plainSelect(sql string) bool {
-	idents := scanSQL(sql).idents
-	if len(idents) == 0 {
-		return false
-	}
-	switch strings.ToLower(idents[0]) {
-	case "select", "with", "values", "table":
-	default:
-		return false
-	}
-	for _, id := range idents {
-		switch strings.ToLower(id) {
-		case "insert", "update", "delete", "merge", "truncate", "replace", "upsert", "into", "copy", "call", "do", "execute":
-			return false
-		}
-	}
-	return true
-}
-
 // checkWriteSQL refuses a write whose target is a table expression that
 // names a lockable table without being a plain table (the plugin cannot
 // tell which rows it changes), and a write whose WHERE or SET reads a table

@@ -4,11 +4,14 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 )
 
 // Limits on what reaches the lock table. They match its column sizes, so an
@@ -141,4 +144,158 @@ func encodeKey(parts []string) string {
 		parts[i] = esc.Replace(p)
 	}
 	return strings.Join(parts, ",")
+}
+
+// keyKind is how the values of one key column are spelled in the lock
+// table. The database takes "0129", 129 and int64(129) as the same row of
+// an integer column, so they must name the same lock: a key is rendered
+// from the column's type, never from the Go value's.
+type keyKind uint8
+
+const (
+	kindText  keyKind = iota // as given: text columns compare exactly
+	kindInt                  // decimal, no sign for positives, no leading zeros
+	kindUUID                 // lower-case, hyphenated 8-4-4-4-12
+	kindBytes                // hex
+	kindFold                 // lower-cased: a case-insensitive collation (NOCASE, citext, *_ci)
+	kindChar                 // trailing spaces dropped: char(n) pads, and compares without them
+)
+
+// kindOf is the key kind of a primary or foreign key column, from the
+// column type the model declares (its type: tag, else its Go type). A
+// column whose real type or collation differs from the declaration must
+// declare it, or two spellings of one row become two locks.
+func kindOf(f *schema.Field) keyKind {
+	t := f.FieldType
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	dt := strings.ToLower(string(f.DataType))
+	word := func(w string) bool { return strings.Contains(dt, w) }
+	switch {
+	case word("uuid") || strings.Contains(strings.ToLower(t.Name()), "uuid"):
+		return kindUUID
+	case f.DataType == schema.Int || f.DataType == schema.Uint || (word("int") && !word("interval") && !word("point")) || word("serial"):
+		return kindInt
+	case word("nocase") || word("citext") || word("_ci"):
+		return kindFold
+	case word("char") && !word("varchar") && !word("varying"):
+		return kindChar
+	case word("text") || word("varchar") || word("string"):
+		return kindText
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return kindInt
+	case f.DataType == schema.Bytes || t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		return kindBytes
+	}
+	return kindText
+}
+
+// canonical renders v, a value given for (or read from) a key column of
+// kind k, the one way the lock table spells it. A value the column could
+// not hold (a non-integer for an integer key) is an error: the plugin
+// cannot tell which row it names.
+func canonical(k keyKind, v any) (string, error) {
+	v = driverValue(v)
+	switch k {
+	case kindInt:
+		return canonicalInt(v)
+	case kindUUID:
+		return canonicalUUID(v)
+	case kindBytes:
+		if b, ok := v.([]byte); ok {
+			return hex.EncodeToString(b), nil
+		}
+	case kindFold:
+		return strings.ToLower(keyText(v)), nil
+	case kindChar:
+		return strings.TrimRight(keyText(v), " "), nil
+	}
+	return keyText(v), nil
+}
+
+// driverValue unwraps pointers and driver.Valuers (sql.NullInt64, UUID
+// types) to the value the database receives.
+func driverValue(v any) any {
+	for range 4 {
+		if vr, ok := v.(driver.Valuer); ok {
+			rv := reflect.ValueOf(v)
+			if rv.Kind() == reflect.Pointer && rv.IsNil() {
+				return nil
+			}
+			if dv, err := vr.Value(); err == nil {
+				v = dv
+				continue
+			}
+		}
+		rv := reflect.ValueOf(v)
+		if rv.Kind() != reflect.Pointer {
+			return v
+		}
+		if rv.IsNil() {
+			return nil
+		}
+		v = rv.Elem().Interface()
+	}
+	return v
+}
+
+func canonicalInt(v any) (string, error) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(rv.Uint(), 10), nil
+	case reflect.Float32, reflect.Float64:
+		f := rv.Float()
+		if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+			return strconv.FormatInt(int64(f), 10), nil
+		}
+	case reflect.String:
+		return parseInt(rv.String())
+	case reflect.Slice:
+		if b, ok := v.([]byte); ok {
+			return parseInt(string(b))
+		}
+	}
+	return "", invalid("key value %v (%T) is not an integer, and the key column is one", v, v)
+}
+
+// parseInt reads an integer as the databases read text compared with an
+// integer column: surrounding spaces, a sign and leading zeros allowed.
+func parseInt(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		return strconv.FormatInt(n, 10), nil
+	}
+	if n, err := strconv.ParseUint(strings.TrimPrefix(t, "+"), 10, 64); err == nil {
+		return strconv.FormatUint(n, 10), nil
+	}
+	return "", invalid("key value %q is not an integer, and the key column is one", s)
+}
+
+func canonicalUUID(v any) (string, error) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case []byte:
+		if len(x) == 16 {
+			s = hex.EncodeToString(x)
+		} else {
+			s = string(x)
+		}
+	case [16]byte:
+		s = hex.EncodeToString(x[:])
+	case fmt.Stringer:
+		s = x.String()
+	default:
+		return "", invalid("key value %v (%T) is not a UUID, and the key column is one", v, v)
+	}
+	h := strings.ToLower(strings.NewReplacer("-", "", "{", "", "}", "").Replace(strings.TrimSpace(s)))
+	if _, err := hex.DecodeString(h); err != nil || len(h) != 32 {
+		return "", invalid("key value %q is not a UUID, and the key column is one", s)
+	}
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32], nil
 }

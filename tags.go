@@ -309,3 +309,36 @@ func (p *Plugin) modelFor(db *gorm.DB, value any) (*model, *gorm.Statement, erro
 	}
 	return m, stmt, nil
 }
+
+// rootRef is a member's link to its parent.
+type rootRef struct {
+	field *schema.Field // the member's foreign key
+	table string        // the parent's table
+	rel   *schema.Relationship
+}
+
+// parseRoot reads `lock:"root"` (the parent is the belongs-to association
+// whose foreign key this is, or, without one, the model the field's name
+// names: ShipmentID -> shipments) and `lock:"root=table"`.
+func parseRoot(s *schema.Schema, f *schema.Field, tag string, namer schema.Namer) (*rootRef, string) {
+	ref := &rootRef{field: f}
+	if table, ok := strings.CutPrefix(tag, "root="); ok {
+		if table = strings.TrimSpace(table); table == "" {
+			return nil, "root= needs the root's table name"
+		}
+		ref.table = table
+		return ref, ""
+	}
+	for _, rel := range s.Relationships.BelongsTo {
+		if len(rel.References) == 1 && rel.References[0].ForeignKey == f && rel.FieldSchema != nil {
+			ref.rel, ref.table = rel, rel.FieldSchema.Table
+			return ref, ""
+		}
+	}
+	name, ok := strings.CutSuffix(f.Name, "ID")
+	if !ok || name == "" || namer == nil {
+		return nil, "lock:\"root\" must be on a foreign key (a field like OrderID, or one a belongs-to association uses); or name the root's table with root=<table>"
+	}
+	ref.table = namer.TableName(name)
+	return ref, ""
+}

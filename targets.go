@@ -1,12 +1,13 @@
 package offlinelock
 
+// Which rows a statement reads or writes: the keys its WHERE pins, the
+// key-only SELECT with its FROM, JOINs, WHERE, ORDER and LIMIT, the rows
+// that reached its destination.
+
 import (
-	"context"
 	"database/sql"
-	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -19,54 +20,6 @@ import (
 type target struct {
 	k key
 	m *model
-}
-
-// rowKey is the key of the row v (a struct of m's type) in table.
-func (m *model) rowKey(ctx context.Context, table string, v reflect.Value) (key, bool) {
-	r, ok := m.pkRow(ctx, table, v)
-	return r.k, ok
-}
-
-// structsOf calls fn for every struct of type typ in v: v itself, or the
-// elements of a slice or array of typ or *typ. It reports false when v holds
-// something else (a DTO, a map, a count).
-func structsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
-	for v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return true
-		}
-		v = v.Elem()
-	}
-	switch v.Kind() {
-	case reflect.Struct:
-		if v.Type() != typ {
-			return false
-		}
-		fn(v)
-		return true
-	case reflect.Slice, reflect.Array:
-		et := v.Type().Elem()
-		for et.Kind() == reflect.Pointer {
-			et = et.Elem()
-		}
-		if et != typ {
-			return false
-		}
-		for i := 0; i < v.Len(); i++ {
-			e := v.Index(i)
-			for e.Kind() == reflect.Pointer {
-				if e.IsNil() {
-					break
-				}
-				e = e.Elem()
-			}
-			if e.Kind() == reflect.Struct {
-				fn(e)
-			}
-		}
-		return true
-	}
-	return false
 }
 
 // joinPath is a Joins path (nested ones too: Joins("Seat.Desk")) that
@@ -392,36 +345,6 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 	return q
 }
 
-// dbText renders a value read back from the database as text, to tell
-// values apart (it is not a lock key: see model.idText).
-func dbText(v any) string {
-	if b, ok := v.([]byte); ok {
-		return string(b)
-	}
-	return keyText(v)
-}
-
-// pkRow is a row's key with the primary key values it came from.
-type pkRow struct {
-	k    key
-	vals []any
-}
-
-// pkRow is the key of the row v (a struct of m's type) in table, with its
-// primary key values.
-func (m *model) pkRow(ctx context.Context, table string, v reflect.Value) (pkRow, bool) {
-	vals := make([]any, len(m.pk))
-	parts := make([]string, len(m.pk))
-	for i, f := range m.pk {
-		val, zero := f.ValueOf(ctx, v)
-		if zero {
-			return pkRow{}, false
-		}
-		vals[i], parts[i] = val, m.idText(i, val)
-	}
-	return pkRow{key{resource: m.table, id: encodeKey(parts)}, vals}, true
-}
-
 // existing returns which of rows exist in the statement's table, for
 // writes that may insert rows nobody can have locked yet.
 func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (map[key]bool, error) {
@@ -485,137 +408,6 @@ func scanValues(r *sql.Rows, n int) ([]any, error) {
 		ptrs[i] = &vals[i]
 	}
 	return vals, r.Scan(ptrs...)
-}
-
-// valueRows reads the values of cols from every row v holds: a struct of
-// any model (the lockable one, a DTO), a map, or a slice or array of them.
-// complete is false when some row lacks one of them (absent or zero);
-// known is false when v holds something else.
-func valueRows(db *gorm.DB, v reflect.Value, cols []*schema.Field) (rows [][]any, complete, known bool) {
-	complete, known = true, true
-	var visit func(e reflect.Value, top bool)
-	visit = func(e reflect.Value, top bool) {
-		for e.Kind() == reflect.Pointer || e.Kind() == reflect.Interface {
-			if e.IsNil() {
-				return
-			}
-			e = e.Elem()
-		}
-		var row []any
-		ok := false
-		switch e.Kind() {
-		case reflect.Struct:
-			row, ok = structValues(db, e, cols)
-		case reflect.Map:
-			if e.Type().Key().Kind() != reflect.String {
-				known = false
-				return
-			}
-			row, ok = mapValues(e, cols)
-		case reflect.Slice, reflect.Array:
-			if !top {
-				known = false
-				return
-			}
-			for i := 0; i < e.Len(); i++ {
-				visit(e.Index(i), false)
-			}
-			return
-		default:
-			known = false
-			return
-		}
-		if ok {
-			rows = append(rows, row)
-		} else {
-			complete = false
-		}
-	}
-	if v.IsValid() {
-		visit(v, true)
-	}
-	return rows, complete, known
-}
-
-// structValues reads cols from a struct of any model, by column name.
-func structValues(db *gorm.DB, e reflect.Value, cols []*schema.Field) ([]any, bool) {
-	s := db.Statement.Schema
-	if s == nil || s.ModelType != e.Type() {
-		stmt := &gorm.Statement{DB: db}
-		if err := stmt.Parse(reflect.New(e.Type()).Interface()); err != nil {
-			return nil, false
-		}
-		s = stmt.Schema
-	}
-	row := make([]any, len(cols))
-	for i, c := range cols {
-		f := s.LookUpField(c.DBName)
-		if f == nil {
-			return nil, false
-		}
-		v, zero := f.ValueOf(db.Statement.Context, e)
-		if zero {
-			return nil, false
-		}
-		row[i] = v
-	}
-	return row, true
-}
-
-// mapValues reads cols from a map of column (or field) names to values.
-func mapValues(e reflect.Value, cols []*schema.Field) ([]any, bool) {
-	row := make([]any, len(cols))
-	for i, c := range cols {
-		var v reflect.Value
-		for _, name := range []string{c.DBName, c.Name} {
-			if v = e.MapIndex(reflect.ValueOf(name).Convert(e.Type().Key())); v.IsValid() {
-				break
-			}
-		}
-		for v.IsValid() && v.Kind() == reflect.Interface {
-			v = v.Elem()
-		}
-		if !v.IsValid() || v.IsZero() {
-			return nil, false
-		}
-		row[i] = v.Interface()
-	}
-	return row, true
-}
-
-// keyOf is the lock key of m's row whose key column values are vals, in
-// the lock table's spelling of each.
-func (m *model) keyOf(vals []any) (key, error) {
-	parts := make([]string, len(vals))
-	for i, v := range vals {
-		id, err := canonical(m.kinds[i], v)
-		if err != nil {
-			return key{}, fmt.Errorf("table %s column %s: %w", m.table, m.pk[i].DBName, err)
-		}
-		parts[i] = id
-	}
-	k := key{resource: m.table, id: encodeKey(parts)}
-	return k, k.validate()
-}
-
-// sqlValues are vals as the database compares them with m's key columns:
-// integers as integers, whatever spelling the caller gave.
-func (m *model) sqlValues(vals []any) []any {
-	out := make([]any, len(vals))
-	for i, v := range vals {
-		out[i] = v
-		if m.kinds[i] != kindInt {
-			continue
-		}
-		if id, err := canonical(kindInt, v); err == nil {
-			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-				out[i] = n
-			} else if u, err := strconv.ParseUint(id, 10, 64); err == nil {
-				out[i] = u
-			}
-		}
-	}
-	return out
 }
 
 // selectsRows says whether each row the query returns is one row of its

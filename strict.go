@@ -1,0 +1,68 @@
+package offlinelock
+
+import (
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// Config.Strict: Exec and raw queries whose SQL may read or write rows of
+// a lockable table are refused, since the plugin cannot see which rows
+// they touch. The SQL is tokenised (sqlscan.go), so a table named in a
+// literal or a comment is not a reference.
+
+// beforeRaw refuses, under Config.Strict, an Exec whose SQL names a
+// lockable table: the plugin cannot see which rows it touches.
+func (p *Plugin) beforeRaw(db *gorm.DB) {
+	if db.Error != nil || db.DryRun {
+		return
+	}
+	if p.strict(db, "exec") {
+		return
+	}
+	p.refuseViews(db)
+}
+
+// strict applies Config.Strict to a statement whose SQL the plugin cannot
+// see into. It reports whether it refused it. A statement that only names a
+// lockable table in a literal or a comment is not refused, nor is DDL
+// (migrations change no row) or the migrator's own work.
+func (p *Plugin) strict(db *gorm.DB, op string) bool {
+	if !p.cfg.Strict {
+		return false
+	}
+	sql := db.Statement.SQL.String()
+	if !scanSQL(sql).rowAccess {
+		return false
+	}
+	named := p.namedModels(sql)
+	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
+		return false
+	}
+	db.AddError(fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].table))
+	return true
+}
+
+// plainSelect says whether raw SQL only reads: it starts with SELECT, WITH,
+// VALUES or TABLE and names no writing statement anywhere (a data-modifying
+// CTE, SELECT … INTO). A raw SELECT … FOR UPDATE is taken as writing too:
+// refusing more is the safe side.
+func plainSelect(sql string) bool {
+	idents := scanSQL(sql).idents
+	if len(idents) == 0 {
+		return false
+	}
+	switch strings.ToLower(idents[0]) {
+	case "select", "with", "values", "table":
+	default:
+		return false
+	}
+	for _, id := range idents {
+		switch strings.ToLower(id) {
+		case "insert", "update", "delete", "merge", "truncate", "replace", "upsert", "into", "copy", "call", "do", "execute":
+			return false
+		}
+	}
+	return true
+}
