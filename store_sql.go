@@ -221,15 +221,6 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 	if err != nil {
 		return nil, nil, err
 	}
-	exp := now.Add(ttl)
-	type plan struct {
-		k                    key
-		lock                 Lock
-		keyRow               *row // the key row to write
-		newGen               bool
-		dropAll, dropExpired bool
-	}
-	var plans []plan
 	var readKeys []key
 	for _, k := range keys {
 		if kr := krs[k]; !(kr.Access == Write && kr.live(now)) {
@@ -240,66 +231,94 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 	if err != nil {
 		return nil, nil, err
 	}
+	plans := make([]plan, 0, len(keys))
 	fresh := 0
 	for _, k := range keys {
-		kr := krs[k]
-		if kr.Access == Write && kr.live(now) {
-			if kr.Owner.Session != o.Session {
-				return nil, nil, refused(k, access, []Lock{kr.Lock})
-			}
-			l := kr.Lock // a writer asking for Read keeps its Write lock
-			l.Owner.User = o.User
-			l.ExpiresAt = later(l.ExpiresAt, exp)
-			plans = append(plans, plan{k: k, lock: l, keyRow: &row{Lock: l}})
-			continue
+		pl, err := planFor(k, krs[k], readers[k], o, access, now, now.Add(ttl))
+		if err != nil {
+			return nil, nil, err
 		}
-		var own *Lock
-		var others []Lock
-		expired := false
-		for _, r := range readers[k] {
-			switch {
-			case !r.live(now):
-				expired = true
-			case r.Owner.Session == o.Session:
-				own = &r.Lock
-			default:
-				others = append(others, r.Lock)
-			}
-		}
-		if access == Write && len(others) > 0 {
-			return nil, nil, refused(k, access, others)
-		}
-		pl := plan{k: k, lock: Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}}
-		if own != nil && access == Read {
-			pl.lock.Token, pl.lock.Generation, pl.lock.AcquiredAt = own.Token, own.Generation, own.AcquiredAt
-			pl.lock.ExpiresAt = later(own.ExpiresAt, exp)
-		} else {
-			if own != nil { // an upgrade keeps the token its client already has
-				pl.lock.Token = own.Token
-			} else if pl.lock.Token, err = newToken(); err != nil {
-				return nil, nil, err
-			}
-			pl.newGen = true
+		if pl.newGen {
 			fresh++
-		}
-		if access == Write {
-			pl.keyRow = &row{Lock: pl.lock}
-			pl.dropAll = len(readers[k]) > 0
-		} else {
-			keyExp := pl.lock.ExpiresAt
-			for _, r := range others {
-				keyExp = later(keyExp, r.ExpiresAt)
-			}
-			pl.keyRow = &row{Lock: Lock{Resource: k.resource, ID: k.id, Access: Read, AcquiredAt: now, ExpiresAt: keyExp}}
-			pl.dropExpired = expired
 		}
 		plans = append(plans, pl)
 	}
-
 	gens, err := t.nextGens(c, fresh)
 	if err != nil {
 		return nil, nil, err
 	}
+	return t.apply(c, plans, gens, o, now)
+}
+
+// plan is what decideMany writes for one key.
+type plan struct {
+	k                    key
+	lock                 Lock
+	keyRow               *row // the key row to write
+	newGen               bool
+	dropAll, dropExpired bool
+}
+
+// planFor decides one key whose key row is kr and reader rows readers:
+// the lock o gets, or a *LockedError.
+func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time.Time) (plan, error) {
+	if kr.Access == Write && kr.live(now) {
+		if kr.Owner.Session != o.Session {
+			return plan{}, refused(k, access, []Lock{kr.Lock})
+		}
+		l := kr.Lock // a writer asking for Read keeps its Write lock
+		l.Owner.User = o.User
+		l.ExpiresAt = later(l.ExpiresAt, exp)
+		return plan{k: k, lock: l, keyRow: &row{Lock: l}}, nil
+	}
+	var own *Lock
+	var others []Lock
+	expired := false
+	for _, r := range readers {
+		switch {
+		case !r.live(now):
+			expired = true
+		case r.Owner.Session == o.Session:
+			own = &r.Lock
+		default:
+			others = append(others, r.Lock)
+		}
+	}
+	if access == Write && len(others) > 0 {
+		return plan{}, refused(k, access, others)
+	}
+	pl := plan{k: k, lock: Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}}
+	if own != nil && access == Read {
+		pl.lock.Token, pl.lock.Generation, pl.lock.AcquiredAt = own.Token, own.Generation, own.AcquiredAt
+		pl.lock.ExpiresAt = later(own.ExpiresAt, exp)
+	} else {
+		if own != nil { // an upgrade keeps the token its client already has
+			pl.lock.Token = own.Token
+		} else {
+			var err error
+			if pl.lock.Token, err = newToken(); err != nil {
+				return plan{}, err
+			}
+		}
+		pl.newGen = true
+	}
+	if access == Write {
+		pl.keyRow = &row{Lock: pl.lock}
+		pl.dropAll = len(readers) > 0
+		return pl, nil
+	}
+	keyExp := pl.lock.ExpiresAt
+	for _, r := range others {
+		keyExp = later(keyExp, r.ExpiresAt)
+	}
+	pl.keyRow = &row{Lock: Lock{Resource: k.resource, ID: k.id, Access: Read, AcquiredAt: now, ExpiresAt: keyExp}}
+	pl.dropExpired = expired
+	return pl, nil
+}
+
+// apply writes plans, with gens as the fresh generations, and returns the
+// locks and whether each is new.
+func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.Time) ([]Lock, []bool, error) {
 	var dropAll, dropExpired []key
 	var puts []row
 	out := make([]Lock, 0, len(plans))

@@ -31,120 +31,134 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			return
 		}
 		if st == nil {
-			if _, bypass := bypassFrom(db.Statement.Context); bypass {
-				return
-			}
-			if err := p.checkWriteSQL(db, nil, op); err != nil {
-				db.AddError(err)
-				return
-			}
-			p.beforeJoinWrite(db, op)
+			p.checkOtherWrite(db, op)
 			return
 		}
-		if err := p.checkWriteSQL(db, st.m, op); err != nil {
+		if err := p.checkWriteShape(db, st, op); err != nil {
 			st.fail(db, err)
-			return
-		}
-		// In the caller's transaction, a savepoint undoes the write when the
-		// fence refuses it, even if the caller then commits.
-		if err := st.begin(db, true); err != nil {
-			st.fail(db, err)
-			return
-		}
-		if op == opCreate && replaces(db.Statement) {
-			st.fail(db, fmt.Errorf("%w: INSERT OR REPLACE into lockable table %s is refused; use Save", ErrInvalid, db.Statement.Table))
-			return
-		}
-		if op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m) {
-			st.fail(db, fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
-				ErrInvalid, db.Statement.Table))
 			return
 		}
 		if st.m.root != nil {
 			p.checkMemberWrite(db, st, op)
 			return
 		}
-		if op == opUpdate {
-			if err := p.checkNewKeys(db, st); err != nil {
-				st.fail(db, err)
-				return
-			}
-		}
-		rows, byKey, err := p.writeRows(db, st, op)
-		if err != nil {
+		if err := p.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
-			return
-		}
-		if len(rows) == 0 {
-			if op != opCreate {
-				st.bulk = 0 // the WHERE matched nothing: so must the write
-			}
-			return
-		}
-		if op != opCreate {
-			// Never more rows than were checked: an Or(…) added to a write
-			// by key must not reach rows of other records.
-			st.bulk = int64(len(rows))
-		}
-		if op == opDelete {
-			if err := p.checkCascades(db, st, rows); err != nil {
-				st.fail(db, err)
-				return
-			}
-		}
-		keys := make([]key, len(rows))
-		for i, r := range rows {
-			keys[i] = r.k
-		}
-		if byKey && len(keys) == 1 && op != opCreate && p.hints.fresh(st.owner.Session, keys[0], time.Second) {
-			// One row by its key (Save, Update, Delete of a loaded record)
-			// whose Write lock this node granted to the session: checked
-			// once, by the fence, if the write changed it. It saves a round
-			// trip on the commonest write; anyone else is checked here,
-			// before the write's hooks run.
-			st.ifChanged = len(st.required) == 0 // no cascaded rows checked before
-			st.required = append(st.required, keys...)
-			return
-		}
-		mine, free, err := st.t.check(direct(db), keys, st.owner, false)
-		if err != nil {
-			st.fail(db, err)
-			return
-		}
-		st.required = append(st.required, mine...)
-		if len(free) == 0 {
-			return
-		}
-		if op == opCreate && !upserts(db.Statement) {
-			return // a plain INSERT changes no existing row
-		}
-		if byKey { // rows that do not exist yet need no lock
-			var freeRows []pkRow
-			isFree := map[key]bool{}
-			for _, k := range free {
-				isFree[k] = true
-			}
-			for _, r := range rows {
-				if isFree[r.k] {
-					freeRows = append(freeRows, r)
-				}
-			}
-			exists, err := p.existing(db, st.m, st.m.table, freeRows)
-			if err != nil {
-				st.fail(db, err)
-				return
-			}
-			free = free[:0]
-			for _, r := range freeRows {
-				if exists[r.k] {
-					free = append(free, r.k)
-				}
-			}
-		}
-		if len(free) > 0 {
-			st.fail(db, notLockedForWrite(op, free))
 		}
 	}
+}
+
+// checkOtherWrite checks a write to a table that is not lockable: it may
+// still read a locked table, or be a join table of a lockable record.
+func (p *Plugin) checkOtherWrite(db *gorm.DB, op string) {
+	if _, bypass := bypassFrom(db.Statement.Context); bypass {
+		return
+	}
+	if err := p.checkWriteSQL(db, nil, op); err != nil {
+		db.AddError(err)
+		return
+	}
+	p.beforeJoinWrite(db, op)
+}
+
+// checkWriteShape refuses the writes of a lockable table whose rows the
+// plugin cannot tell, and makes sure the write runs in a transaction: in
+// the caller's, a savepoint undoes the write when the fence refuses it,
+// even if the caller then commits.
+func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op string) error {
+	if err := p.checkWriteSQL(db, st.m, op); err != nil {
+		return err
+	}
+	if err := st.begin(db, true); err != nil {
+		return err
+	}
+	switch {
+	case op == opCreate && replaces(db.Statement):
+		return fmt.Errorf("%w: INSERT OR REPLACE into lockable table %s is refused; use Save", ErrInvalid, st.m.table)
+	case op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m):
+		return fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
+			ErrInvalid, st.m.table)
+	case op == opUpdate:
+		return p.checkNewKeys(db, st)
+	}
+	return nil
+}
+
+// checkRowsWritten requires the session's Write lock on every existing row
+// the write changes, and on the rows its deletes cascade to.
+func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op string) error {
+	rows, byKey, err := p.writeRows(db, st, op)
+	if err != nil || len(rows) == 0 {
+		if err == nil && op != opCreate {
+			st.bulk = 0 // the WHERE matched nothing: so must the write
+		}
+		return err
+	}
+	if op != opCreate {
+		// Never more rows than were checked: an Or(…) added to a write by
+		// key must not reach rows of other records.
+		st.bulk = int64(len(rows))
+	}
+	if op == opDelete {
+		if err := p.checkCascades(db, st, rows); err != nil {
+			return err
+		}
+	}
+	keys := make([]key, len(rows))
+	for i, r := range rows {
+		keys[i] = r.k
+	}
+	if byKey && len(keys) == 1 && op != opCreate && p.hints.fresh(st.owner.Session, keys[0], time.Second) {
+		// One row by its key (Save, Update, Delete of a loaded record) whose
+		// Write lock this node granted to the session: checked once, by the
+		// fence, if the write changed it. It saves a round trip on the
+		// commonest write; anyone else is checked here, before the hooks.
+		st.ifChanged = len(st.required) == 0 // no cascaded rows checked before
+		st.required = append(st.required, keys...)
+		return nil
+	}
+	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+	if err != nil {
+		return err
+	}
+	st.required = append(st.required, mine...)
+	if len(free) == 0 || op == opCreate && !upserts(db.Statement) {
+		return nil // a plain INSERT changes no existing row
+	}
+	if byKey { // rows that do not exist yet need no lock
+		if free, err = p.existingOf(db, st.m, rows, free); err != nil {
+			return err
+		}
+	}
+	if len(free) > 0 {
+		return notLockedForWrite(op, free)
+	}
+	return nil
+}
+
+// existingOf keeps, of free, the keys whose rows exist.
+func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]key, error) {
+	isFree := map[key]bool{}
+	for _, k := range free {
+		isFree[k] = true
+	}
+	var freeRows []pkRow
+	for _, r := range rows {
+		if isFree[r.k] {
+			freeRows = append(freeRows, r)
+		}
+	}
+	exists, err := p.existing(db, m, m.table, freeRows)
+	if err != nil {
+		return nil, err
+	}
+	var out []key
+	for _, r := range freeRows {
+		if exists[r.k] {
+			out = append(out, r.k)
+		}
+	}
+	return out, nil
 }
 
 func notLockedForWrite(op string, keys []key) error {
