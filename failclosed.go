@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -387,4 +388,75 @@ func (p *Plugin) refuseViews(db *gorm.DB) {
 	if named := p.namedModels(sql); len(named) > 0 && !p.bypassed(db, "exec") {
 		db.AddError(unenforceable(named[0].table, "a view, rule, trigger or function would reach the rows of lockable table"))
 	}
+}
+
+// generated says whether every part of the statement's SQL is one GORM
+// writes from the model and plain values (columns, comparisons, IN lists,
+// ORDER BY columns, LIMIT, FOR): then it reads the statement's own table
+// and its Joins by association and nothing else, and needs no tokenising.
+func generated(stmt *gorm.Statement) bool {
+	if stmt.TableExpr != nil || len(stmt.Selects) > 0 || len(stmt.Joins) > 0 {
+		return false // Joins by association may join a member: tokenise
+	}
+	for _, c := range stmt.Clauses {
+		switch x := c.Expression.(type) {
+		case nil, clause.Limit, clause.Locking:
+		case clause.Where:
+			if !generatedConds(x.Exprs) {
+				return false
+			}
+		case clause.OrderBy:
+			if x.Expression != nil || slices.ContainsFunc(x.Columns, func(o clause.OrderByColumn) bool { return o.Column.Raw }) {
+				return false
+			}
+		case clause.Select:
+			if x.Expression != nil || slices.ContainsFunc(x.Columns, func(c clause.Column) bool { return c.Raw }) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// generatedConds says whether conditions are all column comparisons with
+// plain values.
+func generatedConds(exprs []clause.Expression) bool {
+	for _, e := range exprs {
+		var col any
+		var vals []any
+		switch x := e.(type) {
+		case clause.Eq:
+			col, vals = x.Column, []any{x.Value}
+		case clause.Neq:
+			col, vals = x.Column, []any{x.Value}
+		case clause.Gt:
+			col, vals = x.Column, []any{x.Value}
+		case clause.Gte:
+			col, vals = x.Column, []any{x.Value}
+		case clause.Lt:
+			col, vals = x.Column, []any{x.Value}
+		case clause.Lte:
+			col, vals = x.Column, []any{x.Value}
+		case clause.IN:
+			col, vals = x.Column, x.Values
+		case clause.AndConditions:
+			if !generatedConds(x.Exprs) {
+				return false
+			}
+			continue
+		default:
+			return false
+		}
+		if c, ok := col.(clause.Column); !ok || c.Raw {
+			return false
+		}
+		for _, v := range vals {
+			if v != nil && !plainValue(v) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -41,24 +41,29 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
+	gormOnly := generated(db.Statement) // no SQL text of the caller's: reads only what the plugin locks
 	if st == nil {
-		if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
-			db.AddError(err)
-			return
+		if !gormOnly {
+			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
+				db.AddError(err)
+				return
+			}
 		}
 		p.guardPreloads(db)
 		return
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
+	if !gormOnly {
+		if err := p.checkReadsOf(db, p.querySQL(db), st.m); err != nil {
+			st.fail(db, err)
+			return
+		}
+	}
 	if !p.tryFast(db, st) {
 		callbacks.BuildQuerySQL(db)
 	}
 	if db.Error != nil {
-		return
-	}
-	if err := p.checkReadsOf(db, db.Statement.SQL.String(), st.m); err != nil {
-		st.fail(db, err)
 		return
 	}
 	if st.fast == fastNone {
@@ -419,9 +424,12 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
+	gormOnly := generated(db.Statement)
 	if st == nil {
-		if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
-			db.AddError(err)
+		if !gormOnly {
+			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
+				db.AddError(err)
+			}
 		}
 		return
 	}
@@ -430,9 +438,11 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
-	if err := p.checkReadsOf(db, db.Statement.SQL.String(), st.m); err != nil {
-		st.fail(db, err)
-		return
+	if !gormOnly {
+		if err := p.checkReadsOf(db, db.Statement.SQL.String(), st.m); err != nil {
+			st.fail(db, err)
+			return
+		}
 	}
 	// The caller reads the rows after the chain, so the locks are settled
 	// here: outside a transaction a refusal gives back what this statement

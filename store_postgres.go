@@ -132,6 +132,17 @@ WHERE ` + writeGrantable + `
 RETURNING ` + returning
 }
 
+// writeGrantOne is writeGrant for one key, with ? placeholders: the
+// resource, id, session, user, token and TTL in microseconds. One row of
+// VALUES plans and runs faster than unnest over arrays.
+func (s *postgresStore) writeGrantOne(returning string) string {
+	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
+VALUES (?, ?, '', 'write', ?, ?, ?, nextval('` + unquote(s.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond')
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+WHERE ` + writeGrantable + `
+RETURNING ` + returning
+}
+
 // grant takes Write locks in one statement per batch where each key is
 // free, expired or the session's; the other keys, and Read locks, go
 // through the serialised path, which decides exactly and names holders.
@@ -184,7 +195,11 @@ func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duratio
 		}
 		resources[i], ids[i], tokens[i], sent[k] = k.resource, k.id, tok, tok
 	}
-	_, err := c.query(dollarBind(s.writeGrant(lockColumns)), []any{o.Session, o.User, ttl.Microseconds(), resources, ids, tokens}, func(r *sql.Rows) error {
+	q, args := dollarBind(s.writeGrant(lockColumns)), []any{o.Session, o.User, ttl.Microseconds(), resources, ids, tokens}
+	if len(keys) == 1 {
+		q, args = dollarBind(s.writeGrantOne(lockColumns)), []any{keys[0].resource, keys[0].id, o.Session, o.User, tokens[0], ttl.Microseconds()}
+	}
+	_, err := c.query(q, args, func(r *sql.Rows) error {
 		rw, err := scanRow(r)
 		got[key{rw.Resource, rw.ID}] = rw.Lock
 		return err
@@ -276,8 +291,8 @@ func (s *postgresStore) heldCondition(k key, session string, access Access, marg
 const grantCTE = "offlinelock_grant"
 
 func (s *postgresStore) grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
-	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.writeGrant("1"), after) + `) `,
-		[]any{o.Session, o.User, ttl.Microseconds(), []string{k.resource}, []string{k.id}, []string{token}}
+	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.writeGrantOne("1"), after) + `) `,
+		[]any{k.resource, k.id, o.Session, o.User, token, ttl.Microseconds()}
 }
 
 func (s *postgresStore) grantCondition() clause.Expression {
