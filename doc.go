@@ -9,12 +9,27 @@
 //	tx := db.WithContext(offlinelock.WithOwner(ctx, offlinelock.Owner{Session: sid, User: "martin"}))
 //	tx.First(&customer, 129) // under lock:"exclusive_read", takes the lock
 //
-// Design decisions, for the next engineer:
+// Design decisions, for the next engineer (docs/fail-closed.md has more):
 //
+//   - Fail closed. A statement that reads or writes rows of a lockable table
+//     is enforced exactly or refused (ErrUnenforceable, ErrStrict), never let
+//     through on a guess. Where the plugin cannot see which rows a piece of
+//     SQL touches (a raw JOIN, a subquery, a second reference to a table),
+//     it tokenises the SQL (sqlscan.go) and refuses what it cannot bound.
+//   - Lockability belongs to the table, not to the Go type: a DTO, a
+//     Table("…") or raw SQL on a lockable table is that table. The lockable
+//     tables are kept in a catalog next to the lock table (catalog.go),
+//     written before the first lock on a table, so a node that never parsed
+//     a model still enforces it.
+//   - One record, one lock key: keys are spelled from the column's declared
+//     type ("0129", 129 and int64(129) are one lock), on every path (key.go).
 //   - One key row per locked record is the serialisation point: every
 //     change to a record's locks writes it first, and every statement that
 //     touches several records takes their key rows in (resource, lock_id)
 //     byte order. That is what makes acquire atomic and batches deadlock-free.
+//   - All lock-table SQL lives behind lockStore (store.go), one file per
+//     database; the GORM side asks in keys and owners. Statements on the
+//     application's own tables are built and bound by GORM.
 //   - Time is the database's (clock_timestamp(), strftime('now')), read in
 //     the statement that decides, never the application's: app nodes
 //     disagree. Tests therefore wait for the database clock to pass an
@@ -22,9 +37,10 @@
 //   - Loads lock before they read, so a row is never older than its lock;
 //     on PostgreSQL the commonest loads are one statement (FOR SHARE keeps
 //     them fresh when the lock had to wait).
-//   - Writes never take locks implicitly; they are checked, and checked
-//     again (the fence) just before commit, so a lock lost mid-save fails
-//     the save.
-//   - The in-memory hints only choose between two SQL paths; both check the
-//     lock table, so a wrong hint costs a round trip, never correctness.
+//   - Writes never take locks implicitly; they are checked before their
+//     hooks run, and checked again (the fence) just before commit, so a lock
+//     lost mid-save fails the save. The holder's own save of one record,
+//     whose lock this node granted, is checked by the fence alone.
+//   - The in-memory hints only choose between SQL paths; every path checks
+//     the lock table, so a wrong hint costs a round trip, never correctness.
 package offlinelock
