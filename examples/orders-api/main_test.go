@@ -16,7 +16,7 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// TestCurlSession plays the README's curl session against the running
+// TestCurlSession plays httplock/README.md's curl session against the running
 // example: acquire, update, refused for a second client, unlock.
 func TestCurlSession(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { curlSession(t, "") })
