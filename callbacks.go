@@ -284,34 +284,41 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 			db.AddError(err)
 		}
 	}
-	if db.Error != nil && st.detached {
-		var given []key
-		for k, n := range st.newly {
-			if n {
-				given = append(given, k)
-				p.hints.drop(st.owner.Session, k)
-			}
-		}
-		if len(given) > 0 {
-			if err := st.t.drop(cleanup(db), given, st.owner.Session); err != nil {
-				db.AddError(err)
-			}
-		}
-	}
-	if db.Error != nil && st.fast == fastNone && st.fastTok != "" && st.locked[st.fastKey] {
-		// The one-statement grant committed with the read; a later callback
-		// (AfterFind, a preload) failed: give the lock back if it was new,
-		// which its token tells.
-		p.hints.drop(st.owner.Session, st.fastKey)
-		if err := st.t.dropGrant(cleanup(db), st.fastKey, st.fastTok); err != nil {
-			db.AddError(err)
-		}
+	if db.Error != nil {
+		p.giveBack(db, st)
 	}
 	if db.Error != nil && st.restore != nil {
 		st.restore()
 	}
 	if st.err != nil && db.Error != nil && !errors.Is(db.Error, st.err) {
 		db.Error = fmt.Errorf("%w; %w", db.Error, st.err)
+	}
+}
+
+// giveBack undoes the locks a failed load committed before it failed: those
+// it took outside any transaction, and the one-statement grant that
+// committed with the read when a later callback (AfterFind, a preload)
+// failed, if that grant was new, which its token tells.
+func (p *Plugin) giveBack(db *gorm.DB, st *state) {
+	var given []key
+	if st.detached {
+		for k, n := range st.newly {
+			if n {
+				given = append(given, k)
+				p.hints.drop(st.owner.Session, k)
+			}
+		}
+	}
+	if len(given) > 0 {
+		if err := st.t.drop(cleanup(db), given, st.owner.Session); err != nil {
+			db.AddError(err)
+		}
+	}
+	if st.fast == fastNone && st.fastTok != "" && st.locked[st.fastKey] {
+		p.hints.drop(st.owner.Session, st.fastKey)
+		if err := st.t.dropGrant(cleanup(db), st.fastKey, st.fastTok); err != nil {
+			db.AddError(err)
+		}
 	}
 }
 

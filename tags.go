@@ -266,25 +266,9 @@ func parseModel(s *schema.Schema, namer schema.Namer) *model {
 		if m.mode != "" {
 			return fail("a second lock tag; put one on the primary key")
 		}
-		parts := strings.Split(tag, ",")
-		switch mode := Mode(strings.TrimSpace(parts[0])); mode {
-		case ExclusiveWrite, ExclusiveRead, ReadWrite:
-			m.mode = mode
-		default:
-			return fail("unknown mode %q (want exclusive_write, exclusive_read or read_write, or root)", parts[0])
-		}
-		for _, opt := range parts[1:] {
-			k, v, _ := strings.Cut(strings.TrimSpace(opt), "=")
-			switch k {
-			case "ttl":
-				d, err := time.ParseDuration(v)
-				if err != nil || d <= 0 {
-					return fail("bad ttl %q: want a positive duration such as 30m or 2h", v)
-				}
-				m.ttl = d
-			default:
-				return fail("unknown option %q (want ttl=…)", opt)
-			}
+		var msg string
+		if m.mode, m.ttl, msg = parseMode(tag); msg != "" {
+			return fail("%s", msg)
 		}
 	}
 	if m.root != nil && m.mode != "" {
@@ -295,6 +279,29 @@ func parseModel(s *schema.Schema, namer schema.Namer) *model {
 		m.err = fmt.Errorf("%w: model %s has a lock tag but no primary key", ErrInvalid, s.Name)
 	}
 	return m
+}
+
+// parseMode reads a primary key's lock tag: the mode, then options
+// (ttl=…). msg says what is wrong, for the error that names the field.
+func parseMode(tag string) (mode Mode, ttl time.Duration, msg string) {
+	parts := strings.Split(tag, ",")
+	switch mode = Mode(strings.TrimSpace(parts[0])); mode {
+	case ExclusiveWrite, ExclusiveRead, ReadWrite:
+	default:
+		return "", 0, fmt.Sprintf("unknown mode %q (want exclusive_write, exclusive_read or read_write, or root)", parts[0])
+	}
+	for _, opt := range parts[1:] {
+		k, v, _ := strings.Cut(strings.TrimSpace(opt), "=")
+		if k != "ttl" {
+			return "", 0, fmt.Sprintf("unknown option %q (want ttl=…)", opt)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return "", 0, fmt.Sprintf("bad ttl %q: want a positive duration such as 30m or 2h", v)
+		}
+		ttl = d
+	}
+	return mode, ttl, ""
 }
 
 // modelFor parses the schema of value (a model or a pointer to one).
