@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -69,10 +68,11 @@ func runKillee(raw string) int {
 // another session gets it.
 func TestKilledHolderProcess(t *testing.T) {
 	d := databases()[1]
-	db, p := setupModels(t, d, offlinelock.Config{})
+	table := "ol_" + randomHex(6) // named here: the newest ol_ table may be another package's
+	db, p := setupModels(t, d, offlinelock.Config{Table: table})
 	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "draft"}).Error)
 	require.NoError(t, admin(db).Create(&Doc{ID: 2, Title: "draft"}).Error)
-	cfg, _ := json.Marshal(workerConfig{DSN: os.Getenv(postgresEnv), Table: strings.Trim(lockTableOf(t, db), `"`), Seconds: 8})
+	cfg, _ := json.Marshal(workerConfig{DSN: os.Getenv(postgresEnv), Table: table, Seconds: 8})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killeeEnv+"="+string(cfg))
 	out, err := cmd.StdoutPipe()
