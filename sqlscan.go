@@ -147,7 +147,13 @@ type sqlMentionSearch struct {
 	found    []string
 	seen     map[string]bool // canonical names found
 	searched map[string]bool // literal bodies already searched
+	budget   int             // bytes left to lex: nested bodies must not make a statement's check slow
 }
+
+// sqlMentionBudget bounds the bytes one mentions call lexes, over every
+// reading and every body. Past it the search gives up reading SQL and takes
+// every word of the text, literals and comments included: a superset.
+const sqlMentionBudget = 1 << 20
 
 // mentions returns the canonical names lockable accepts among the
 // identifiers of sql, first seen first, without duplicates. Literals are
@@ -155,12 +161,22 @@ type sqlMentionSearch struct {
 // RULE, TRIGGER and EVENT statements, and everywhere inside such bodies,
 // since a body may build dynamic SQL from any literal.
 func mentions(sql string, lockable func(ident string) (canonical string, ok bool)) []string {
-	m := &sqlMentionSearch{lockable: lockable, seen: map[string]bool{}, searched: map[string]bool{}}
+	m := &sqlMentionSearch{lockable: lockable, seen: map[string]bool{}, searched: map[string]bool{}, budget: sqlMentionBudget}
 	m.search(sql, 0)
+	if m.budget < 0 {
+		for _, w := range strings.FieldsFunc(sql, func(r rune) bool {
+			return !(r == '_' || r == '$' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r > 127)
+		}) {
+			m.check(w)
+		}
+	}
 	return m.found
 }
 
 func (m *sqlMentionSearch) search(sql string, depth int) {
+	if m.budget -= len(sql) * len(sqlDialectsFor(sql)); m.budget < 0 {
+		return
+	}
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
 		for _, st := range p.stmts {
 			body := depth > 0 || sqlIsBodyStmt(st)
