@@ -2,8 +2,11 @@ package offlinelock
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -69,6 +72,12 @@ func (p *Plugin) specOf(m *model) tableSpec {
 	}
 	sp.Links = p.reg.joinsOf(m.table)
 	sp.Cascades = p.reg.cascadesFrom(m.table)
+	// One order, so that the same model always writes the same row.
+	for _, l := range [][]columnSpec{sp.Links, sp.Cascades} {
+		slices.SortFunc(l, func(a, b columnSpec) int {
+			return strings.Compare(a.Name+"\x00"+a.Column, b.Name+"\x00"+b.Column)
+		})
+	}
 	return sp
 }
 
@@ -150,30 +159,37 @@ func (p *Plugin) freshCatalog(db *gorm.DB) {
 
 // rememberModel writes m to the catalog before the plugin first enforces
 // it on this node, so that a lock on its table never exists before its
-// catalog row: a node started later knows the table. On SQLite, inside a
-// transaction, it writes in that transaction (a second connection would
-// wait for the caller's write lock) and writes again next time until a
-// statement outside a transaction has done it.
+// catalog row: a node started later knows the table. It writes on the
+// statement's own connection: a second one could wait forever for a pool
+// the caller's transaction holds, or (SQLite) for its write lock. Inside a
+// transaction the row commits with it, so it is written again next time
+// until a statement outside a transaction has done it.
 func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
 	if m.typ == nil || !m.lockable || m.saved.Load() {
 		return nil
 	}
-	c, mark := direct(db), true
-	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
-		if t.oneWriter() {
-			mark = false
-		} else {
-			c = direct(p.background(db))
-		}
-	}
+	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	c := direct(db)
 	c.ctx = context.WithoutCancel(c.ctx)
-	if err := t.remember(c, []tableSpec{p.specOf(m)}); err != nil {
+	spec := p.specOf(m)
+	if stored, err := t.specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
+		m.saved.Store(true) // committed already: no write, no row lock held in the caller's transaction
+		return nil
+	}
+	if err := t.remember(c, []tableSpec{spec}); err != nil {
 		return fmt.Errorf("offlinelock: writing %s to the catalog of lockable tables: %w", m.table, err)
 	}
-	if mark {
+	if !inTx {
 		m.saved.Store(true)
 	}
 	return nil
+}
+
+// sameSpec says whether two catalog rows say the same.
+func sameSpec(a, b tableSpec) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
 // saveModels writes models to the catalog on a connection of its own.

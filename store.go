@@ -80,11 +80,6 @@ type lockStore interface {
 	// until the transaction ends. A database that serialises writers
 	// (SQLite) needs no row locks.
 	rowLocks() bool
-
-	// oneWriter says whether one connection at a time may write the whole
-	// database (SQLite): the plugin then never writes on a second
-	// connection while the caller's transaction is open.
-	oneWriter() bool
 }
 
 // loadStore is implemented by stores that lock and read in the read's own

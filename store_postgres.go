@@ -49,8 +49,7 @@ func bindFrom(query string, after int) string {
 	return b.String()
 }
 
-func (s *postgresStore) rowLocks() bool  { return true }
-func (s *postgresStore) oneWriter() bool { return false }
+func (s *postgresStore) rowLocks() bool { return true }
 
 // migrate creates what is missing; an advisory lock serialises nodes that
 // start together, since CREATE … IF NOT EXISTS alone can race on the

@@ -38,8 +38,7 @@ func SQLiteDSN(path string) string {
 		"?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=1"
 }
 
-func (s *sqliteStore) rowLocks() bool  { return false }
-func (s *sqliteStore) oneWriter() bool { return true }
+func (s *sqliteStore) rowLocks() bool { return false }
 
 func (s *sqliteStore) migrate(c conn) error {
 	return c.inTx(func(c conn) error {
