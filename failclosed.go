@@ -108,12 +108,6 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 	return unenforceable(bad.table, "the statement reads, beyond the rows the plugin locks (a raw JOIN, a self-join, a subquery, a joined member), lockable table")
 }
 
-// anyLocksOnLoad says whether some known lockable table locks on load:
-// only then can a read elsewhere need refusing.
-func (p *Plugin) anyLocksOnLoad() bool {
-	return len(p.lockedOnLoad()) > 0
-}
-
 // lockedOnLoad lists the lower-cased names of the tables whose loads take
 // locks (or whose tags are bad, which refuses every statement on them).
 func (p *Plugin) lockedOnLoad() []string {
@@ -139,15 +133,7 @@ func (p *Plugin) mayNameLocked(stmt *gorm.Statement) bool {
 	var b strings.Builder
 	statementText(&b, stmt, 0)
 	text := strings.ToLower(b.String())
-	if strings.Contains(text, opaque) {
-		return true
-	}
-	for _, n := range names {
-		if strings.Contains(text, n) {
-			return true
-		}
-	}
-	return false
+	return strings.Contains(text, opaque) || containsAny(text, names)
 }
 
 // opaque marks statement text the plugin cannot read without building it.
@@ -280,7 +266,8 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
 			return unenforceable(named[0].table, "a "+op+" through a table expression that is not a plain table names lockable table")
 		}
 	}
-	if !p.anyLocksOnLoad() {
+	locked := p.lockedOnLoad()
+	if len(locked) == 0 {
 		return nil
 	}
 	// Every clause the write carries (WHERE, SET, FROM, ON CONFLICT,
@@ -298,14 +285,28 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
 	}
 	for _, e := range parts {
 		text := exprSQL(db, e)
+		if !containsAny(strings.ToLower(text), locked) {
+			continue // names no table locked on load: nothing to tokenise
+		}
 		// A reference to a table here is a subquery or a FROM; a qualified
 		// column (customers.credit) is not.
-		refs := tableRefs(text, p.lockableName)
-		if bad := p.readsLocked(p.namedModels(text), func(m *model) bool { return refs[m.table] == 0 }); bad != nil {
-			return unenforceable(bad.table, "a "+op+" reads, in a subquery or a FROM, lockable table")
+		for table := range tableRefs(text, p.lockableName) {
+			if bad := p.readsLocked([]*model{p.reg.tableModel(table)}, nil); bad != nil {
+				return unenforceable(bad.table, "a "+op+" reads, in a subquery or a FROM, lockable table")
+			}
 		}
 	}
 	return nil
+}
+
+// containsAny says whether text contains one of names.
+func containsAny(text string, names []string) bool {
+	for _, n := range names {
+		if strings.Contains(text, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // sqlValues calls fn with every SQL expression among the values v holds:
