@@ -24,7 +24,10 @@ var _ loadStore = (*postgresStore)(nil)
 func newPostgresStore(table, seq, catalog string) *postgresStore {
 	s := &postgresStore{&sqlStore{table: table, seq: seq, catalog: catalog,
 		clock: "clock_timestamp()", bind: dollarBind, fenceRead: " FOR SHARE",
-		timeArg: func(t time.Time) any { return t.UTC() }}}
+		timeArg: func(t time.Time) any { return t.UTC() },
+		// PostgreSQL's btree indexes cannot answer IS NOT DISTINCT FROM;
+		// the columns are NOT NULL, so it means "=".
+		filter: func(col string) string { return col + " IS NOT DISTINCT FROM ?" }}}
 	s.nextGens = s.nextGenerations
 	return s
 }
@@ -226,7 +229,7 @@ func (s *postgresStore) drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
 		q := `WITH keys AS (SELECT resource, lock_id FROM ` + s.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list +
-			`) ORDER BY resource, lock_id FOR UPDATE) DELETE FROM ` + s.table + ` WHERE (resource, lock_id) IN (SELECT resource, lock_id FROM keys) AND session = ?`
+			`) ORDER BY resource, lock_id FOR UPDATE) DELETE FROM ` + s.table + ` WHERE (resource, lock_id) IN (SELECT resource, lock_id FROM keys) AND ` + s.eq("session")
 		if _, err := c.exec(dollarBind(q), append(args, session)...); err != nil {
 			return err
 		}
@@ -264,11 +267,15 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 }
 
 // sweep skips records whose key rows others are changing: they are being
-// taken over or released right now.
+// taken over or released right now. The expired rows are found through the
+// expiry index: statement_timestamp() is fixed for the statement, so the
+// index can answer it, where the volatile clock_timestamp() would make each
+// batch scan the table from its start, over the rows earlier batches left
+// dead. Each row is checked again against clock_timestamp() as it goes.
 func (s *postgresStore) sweep(c conn) (int64, error) {
 	return c.exec(fmt.Sprintf(`WITH keys AS (
 	SELECT resource, lock_id FROM %[1]s WHERE holder = '' AND (resource, lock_id) IN (
-		SELECT resource, lock_id FROM %[1]s WHERE expires_at <= clock_timestamp() LIMIT %[2]d)
+		SELECT resource, lock_id FROM %[1]s WHERE expires_at <= statement_timestamp() LIMIT %[2]d)
 	ORDER BY resource, lock_id FOR UPDATE SKIP LOCKED)
 DELETE FROM %[1]s l USING keys WHERE l.expires_at <= clock_timestamp() AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, s.table, sweepBatch))
 }
@@ -280,7 +287,7 @@ func (s *postgresStore) heldCondition(k key, session string, access Access, marg
 		held = `(holder = '' AND access = 'write' OR holder = session)`
 	}
 	return clause.Expr{
-		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND session = ? AND ` + held +
+		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
 			` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`,
 		Vars: []any{k.resource, k.id, session, margin.Microseconds()},
 	}

@@ -33,6 +33,23 @@ type sqlStore struct {
 	timeArg   func(time.Time) any // a time as the database takes it
 	fenceRead string              // appended to the fence's read of key rows
 	nextGens  func(conn, int) ([]int64, error)
+
+	// filter is an equality on session or token, with one ? placeholder,
+	// in a form the database cannot answer from that column's index. A
+	// statement about one record must be answered by the primary key, the
+	// only plan whose cost does not grow with the lock table or with the
+	// locks a session holds; a planner without fresh statistics (or a
+	// generic plan) otherwise walks the session index and filters every
+	// lock the session holds. nil is a plain "col = ?".
+	filter func(col string) string
+}
+
+// eq is "col = ?" in the form filter gives it.
+func (t *sqlStore) eq(col string) string {
+	if t.filter == nil {
+		return col + " = ?"
+	}
+	return t.filter(col)
 }
 
 const (
@@ -443,7 +460,7 @@ func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
 // dropGrant deletes the Write lock on k if its token is still token, that
 // is, if the grant that made it is the one being undone.
 func (t *sqlStore) dropGrant(c conn, k key, token string) error {
-	_, err := c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`), k.resource, k.id, token)
+	_, err := c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.resource, k.id, token)
 	return err
 }
 
@@ -454,7 +471,7 @@ func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
 // releaseWrite deletes the session's Write lock on k in one statement and
 // reports whether there was one and whether it was still valid.
 func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, err error) {
-	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?
+	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
 RETURNING expires_at, ` + t.clock)
 	_, err = c.query(q, []any{k.resource, k.id, session}, func(r *sql.Rows) error {
 		var exp, now any
@@ -730,7 +747,7 @@ func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 func (t *sqlStore) drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
-		q := `DELETE FROM ` + t.table + ` WHERE (resource, lock_id) IN (VALUES ` + list + `) AND session = ?`
+		q := `DELETE FROM ` + t.table + ` WHERE (resource, lock_id) IN (VALUES ` + list + `) AND ` + t.eq("session")
 		if _, err := c.exec(t.bind(q), append(args, session)...); err != nil {
 			return err
 		}
