@@ -80,7 +80,7 @@ func openSQLiteLike(b *testing.B, db *gorm.DB) *gorm.DB {
 }
 
 // lockTableName finds the plugin's lock table through a probe lock.
-func lockTableName(b *testing.B, db *gorm.DB, p *offlinelock.Plugin) string {
+func lockTableName(b testing.TB, db *gorm.DB, p *offlinelock.Plugin) string {
 	probe := offlinelock.Owner{Session: "probe"}
 	if _, err := p.Acquire(as(db, probe), &Customer{ID: 987654}, offlinelock.Write); err != nil {
 		b.Fatal(err)
@@ -183,7 +183,7 @@ func (x bare) clear(b *testing.B, resource string) {
 // in one statement (not through the API, so a million take seconds): ids
 // 1..n, owned by session (or, with session "", by a thousand sessions
 // filler-0 … filler-999), expiring expiresIn from now (negative: expired).
-func fill(b *testing.B, db *gorm.DB, table, resource, session string, n int, expiresIn time.Duration) {
+func fill(b testing.TB, db *gorm.DB, table, resource, session string, n int, expiresIn time.Duration) {
 	b.Helper()
 	secs := int64(expiresIn / time.Second)
 	q := `INSERT INTO ` + table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)

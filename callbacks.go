@@ -92,6 +92,7 @@ type state struct {
 	required    []key          // writes: keys whose Write lock must still hold at commit
 	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool           // writes: required only if the write changed a row
+	folded      bool           // writes: the fence is in the write's own WHERE (fold.go)
 	detached    bool           // a load that locked outside any transaction
 	raw         bool           // loads: Raw SQL, whose rows can only be seen once read
 	err         error          // the plugin's own error, kept visible under GORM's
@@ -255,12 +256,14 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
 	setState(db, nil)
-	if st.fastRewrote {
+	if st.fastRewrote || st.folded {
 		if st.where != nil {
 			db.Statement.Clauses["WHERE"] = *st.where
 		} else {
 			delete(db.Statement.Clauses, "WHERE")
 		}
+	}
+	if st.fastRewrote {
 		delete(db.Statement.Clauses, "FOR")
 	}
 	switch {

@@ -108,6 +108,16 @@ type loadStore interface {
 	findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []grantRow, refused bool, err error)
 }
 
+// foldStore is implemented by stores that can check the fence in the
+// write's own statement (fold.go).
+type foldStore interface {
+	// fenceCondition is a condition to add to a write of k that is true
+	// only while session holds a valid Write lock on k, and that keeps k's
+	// key row from changing until the transaction ends (a row lock, or
+	// SQLite's one writer at a time).
+	fenceCondition(k key, session string) clause.Expression
+}
+
 // grantRow is one lock findAndLock granted.
 type grantRow struct {
 	k       key

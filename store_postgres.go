@@ -20,7 +20,10 @@ type postgresStore struct {
 	grantOne, grantMany string // the Write grants, bound, built once
 }
 
-var _ loadStore = (*postgresStore)(nil)
+var (
+	_ loadStore = (*postgresStore)(nil)
+	_ foldStore = (*postgresStore)(nil)
+)
 
 func newPostgresStore(table, seq, catalog string) *postgresStore {
 	s := &postgresStore{sqlStore: &sqlStore{table: table, seq: seq, catalog: catalog,
@@ -306,6 +309,14 @@ func (s *postgresStore) heldCondition(k key, session string, access Access, marg
 		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
 			` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`,
 		Vars: []any{k.resource, k.id, session, margin.Microseconds()},
+	}
+}
+
+func (s *postgresStore) fenceCondition(k key, session string) clause.Expression {
+	return clause.Expr{
+		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
+			s.eq("session") + ` AND expires_at > clock_timestamp() FOR SHARE)`,
+		Vars: []any{k.resource, k.id, session},
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"gorm.io/gorm/clause"
 )
 
 // sqliteStore is the lock table on SQLite. SQLite runs one writer at a time
@@ -14,7 +16,10 @@ type sqliteStore struct {
 	*sqlStore
 }
 
-var _ lockStore = (*sqliteStore)(nil)
+var (
+	_ lockStore = (*sqliteStore)(nil)
+	_ foldStore = (*sqliteStore)(nil)
+)
 
 // sqliteTime is how times are stored in SQLite: fixed-width UTC text that
 // sorts and compares as time does, at the millisecond SQLite's clock offers.
@@ -123,4 +128,15 @@ WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resourc
 func (s *sqliteStore) sweep(c conn) (int64, error) {
 	return c.exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
 		s.table, s.table, s.clock, sweepBatch))
+}
+
+// fenceCondition needs no row lock: the write's transaction holds SQLite's
+// write lock from the write to its commit, so no takeover can commit in
+// between.
+func (s *sqliteStore) fenceCondition(k key, session string) clause.Expression {
+	return clause.Expr{
+		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
+			s.eq("session") + ` AND expires_at > ` + s.clock + `)`,
+		Vars: []any{k.resource, k.id, session},
+	}
 }

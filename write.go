@@ -115,6 +115,9 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op string) error {
 		// commonest write; anyone else is checked here, before the hooks.
 		st.ifChanged = len(st.required) == 0 // no cascaded rows checked before
 		st.required = append(st.required, keys...)
+		if st.ifChanged {
+			p.foldFence(db, st, op, keys[0])
+		}
 		return nil
 	}
 	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
@@ -262,8 +265,11 @@ func (p *Plugin) fence(db *gorm.DB) {
 			ErrNotLocked, st.op, db.Statement.Table, db.Statement.RowsAffected, st.bulk))
 		return
 	}
-	if len(st.required) == 0 || st.ifChanged && db.Statement.RowsAffected == 0 {
+	if len(st.required) == 0 || st.ifChanged && db.Statement.RowsAffected == 0 && !st.folded {
 		return
+	}
+	if st.folded && db.Statement.RowsAffected > 0 {
+		return // the write's own statement found the lock valid and row-locked it until commit
 	}
 	_, free, err := st.t.check(direct(db), st.required, st.owner, true)
 	if err == nil && len(free) > 0 {

@@ -1,0 +1,97 @@
+package offlinelock
+
+import (
+	"reflect"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The fence, folded into the write. A verified save would otherwise cost a
+// statement of its own after the write: read the key row FOR SHARE, so
+// that a takeover of an expired lock either committed before the check
+// (and the save fails) or waits for the save's commit. When nothing but
+// GORM's own work can run between the write and its commit, the same
+// check and the same row lock can ride in the write's WHERE:
+//
+//	UPDATE docs SET … WHERE id = 7 AND EXISTS (SELECT 1 FROM locks WHERE …
+//	    AND session = 'M1' AND expires_at > clock_timestamp() FOR SHARE)
+//
+// It changes no row unless the session's Write lock is valid at the moment
+// of the write, and from then on the key row is row-locked until commit,
+// so no takeover can commit in between. The price is that a takeover of
+// that record waits for the save's commit, not only for its last round
+// trip; so the fold is used only when that wait is GORM's own work: no
+// After hook of the model and no callback of anyone else in the chain
+// (a hook or another plugin's callback could run for as long as it likes
+// with the row locked). A write that changes no row is checked on its own,
+// to tell a missing row from a lost lock.
+
+// foldFence puts the fence of a write of one record by key (the hint
+// path) into the write's WHERE when the store can and nothing but GORM's
+// own work runs between the write and its commit.
+func (p *Plugin) foldFence(db *gorm.DB, st *state, op string, k key) {
+	fs, ok := st.t.(foldStore)
+	if !ok || (op != opUpdate && op != opDelete) || !onlyGORMBetween(db, op) {
+		return
+	}
+	if where, ok := db.Statement.Clauses["WHERE"]; ok {
+		st.where = &where
+	}
+	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{fs.fenceCondition(k, st.owner.Session)}})
+	st.folded = true
+}
+
+// onlyGORMBetween says whether nothing but GORM's and the plugin's own
+// callbacks run between the write of op and its commit: the model has no
+// After hook that runs, it saves no associations, and the chain holds no
+// callback of anyone else.
+func onlyGORMBetween(db *gorm.DB, op string) bool {
+	s := db.Statement.Schema
+	if s == nil || len(s.Relationships.Relations) > 0 {
+		return false
+	}
+	proc := any(db.Callback().Update())
+	if op == opUpdate {
+		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterUpdate) {
+			return false
+		}
+	} else {
+		if !db.Statement.SkipHooks && s.AfterDelete {
+			return false
+		}
+		proc = db.Callback().Delete()
+	}
+	return ownChain(proc)
+}
+
+// ownChain reports whether every callback registered on a GORM callback
+// processor is GORM's or the plugin's, none replaced. GORM does not list
+// its callbacks, so this reads the processor's unexported fields; if their
+// shape ever changes, it answers false and the fence keeps its own
+// statement.
+func ownChain(proc any) bool {
+	v := reflect.ValueOf(proc)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	cbs := v.Elem().FieldByName("callbacks")
+	if cbs.Kind() != reflect.Slice {
+		return false
+	}
+	for i := 0; i < cbs.Len(); i++ {
+		c := cbs.Index(i)
+		if c.Kind() != reflect.Pointer || c.IsNil() || c.Elem().Kind() != reflect.Struct {
+			return false
+		}
+		name, replace := c.Elem().FieldByName("name"), c.Elem().FieldByName("replace")
+		if name.Kind() != reflect.String || replace.Kind() != reflect.Bool || replace.Bool() {
+			return false
+		}
+		if n := name.String(); !strings.HasPrefix(n, "gorm:") && !strings.HasPrefix(n, "offlinelock:") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,155 @@
+package offlinelock_test
+
+// The fence folded into the write (fold.go): a verified save by the lock's
+// holder is one statement, the lock is checked by that statement and its
+// key row stays row-locked until commit; anything that could run between
+// the write and its commit (an After hook, another plugin's callback)
+// keeps the fence a statement of its own, after it.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// FoldAfterHooked has an AfterUpdate hook: user code between the write and
+// its commit.
+type FoldAfterHooked struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Title string
+}
+
+func (*FoldAfterHooked) AfterUpdate(*gorm.DB) error { return nil }
+
+// FoldBeforeHooked pauses in BeforeUpdate when its context says so: after
+// the plugin's check, before the write.
+type FoldBeforeHooked struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Title string
+}
+
+func (*FoldBeforeHooked) BeforeUpdate(tx *gorm.DB) error {
+	if f, ok := tx.Statement.Context.Value(pauseKey{}).(func()); ok {
+		f()
+	}
+	return nil
+}
+
+// TestFoldedFenceIsOneStatement counts the statements of a holder's Save:
+// on PostgreSQL the UPDATE alone, its fence inside; with an After hook or
+// another plugin's callback in the chain, the UPDATE and then the fence.
+func TestFoldedFenceIsOneStatement(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := setupModels(t, d, offlinelock.Config{})
+			fcDropCleanup(t, db, &FoldAfterHooked{})
+			require.NoError(t, admin(db).AutoMigrate(&FoldAfterHooked{}))
+			require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+			require.NoError(t, admin(db).Create(&FoldAfterHooked{ID: 1, Title: "t"}).Error)
+			for _, target := range []any{&Doc{ID: 1}, &FoldAfterHooked{ID: 1}} {
+				_, err := p.Acquire(as(db, martin), target, offlinelock.Write)
+				require.NoError(t, err)
+			}
+			statements := func(write func(tx *gorm.DB) error) int64 {
+				c := &counter{Interface: logger.Discard}
+				require.NoError(t, write(as(db, martin).Session(&gorm.Session{Logger: c})))
+				return c.n.Load()
+			}
+			folded := int64(1)
+			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "a"}).Error }), "Save")
+			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Update("title", "b").Error }), "Update")
+			assert.Equal(t, int64(2), statements(func(tx *gorm.DB) error { return tx.Save(&FoldAfterHooked{ID: 1, Title: "a"}).Error }),
+				"an After hook keeps the fence after it")
+
+			require.NoError(t, db.Callback().Update().After("gorm:update").Register("test:other_plugin", func(*gorm.DB) {}))
+			t.Cleanup(func() { db.Callback().Update().Remove("test:other_plugin") })
+			assert.Equal(t, int64(2), statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "c"}).Error }),
+				"another plugin's callback keeps the fence after it")
+
+			var got Doc
+			require.NoError(t, db.First(&got, 1).Error)
+			assert.Equal(t, "c", got.Title)
+		})
+	}
+}
+
+// TestFoldedFenceRefusesALockTakenOverBeforeTheWrite pauses a holder's
+// save after the plugin's check and before the write (in BeforeUpdate),
+// lets the lock expire and another session take it: the write's own
+// statement finds the lock gone, changes nothing, and the save fails.
+func TestFoldedFenceRefusesALockTakenOverBeforeTheWrite(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := setupModels(t, d, offlinelock.Config{})
+			fcDropCleanup(t, db, &FoldBeforeHooked{})
+			require.NoError(t, admin(db).AutoMigrate(&FoldBeforeHooked{}))
+			require.NoError(t, admin(db).Create(&FoldBeforeHooked{ID: 1, Title: "draft"}).Error)
+			mine, err := p.Acquire(withTTL(db, martin, 1500*time.Millisecond), &FoldBeforeHooked{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+
+			paused, resume := make(chan struct{}), make(chan struct{})
+			ctx := context.WithValue(offlinelock.WithOwner(context.Background(), martin), pauseKey{}, func() {
+				close(paused)
+				<-resume
+			})
+			done := make(chan error, 1)
+			go func() { done <- db.WithContext(ctx).Save(&FoldBeforeHooked{ID: 1, Title: "late"}).Error }()
+			<-paused
+			if d.name == "sqlite" {
+				// The save's transaction holds SQLite's write lock: nobody can
+				// take the lock over until it ends, and it ends with the lock
+				// expired.
+				waitPast(t, db, mine.ExpiresAt)
+				close(resume)
+				require.ErrorIs(t, <-done, offlinelock.ErrNotLocked)
+			} else {
+				waitPast(t, db, mine.ExpiresAt)
+				taken, err := p.Acquire(as(db, david), &FoldBeforeHooked{ID: 1}, offlinelock.Write)
+				require.NoError(t, err, "the takeover does not wait for a save paused before its write")
+				assert.Greater(t, taken.Generation, mine.Generation)
+				close(resume)
+				require.ErrorIs(t, <-done, offlinelock.ErrLocked)
+			}
+			var got FoldBeforeHooked
+			require.NoError(t, db.First(&got, 1).Error)
+			assert.Equal(t, "draft", got.Title, "nothing of the late save landed")
+		})
+	}
+}
+
+// TestFoldedFenceRowLocksTheLockUntilCommit: after a folded write inside a
+// transaction, the lock's key row is row-locked until that transaction
+// ends, so a takeover cannot commit between the write and its commit.
+func TestFoldedFenceRowLocksTheLockUntilCommit(t *testing.T) {
+	d := databases()[1]
+	db, p := setupModels(t, d, offlinelock.Config{})
+	table := lockTableName(t, db, p)
+	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+	_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+	require.NoError(t, err)
+	other := d.open(t)
+	probe := func() error {
+		return other.Transaction(func(tx *gorm.DB) error {
+			var n int
+			return tx.Raw(`SELECT 1 FROM `+table+` WHERE resource = 'docs' AND lock_id = '1' AND holder = '' FOR UPDATE NOWAIT`).Scan(&n).Error
+		})
+	}
+	require.NoError(t, probe(), "before the save nothing holds the key row")
+	require.NoError(t, as(db, martin).Transaction(func(tx *gorm.DB) error {
+		c := &counter{Interface: logger.Discard}
+		require.NoError(t, tx.Session(&gorm.Session{Logger: c}).Save(&Doc{ID: 1, Title: "saved"}).Error)
+		require.Equal(t, int64(3), c.n.Load(), "savepoint, the folded UPDATE, release")
+		err := probe()
+		require.Error(t, err, "between the write and its commit the key row is row-locked")
+		assert.Contains(t, err.Error(), "55P03")
+		return nil
+	}))
+	require.NoError(t, probe(), "after the commit the key row is free again")
+}
