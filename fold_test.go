@@ -138,7 +138,7 @@ func TestFoldedFenceRowLocksTheLockUntilCommit(t *testing.T) {
 	probe := func() error {
 		return other.Transaction(func(tx *gorm.DB) error {
 			var n int
-			return tx.Raw(`SELECT 1 FROM `+table+` WHERE resource = 'docs' AND lock_id = '1' AND holder = '' FOR UPDATE NOWAIT`).Scan(&n).Error
+			return tx.Raw(`SELECT 1 FROM ` + table + ` WHERE resource = 'docs' AND lock_id = '1' AND holder = '' FOR UPDATE NOWAIT`).Scan(&n).Error
 		})
 	}
 	require.NoError(t, probe(), "before the save nothing holds the key row")
