@@ -288,9 +288,9 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 		if err := c.ctx.Err(); err != nil {
 			return total, err
 		}
-		n, err := t.sweep(c)
+		n, more, err := t.sweep(c)
 		total += n
-		if err != nil || n < sweepBatch {
+		if err != nil || !more {
 			return total, err
 		}
 	}

@@ -61,9 +61,10 @@ type lockStore interface {
 	// now, and says how many it renewed; expired locks stay expired.
 	renew(c conn, session string, ttl time.Duration) (int64, error)
 
-	// sweep deletes up to sweepBatch expired rows and says how many; it
-	// never waits for a record whose locks another statement is changing.
-	sweep(c conn) (int64, error)
+	// sweep deletes a batch of expired rows and says how many, and whether
+	// that was a whole batch (more may be waiting); it never waits for a
+	// record whose locks another statement is changing.
+	sweep(c conn) (n int64, more bool, err error)
 
 	// list returns the live (or, with f.Expired, the expired) locks that
 	// match f, without tokens. byToken returns the live lock whose token is

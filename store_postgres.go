@@ -291,12 +291,13 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 // index can answer it, where the volatile clock_timestamp() would make each
 // batch scan the table from its start, over the rows earlier batches left
 // dead. Each row is checked again against clock_timestamp() as it goes.
-func (s *postgresStore) sweep(c conn) (int64, error) {
-	return c.exec(fmt.Sprintf(`WITH keys AS (
+func (s *postgresStore) sweep(c conn) (int64, bool, error) {
+	n, err := c.exec(fmt.Sprintf(`WITH keys AS (
 	SELECT resource, lock_id FROM %[1]s WHERE holder = '' AND (resource, lock_id) IN (
 		SELECT resource, lock_id FROM %[1]s WHERE expires_at <= statement_timestamp() LIMIT %[2]d)
 	ORDER BY resource, lock_id FOR UPDATE SKIP LOCKED)
 DELETE FROM %[1]s l USING keys WHERE l.expires_at <= clock_timestamp() AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, s.table, sweepBatch))
+	return n, n >= sweepBatch, err
 }
 
 // heldCondition: the session holds a fresh lock on k. Read-only.

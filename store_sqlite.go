@@ -125,10 +125,17 @@ WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resourc
 	return n, err
 }
 
-func (s *sqliteStore) sweep(c conn) (int64, error) {
-	return c.exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
-		s.table, s.table, s.clock, sweepBatch))
+// sweep deletes fewer rows per statement than PostgreSQL's: SQLite has one
+// writer at a time, so every acquire waits for each batch to commit, and a
+// small batch keeps that wait short (see BenchmarkSweep).
+func (s *sqliteStore) sweep(c conn) (int64, bool, error) {
+	n, err := c.exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
+		s.table, s.table, s.clock, sqliteSweepBatch))
+	return n, n >= sqliteSweepBatch, err
 }
+
+// sqliteSweepBatch is the rows one sweep statement deletes on SQLite.
+const sqliteSweepBatch = 100
 
 // fenceCondition needs no row lock: the write's transaction holds SQLite's
 // write lock from the write to its commit, so no takeover can commit in
