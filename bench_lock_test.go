@@ -14,6 +14,9 @@ package offlinelock_test
 //     raw through database/sql, against the bare upsert: what the database
 //     pays, apart from what GORM and the plugin add in Go. PostgreSQL only
 //     (the other databases take the lock in statements of their own).
+//   BenchmarkGORMFirst: a plain GORM First, no plugin, against the same
+//     SELECT sent raw through database/sql: what GORM itself adds to any
+//     one-row read, which a locked First pays on top of its statement.
 
 import (
 	"strconv"
@@ -120,5 +123,30 @@ SELECT * FROM accounts WHERE accounts.id = $5 AND EXISTS (SELECT 1 FROM g) ORDER
 		b.StopTimer()
 		x.clear(b, "bare")
 		b.StartTimer()
+	})
+}
+
+func BenchmarkGORMFirst(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, d database) {
+		db, plain, _ := benchDBs(b, d)
+		seedAccounts(b, db, 64)
+		sqlDB, err := plain.DB()
+		if err != nil {
+			b.Fatal(err)
+		}
+		q := `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT 1`
+		if d.name == "sqlite" {
+			q = `SELECT * FROM "accounts" WHERE "accounts"."id" = ? ORDER BY "accounts"."id" LIMIT 1`
+		}
+		interleave(b, "x-raw", func(i int) {
+			if err := plain.First(&Account{}, i%64+1).Error; err != nil {
+				b.Fatal(err)
+			}
+		}, func(i int) {
+			var a Account
+			if err := sqlDB.QueryRow(q, i%64+1).Scan(&a.ID, &a.Name, &a.Credit); err != nil {
+				b.Fatal(err)
+			}
+		})
 	})
 }
