@@ -40,7 +40,19 @@
 //   - Writes never take locks implicitly; they are checked before their
 //     hooks run, and checked again (the fence) just before commit, so a lock
 //     lost mid-save fails the save. The holder's own save of one record,
-//     whose lock this node granted, is checked by the fence alone.
+//     whose lock this node granted, is checked by the fence alone, and when
+//     nothing but GORM's own callbacks runs between the write and its
+//     commit (no After hook, no other plugin's callback), that fence rides
+//     in the write's WHERE (fold.go): one statement, the key row locked
+//     from the write to the commit.
+//   - Cost must not grow with the lock table or with a session's locks:
+//     every statement about one record is answered by the primary key,
+//     whatever the planner's statistics. Equalities on the indexed session
+//     and token columns in such statements are written so no index can
+//     answer them (IS NOT DISTINCT FROM on PostgreSQL, a unary + on
+//     SQLite), since a planner without statistics, or a generic plan,
+//     otherwise walks the session index through every lock the session
+//     holds. BenchmarkScale measures it.
 //   - The in-memory hints only choose between SQL paths; every path checks
 //     the lock table, so a wrong hint costs a round trip, never correctness.
 package offlinelock
