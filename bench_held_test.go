@@ -32,16 +32,18 @@ func BenchmarkHeldFirst(b *testing.B) {
 			fill(b, db, table, "filler-"+strconv.Itoa(n), martin.Session, n-held, time.Hour)
 			held = n
 			b.Run("held-"+strconv.Itoa(n), func(b *testing.B) {
-				b.ReportAllocs()
-				interleave(b, "x-plain", func(int) {
+				held := func(int) {
 					if err := m.First(&Account{}, 1).Error; err != nil {
 						b.Fatal(err)
 					}
-				}, func(int) {
+				}
+				plainFirst := func(int) {
 					if err := plain.First(&Account{}, 1).Error; err != nil {
 						b.Fatal(err)
 					}
-				})
+				}
+				interleave(b, "x-plain", held, plainFirst)
+				reportAllocs(b, held, plainFirst, nil)
 			})
 		}
 	})
@@ -59,15 +61,17 @@ func BenchmarkVerifiedSave(b *testing.B) {
 			}
 		}
 		m := as(db, martin)
-		b.ReportAllocs()
-		interleave(b, "x-plain", func(i int) {
+		ours := func(i int) {
 			if err := m.Save(&Doc{ID: uint(i%64 + 1), Title: "ours"}).Error; err != nil {
 				b.Fatal(err)
 			}
-		}, func(i int) {
+		}
+		theirs := func(i int) {
 			if err := plain.Save(&Doc{ID: uint(i%64 + 1), Title: "plain"}).Error; err != nil {
 				b.Fatal(err)
 			}
-		})
+		}
+		interleave(b, "x-plain", ours, theirs)
+		reportAllocs(b, ours, theirs, nil)
 	})
 }
