@@ -18,6 +18,9 @@ import (
 type postgresStore struct {
 	*sqlStore
 	grantOne, grantMany string // the Write grants, bound, built once
+
+	heldWrite, heldRead, fenceSQL string // conditions added to loads and writes, built once
+	grantOneCTE                   string // grantPrefix's grant, unbound
 }
 
 var (
@@ -35,6 +38,11 @@ func newPostgresStore(table, seq, catalog string) *postgresStore {
 	s.nextGens = s.nextGenerations
 	s.grantOne = dollarBind(s.writeGrantOne(grantReturning))
 	s.grantMany = dollarBind(s.writeGrant(grantReturning))
+	s.grantOneCTE = s.writeGrantOne("1")
+	s.heldWrite = s.heldSQL(`holder = '' AND access = 'write'`)
+	s.heldRead = s.heldSQL(`(holder = '' AND access = 'write' OR holder = session)`)
+	s.fenceSQL = `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
+		s.eq("session") + ` AND expires_at > clock_timestamp() FOR SHARE)`
 	return s
 }
 
@@ -302,30 +310,29 @@ DELETE FROM %[1]s l USING keys WHERE l.expires_at <= clock_timestamp() AND l.res
 
 // heldCondition: the session holds a fresh lock on k. Read-only.
 func (s *postgresStore) heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
-	held := `holder = '' AND access = 'write'`
+	q := s.heldWrite
 	if access == Read {
-		held = `(holder = '' AND access = 'write' OR holder = session)`
+		q = s.heldRead
 	}
-	return clause.Expr{
-		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
-			` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`,
-		Vars: []any{k.resource, k.id, session, margin.Microseconds()},
-	}
+	return clause.Expr{SQL: q, Vars: []any{k.resource, k.id, session, margin.Microseconds()}}
+}
+
+// heldSQL is heldCondition's SQL for a lock that is the key row (Write) or,
+// for Read, also a reader row of the session.
+func (s *postgresStore) heldSQL(held string) string {
+	return `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
+		` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`
 }
 
 func (s *postgresStore) fenceCondition(k key, session string) clause.Expression {
-	return clause.Expr{
-		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
-			s.eq("session") + ` AND expires_at > clock_timestamp() FOR SHARE)`,
-		Vars: []any{k.resource, k.id, session},
-	}
+	return clause.Expr{SQL: s.fenceSQL, Vars: []any{k.resource, k.id, session}}
 }
 
 // grantCTE names the WITH clause of grantPrefix.
 const grantCTE = "offlinelock_grant"
 
 func (s *postgresStore) grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
-	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.writeGrantOne("1"), after) + `) `,
+	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.grantOneCTE, after) + `) `,
 		[]any{k.resource, k.id, o.Session, o.User, token, ttl.Microseconds()}
 }
 
