@@ -35,7 +35,7 @@ const (
 // builds it, and reports whether it did.
 func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
-	ls, ok := st.t.(loadStore)
+	hs, ok := st.t.(heldStore)
 	if !ok || st.m.root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
 		return false
 	}
@@ -65,11 +65,12 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	if where, ok := stmt.Clauses["WHERE"]; ok {
 		st.where = &where
 	}
+	ls, grants := st.t.(loadStore)
 	switch {
 	case p.hints.fresh(st.owner.Session, k, ttl/2):
 		st.fast = fastHeld
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{ls.heldCondition(k, st.owner.Session, st.m.loadAccess(), ttl/2)}})
-	case st.m.loadAccess() == Write:
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.heldCondition(k, st.owner.Session, st.m.loadAccess(), ttl/2)}})
+	case grants && st.m.loadAccess() == Write:
 		st.fast = fastGrant
 		if st.fastTok, err = newToken(); err != nil {
 			st.fail(db, err)

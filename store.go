@@ -83,16 +83,22 @@ type lockStore interface {
 	rowLocks() bool
 }
 
+// heldStore is implemented by stores that check, in the read's own
+// statement, that the session still holds the lock of the record it
+// re-reads: the re-read is one read-only statement.
+type heldStore interface {
+	// heldCondition is a condition to add to a load of k that is true only
+	// while session holds a fresh enough lock on k (more than margin left):
+	// the re-read of a record the session holds, read-only.
+	heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression
+}
+
 // loadStore is implemented by stores that lock and read in the read's own
 // statement (PostgreSQL): the commonest loads, by key and by WHERE, cost one
 // round trip. The other stores take the general path.
 type loadStore interface {
 	lockStore
-
-	// heldCondition is a condition to add to a load of k that is true only
-	// while session holds a fresh enough lock on k (more than margin left):
-	// the re-read of a record the session holds, read-only.
-	heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression
+	heldStore
 
 	// grantPrefix is a WITH clause to put before a load of k, its
 	// parameters numbered after the load's own after: it takes the Write

@@ -19,6 +19,7 @@ type sqliteStore struct {
 var (
 	_ lockStore = (*sqliteStore)(nil)
 	_ foldStore = (*sqliteStore)(nil)
+	_ heldStore = (*sqliteStore)(nil)
 )
 
 // sqliteTime is how times are stored in SQLite: fixed-width UTC text that
@@ -145,5 +146,19 @@ func (s *sqliteStore) fenceCondition(k key, session string) clause.Expression {
 		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
 			s.eq("session") + ` AND expires_at > ` + s.clock + `)`,
 		Vars: []any{k.resource, k.id, session},
+	}
+}
+
+// heldCondition lets the holder's re-read be one read-only statement: the
+// lock and the row are read in the same snapshot.
+func (s *sqliteStore) heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+	held := `holder = '' AND access = 'write'`
+	if access == Read {
+		held = `(holder = '' AND access = 'write' OR holder = session)`
+	}
+	return clause.Expr{
+		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
+			` AND expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now', ?))`,
+		Vars: []any{k.resource, k.id, session, fmt.Sprintf("+%.3f seconds", margin.Seconds())},
 	}
 }
