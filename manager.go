@@ -273,10 +273,13 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 	p.cfg.Logger.WarnContext(ctx, "offlinelock: admin action", attrs...)
 }
 
-// Sweep deletes expired lock rows in batches of at most 1000 rows per
-// statement, so it never holds many row locks at once, and returns how many
-// it deleted. Expired locks are already free without it; it keeps the table
-// small.
+// Sweep deletes expired lock rows in batches (at most 1000 rows per
+// statement, 100 on SQLite), so it never holds many row locks at once, and
+// returns how many it deleted. Between batches it rests as long as the last
+// batch took, so that it never takes more than half of the database's time
+// and locks taken meanwhile keep their latency (BenchmarkSweep); cancel
+// db's context to stop it. Expired locks are already free without it; it
+// keeps the table small.
 func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 	t, err := p.storeFor(db)
 	if err != nil {
@@ -288,10 +291,18 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 		if err := c.ctx.Err(); err != nil {
 			return total, err
 		}
+		began := time.Now()
 		n, more, err := t.sweep(c)
 		total += n
 		if err != nil || !more {
 			return total, err
+		}
+		rest := time.NewTimer(time.Since(began))
+		select {
+		case <-c.ctx.Done():
+			rest.Stop()
+			return total, c.ctx.Err()
+		case <-rest.C:
 		}
 	}
 }
