@@ -478,3 +478,27 @@ func TestTokensAreSecretAndRandom(t *testing.T) {
 		}
 	})
 }
+
+// TestGenerationsNeverRepeatAcrossGrantPaths mixes the one-statement Write
+// grant with the serialised path (Read locks, upgrades, takeovers after a
+// release): every new grant's generation is above every earlier one.
+func TestGenerationsNeverRepeatAcrossGrantPaths(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		var last int64
+		grant := func(o offlinelock.Owner, id uint, access offlinelock.Access) {
+			t.Helper()
+			l, err := p.Acquire(as(db, o), &Doc{ID: id}, access)
+			require.NoError(t, err)
+			assert.Greater(t, l.Generation, last, "%s %s of doc %d", o.User, access, id)
+			last = l.Generation
+		}
+		grant(martin, 1, offlinelock.Write) // one statement
+		grant(david, 2, offlinelock.Read)   // serialised
+		grant(martin, 3, offlinelock.Write)
+		grant(david, 2, offlinelock.Write) // upgrade: serialised
+		require.NoError(t, p.Release(as(db, martin), &Doc{ID: 1}))
+		grant(david, 1, offlinelock.Write) // a free key again: one statement
+		grant(martin, 4, offlinelock.Read)
+		grant(martin, 5, offlinelock.Write)
+	})
+}

@@ -14,6 +14,7 @@ import (
 // serialised path and no row needs locking: the transaction is the lock.
 type sqliteStore struct {
 	*sqlStore
+	grantOne string // sqliteGrantOne, built once
 }
 
 var (
@@ -27,12 +28,13 @@ var (
 const sqliteTime = "2006-01-02 15:04:05.000"
 
 func newSQLiteStore(table, seq, catalog string) *sqliteStore {
-	s := &sqliteStore{&sqlStore{table: table, seq: seq, catalog: catalog,
+	s := &sqliteStore{sqlStore: &sqlStore{table: table, seq: seq, catalog: catalog,
 		clock: `strftime('%Y-%m-%d %H:%M:%f','now')`, bind: func(q string) string { return q },
 		timeArg: func(t time.Time) any { return t.UTC().Format(sqliteTime) },
 		// A unary + keeps SQLite from using the column's index.
 		filter: func(col string) string { return "+" + col + " = ?" }}}
 	s.nextGens = s.nextGenerations
+	s.grantOne = s.sqliteGrantOne()
 	return s
 }
 
@@ -69,6 +71,10 @@ func (s *sqliteStore) migrate(c conn) error {
 			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "token") + ` ON ` + s.table + ` (token)`,
 			`CREATE TABLE IF NOT EXISTS ` + s.seq + ` (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL)`,
 			`INSERT OR IGNORE INTO ` + s.seq + ` (id, n) VALUES (1, 0)`,
+			// The one-statement grant writes the counter's next value; these
+			// move the counter past it, in the same statement.
+			s.generationTrigger("generation_insert", "INSERT"),
+			s.generationTrigger("generation_update", "UPDATE OF generation"),
 		} {
 			if _, err := c.exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
@@ -76,6 +82,14 @@ func (s *sqliteStore) migrate(c conn) error {
 		}
 		return nil
 	})
+}
+
+// generationTrigger keeps the generation counter at or past every
+// generation written to the lock table, so a generation is never reused.
+func (s *sqliteStore) generationTrigger(name, event string) string {
+	return `CREATE TRIGGER IF NOT EXISTS ` + indexName(s.table, name) + ` AFTER ` + event + ` ON ` + s.table + `
+FOR EACH ROW WHEN NEW.generation > (SELECT n FROM ` + s.seq + ` WHERE id = 1)
+BEGIN UPDATE ` + s.seq + ` SET n = NEW.generation WHERE id = 1; END`
 }
 
 // nextGenerations returns n fresh values of the generation counter.
@@ -95,8 +109,65 @@ func (s *sqliteStore) nextGenerations(c conn, n int) ([]int64, error) {
 	return gens, err
 }
 
+// grant takes a Write lock on one key in one statement when the key is
+// free, expired or already the session's, as PostgreSQL does; everything
+// else (Read locks, several keys, a key with readers or another holder)
+// takes the serialised path, which decides exactly and names holders.
+// SQLite runs one writer at a time, so the one statement is atomic.
 func (s *sqliteStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
-	return s.decide(c, keys, o, access, ttl)
+	if access != Write || len(keys) != 1 {
+		return s.decide(c, keys, o, access, ttl)
+	}
+	k := keys[0]
+	tok, err := newToken()
+	if err != nil {
+		return nil, nil, err
+	}
+	var l *Lock
+	_, err = c.query(s.grantOne, []any{k.resource, k.id, o.Session, o.User, tok, sqliteOffset(ttl)}, func(r *sql.Rows) error {
+		var acquired, expires string
+		got := Lock{Resource: k.resource, ID: k.id, Access: Write, Owner: o}
+		if err := r.Scan(&got.Token, &got.Generation, &acquired, &expires); err != nil {
+			return err
+		}
+		if got.AcquiredAt, err = parseSQLiteTime(acquired); err != nil {
+			return err
+		}
+		got.ExpiresAt, err = parseSQLiteTime(expires)
+		l = &got
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if l == nil { // held by another, read, or refused: decide exactly
+		return s.decide(c, keys, o, access, ttl)
+	}
+	return map[key]Lock{k: *l}, map[key]bool{k: l.Token == tok}, nil
+}
+
+// sqliteOffset is a duration as a strftime modifier.
+func sqliteOffset(d time.Duration) string {
+	return fmt.Sprintf("%+.3f seconds", d.Seconds())
+}
+
+// sqliteGrantOne is grant's one statement, with ? placeholders: the
+// resource, id, session, user, token and the TTL as a strftime modifier.
+// The generation is the counter's next value; the triggers made by
+// migrate move the counter past every generation written.
+func (s *sqliteStore) sqliteGrantOne() string {
+	now := `strftime('%Y-%m-%d %H:%M:%f','now')`
+	same := `l.access = 'write' AND l.session = excluded.session AND l.expires_at > ` + now
+	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
+VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 1), ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?))
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
+	token       = CASE WHEN ` + same + ` THEN l.token ELSE excluded.token END,
+	generation  = CASE WHEN ` + same + ` THEN l.generation ELSE excluded.generation END,
+	acquired_at = CASE WHEN ` + same + ` THEN l.acquired_at ELSE excluded.acquired_at END,
+	expires_at  = CASE WHEN l.access = 'write' AND l.session = excluded.session THEN MAX(l.expires_at, excluded.expires_at) ELSE excluded.expires_at END,
+	access = 'write', session = excluded.session, user_name = excluded.user_name
+WHERE l.access = '' OR (l.access = 'write' AND (l.session = excluded.session OR l.expires_at <= ` + now + `))
+RETURNING token, generation, acquired_at, expires_at`
 }
 
 func (s *sqliteStore) releaseAll(c conn, session string) (int64, error) {
