@@ -166,45 +166,14 @@ RETURNING ` + returning
 }
 
 // grant takes Write locks in one statement per batch where each key is
-// free, expired or the session's; the other keys, and Read locks, go
-// through the serialised path, which decides exactly and names holders.
+// free, expired or the session's (grantBatch); the other keys, and Read
+// locks, go through the serialised path, which decides exactly and names
+// holders.
 func (s *postgresStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
 	if access != Write {
 		return s.decide(c, keys, o, access, ttl)
 	}
-	got, newly := map[key]Lock{}, map[key]bool{}
-	run := func(c conn) error {
-		var rest []key
-		for _, batch := range chunks(sortKeys(keys)) {
-			tokens, err := s.grantBatch(c, batch, o, ttl, got)
-			if err != nil {
-				return err
-			}
-			for _, k := range batch {
-				if l, ok := got[k]; ok {
-					newly[k] = l.Token == tokens[k]
-				} else {
-					rest = append(rest, k)
-				}
-			}
-		}
-		if len(rest) == 0 {
-			return nil
-		}
-		more, fresh, err := s.decide(c, rest, o, access, ttl)
-		for k, l := range more {
-			got[k], newly[k] = l, fresh[k]
-		}
-		return err
-	}
-	if len(keys) == 1 {
-		// One statement when it grants; the serialised path has nothing of
-		// this call's to roll back.
-		return got, newly, run(c)
-	}
-	// All or nothing: a refusal of the serialised path rolls back the
-	// one-statement grants of the same call.
-	return got, newly, c.inTx(run)
+	return s.grantWrites(c, keys, o, ttl, s.grantBatch)
 }
 
 func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]Lock) (map[key]string, error) {

@@ -604,6 +604,47 @@ func parseSQLiteTime(s string) (time.Time, error) {
 	return t, nil
 }
 
+// batchGrant takes the Write locks of keys in one statement where each is
+// free, expired or o's, adds what it granted to got, and returns the token
+// it sent for each key (a granted lock with another token was o's before).
+type batchGrant func(c conn, keys []key, o Owner, ttl time.Duration, got map[key]Lock) (map[key]string, error)
+
+// grantWrites takes Write locks with one batch statement per batch of
+// keys, in sortKeys order; the keys a batch did not grant go through the
+// serialised path. One key needs no transaction (the serialised path has
+// nothing of the call's to undo); several are all or nothing in one.
+func (t *sqlStore) grantWrites(c conn, keys []key, o Owner, ttl time.Duration, batch batchGrant) (map[key]Lock, map[key]bool, error) {
+	got, newly := map[key]Lock{}, map[key]bool{}
+	run := func(c conn) error {
+		var rest []key
+		for _, b := range chunks(sortKeys(keys)) {
+			tokens, err := batch(c, b, o, ttl, got)
+			if err != nil {
+				return err
+			}
+			for _, k := range b {
+				if l, ok := got[k]; ok {
+					newly[k] = l.Token == tokens[k]
+				} else {
+					rest = append(rest, k)
+				}
+			}
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		more, fresh, err := t.decide(c, rest, o, Write, ttl)
+		for k, l := range more {
+			got[k], newly[k] = l, fresh[k]
+		}
+		return err
+	}
+	if len(keys) == 1 {
+		return got, newly, run(c)
+	}
+	return got, newly, c.inTx(run)
+}
+
 // decide grants keys in batches through the serialised path, in c's
 // transaction (or one of its own): it sees every holder exactly.
 func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {

@@ -2,6 +2,7 @@ package offlinelock
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"time"
@@ -14,7 +15,7 @@ import (
 // serialised path and no row needs locking: the transaction is the lock.
 type sqliteStore struct {
 	*sqlStore
-	grantOne string // sqliteGrantOne, built once
+	grantOne, grantMany string // sqliteGrant's statements, built once
 }
 
 var (
@@ -34,7 +35,7 @@ func newSQLiteStore(table, seq, catalog string) *sqliteStore {
 		// A unary + keeps SQLite from using the column's index.
 		filter: func(col string) string { return "+" + col + " = ?" }}}
 	s.nextGens = s.nextGenerations
-	s.grantOne = s.sqliteGrantOne()
+	s.grantOne, s.grantMany = s.sqliteGrant(false), s.sqliteGrant(true)
 	return s
 }
 
@@ -109,41 +110,53 @@ func (s *sqliteStore) nextGenerations(c conn, n int) ([]int64, error) {
 	return gens, err
 }
 
-// grant takes a Write lock on one key in one statement when the key is
-// free, expired or already the session's, as PostgreSQL does; everything
-// else (Read locks, several keys, a key with readers or another holder)
-// takes the serialised path, which decides exactly and names holders.
-// SQLite runs one writer at a time, so the one statement is atomic.
+// grant takes Write locks in one statement per batch where each key is
+// free, expired or the session's, as PostgreSQL does (SQLite runs one
+// writer at a time, so each statement is atomic); everything else (Read
+// locks, keys with readers or another holder) takes the serialised path,
+// which decides exactly and names holders.
 func (s *sqliteStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
-	if access != Write || len(keys) != 1 {
+	if access != Write {
 		return s.decide(c, keys, o, access, ttl)
 	}
-	k := keys[0]
-	tok, err := newToken()
-	if err != nil {
-		return nil, nil, err
+	return s.grantWrites(c, keys, o, ttl, s.grantBatch)
+}
+
+// grantBatch is the batchGrant of SQLite: one row of VALUES for one key,
+// json_each over the keys for more.
+func (s *sqliteStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]Lock) (map[key]string, error) {
+	sent := make(map[key]string, len(keys))
+	triples := make([][3]string, len(keys))
+	for i, k := range keys {
+		tok, err := newToken()
+		if err != nil {
+			return nil, err
+		}
+		sent[k], triples[i] = tok, [3]string{k.resource, k.id, tok}
 	}
-	var l *Lock
-	_, err = c.query(s.grantOne, []any{k.resource, k.id, o.Session, o.User, tok, sqliteOffset(ttl)}, func(r *sql.Rows) error {
+	q, args := s.grantOne, []any{keys[0].resource, keys[0].id, o.Session, o.User, triples[0][2], sqliteOffset(ttl)}
+	if len(keys) > 1 {
+		j, err := json.Marshal(triples)
+		if err != nil {
+			return nil, err
+		}
+		q, args = s.grantMany, []any{o.Session, o.User, sqliteOffset(ttl), string(j)}
+	}
+	_, err := c.query(q, args, func(r *sql.Rows) error {
 		var acquired, expires string
-		got := Lock{Resource: k.resource, ID: k.id, Access: Write, Owner: o}
-		if err := r.Scan(&got.Token, &got.Generation, &acquired, &expires); err != nil {
+		l := Lock{Access: Write, Owner: o}
+		if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &acquired, &expires); err != nil {
 			return err
 		}
-		if got.AcquiredAt, err = parseSQLiteTime(acquired); err != nil {
+		var err error
+		if l.AcquiredAt, err = parseSQLiteTime(acquired); err != nil {
 			return err
 		}
-		got.ExpiresAt, err = parseSQLiteTime(expires)
-		l = &got
+		l.ExpiresAt, err = parseSQLiteTime(expires)
+		got[key{l.Resource, l.ID}] = l
 		return err
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if l == nil { // held by another, read, or refused: decide exactly
-		return s.decide(c, keys, o, access, ttl)
-	}
-	return map[key]Lock{k: *l}, map[key]bool{k: l.Token == tok}, nil
+	return sent, err
 }
 
 // sqliteOffset is a duration as a strftime modifier.
@@ -151,15 +164,25 @@ func sqliteOffset(d time.Duration) string {
 	return fmt.Sprintf("%+.3f seconds", d.Seconds())
 }
 
-// sqliteGrantOne is grant's one statement, with ? placeholders: the
-// resource, id, session, user, token and the TTL as a strftime modifier.
-// The generation is the counter's next value; the triggers made by
-// migrate move the counter past every generation written.
-func (s *sqliteStore) sqliteGrantOne() string {
+// sqliteGrant is grantBatch's statement. For one key (rows ""), its ?
+// placeholders are the resource, id, session, user, token and the TTL as a
+// strftime modifier; for several, the session, user, TTL and a JSON array
+// of [resource, id, token], whose order the rows are written in. A new
+// lock's generation is the counter's next value (plus its place in the
+// batch); the triggers made by migrate move the counter past every
+// generation written.
+func (s *sqliteStore) sqliteGrant(many bool) string {
 	now := `strftime('%Y-%m-%d %H:%M:%f','now')`
 	same := `l.access = 'write' AND l.session = excluded.session AND l.expires_at > ` + now
+	rows := `VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 1), ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?))`
+	if many {
+		// WHERE true: SQLite's parser needs it before ON CONFLICT.
+		rows = `SELECT json_extract(k.value, '$[0]'), json_extract(k.value, '$[1]'), '', 'write', ?, ?, json_extract(k.value, '$[2]'),
+	(SELECT n FROM ` + s.seq + ` WHERE id = 1) + k.key + 1, ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?)
+FROM json_each(?) AS k WHERE true ORDER BY k.key`
+	}
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
-VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 1), ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?))
+` + rows + `
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
 	token       = CASE WHEN ` + same + ` THEN l.token ELSE excluded.token END,
 	generation  = CASE WHEN ` + same + ` THEN l.generation ELSE excluded.generation END,
@@ -167,7 +190,7 @@ ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
 	expires_at  = CASE WHEN l.access = 'write' AND l.session = excluded.session THEN MAX(l.expires_at, excluded.expires_at) ELSE excluded.expires_at END,
 	access = 'write', session = excluded.session, user_name = excluded.user_name
 WHERE l.access = '' OR (l.access = 'write' AND (l.session = excluded.session OR l.expires_at <= ` + now + `))
-RETURNING token, generation, acquired_at, expires_at`
+RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
 }
 
 func (s *sqliteStore) releaseAll(c conn, session string) (int64, error) {
