@@ -65,6 +65,14 @@ const stateKey = "offlinelock:state"
 // fixed name keeps prepared-statement caches from growing.
 const savepointName = "offlinelock"
 
+// savepointNamer is implemented by a store whose database does not nest
+// savepoints of one name (MySQL: a SAVEPOINT replaces the older one of its
+// name, whose ROLLBACK TO then fails). It names them by depth in the
+// transaction pool, which keeps the names few.
+type savepointNamer interface {
+	savepointIn(pool gorm.ConnPool) (name string, done func())
+}
+
 // state is what the plugin keeps about one statement, from its first
 // callback to its last. It lives in the statement's instance settings, so
 // nested statements (preloads, association saves) have their own.
@@ -75,10 +83,11 @@ type state struct {
 	owner Owner
 	op    string
 
-	pool      gorm.ConnPool // the connection before the plugin began a transaction
-	ownTx     bool          // the plugin began the transaction and ends it
-	savepoint string        // in the caller's transaction: undo this statement's locks on refusal
-	restore   func()        // puts the destination back as it was
+	pool          gorm.ConnPool // the connection before the plugin began a transaction
+	ownTx         bool          // the plugin began the transaction and ends it
+	savepoint     string        // in the caller's transaction: undo this statement's locks on refusal
+	savepointDone func()        // gives the savepoint's name back (savepointNamer)
+	restore       func()        // puts the destination back as it was
 
 	locked      map[key]bool    // loads: keys this statement holds
 	newly       map[key]bool    // loads: keys this statement newly locked
@@ -230,6 +239,9 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
 			st.savepoint = savepointName
+			if n, ok := st.t.(savepointNamer); ok {
+				st.savepoint, st.savepointDone = n.savepointIn(db.Statement.ConnPool)
+			}
 			_, err := direct(db).exec("SAVEPOINT " + st.savepoint)
 			return err
 		}
@@ -282,6 +294,9 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		}
 		if _, err := c.exec("RELEASE SAVEPOINT " + st.savepoint); err != nil {
 			db.AddError(err)
+		}
+		if st.savepointDone != nil {
+			st.savepointDone()
 		}
 	}
 	if db.Error != nil {

@@ -33,6 +33,33 @@ type sqlStore struct {
 	timeArg   func(time.Time) any // a time as the database takes it
 	fenceRead string              // appended to the fence's read of key rows
 	nextGens  func(conn, int) ([]int64, error)
+
+	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
+	// no ON CONFLICT, no RETURNING, no IN (VALUES …)); nil or "" keeps the
+	// default SQL, which PostgreSQL and SQLite share.
+	keysIn      func(list string) string                          // (resource, lock_id) IN … for a keyList
+	readersRead func(conn) string                                 // appended to reads of reader rows
+	putConflict string                                            // what putRows does on a key that exists
+	rememberSQL string                                            // the catalog upsert, (name, spec) as ?
+	lockRows    func(conn, []key) (map[key]row, time.Time, error) // lockKeys
+	freeWrite   func(conn, key, string) (bool, bool, error)       // releaseWrite
+	tx          func(conn, func(conn) error) error                // the store's own transactions
+}
+
+// inKeys is the condition that (resource, lock_id) is one of list.
+func (t *sqlStore) inKeys(list string) string {
+	if t.keysIn != nil {
+		return t.keysIn(list)
+	}
+	return `(resource, lock_id) IN (VALUES ` + list + `)`
+}
+
+// inTx runs fn in c's transaction, or in one of the store's own.
+func (t *sqlStore) inTx(c conn, fn func(conn) error) error {
+	if t.tx != nil {
+		return t.tx(c, fn)
+	}
+	return c.inTx(fn)
 }
 
 const (
@@ -112,6 +139,9 @@ func keyList(keys []key) (string, []any) {
 // creating free ones where there are none, and returns them with the
 // database's clock.
 func (t *sqlStore) lockKeys(c conn, keys []key) (map[key]row, time.Time, error) {
+	if t.lockRows != nil {
+		return t.lockRows(c, keys)
+	}
 	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
 	for i, k := range keys {
@@ -163,13 +193,16 @@ func (t *sqlStore) readersOf(c conn, keys []key) (map[key][]row, error) {
 		return out, nil
 	}
 	list, args := keyList(keys)
-	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+` WHERE holder <> '' AND (resource, lock_id) IN (VALUES `+list+`) ORDER BY resource, lock_id, holder`),
-		args, func(r *sql.Rows) error {
-			rw, err := scanRow(r)
-			k := key{rw.Resource, rw.ID}
-			out[k] = append(out[k], rw)
-			return err
-		})
+	q := `SELECT ` + lockColumns + ` FROM ` + t.table + ` WHERE holder <> '' AND ` + t.inKeys(list) + ` ORDER BY resource, lock_id, holder`
+	if t.readersRead != nil {
+		q += t.readersRead(c)
+	}
+	_, err := c.query(t.bind(q), args, func(r *sql.Rows) error {
+		rw, err := scanRow(r)
+		k := key{rw.Resource, rw.ID}
+		out[k] = append(out[k], rw)
+		return err
+	})
 	return out, err
 }
 
@@ -188,10 +221,14 @@ func (t *sqlStore) putRows(c conn, rows []row) error {
 		args = append(args, r.Resource, r.ID, r.holder, string(r.Access), r.Owner.Session, r.Owner.User, r.Token, r.Generation,
 			t.timeArg(r.AcquiredAt), t.timeArg(r.ExpiresAt))
 	}
-	_, err := c.exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
-ON CONFLICT (resource, lock_id, holder) DO UPDATE SET access = excluded.access, session = excluded.session,
+	conflict := `ON CONFLICT (resource, lock_id, holder) DO UPDATE SET access = excluded.access, session = excluded.session,
 	user_name = excluded.user_name, token = excluded.token, generation = excluded.generation,
-	acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`), args...)
+	acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`
+	if t.putConflict != "" {
+		conflict = t.putConflict
+	}
+	_, err := c.exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
+`+conflict), args...)
 	return err
 }
 
@@ -202,7 +239,7 @@ func (t *sqlStore) dropReaders(c conn, keys []key, before time.Time) error {
 		return nil
 	}
 	list, args := keyList(keys)
-	q := `DELETE FROM ` + t.table + ` WHERE holder <> '' AND (resource, lock_id) IN (VALUES ` + list + `)`
+	q := `DELETE FROM ` + t.table + ` WHERE holder <> '' AND ` + t.inKeys(list)
 	if !before.IsZero() {
 		q += ` AND expires_at <= ?`
 		args = append(args, t.timeArg(before))
@@ -411,7 +448,7 @@ func (t *sqlStore) check(c conn, keys []key, o Owner, share bool) (mine, free []
 // keyRows reads the key rows of keys with the database's clock.
 func (t *sqlStore) keyRows(c conn, keys []key, share bool) (map[key]row, time.Time, error) {
 	list, args := keyList(keys)
-	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list + `)`
+	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + ` WHERE holder = '' AND ` + t.inKeys(list)
 	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
 	if share {
 		q += t.fenceRead
@@ -454,6 +491,9 @@ func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
 // releaseWrite deletes the session's Write lock on k in one statement and
 // reports whether there was one and whether it was still valid.
 func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, err error) {
+	if t.freeWrite != nil {
+		return t.freeWrite(c, k, session)
+	}
 	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?
 RETURNING expires_at, ` + t.clock)
 	_, err = c.query(q, []any{k.resource, k.id, session}, func(r *sql.Rows) error {
@@ -507,8 +547,12 @@ func (t *sqlStore) remember(c conn, specs []tableSpec) error {
 		if err != nil {
 			return err
 		}
-		_, err = c.exec(t.bind(`INSERT INTO `+t.catalog+` AS c (name, spec) VALUES (?, ?)
-ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`), strings.ToLower(sp.Table), string(b))
+		q := `INSERT INTO ` + t.catalog + ` AS c (name, spec) VALUES (?, ?)
+ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`
+		if t.rememberSQL != "" {
+			q = t.rememberSQL
+		}
+		_, err = c.exec(t.bind(q), strings.ToLower(sp.Table), string(b))
 		if err != nil {
 			return err
 		}
@@ -592,7 +636,7 @@ func parseSQLiteTime(s string) (time.Time, error) {
 func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
 	got := make(map[key]Lock, len(keys))
 	newly := make(map[key]bool, len(keys))
-	err := c.inTx(func(c conn) error {
+	err := t.inTx(c, func(c conn) error {
 		for _, batch := range chunks(sortKeys(keys)) {
 			ls, fresh, err := t.decideMany(c, batch, o, access, ttl)
 			if err != nil {
@@ -617,7 +661,7 @@ func (t *sqlStore) release(c conn, k key, session string) error {
 		return err
 	}
 	if !found {
-		err = c.inTx(func(c conn) error {
+		err = t.inTx(c, func(c conn) error {
 			var err error
 			found, valid, err = t.releaseRead(c, k, session)
 			return err
@@ -671,7 +715,7 @@ func notHeld(k key) error {
 // forceRelease removes every lock on k once allow approved its live
 // holders.
 func (t *sqlStore) forceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error {
-	return c.inTx(func(c conn) error {
+	return t.inTx(c, func(c conn) error {
 		krs, now, err := t.lockKeys(c, []key{k})
 		if err != nil {
 			return err
@@ -730,7 +774,7 @@ func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 func (t *sqlStore) drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
-		q := `DELETE FROM ` + t.table + ` WHERE (resource, lock_id) IN (VALUES ` + list + `) AND session = ?`
+		q := `DELETE FROM ` + t.table + ` WHERE ` + t.inKeys(list) + ` AND session = ?`
 		if _, err := c.exec(t.bind(q), append(args, session)...); err != nil {
 			return err
 		}

@@ -1,0 +1,424 @@
+package offlinelock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+)
+
+// mysqlStore is the lock table on MySQL 8.0 and MariaDB (InnoDB). It shares
+// the decisions of sqlStore and replaces the SQL InnoDB lacks or runs
+// differently:
+//
+//   - There is no ON CONFLICT, RETURNING or IN (VALUES …): key rows are
+//     taken by INSERT … ON DUPLICATE KEY UPDATE, which locks an existing
+//     primary-key row exclusively (a record lock, no gap), and then read
+//     with a locking read; key lists are row constructors.
+//   - A plain SELECT in a REPEATABLE READ transaction reads the snapshot,
+//     not the latest committed rows, so every read that decides is a
+//     locking read, or runs in a READ COMMITTED transaction of the store's
+//     own, where a plain read is the latest committed row and no gap locks
+//     are taken: two sessions locking different new keys never wait on
+//     each other there.
+//   - Strings compare case-insensitively and ignore trailing spaces in the
+//     default collations: every key column is VARBINARY, which compares
+//     and sorts bytes as sortKeys does.
+//   - Times are DATETIME(6) in UTC, against UTC_TIMESTAMP(6), which the
+//     connection's time_zone does not move; the times the store sends are
+//     UTC text, which the driver's loc does not move either.
+//   - There are no sequences in MySQL 8.0: generations come from an
+//     AUTO_INCREMENT table, whose counter is not transactional (a
+//     rollback never gives a value back) and survives restarts.
+type mysqlStore struct {
+	*sqlStore
+	depth sync.Map // transaction pool → *atomic.Int32: the plugin's savepoints open in it
+}
+
+var _ lockStore = (*mysqlStore)(nil)
+
+// mysqlClock is the database clock: UTC whatever the session's time_zone,
+// to the microsecond, fixed for the statement.
+const mysqlClock = "UTC_TIMESTAMP(6)"
+
+// mysqlTime is how the store sends times: UTC text, which the driver passes
+// through whatever its loc says.
+const mysqlTime = "2006-01-02 15:04:05.000000"
+
+// mysqlShare is the locking read both MySQL 8.0 and MariaDB accept
+// (MariaDB 10.11 has no FOR SHARE).
+const mysqlShare = " LOCK IN SHARE MODE"
+
+func newMySQLStore(name string) *mysqlStore {
+	q := func(s string) string { return "`" + s + "`" }
+	s := &mysqlStore{sqlStore: &sqlStore{table: q(name), seq: q(name + "_generation"), catalog: q(name + "_tables"),
+		clock: mysqlClock, bind: func(q string) string { return q }, fenceRead: mysqlShare,
+		timeArg: func(t time.Time) any { return t.UTC().Format(mysqlTime) }}}
+	s.nextGens = s.nextGenerations
+	s.keysIn = func(list string) string { return `(resource, lock_id) IN (` + list + `)` }
+	s.readersRead = func(c conn) string {
+		if readCommitted(c.ctx) {
+			return "" // the latest committed rows; the key rows are held
+		}
+		return mysqlShare
+	}
+	s.putConflict = `ON DUPLICATE KEY UPDATE access = VALUES(access), session = VALUES(session),
+	user_name = VALUES(user_name), token = VALUES(token), generation = VALUES(generation),
+	acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at)`
+	s.rememberSQL = `INSERT INTO ` + s.catalog + ` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`
+	s.lockRows = s.lockKeyRows
+	s.freeWrite = s.releaseWriteLock
+	s.tx = s.inOwnTx
+	return s
+}
+
+func (s *mysqlStore) rowLocks() bool { return true }
+
+// shareLock: MariaDB has no FOR SHARE, MySQL 8.0 still takes this.
+func (s *mysqlStore) shareLock() string { return mysqlShare }
+
+// The key columns are VARBINARY: byte comparison, no case folding, no
+// trailing-space padding, byte order. Their lengths are PostgreSQL's in
+// characters times four (utf8mb4), and the primary key's 2552 bytes fit
+// InnoDB's 3072-byte limit.
+func (s *mysqlStore) migrate(c conn) error {
+	var got int
+	if _, err := c.query(`SELECT GET_LOCK(?, 30)`, []any{"offlinelock:migrate:" + s.table}, func(r *sql.Rows) error { return r.Scan(&got) }); err != nil {
+		return err
+	}
+	if got != 1 {
+		return fmt.Errorf("offlinelock: creating lock table %s: another node holds the migration lock", s.table)
+	}
+	defer c.exec(`SELECT RELEASE_LOCK(?)`, "offlinelock:migrate:"+s.table)
+	for _, stmt := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name VARBINARY(512) PRIMARY KEY, spec LONGTEXT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+		`CREATE TABLE IF NOT EXISTS ` + s.table + ` (
+	resource    VARBINARY(512)  NOT NULL,
+	lock_id     VARBINARY(1020) NOT NULL,
+	holder      VARBINARY(1020) NOT NULL,
+	access      VARCHAR(5)      CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+	session     VARBINARY(1020) NOT NULL,
+	user_name   VARCHAR(255)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+	token       VARBINARY(64)   NOT NULL,
+	generation  BIGINT          NOT NULL,
+	acquired_at DATETIME(6)     NOT NULL,
+	expires_at  DATETIME(6)     NOT NULL,
+	PRIMARY KEY (resource, lock_id, holder),
+	KEY ` + s.index("session") + ` (session),
+	KEY ` + s.index("expires") + ` (expires_at),
+	KEY ` + s.index("token") + ` (token)) ENGINE=InnoDB`,
+		`CREATE TABLE IF NOT EXISTS ` + s.seq + ` (n BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB`,
+	} {
+		if _, err := c.exec(stmt); err != nil {
+			return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
+		}
+	}
+	return s.checkTimes(c)
+}
+
+func (s *mysqlStore) index(suffix string) string {
+	return "`" + strings.Trim(s.table, "`") + "_" + suffix + "`"
+}
+
+// checkTimes refuses a connection whose DATETIME values do not come back
+// as the UTC times they are: without parseTime=true they are text, and
+// with a loc other than UTC the driver shifts them, and every expiry would
+// be judged wrong.
+func (s *mysqlStore) checkTimes(c conn) error {
+	var v any
+	var text string
+	_, err := c.query(`SELECT `+mysqlClock+`, DATE_FORMAT(`+mysqlClock+`, '%Y-%m-%d %H:%i:%s.%f')`, nil,
+		func(r *sql.Rows) error { return r.Scan(&v, &text) })
+	if err != nil {
+		return err
+	}
+	at, ok := v.(time.Time)
+	want, perr := time.ParseInLocation(mysqlTime, text, time.UTC)
+	if !ok || perr != nil || !at.Equal(want) {
+		return fmt.Errorf("%w: the MySQL DSN must have parseTime=true and loc=UTC (the default), so that lock expiries read back as they are", ErrInvalid)
+	}
+	return nil
+}
+
+// nextGenerations takes n fresh generations from one AUTO_INCREMENT value
+// g: g*batchSize … g*batchSize+n-1. An AUTO_INCREMENT value is never given
+// twice (not after a rollback, nor after a restart), and a multi-row insert
+// need not get consecutive values (innodb_autoinc_lock_mode=2), so one row
+// stands for a whole batch. The row is deleted at once by its primary key
+// (a record lock on a row nobody else sees).
+func (s *mysqlStore) nextGenerations(c conn, n int) ([]int64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	if n > batchSize {
+		return nil, fmt.Errorf("offlinelock: %d generations asked for at once, at most %d", n, batchSize)
+	}
+	begin := time.Now()
+	q := `INSERT INTO ` + s.seq + ` () VALUES ()`
+	res, err := c.db.Statement.ConnPool.ExecContext(c.ctx, q)
+	var g int64
+	if err == nil {
+		g, err = res.LastInsertId()
+	}
+	c.trace(begin, q, nil, 1, err)
+	if err != nil {
+		return nil, err
+	}
+	if g <= 0 {
+		return nil, errGenerationCounter
+	}
+	if _, err := c.exec(`DELETE FROM `+s.seq+` WHERE n = ?`, g); err != nil {
+		return nil, err
+	}
+	gens := make([]int64, n)
+	for i := range gens {
+		gens[i] = g*batchSize + int64(i)
+	}
+	return gens, nil
+}
+
+// lockKeyRows takes the key rows of keys (sorted) exclusively, creating
+// free ones, and reads them with a locking read: the latest committed rows,
+// whatever the isolation level. Both statements name whole primary keys,
+// so InnoDB takes record locks and no gap locks on existing rows.
+func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
+	var b, w strings.Builder
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+			w.WriteString(", ")
+		}
+		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + mysqlClock + `, ` + mysqlClock + `)`)
+		w.WriteString(`(?, ?, '')`)
+		args = append(args, k.resource, k.id)
+	}
+	_, err := c.exec(`INSERT INTO `+s.table+` (`+lockColumns+`) VALUES `+b.String()+` ON DUPLICATE KEY UPDATE holder = holder`, args...)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+
+		` WHERE (resource, lock_id, holder) IN (`+w.String()+`) ORDER BY resource, lock_id FOR UPDATE`, args)
+}
+
+// releaseWriteLock deletes session's Write lock on k: first if it is still
+// valid, then if it is not, each an atomic statement (no RETURNING).
+func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, valid bool, err error) {
+	q := `DELETE FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
+	n, err := c.exec(q+` AND expires_at > `+mysqlClock, k.resource, k.id, session)
+	if err != nil || n > 0 {
+		return n > 0, n > 0, err
+	}
+	n, err = c.exec(q, k.resource, k.id, session)
+	return n > 0, false, err
+}
+
+// readCommittedKey marks a context whose statements run in a READ
+// COMMITTED transaction the store began.
+type readCommittedKey struct{}
+
+func readCommitted(ctx context.Context) bool {
+	v, _ := ctx.Value(readCommittedKey{}).(bool)
+	return v
+}
+
+// mysqlRetries bounds the retries of a transaction of the store's own that
+// InnoDB chose as a deadlock victim.
+const mysqlRetries = 5
+
+// inOwnTx runs fn in c's transaction, or in a READ COMMITTED one of its
+// own, retried when InnoDB rolls it back as a deadlock victim. In the
+// caller's transaction a deadlock has rolled the caller's work back too:
+// it is reported, never retried.
+func (s *mysqlStore) inOwnTx(c conn, fn func(conn) error) error {
+	if _, ok := c.db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		return mysqlError(fn(c))
+	}
+	ctx := context.WithValue(c.ctx, readCommittedKey{}, true)
+	var err error
+	for range mysqlRetries {
+		db := c.db.Session(&gorm.Session{NewDB: true, Context: ctx})
+		err = db.Transaction(func(tx *gorm.DB) error {
+			return fn(conn{db: tx, ctx: ctx})
+		}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if mysqlCode(err) != 1213 {
+			break
+		}
+	}
+	return mysqlError(err)
+}
+
+// ErrDeadlock-like conditions are reported in words a caller can act on.
+func mysqlError(err error) error {
+	switch mysqlCode(err) {
+	case 1213:
+		return fmt.Errorf("offlinelock: the lock table deadlocked with another transaction, which rolled this transaction back; retry it: %w", err)
+	case 1205:
+		return fmt.Errorf("offlinelock: waited innodb_lock_wait_timeout for a lock-table row another transaction holds; retry, and keep transactions that hold locks short: %w", err)
+	}
+	return err
+}
+
+// mysqlCode is the MySQL error number of err, or 0.
+func mysqlCode(err error) uint16 {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return my.Number
+	}
+	return 0
+}
+
+// grant decides every key through the serialised path: InnoDB has no
+// one-statement conditional upsert that reports which keys it refused.
+func (s *mysqlStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
+	got, newly, err := s.decide(c, keys, o, access, ttl)
+	return got, newly, mysqlError(err)
+}
+
+func (s *mysqlStore) check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {
+	mine, free, err = s.sqlStore.check(c, keys, o, fence)
+	return mine, free, mysqlError(err)
+}
+
+// keysOf reads the distinct records that rows matching cond (with args)
+// touch, in key order: a plain read, for the locking read that follows.
+func (s *mysqlStore) keysOf(c conn, cond string, args ...any) ([]key, error) {
+	return s.keysLimit(c, cond, "", args...)
+}
+
+// keysLimit is keysOf with a LIMIT clause after the ORDER BY.
+func (s *mysqlStore) keysLimit(c conn, cond, limit string, args ...any) ([]key, error) {
+	var keys []key
+	_, err := c.query(`SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args,
+		func(r *sql.Rows) error {
+			var k key
+			err := r.Scan(&k.resource, &k.id)
+			keys = append(keys, k)
+			return err
+		})
+	return keys, err
+}
+
+// lockKeysOf takes the existing key rows of keys exclusively, in key
+// order, as every statement that changes several records' locks does;
+// with skip, those another transaction holds are skipped (and not
+// returned).
+func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
+	var out []key
+	for _, batch := range chunks(sortKeys(keys)) {
+		list, args := keyList(batch)
+		q := `SELECT resource, lock_id FROM ` + s.table + ` WHERE holder = '' AND ` + s.inKeys(list) + ` ORDER BY resource, lock_id FOR UPDATE`
+		if skip {
+			q += ` SKIP LOCKED`
+		}
+		_, err := c.query(q, args, func(r *sql.Rows) error {
+			var k key
+			err := r.Scan(&k.resource, &k.id)
+			out = append(out, k)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// releaseAll takes the key rows of the session's records, then deletes
+// its rows.
+func (s *mysqlStore) releaseAll(c conn, session string) (int64, error) {
+	var n int64
+	err := s.inOwnTx(c, func(c conn) error {
+		keys, err := s.keysOf(c, `session = ?`, session)
+		if err == nil {
+			_, err = s.lockKeysOf(c, keys, false)
+		}
+		if err == nil {
+			n, err = c.exec(`DELETE FROM `+s.table+` WHERE session = ?`, session)
+		}
+		return err
+	})
+	return n, err
+}
+
+// renew takes the key rows of the session's live records, then pushes its
+// rows and the read-mode key rows of the records it reads.
+func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
+	var n int64
+	err := s.inOwnTx(c, func(c conn) error {
+		now, err := s.clockAt(c)
+		if err != nil {
+			return err
+		}
+		until, at := s.timeArg(now.Add(ttl)), s.timeArg(now)
+		keys, err := s.keysOf(c, `session = ? AND expires_at > ?`, session, at)
+		if err == nil {
+			_, err = s.lockKeysOf(c, keys, false)
+		}
+		if err != nil {
+			return err
+		}
+		n, err = c.exec(`UPDATE `+s.table+` SET expires_at = GREATEST(expires_at, ?) WHERE session = ? AND expires_at > ?`, until, session, at)
+		if err != nil || n == 0 {
+			return err
+		}
+		read, err := s.keysOf(c, `holder = ? AND expires_at > ?`, session, at)
+		for _, batch := range chunks(read) {
+			if err != nil {
+				break
+			}
+			list, args := keyList(batch)
+			_, err = c.exec(`UPDATE `+s.table+` SET expires_at = GREATEST(expires_at, ?) WHERE holder = '' AND access = 'read' AND `+s.inKeys(list),
+				append([]any{until}, args...)...)
+		}
+		return err
+	})
+	return n, err
+}
+
+// sweep deletes expired rows of records whose key rows no other
+// transaction holds (SKIP LOCKED): those are being taken over or released
+// right now.
+func (s *mysqlStore) sweep(c conn) (int64, error) {
+	var n int64
+	err := s.inOwnTx(c, func(c conn) error {
+		keys, err := s.keysLimit(c, `expires_at <= `+mysqlClock, fmt.Sprintf(` LIMIT %d`, sweepBatch))
+		if err == nil {
+			keys, err = s.lockKeysOf(c, keys, true)
+		}
+		for _, batch := range chunks(keys) {
+			if err != nil {
+				break
+			}
+			list, args := keyList(batch)
+			var m int64
+			m, err = c.exec(`DELETE FROM `+s.table+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
+			n += m
+		}
+		return err
+	})
+	return n, err
+}
+
+// savepointIn names the plugin's savepoints in a transaction by their
+// depth: offlinelock_1, offlinelock_2 … A statement nested in another (a
+// preload in a load) opens the next one; MySQL would otherwise replace the
+// outer savepoint with the inner one of the same name.
+func (s *mysqlStore) savepointIn(pool gorm.ConnPool) (string, func()) {
+	v, _ := s.depth.LoadOrStore(pool, new(atomic.Int32))
+	d := v.(*atomic.Int32)
+	n := d.Add(1)
+	return savepointName + "_" + strconv.Itoa(int(n)), func() {
+		if d.Add(-1) == 0 {
+			s.depth.CompareAndDelete(pool, d)
+		}
+	}
+}
