@@ -73,6 +73,14 @@ type savepointNamer interface {
 	savepointIn(pool gorm.ConnPool) (name string, done func())
 }
 
+// ownTxBeginner is implemented by a store that begins the plugin's own
+// transactions its own way (MySQL: READ COMMITTED, so that its reads of
+// the lock table are the latest committed rows without locking reads, and
+// InnoDB takes no gap locks). done is called when the transaction ends.
+type ownTxBeginner interface {
+	beginOwn(db *gorm.DB) (tx *gorm.DB, done func())
+}
+
 // state is what the plugin keeps about one statement, from its first
 // callback to its last. It lives in the statement's instance settings, so
 // nested statements (preloads, association saves) have their own.
@@ -87,6 +95,7 @@ type state struct {
 	ownTx         bool          // the plugin began the transaction and ends it
 	savepoint     string        // in the caller's transaction: undo this statement's locks on refusal
 	savepointDone func()        // gives the savepoint's name back (savepointNamer)
+	txDone        func()        // ends what ownTxBeginner.beginOwn began keeping
 	restore       func()        // puts the destination back as it was
 
 	locked      map[key]bool    // loads: keys this statement holds
@@ -247,7 +256,13 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 		}
 		return nil
 	}
-	tx := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context}).Begin()
+	fresh := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context})
+	var tx *gorm.DB
+	if b, ok := st.t.(ownTxBeginner); ok {
+		tx, st.txDone = b.beginOwn(fresh)
+	} else {
+		tx = fresh.Begin()
+	}
 	if tx.Error != nil {
 		return tx.Error
 	}
@@ -283,6 +298,9 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 			} else if err := tx.Commit(); err != nil {
 				db.AddError(err)
 			}
+		}
+		if st.txDone != nil {
+			st.txDone()
 		}
 		db.Statement.ConnPool = st.pool
 	case st.savepoint != "":

@@ -246,7 +246,11 @@ func TestManyRowsAreLockedInABoundedNumberOfStatements(t *testing.T) {
 		require.NoError(t, err)
 		many := count(1000, david)
 		t.Logf("statements: %d for 10 rows, %d for 1000 rows", few, many)
-		assert.LessOrEqual(t, many, few+8, "1000 rows cost a few more batches, not 990 more statements")
+		slack := int64(8)
+		if db.Dialector.Name() == "mysql" {
+			slack = 16 // no RETURNING: each batch of 400 keys costs about six statements, not three
+		}
+		assert.LessOrEqual(t, many, few+slack, "1000 rows cost a few more batches, not 990 more statements")
 		all, err := p.List(db, offlinelock.Filter{Session: david.Session})
 		require.NoError(t, err)
 		assert.Len(t, all, 1000)

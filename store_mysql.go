@@ -1,10 +1,11 @@
 package offlinelock
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ import (
 type mysqlStore struct {
 	*sqlStore
 	depth sync.Map // transaction pool → *atomic.Int32: the plugin's savepoints open in it
+	rc    sync.Map // transaction pools the store began READ COMMITTED
 }
 
 var _ lockStore = (*mysqlStore)(nil)
@@ -53,6 +55,25 @@ const mysqlClock = "UTC_TIMESTAMP(6)"
 // through whatever its loc says.
 const mysqlTime = "2006-01-02 15:04:05.000000"
 
+// mysqlPK makes InnoDB read by primary key, even where the table is small
+// enough that a scan of another index looks cheaper: a scan would lock, or
+// wait for, rows of other records.
+const mysqlPK = " FORCE INDEX (PRIMARY)"
+
+// orKeys is the condition that (resource, lock_id) is one of list (a
+// keyList), as a disjunction of equalities: InnoDB reads those as primary
+// key ranges in DELETE and UPDATE too, where it may not for a row
+// constructor IN.
+func orKeys(list string) string {
+	n := strings.Count(list, "(")
+	return "(" + strings.TrimSuffix(strings.Repeat("(resource = ? AND lock_id = ?) OR ", n), " OR ") + ")"
+}
+
+// orPKs is orKeys for n whole primary keys (pkArgs).
+func orPKs(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("(resource = ? AND lock_id = ? AND holder = ?) OR ", n), " OR ") + ")"
+}
+
 // mysqlShare is the locking read both MySQL 8.0 and MariaDB accept
 // (MariaDB 10.11 has no FOR SHARE).
 const mysqlShare = " LOCK IN SHARE MODE"
@@ -63,9 +84,11 @@ func newMySQLStore(name string) *mysqlStore {
 		clock: mysqlClock, bind: func(q string) string { return q }, fenceRead: mysqlShare,
 		timeArg: func(t time.Time) any { return t.UTC().Format(mysqlTime) }}}
 	s.nextGens = s.nextGenerations
-	s.keysIn = func(list string) string { return `(resource, lock_id) IN (` + list + `)` }
+	s.keysIn = orKeys
+	s.fromHint = mysqlPK
+	s.deleteFrom = "DELETE " + s.table + " FROM " + s.table + mysqlPK // the multi-table form takes an index hint
 	s.readersRead = func(c conn) string {
-		if readCommitted(c.ctx) {
+		if _, ok := s.rc.Load(c.db.Statement.ConnPool); ok {
 			return "" // the latest committed rows; the key rows are held
 		}
 		return mysqlShare
@@ -198,7 +221,7 @@ func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, er
 			w.WriteString(", ")
 		}
 		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + mysqlClock + `, ` + mysqlClock + `)`)
-		w.WriteString(`(?, ?, '')`)
+		w.WriteString(`(?, ?)`)
 		args = append(args, k.resource, k.id)
 	}
 	_, err := c.exec(`INSERT INTO `+s.table+` (`+lockColumns+`) VALUES `+b.String()+` ON DUPLICATE KEY UPDATE holder = holder`, args...)
@@ -206,13 +229,13 @@ func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, er
 		return nil, time.Time{}, err
 	}
 	return queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+
-		` WHERE (resource, lock_id, holder) IN (`+w.String()+`) ORDER BY resource, lock_id FOR UPDATE`, args)
+		mysqlPK+` WHERE holder = '' AND `+orKeys(w.String())+` ORDER BY resource, lock_id FOR UPDATE`, args)
 }
 
 // releaseWriteLock deletes session's Write lock on k: first if it is still
 // valid, then if it is not, each an atomic statement (no RETURNING).
 func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, valid bool, err error) {
-	q := `DELETE FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
+	q := s.deleting() + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
 	n, err := c.exec(q+` AND expires_at > `+mysqlClock, k.resource, k.id, session)
 	if err != nil || n > 0 {
 		return n > 0, n > 0, err
@@ -221,18 +244,24 @@ func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, val
 	return n > 0, false, err
 }
 
-// readCommittedKey marks a context whose statements run in a READ
-// COMMITTED transaction the store began.
-type readCommittedKey struct{}
+// readCommitted is how the plugin's own transactions begin.
+var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
-func readCommitted(ctx context.Context) bool {
-	v, _ := ctx.Value(readCommittedKey{}).(bool)
-	return v
+// beginOwn begins a READ COMMITTED transaction and remembers it until
+// done: in it a plain read of reader rows is the latest committed one.
+func (s *mysqlStore) beginOwn(db *gorm.DB) (*gorm.DB, func()) {
+	tx := db.Begin(readCommitted)
+	if tx.Error != nil {
+		return tx, func() {}
+	}
+	pool := tx.Statement.ConnPool
+	s.rc.Store(pool, true)
+	return tx, func() { s.rc.Delete(pool) }
 }
 
 // mysqlRetries bounds the retries of a transaction of the store's own that
 // InnoDB chose as a deadlock victim.
-const mysqlRetries = 5
+const mysqlRetries = 20
 
 // inOwnTx runs fn in c's transaction, or in a READ COMMITTED one of its
 // own, retried when InnoDB rolls it back as a deadlock victim. In the
@@ -242,27 +271,51 @@ func (s *mysqlStore) inOwnTx(c conn, fn func(conn) error) error {
 	if _, ok := c.db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		return mysqlError(fn(c))
 	}
-	ctx := context.WithValue(c.ctx, readCommittedKey{}, true)
 	var err error
-	for range mysqlRetries {
-		db := c.db.Session(&gorm.Session{NewDB: true, Context: ctx})
-		err = db.Transaction(func(tx *gorm.DB) error {
-			return fn(conn{db: tx, ctx: ctx})
-		}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
-		if mysqlCode(err) != 1213 {
+	for i := range mysqlRetries {
+		if err = s.ownTx(c, fn); mysqlCode(err) != 1213 {
 			break
 		}
+		// InnoDB found the cycle at once; a short random pause keeps the
+		// same two transactions from meeting again in step.
+		time.Sleep(time.Duration(1+mrand.IntN(1<<min(i, 5))) * time.Millisecond)
 	}
 	return mysqlError(err)
 }
 
-// ErrDeadlock-like conditions are reported in words a caller can act on.
+func (s *mysqlStore) ownTx(c conn, fn func(conn) error) (err error) {
+	tx, done := s.beginOwn(c.db.Session(&gorm.Session{NewDB: true, Context: c.ctx}))
+	if tx.Error != nil {
+		return tx.Error
+	}
+	defer done()
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(conn{db: tx, ctx: c.ctx}); err != nil {
+		return err
+	}
+	committed = true
+	return tx.Commit().Error
+}
+
+// errMySQLWait marks an error mysqlError has explained already.
+var errMySQLWait = errors.New("offlinelock: lock-table wait")
+
+// mysqlError reports a deadlock or a lock-wait timeout in words a caller
+// can act on.
 func mysqlError(err error) error {
+	if errors.Is(err, errMySQLWait) {
+		return err
+	}
 	switch mysqlCode(err) {
 	case 1213:
-		return fmt.Errorf("offlinelock: the lock table deadlocked with another transaction, which rolled this transaction back; retry it: %w", err)
+		return fmt.Errorf("%w: the lock table deadlocked with another transaction, which rolled this transaction back; retry it: %w", errMySQLWait, err)
 	case 1205:
-		return fmt.Errorf("offlinelock: waited innodb_lock_wait_timeout for a lock-table row another transaction holds; retry, and keep transactions that hold locks short: %w", err)
+		return fmt.Errorf("%w: waited innodb_lock_wait_timeout for a lock-table row another transaction holds; retry, and keep transactions that hold locks short: %w", errMySQLWait, err)
 	}
 	return err
 }
@@ -315,7 +368,7 @@ func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
 	var out []key
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
-		q := `SELECT resource, lock_id FROM ` + s.table + ` WHERE holder = '' AND ` + s.inKeys(list) + ` ORDER BY resource, lock_id FOR UPDATE`
+		q := `SELECT resource, lock_id FROM ` + s.table + mysqlPK + ` WHERE holder = '' AND ` + s.inKeys(list) + ` ORDER BY resource, lock_id FOR UPDATE`
 		if skip {
 			q += ` SKIP LOCKED`
 		}
@@ -333,24 +386,104 @@ func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
 }
 
 // releaseAll takes the key rows of the session's records, then deletes
-// its rows.
+// its rows by whole primary key, chosen from the rows it holds. A
+// condition on session would let InnoDB walk the session index, whose
+// stale entries lead to rows other sessions hold now, out of key order.
 func (s *mysqlStore) releaseAll(c conn, session string) (int64, error) {
 	var n int64
 	err := s.inOwnTx(c, func(c conn) error {
-		keys, err := s.keysOf(c, `session = ?`, session)
-		if err == nil {
-			_, err = s.lockKeysOf(c, keys, false)
-		}
-		if err == nil {
-			n, err = c.exec(`DELETE FROM `+s.table+` WHERE session = ?`, session)
+		rows, err := s.sessionRows(c, session, time.Time{})
+		// One row per statement: a DELETE of one whole primary key reads no
+		// record beyond it, where a multi-range one would lock (or wait for)
+		// the next record, another record's new key row perhaps.
+		for _, r := range rows {
+			if err == nil {
+				var m int64
+				m, err = c.exec(s.deleting()+` WHERE `+orPKs(1), pkArgs([]row{r})...)
+				n += m
+			}
 		}
 		return err
 	})
 	return n, err
 }
 
+// sessionRows takes, in key order, the key rows of the records session
+// has rows on (live at after, if after is set), and returns its rows: its
+// Write key rows and its reader rows, read by primary key.
+func (s *mysqlStore) sessionRows(c conn, session string, after time.Time) ([]row, error) {
+	cond, args := `session = ?`, []any{session}
+	if !after.IsZero() {
+		cond, args = cond+` AND expires_at > ?`, append(args, s.timeArg(after))
+	}
+	keys, err := s.keysLimit(c, cond, s.readersRead(c), args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []row
+	for _, batch := range chunks(keys) {
+		list, args := keyList(batch)
+		krs, _, err := queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+mysqlPK+` WHERE holder = '' AND `+s.inKeys(list)+
+			` ORDER BY resource, lock_id FOR UPDATE`, args)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range batch {
+			if kr, ok := krs[k]; ok && kr.Access == Write && kr.Owner.Session == session {
+				out = append(out, kr)
+			}
+		}
+		readers, err := s.readerRows(c, batch, session)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, readers...)
+	}
+	if !after.IsZero() {
+		out = slices.DeleteFunc(out, func(r row) bool { return !r.live(after) })
+	}
+	return out, nil
+}
+
+// readerRows reads session's reader rows on keys by primary key.
+func (s *mysqlStore) readerRows(c conn, keys []key, session string) ([]row, error) {
+	pks := make([]row, len(keys))
+	for i, k := range keys {
+		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}, holder: session}
+	}
+	var out []row
+	_, err := c.query(`SELECT `+lockColumns+` FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id`+s.readersRead(c),
+		pkArgs(pks), func(r *sql.Rows) error {
+			rw, err := scanRow(r)
+			out = append(out, rw)
+			return err
+		})
+	return out, err
+}
+
+func rowChunks(rows []row) [][]row {
+	var out [][]row
+	for len(rows) > batchSize {
+		out, rows = append(out, rows[:batchSize]), rows[batchSize:]
+	}
+	if len(rows) > 0 {
+		out = append(out, rows)
+	}
+	return out
+}
+
+// pkArgs are the arguments of orPKs for rows.
+func pkArgs(rows []row) []any {
+	args := make([]any, 0, 3*len(rows))
+	for _, r := range rows {
+		args = append(args, r.Resource, r.ID, r.holder)
+	}
+	return args
+}
+
 // renew takes the key rows of the session's live records, then pushes its
-// rows and the read-mode key rows of the records it reads.
+// rows and the read-mode key rows of the records it reads, by whole
+// primary key.
 func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
 	var n int64
 	err := s.inOwnTx(c, func(c conn) error {
@@ -358,27 +491,23 @@ func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, er
 		if err != nil {
 			return err
 		}
-		until, at := s.timeArg(now.Add(ttl)), s.timeArg(now)
-		keys, err := s.keysOf(c, `session = ? AND expires_at > ?`, session, at)
-		if err == nil {
-			_, err = s.lockKeysOf(c, keys, false)
-		}
-		if err != nil {
-			return err
-		}
-		n, err = c.exec(`UPDATE `+s.table+` SET expires_at = GREATEST(expires_at, ?) WHERE session = ? AND expires_at > ?`, until, session, at)
-		if err != nil || n == 0 {
-			return err
-		}
-		read, err := s.keysOf(c, `holder = ? AND expires_at > ?`, session, at)
-		for _, batch := range chunks(read) {
+		rows, err := s.sessionRows(c, session, now)
+		until := s.timeArg(now.Add(ttl))
+		for _, batch := range rowChunks(rows) {
 			if err != nil {
 				break
 			}
-			list, args := keyList(batch)
-			_, err = c.exec(`UPDATE `+s.table+` SET expires_at = GREATEST(expires_at, ?) WHERE holder = '' AND access = 'read' AND `+s.inKeys(list),
-				append([]any{until}, args...)...)
+			// The read-mode key rows of the records the session reads.
+			pks := slices.Clone(batch)
+			for _, r := range batch {
+				if r.holder != "" {
+					pks = append(pks, row{Lock: Lock{Resource: r.Resource, ID: r.ID}})
+				}
+			}
+			_, err = c.exec(`UPDATE `+s.table+mysqlPK+` SET expires_at = GREATEST(expires_at, ?) WHERE `+orPKs(len(pks)),
+				append([]any{until}, pkArgs(pks)...)...)
 		}
+		n = int64(len(rows))
 		return err
 	})
 	return n, err
@@ -400,7 +529,7 @@ func (s *mysqlStore) sweep(c conn) (int64, error) {
 			}
 			list, args := keyList(batch)
 			var m int64
-			m, err = c.exec(`DELETE FROM `+s.table+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
+			m, err = c.exec(s.deleting()+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
 			n += m
 		}
 		return err

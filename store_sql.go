@@ -39,6 +39,8 @@ type sqlStore struct {
 	// default SQL, which PostgreSQL and SQLite share.
 	keysIn      func(list string) string                          // (resource, lock_id) IN … for a keyList
 	readersRead func(conn) string                                 // appended to reads of reader rows
+	fromHint    string                                            // after the table in reads of key and reader rows
+	deleteFrom  string                                            // how DELETEs of lock rows begin
 	putConflict string                                            // what putRows does on a key that exists
 	rememberSQL string                                            // the catalog upsert, (name, spec) as ?
 	lockRows    func(conn, []key) (map[key]row, time.Time, error) // lockKeys
@@ -52,6 +54,14 @@ func (t *sqlStore) inKeys(list string) string {
 		return t.keysIn(list)
 	}
 	return `(resource, lock_id) IN (VALUES ` + list + `)`
+}
+
+// deleting is the start of a DELETE of lock rows, up to its WHERE.
+func (t *sqlStore) deleting() string {
+	if t.deleteFrom != "" {
+		return t.deleteFrom
+	}
+	return `DELETE FROM ` + t.table
 }
 
 // inTx runs fn in c's transaction, or in one of the store's own.
@@ -193,7 +203,7 @@ func (t *sqlStore) readersOf(c conn, keys []key) (map[key][]row, error) {
 		return out, nil
 	}
 	list, args := keyList(keys)
-	q := `SELECT ` + lockColumns + ` FROM ` + t.table + ` WHERE holder <> '' AND ` + t.inKeys(list) + ` ORDER BY resource, lock_id, holder`
+	q := `SELECT ` + lockColumns + ` FROM ` + t.table + t.fromHint + ` WHERE holder <> '' AND ` + t.inKeys(list) + ` ORDER BY resource, lock_id, holder`
 	if t.readersRead != nil {
 		q += t.readersRead(c)
 	}
@@ -239,7 +249,7 @@ func (t *sqlStore) dropReaders(c conn, keys []key, before time.Time) error {
 		return nil
 	}
 	list, args := keyList(keys)
-	q := `DELETE FROM ` + t.table + ` WHERE holder <> '' AND ` + t.inKeys(list)
+	q := t.deleting() + ` WHERE holder <> '' AND ` + t.inKeys(list)
 	if !before.IsZero() {
 		q += ` AND expires_at <= ?`
 		args = append(args, t.timeArg(before))
@@ -448,7 +458,7 @@ func (t *sqlStore) check(c conn, keys []key, o Owner, share bool) (mine, free []
 // keyRows reads the key rows of keys with the database's clock.
 func (t *sqlStore) keyRows(c conn, keys []key, share bool) (map[key]row, time.Time, error) {
 	list, args := keyList(keys)
-	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + ` WHERE holder = '' AND ` + t.inKeys(list)
+	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + t.fromHint + ` WHERE holder = '' AND ` + t.inKeys(list)
 	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
 	if share {
 		q += t.fenceRead
@@ -468,7 +478,7 @@ func (t *sqlStore) clockAt(c conn) (time.Time, error) {
 
 // deleteReaders removes the reader rows of k, or only those of one session.
 func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
-	q := `DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
+	q := t.deleting() + ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
 	args := []any{k.resource, k.id}
 	if session != "" {
 		q += ` AND holder = ?`
@@ -480,12 +490,12 @@ func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
 // dropGrant deletes the Write lock on k if its token is still token, that
 // is, if the grant that made it is the one being undone.
 func (t *sqlStore) dropGrant(c conn, k key, token string) error {
-	_, err := c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`), k.resource, k.id, token)
+	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`), k.resource, k.id, token)
 	return err
 }
 
 func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
-	return c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ?`), k.resource, k.id)
+	return c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ?`), k.resource, k.id)
 }
 
 // releaseWrite deletes the session's Write lock on k in one statement and
@@ -774,7 +784,7 @@ func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 func (t *sqlStore) drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
-		q := `DELETE FROM ` + t.table + ` WHERE ` + t.inKeys(list) + ` AND session = ?`
+		q := t.deleting() + ` WHERE ` + t.inKeys(list) + ` AND session = ?`
 		if _, err := c.exec(t.bind(q), append(args, session)...); err != nil {
 			return err
 		}
