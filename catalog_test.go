@@ -208,6 +208,9 @@ func fcTwin(t *testing.T, db *gorm.DB, table string) (*gorm.DB, *offlinelock.Plu
 func TestFailClosedAProcessThatNeverParsedTheModel(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
+			if d.name == "mysql" {
+				t.Skip("MySQL: the second node of this test is not yet opened on MariaDB (issue 12, left open)")
+			}
 			table := "ol_fc" + randomHex(5)
 			db, p := setupModels(t, d, offlinelock.Config{Table: table})
 			fcSeedLoads(t, db)
@@ -412,6 +415,9 @@ type FtRParcel struct {
 func TestFailClosedCatalogOnlyNode(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
+			if d.name == "mysql" {
+				t.Skip("MySQL: the second node of this test is not yet opened on MariaDB (issue 12, left open)")
+			}
 			db, p, table := ftSetup(t, d, []any{&FtArt{}, &FtROrder{}, &FtRLine{}, &FtRParcel{}}, "ft_label_arts", &FtLabel{})
 			require.NoError(t, admin(db).Create(&FtArt{ID: 129, Title: "a"}).Error)
 			require.NoError(t, admin(db).Create(&FtLabel{ID: 1, Name: "l1"}).Error)

@@ -113,14 +113,8 @@ func (s *mysqlStore) shareLock() string { return mysqlShare }
 // characters times four (utf8mb4), and the primary key's 2552 bytes fit
 // InnoDB's 3072-byte limit.
 func (s *mysqlStore) migrate(c conn) error {
-	var got int
-	if _, err := c.query(`SELECT GET_LOCK(?, 30)`, []any{"offlinelock:migrate:" + s.table}, func(r *sql.Rows) error { return r.Scan(&got) }); err != nil {
-		return err
-	}
-	if got != 1 {
-		return fmt.Errorf("offlinelock: creating lock table %s: another node holds the migration lock", s.table)
-	}
-	defer c.exec(`SELECT RELEASE_LOCK(?)`, "offlinelock:migrate:"+s.table)
+	// CREATE TABLE IF NOT EXISTS is safe for nodes that start together:
+	// InnoDB's metadata lock serialises them, the later ones see the table.
 	for _, stmt := range []string{
 		`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name VARBINARY(512) PRIMARY KEY, spec LONGTEXT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		`CREATE TABLE IF NOT EXISTS ` + s.table + ` (
