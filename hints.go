@@ -5,7 +5,11 @@ import (
 	"time"
 )
 
-// maxHints bounds the hint table; past it, it starts over empty.
+// maxHints bounds the hint table: it never holds more than maxHints
+// locks, nor more sessions than locks (a session whose last hint goes is
+// removed), so a process that serves a million short sessions keeps at most
+// this many entries. Past it, the table starts over empty: hints are only
+// guesses, and a missing one costs one statement on the general path.
 const maxHints = 100_000
 
 // hints remembers which locks this process granted to which session, so a
@@ -52,6 +56,9 @@ func (h *hints) drop(session string, k key) {
 			delete(s, k)
 			h.n--
 		}
+		if len(s) == 0 {
+			delete(h.m, session) // a session with no hints takes no memory
+		}
 	}
 }
 
@@ -65,10 +72,13 @@ func (h *hints) dropSession(session string) {
 func (h *hints) dropKey(k key) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, s := range h.m {
+	for session, s := range h.m {
 		if _, ok := s[k]; ok {
 			delete(s, k)
 			h.n--
+		}
+		if len(s) == 0 {
+			delete(h.m, session)
 		}
 	}
 }

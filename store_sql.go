@@ -46,6 +46,15 @@ type sqlStore struct {
 	lockRows    func(conn, []key) (map[key]row, time.Time, error) // lockKeys
 	freeWrite   func(conn, key, string) (bool, bool, error)       // releaseWrite
 	tx          func(conn, func(conn) error) error                // the store's own transactions
+
+	// filter is an equality on session or token, with one ? placeholder,
+	// in a form the database cannot answer from that column's index. A
+	// statement about one record must be answered by the primary key, the
+	// only plan whose cost does not grow with the lock table or with the
+	// locks a session holds; a planner without fresh statistics (or a
+	// generic plan) otherwise walks the session index and filters every
+	// lock the session holds. nil is a plain "col = ?".
+	filter func(col string) string
 }
 
 // inKeys is the condition that (resource, lock_id) is one of list.
@@ -70,6 +79,14 @@ func (t *sqlStore) inTx(c conn, fn func(conn) error) error {
 		return t.tx(c, fn)
 	}
 	return c.inTx(fn)
+}
+
+// eq is "col = ?" in the form filter gives it.
+func (t *sqlStore) eq(col string) string {
+	if t.filter == nil {
+		return col + " = ?"
+	}
+	return t.filter(col)
 }
 
 const (
@@ -490,7 +507,7 @@ func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
 // dropGrant deletes the Write lock on k if its token is still token, that
 // is, if the grant that made it is the one being undone.
 func (t *sqlStore) dropGrant(c conn, k key, token string) error {
-	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`), k.resource, k.id, token)
+	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.resource, k.id, token)
 	return err
 }
 
@@ -504,7 +521,7 @@ func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid boo
 	if t.freeWrite != nil {
 		return t.freeWrite(c, k, session)
 	}
-	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?
+	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
 RETURNING expires_at, ` + t.clock)
 	_, err = c.query(q, []any{k.resource, k.id, session}, func(r *sql.Rows) error {
 		var exp, now any
@@ -784,7 +801,7 @@ func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 func (t *sqlStore) drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
-		q := t.deleting() + ` WHERE ` + t.inKeys(list) + ` AND session = ?`
+		q := t.deleting() + ` WHERE ` + t.inKeys(list) + ` AND ` + t.eq("session")
 		if _, err := c.exec(t.bind(q), append(args, session)...); err != nil {
 			return err
 		}

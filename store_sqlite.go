@@ -23,7 +23,9 @@ const sqliteTime = "2006-01-02 15:04:05.000"
 func newSQLiteStore(table, seq, catalog string) *sqliteStore {
 	s := &sqliteStore{&sqlStore{table: table, seq: seq, catalog: catalog,
 		clock: `strftime('%Y-%m-%d %H:%M:%f','now')`, bind: func(q string) string { return q },
-		timeArg: func(t time.Time) any { return t.UTC().Format(sqliteTime) }}}
+		timeArg: func(t time.Time) any { return t.UTC().Format(sqliteTime) },
+		// A unary + keeps SQLite from using the column's index.
+		filter: func(col string) string { return "+" + col + " = ?" }}}
 	s.nextGens = s.nextGenerations
 	return s
 }

@@ -1,0 +1,153 @@
+package offlinelock_test
+
+// Loading many rows under exclusive_read, and the plugin's cost on tables
+// it does not lock.
+//
+//   BenchmarkFind1000 (d): a Find of 1,000 rows, which locks them all,
+//     against a plain GORM Find plus the bare batch insert of the same
+//     1,000 lock rows (x-plain+lock, target <= 1.2) and against the plain
+//     Find alone (x-plain, for scale). It also reports the statements per
+//     locked Find, which must not grow with the rows.
+//   BenchmarkFind1000Members: the 1,000 lines of one order (one lock, on
+//     the order), against a plain Find plus the one bare upsert. Target
+//     <= 1.2.
+//   BenchmarkUntaggedFirst: a First on an untagged table with the plugin
+//     registered and the fail-closed check armed, against the same First
+//     without the plugin: the plugin's Go work per statement.
+
+import (
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// batchInsert is the bare batch insert of the lock rows of ids: one
+// statement.
+func (x bare) batchInsert(b *testing.B, resource string, ids []string) {
+	q := x.sql(`INSERT INTO ` + x.table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+SELECT ?, k.id, '', 'write', 'M1', 'martin', k.token, 1, NOW(), LATER() FROM unnest(?::text[], ?::text[]) AS k(id, token)`)
+	tokens := make([]string, len(ids))
+	for i := range tokens {
+		tokens[i] = randomHex(16)
+	}
+	args := []any{resource, ids, tokens}
+	if x.dial == "sqlite" {
+		q = x.sql(`INSERT INTO ` + x.table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+SELECT ?, json_extract(k.value, '$[0]'), '', 'write', 'M1', 'martin', json_extract(k.value, '$[1]'), 1, NOW(), LATER() FROM json_each(?) AS k`)
+		pairs := make([][2]string, len(ids))
+		for i := range ids {
+			pairs[i] = [2]string{ids[i], tokens[i]}
+		}
+		j, _ := json.Marshal(pairs)
+		args = []any{resource, string(j)}
+	}
+	if _, err := x.db.Exec(q, args...); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkFind1000(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, d database) {
+		db, plain, p := benchDBs(b, d)
+		seedAccounts(b, db, 1000)
+		x := newBare(b, plain, lockTableName(b, db, p))
+		ids := make([]string, 1000)
+		for i := range ids {
+			ids[i] = strconv.Itoa(i + 1)
+		}
+		c := &counter{Interface: logger.Discard}
+		m := as(db, martin).Session(&gorm.Session{Logger: c})
+		var findOnly time.Duration
+		interleave(b, "x-plain+lock", func(int) {
+			var got []Account
+			if err := m.Find(&got).Error; err != nil || len(got) != 1000 {
+				b.Fatal(err, len(got))
+			}
+			b.StopTimer()
+			if _, err := p.ReleaseAll(db, martin.Session); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}, func(int) {
+			var got []Account
+			t0 := time.Now()
+			if err := plain.Find(&got).Error; err != nil {
+				b.Fatal(err)
+			}
+			findOnly += time.Since(t0)
+			x.batchInsert(b, "bare", ids)
+			b.StopTimer()
+			x.clear(b, "bare")
+			b.StartTimer()
+		})
+		b.ReportMetric(float64(findOnly.Nanoseconds())/float64(b.N), "ns/plain-find")
+		b.ReportMetric(float64(c.n.Load())/float64(b.N), "statements/find")
+	})
+}
+
+func BenchmarkFind1000Members(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, d database) {
+		db, p := setup(b, d, offlinelock.Config{Models: aggregateModels})
+		db.Migrator().DropTable(aggregateModels...)
+		if err := db.AutoMigrate(aggregateModels...); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Migrator().DropTable(aggregateModels...) })
+		seedOrder(b, db, 1, 1000)
+		plain := d.open(b)
+		if d.name == "sqlite" {
+			plain = openSQLiteLike(b, db)
+		}
+		x := newBare(b, plain, lockTableName(b, db, p))
+		m := as(db, martin)
+		interleave(b, "x-plain+lock", func(int) {
+			var lines []LineItem
+			if err := m.Where("order_id = ?", 1).Find(&lines).Error; err != nil || len(lines) != 1000 {
+				b.Fatal(err, len(lines))
+			}
+			b.StopTimer()
+			if _, err := p.ReleaseAll(db, martin.Session); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}, func(int) {
+			var lines []LineItem
+			if err := plain.Where("order_id = ?", 1).Find(&lines).Error; err != nil {
+				b.Fatal(err)
+			}
+			x.lock(b, "bare", "1")
+			b.StopTimer()
+			x.clear(b, "bare")
+			b.StartTimer()
+		})
+	})
+}
+
+func BenchmarkUntaggedFirst(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, d database) {
+		db, plain, _ := benchDBs(b, d)
+		if err := admin(db).Create(&Team{ID: 1, Name: "core"}).Error; err != nil {
+			b.Fatal(err)
+		}
+		m := as(db, martin)
+		if err := m.Find(&[]Account{}).Error; err != nil { // accounts: locked on load
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		interleave(b, "x-plain", func(int) {
+			if err := m.Where("name = ?", "core").First(&Team{}).Error; err != nil {
+				b.Fatal(err)
+			}
+		}, func(int) {
+			if err := plain.Where("name = ?", "core").First(&Team{}).Error; err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}

@@ -1,0 +1,205 @@
+package offlinelock_test
+
+// Helpers of the bench_*_test.go files: interleaved timing, the databases
+// the benchmarks run on, and the bare lock-table statements they compare
+// the plugin with.
+
+import (
+	"database/sql"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// interleave runs ours and theirs alternately b.N times, timing each, and
+// reports both and their ratio under name. Time a function spends between
+// b.StopTimer and b.StartTimer (cleanup) is left out of both.
+func interleave(b *testing.B, name string, ours, theirs func(i int)) {
+	b.Helper()
+	var tOurs, tTheirs time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run := func(f func(int), acc *time.Duration) {
+			before := b.Elapsed()
+			f(i)
+			*acc += b.Elapsed() - before
+		}
+		if i%2 == 0 {
+			run(ours, &tOurs)
+			run(theirs, &tTheirs)
+		} else {
+			run(theirs, &tTheirs)
+			run(ours, &tOurs)
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(tOurs.Nanoseconds())/n, "ns/ours")
+	b.ReportMetric(float64(tTheirs.Nanoseconds())/n, "ns/theirs")
+	b.ReportMetric(float64(tOurs)/float64(tTheirs), name)
+}
+
+// eachBenchDB runs fn as a sub-benchmark on every database the tests use.
+func eachBenchDB(b *testing.B, fn func(b *testing.B, d database)) {
+	for _, d := range databases() {
+		b.Run(d.name, func(b *testing.B) { fn(b, d) })
+	}
+}
+
+// benchDBs opens d twice: with the plugin (and fresh model tables), and
+// plain, on the same database.
+func benchDBs(b *testing.B, d database) (with *gorm.DB, plain *gorm.DB, p *offlinelock.Plugin) {
+	with, p = setupModels(b, d, offlinelock.Config{})
+	if d.name == "sqlite" {
+		return with, openSQLiteLike(b, with), p
+	}
+	return with, d.open(b), p
+}
+
+// openSQLiteLike opens the file of an open SQLite database again, without
+// the plugin.
+func openSQLiteLike(b *testing.B, db *gorm.DB) *gorm.DB {
+	var path string
+	if err := db.Raw(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path).Error; err != nil {
+		b.Fatal(err)
+	}
+	plain, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(path)), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sqlDB, _ := plain.DB()
+	b.Cleanup(func() { sqlDB.Close() })
+	return plain
+}
+
+// lockTableName finds the plugin's lock table through a probe lock.
+func lockTableName(b *testing.B, db *gorm.DB, p *offlinelock.Plugin) string {
+	probe := offlinelock.Owner{Session: "probe"}
+	if _, err := p.Acquire(as(db, probe), &Customer{ID: 987654}, offlinelock.Write); err != nil {
+		b.Fatal(err)
+	}
+	defer p.Release(as(db, probe), &Customer{ID: 987654})
+	var names []string
+	q := `SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'ol\_%' AND table_name NOT LIKE '%\_generation' AND table_name NOT LIKE '%\_tables'`
+	if db.Dialector.Name() == "sqlite" {
+		q = `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ol\_%' ESCAPE '\' AND name NOT LIKE '%\_generation' ESCAPE '\' AND name NOT LIKE '%\_tables' ESCAPE '\'`
+	}
+	db.Raw(q).Scan(&names)
+	for _, n := range names {
+		var c int64
+		db.Raw(`SELECT count(*) FROM "` + n + `" WHERE lock_id = '987654' AND session = 'probe'`).Scan(&c)
+		if c == 1 {
+			return `"` + n + `"`
+		}
+	}
+	b.Fatal("lock table not found")
+	return ""
+}
+
+// bare is the hand-written lock-table SQL of one database, for a table
+// with the plugin's columns and indexes: what a lock costs without the
+// plugin.
+type bare struct {
+	db         *sql.DB
+	table      string
+	dial       string
+	upsertSQL  string // upsert(), built once
+	releaseSQL string
+}
+
+func newBare(b *testing.B, plain *gorm.DB, table string) bare {
+	sqlDB, err := plain.DB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := bare{db: sqlDB, table: table, dial: plain.Dialector.Name()}
+	x.upsertSQL = x.upsert()
+	x.releaseSQL = x.sql(`DELETE FROM ` + table + ` WHERE resource = ? AND lock_id = ? AND session = ?`)
+	return x
+}
+
+// sql puts a statement in the database's form: its clock, its interval
+// arithmetic and its placeholders.
+func (x bare) sql(q string) string {
+	if x.dial == "sqlite" {
+		q = strings.ReplaceAll(q, "NOW()", `strftime('%Y-%m-%d %H:%M:%f','now')`)
+		return strings.ReplaceAll(q, "LATER()", `strftime('%Y-%m-%d %H:%M:%f','now','+30 minutes')`)
+	}
+	q = strings.ReplaceAll(q, "NOW()", "clock_timestamp()")
+	q = strings.ReplaceAll(q, "LATER()", "clock_timestamp() + interval '30 minutes'")
+	var out strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			out.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
+}
+
+// upsert is the one statement a hand-written lock table takes a Write
+// lock with: insert the key, or take it over when it is the session's
+// own or expired, and return its expiry.
+func (x bare) upsert() string {
+	return x.sql(`INSERT INTO ` + x.table + ` AS l (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+VALUES (?, ?, '', 'write', ?, 'martin', ?, 1, NOW(), LATER())
+ON CONFLICT (resource, lock_id, holder) DO UPDATE SET session = excluded.session, token = excluded.token, expires_at = excluded.expires_at
+WHERE l.session = excluded.session OR l.expires_at <= NOW() RETURNING expires_at`)
+}
+
+// lock runs upsert for resource and id.
+func (x bare) lock(b *testing.B, resource, id string) {
+	var exp any
+	if err := x.db.QueryRow(x.upsertSQL, resource, id, "M1", "0123456789abcdef0123456789abcdef").Scan(&exp); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// unlock is the hand-written release: one DELETE.
+func (x bare) unlock(b *testing.B, resource, id string) {
+	if _, err := x.db.Exec(x.releaseSQL, resource, id, "M1"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// clear deletes every lock row of resource.
+func (x bare) clear(b *testing.B, resource string) {
+	if _, err := x.db.Exec(x.sql(`DELETE FROM `+x.table+` WHERE resource = ?`), resource); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// fill inserts n Write-lock rows of resource straight into the lock table
+// in one statement (not through the API, so a million take seconds): ids
+// 1..n, owned by session (or, with session "", by a thousand sessions
+// filler-0 … filler-999), expiring expiresIn from now (negative: expired).
+func fill(b *testing.B, db *gorm.DB, table, resource, session string, n int, expiresIn time.Duration) {
+	b.Helper()
+	secs := int64(expiresIn / time.Second)
+	q := `INSERT INTO ` + table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+SELECT ?, g::text, '', 'write', CASE WHEN ? = '' THEN 'filler-' || (g % 1000) ELSE ? END, 'filler', md5(g::text), g,
+	clock_timestamp(), clock_timestamp() + ? * interval '1 second'
+FROM generate_series(1, ?) g`
+	args := []any{resource, session, session, secs, n}
+	if db.Dialector.Name() == "sqlite" {
+		q = `INSERT INTO ` + table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+SELECT ?, CAST(n AS TEXT), '', 'write', CASE WHEN ? = '' THEN 'filler-' || (n % 1000) ELSE ? END, 'filler', hex(randomblob(16)), n,
+	strftime('%Y-%m-%d %H:%M:%f','now'), strftime('%Y-%m-%d %H:%M:%f','now', ? || ' seconds')
+FROM g`
+		args = []any{n, resource, session, session, secs}
+	}
+	if err := admin(db).Exec(q, args...).Error; err != nil {
+		b.Fatal(err)
+	}
+}
