@@ -105,6 +105,11 @@ func newMySQLStore(name string) *mysqlStore {
 
 func (s *mysqlStore) rowLocks() bool { return true }
 
+// upsertsOnAnyUnique: GORM renders every upsert as INSERT … ON DUPLICATE
+// KEY UPDATE, which updates the row of whichever unique key the new row
+// collides with; the conflict columns the statement names are not sent.
+func (s *mysqlStore) upsertsOnAnyUnique() bool { return true }
+
 // shareLock: MariaDB has no FOR SHARE, MySQL 8.0 still takes this.
 func (s *mysqlStore) shareLock() string { return mysqlShare }
 
