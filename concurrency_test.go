@@ -169,9 +169,6 @@ func TestTwoReadersUpgradingAreBothRefused(t *testing.T) {
 func TestOverlappingLoadsNeverShareARow(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
-			if d.name == "mysql" {
-				t.Skip("MariaDB: InnoDB deadlocks between a load's own transaction and a ReleaseAll under this contention are reported, not yet retried (issue 12, left open)")
-			}
 			workers, rows, run := 16, 24, 2*time.Second
 			if d.name == "sqlite" {
 				workers = 8

@@ -1,9 +1,11 @@
 package offlinelock
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	mrand "math/rand/v2"
 	"slices"
 	"strconv"
@@ -43,6 +45,8 @@ type mysqlStore struct {
 	*sqlStore
 	depth sync.Map // transaction pool → *atomic.Int32: the plugin's savepoints open in it
 	rc    sync.Map // transaction pools the store began READ COMMITTED
+
+	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
 }
 
 var _ lockStore = (*mysqlStore)(nil)
@@ -99,6 +103,7 @@ func newMySQLStore(name string) *mysqlStore {
 	s.rememberSQL = `INSERT INTO ` + s.catalog + ` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`
 	s.lockRows = s.lockKeyRows
 	s.freeWrite = s.releaseWriteLock
+	s.freeKey = s.freeKeyRow
 	s.tx = s.inOwnTx
 	return s
 }
@@ -143,6 +148,11 @@ func (s *mysqlStore) migrate(c conn) error {
 			return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 		}
 	}
+	var version string
+	if _, err := c.query(`SELECT VERSION()`, nil, func(r *sql.Rows) error { return r.Scan(&version) }); err != nil {
+		return err
+	}
+	s.mariadb.Store(strings.Contains(strings.ToLower(version), "mariadb"))
 	return s.checkTimes(c)
 }
 
@@ -209,38 +219,184 @@ func (s *mysqlStore) nextGenerations(c conn, n int) ([]int64, error) {
 
 // lockKeyRows takes the key rows of keys (sorted) exclusively, creating
 // free ones, and reads them with a locking read: the latest committed rows,
-// whatever the isolation level. Both statements name whole primary keys,
-// so InnoDB takes record locks and no gap locks on existing rows.
+// whatever the isolation level. The locking read names whole primary keys
+// of rows that exist, so InnoDB takes their records, in key order, and no
+// gap. Missing key rows are created first and committed at once, outside
+// the transaction (createKeyRows): a key row inserted in the transaction
+// and rolled back with it (a refused load) hands the locks of the sessions
+// waiting for it to the gap before the next record, and those gaps
+// deadlock the next inserts there.
 func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
-	var b, w strings.Builder
+	missing, err := s.missingKeyRows(c, keys)
+	if err == nil && len(missing) > 0 {
+		err = s.createKeyRows(c, missing)
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	got, now, err := s.selectKeyRows(c, keys)
+	if err != nil || len(got) == len(keys) {
+		return got, now, err
+	}
+	// Deleted since (the sweep) or not created outside: created here, in
+	// the transaction, then taken, as a last resort.
+	missing = missing[:0]
+	for _, k := range keys {
+		if _, ok := got[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	q, args := s.insertFree(missing)
+	if _, err := c.exec(q, args...); err != nil {
+		return nil, time.Time{}, err
+	}
+	more, later, err := s.selectKeyRows(c, missing)
+	maps.Copy(got, more)
+	return got, later, err
+}
+
+// insertFree is the INSERT IGNORE of free key rows for keys.
+func (s *mysqlStore) insertFree(keys []key) (string, []any) {
+	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
 	for i, k := range keys {
 		if i > 0 {
 			b.WriteString(", ")
-			w.WriteString(", ")
 		}
-		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + mysqlClock + `, ` + mysqlClock + `)`)
-		w.WriteString(`(?, ?)`)
+		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + mysqlClock + `, ` + mysqlFreeUntil + `)`)
 		args = append(args, k.resource, k.id)
 	}
-	_, err := c.exec(`INSERT INTO `+s.table+` (`+lockColumns+`) VALUES `+b.String()+` ON DUPLICATE KEY UPDATE holder = holder`, args...)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	return queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+
-		mysqlPK+` WHERE holder = '' AND `+orKeys(w.String())+` ORDER BY resource, lock_id FOR UPDATE`, args)
+	return `INSERT IGNORE INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + b.String(), args
 }
 
-// releaseWriteLock deletes session's Write lock on k: first if it is still
+// missingKeyRows are the keys that have no key row, by a plain read: no
+// lock, and in the caller's REPEATABLE READ transaction its snapshot,
+// which is enough to know what to create.
+func (s *mysqlStore) missingKeyRows(c conn, keys []key) ([]key, error) {
+	pks := make([]row, len(keys))
+	for i, k := range keys {
+		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+	}
+	found := make(map[key]bool, len(keys))
+	_, err := c.query(`SELECT resource, lock_id FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks)), pkArgs(pks), func(r *sql.Rows) error {
+		var k key
+		err := r.Scan(&k.resource, &k.id)
+		found[k] = true
+		return err
+	})
+	var missing []key
+	for _, k := range keys {
+		if !found[k] {
+			missing = append(missing, k)
+		}
+	}
+	return missing, err
+}
+
+// mysqlCreateWait bounds the wait for a connection, and on MariaDB for a
+// row lock, of the statement that creates key rows outside the
+// transaction; past it they are created in the transaction.
+const mysqlCreateWait = time.Second
+
+// createKeyRows inserts free key rows for keys on a connection of its own,
+// committed at once. It waits for a row lock only where another session
+// created one of these rows since missingKeyRows and holds it; MariaDB
+// bounds that wait. A failure leaves the creation to lockKeyRows.
+func (s *mysqlStore) createKeyRows(c conn, keys []key) error {
+	pool := c.db.Config.ConnPool
+	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil {
+		return nil
+	}
+	q, args := s.insertFree(keys)
+	if s.mariadb.Load() {
+		q = fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d FOR ", int(mysqlCreateWait/time.Second)) + q
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, mysqlCreateWait)
+	defer cancel()
+	begin := time.Now()
+	res, err := pool.ExecContext(ctx, q, args...)
+	var n int64
+	if err == nil {
+		n, _ = res.RowsAffected()
+	}
+	c.trace(begin, q, args, n, err)
+	if err != nil && c.ctx.Err() != nil {
+		return c.ctx.Err() // the caller gave up, not the pool
+	}
+	return nil
+}
+
+// selectKeyRows reads the existing key rows of keys with a locking read by
+// whole primary keys, in key order.
+func (s *mysqlStore) selectKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
+	pks := make([]row, len(keys))
+	for i, k := range keys {
+		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+	}
+	return queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+
+		mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id FOR UPDATE`, pkArgs(pks))
+}
+
+// Key rows stay when their lock ends, free (access ''), for a day after
+// they were last used: the sweep deletes them then. A record locked again
+// finds its key row and takes it with a record lock; only a record's first
+// lock in a day inserts one, and only an insert can meet another session's
+// new row and lock a gap.
+const (
+	mysqlFreeUntil = "DATE_ADD(" + mysqlClock + ", INTERVAL 1 DAY)"
+	mysqlFree      = "access = '', session = '', user_name = '', token = '', generation = 0, expires_at = " + mysqlFreeUntil
+)
+
+// releaseWriteLock frees session's Write lock on k: first if it is still
 // valid, then if it is not, each an atomic statement (no RETURNING).
 func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, valid bool, err error) {
-	q := s.deleting() + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
+	q := `UPDATE ` + s.table + mysqlPK + ` SET ` + mysqlFree + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
 	n, err := c.exec(q+` AND expires_at > `+mysqlClock, k.resource, k.id, session)
 	if err != nil || n > 0 {
 		return n > 0, n > 0, err
 	}
 	n, err = c.exec(q, k.resource, k.id, session)
 	return n > 0, false, err
+}
+
+// freeKeyRow ends every lock on k: its reader rows go, its key row stays
+// free.
+func (s *mysqlStore) freeKeyRow(c conn, k key) (int64, error) {
+	n, err := c.exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.resource, k.id)
+	if err != nil {
+		return n, err
+	}
+	m, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.resource, k.id)
+	return n + m, err
+}
+
+// dropGrant frees the Write lock on k if its token is still token.
+func (s *mysqlStore) dropGrant(c conn, k key, token string) error {
+	_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`,
+		k.resource, k.id, token)
+	return err
+}
+
+// drop ends session's locks on keys: its Write key rows are freed and its
+// reader rows deleted, each by whole primary keys.
+func (s *mysqlStore) drop(c conn, keys []key, session string) error {
+	for _, batch := range chunks(sortKeys(keys)) {
+		keyRows := make([]row, len(batch))
+		readers := make([]row, len(batch))
+		for i, k := range batch {
+			keyRows[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+			readers[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}, holder: session}
+		}
+		_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE `+orPKs(len(keyRows))+` AND session = ?`,
+			append(pkArgs(keyRows), session)...)
+		if err == nil {
+			_, err = c.exec(s.deleting()+` WHERE `+orPKs(len(readers)), pkArgs(readers)...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readCommitted is how the plugin's own transactions begin.
@@ -398,7 +554,11 @@ func (s *mysqlStore) releaseAll(c conn, session string) (int64, error) {
 		for _, r := range rows {
 			if err == nil {
 				var m int64
-				m, err = c.exec(s.deleting()+` WHERE `+orPKs(1), pkArgs([]row{r})...)
+				if r.holder == "" { // its Write key row: freed, kept
+					m, err = c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE `+orPKs(1), pkArgs([]row{r})...)
+				} else {
+					m, err = c.exec(s.deleting()+` WHERE `+orPKs(1), pkArgs([]row{r})...)
+				}
 				n += m
 			}
 		}

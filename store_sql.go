@@ -45,6 +45,7 @@ type sqlStore struct {
 	rememberSQL string                                            // the catalog upsert, (name, spec) as ?
 	lockRows    func(conn, []key) (map[key]row, time.Time, error) // lockKeys
 	freeWrite   func(conn, key, string) (bool, bool, error)       // releaseWrite
+	freeKey     func(conn, key) (int64, error)                    // deleteKey
 	tx          func(conn, func(conn) error) error                // the store's own transactions
 
 	// filter is an equality on session or token, with one ? placeholder,
@@ -512,6 +513,9 @@ func (t *sqlStore) dropGrant(c conn, k key, token string) error {
 }
 
 func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
+	if t.freeKey != nil {
+		return t.freeKey(c, k)
+	}
 	return c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ?`), k.resource, k.id)
 }
 

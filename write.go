@@ -79,7 +79,7 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op string) error {
 	case op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m):
 		return fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
 			ErrInvalid, st.m.table)
-	case op == opCreate && upserts(db.Statement) && upsertsOnAnyUnique(st.t) && uniqueBeyondKey(db.Statement.Schema):
+	case op == opCreate && upserts(db.Statement) && upsertsOnAnyUnique(st.t) && mayCollideBeyondKey(db, st.m):
 		return fmt.Errorf("%w: an upsert (Save of new or unchanged rows, OnConflict) of lockable table %s is refused here: "+
 			"this database's upsert overwrites the row of any unique key, not only the primary key's, and %s has another unique key; "+
 			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
@@ -248,6 +248,28 @@ type anyUniqueUpserter interface{ upsertsOnAnyUnique() bool }
 func upsertsOnAnyUnique(t lockStore) bool {
 	u, ok := t.(anyUniqueUpserter)
 	return ok && u.upsertsOnAnyUnique()
+}
+
+// mayCollideBeyondKey says whether a row written to m's table may collide
+// with another on a unique key that is not its primary key, by the
+// unique keys the statement's model declares and those the lockable model
+// declares (a DTO over the table may leave them out). With neither known,
+// it may.
+func mayCollideBeyondKey(db *gorm.DB, m *model) bool {
+	known := false
+	if sch := db.Statement.Schema; sch != nil && sch.Table == m.table {
+		if uniqueBeyondKey(sch) {
+			return true
+		}
+		known = true
+	}
+	if m.typ != nil {
+		stmt := &gorm.Statement{DB: db}
+		if err := stmt.Parse(reflect.New(m.typ).Interface()); err == nil {
+			return uniqueBeyondKey(stmt.Schema)
+		}
+	}
+	return !known
 }
 
 // uniqueBeyondKey says whether a row of sch may collide with another row on

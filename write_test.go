@@ -832,6 +832,15 @@ type BadgeKeyed struct {
 	Name string
 }
 
+// BadgeView is a DTO over badges that leaves out its unique key.
+type BadgeView struct {
+	ID   uint `gorm:"primaryKey"`
+	Code string
+	Name string
+}
+
+func (BadgeView) TableName() string { return "badges" }
+
 // TestFailClosedUpsertsOnMySQLCollideOnAnyUniqueKey: MySQL runs every
 // upsert as ON DUPLICATE KEY UPDATE, which overwrites the row of whichever
 // unique key collides, whatever conflict columns GORM was given. An upsert
@@ -850,6 +859,13 @@ func TestFailClosedUpsertsOnMySQLCollideOnAnyUniqueKey(t *testing.T) {
 		{"OnConflict{Columns: id, DoUpdates: name}.Create", func(tx *gorm.DB) error {
 			return tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns([]string{"name"})}).
 				Create(&Badge{ID: 7, Code: "b2", Name: "hijack"}).Error
+		}},
+		{"Save([]DTO without the unique tag)", func(tx *gorm.DB) error {
+			return tx.Save(&[]BadgeView{{ID: 7, Code: "b2", Name: "hijack"}}).Error
+		}},
+		{"Table(badges).OnConflict{UpdateAll}.Create([]map)", func(tx *gorm.DB) error {
+			return tx.Table("badges").Clauses(clause.OnConflict{UpdateAll: true}).
+				Create(&[]map[string]any{{"id": 7, "code": "b2", "name": "hijack"}}).Error
 		}},
 		{"OnConflict{UpdateAll}.CreateInBatches", func(tx *gorm.DB) error {
 			return tx.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(&[]Badge{{ID: 7, Code: "b2", Name: "hijack"}}, 10).Error
