@@ -337,7 +337,7 @@ func (s *mysqlStore) selectKeyRows(c conn, keys []key) (map[key]row, time.Time, 
 		mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id FOR UPDATE`, pkArgs(pks))
 }
 
-// Key rows stay when their lock ends, free (access ”), for a day after
+// Key rows stay when their lock ends, free (empty access), for a day after
 // they were last used: the sweep deletes them then. A record locked again
 // finds its key row and takes it with a record lock; only a record's first
 // lock in a day inserts one, and only an insert can meet another session's
