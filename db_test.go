@@ -106,6 +106,28 @@ func openMySQL(t testing.TB) *gorm.DB {
 	return db
 }
 
+// serverDatabases are the databases with a server process of their own,
+// for the tests that kill processes and connections or run several
+// processes: PostgreSQL and MySQL/MariaDB.
+func serverDatabases() []database { return databases()[1:] }
+
+// dsnOf is the DSN the tests use for a server database.
+func dsnOf(name string) string {
+	if name == "mysql" {
+		return os.Getenv(mysqlEnv)
+	}
+	return os.Getenv(postgresEnv)
+}
+
+// dialectorOf opens dsn for a server database named name: worker
+// processes open the database their parent test runs on.
+func dialectorOf(name, dsn string) gorm.Dialector {
+	if name == "mysql" {
+		return mysql.Open(dsn)
+	}
+	return postgres.Open(dsn)
+}
+
 // setup opens the database, registers a plugin on a lock table of its own
 // (so tests never see each other's locks), and creates the test models.
 func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
