@@ -172,6 +172,10 @@ func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 		st.fail(db, err)
 		return nil
 	}
+	if err := checkKeyColumns(db, st.t, m); err != nil {
+		st.fail(db, err)
+		return nil
+	}
 	if err := p.rememberModel(db, st.t, m); err != nil {
 		st.fail(db, err)
 		return nil

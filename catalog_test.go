@@ -195,6 +195,8 @@ func fcTwin(t *testing.T, db *gorm.DB, table string) (*gorm.DB, *offlinelock.Plu
 		require.NoError(t, err)
 		sqlDB, _ := db2.DB()
 		t.Cleanup(func() { sqlDB.Close() })
+	} else if db.Dialector.Name() == "mysql" {
+		db2 = openMySQL(t)
 	} else {
 		db2 = openPostgres(t)
 	}
@@ -208,9 +210,6 @@ func fcTwin(t *testing.T, db *gorm.DB, table string) (*gorm.DB, *offlinelock.Plu
 func TestFailClosedAProcessThatNeverParsedTheModel(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
-			if d.name == "mysql" {
-				t.Skip("MySQL: the second node of this test is not yet opened on MariaDB (issue 12, left open)")
-			}
 			table := "ol_fc" + randomHex(5)
 			db, p := setupModels(t, d, offlinelock.Config{Table: table})
 			fcSeedLoads(t, db)
@@ -415,9 +414,6 @@ type FtRParcel struct {
 func TestFailClosedCatalogOnlyNode(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
-			if d.name == "mysql" {
-				t.Skip("MySQL: the second node of this test is not yet opened on MariaDB (issue 12, left open)")
-			}
 			db, p, table := ftSetup(t, d, []any{&FtArt{}, &FtROrder{}, &FtRLine{}, &FtRParcel{}}, "ft_label_arts", &FtLabel{})
 			require.NoError(t, admin(db).Create(&FtArt{ID: 129, Title: "a"}).Error)
 			require.NoError(t, admin(db).Create(&FtLabel{ID: 1, Name: "l1"}).Error)

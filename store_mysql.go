@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
 )
 
 // mysqlStore is the lock table on MySQL 8.0 and MariaDB (InnoDB). It shares
@@ -47,6 +48,7 @@ type mysqlStore struct {
 	rc    sync.Map // transaction pools the store began READ COMMITTED
 
 	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
+	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
 }
 
 var _ lockStore = (*mysqlStore)(nil)
@@ -709,4 +711,63 @@ func (s *mysqlStore) savepointIn(pool gorm.ConnPool) (string, func()) {
 			s.depth.CompareAndDelete(pool, d)
 		}
 	}
+}
+
+// checkKeyColumns refuses a lockable model whose text key column compares
+// in a way its key kind does not spell: MySQL's default collations take
+// "ABC", "abc", "äbc" and "abc " as one row, so a lock on one spelling
+// would not cover the others. A column passes if it is binary (VARBINARY,
+// BINARY, BLOB: no collation), or has a binary collation that does not pad
+// (MariaDB's *_nopad_bin, MySQL's utf8mb4_0900_bin), or a binary one that
+// pads with a key the plugin trims (char(n)). A table not created yet
+// passes until it exists: it has no rows to write.
+func (s *mysqlStore) checkKeyColumns(c conn, m *model) error {
+	// A member's records are named by its key to its root, not its own.
+	fields, kinds := m.pk, m.kinds
+	if m.root != nil {
+		fields, kinds = []*schema.Field{m.root.field}, []keyKind{kindOf(m.root.field)}
+	}
+	textual := func(k keyKind) bool { return k == kindText || k == kindFold || k == kindChar }
+	if _, ok := s.keysOK.Load(m.table); ok || !slices.ContainsFunc(kinds, textual) {
+		return nil
+	}
+	coll, err := s.collations(c, m.table)
+	if err != nil || len(coll) == 0 {
+		return err
+	}
+	for i, f := range fields {
+		cn, ok := coll[strings.ToLower(f.DBName)]
+		if !ok || cn == nil || !textual(kinds[i]) {
+			continue
+		}
+		name := strings.ToLower(*cn)
+		binary := strings.HasSuffix(name, "_bin") || name == "binary"
+		noPad := strings.Contains(name, "nopad") || strings.Contains(name, "_0900_")
+		if binary && (noPad || kinds[i] == kindChar) {
+			continue
+		}
+		return fmt.Errorf("%w: key column %s.%s has collation %s, which takes spellings the lock table keeps apart (letter case, accents, trailing spaces) as one row; "+
+			"declare it with a binary collation that does not pad, e.g. gorm:\"type:varchar(64) COLLATE utf8mb4_nopad_bin\" (MariaDB) or utf8mb4_0900_bin (MySQL 8.0), or as VARBINARY",
+			ErrInvalid, m.table, f.DBName, *cn)
+	}
+	s.keysOK.Store(m.table, true)
+	return nil
+}
+
+// collations are the collations of table's columns by lower-cased name,
+// nil for a column without one (binary and numeric types).
+func (s *mysqlStore) collations(c conn, table string) (map[string]*string, error) {
+	coll := map[string]*string{}
+	_, err := c.query(`SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
+		[]any{table}, func(r *sql.Rows) error {
+			var name string
+			var cn sql.NullString
+			err := r.Scan(&name, &cn)
+			coll[strings.ToLower(name)] = nil
+			if cn.Valid {
+				coll[strings.ToLower(name)] = &cn.String
+			}
+			return err
+		})
+	return coll, err
 }
