@@ -106,6 +106,7 @@ func newMySQLStore(name string) *mysqlStore {
 	s.lockRows = s.lockKeyRows
 	s.freeWrite = s.releaseWriteLock
 	s.freeKey = s.freeKeyRow
+	s.readersIfRead = true
 	s.tx = s.inOwnTx
 	return s
 }

@@ -48,6 +48,13 @@ type sqlStore struct {
 	freeKey     func(conn, key) (int64, error)                    // deleteKey
 	tx          func(conn, func(conn) error) error                // the store's own transactions
 
+	// readersIfRead: reader rows exist only under a key row in read mode,
+	// so a decision reads them only there (MySQL, whose store keeps that
+	// invariant: every write grant drops them, every release that frees a
+	// key row deletes them). Under REPEATABLE READ that range read takes
+	// next-key locks, which block other sessions' new key rows.
+	readersIfRead bool
+
 	// filter is an equality on session or token, with one ? placeholder,
 	// in a form the database cannot answer from that column's index. A
 	// statement about one record must be answered by the primary key, the
@@ -288,7 +295,8 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 	}
 	var readKeys []key
 	for _, k := range keys {
-		if kr := krs[k]; !(kr.Access == Write && kr.live(now)) {
+		kr := krs[k]
+		if !(kr.Access == Write && kr.live(now)) && !(t.readersIfRead && kr.Access != Read) {
 			readKeys = append(readKeys, k)
 		}
 	}
