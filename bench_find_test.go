@@ -18,6 +18,7 @@ package offlinelock_test
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,14 @@ SELECT ?, k.id, '', 'write', 'M1', 'martin', k.token, 1, NOW(), LATER() FROM unn
 		tokens[i] = randomHex(16)
 	}
 	args := []any{resource, ids, tokens}
+	if x.dial == "mysql" {
+		rows := strings.TrimSuffix(strings.Repeat(x.sql(`(?, ?, '', 'write', 'M1', 'martin', ?, 1, NOW(), LATER()), `), len(ids)), ", ")
+		q = `INSERT INTO ` + x.table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at) VALUES ` + rows
+		args = args[:0]
+		for i := range ids {
+			args = append(args, resource, ids[i], tokens[i])
+		}
+	}
 	if x.dial == "sqlite" {
 		q = x.sql(`INSERT INTO ` + x.table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
 SELECT ?, json_extract(k.value, '$[0]'), '', 'write', 'M1', 'martin', json_extract(k.value, '$[1]'), 1, NOW(), LATER() FROM json_each(?) AS k`)

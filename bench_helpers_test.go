@@ -89,15 +89,20 @@ func lockTableName(b testing.TB, db *gorm.DB, p *offlinelock.Plugin) string {
 	defer p.Release(as(db, probe), &Customer{ID: 987654})
 	var names []string
 	q := `SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'ol\_%' AND table_name NOT LIKE '%\_generation' AND table_name NOT LIKE '%\_tables'`
-	if db.Dialector.Name() == "sqlite" {
+	quote := func(n string) string { return `"` + n + `"` }
+	switch db.Dialector.Name() {
+	case "sqlite":
 		q = `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ol\_%' ESCAPE '\' AND name NOT LIKE '%\_generation' ESCAPE '\' AND name NOT LIKE '%\_tables' ESCAPE '\'`
+	case "mysql":
+		q += ` AND table_schema = DATABASE()`
+		quote = func(n string) string { return "`" + n + "`" }
 	}
 	db.Raw(q).Scan(&names)
 	for _, n := range names {
 		var c int64
-		db.Raw(`SELECT count(*) FROM "` + n + `" WHERE lock_id = '987654' AND session = 'probe'`).Scan(&c)
+		db.Raw(`SELECT count(*) FROM ` + quote(n) + ` WHERE lock_id = '987654' AND session = 'probe'`).Scan(&c)
 		if c == 1 {
-			return `"` + n + `"`
+			return quote(n)
 		}
 	}
 	b.Fatal("lock table not found")
@@ -112,6 +117,7 @@ type bare struct {
 	table      string
 	dial       string
 	upsertSQL  string // upsert(), built once
+	expirySQL  string // MySQL: the expiry the upsert set, read by a second statement
 	releaseSQL string
 }
 
@@ -122,6 +128,9 @@ func newBare(b *testing.B, plain *gorm.DB, table string) bare {
 	}
 	x := bare{db: sqlDB, table: table, dial: plain.Dialector.Name()}
 	x.upsertSQL = x.upsert()
+	if x.dial == "mysql" {
+		x.expirySQL = `SELECT expires_at FROM ` + table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND session = ?`
+	}
 	x.releaseSQL = x.sql(`DELETE FROM ` + table + ` WHERE resource = ? AND lock_id = ? AND session = ?`)
 	return x
 }
@@ -129,6 +138,10 @@ func newBare(b *testing.B, plain *gorm.DB, table string) bare {
 // sql puts a statement in the database's form: its clock, its interval
 // arithmetic and its placeholders.
 func (x bare) sql(q string) string {
+	if x.dial == "mysql" {
+		q = strings.ReplaceAll(q, "NOW()", "UTC_TIMESTAMP(6)")
+		return strings.ReplaceAll(q, "LATER()", "UTC_TIMESTAMP(6) + INTERVAL 30 MINUTE")
+	}
 	if x.dial == "sqlite" {
 		q = strings.ReplaceAll(q, "NOW()", `strftime('%Y-%m-%d %H:%M:%f','now')`)
 		return strings.ReplaceAll(q, "LATER()", `strftime('%Y-%m-%d %H:%M:%f','now','+30 minutes')`)
@@ -152,6 +165,17 @@ func (x bare) sql(q string) string {
 // lock with: insert the key, or take it over when it is the session's
 // own or expired, and return its expiry.
 func (x bare) upsert() string {
+	if x.dial == "mysql" {
+		// No ON CONFLICT … WHERE: each column takes the new value on the
+		// same condition, session first, so that the later columns see the
+		// condition through it (MySQL assigns left to right). No RETURNING:
+		// lock reads the expiry with a second SELECT.
+		return x.sql(`INSERT INTO ` + x.table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+VALUES (?, ?, '', 'write', ?, 'martin', ?, 1, NOW(), LATER())
+ON DUPLICATE KEY UPDATE session = IF(session = VALUES(session) OR expires_at <= NOW(), VALUES(session), session),
+	token = IF(session = VALUES(session), VALUES(token), token),
+	expires_at = IF(session = VALUES(session), VALUES(expires_at), expires_at)`)
+	}
 	return x.sql(`INSERT INTO ` + x.table + ` AS l (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
 VALUES (?, ?, '', 'write', ?, 'martin', ?, 1, NOW(), LATER())
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET session = excluded.session, token = excluded.token, expires_at = excluded.expires_at
@@ -161,6 +185,15 @@ WHERE l.session = excluded.session OR l.expires_at <= NOW() RETURNING expires_at
 // lock runs upsert for resource and id.
 func (x bare) lock(b *testing.B, resource, id string) {
 	var exp any
+	if x.dial == "mysql" {
+		if _, err := x.db.Exec(x.upsertSQL, resource, id, "M1", "0123456789abcdef0123456789abcdef"); err != nil {
+			b.Fatal(err)
+		}
+		if err := x.db.QueryRow(x.expirySQL, resource, id, "M1").Scan(&exp); err != nil {
+			b.Fatal(err)
+		}
+		return
+	}
 	if err := x.db.QueryRow(x.upsertSQL, resource, id, "M1", "0123456789abcdef0123456789abcdef").Scan(&exp); err != nil {
 		b.Fatal(err)
 	}
@@ -200,6 +233,9 @@ SELECT ?, CAST(n AS TEXT), '', 'write', CASE WHEN ? = '' THEN 'filler-' || (n % 
 FROM g`
 		args = []any{n, resource, session, session, secs}
 	}
+	if db.Dialector.Name() == "mysql" {
+		q, args = fillMySQL(table, resource, session, n, secs)
+	}
 	if err := admin(db).Exec(q, args...).Error; err != nil {
 		b.Fatal(err)
 	}
@@ -229,4 +265,26 @@ func reportAllocs(b *testing.B, ours, theirs func(i int), cleanup func()) {
 	}
 	b.ReportMetric(count(ours), "allocs/ours")
 	b.ReportMetric(count(theirs), "allocs/theirs")
+}
+
+// fillMySQL is fill's statement on MySQL: the numbers 1..n from a cross
+// join of digit tables (MySQL 8.0 and MariaDB name the recursion limit of
+// a recursive CTE differently, and both stop it at 1000 by default).
+func fillMySQL(table, resource, session string, n int, secs int64) (string, []any) {
+	digits := `(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
+	UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)`
+	var from, num []string
+	for i, p := 0, 1; p < n; i, p = i+1, p*10 {
+		t := "d" + strconv.Itoa(i)
+		from = append(from, digits+" "+t)
+		num = append(num, strconv.Itoa(p)+"*"+t+".d")
+	}
+	if len(from) == 0 {
+		from, num = []string{"(SELECT 0 d) d0"}, []string{"d0.d"}
+	}
+	q := `INSERT INTO ` + table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
+SELECT ?, CAST(g.n AS CHAR), '', 'write', IF(? = '', CONCAT('filler-', g.n % 1000), ?), 'filler', MD5(g.n), g.n,
+	UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? SECOND
+FROM (SELECT ` + strings.Join(num, " + ") + ` + 1 AS n FROM ` + strings.Join(from, ", ") + `) g WHERE g.n <= ?`
+	return q, []any{resource, session, session, secs, n}
 }

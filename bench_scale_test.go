@@ -65,18 +65,22 @@ func newScaleTable(b *testing.B, d database, name string, others, own int) scale
 
 func BenchmarkScale(b *testing.B) {
 	eachBenchDB(b, func(b *testing.B, d database) {
-		// SQLite: one database file per table; PostgreSQL: one database,
+		// SQLite: one database file per table; PostgreSQL and MySQL: one database,
 		// so the model tables are created once, before any lock table.
 		tables := []scaleTable{newScaleTable(b, d, "1k", 1_000, 0)}
-		if d.name == "postgres" {
-			tables = append(tables, scaleOn(b, tables[0].db, "1M", 1_000_000, 0), scaleOn(b, tables[0].db, "1M+10k", 1_000_000, 10_000))
+		if d.name != "sqlite" {
+			tables = append(tables, scaleOn(b, d, tables[0].db, "1M", 1_000_000, 0), scaleOn(b, d, tables[0].db, "1M+10k", 1_000_000, 10_000))
 		} else {
 			tables = append(tables, newScaleTable(b, d, "1M", 1_000_000, 0), newScaleTable(b, d, "1M+10k", 1_000_000, 10_000))
 		}
 		for _, stats := range []string{"nostats", "analyzed"} {
 			if stats == "analyzed" {
 				for _, t := range tables {
-					if err := t.db.Exec(`ANALYZE ` + t.table).Error; err != nil {
+					analyze := `ANALYZE `
+					if d.name == "mysql" {
+						analyze = `ANALYZE TABLE `
+					}
+					if err := t.db.Exec(analyze + t.table).Error; err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -87,12 +91,13 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // scaleOn is another lock table on the database of db, with its own plugin.
-func scaleOn(b *testing.B, db *gorm.DB, name string, others, own int) scaleTable {
-	d := database{"postgres", openPostgres}
+func scaleOn(b *testing.B, d database, db *gorm.DB, name string, others, own int) scaleTable {
 	with, p := setup(b, d, offlinelock.Config{Models: []any{&Account{}}})
 	table := lockTableName(b, with, p)
-	if err := db.Exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = false)`).Error; err != nil {
-		b.Fatal(err)
+	if d.name == "postgres" {
+		if err := db.Exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = false)`).Error; err != nil {
+			b.Fatal(err)
+		}
 	}
 	fill(b, with, table, "filler", "", others, time.Hour)
 	o := offlinelock.Owner{Session: "scale-" + name, User: "martin"}

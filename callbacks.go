@@ -65,6 +65,22 @@ const stateKey = "offlinelock:state"
 // fixed name keeps prepared-statement caches from growing.
 const savepointName = "offlinelock"
 
+// savepointNamer is implemented by a store whose database does not nest
+// savepoints of one name (MySQL: a SAVEPOINT replaces the older one of its
+// name, whose ROLLBACK TO then fails). It names them by depth in the
+// transaction pool, which keeps the names few.
+type savepointNamer interface {
+	savepointIn(pool gorm.ConnPool) (name string, done func())
+}
+
+// ownTxBeginner is implemented by a store that begins the plugin's own
+// transactions its own way (MySQL: READ COMMITTED, so that its reads of
+// the lock table are the latest committed rows without locking reads, and
+// InnoDB takes no gap locks). done is called when the transaction ends.
+type ownTxBeginner interface {
+	beginOwn(db *gorm.DB) (tx *gorm.DB, done func())
+}
+
 // state is what the plugin keeps about one statement, from its first
 // callback to its last. It lives in the statement's instance settings, so
 // nested statements (preloads, association saves) have their own.
@@ -75,10 +91,12 @@ type state struct {
 	owner Owner
 	op    string
 
-	pool      gorm.ConnPool // the connection before the plugin began a transaction
-	ownTx     bool          // the plugin began the transaction and ends it
-	savepoint string        // in the caller's transaction: undo this statement's locks on refusal
-	restore   func()        // puts the destination back as it was
+	pool          gorm.ConnPool // the connection before the plugin began a transaction
+	ownTx         bool          // the plugin began the transaction and ends it
+	savepoint     string        // in the caller's transaction: undo this statement's locks on refusal
+	savepointDone func()        // gives the savepoint's name back (savepointNamer)
+	txDone        func()        // ends what ownTxBeginner.beginOwn began keeping
+	restore       func()        // puts the destination back as it was
 
 	locked      map[key]bool    // loads: keys this statement holds
 	newly       map[key]bool    // loads: keys this statement newly locked
@@ -152,6 +170,10 @@ func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 	st := &state{m: m, op: op, bulk: -1}
 	var err error
 	if st.t, err = p.storeFor(db); err != nil {
+		st.fail(db, err)
+		return nil
+	}
+	if err := checkKeyColumns(db, st.t, m); err != nil {
 		st.fail(db, err)
 		return nil
 	}
@@ -231,12 +253,21 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
 			st.savepoint = savepointName
+			if n, ok := st.t.(savepointNamer); ok {
+				st.savepoint, st.savepointDone = n.savepointIn(db.Statement.ConnPool)
+			}
 			_, err := direct(db).exec("SAVEPOINT " + st.savepoint)
 			return err
 		}
 		return nil
 	}
-	tx := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context}).Begin()
+	fresh := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context})
+	var tx *gorm.DB
+	if b, ok := st.t.(ownTxBeginner); ok {
+		tx, st.txDone = b.beginOwn(fresh)
+	} else {
+		tx = fresh.Begin()
+	}
 	if tx.Error != nil {
 		return tx.Error
 	}
@@ -275,6 +306,9 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 				db.AddError(err)
 			}
 		}
+		if st.txDone != nil {
+			st.txDone()
+		}
 		db.Statement.ConnPool = st.pool
 	case st.savepoint != "":
 		c := cleanup(db)
@@ -285,6 +319,9 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		}
 		if _, err := c.exec("RELEASE SAVEPOINT " + st.savepoint); err != nil {
 			db.AddError(err)
+		}
+		if st.savepointDone != nil {
+			st.savepointDone()
 		}
 	}
 	if db.Error != nil {

@@ -185,6 +185,25 @@ func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
 	return nil
 }
 
+// keyColumnChecker is a store whose database may take two spellings of a
+// key as one row where the model's key kinds keep them apart (MySQL's
+// collations): it checks m's key columns as the database has them.
+type keyColumnChecker interface {
+	checkKeyColumns(c conn, m *model) error
+}
+
+// checkKeyColumns refuses a model whose key columns the store finds the
+// lock table cannot spell as the database compares them.
+func checkKeyColumns(db *gorm.DB, t lockStore, m *model) error {
+	kc, ok := t.(keyColumnChecker)
+	if !ok || m == nil || !m.lockable {
+		return nil
+	}
+	c := direct(db)
+	c.ctx = context.WithoutCancel(c.ctx)
+	return kc.checkKeyColumns(c, m)
+}
+
 // sameSpec says whether two catalog rows say the same.
 func sameSpec(a, b tableSpec) bool {
 	ja, err1 := json.Marshal(a)

@@ -195,6 +195,8 @@ func fcTwin(t *testing.T, db *gorm.DB, table string) (*gorm.DB, *offlinelock.Plu
 		require.NoError(t, err)
 		sqlDB, _ := db2.DB()
 		t.Cleanup(func() { sqlDB.Close() })
+	} else if db.Dialector.Name() == "mysql" {
+		db2 = openMySQL(t)
 	} else {
 		db2 = openPostgres(t)
 	}

@@ -104,7 +104,11 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
 			" WHERE " + db.Statement.Quote(m.pk[0].DBName) + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
 		if p.lockRows(db) {
 			// A parent cannot move to another root until the lock is taken.
-			q += " FOR SHARE"
+			if w := p.rowLockSQL(db); w != nil {
+				q += w.shareLock()
+			} else {
+				q += " FOR SHARE"
+			}
 		}
 		q, args := gormBind(db, q, batch)
 		_, err := direct(db).query(q, args, func(r *sql.Rows) error {

@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -243,6 +244,50 @@ func TestOverlappingLoadsNeverShareARow(t *testing.T) {
 				assert.EqualValues(t, 100+edits[a.ID].Load(), a.Credit, "account %d lost an update", a.ID)
 			}
 			t.Logf("%s: %d sessions, %v: %d loads, %d refusals, 0 overlaps, 0 deadlocks", d.name, workers, run, loads.Load(), refused.Load())
+		})
+	}
+}
+
+// TestLocksInACallersTransactionDoNotBlockNeighbours: a session whose
+// locking load runs in a transaction the caller began (REPEATABLE READ on
+// MySQL, the default) holds only its own records until that transaction
+// ends. Another session locks the records next to it in key order, read
+// and write, meanwhile; the record itself is refused once it commits. On MySQL a
+// gap lock from a range read there would block the neighbour's new key row
+// until the caller's transaction ended.
+func TestLocksInACallersTransactionDoNotBlockNeighbours(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := fmSetup(t, d)
+			ctx, cancel := context.WithTimeout(offlinelock.WithOwner(context.Background(), david), 5*time.Second)
+			defer cancel()
+			other := db.WithContext(ctx)
+			require.NoError(t, as(db, martin).Transaction(func(tx *gorm.DB) error {
+				if err := tx.First(&FmAcct{}, 129).Error; err != nil {
+					return err
+				}
+				// 13 and 2 sort after and before "129"; 1290 right after it.
+				for _, id := range []uint{13, 2, 1290} {
+					if _, err := p.Acquire(other, &FmAcct{ID: id}, offlinelock.Write); err != nil {
+						return fmt.Errorf("acquire %d: %w", id, err)
+					}
+				}
+				if err := other.First(&FmAcct{}, 1).Error; err != nil {
+					return fmt.Errorf("load 1: %w", err)
+				}
+				return nil
+			}))
+			// Martin's own record: its key row was his transaction's until
+			// the commit; now it is his lock.
+			_, err := p.Acquire(other, &FmAcct{ID: 129}, offlinelock.Write)
+			require.ErrorIs(t, err, offlinelock.ErrLocked)
+			held, err := p.List(db, offlinelock.Filter{Session: david.Session})
+			require.NoError(t, err)
+			ids := make([]string, len(held))
+			for i, l := range held {
+				ids[i] = l.ID
+			}
+			assert.ElementsMatch(t, []string{"1", "13", "1290", "2"}, ids)
 		})
 	}
 }

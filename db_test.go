@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -16,10 +17,15 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// The tests run on SQLite always, and on PostgreSQL when
-// OFFLINELOCK_POSTGRES_DSN is set. Under CI=true PostgreSQL is required: a
-// missing DSN or an unreachable server fails the test instead of skipping.
-const postgresEnv = "OFFLINELOCK_POSTGRES_DSN"
+// The tests run on SQLite always, on PostgreSQL when
+// OFFLINELOCK_POSTGRES_DSN is set and on MySQL or MariaDB when
+// OFFLINELOCK_MYSQL_DSN is set (e.g. root@tcp(127.0.0.1:3306)/test?parseTime=true).
+// Under CI=true both are required: a missing DSN or an unreachable server
+// fails the test instead of skipping.
+const (
+	postgresEnv = "OFFLINELOCK_POSTGRES_DSN"
+	mysqlEnv    = "OFFLINELOCK_MYSQL_DSN"
+)
 
 type database struct {
 	name string
@@ -30,6 +36,7 @@ func databases() []database {
 	return []database{
 		{"sqlite", openSQLite},
 		{"postgres", openPostgres},
+		{"mysql", openMySQL},
 	}
 }
 
@@ -72,6 +79,55 @@ func openPostgres(t testing.TB) *gorm.DB {
 	return db
 }
 
+func openMySQL(t testing.TB) *gorm.DB {
+	t.Helper()
+	dsn := os.Getenv(mysqlEnv)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true needs MySQL or MariaDB: set %s", mysqlEnv)
+		}
+		t.Skipf("MySQL tests need %s", mysqlEnv)
+	}
+	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	if err == nil {
+		var sqlDB interface{ Ping() error }
+		sqlDB, err = db.DB()
+		if err == nil {
+			err = sqlDB.Ping()
+		}
+	}
+	if err != nil {
+		t.Fatalf("MySQL at %s: %v", mysqlEnv, err)
+	}
+	sqlDB, _ := db.DB()
+	sqlDB.SetMaxOpenConns(80)
+	sqlDB.SetMaxIdleConns(80)
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// serverDatabases are the databases with a server process of their own,
+// for the tests that kill processes and connections or run several
+// processes: PostgreSQL and MySQL/MariaDB.
+func serverDatabases() []database { return databases()[1:] }
+
+// dsnOf is the DSN the tests use for a server database.
+func dsnOf(name string) string {
+	if name == "mysql" {
+		return os.Getenv(mysqlEnv)
+	}
+	return os.Getenv(postgresEnv)
+}
+
+// dialectorOf opens dsn for a server database named name: worker
+// processes open the database their parent test runs on.
+func dialectorOf(name, dsn string) gorm.Dialector {
+	if name == "mysql" {
+		return mysql.Open(dsn)
+	}
+	return postgres.Open(dsn)
+}
+
 // setup opens the database, registers a plugin on a lock table of its own
 // (so tests never see each other's locks), and creates the test models.
 func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
@@ -88,6 +144,10 @@ func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offline
 		t.Fatalf("Use: %v", err)
 	}
 	t.Cleanup(func() {
+		if db.Dialector.Name() == "mysql" {
+			db.Exec("DROP TABLE IF EXISTS `" + cfg.Table + "`, `" + cfg.Table + "_generation`, `" + cfg.Table + "_tables`")
+			return
+		}
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `"`)
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_generation"`)
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_tables"`)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -34,7 +33,7 @@ func runKillee(raw string) int {
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		return 2
 	}
-	db, err := gorm.Open(postgres.Open(cfg.DSN), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(dialectorOf(cfg.Dialect, cfg.DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		return 2
 	}
@@ -67,12 +66,20 @@ func runKillee(raw string) int {
 // writes roll back; its committed lock stays until it expires, and then
 // another session gets it.
 func TestKilledHolderProcess(t *testing.T) {
-	d := databases()[1]
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel() // each waits out the killed holder's lock
+			killedHolderProcess(t, d)
+		})
+	}
+}
+
+func killedHolderProcess(t *testing.T, d database) {
 	table := "ol_" + randomHex(6) // named here: the newest ol_ table may be another package's
 	db, p := setupModels(t, d, offlinelock.Config{Table: table})
 	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "draft"}).Error)
 	require.NoError(t, admin(db).Create(&Doc{ID: 2, Title: "draft"}).Error)
-	cfg, _ := json.Marshal(workerConfig{DSN: os.Getenv(postgresEnv), Table: table, Seconds: 8})
+	cfg, _ := json.Marshal(workerConfig{Dialect: d.name, DSN: dsnOf(d.name), Table: table, Seconds: 8})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killeeEnv+"="+string(cfg))
 	out, err := cmd.StdoutPipe()
@@ -85,11 +92,14 @@ func TestKilledHolderProcess(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
 
+	// The server rolls the killed process's transaction back when it sees
+	// the connection close; until then Doc 2's key row is held, so the
+	// first Acquire may wait for that, never past it.
+	_, err = p.Acquire(as(db, david), &Doc{ID: 2}, offlinelock.Write)
+	require.NoError(t, err, "the uncommitted lock rolled back")
 	var doc Doc
 	require.NoError(t, db.First(&doc, 1).Error)
 	assert.Equal(t, "draft", doc.Title, "the uncommitted write rolled back")
-	_, err = p.Acquire(as(db, david), &Doc{ID: 2}, offlinelock.Write)
-	require.NoError(t, err, "the uncommitted lock rolled back")
 	h, err := p.Holders(db, &Doc{ID: 1})
 	require.NoError(t, err)
 	require.Len(t, h, 1, "the committed lock outlives its process")
@@ -99,14 +109,26 @@ func TestKilledHolderProcess(t *testing.T) {
 	waitPast(t, db, h[0].ExpiresAt)
 	_, err = p.Acquire(as(db, david), &Doc{ID: 1}, offlinelock.Write)
 	require.NoError(t, err, "once expired, another session gets it")
-	t.Logf("RELIABILITY fault: holder process SIGKILLed mid-transaction: uncommitted lock and write rolled back, committed lock held until expiry, then taken over")
+	t.Logf("RELIABILITY fault (%s): holder process SIGKILLed mid-transaction: uncommitted lock and write rolled back, committed lock held until expiry, then taken over", d.name)
 }
 
 // TestTerminatedConnectionDuringSave (fault c): the server kills a save's
-// connection (pg_terminate_backend) between its check and its commit; the
-// save fails and nothing of it is written.
+// connection (pg_terminate_backend, MySQL's KILL CONNECTION) between its
+// check and its commit; the save fails and nothing of it is written.
 func TestTerminatedConnectionDuringSave(t *testing.T) {
-	d := databases()[1]
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) { terminatedConnectionDuringSave(t, d) })
+	}
+}
+
+// serverKill is, per database, how to ask for the server's id of the
+// connection a statement runs on, and how to kill that connection.
+var serverKill = map[string]struct{ self, kill string }{
+	"postgres": {"SELECT pg_backend_pid()", "SELECT pg_terminate_backend(?)"},
+	"mysql":    {"SELECT CONNECTION_ID()", "KILL CONNECTION ?"},
+}
+
+func terminatedConnectionDuringSave(t *testing.T, d database) {
 	db, p := setupModels(t, d, offlinelock.Config{})
 	pauseBetweenCheckAndCommit(t, db)
 	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "draft"}).Error)
@@ -114,20 +136,20 @@ func TestTerminatedConnectionDuringSave(t *testing.T) {
 	require.NoError(t, err)
 
 	// The save pauses after its UPDATE, before its fence and commit, and
-	// says which server process runs its transaction.
-	pids, resume := make(chan int, 1), make(chan struct{})
+	// says which server connection runs its transaction.
+	sk := serverKill[d.name]
+	pids, resume := make(chan int64, 1), make(chan struct{})
 	ctx := context.WithValue(offlinelock.WithOwner(context.Background(), martin), pauseKey{}, func(tx *gorm.DB) {
-		var pid int
-		tx.Session(&gorm.Session{NewDB: true}).Raw("SELECT pg_backend_pid()").Scan(&pid)
+		var pid int64
+		tx.Session(&gorm.Session{NewDB: true}).Raw(sk.self).Scan(&pid)
 		pids <- pid
 		<-resume
 	})
 	done := make(chan error, 1)
 	go func() { done <- db.WithContext(ctx).Model(&Doc{ID: 1}).Update("title", "half-written").Error }()
 	pid := <-pids
-	var killed bool
-	require.NoError(t, db.Raw("SELECT pg_terminate_backend(?)", pid).Scan(&killed).Error)
-	require.True(t, killed)
+	require.Positive(t, pid)
+	require.NoError(t, db.Exec(sk.kill, pid).Error)
 	close(resume)
 	err = <-done
 	require.Error(t, err, "the save on a terminated connection fails")
@@ -138,7 +160,7 @@ func TestTerminatedConnectionDuringSave(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, h, 1, "the committed lock is untouched")
 	require.NoError(t, as(db, martin).Model(&Doc{ID: 1}).Update("title", "saved").Error, "a new connection saves")
-	t.Logf("RELIABILITY fault: connection terminated by the server during a save: the save failed, nothing written, the lock kept")
+	t.Logf("RELIABILITY fault (%s): connection terminated by the server during a save: the save failed, nothing written, the lock kept", d.name)
 }
 
 const restartEnv = "OFFLINELOCK_RESTART_POSTGRES"

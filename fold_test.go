@@ -43,7 +43,7 @@ func (*FoldBeforeHooked) BeforeUpdate(tx *gorm.DB) error {
 }
 
 // TestFoldedFenceIsOneStatement counts the statements of a holder's Save:
-// on PostgreSQL the UPDATE alone, its fence inside; with an After hook or
+// on PostgreSQL and SQLite the UPDATE alone, its fence inside; with an After hook or
 // another plugin's callback in the chain, the UPDATE and then the fence.
 func TestFoldedFenceIsOneStatement(t *testing.T) {
 	for _, d := range databases() {
@@ -63,6 +63,9 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 				return c.n.Load()
 			}
 			folded := int64(1)
+			if d.name == "mysql" {
+				folded = 2 // no fold on MySQL: its fence keeps a statement of its own
+			}
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "a"}).Error }), "Save")
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Update("title", "b").Error }), "Update")
 			assert.Equal(t, int64(2), statements(func(tx *gorm.DB) error { return tx.Save(&FoldAfterHooked{ID: 1, Title: "a"}).Error }),

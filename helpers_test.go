@@ -40,8 +40,11 @@ func dbNow(t testing.TB, db *gorm.DB) time.Time {
 	t.Helper()
 	var s string
 	q := `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')`
-	if db.Dialector.Name() == "sqlite" {
+	switch db.Dialector.Name() {
+	case "sqlite":
 		q = `SELECT strftime('%Y-%m-%d %H:%M:%f','now')`
+	case "mysql":
+		q = `SELECT LEFT(DATE_FORMAT(UTC_TIMESTAMP(3), '%Y-%m-%d %H:%i:%s.%f'), 23)`
 	}
 	require.NoError(t, db.Raw(q).Scan(&s).Error)
 	now, err := time.ParseInLocation("2006-01-02 15:04:05.000", s, time.UTC)

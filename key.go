@@ -207,11 +207,21 @@ func canonical(k keyKind, v any) (string, error) {
 			return hex.EncodeToString(b), nil
 		}
 	case kindFold:
-		return strings.ToLower(keyText(v)), nil
+		return strings.ToLower(textKey(v)), nil
 	case kindChar:
-		return strings.TrimRight(keyText(v), " "), nil
+		return strings.TrimRight(textKey(v), " "), nil
 	}
-	return keyText(v), nil
+	return textKey(v), nil
+}
+
+// textKey is keyText for a text column: bytes are its text, as the
+// database compares them (MySQL's driver reads text in a binary collation
+// as []byte), not hex.
+func textKey(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	return keyText(v)
 }
 
 // driverValue unwraps pointers and driver.Valuers (sql.NullInt64, UUID

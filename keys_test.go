@@ -131,6 +131,14 @@ type FmChr struct {
 	Name string
 }
 
+// FmChrBin is FmChr on MySQL, in a binary collation that pads: "ab" and
+// "ab  " are one row, "AB" another. (The default collations fold case and
+// accents as well: the plugin refuses keys in them.)
+type FmChrBin struct {
+	ID   string `gorm:"primaryKey;type:char(6) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin" lock:"exclusive_write"`
+	Name string
+}
+
 // fmKeyWrite: Martin holds the record under one spelling of its key, David
 // takes a Write lock under another spelling of the same row and writes.
 type fmKeyWrite struct {
@@ -191,9 +199,12 @@ func TestFailClosedMoreKeySpellingsTheColumnEquates(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
 			var extra []any
-			if d.name == "sqlite" {
+			switch d.name {
+			case "sqlite":
 				extra = []any{&FmCi{}, &FmCiRead{}}
-			} else {
+			case "mysql":
+				extra = []any{&FmChrBin{}}
+			default:
 				extra = []any{&FmChr{}}
 			}
 			db, p := fmSetup(t, d, extra...)
@@ -236,6 +247,10 @@ func TestFailClosedMoreKeySpellingsTheColumnEquates(t *testing.T) {
 						assert.Contains(t, got, "secret")
 					}
 				})
+			} else if d.name == "mysql" {
+				t.Run("char(6) utf8mb4_bin key: ab vs ab+spaces", func(t *testing.T) {
+					fmRunKeySpellings(t, db, p, func(id, name string) *FmChrBin { return &FmChrBin{ID: id, Name: name} }, "ab", "ab  ")
+				})
 			} else {
 				t.Run("char(6) key: ab vs ab+spaces", func(t *testing.T) {
 					fmRunKeySpellings(t, db, p, func(id, name string) *FmChr { return &FmChr{ID: id, Name: name} }, "ab", "ab  ")
@@ -243,4 +258,66 @@ func TestFailClosedMoreKeySpellingsTheColumnEquates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// MyCi has a string key in the server's default collation, which takes
+// "abc", "ABC", "äbc" and "abc " as one row.
+type MyCi struct {
+	ID   string `gorm:"primaryKey;size:32" lock:"exclusive_write"`
+	Name string
+}
+
+// MyNoPad has a string key in a binary collation that does not pad: every
+// spelling is a row of its own, as it is a lock of its own.
+type MyNoPad struct {
+	ID   string `gorm:"primaryKey;type:varchar(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin" lock:"exclusive_write"`
+	Name string
+}
+
+// TestFailClosedMySQLKeyCollations: on MySQL a lock on "abc" cannot cover
+// the spellings a case-, accent- and pad-insensitive key column equates,
+// so a lockable model with such a key is refused for every statement and
+// every Acquire; a key in a binary, non-padding collation works, and its
+// spellings are separate records.
+func TestFailClosedMySQLKeyCollations(t *testing.T) {
+	d := databases()[2]
+	db, p := setup(t, d, offlinelock.Config{})
+	for _, m := range []any{&MyCi{}, &MyNoPad{}} {
+		require.NoError(t, db.Migrator().DropTable(m))
+		require.NoError(t, db.AutoMigrate(m))
+		t.Cleanup(func() { db.Migrator().DropTable(m) })
+	}
+	require.NoError(t, admin(db).Create(&MyCi{ID: "abc", Name: "orig"}).Error)
+	refusals := []fmWrite{
+		{"Acquire", func(tx *gorm.DB) error { _, err := p.Acquire(tx, &MyCi{ID: "abc"}, offlinelock.Write); return err }},
+		{"Model(ABC).Update", func(tx *gorm.DB) error { return tx.Model(&MyCi{ID: "ABC"}).Update("name", "hijack").Error }},
+		{"Model(äbc).Update", func(tx *gorm.DB) error { return tx.Model(&MyCi{ID: "äbc"}).Update("name", "hijack").Error }},
+		{"Delete(abc+space)", func(tx *gorm.DB) error { return tx.Delete(&MyCi{ID: "abc "}).Error }},
+		{"Create", func(tx *gorm.DB) error { return tx.Create(&MyCi{ID: "new"}).Error }},
+	}
+	for _, r := range refusals {
+		t.Run("default collation: "+r.name, func(t *testing.T) {
+			err := fcSafe(t, func() error { return r.write(as(db, martin)) })
+			require.ErrorIs(t, err, offlinelock.ErrInvalid)
+			assert.Contains(t, err.Error(), "key column my_cis.id has collation utf8mb4_general_ci")
+			var all []MyCi
+			require.NoError(t, admin(db).Find(&all).Error)
+			assert.Equal(t, []MyCi{{ID: "abc", Name: "orig"}}, all)
+		})
+	}
+	t.Run("nopad_bin: each spelling its own record", func(t *testing.T) {
+		for _, id := range []string{"abc", "ABC", "abc "} {
+			require.NoError(t, admin(db).Create(&MyNoPad{ID: id, Name: "orig"}).Error)
+		}
+		_, err := p.Acquire(as(db, martin), &MyNoPad{ID: "abc"}, offlinelock.Write)
+		require.NoError(t, err)
+		require.ErrorIs(t, as(db, david).Model(&MyNoPad{ID: "abc"}).Update("name", "hijack").Error, offlinelock.ErrLocked)
+		require.NoError(t, as(db, martin).Model(&MyNoPad{ID: "abc"}).Update("name", "martin's").Error)
+		_, err = p.Acquire(as(db, david), &MyNoPad{ID: "ABC"}, offlinelock.Write)
+		require.NoError(t, err)
+		require.NoError(t, as(db, david).Model(&MyNoPad{ID: "ABC"}).Update("name", "david's").Error)
+		var all []MyNoPad
+		require.NoError(t, admin(db).Order("id").Find(&all).Error)
+		assert.Equal(t, []MyNoPad{{ID: "ABC", Name: "david's"}, {ID: "abc", Name: "martin's"}, {ID: "abc ", Name: "orig"}}, all)
+	})
 }

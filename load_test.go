@@ -246,7 +246,11 @@ func TestManyRowsAreLockedInABoundedNumberOfStatements(t *testing.T) {
 		require.NoError(t, err)
 		many := count(1000, david)
 		t.Logf("statements: %d for 10 rows, %d for 1000 rows", few, many)
-		assert.LessOrEqual(t, many, few+8, "1000 rows cost a few more batches, not 990 more statements")
+		slack := int64(8)
+		if db.Dialector.Name() == "mysql" {
+			slack = 16 // no RETURNING or sequences: a batch of 400 new keys costs up to six statements, not three (read which key rows exist, create the missing ones, lock them, take a generation and free its counter row, write)
+		}
+		assert.LessOrEqual(t, many, few+slack, "1000 rows cost a few more batches, not 990 more statements")
 		all, err := p.List(db, offlinelock.Filter{Session: david.Session})
 		require.NoError(t, err)
 		assert.Len(t, all, 1000)

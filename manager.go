@@ -77,6 +77,9 @@ func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, target any, k key) err
 		if m == nil {
 			continue
 		}
+		if err := checkKeyColumns(db, t, m); err != nil {
+			return err
+		}
 		if err := p.rememberModel(db, t, m); err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -237,14 +236,14 @@ func fmPrepared(d database) database {
 		if d.name == "sqlite" {
 			db, err = gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(t.TempDir(), "p.db"))), cfg)
 		} else {
-			dsn := os.Getenv(postgresEnv)
+			dsn := dsnOf(d.name)
 			if dsn == "" {
 				if os.Getenv("CI") == "true" {
-					t.Fatalf("CI=true needs PostgreSQL: set %s", postgresEnv)
+					t.Fatalf("CI=true needs %s: set its DSN", d.name)
 				}
-				t.Skipf("PostgreSQL tests need %s", postgresEnv)
+				t.Skipf("%s tests need its DSN", d.name)
 			}
-			db, err = gorm.Open(postgres.Open(dsn), cfg)
+			db, err = gorm.Open(dialectorOf(d.name, dsn), cfg)
 		}
 		require.NoError(t, err)
 		sqlDB, _ := db.DB()

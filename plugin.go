@@ -57,6 +57,7 @@ type Plugin struct {
 	hints hints          // which locks this process granted: a routing guess, never trusted
 	pg    *postgresStore // the lock table on PostgreSQL
 	lite  *sqliteStore   // and on SQLite
+	my    *mysqlStore    // and on MySQL and MariaDB
 
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 }
@@ -94,6 +95,7 @@ func New(cfg Config) *Plugin {
 	table, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
 	p.pg = newPostgresStore(table, seq, catalog)
 	p.lite = newSQLiteStore(table, seq, catalog)
+	p.my = newMySQLStore(p.cfg.Table)
 	return p
 }
 
@@ -179,8 +181,10 @@ func (p *Plugin) storeFor(db *gorm.DB) (lockStore, error) {
 		return p.pg, nil
 	case "sqlite", "sqlite3":
 		return p.lite, nil
+	case "mysql": // gorm.io/driver/mysql, for MySQL and MariaDB alike
+		return p.my, nil
 	default:
-		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL and SQLite are)", name)
+		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL, MySQL, MariaDB and SQLite are)", name)
 	}
 }
 

@@ -1,10 +1,11 @@
 package offlinelock_test
 
 // Session-wide operations at scale: ReleaseAll and Renew of a session
-// holding ten thousand locks cost the statements of one holding ten, and
-// lock nothing of other sessions.
+// holding ten thousand locks cost the statements of one holding ten (on
+// MySQL, a few more per 400 locks), and lock nothing of other sessions.
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestSessionWideOpsAreABoundedNumberOfStatements(t *testing.T) {
 		fill(t, db, table, "others", david.Session, 50, time.Hour)
 		statements := func(locks int) (renew, release int64) {
 			session := "S" + time.Now().Format("150405.000000")
-			fill(t, db, table, "held", session, locks, time.Hour)
+			fill(t, db, table, "held-"+strconv.Itoa(locks), session, locks, time.Hour)
 			c := &counter{Interface: logger.Discard}
 			counted := db.Session(&gorm.Session{Logger: c})
 			n, err := p.Renew(counted, session)
@@ -37,8 +38,17 @@ func TestSessionWideOpsAreABoundedNumberOfStatements(t *testing.T) {
 		renew10, release10 := statements(10)
 		renew10k, release10k := statements(10_000)
 		t.Logf("statements: Renew %d and ReleaseAll %d for 10 locks, %d and %d for 10,000", renew10, release10, renew10k, release10k)
-		assert.Equal(t, renew10, renew10k, "Renew")
-		assert.Equal(t, release10, release10k, "ReleaseAll")
+		if db.Dialector.Name() == "mysql" {
+			// MySQL works by whole primary keys, a batch of 400 at a time
+			// (a range by session would take next-key locks): three
+			// statements a batch.
+			batches := int64(10_000 / 400)
+			assert.LessOrEqual(t, renew10k, renew10+3*batches, "Renew")
+			assert.LessOrEqual(t, release10k, release10+3*batches, "ReleaseAll")
+		} else {
+			assert.Equal(t, renew10, renew10k, "Renew")
+			assert.Equal(t, release10, release10k, "ReleaseAll")
+		}
 		left, err := p.List(db, offlinelock.Filter{Session: david.Session})
 		require.NoError(t, err)
 		assert.Len(t, left, 50, "another session's locks are untouched")
@@ -49,8 +59,16 @@ func TestSessionWideOpsAreABoundedNumberOfStatements(t *testing.T) {
 // in a transaction left open, and meanwhile row-locks, without waiting,
 // every row of another session, including its reader row on a record both
 // sessions read.
+//
+// PostgreSQL only: on MySQL the session's key rows are read by primary-key
+// ranges of (resource, lock_id), and InnoDB's locking reads there also
+// lock rows they pass of other sessions on the same records (see the
+// README's MySQL notes); SQLite locks the whole database.
 func TestSessionWideOpsLockNothingOfOtherSessions(t *testing.T) {
-	d := databases()[1]
+	sessionWideOpsLockNothingOfOthers(t, databases()[1])
+}
+
+func sessionWideOpsLockNothingOfOthers(t *testing.T, d database) {
 	db, p := setupModels(t, d, offlinelock.Config{})
 	table := lockTableName(t, db, p)
 	for id := uint(1); id <= 3; id++ {
@@ -64,11 +82,14 @@ func TestSessionWideOpsLockNothingOfOtherSessions(t *testing.T) {
 		require.NoError(t, err)
 	}
 	other := d.open(t)
+	// David's rows, each by its whole primary key: his three Write key rows
+	// and his reader row on doc 20 (a scan would lock rows of its own).
 	davidsRows := func() (int, error) {
 		var n int
 		err := other.Transaction(func(tx *gorm.DB) error {
 			var ids []string
-			err := tx.Raw(`SELECT lock_id FROM `+table+` WHERE session = ? FOR UPDATE NOWAIT`, david.Session).Scan(&ids).Error
+			q := `SELECT lock_id FROM ` + table + ` WHERE (resource = 'docs' AND lock_id IN ('1', '2', '3') AND holder = '') OR (resource = 'docs' AND lock_id = '20' AND holder = ?) FOR UPDATE NOWAIT`
+			err := tx.Raw(q, david.Session).Scan(&ids).Error
 			n = len(ids)
 			return err
 		})

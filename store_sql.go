@@ -34,6 +34,27 @@ type sqlStore struct {
 	fenceRead string              // appended to the fence's read of key rows
 	nextGens  func(conn, int) ([]int64, error)
 
+	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
+	// no ON CONFLICT, no RETURNING, no IN (VALUES …)); nil or "" keeps the
+	// default SQL, which PostgreSQL and SQLite share.
+	keysIn      func(list string) string                          // (resource, lock_id) IN … for a keyList
+	readersRead func(conn) string                                 // appended to reads of reader rows
+	fromHint    string                                            // after the table in reads of key and reader rows
+	deleteFrom  string                                            // how DELETEs of lock rows begin
+	putConflict string                                            // what putRows does on a key that exists
+	rememberSQL string                                            // the catalog upsert, (name, spec) as ?
+	lockRows    func(conn, []key) (map[key]row, time.Time, error) // lockKeys
+	freeWrite   func(conn, key, string) (bool, bool, error)       // releaseWrite
+	freeKey     func(conn, key) (int64, error)                    // deleteKey
+	tx          func(conn, func(conn) error) error                // the store's own transactions
+
+	// readersIfRead: reader rows exist only under a key row in read mode,
+	// so a decision reads them only there (MySQL, whose store keeps that
+	// invariant: every write grant drops them, every release that frees a
+	// key row deletes them). Under REPEATABLE READ that range read takes
+	// next-key locks, which block other sessions' new key rows.
+	readersIfRead bool
+
 	// filter is an equality on session or token, with one ? placeholder,
 	// in a form the database cannot answer from that column's index. A
 	// statement about one record must be answered by the primary key, the
@@ -42,6 +63,30 @@ type sqlStore struct {
 	// generic plan) otherwise walks the session index and filters every
 	// lock the session holds. nil is a plain "col = ?".
 	filter func(col string) string
+}
+
+// inKeys is the condition that (resource, lock_id) is one of list.
+func (t *sqlStore) inKeys(list string) string {
+	if t.keysIn != nil {
+		return t.keysIn(list)
+	}
+	return `(resource, lock_id) IN (VALUES ` + list + `)`
+}
+
+// deleting is the start of a DELETE of lock rows, up to its WHERE.
+func (t *sqlStore) deleting() string {
+	if t.deleteFrom != "" {
+		return t.deleteFrom
+	}
+	return `DELETE FROM ` + t.table
+}
+
+// inTx runs fn in c's transaction, or in one of the store's own.
+func (t *sqlStore) inTx(c conn, fn func(conn) error) error {
+	if t.tx != nil {
+		return t.tx(c, fn)
+	}
+	return c.inTx(fn)
 }
 
 // eq is "col = ?" in the form filter gives it.
@@ -129,6 +174,9 @@ func keyList(keys []key) (string, []any) {
 // creating free ones where there are none, and returns them with the
 // database's clock.
 func (t *sqlStore) lockKeys(c conn, keys []key) (map[key]row, time.Time, error) {
+	if t.lockRows != nil {
+		return t.lockRows(c, keys)
+	}
 	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
 	for i, k := range keys {
@@ -180,13 +228,16 @@ func (t *sqlStore) readersOf(c conn, keys []key) (map[key][]row, error) {
 		return out, nil
 	}
 	list, args := keyList(keys)
-	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+` WHERE holder <> '' AND (resource, lock_id) IN (VALUES `+list+`) ORDER BY resource, lock_id, holder`),
-		args, func(r *sql.Rows) error {
-			rw, err := scanRow(r)
-			k := key{rw.Resource, rw.ID}
-			out[k] = append(out[k], rw)
-			return err
-		})
+	q := `SELECT ` + lockColumns + ` FROM ` + t.table + t.fromHint + ` WHERE holder <> '' AND ` + t.inKeys(list) + ` ORDER BY resource, lock_id, holder`
+	if t.readersRead != nil {
+		q += t.readersRead(c)
+	}
+	_, err := c.query(t.bind(q), args, func(r *sql.Rows) error {
+		rw, err := scanRow(r)
+		k := key{rw.Resource, rw.ID}
+		out[k] = append(out[k], rw)
+		return err
+	})
 	return out, err
 }
 
@@ -205,10 +256,14 @@ func (t *sqlStore) putRows(c conn, rows []row) error {
 		args = append(args, r.Resource, r.ID, r.holder, string(r.Access), r.Owner.Session, r.Owner.User, r.Token, r.Generation,
 			t.timeArg(r.AcquiredAt), t.timeArg(r.ExpiresAt))
 	}
-	_, err := c.exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
-ON CONFLICT (resource, lock_id, holder) DO UPDATE SET access = excluded.access, session = excluded.session,
+	conflict := `ON CONFLICT (resource, lock_id, holder) DO UPDATE SET access = excluded.access, session = excluded.session,
 	user_name = excluded.user_name, token = excluded.token, generation = excluded.generation,
-	acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`), args...)
+	acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`
+	if t.putConflict != "" {
+		conflict = t.putConflict
+	}
+	_, err := c.exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
+`+conflict), args...)
 	return err
 }
 
@@ -219,7 +274,7 @@ func (t *sqlStore) dropReaders(c conn, keys []key, before time.Time) error {
 		return nil
 	}
 	list, args := keyList(keys)
-	q := `DELETE FROM ` + t.table + ` WHERE holder <> '' AND (resource, lock_id) IN (VALUES ` + list + `)`
+	q := t.deleting() + ` WHERE holder <> '' AND ` + t.inKeys(list)
 	if !before.IsZero() {
 		q += ` AND expires_at <= ?`
 		args = append(args, t.timeArg(before))
@@ -240,7 +295,8 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 	}
 	var readKeys []key
 	for _, k := range keys {
-		if kr := krs[k]; !(kr.Access == Write && kr.live(now)) {
+		kr := krs[k]
+		if !(kr.Access == Write && kr.live(now)) && !(t.readersIfRead && kr.Access != Read) {
 			readKeys = append(readKeys, k)
 		}
 	}
@@ -428,7 +484,7 @@ func (t *sqlStore) check(c conn, keys []key, o Owner, share bool) (mine, free []
 // keyRows reads the key rows of keys with the database's clock.
 func (t *sqlStore) keyRows(c conn, keys []key, share bool) (map[key]row, time.Time, error) {
 	list, args := keyList(keys)
-	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list + `)`
+	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + t.fromHint + ` WHERE holder = '' AND ` + t.inKeys(list)
 	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
 	if share {
 		q += t.fenceRead
@@ -448,7 +504,7 @@ func (t *sqlStore) clockAt(c conn) (time.Time, error) {
 
 // deleteReaders removes the reader rows of k, or only those of one session.
 func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
-	q := `DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
+	q := t.deleting() + ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
 	args := []any{k.resource, k.id}
 	if session != "" {
 		q += ` AND holder = ?`
@@ -460,17 +516,23 @@ func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
 // dropGrant deletes the Write lock on k if its token is still token, that
 // is, if the grant that made it is the one being undone.
 func (t *sqlStore) dropGrant(c conn, k key, token string) error {
-	_, err := c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.resource, k.id, token)
+	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.resource, k.id, token)
 	return err
 }
 
 func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
-	return c.exec(t.bind(`DELETE FROM `+t.table+` WHERE resource = ? AND lock_id = ?`), k.resource, k.id)
+	if t.freeKey != nil {
+		return t.freeKey(c, k)
+	}
+	return c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ?`), k.resource, k.id)
 }
 
 // releaseWrite deletes the session's Write lock on k in one statement and
 // reports whether there was one and whether it was still valid.
 func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, err error) {
+	if t.freeWrite != nil {
+		return t.freeWrite(c, k, session)
+	}
 	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
 RETURNING expires_at, ` + t.clock)
 	_, err = c.query(q, []any{k.resource, k.id, session}, func(r *sql.Rows) error {
@@ -524,8 +586,12 @@ func (t *sqlStore) remember(c conn, specs []tableSpec) error {
 		if err != nil {
 			return err
 		}
-		_, err = c.exec(t.bind(`INSERT INTO `+t.catalog+` AS c (name, spec) VALUES (?, ?)
-ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`), strings.ToLower(sp.Table), string(b))
+		q := `INSERT INTO ` + t.catalog + ` AS c (name, spec) VALUES (?, ?)
+ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`
+		if t.rememberSQL != "" {
+			q = t.rememberSQL
+		}
+		_, err = c.exec(t.bind(q), strings.ToLower(sp.Table), string(b))
 		if err != nil {
 			return err
 		}
@@ -650,7 +716,7 @@ func (t *sqlStore) grantWrites(c conn, keys []key, o Owner, ttl time.Duration, b
 func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
 	got := make(map[key]Lock, len(keys))
 	newly := make(map[key]bool, len(keys))
-	err := c.inTx(func(c conn) error {
+	err := t.inTx(c, func(c conn) error {
 		for _, batch := range chunks(sortKeys(keys)) {
 			ls, fresh, err := t.decideMany(c, batch, o, access, ttl)
 			if err != nil {
@@ -675,7 +741,7 @@ func (t *sqlStore) release(c conn, k key, session string) error {
 		return err
 	}
 	if !found {
-		err = c.inTx(func(c conn) error {
+		err = t.inTx(c, func(c conn) error {
 			var err error
 			found, valid, err = t.releaseRead(c, k, session)
 			return err
@@ -729,7 +795,7 @@ func notHeld(k key) error {
 // forceRelease removes every lock on k once allow approved its live
 // holders.
 func (t *sqlStore) forceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error {
-	return c.inTx(func(c conn) error {
+	return t.inTx(c, func(c conn) error {
 		krs, now, err := t.lockKeys(c, []key{k})
 		if err != nil {
 			return err
@@ -788,7 +854,7 @@ func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 func (t *sqlStore) drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
-		q := `DELETE FROM ` + t.table + ` WHERE (resource, lock_id) IN (VALUES ` + list + `) AND ` + t.eq("session")
+		q := t.deleting() + ` WHERE ` + t.inKeys(list) + ` AND ` + t.eq("session")
 		if _, err := c.exec(t.bind(q), append(args, session)...); err != nil {
 			return err
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -64,6 +63,7 @@ const (
 
 // workerConfig is what the parent hands each worker process.
 type workerConfig struct {
+	Dialect string // "postgres" or "mysql"
 	DSN     string
 	Table   string
 	Proc    int
@@ -110,7 +110,7 @@ func runWorker(raw string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	db, err := gorm.Open(postgres.Open(cfg.DSN), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(dialectorOf(cfg.Dialect, cfg.DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -315,11 +315,15 @@ func (w *worker) rmwItem(key string, id uint) {
 // model of the lock table (porcupine). A history that is not is written as
 // porcupine's HTML visualisation under the test's temp dir.
 func TestNoLostUpdateManyProcesses(t *testing.T) {
-	d := databases()[1]
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) { noLostUpdateManyProcesses(t, d) })
+	}
+}
+
+func noLostUpdateManyProcesses(t *testing.T, d database) {
 	name := "ol_" + randomHex(6) // named here: the newest ol_ table may be another package's
 	db, _ := setup(t, d, offlinelock.Config{Table: name, Models: stressModels})
-	dsn := os.Getenv(postgresEnv)
-	table := `"` + name + `"`
+	dsn := dsnOf(d.name)
 	require.NoError(t, db.Migrator().DropTable(stressModels...))
 	require.NoError(t, db.AutoMigrate(stressModels...))
 	t.Cleanup(func() { db.Migrator().DropTable(stressModels...) })
@@ -345,7 +349,7 @@ func TestNoLostUpdateManyProcesses(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cfg, _ := json.Marshal(workerConfig{DSN: dsn, Table: strings.Trim(table, `"`), Proc: i, Seconds: seconds})
+			cfg, _ := json.Marshal(workerConfig{Dialect: d.name, DSN: dsn, Table: name, Proc: i, Seconds: seconds})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+120)*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
@@ -407,8 +411,8 @@ func TestNoLostUpdateManyProcesses(t *testing.T) {
 
 	linearizable, path := checkLinearizable(t, calls)
 	assert.True(t, linearizable, "the lock calls are not linearizable; see %s", path)
-	t.Logf("RELIABILITY stress: %d processes x %d sessions x %.0f s on PostgreSQL: %d business transactions, %d refusals, counters exact: %v; %d lock calls checked linearizable: %v",
-		procs, workerRoutines, seconds, total, refused, exact, len(calls), linearizable)
+	t.Logf("RELIABILITY stress: %d processes x %d sessions x %.0f s on %s: %d business transactions, %d refusals, counters exact: %v; %d lock calls checked linearizable: %v",
+		procs, workerRoutines, seconds, d.name, total, refused, exact, len(calls), linearizable)
 }
 
 // lockState is the sequential model of one key of the lock table.

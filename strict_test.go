@@ -34,7 +34,7 @@ func TestStrictRefusesRawSQLOnLockableTables(t *testing.T) {
 
 type fcRaw struct {
 	name string
-	only string // "sqlite" or "postgres"
+	only string // "sqlite", "postgres" or "mysql"
 	run  func(tx *gorm.DB) error
 }
 
@@ -71,6 +71,14 @@ var fcStrictRefused = []fcRaw{
 	{"Exec INSERT", "", fcExec(`INSERT INTO accounts (id, name, credit) VALUES (900, 'leak', 1)`)},
 	{"Exec INSERT OR REPLACE", "sqlite", fcExec(`INSERT OR REPLACE INTO accounts (id, name, credit) VALUES (1, 'leak', 1)`)},
 	{"Exec REPLACE INTO", "sqlite", fcExec(`REPLACE INTO accounts (id, name, credit) VALUES (1, 'leak', 1)`)},
+	{"Exec REPLACE INTO", "mysql", fcExec(`REPLACE INTO accounts (id, name, credit) VALUES (1, 'leak', 1)`)},
+	{"Exec REPLACE … SELECT", "mysql", fcExec(`REPLACE accounts SELECT id, 'leak', credit FROM accounts WHERE id = 1`)},
+	{"Exec INSERT IGNORE", "mysql", fcExec(`INSERT IGNORE INTO accounts (id, name, credit) VALUES (900, 'leak', 1)`)},
+	{"Exec INSERT … ON DUPLICATE KEY UPDATE", "mysql", fcExec(`INSERT INTO accounts (id, name, credit) VALUES (1, 'x', 1) ON DUPLICATE KEY UPDATE name = 'leak'`)},
+	{"Exec UPDATE backquoted", "mysql", fcExec("UPDATE `accounts` SET name = 'leak' WHERE id = 1")},
+	{"Exec UPDATE after a # comment", "mysql", fcExec("# maintenance\nUPDATE accounts SET name = 'leak' WHERE id = 1")},
+	{"Exec UPDATE in an executable comment", "mysql", fcExec(`/*!40000 UPDATE accounts SET name = 'leak' WHERE id = 1 */`)},
+	{"Exec UPDATE after a backslash-escaped quote", "mysql", fcExec(`UPDATE accounts SET name = 'it\'s' WHERE id = 1`)},
 	{"Exec second statement", "sqlite", fcExec(`SELECT 1; UPDATE accounts SET name = 'leak' WHERE id = 1`)},
 	{"Exec WITH … UPDATE", "postgres", fcExec(`WITH x AS (SELECT 1) UPDATE accounts SET name = 'leak' WHERE id = 1`)},
 	{"Exec TRUNCATE", "postgres", fcExec(`TRUNCATE accounts`)},

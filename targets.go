@@ -338,7 +338,11 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 	if forUpdate && p.lockRows(db) {
 		// OF names the table as FROM does: its alias, or its bare name for
 		// a schema-qualified table (PostgreSQL refuses a qualified name).
-		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}})
+		lock := clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}}
+		if p.rowLockSQL(db) != nil {
+			lock.Table = clause.Table{} // MariaDB has no OF: the joined rows are locked too
+		}
+		q.AddClause(lock)
 		build = append(build, "FOR")
 	}
 	q.Build(build...)
@@ -434,4 +438,18 @@ func selectsRows(stmt *gorm.Statement) bool {
 func (p *Plugin) lockRows(db *gorm.DB) bool {
 	t, err := p.storeFor(db)
 	return err == nil && t.rowLocks()
+}
+
+// rowLockWords is implemented by a store whose database spells row locks
+// otherwise than PostgreSQL (FOR SHARE, FOR UPDATE OF t).
+type rowLockWords interface {
+	shareLock() string // a locking read in share mode, with a leading space
+}
+
+// rowLockSQL is db's store's spelling of row locks, or nil for
+// PostgreSQL's.
+func (p *Plugin) rowLockSQL(db *gorm.DB) rowLockWords {
+	t, _ := p.storeFor(db)
+	w, _ := t.(rowLockWords)
+	return w
 }

@@ -3,6 +3,7 @@ package offlinelock
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,6 +79,11 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op string) error {
 	case op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m):
 		return fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
 			ErrInvalid, st.m.table)
+	case op == opCreate && upserts(db.Statement) && upsertsOnAnyUnique(st.t) && mayCollideBeyondKey(db, st.m):
+		return fmt.Errorf("%w: an upsert (Save of new or unchanged rows, OnConflict) of lockable table %s is refused here: "+
+			"this database's upsert overwrites the row of any unique key, not only the primary key's, and %s has another unique key; "+
+			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
+			"Save of an unchanged row stays an UPDATE)", ErrInvalid, st.m.table, st.m.table)
 	case op == opUpdate:
 		return p.checkNewKeys(db, st)
 	}
@@ -235,6 +241,75 @@ func conflictOnKey(stmt *gorm.Statement, m *model) bool {
 		}
 	}
 	return true
+}
+
+// anyUniqueUpserter is a store whose database runs every upsert on
+// whichever unique key the new row collides with, whatever conflict target
+// the statement names (MySQL's INSERT … ON DUPLICATE KEY UPDATE).
+type anyUniqueUpserter interface{ upsertsOnAnyUnique() bool }
+
+func upsertsOnAnyUnique(t lockStore) bool {
+	u, ok := t.(anyUniqueUpserter)
+	return ok && u.upsertsOnAnyUnique()
+}
+
+// mayCollideBeyondKey says whether a row written to m's table may collide
+// with another on a unique key that is not its primary key, by the
+// unique keys the statement's model declares and those the lockable model
+// declares (a DTO over the table may leave them out). With neither known,
+// it may.
+func mayCollideBeyondKey(db *gorm.DB, m *model) bool {
+	known := false
+	if sch := db.Statement.Schema; sch != nil && sch.Table == m.table {
+		if uniqueBeyondKey(sch) {
+			return true
+		}
+		known = true
+	}
+	if m.typ != nil {
+		stmt := &gorm.Statement{DB: db}
+		if err := stmt.Parse(reflect.New(m.typ).Interface()); err == nil {
+			return uniqueBeyondKey(stmt.Schema)
+		}
+	}
+	return !known
+}
+
+// uniqueBeyondKey says whether a row of sch may collide with another row on
+// a unique key without colliding on its primary key: a unique column or
+// index that does not include every primary-key column. A unique key that
+// includes them collides only with the row of the same key. Without a
+// schema the answer is yes: refusing is the safe side.
+func uniqueBeyondKey(sch *schema.Schema) bool {
+	if sch == nil {
+		return true
+	}
+	covers := func(fields []*schema.Field) bool {
+		for _, pk := range sch.PrimaryFields {
+			if !slices.Contains(fields, pk) {
+				return false
+			}
+		}
+		return len(sch.PrimaryFields) > 0
+	}
+	for _, f := range sch.Fields {
+		if f.Unique && !covers([]*schema.Field{f}) {
+			return true
+		}
+	}
+	for _, idx := range sch.ParseIndexes() {
+		if !strings.EqualFold(idx.Class, "UNIQUE") {
+			continue
+		}
+		fields := make([]*schema.Field, 0, len(idx.Fields))
+		for _, o := range idx.Fields {
+			fields = append(fields, o.Field) // an expression has none: not covered
+		}
+		if !covers(fields) {
+			return true
+		}
+	}
+	return false
 }
 
 // replaces says whether an INSERT carries a REPLACE modifier (SQLite's

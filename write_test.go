@@ -823,3 +823,106 @@ func TestFailClosedExpiredLocks(t *testing.T) {
 
 // FtSeat (untagged) belongs to a lockable FtAcct; FtTicket (untagged)
 // belongs to a seat.
+
+// BadgeKeyed has a unique key that includes its primary key: it collides
+// only with the row of the same key.
+type BadgeKeyed struct {
+	ID   uint   `gorm:"primaryKey;uniqueIndex:idx_badge_keyed_code" lock:"exclusive_write"`
+	Code string `gorm:"uniqueIndex:idx_badge_keyed_code;size:32"`
+	Name string
+}
+
+// BadgeView is a DTO over badges that leaves out its unique key.
+type BadgeView struct {
+	ID   uint `gorm:"primaryKey"`
+	Code string
+	Name string
+}
+
+func (BadgeView) TableName() string { return "badges" }
+
+// TestFailClosedUpsertsOnMySQLCollideOnAnyUniqueKey: MySQL runs every
+// upsert as ON DUPLICATE KEY UPDATE, which overwrites the row of whichever
+// unique key collides, whatever conflict columns GORM was given. An upsert
+// of a table with a unique key beyond its primary key is refused there,
+// for the holder too; elsewhere the database refuses the collision.
+func TestFailClosedUpsertsOnMySQLCollideOnAnyUniqueKey(t *testing.T) {
+	hijacks := []fmWrite{
+		{"Save([]Badge new key, taken code)", func(tx *gorm.DB) error {
+			return tx.Save(&[]Badge{{ID: 7, Code: "b2", Name: "hijack"}}).Error
+		}},
+		{"Save(Badge new key, taken code)", func(tx *gorm.DB) error { return tx.Save(&Badge{ID: 7, Code: "b2", Name: "hijack"}).Error }},
+		{"OnConflict{Columns: id, UpdateAll}.Create", func(tx *gorm.DB) error {
+			return tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, UpdateAll: true}).
+				Create(&Badge{ID: 7, Code: "b2", Name: "hijack"}).Error
+		}},
+		{"OnConflict{Columns: id, DoUpdates: name}.Create", func(tx *gorm.DB) error {
+			return tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "id"}}, DoUpdates: clause.AssignmentColumns([]string{"name"})}).
+				Create(&Badge{ID: 7, Code: "b2", Name: "hijack"}).Error
+		}},
+		{"Save([]DTO without the unique tag)", func(tx *gorm.DB) error {
+			return tx.Save(&[]BadgeView{{ID: 7, Code: "b2", Name: "hijack"}}).Error
+		}},
+		{"Table(badges).OnConflict{UpdateAll}.Create([]map)", func(tx *gorm.DB) error {
+			return tx.Table("badges").Clauses(clause.OnConflict{UpdateAll: true}).
+				Create(&[]map[string]any{{"id": 7, "code": "b2", "name": "hijack"}}).Error
+		}},
+		{"OnConflict{UpdateAll}.CreateInBatches", func(tx *gorm.DB) error {
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).CreateInBatches(&[]Badge{{ID: 7, Code: "b2", Name: "hijack"}}, 10).Error
+		}},
+	}
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, db.AutoMigrate(&Badge{}))
+		t.Cleanup(func() { db.Migrator().DropTable(&Badge{}) })
+		for _, h := range hijacks {
+			t.Run(h.name, func(t *testing.T) {
+				fcReset(t, db, p)
+				require.NoError(t, admin(db).Where("1 = 1").Delete(&Badge{}).Error)
+				require.NoError(t, admin(db).Create(&Badge{ID: 2, Code: "b2", Name: "david's"}).Error)
+				_, err := p.Acquire(as(db, david), &Badge{ID: 2}, offlinelock.Write)
+				require.NoError(t, err)
+				for _, o := range []offlinelock.Owner{martin, david} {
+					err = fcSafe(t, func() error { return h.write(as(db, o)) })
+					require.Error(t, err, "%s's upsert went through", o.User)
+					if db.Dialector.Name() == "mysql" {
+						require.ErrorIs(t, err, offlinelock.ErrInvalid)
+						assert.Contains(t, err.Error(), "overwrites the row of any unique key")
+					}
+					var all []Badge
+					require.NoError(t, admin(db).Order("id").Find(&all).Error)
+					assert.Equal(t, []Badge{{ID: 2, Code: "b2", Name: "david's"}}, all)
+				}
+			})
+		}
+	})
+}
+
+// TestUpsertsWithoutAnotherUniqueKeyAreAllowed: where the primary key is
+// the only key a row can collide on, the holder's upserts go through on
+// every database, MySQL included.
+func TestUpsertsWithoutAnotherUniqueKeyAreAllowed(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, db.AutoMigrate(&BadgeKeyed{}))
+		t.Cleanup(func() { db.Migrator().DropTable(&BadgeKeyed{}) })
+		require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "one"}).Error)
+		require.NoError(t, admin(db).Create(&BadgeKeyed{ID: 1, Code: "k1", Name: "one"}).Error)
+		for _, v := range []any{&Doc{ID: 1}, &BadgeKeyed{ID: 1}} {
+			_, err := p.Acquire(as(db, martin), v, offlinelock.Write)
+			require.NoError(t, err)
+		}
+		m := as(db, martin)
+		require.NoError(t, m.Save(&[]Doc{{ID: 1, Title: "saved"}, {ID: 2, Title: "new"}}).Error)
+		require.NoError(t, m.Clauses(clause.OnConflict{UpdateAll: true}).Create(&BadgeKeyed{ID: 1, Code: "k1", Name: "upserted"}).Error)
+		require.NoError(t, m.Save(&[]BadgeKeyed{{ID: 1, Code: "k1", Name: "saved"}, {ID: 2, Code: "k2", Name: "new"}}).Error)
+		var docs []Doc
+		require.NoError(t, admin(db).Order("id").Find(&docs).Error)
+		assert.Equal(t, []Doc{{ID: 1, Title: "saved"}, {ID: 2, Title: "new"}}, docs)
+		var badges []BadgeKeyed
+		require.NoError(t, admin(db).Order("id").Find(&badges).Error)
+		assert.Equal(t, []BadgeKeyed{{ID: 1, Code: "k1", Name: "saved"}, {ID: 2, Code: "k2", Name: "new"}}, badges)
+		// Without the lock, the same upsert is refused as any write is.
+		fcReset(t, db, p)
+		err := as(db, david).Save(&[]Doc{{ID: 1, Title: "stolen"}}).Error
+		require.ErrorIs(t, err, offlinelock.ErrNotLocked)
+	})
+}

@@ -64,7 +64,16 @@ func openDB(t *testing.T, name string) *gorm.DB {
 		}
 		t.Skip("set OFFLINELOCK_POSTGRES_DSN to run on PostgreSQL")
 	}
-	db, err := gorm.Open(postgres.Open(dsn), cfg)
+	// A schema of its own: the root package's tests, run at the same time
+	// by go test ./..., create and drop their own "orders" in public.
+	admin, err := gorm.Open(postgres.Open(dsn), cfg)
+	require.NoError(t, err)
+	adminDB, _ := admin.DB()
+	t.Cleanup(func() { adminDB.Close() })
+	schema := "httplock_" + randomHex(6)
+	require.NoError(t, admin.Exec("CREATE SCHEMA "+schema).Error)
+	t.Cleanup(func() { admin.Exec("DROP SCHEMA " + schema + " CASCADE") })
+	db, err := gorm.Open(postgres.Open(dsn+" search_path="+schema), cfg)
 	require.NoError(t, err)
 	sqlDB, _ := db.DB()
 	require.NoError(t, sqlDB.Ping())

@@ -4,6 +4,7 @@
 //
 //	go run ./examples/orders-api                  # on an embedded SQLite file, at 127.0.0.1:8080
 //	go run ./examples/orders-api -dsn 'host=127.0.0.1 user=postgres dbname=test' -addr 127.0.0.1:9090
+//	go run ./examples/orders-api -dsn 'root@tcp(127.0.0.1:3306)/test?parseTime=true'
 //
 // Callers name themselves with "Authorization: Bearer <user>". That is a
 // stand-in for real authentication, for the demonstration only.
@@ -24,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -42,7 +44,7 @@ type Order struct {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	dsn := flag.String("dsn", "", "PostgreSQL DSN of a scratch database; default: an embedded SQLite file")
+	dsn := flag.String("dsn", "", "PostgreSQL or MySQL/MariaDB DSN of a scratch database; default: an embedded SQLite file")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -80,6 +82,22 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	}
 	if err := db.AutoMigrate(&Order{}); err != nil {
 		return err
+	}
+	if db.Dialector.Name() == "mysql" {
+		// MySQL's default collations take "ord_1", "ORD_1" and "ord_1 " as
+		// one order; the plugin refuses such a key. Binary and not padding,
+		// each spelling is its own order, as it is its own lock.
+		var version string
+		if err := db.Raw("SELECT VERSION()").Scan(&version).Error; err != nil {
+			return err
+		}
+		collation := "utf8mb4_0900_bin" // MySQL 8.0
+		if strings.Contains(version, "MariaDB") {
+			collation = "utf8mb4_nopad_bin"
+		}
+		if err := db.Exec("ALTER TABLE orders MODIFY id VARCHAR(191) CHARACTER SET utf8mb4 COLLATE " + collation + " NOT NULL").Error; err != nil {
+			return err
+		}
 	}
 	seed := db.WithContext(offlinelock.Bypass(ctx, "demo data"))
 	if err := seed.Save(&Order{ID: "ord_99182", Status: "open", Seat: "14C"}).Error; err != nil {
@@ -173,7 +191,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 func open(dsn string) (*gorm.DB, func(), error) {
 	cfg := &gorm.Config{Logger: logger.Discard}
 	if dsn != "" {
-		db, err := gorm.Open(postgres.Open(dsn), cfg)
+		db, err := gorm.Open(dialector(dsn), cfg)
 		return db, func() {}, err
 	}
 	dir, err := os.MkdirTemp("", "offlinelock-orders-api")
@@ -182,4 +200,14 @@ func open(dsn string) (*gorm.DB, func(), error) {
 	}
 	db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, "orders.db"))), cfg)
 	return db, func() { os.RemoveAll(dir) }, err
+}
+
+// dialector opens dsn with the driver its form names: a go-sql-driver/mysql
+// DSN (user@tcp(host:3306)/db?parseTime=true) opens MySQL or MariaDB, any
+// other PostgreSQL.
+func dialector(dsn string) gorm.Dialector {
+	if strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix(") || strings.HasPrefix(dsn, "tcp(") {
+		return mysql.Open(dsn)
+	}
+	return postgres.Open(dsn)
 }

@@ -4,9 +4,11 @@
 //
 //	go run ./examples/scenarios                 # on an embedded SQLite file
 //	go run ./examples/scenarios -dsn 'host=127.0.0.1 user=postgres dbname=test'
+//	go run ./examples/scenarios -dsn 'root@tcp(127.0.0.1:3306)/test?parseTime=true'
 //
 // With -dsn it creates (and empties) the tables customers and offline_locks
-// in that PostgreSQL database: point it at a scratch database.
+// in that PostgreSQL, MySQL or MariaDB database: point it at a scratch
+// database.
 package main
 
 import (
@@ -18,8 +20,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -64,7 +68,7 @@ type Policy struct {
 }
 
 func main() {
-	dsn := flag.String("dsn", "", "PostgreSQL DSN of a scratch database; default: an embedded SQLite file")
+	dsn := flag.String("dsn", "", "PostgreSQL or MySQL/MariaDB DSN of a scratch database; default: an embedded SQLite file")
 	flag.Parse()
 	if err := run(os.Stdout, *dsn); err != nil {
 		fmt.Fprintln(os.Stderr, "scenarios:", err)
@@ -105,7 +109,7 @@ func run(w io.Writer, dsn string) error {
 func open(dsn string) (*gorm.DB, func(), error) {
 	cfg := &gorm.Config{Logger: logger.Discard}
 	if dsn != "" {
-		db, err := gorm.Open(postgres.Open(dsn), cfg)
+		db, err := gorm.Open(dialector(dsn), cfg)
 		return db, func() {}, err
 	}
 	dir, err := os.MkdirTemp("", "offlinelock-scenarios")
@@ -332,4 +336,14 @@ func (s *stage) coarseGrained() error {
 	}
 	s.say("martin", "updates address 301 under his one lock on %s %s", h[0].Resource, h[0].ID)
 	return nil
+}
+
+// dialector opens dsn with the driver its form names: a go-sql-driver/mysql
+// DSN (user@tcp(host:3306)/db?parseTime=true) opens MySQL or MariaDB, any
+// other PostgreSQL.
+func dialector(dsn string) gorm.Dialector {
+	if strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix(") || strings.HasPrefix(dsn, "tcp(") {
+		return mysql.Open(dsn)
+	}
+	return postgres.Open(dsn)
 }

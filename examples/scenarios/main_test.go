@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"testing"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -35,6 +37,31 @@ func TestScenarios(t *testing.T) {
 		}
 		t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
 		checkOutput(t, dsn+" search_path="+schema)
+	})
+	t.Run("mysql", func(t *testing.T) {
+		dsn := os.Getenv("OFFLINELOCK_MYSQL_DSN")
+		if dsn == "" {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CI=true needs MySQL or MariaDB: set OFFLINELOCK_MYSQL_DSN")
+			}
+			t.Skip("set OFFLINELOCK_MYSQL_DSN to run on MySQL or MariaDB")
+		}
+		// A database of its own: the root package's tests use the same
+		// table names in the DSN's database at the same time.
+		cfg, err := mysqldriver.ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DBName = fmt.Sprintf("%s_%d", "scenarios", os.Getpid())
+		if err := db.Exec("CREATE DATABASE " + cfg.DBName).Error; err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Exec("DROP DATABASE " + cfg.DBName) })
+		checkOutput(t, cfg.FormatDSN())
 	})
 }
 

@@ -1,0 +1,790 @@
+package offlinelock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	mrand "math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// mysqlStore is the lock table on MySQL 8.0 and MariaDB (InnoDB). It shares
+// the decisions of sqlStore and replaces the SQL InnoDB lacks or runs
+// differently:
+//
+//   - There is no ON CONFLICT, RETURNING or IN (VALUES …): key rows are
+//     taken by INSERT … ON DUPLICATE KEY UPDATE, which locks an existing
+//     primary-key row exclusively (a record lock, no gap), and then read
+//     with a locking read; key lists are row constructors.
+//   - A plain SELECT in a REPEATABLE READ transaction reads the snapshot,
+//     not the latest committed rows, so every read that decides is a
+//     locking read, or runs in a READ COMMITTED transaction of the store's
+//     own, where a plain read is the latest committed row and no gap locks
+//     are taken: two sessions locking different new keys never wait on
+//     each other there.
+//   - Strings compare case-insensitively and ignore trailing spaces in the
+//     default collations: every key column is VARBINARY, which compares
+//     and sorts bytes as sortKeys does.
+//   - Times are DATETIME(6) in UTC, against UTC_TIMESTAMP(6), which the
+//     connection's time_zone does not move; the times the store sends are
+//     UTC text, which the driver's loc does not move either.
+//   - There are no sequences in MySQL 8.0: generations come from an
+//     AUTO_INCREMENT table, whose counter is not transactional (a
+//     rollback never gives a value back) and survives restarts.
+type mysqlStore struct {
+	*sqlStore
+	depth sync.Map // transaction pool → *atomic.Int32: the plugin's savepoints open in it
+	rc    sync.Map // transaction pools the store began READ COMMITTED
+
+	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
+	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
+}
+
+var _ lockStore = (*mysqlStore)(nil)
+
+// mysqlClock is the database clock: UTC whatever the session's time_zone,
+// to the microsecond, fixed for the statement.
+const mysqlClock = "UTC_TIMESTAMP(6)"
+
+// mysqlTime is how the store sends times: UTC text, which the driver passes
+// through whatever its loc says.
+const mysqlTime = "2006-01-02 15:04:05.000000"
+
+// mysqlPK makes InnoDB read by primary key, even where the table is small
+// enough that a scan of another index looks cheaper: a scan would lock, or
+// wait for, rows of other records.
+const mysqlPK = " FORCE INDEX (PRIMARY)"
+
+// orKeys is the condition that (resource, lock_id) is one of list (a
+// keyList), as a disjunction of equalities: InnoDB reads those as primary
+// key ranges in DELETE and UPDATE too, where it may not for a row
+// constructor IN.
+func orKeys(list string) string {
+	n := strings.Count(list, "(")
+	return "(" + strings.TrimSuffix(strings.Repeat("(resource = ? AND lock_id = ?) OR ", n), " OR ") + ")"
+}
+
+// orPKs is orKeys for n whole primary keys (pkArgs).
+func orPKs(n int) string {
+	return "(" + strings.TrimSuffix(strings.Repeat("(resource = ? AND lock_id = ? AND holder = ?) OR ", n), " OR ") + ")"
+}
+
+// mysqlShare is the locking read both MySQL 8.0 and MariaDB accept
+// (MariaDB 10.11 has no FOR SHARE).
+const mysqlShare = " LOCK IN SHARE MODE"
+
+func newMySQLStore(name string) *mysqlStore {
+	q := func(s string) string { return "`" + s + "`" }
+	s := &mysqlStore{sqlStore: &sqlStore{table: q(name), seq: q(name + "_generation"), catalog: q(name + "_tables"),
+		clock: mysqlClock, bind: func(q string) string { return q }, fenceRead: mysqlShare,
+		timeArg: func(t time.Time) any { return t.UTC().Format(mysqlTime) }}}
+	s.nextGens = s.nextGenerations
+	s.keysIn = orKeys
+	s.fromHint = mysqlPK
+	s.deleteFrom = "DELETE " + s.table + " FROM " + s.table + mysqlPK // the multi-table form takes an index hint
+	s.readersRead = func(c conn) string {
+		if _, ok := s.rc.Load(c.db.Statement.ConnPool); ok {
+			return "" // the latest committed rows; the key rows are held
+		}
+		return mysqlShare
+	}
+	s.putConflict = `ON DUPLICATE KEY UPDATE access = VALUES(access), session = VALUES(session),
+	user_name = VALUES(user_name), token = VALUES(token), generation = VALUES(generation),
+	acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at)`
+	s.rememberSQL = `INSERT INTO ` + s.catalog + ` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`
+	s.lockRows = s.lockKeyRows
+	s.freeWrite = s.releaseWriteLock
+	s.freeKey = s.freeKeyRow
+	s.readersIfRead = true
+	s.tx = s.inOwnTx
+	return s
+}
+
+func (s *mysqlStore) rowLocks() bool { return true }
+
+// upsertsOnAnyUnique: GORM renders every upsert as INSERT … ON DUPLICATE
+// KEY UPDATE, which updates the row of whichever unique key the new row
+// collides with; the conflict columns the statement names are not sent.
+func (s *mysqlStore) upsertsOnAnyUnique() bool { return true }
+
+// shareLock: MariaDB has no FOR SHARE, MySQL 8.0 still takes this.
+func (s *mysqlStore) shareLock() string { return mysqlShare }
+
+// The key columns are VARBINARY: byte comparison, no case folding, no
+// trailing-space padding, byte order. Their lengths are PostgreSQL's in
+// characters times four (utf8mb4), and the primary key's 2552 bytes fit
+// InnoDB's 3072-byte limit.
+func (s *mysqlStore) migrate(c conn) error {
+	// CREATE TABLE IF NOT EXISTS is safe for nodes that start together:
+	// InnoDB's metadata lock serialises them, the later ones see the table.
+	for _, stmt := range []string{
+		`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name VARBINARY(512) PRIMARY KEY, spec LONGTEXT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+		`CREATE TABLE IF NOT EXISTS ` + s.table + ` (
+	resource    VARBINARY(512)  NOT NULL,
+	lock_id     VARBINARY(1020) NOT NULL,
+	holder      VARBINARY(1020) NOT NULL,
+	access      VARCHAR(5)      CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+	session     VARBINARY(1020) NOT NULL,
+	user_name   VARCHAR(255)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,
+	token       VARBINARY(64)   NOT NULL,
+	generation  BIGINT          NOT NULL,
+	acquired_at DATETIME(6)     NOT NULL,
+	expires_at  DATETIME(6)     NOT NULL,
+	PRIMARY KEY (resource, lock_id, holder),
+	KEY ` + s.index("session") + ` (session),
+	KEY ` + s.index("expires") + ` (expires_at),
+	KEY ` + s.index("token") + ` (token)) ENGINE=InnoDB`,
+		`CREATE TABLE IF NOT EXISTS ` + s.seq + ` (n BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB`,
+	} {
+		if _, err := c.exec(stmt); err != nil {
+			return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
+		}
+	}
+	var version string
+	if _, err := c.query(`SELECT VERSION()`, nil, func(r *sql.Rows) error { return r.Scan(&version) }); err != nil {
+		return err
+	}
+	s.mariadb.Store(strings.Contains(strings.ToLower(version), "mariadb"))
+	return s.checkTimes(c)
+}
+
+func (s *mysqlStore) index(suffix string) string {
+	return "`" + strings.Trim(s.table, "`") + "_" + suffix + "`"
+}
+
+// checkTimes refuses a connection whose DATETIME values do not come back
+// as the UTC times they are: without parseTime=true they are text, and
+// with a loc other than UTC the driver shifts them, and every expiry would
+// be judged wrong.
+func (s *mysqlStore) checkTimes(c conn) error {
+	var v any
+	var text string
+	_, err := c.query(`SELECT `+mysqlClock+`, DATE_FORMAT(`+mysqlClock+`, '%Y-%m-%d %H:%i:%s.%f')`, nil,
+		func(r *sql.Rows) error { return r.Scan(&v, &text) })
+	if err != nil {
+		return err
+	}
+	at, ok := v.(time.Time)
+	want, perr := time.ParseInLocation(mysqlTime, text, time.UTC)
+	if !ok || perr != nil || !at.Equal(want) {
+		return fmt.Errorf("%w: the MySQL DSN must have parseTime=true and loc=UTC (the default), so that lock expiries read back as they are", ErrInvalid)
+	}
+	return nil
+}
+
+// nextGenerations takes n fresh generations from one AUTO_INCREMENT value
+// g: g*batchSize … g*batchSize+n-1. An AUTO_INCREMENT value is never given
+// twice (not after a rollback, nor after a restart), and a multi-row insert
+// need not get consecutive values (innodb_autoinc_lock_mode=2), so one row
+// stands for a whole batch. The row is deleted at once by its primary key
+// (a record lock on a row nobody else sees).
+func (s *mysqlStore) nextGenerations(c conn, n int) ([]int64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	if n > batchSize {
+		return nil, fmt.Errorf("offlinelock: %d generations asked for at once, at most %d", n, batchSize)
+	}
+	begin := time.Now()
+	q := `INSERT INTO ` + s.seq + ` () VALUES ()`
+	res, err := c.db.Statement.ConnPool.ExecContext(c.ctx, q)
+	var g int64
+	if err == nil {
+		g, err = res.LastInsertId()
+	}
+	c.trace(begin, q, nil, 1, err)
+	if err != nil {
+		return nil, err
+	}
+	if g <= 0 {
+		return nil, errGenerationCounter
+	}
+	if _, err := c.exec(`DELETE FROM `+s.seq+` WHERE n = ?`, g); err != nil {
+		return nil, err
+	}
+	gens := make([]int64, n)
+	for i := range gens {
+		gens[i] = g*batchSize + int64(i)
+	}
+	return gens, nil
+}
+
+// lockKeyRows takes the key rows of keys (sorted) exclusively, creating
+// free ones, and reads them with a locking read: the latest committed rows,
+// whatever the isolation level. The locking read names whole primary keys
+// of rows that exist, so InnoDB takes their records, in key order, and no
+// gap. Missing key rows are created first and committed at once, outside
+// the transaction (createKeyRows): a key row inserted in the transaction
+// and rolled back with it (a refused load) hands the locks of the sessions
+// waiting for it to the gap before the next record, and those gaps
+// deadlock the next inserts there.
+func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
+	missing, err := s.missingKeyRows(c, keys)
+	if err == nil && len(missing) > 0 {
+		err = s.createKeyRows(c, missing)
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	got, now, err := s.selectKeyRows(c, keys)
+	if err != nil || len(got) == len(keys) {
+		return got, now, err
+	}
+	// Deleted since (the sweep) or not created outside: created here, in
+	// the transaction, then taken, as a last resort.
+	missing = missing[:0]
+	for _, k := range keys {
+		if _, ok := got[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	q, args := s.insertFree(missing)
+	if _, err := c.exec(q, args...); err != nil {
+		return nil, time.Time{}, err
+	}
+	more, later, err := s.selectKeyRows(c, missing)
+	maps.Copy(got, more)
+	return got, later, err
+}
+
+// insertFree is the INSERT IGNORE of free key rows for keys.
+func (s *mysqlStore) insertFree(keys []key) (string, []any) {
+	var b strings.Builder
+	args := make([]any, 0, 2*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + mysqlClock + `, ` + mysqlFreeUntil + `)`)
+		args = append(args, k.resource, k.id)
+	}
+	return `INSERT IGNORE INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + b.String(), args
+}
+
+// missingKeyRows are the keys that have no key row, by a plain read: no
+// lock, and in the caller's REPEATABLE READ transaction its snapshot,
+// which is enough to know what to create.
+func (s *mysqlStore) missingKeyRows(c conn, keys []key) ([]key, error) {
+	pks := make([]row, len(keys))
+	for i, k := range keys {
+		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+	}
+	found := make(map[key]bool, len(keys))
+	_, err := c.query(`SELECT resource, lock_id FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks)), pkArgs(pks), func(r *sql.Rows) error {
+		var k key
+		err := r.Scan(&k.resource, &k.id)
+		found[k] = true
+		return err
+	})
+	var missing []key
+	for _, k := range keys {
+		if !found[k] {
+			missing = append(missing, k)
+		}
+	}
+	return missing, err
+}
+
+// mysqlCreateWait bounds the wait for a connection, and on MariaDB for a
+// row lock, of the statement that creates key rows outside the
+// transaction; past it they are created in the transaction.
+const mysqlCreateWait = time.Second
+
+// createKeyRows inserts free key rows for keys on a connection of its own,
+// committed at once. It waits for a row lock only where another session
+// created one of these rows since missingKeyRows and holds it; MariaDB
+// bounds that wait. A failure leaves the creation to lockKeyRows.
+func (s *mysqlStore) createKeyRows(c conn, keys []key) error {
+	pool := c.db.Config.ConnPool
+	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil {
+		return nil
+	}
+	q, args := s.insertFree(keys)
+	if s.mariadb.Load() {
+		q = fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d FOR ", int(mysqlCreateWait/time.Second)) + q
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, mysqlCreateWait)
+	defer cancel()
+	begin := time.Now()
+	res, err := pool.ExecContext(ctx, q, args...)
+	var n int64
+	if err == nil {
+		n, _ = res.RowsAffected()
+	}
+	c.trace(begin, q, args, n, err)
+	if err != nil && c.ctx.Err() != nil {
+		return c.ctx.Err() // the caller gave up, not the pool
+	}
+	return nil
+}
+
+// selectKeyRows reads the existing key rows of keys with a locking read by
+// whole primary keys, in key order.
+func (s *mysqlStore) selectKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
+	pks := make([]row, len(keys))
+	for i, k := range keys {
+		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+	}
+	return queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+
+		mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id FOR UPDATE`, pkArgs(pks))
+}
+
+// Key rows stay when their lock ends, free (empty access), for a day after
+// they were last used: the sweep deletes them then. A record locked again
+// finds its key row and takes it with a record lock; only a record's first
+// lock in a day inserts one, and only an insert can meet another session's
+// new row and lock a gap.
+const (
+	mysqlFreeUntil = "DATE_ADD(" + mysqlClock + ", INTERVAL 1 DAY)"
+	mysqlFree      = "access = '', session = '', user_name = '', token = '', generation = 0, expires_at = " + mysqlFreeUntil
+)
+
+// releaseWriteLock frees session's Write lock on k: first if it is still
+// valid, then if it is not, each an atomic statement (no RETURNING).
+func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, valid bool, err error) {
+	q := `UPDATE ` + s.table + mysqlPK + ` SET ` + mysqlFree + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
+	n, err := c.exec(q+` AND expires_at > `+mysqlClock, k.resource, k.id, session)
+	if err != nil || n > 0 {
+		return n > 0, n > 0, err
+	}
+	n, err = c.exec(q, k.resource, k.id, session)
+	return n > 0, false, err
+}
+
+// freeKeyRow ends every lock on k: its reader rows go, its key row stays
+// free.
+func (s *mysqlStore) freeKeyRow(c conn, k key) (int64, error) {
+	n, err := c.exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.resource, k.id)
+	if err != nil {
+		return n, err
+	}
+	m, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.resource, k.id)
+	return n + m, err
+}
+
+// dropGrant frees the Write lock on k if its token is still token.
+func (s *mysqlStore) dropGrant(c conn, k key, token string) error {
+	_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`,
+		k.resource, k.id, token)
+	return err
+}
+
+// drop ends session's locks on keys: its Write key rows are freed and its
+// reader rows deleted, each by whole primary keys.
+func (s *mysqlStore) drop(c conn, keys []key, session string) error {
+	for _, batch := range chunks(sortKeys(keys)) {
+		keyRows := make([]row, len(batch))
+		readers := make([]row, len(batch))
+		for i, k := range batch {
+			keyRows[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+			readers[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}, holder: session}
+		}
+		_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE `+orPKs(len(keyRows))+` AND session = ?`,
+			append(pkArgs(keyRows), session)...)
+		if err == nil {
+			_, err = c.exec(s.deleting()+` WHERE `+orPKs(len(readers)), pkArgs(readers)...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readCommitted is how the plugin's own transactions begin.
+var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+
+// beginOwn begins a READ COMMITTED transaction and remembers it until
+// done: in it a plain read of reader rows is the latest committed one.
+func (s *mysqlStore) beginOwn(db *gorm.DB) (*gorm.DB, func()) {
+	tx := db.Begin(readCommitted)
+	if tx.Error != nil {
+		return tx, func() {}
+	}
+	pool := tx.Statement.ConnPool
+	s.rc.Store(pool, true)
+	return tx, func() { s.rc.Delete(pool) }
+}
+
+// mysqlRetries bounds the retries of a transaction of the store's own that
+// InnoDB chose as a deadlock victim.
+const mysqlRetries = 20
+
+// inOwnTx runs fn in c's transaction, or in a READ COMMITTED one of its
+// own, retried when InnoDB rolls it back as a deadlock victim. In the
+// caller's transaction a deadlock has rolled the caller's work back too:
+// it is reported, never retried.
+func (s *mysqlStore) inOwnTx(c conn, fn func(conn) error) error {
+	if _, ok := c.db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		return mysqlError(fn(c))
+	}
+	var err error
+	for i := range mysqlRetries {
+		if err = s.ownTx(c, fn); mysqlCode(err) != 1213 {
+			break
+		}
+		// InnoDB found the cycle at once; a short random pause keeps the
+		// same two transactions from meeting again in step.
+		time.Sleep(time.Duration(1+mrand.IntN(1<<min(i, 5))) * time.Millisecond)
+	}
+	return mysqlError(err)
+}
+
+func (s *mysqlStore) ownTx(c conn, fn func(conn) error) (err error) {
+	tx, done := s.beginOwn(c.db.Session(&gorm.Session{NewDB: true, Context: c.ctx}))
+	if tx.Error != nil {
+		return tx.Error
+	}
+	defer done()
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(conn{db: tx, ctx: c.ctx}); err != nil {
+		return err
+	}
+	committed = true
+	return tx.Commit().Error
+}
+
+// errMySQLWait marks an error mysqlError has explained already.
+var errMySQLWait = errors.New("offlinelock: lock-table wait")
+
+// mysqlError reports a deadlock or a lock-wait timeout in words a caller
+// can act on.
+func mysqlError(err error) error {
+	if errors.Is(err, errMySQLWait) {
+		return err
+	}
+	switch mysqlCode(err) {
+	case 1213:
+		return fmt.Errorf("%w: the lock table deadlocked with another transaction, which rolled this transaction back; retry it: %w", errMySQLWait, err)
+	case 1205:
+		return fmt.Errorf("%w: waited innodb_lock_wait_timeout for a lock-table row another transaction holds; retry, and keep transactions that hold locks short: %w", errMySQLWait, err)
+	}
+	return err
+}
+
+// mysqlCode is the MySQL error number of err, or 0.
+func mysqlCode(err error) uint16 {
+	var my *mysql.MySQLError
+	if errors.As(err, &my) {
+		return my.Number
+	}
+	return 0
+}
+
+// grant decides every key through the serialised path: InnoDB has no
+// one-statement conditional upsert that reports which keys it refused.
+func (s *mysqlStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
+	got, newly, err := s.decide(c, keys, o, access, ttl)
+	return got, newly, mysqlError(err)
+}
+
+func (s *mysqlStore) check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {
+	mine, free, err = s.sqlStore.check(c, keys, o, fence)
+	return mine, free, mysqlError(err)
+}
+
+// keysOf reads the distinct records that rows matching cond (with args)
+// touch, in key order: a plain read, for the locking read that follows.
+func (s *mysqlStore) keysOf(c conn, cond string, args ...any) ([]key, error) {
+	return s.keysLimit(c, cond, "", args...)
+}
+
+// keysLimit is keysOf with a LIMIT clause after the ORDER BY.
+func (s *mysqlStore) keysLimit(c conn, cond, limit string, args ...any) ([]key, error) {
+	var keys []key
+	_, err := c.query(`SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args,
+		func(r *sql.Rows) error {
+			var k key
+			err := r.Scan(&k.resource, &k.id)
+			keys = append(keys, k)
+			return err
+		})
+	return keys, err
+}
+
+// lockKeysOf takes the existing key rows of keys exclusively, in key
+// order, as every statement that changes several records' locks does;
+// with skip, those another transaction holds are skipped (and not
+// returned).
+func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
+	var out []key
+	for _, batch := range chunks(sortKeys(keys)) {
+		list, args := keyList(batch)
+		q := `SELECT resource, lock_id FROM ` + s.table + mysqlPK + ` WHERE holder = '' AND ` + s.inKeys(list) + ` ORDER BY resource, lock_id FOR UPDATE`
+		if skip {
+			q += ` SKIP LOCKED`
+		}
+		_, err := c.query(q, args, func(r *sql.Rows) error {
+			var k key
+			err := r.Scan(&k.resource, &k.id)
+			out = append(out, k)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// releaseAll takes the key rows of the session's records, then deletes
+// its rows by whole primary key, chosen from the rows it holds. A
+// condition on session would let InnoDB walk the session index, whose
+// stale entries lead to rows other sessions hold now, out of key order.
+func (s *mysqlStore) releaseAll(c conn, session string) (int64, error) {
+	var n int64
+	err := s.inOwnTx(c, func(c conn) error {
+		rows, err := s.sessionRows(c, session, time.Time{})
+		// By whole primary keys, a batch at a time, as renew does: a DELETE
+		// or UPDATE by exact primary keys reads no record beyond them, where
+		// a range (by session) would lock the next record, another
+		// record's new key row perhaps.
+		for _, batch := range rowChunks(rows) {
+			var keyRows, readers []row
+			for _, r := range batch {
+				if r.holder == "" {
+					keyRows = append(keyRows, r) // its Write key rows: freed, kept
+				} else {
+					readers = append(readers, r)
+				}
+			}
+			for _, part := range []struct {
+				rows []row
+				head string
+			}{
+				{keyRows, `UPDATE ` + s.table + mysqlPK + ` SET ` + mysqlFree},
+				{readers, s.deleting()},
+			} {
+				if err != nil || len(part.rows) == 0 {
+					continue
+				}
+				var m int64
+				m, err = c.exec(part.head+` WHERE `+orPKs(len(part.rows)), pkArgs(part.rows)...)
+				n += m
+			}
+		}
+		return err
+	})
+	return n, err
+}
+
+// sessionRows takes, in key order, the key rows of the records session
+// has rows on (live at after, if after is set), and returns its rows: its
+// Write key rows and its reader rows, read by primary key.
+func (s *mysqlStore) sessionRows(c conn, session string, after time.Time) ([]row, error) {
+	cond, args := `session = ?`, []any{session}
+	if !after.IsZero() {
+		cond, args = cond+` AND expires_at > ?`, append(args, s.timeArg(after))
+	}
+	keys, err := s.keysLimit(c, cond, s.readersRead(c), args...)
+	if err != nil {
+		return nil, err
+	}
+	var out []row
+	for _, batch := range chunks(keys) {
+		list, args := keyList(batch)
+		krs, _, err := queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+mysqlPK+` WHERE holder = '' AND `+s.inKeys(list)+
+			` ORDER BY resource, lock_id FOR UPDATE`, args)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range batch {
+			if kr, ok := krs[k]; ok && kr.Access == Write && kr.Owner.Session == session {
+				out = append(out, kr)
+			}
+		}
+		readers, err := s.readerRows(c, batch, session)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, readers...)
+	}
+	if !after.IsZero() {
+		out = slices.DeleteFunc(out, func(r row) bool { return !r.live(after) })
+	}
+	return out, nil
+}
+
+// readerRows reads session's reader rows on keys by primary key.
+func (s *mysqlStore) readerRows(c conn, keys []key, session string) ([]row, error) {
+	pks := make([]row, len(keys))
+	for i, k := range keys {
+		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}, holder: session}
+	}
+	var out []row
+	_, err := c.query(`SELECT `+lockColumns+` FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id`+s.readersRead(c),
+		pkArgs(pks), func(r *sql.Rows) error {
+			rw, err := scanRow(r)
+			out = append(out, rw)
+			return err
+		})
+	return out, err
+}
+
+func rowChunks(rows []row) [][]row {
+	var out [][]row
+	for len(rows) > batchSize {
+		out, rows = append(out, rows[:batchSize]), rows[batchSize:]
+	}
+	if len(rows) > 0 {
+		out = append(out, rows)
+	}
+	return out
+}
+
+// pkArgs are the arguments of orPKs for rows.
+func pkArgs(rows []row) []any {
+	args := make([]any, 0, 3*len(rows))
+	for _, r := range rows {
+		args = append(args, r.Resource, r.ID, r.holder)
+	}
+	return args
+}
+
+// renew takes the key rows of the session's live records, then pushes its
+// rows and the read-mode key rows of the records it reads, by whole
+// primary key.
+func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
+	var n int64
+	err := s.inOwnTx(c, func(c conn) error {
+		now, err := s.clockAt(c)
+		if err != nil {
+			return err
+		}
+		rows, err := s.sessionRows(c, session, now)
+		until := s.timeArg(now.Add(ttl))
+		for _, batch := range rowChunks(rows) {
+			if err != nil {
+				break
+			}
+			// The read-mode key rows of the records the session reads.
+			pks := slices.Clone(batch)
+			for _, r := range batch {
+				if r.holder != "" {
+					pks = append(pks, row{Lock: Lock{Resource: r.Resource, ID: r.ID}})
+				}
+			}
+			_, err = c.exec(`UPDATE `+s.table+mysqlPK+` SET expires_at = GREATEST(expires_at, ?) WHERE `+orPKs(len(pks)),
+				append([]any{until}, pkArgs(pks)...)...)
+		}
+		n = int64(len(rows))
+		return err
+	})
+	return n, err
+}
+
+// sweep deletes expired rows of records whose key rows no other
+// transaction holds (SKIP LOCKED): those are being taken over or released
+// right now.
+func (s *mysqlStore) sweep(c conn) (int64, bool, error) {
+	var n int64
+	more := false
+	err := s.inOwnTx(c, func(c conn) error {
+		keys, err := s.keysLimit(c, `expires_at <= `+mysqlClock, fmt.Sprintf(` LIMIT %d`, sweepBatch))
+		more = len(keys) >= sweepBatch
+		if err == nil {
+			keys, err = s.lockKeysOf(c, keys, true)
+		}
+		for _, batch := range chunks(keys) {
+			if err != nil {
+				break
+			}
+			list, args := keyList(batch)
+			var m int64
+			m, err = c.exec(s.deleting()+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
+			n += m
+		}
+		return err
+	})
+	return n, more, err
+}
+
+// savepointIn names the plugin's savepoints in a transaction by their
+// depth: offlinelock_1, offlinelock_2 … A statement nested in another (a
+// preload in a load) opens the next one; MySQL would otherwise replace the
+// outer savepoint with the inner one of the same name.
+func (s *mysqlStore) savepointIn(pool gorm.ConnPool) (string, func()) {
+	v, _ := s.depth.LoadOrStore(pool, new(atomic.Int32))
+	d := v.(*atomic.Int32)
+	n := d.Add(1)
+	return savepointName + "_" + strconv.Itoa(int(n)), func() {
+		if d.Add(-1) == 0 {
+			s.depth.CompareAndDelete(pool, d)
+		}
+	}
+}
+
+// checkKeyColumns refuses a lockable model whose text key column compares
+// in a way its key kind does not spell: MySQL's default collations take
+// "ABC", "abc", "äbc" and "abc " as one row, so a lock on one spelling
+// would not cover the others. A column passes if it is binary (VARBINARY,
+// BINARY, BLOB: no collation), or has a binary collation that does not pad
+// (MariaDB's *_nopad_bin, MySQL's utf8mb4_0900_bin), or a binary one that
+// pads with a key the plugin trims (char(n)). A table not created yet
+// passes until it exists: it has no rows to write.
+func (s *mysqlStore) checkKeyColumns(c conn, m *model) error {
+	// A member's records are named by its key to its root, not its own.
+	fields, kinds := m.pk, m.kinds
+	if m.root != nil {
+		fields, kinds = []*schema.Field{m.root.field}, []keyKind{kindOf(m.root.field)}
+	}
+	textual := func(k keyKind) bool { return k == kindText || k == kindFold || k == kindChar }
+	if _, ok := s.keysOK.Load(m.table); ok || !slices.ContainsFunc(kinds, textual) {
+		return nil
+	}
+	coll, err := s.collations(c, m.table)
+	if err != nil || len(coll) == 0 {
+		return err
+	}
+	for i, f := range fields {
+		cn, ok := coll[strings.ToLower(f.DBName)]
+		if !ok || cn == nil || !textual(kinds[i]) {
+			continue
+		}
+		name := strings.ToLower(*cn)
+		binary := strings.HasSuffix(name, "_bin") || name == "binary"
+		noPad := strings.Contains(name, "nopad") || strings.Contains(name, "_0900_")
+		if binary && (noPad || kinds[i] == kindChar) {
+			continue
+		}
+		return fmt.Errorf("%w: key column %s.%s has collation %s, which takes spellings the lock table keeps apart (letter case, accents, trailing spaces) as one row; "+
+			"declare it with a binary collation that does not pad, e.g. gorm:\"type:varchar(64) COLLATE utf8mb4_nopad_bin\" (MariaDB) or utf8mb4_0900_bin (MySQL 8.0), or as VARBINARY",
+			ErrInvalid, m.table, f.DBName, *cn)
+	}
+	s.keysOK.Store(m.table, true)
+	return nil
+}
+
+// collations are the collations of table's columns by lower-cased name,
+// nil for a column without one (binary and numeric types).
+func (s *mysqlStore) collations(c conn, table string) (map[string]*string, error) {
+	coll := map[string]*string{}
+	_, err := c.query(`SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
+		[]any{table}, func(r *sql.Rows) error {
+			var name string
+			var cn sql.NullString
+			err := r.Scan(&name, &cn)
+			coll[strings.ToLower(name)] = nil
+			if cn.Valid {
+				coll[strings.ToLower(name)] = &cn.String
+			}
+			return err
+		})
+	return coll, err
+}
