@@ -6,6 +6,10 @@ package offlinelock_test
 //   BenchmarkHeldFirst (b): a First by the session holding the record's
 //     lock, with the session holding 1, 1,000 and 10,000 locks in all,
 //     against a plain GORM First. Target: x-plain <= 1.2 at every count.
+//   BenchmarkHeldFirstStatement (b, its SQL alone): the held First's one
+//     statement (the SELECT with its EXISTS on the lock row) sent raw
+//     through database/sql, against the plain SELECT sent raw: what the
+//     database pays for the check. PostgreSQL only.
 //   BenchmarkVerifiedSave (c): a Save checked against the session's Write
 //     lock and fenced before commit, against a plain GORM Save. Target:
 //     x-plain <= 1.1.
@@ -73,5 +77,33 @@ func BenchmarkVerifiedSave(b *testing.B) {
 		}
 		interleave(b, "x-plain", ours, theirs)
 		reportAllocs(b, ours, theirs, nil)
+	})
+}
+
+func BenchmarkHeldFirstStatement(b *testing.B) {
+	db, plain, p := benchDBs(b, database{"postgres", openPostgres})
+	seedAccounts(b, db, 1)
+	table := lockTableName(b, db, p)
+	if err := as(db, martin).First(&Account{}, 1).Error; err != nil { // Martin holds account 1
+		b.Fatal(err)
+	}
+	sqlDB, err := plain.DB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	held := `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 AND (EXISTS (SELECT 1 FROM ` + table +
+		` WHERE resource = $2 AND lock_id = $3 AND session IS NOT DISTINCT FROM $4 AND holder = '' AND access = 'write'` +
+		` AND expires_at > clock_timestamp() + $5 * interval '1 microsecond')) ORDER BY "accounts"."id" LIMIT 1`
+	bare := `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT 1`
+	interleave(b, "x-plain", func(int) {
+		var a Account
+		if err := sqlDB.QueryRow(held, 1, "accounts", "1", martin.Session, int64(15*time.Minute/time.Microsecond)).Scan(&a.ID, &a.Name, &a.Credit); err != nil {
+			b.Fatal(err)
+		}
+	}, func(int) {
+		var a Account
+		if err := sqlDB.QueryRow(bare, 1).Scan(&a.ID, &a.Name, &a.Credit); err != nil {
+			b.Fatal(err)
+		}
 	})
 }
