@@ -175,8 +175,45 @@ func TestPostgresRestart(t *testing.T) {
 	if os.Getenv(restartEnv) == "" {
 		t.Skip("opt-in: set " + restartEnv + "=1 (it restarts the local PostgreSQL)")
 	}
+	restartUnderLoad(t, databases()[1], "PostgreSQL", func() ([]byte, error) {
+		versions, _ := os.ReadDir("/etc/postgresql")
+		require.NotEmpty(t, versions)
+		return exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", "restart").CombinedOutput()
+	})
+}
+
+// TestMySQLRestart is TestPostgresRestart on MariaDB (opt-in with
+// OFFLINELOCK_RESTART_MYSQL=1): the server is shut down and started again
+// as .ci/run starts it.
+func TestMySQLRestart(t *testing.T) {
+	if os.Getenv(restartMySQLEnv) == "" {
+		t.Skip("opt-in: set " + restartMySQLEnv + "=1 (it restarts the local MariaDB)")
+	}
+	restartUnderLoad(t, databases()[2], "MariaDB", func() ([]byte, error) {
+		out, err := exec.Command("mysqladmin", "-h127.0.0.1", "-uroot", "shutdown").CombinedOutput()
+		if err != nil {
+			return out, err
+		}
+		more, err := exec.Command("start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd",
+			"--", "--user=mysql", "--bind-address=127.0.0.1").CombinedOutput()
+		out = append(out, more...)
+		for i := 0; err == nil && i < 300; i++ { // until it answers, at most 30 s
+			if exec.Command("mysqladmin", "-h127.0.0.1", "-uroot", "ping").Run() == nil {
+				return out, nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return out, errors.Join(err, errors.New("MariaDB did not come back"))
+	})
+}
+
+const restartMySQLEnv = "OFFLINELOCK_RESTART_MYSQL"
+
+// restartUnderLoad runs eight sessions acquiring and releasing while
+// restart restarts the server of d, then checks that calls failed within
+// their bound, the workload resumed, and no lock was lost or doubled.
+func restartUnderLoad(t *testing.T, d database, server string, restart func() ([]byte, error)) {
 	const callBound = 5 * time.Second
-	d := databases()[1]
 	db, p := setupModels(t, d, offlinelock.Config{TTL: time.Hour})
 	sqlDB, _ := db.DB()
 	sqlDB.SetConnMaxLifetime(time.Second)
@@ -227,10 +264,7 @@ func TestPostgresRestart(t *testing.T) {
 		}()
 	}
 	time.Sleep(time.Second) // let the workload run before the fault
-	versions, _ := os.ReadDir("/etc/postgresql")
-	require.NotEmpty(t, versions)
-	restart := exec.Command("pg_ctlcluster", "--skip-systemctl-redirect", versions[0].Name(), "main", "restart")
-	outp, err := restart.CombinedOutput()
+	outp, err := restart()
 	require.NoError(t, err, string(outp))
 	restarted.Store(true)
 	deadline := time.Now().Add(30 * time.Second)
@@ -256,8 +290,8 @@ func TestPostgresRestart(t *testing.T) {
 	for k, s := range holds {
 		assert.Equal(t, 1, byKey[fmt.Sprint(k)], "%s believes it holds docs %d", s, k)
 	}
-	t.Logf("RELIABILITY fault: PostgreSQL restarted under 8 sessions: %d grants, %d calls failed during the outage (each within %v), %d grants after the restart, no lock lost or doubled",
-		ok.Load(), failed.Load(), callBound, afterRestart.Load())
+	t.Logf("RELIABILITY fault: %s restarted under 8 sessions: %d grants, %d calls failed during the outage (each within %v), %d grants after the restart, no lock lost or doubled",
+		server, ok.Load(), failed.Load(), callBound, afterRestart.Load())
 }
 
 func keyUint(s string) uint {
