@@ -278,10 +278,10 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 
 // Sweep deletes expired lock rows in batches (at most 1000 rows per
 // statement, 100 on SQLite), so it never holds many row locks at once, and
-// returns how many it deleted. Between batches it rests as long as the last
-// batch took, so that it never takes more than half of the database's time
-// and locks taken meanwhile keep their latency (BenchmarkSweep); cancel
-// db's context to stop it. Expired locks are already free without it; it
+// returns how many it deleted. Between batches it rests twice as long as
+// the last batch took, so that it never takes more than a third of the
+// database's time and locks taken meanwhile keep their latency
+// (BenchmarkSweep); cancel db's context to stop it. Expired locks are already free without it; it
 // keeps the table small.
 func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 	t, err := p.storeFor(db)
@@ -300,7 +300,7 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 		if err != nil || !more {
 			return total, err
 		}
-		rest := time.NewTimer(time.Since(began))
+		rest := time.NewTimer(2 * time.Since(began))
 		select {
 		case <-c.ctx.Done():
 			rest.Stop()
