@@ -146,8 +146,11 @@ func BenchmarkGORMFirst(b *testing.B) {
 			b.Fatal(err)
 		}
 		q := `SELECT * FROM "accounts" WHERE "accounts"."id" = $1 ORDER BY "accounts"."id" LIMIT 1`
-		if d.name == "sqlite" {
+		switch d.name {
+		case "sqlite":
 			q = `SELECT * FROM "accounts" WHERE "accounts"."id" = ? ORDER BY "accounts"."id" LIMIT 1`
+		case "mysql":
+			q = "SELECT * FROM `accounts` WHERE `accounts`.`id` = ? ORDER BY `accounts`.`id` LIMIT 1"
 		}
 		interleave(b, "x-raw", func(i int) {
 			if err := plain.First(&Account{}, i%64+1).Error; err != nil {
