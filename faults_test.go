@@ -194,6 +194,14 @@ func TestMySQLRestart(t *testing.T) {
 		if err != nil {
 			return out, err
 		}
+		// The server acknowledges the shutdown before its process ends, and
+		// start-stop-daemon --oknodo starts nothing while it still runs.
+		running := func() bool {
+			return exec.Command("start-stop-daemon", "--status", "--exec", "/usr/sbin/mariadbd").Run() == nil
+		}
+		for i := 0; i < 300 && running(); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
 		more, err := exec.Command("start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd",
 			"--", "--user=mysql", "--bind-address=127.0.0.1").CombinedOutput()
 		out = append(out, more...)
