@@ -52,43 +52,22 @@ func openSQLite(t testing.TB) *gorm.DB {
 	return db
 }
 
-func openPostgres(t testing.TB) *gorm.DB {
-	t.Helper()
-	dsn := os.Getenv(postgresEnv)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true needs PostgreSQL: set %s", postgresEnv)
-		}
-		t.Skipf("PostgreSQL tests need %s", postgresEnv)
-	}
-	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
-	if err == nil {
-		var sqlDB interface{ Ping() error }
-		sqlDB, err = db.DB()
-		if err == nil {
-			err = sqlDB.Ping()
-		}
-	}
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s: %v", postgresEnv, err)
-	}
-	sqlDB, _ := db.DB()
-	sqlDB.SetMaxOpenConns(80)
-	sqlDB.SetMaxIdleConns(80)
-	t.Cleanup(func() { sqlDB.Close() })
-	return db
-}
+func openPostgres(t testing.TB) *gorm.DB { return openServer(t, "postgres", "PostgreSQL", postgresEnv) }
 
-func openMySQL(t testing.TB) *gorm.DB {
+func openMySQL(t testing.TB) *gorm.DB { return openServer(t, "mysql", "MySQL or MariaDB", mysqlEnv) }
+
+// openServer opens the server database name from the DSN in env: skipped
+// without it, failed under CI=true, failed when the server does not answer.
+func openServer(t testing.TB, name, server, env string) *gorm.DB {
 	t.Helper()
-	dsn := os.Getenv(mysqlEnv)
+	dsn := os.Getenv(env)
 	if dsn == "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true needs MySQL or MariaDB: set %s", mysqlEnv)
+			t.Fatalf("CI=true needs %s: set %s", server, env)
 		}
-		t.Skipf("MySQL tests need %s", mysqlEnv)
+		t.Skipf("%s tests need %s", server, env)
 	}
-	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(dialectorOf(name, dsn), &gorm.Config{Logger: logger.Discard})
 	if err == nil {
 		var sqlDB interface{ Ping() error }
 		sqlDB, err = db.DB()
@@ -97,7 +76,7 @@ func openMySQL(t testing.TB) *gorm.DB {
 		}
 	}
 	if err != nil {
-		t.Fatalf("MySQL at %s: %v", mysqlEnv, err)
+		t.Fatalf("%s at %s: %v", server, env, err)
 	}
 	sqlDB, _ := db.DB()
 	sqlDB.SetMaxOpenConns(80)
