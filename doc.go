@@ -42,7 +42,8 @@
 //     lost mid-save fails the save. The holder's own save of one record,
 //     whose lock this node granted, is checked by the fence alone, and when
 //     nothing but GORM's own callbacks runs between the write and its
-//     commit (no After hook, no other plugin's callback), that fence rides
+//     commit (no After hook, no other plugin's callback) and the caller
+//     gave the write no WHERE of its own, that fence rides
 //     in the write's WHERE (fold.go): one statement, the key row locked
 //     from the write to the commit.
 //   - Cost must not grow with the lock table or with a session's locks:

@@ -30,17 +30,30 @@ import (
 
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE when the store can and nothing but GORM's
-// own work runs between the write and its commit.
+// own work runs between the write and its commit, and the caller gave it
+// no WHERE of its own.
 func (p *Plugin) foldFence(db *gorm.DB, st *state, op string, k key) {
 	fs, ok := st.t.(foldStore)
-	if !ok || (op != opUpdate && op != opDelete) || !onlyGORMBetween(db, op) {
+	if !ok || (op != opUpdate && op != opDelete) || callerWhere(db.Statement) || !onlyGORMBetween(db, op) {
 		return
-	}
-	if where, ok := db.Statement.Clauses["WHERE"]; ok {
-		st.where = &where
 	}
 	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{fs.fenceCondition(k, st.owner.Session)}})
 	st.folded = true
+}
+
+// callerWhere says whether the caller gave the write a WHERE of its own
+// (Where, Or, Not, Clauses): its terms and ours share one WHERE with no
+// parentheses around each, so an Or, or a term that closes GORM's
+// parenthesis, could match the row without the fence. The fence is folded
+// only beside the conditions GORM itself adds (the primary key, soft
+// delete) after this callback.
+func callerWhere(stmt *gorm.Statement) bool {
+	c, ok := stmt.Clauses["WHERE"]
+	if !ok {
+		return false
+	}
+	where, ok := c.Expression.(clause.Where)
+	return !ok || len(where.Exprs) > 0
 }
 
 // onlyGORMBetween says whether nothing but GORM's and the plugin's own

@@ -8,6 +8,7 @@ package offlinelock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -155,4 +156,47 @@ func TestFoldedFenceRowLocksTheLockUntilCommit(t *testing.T) {
 		return nil
 	}))
 	require.NoError(t, probe(), "after the commit the key row is free again")
+}
+
+// TestFoldedFenceIsNotSplicedAway: the holder's lock was lost on another
+// node (so this node's hint still says it holds it), and the write carries
+// an Or, or a term that closes GORM's parenthesis: it must still fail and
+// change nothing, whatever the folded condition's place in the WHERE.
+func TestFoldedFenceIsNotSplicedAway(t *testing.T) {
+	writes := []struct {
+		name  string
+		write func(tx *gorm.DB) error
+	}{
+		{"Model.Or.Update", func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Or("title = ?", "t").Update("title", "x").Error }},
+		{"Model.Where.Or.Update", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Where("id = ?", 1).Or("id = ?", 1).Update("title", "x").Error
+		}},
+		{"Or.Save", func(tx *gorm.DB) error { return tx.Or("id = ?", 1).Save(&Doc{ID: 1, Title: "x"}).Error }},
+		{"Where(breakout).Updates", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Where("1=1) OR (1=1").Updates(map[string]any{"title": "x"}).Error
+		}},
+		{"Where.Or.Delete", func(tx *gorm.DB) error { return tx.Where("title = ?", "zz").Or("id = ?", 1).Delete(&Doc{ID: 1}).Error }},
+	}
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			cfg := offlinelock.Config{Table: "ol_" + randomHex(6), Authorize: func(context.Context, string, offlinelock.Lock) error { return nil }}
+			db, p := setupModels(t, d, cfg)
+			other, q := setup(t, d, cfg) // another node on the same lock table
+			require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+			for _, w := range writes {
+				_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+				require.NoError(t, err)
+				require.NoError(t, q.ForceRelease(as(other, offlinelock.Owner{Session: "A1", User: "admin"}), "docs", "1"))
+				_, err = q.Acquire(as(other, david), &Doc{ID: 1}, offlinelock.Write)
+				require.NoError(t, err)
+
+				err = w.write(as(db, martin))
+				assert.True(t, errors.Is(err, offlinelock.ErrLocked) || errors.Is(err, offlinelock.ErrNotLocked), "%s: %v", w.name, err)
+				var got Doc
+				require.NoError(t, admin(db).First(&got, 1).Error)
+				assert.Equal(t, "t", got.Title, "%s changed the row", w.name)
+				require.NoError(t, q.Release(as(other, david), &Doc{ID: 1}))
+			}
+		})
+	}
 }
