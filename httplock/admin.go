@@ -8,8 +8,8 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// AdminHandler serves the admin endpoints. Mount it behind the
-// application's own authorisation; force releases are also asked of the
+// AdminHandler serves the admin endpoints to the requests Config.Admin
+// accepts (403 to the others); force releases are also asked of the
 // plugin's Config.Authorize, with the admin as the context's owner.
 //
 //	GET  /admin/locks?resource=orders&user=…&session=…&expired=true  the locks (never their tokens)
@@ -20,11 +20,10 @@ func (s *Server) AdminHandler() http.Handler {
 	return mux
 }
 
-// RegisterAdmin adds the admin endpoints to mux; wrap mux (or mount
-// AdminHandler) behind the application's authorisation.
+// RegisterAdmin adds the admin endpoints to mux, each behind Config.Admin.
 func (s *Server) RegisterAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("GET /admin/locks", s.adminList)
-	mux.HandleFunc("POST /admin/locks/{resource}/{id}/release", s.adminRelease)
+	mux.HandleFunc("GET /admin/locks", s.adminOnly(s.adminList))
+	mux.HandleFunc("POST /admin/locks/{resource}/{id}/release", s.adminOnly(s.adminRelease))
 }
 
 func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {

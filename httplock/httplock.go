@@ -59,6 +59,11 @@ type Config struct {
 	// session cookie…). An error means nobody: 401 for the lock endpoints.
 	// A lock belongs to its principal: its token works for nobody else.
 	Principal func(*http.Request) (string, error)
+	// Admin decides who may use the admin endpoints (and the lock
+	// console): nil error allows, anything else is a 403. With Admin nil
+	// every admin request is a 403. Force releases are also asked of the
+	// plugin's Config.Authorize.
+	Admin func(*http.Request) error
 	// DefaultTTL is the lease when a request names no ttlSeconds (default
 	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
 	// ttlSeconds outside 1..MaxTTL is a 400.

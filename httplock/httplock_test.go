@@ -113,7 +113,7 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			})
 			require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_99182", Status: "new"}).Error)
 
-			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
 			require.NoError(t, err)
 			mux := http.NewServeMux()
@@ -322,7 +322,7 @@ func TestWriteErrorNeverLeaksInternalText(t *testing.T) {
 	db := openDB(t, "sqlite")
 	locks := offlinelock.New(offlinelock.Config{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, db.Use(locks))
-	srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Logger: slog.New(slog.DiscardHandler),
+	srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, Logger: slog.New(slog.DiscardHandler),
 		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
 	require.NoError(t, err)
 	until := time.Date(2026, 8, 3, 14, 35, 0, 0, time.UTC)
@@ -397,4 +397,11 @@ func TestHostileInputIsBoundNotExecuted(t *testing.T) {
 
 func url(s string) string {
 	return strings.NewReplacer("%", "%25", "'", "%27", " ", "%20", ";", "%3B", "/", "%2F", "#", "%23", "?", "%3F").Replace(s)
+}
+
+func onlyAdmin(r *http.Request) error {
+	if user, _ := principal(r); user != "admin" {
+		return errors.New("not an admin")
+	}
+	return nil
 }

@@ -103,14 +103,14 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	if err := seed.Save(&Order{ID: "ord_99182", Status: "open", Seat: "14C"}).Error; err != nil {
 		return err
 	}
-	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Logger: log,
+	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Admin: onlyAdmin, Logger: log,
 		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	api.Register(mux)
-	mux.Handle("/admin/", onlyAdmin(api.AdminHandler()))
+	mux.Handle("/admin/", api.AdminHandler())
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var o Order
 		if err := db.WithContext(r.Context()).First(&o, "id = ?", r.PathValue("id")).Error; err != nil {
@@ -171,16 +171,12 @@ func bearer(r *http.Request) (string, error) {
 	return user, nil
 }
 
-func onlyAdmin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if user, _ := bearer(r); user != "admin" {
-			w.Header().Set("Content-Type", "application/problem+json")
-			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprint(w, `{"type":"about:blank","title":"Forbidden","status":403,"detail":"admins only"}`)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// onlyAdmin is the demo's admin check: the bearer user "admin".
+func onlyAdmin(r *http.Request) error {
+	if user, _ := bearer(r); user != "admin" {
+		return errors.New("not an admin")
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
