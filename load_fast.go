@@ -67,7 +67,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	}
 	ls, grants := st.t.(loadStore)
 	switch {
-	case p.hints.fresh(st.owner.Session, k, ttl/2):
+	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
 		st.fast = fastHeld
 		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.heldCondition(k, st.owner.Session, st.m.loadAccess(), ttl/2)}})
 	case grants && st.m.loadAccess() == Write:
@@ -91,6 +91,17 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		stmt.Vars = append(stmt.Vars, vars...)
 	}
 	return true
+}
+
+// staleInTx reports that a plain read of the lock table in stmt's
+// connection could see an old snapshot (snapshotStore in a transaction).
+func staleInTx(t lockStore, stmt *gorm.Statement) bool {
+	ss, ok := t.(snapshotStore)
+	if !ok || !ss.snapshotReads() {
+		return false
+	}
+	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
+	return inTx
 }
 
 // fastDone finishes a fast path after gorm:query: a row came back, so the

@@ -93,6 +93,14 @@ type heldStore interface {
 	heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression
 }
 
+// snapshotStore is implemented by stores whose plain reads inside a
+// transaction see the transaction's snapshot rather than the latest
+// committed rows (InnoDB under REPEATABLE READ): a heldCondition there is
+// used only outside transactions, where every statement reads afresh.
+type snapshotStore interface {
+	snapshotReads() bool
+}
+
 // loadStore is implemented by stores that lock and read in the read's own
 // statement (PostgreSQL): the commonest loads, by key and by WHERE, cost one
 // round trip. The other stores take the general path.
