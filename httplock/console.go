@@ -140,6 +140,9 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 		slog.String("resource", c.s.apiName(table)), slog.String("id", id), slog.String("reason", reason),
 		slog.Bool("done", err == nil), slog.String("via", "console"))
 	status, res := c.outcome(r, err, c.s.name(table, id))
+	if err == nil {
+		res.Message += " (reason: " + reason + ")"
+	}
 	c.render(w, r, status, f, res)
 }
 

@@ -247,7 +247,7 @@ func TestConsoleReleasesWithAReason(t *testing.T) {
 		p := e.post("admin", form, map[string]string{"Origin": e.base, "Sec-Fetch-Site": "same-origin"})
 		require.Equal(t, http.StatusOK, p.status, p.body)
 		assert.Contains(t, p.body, `class="result ok"`)
-		assert.Contains(t, p.body, "released order &#39;ord_1&#39;")
+		assert.Contains(t, p.body, `>released order &#39;ord_1&#39; (reason: client crashed)</p>`)
 		assert.Equal(t, []string{}, p.rows(), "the page shows the filter again, now empty")
 		assert.Equal(t, []string{"orders/ord_2 usr_2"}, e.held(), "the database agrees")
 		assert.Contains(t, e.logs.String(), `msg="httplock: force release" admin=admin resource=orders id=ord_1 reason="client crashed" done=true via=console`)
