@@ -38,8 +38,15 @@ type consoleEnv struct {
 	logs  *bytes.Buffer
 }
 
-// eachConsoleDB runs fn on SQLite, PostgreSQL and MySQL/MariaDB.
+// eachConsoleDB runs fn on SQLite, PostgreSQL and MySQL/MariaDB, with
+// "admin" the only admin.
 func eachConsoleDB(t *testing.T, fn func(t *testing.T, e *consoleEnv)) {
+	eachConsoleDBWith(t, onlyAdmin, fn)
+}
+
+// eachConsoleDBWith is eachConsoleDB with admin as Config.Admin. The
+// plugin's Authorize allows "admin" only.
+func eachConsoleDBWith(t *testing.T, admin func(*http.Request) error, fn func(t *testing.T, e *consoleEnv)) {
 	for _, name := range []string{"sqlite", "postgres", "mysql"} {
 		t.Run(name, func(t *testing.T) {
 			var db *gorm.DB
@@ -62,7 +69,7 @@ func eachConsoleDB(t *testing.T, fn func(t *testing.T, e *consoleEnv)) {
 			if name == "mysql" { // binary and not padding, as the plugin requires of a text key
 				require.NoError(t, db.Exec("ALTER TABLE orders MODIFY id VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL").Error)
 			}
-			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, Logger: log,
+			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: admin, Logger: log,
 				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
 			require.NoError(t, err)
 			mux := http.NewServeMux()
@@ -324,11 +331,42 @@ func TestConsoleHeadersAndEscaping(t *testing.T) {
 		assert.NotContains(t, p.body, "<script")
 		assert.Equal(t, "no-store", p.header.Get("Cache-Control"))
 		assert.Equal(t, "DENY", p.header.Get("X-Frame-Options"))
-		assert.Equal(t, "no-store", e.get("usr_1", "").header.Get("Cache-Control"), "a refusal too")
+		refused := e.get("usr_1", "")
+		assert.Equal(t, "no-store", refused.header.Get("Cache-Control"), "a refusal too")
+		assert.Equal(t, "default-src 'none'; frame-ancestors 'none'", refused.header.Get("Content-Security-Policy"))
+		assert.Equal(t, "DENY", refused.header.Get("X-Frame-Options"))
 
 		// The hostile id round-trips through the form: released.
 		form := releaseForm(p.csrf(t), evil, "hostile id")
 		require.Equal(t, http.StatusOK, e.post("admin", form, nil).status)
 		assert.Equal(t, []string{}, e.held())
+	})
+}
+
+// TestConsoleFormsArePerAdmin: a form rendered for one admin does not work
+// for another, and an admin whom the plugin's Authorize refuses sees the
+// refusal and releases nothing.
+func TestConsoleFormsArePerAdmin(t *testing.T) {
+	admins := func(r *http.Request) error {
+		if user, _ := principal(r); user != "admin" && user != "auditor" {
+			return errors.New("not an admin")
+		}
+		return nil
+	}
+	eachConsoleDBWith(t, admins, func(t *testing.T, e *consoleEnv) {
+		e.take("usr_1", "ord_1")
+		auditors := e.get("auditor", "")
+		require.Equal(t, http.StatusOK, auditors.status)
+		assert.Equal(t, []string{"orders/ord_1 usr_1"}, auditors.rows())
+
+		p := e.post("admin", releaseForm(auditors.csrf(t), "ord_1", "borrowed form"), nil)
+		assert.Equal(t, http.StatusForbidden, p.status, "another admin's form")
+		p = e.post("auditor", releaseForm(auditors.csrf(t), "ord_1", "auditing"), nil)
+		assert.Equal(t, http.StatusForbidden, p.status, "Authorize allows admin only")
+		assert.Contains(t, p.body, "you may not release order &#39;ord_1&#39;")
+		assert.Equal(t, []string{"orders/ord_1 usr_1"}, p.rows(), "the page still lists it")
+		assert.Equal(t, []string{"orders/ord_1 usr_1"}, e.held(), "nothing was released")
+		assert.Contains(t, e.logs.String(), `msg="offlinelock: admin action refused" action=force_release`)
+		assert.Contains(t, e.logs.String(), `admin=auditor resource=orders id=ord_1 reason=auditing done=false via=console`)
 	})
 }
