@@ -174,6 +174,16 @@ func consoleInBrowser(t *testing.T, browser, dsn string, open func() *gorm.DB) {
 		t.Fatalf("filtered (%d, %s): %q, want %q", resp.Status, loc, got, want)
 	}
 
+	// The page's one stylesheet applies under its CSP (its nonce matches),
+	// and the browser will not send a release without a reason.
+	bg, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("th")).backgroundColor`))
+	must(err)
+	valid, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.querySelector('tr.lock[data-id="ord_99182"] form').checkValidity()`))
+	must(err)
+	if bg != "rgb(246, 248, 250)" || valid {
+		t.Fatalf("styled %q, a form without a reason valid: %v", bg, valid)
+	}
+
 	// Release ord_99182 with a reason: the POST form, CSRF token and all.
 	row := `tr.lock[data-id="ord_99182"] `
 	resp, err = chromedp.RunResponse(bctx, chromedp.SendKeys(chromedp.CSS(row+`input[name="reason"]`), "client crashed during checkout"),
