@@ -111,6 +111,7 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	mux := http.NewServeMux()
 	api.Register(mux)
 	mux.Handle("/admin/", api.AdminHandler())
+	api.RegisterConsole(mux) // the lock console: GET /admin/console, POST /admin/console/release
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var o Order
 		if err := db.WithContext(r.Context()).First(&o, "id = ?", r.PathValue("id")).Error; err != nil {

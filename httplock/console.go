@@ -1,0 +1,264 @@
+package httplock
+
+import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+//go:embed console.html
+var consoleFiles embed.FS
+
+const (
+	// consoleMax is how many locks one page shows; more are reported as
+	// cut off, with a hint to filter.
+	consoleMax = 1000
+	// csrfTTL is how long a rendered release form stays usable.
+	csrfTTL = 12 * time.Hour
+)
+
+// console serves the lock console of one Server. Its key signs the forms it
+// renders; each ConsoleHandler or RegisterConsole gets its own, so nothing
+// lives in package state.
+type console struct {
+	s       *Server
+	key     []byte
+	page    *template.Template
+	origins *http.CrossOriginProtection
+}
+
+// ConsoleHandler serves the lock console, an HTML page for admins, to the
+// requests Config.Admin accepts (403 to the others):
+//
+//	GET  /admin/console?resource=orders&user=…  the live locks, oldest first, each with a release form
+//	POST /admin/console/release                 force-release one record (a reason is required), logged like the admin endpoint
+//
+// It needs no JavaScript, loads nothing from elsewhere, and never shows a
+// lock's token. Mount it with mux.Handle("/admin/console", h) and
+// mux.Handle("/admin/console/", h), or use RegisterConsole.
+func (s *Server) ConsoleHandler() http.Handler {
+	mux := http.NewServeMux()
+	s.RegisterConsole(mux)
+	return mux
+}
+
+// RegisterConsole adds the lock console's two routes (see ConsoleHandler)
+// to mux, each behind Config.Admin. Releases are refused unless they come
+// from a form the console rendered for the same admin within 12 hours and,
+// for browsers that say so, from the console's own origin.
+func (s *Server) RegisterConsole(mux *http.ServeMux) {
+	key := make([]byte, 32)
+	rand.Read(key) // never fails (crypto/rand, Go 1.24+)
+	c := &console{s: s, key: key, origins: http.NewCrossOriginProtection(),
+		page: template.Must(template.ParseFS(consoleFiles, "console.html"))}
+	c.origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.WriteError(w, r, forbidden("cross-origin request refused: release from the console's own page"))
+	}))
+	mux.Handle("GET /admin/console", secureHeaders(s.adminOnly(c.list)))
+	mux.Handle("POST /admin/console/release", secureHeaders(c.origins.Handler(s.adminOnly(c.release))))
+}
+
+// secureHeaders makes every console response, refusals included, unframable,
+// uncached and free of scripts: the page is an admin's view of who holds
+// what.
+func secureHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'") // the page sets its own
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// consoleFilter is the console's filter, from the query of GET or the
+// fields of a release form (which carry it back).
+type consoleFilter struct {
+	Resource, User string
+}
+
+// list is GET /admin/console.
+func (c *console) list(w http.ResponseWriter, r *http.Request) {
+	f := consoleFilter{Resource: r.URL.Query().Get("resource"), User: r.URL.Query().Get("user")}
+	c.render(w, r, http.StatusOK, f, nil)
+}
+
+// consoleResult is the outcome of a release, shown above the list.
+type consoleResult struct {
+	OK      bool
+	Message string
+}
+
+// release is POST /admin/console/release: fields key_resource and key_id
+// (the lock table's key of the record, as the list shows it), reason, csrf,
+// and the filter to show again (resource, user).
+func (c *console) release(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		c.s.WriteError(w, r, badRequest("the form could not be read"))
+		return
+	}
+	admin, err := c.s.cfg.Principal(r)
+	if err != nil || admin == "" {
+		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return
+	}
+	if !c.validCSRF(r.PostForm.Get("csrf"), admin, time.Now()) {
+		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
+		return
+	}
+	f := consoleFilter{Resource: r.PostForm.Get("resource"), User: r.PostForm.Get("user")}
+	table, id := r.PostForm.Get("key_resource"), r.PostForm.Get("key_id")
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	if table == "" || id == "" {
+		c.render(w, r, http.StatusBadRequest, f, &consoleResult{Message: "the form names no lock"})
+		return
+	}
+	if reason == "" || len(reason) > 1000 || !utf8.ValidString(reason) || strings.ContainsRune(reason, 0) {
+		c.render(w, r, http.StatusBadRequest, f, &consoleResult{Message: "a force release needs a reason (at most 1000 bytes): nothing was released"})
+		return
+	}
+	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
+	err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), table, id)
+	c.s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
+		slog.String("resource", c.s.apiName(table)), slog.String("id", id), slog.String("reason", reason),
+		slog.Bool("done", err == nil), slog.String("via", "console"))
+	status, res := c.outcome(r, err, c.s.name(table, id))
+	if err == nil {
+		res.Message += " (reason: " + reason + ")"
+	}
+	c.render(w, r, status, f, res)
+}
+
+// outcome is the status and message of a release that ended with err.
+func (c *console) outcome(r *http.Request, err error, what string) (int, *consoleResult) {
+	switch {
+	case err == nil:
+		return http.StatusOK, &consoleResult{OK: true, Message: "released " + what}
+	case errors.Is(err, offlinelock.ErrNotLocked):
+		return http.StatusNotFound, &consoleResult{Message: "nobody holds a lock on " + what + " any more: nothing was released"}
+	case errors.Is(err, offlinelock.ErrForbidden):
+		return http.StatusForbidden, &consoleResult{Message: "you may not release " + what + " (refused by the plugin's Authorize)"}
+	case errors.Is(err, offlinelock.ErrInvalid):
+		return http.StatusBadRequest, &consoleResult{Message: "the form names no valid lock"}
+	}
+	c.s.cfg.Logger.ErrorContext(r.Context(), "httplock: internal error", slog.String("method", r.Method),
+		slog.String("path", r.URL.Path), slog.String("error", err.Error()))
+	return http.StatusInternalServerError, &consoleResult{Message: "the server could not complete the release"}
+}
+
+// csrf is the token of the release forms rendered for admin: its expiry and
+// an HMAC of it and the admin under the console's key. A form rendered for
+// another admin, by another process, or over 12 hours ago is refused.
+func (c *console) csrf(admin string, now time.Time) string {
+	exp := strconv.FormatInt(now.Add(csrfTTL).Unix(), 10)
+	return exp + "." + c.mac(admin, exp)
+}
+
+func (c *console) validCSRF(token, admin string, now time.Time) bool {
+	exp, mac, ok := strings.Cut(token, ".")
+	if !ok {
+		return false
+	}
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || now.Unix() >= unix || unix > now.Add(csrfTTL).Unix() {
+		return false
+	}
+	return hmac.Equal([]byte(mac), []byte(c.mac(admin, exp)))
+}
+
+func (c *console) mac(admin, exp string) string {
+	m := hmac.New(sha256.New, c.key)
+	fmt.Fprintf(m, "offlinelock console release\x00%s\x00%s", admin, exp)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// consoleRow is one lock as the console shows it.
+type consoleRow struct {
+	Resource, Table, ID, Access, User string
+	Since, Until, Left                string
+}
+
+// consoleView is what console.html renders.
+type consoleView struct {
+	Nonce, CSRF, Admin string
+	Filter             consoleFilter
+	Resources          []string
+	Rows               []consoleRow
+	Cut                bool
+	Result             *consoleResult
+	Now                string
+}
+
+// render writes the console page with status: the locks matching f, oldest
+// first, and the result of a release when there was one.
+func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f consoleFilter, res *consoleResult) {
+	admin, err := c.s.cfg.Principal(r)
+	if err != nil || admin == "" {
+		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return
+	}
+	filter := offlinelock.Filter{User: f.User, Limit: consoleMax + 1}
+	if f.Resource != "" {
+		known, ok := c.s.resources[f.Resource]
+		if !ok {
+			c.s.WriteError(w, r, errUnknownResource)
+			return
+		}
+		filter.Resource = known.table
+	}
+	locks, err := c.s.cfg.Locks.List(c.s.cfg.DB.WithContext(r.Context()), filter)
+	if err != nil {
+		c.s.WriteError(w, r, err)
+		return
+	}
+	now := time.Now()
+	v := consoleView{Nonce: newSession(""), CSRF: c.csrf(admin, now), Admin: admin, Filter: f, Result: res,
+		Now: now.UTC().Format(time.RFC3339), Cut: len(locks) > consoleMax}
+	for name := range c.s.resources {
+		v.Resources = append(v.Resources, name)
+	}
+	slices.Sort(v.Resources)
+	v.Rows = c.rows(locks[:min(len(locks), consoleMax)], now)
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; "+
+		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := c.page.Execute(w, v); err != nil {
+		c.s.cfg.Logger.ErrorContext(r.Context(), "httplock: console page", slog.String("error", err.Error()))
+	}
+}
+
+// rows sorts locks oldest first (the ones most likely forgotten), then by
+// resource, id and user, and formats them; the tokens stay behind.
+func (c *console) rows(locks []offlinelock.Lock, now time.Time) []consoleRow {
+	slices.SortStableFunc(locks, func(a, b offlinelock.Lock) int {
+		return cmp.Or(a.AcquiredAt.Compare(b.AcquiredAt), cmp.Compare(a.Resource, b.Resource),
+			cmp.Compare(a.ID, b.ID), cmp.Compare(a.Owner.User, b.Owner.User))
+	})
+	out := make([]consoleRow, 0, len(locks))
+	for _, l := range locks {
+		out = append(out, consoleRow{Resource: c.s.apiName(l.Resource), Table: l.Resource, ID: l.ID,
+			Access: string(l.Access), User: l.Owner.User,
+			Since: l.AcquiredAt.UTC().Format(time.RFC3339), Until: l.ExpiresAt.UTC().Format(time.RFC3339),
+			Left: max(l.ExpiresAt.Sub(now), 0).Round(time.Second).String()})
+	}
+	return out
+}
