@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -165,12 +168,12 @@ func TestCommandsEndToEnd(t *testing.T) {
 			r := cmd(append([]string{"stats"}, on...)...)
 			require.Equal(t, exitOK, r.code, r.stderr)
 			assert.Equal(t, fmt.Sprintf(`live locks    4
-expired rows  0            (waiting for the sweep)
-oldest lock   customers 1  write by martin (session M1) since %s until %s
-by resource   customers    2
-              policies     2
-by user       david        2
-              martin       2
+expired rows  0
+oldest lock   customers 1 write by martin (session M1) since %s until %s
+by resource   customers  2
+              policies   2
+by user       david      2
+              martin     2
 `, tableTime(c1.AcquiredAt), tableTime(c1.ExpiresAt)), r.stdout)
 
 			r = cmd(append([]string{"stats", "--json"}, on...)...)
@@ -256,6 +259,13 @@ by user       david        2
 			require.Equal(t, exitOK, r.code, r.stderr)
 		})
 
+		t.Run("url dsn", func(t *testing.T) {
+			want := cmd(append([]string{"list"}, on...)...)
+			require.Equal(t, exitOK, want.code, want.stderr)
+			got := cmd("list", "--dsn", urlDSN(t, d), "--table", table)
+			assert.Equal(t, want, got)
+		})
+
 		t.Run("bad input", func(t *testing.T) {
 			r := cmd(append([]string{"list", "--user", strings.Repeat("u", 300)}, on...)...)
 			assert.Equal(t, exitUsage, r.code, r.stderr)
@@ -288,4 +298,36 @@ func assertLogged(t *testing.T, stderr, reason, operator string, released ...off
 			assert.Contains(t, lines[i], want)
 		}
 	}
+}
+
+// urlDSN is d's DSN in URL form: sqlite:PATH, postgres://… from the
+// key=value form, mysql://… without parseTime (the command adds it).
+func urlDSN(t *testing.T, d testDB) string {
+	t.Helper()
+	switch d.name {
+	case "sqlite":
+		return "sqlite:" + d.dsn
+	case "mysql":
+		cfg, err := mysqldriver.ParseDSN(d.dsn)
+		require.NoError(t, err)
+		u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
+		return u.String()
+	}
+	if strings.Contains(d.dsn, "://") {
+		return d.dsn
+	}
+	kv := map[string]string{}
+	for _, f := range strings.Fields(d.dsn) {
+		k, v, ok := strings.Cut(f, "=")
+		require.True(t, ok && !strings.ContainsAny(v, `'\`), "a plain key=value DSN: %s", d.dsn)
+		kv[k] = v
+	}
+	u := url.URL{Scheme: "postgres", User: url.User(kv["user"]), Host: kv["host"] + ":" + kv["port"], Path: "/" + kv["dbname"]}
+	if p, ok := kv["password"]; ok {
+		u.User = url.UserPassword(kv["user"], p)
+	}
+	if m, ok := kv["sslmode"]; ok {
+		u.RawQuery = "sslmode=" + m
+	}
+	return u.String()
 }

@@ -26,8 +26,8 @@ func releaseCmd(ctx context.Context, c cli, args []string) error {
 			"and prints the locks it removed. Each is logged to stderr with the operator\n"+
 			"and the reason. Exit code 3 when nobody holds the record.")
 	d := addDBFlags(c, fs)
-	reason := fs.String("reason", "", "why the locks are taken away (required; logged)")
-	operator := fs.String("operator", "", "who releases them, as logged (default $USER)")
+	reason := fs.String("reason", "", "why the locks are taken away, as `TEXT` (required; logged)")
+	operator := fs.String("operator", "", "the `NAME` of who releases them, as logged (default $USER)")
 	asJSON := fs.Bool("json", false, "print the released locks as a JSON array instead of a table")
 	pos, err := parse(c, fs, args)
 	if err != nil {

@@ -69,13 +69,14 @@ func counts(cs []offlinelock.Count) []countJSON {
 	return out
 }
 
-// writeStats prints s as aligned text.
+// writeStats prints s as aligned text: one line for each figure, then one
+// for each resource and each user.
 func writeStats(w io.Writer, s offlinelock.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "live locks\t%d\n", s.Live)
-	fmt.Fprintf(tw, "expired rows\t%d\t(waiting for the sweep)\n", s.ExpiredRows)
+	fmt.Fprintf(tw, "expired rows\t%d\n", s.ExpiredRows)
 	if l := s.Oldest; l != nil {
-		fmt.Fprintf(tw, "oldest lock\t%s %s\t%s by %s (session %s) since %s until %s\n", cell(l.Resource), cell(l.ID),
+		fmt.Fprintf(tw, "oldest lock\t%s %s %s by %s (session %s) since %s until %s\n", cell(l.Resource), cell(l.ID),
 			l.Access, cell(l.Owner.User), cell(l.Owner.Session), tableTime(l.AcquiredAt), tableTime(l.ExpiresAt))
 	} else {
 		fmt.Fprintln(tw, "oldest lock\tnone")
