@@ -60,6 +60,13 @@
 // error (exit code 1), not an empty table left behind in the wrong
 // database. Messages never repeat the DSN, which may hold a password.
 //
+// # Database roles
+//
+// list, show and stats only read: a role that may SELECT the lock table is
+// enough (a monitoring job's). release and sweep register the plugin as the
+// application does, which runs its idempotent CREATE … IF NOT EXISTS, so
+// they need the application's role (on PostgreSQL, the lock table's owner).
+//
 // # Who may release
 //
 // release runs as an administrator: whoever runs the command already

@@ -32,7 +32,7 @@ func listCmd(ctx context.Context, c cli, args []string) error {
 	if f.Limit < 0 {
 		return usagef(fs, "--limit %d is negative", f.Limit)
 	}
-	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{})
+	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, reads)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func showCmd(ctx context.Context, c cli, args []string) error {
 	if len(pos) != 2 {
 		return usagef(fs, "show needs RESOURCE and ID, got %d arguments", len(pos))
 	}
-	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{})
+	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, reads)
 	if err != nil {
 		return err
 	}

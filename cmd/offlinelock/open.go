@@ -41,10 +41,23 @@ func addDBFlags(c cli, fs *flag.FlagSet) *dbFlags {
 	return d
 }
 
+// access is what a command does to the lock table.
+type access int
+
+const (
+	// reads: list, show and stats only SELECT, so a role that may only
+	// read the lock table is enough. The plugin is not registered (db.Use
+	// would run its idempotent DDL, which such a role may not).
+	reads access = iota
+	// writes: release and sweep change lock rows; the plugin is registered
+	// as the application registers it, so they need the application's role.
+	writes
+)
+
 // open connects to the database, checks that the lock table is there, and
-// registers a plugin for it with cfg (whose Table it sets). closeDB closes
-// the connections.
-func (d *dbFlags) open(ctx context.Context, cfg offlinelock.Config) (db *gorm.DB, locks *offlinelock.Plugin, closeDB func(), err error) {
+// makes a plugin for it with cfg (whose Table it sets), registered for
+// writes. closeDB closes the connections.
+func (d *dbFlags) open(ctx context.Context, cfg offlinelock.Config, a access) (db *gorm.DB, locks *offlinelock.Plugin, closeDB func(), err error) {
 	dsn := d.dsn
 	if dsn == "" {
 		dsn = d.getenv("OFFLINELOCK_DSN")
@@ -61,15 +74,16 @@ func (d *dbFlags) open(ctx context.Context, cfg offlinelock.Config) (db *gorm.DB
 		return nil, nil, nil, err
 	}
 	sqlDB, _ := db.DB()
-	if locks, err = d.register(db, server, cfg); err != nil {
+	if locks, err = d.plugin(db, server, cfg, a); err != nil {
 		sqlDB.Close()
 		return nil, nil, nil, err
 	}
 	return db, locks, func() { sqlDB.Close() }, nil
 }
 
-// register registers a plugin with cfg on d.table, which must exist.
-func (d *dbFlags) register(db *gorm.DB, server string, cfg offlinelock.Config) (*offlinelock.Plugin, error) {
+// plugin makes a plugin with cfg on d.table, which must exist, and
+// registers it for writes.
+func (d *dbFlags) plugin(db *gorm.DB, server string, cfg offlinelock.Config, a access) (*offlinelock.Plugin, error) {
 	// db.Use would create a missing lock table: a mistyped --table or a
 	// wrong database would then show an empty table instead of an error,
 	// and leave tables behind.
@@ -81,6 +95,9 @@ func (d *dbFlags) register(db *gorm.DB, server string, cfg offlinelock.Config) (
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	locks := offlinelock.New(cfg)
+	if a == reads {
+		return locks, nil // a bad --table is reported by the first call
+	}
 	if err := db.Use(locks); err != nil {
 		return nil, fmt.Errorf("opening lock table %q: %w", d.table, err)
 	}

@@ -74,7 +74,7 @@ func forceRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, 
 			return nil
 		},
 	}
-	db, locks, closeDB, err := d.open(ctx, cfg)
+	db, locks, closeDB, err := d.open(ctx, cfg, writes)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func statsCmd(ctx context.Context, c cli, args []string) error {
 	if len(pos) > 0 {
 		return usagef(fs, "stats takes no arguments, only flags: got %q", pos)
 	}
-	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{})
+	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, reads)
 	if err != nil {
 		return err
 	}

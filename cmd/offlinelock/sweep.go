@@ -21,7 +21,7 @@ func sweepCmd(ctx context.Context, c cli, args []string) error {
 	if len(pos) > 0 {
 		return usagef(fs, "sweep takes no arguments, only flags: got %q", pos)
 	}
-	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{})
+	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, writes)
 	if err != nil {
 		return err
 	}
