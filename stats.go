@@ -40,8 +40,11 @@ type Count struct {
 
 // Stats counts the live locks, by resource and by user, finds the oldest
 // live lock, and counts the expired rows waiting for the sweep. It needs no
-// owner and changes nothing. Its statements are bounded: counts, and
-// GROUP BY queries that return at most StatsGroups rows each.
+// owner, takes no row locks and changes nothing; a role that may only
+// SELECT the lock table may call it, without registering the plugin. Its
+// five statements return at most StatsGroups rows each, but each reads the
+// lock table's rows, as List does: call it to monitor (every minute or
+// so), not on every request.
 func (p *Plugin) Stats(db *gorm.DB) (Stats, error) {
 	t, err := p.storeFor(db)
 	if err != nil {
