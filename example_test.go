@@ -272,3 +272,45 @@ func ExamplePlugin_Acquire_aggregate() {
 	// david: granted on line 1
 	// order 7 held by: david
 }
+
+// Stats is the lock table at a glance, for monitoring (the offlinelock
+// command's stats prints it).
+func ExamplePlugin_Stats() {
+	db, locks, cleanup, err := exampleDB(&ExCustomer{}, &ExDocument{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer cleanup()
+
+	ctx := context.Background()
+	martin := db.WithContext(offlinelock.WithOwner(ctx, offlinelock.Owner{Session: "M1", User: "martin"}))
+	david := db.WithContext(offlinelock.WithOwner(ctx, offlinelock.Owner{Session: "D1", User: "david"}))
+	for _, target := range []any{&ExCustomer{ID: 1}, &ExCustomer{ID: 2}, &ExDocument{ID: 1}} {
+		if _, err := locks.Acquire(martin, target, offlinelock.Write); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	if _, err := locks.Acquire(david, &ExCustomer{ID: 3}, offlinelock.Write); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	s, err := locks.Stats(db)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("live locks:", s.Live)
+	fmt.Println("by resource:", s.ByResource)
+	fmt.Println("by user:", s.ByUser)
+	fmt.Println("oldest:", s.Oldest.Resource, s.Oldest.ID, "by", s.Oldest.Owner.User)
+	fmt.Println("expired rows waiting for the sweep:", s.ExpiredRows)
+	// Output:
+	// live locks: 4
+	// by resource: [{ex_customers 3} {ex_documents 1}]
+	// by user: [{martin 3} {david 1}]
+	// oldest: ex_customers 1 by martin
+	// expired rows waiting for the sweep: 0
+}

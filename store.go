@@ -72,6 +72,10 @@ type lockStore interface {
 	list(c conn, f Filter) ([]Lock, error)
 	byToken(c conn, token string) (*Lock, error)
 
+	// stats counts the live locks, at most groups resources and users of
+	// them, finds the oldest, and counts the expired rows (Plugin.Stats).
+	stats(c conn, groups int) (Stats, error)
+
 	// remember writes catalog rows; specs reads them all.
 	remember(c conn, specs []tableSpec) error
 	specs(c conn) ([]tableSpec, error)

@@ -101,6 +101,9 @@ const (
 	accessFree  = ""
 	lockColumns = "resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at"
 	sweepBatch  = 1000
+	// isLockRow selects the rows that are locks (a key row in write mode,
+	// or a reader row), not a key row in read mode or a free one.
+	isLockRow = `((holder = '' AND access = 'write') OR holder <> '')`
 )
 
 // batchSize bounds the keys per statement: a load of many rows locks them
@@ -550,7 +553,7 @@ RETURNING expires_at, ` + t.clock)
 
 // list returns the locks that match f, without their tokens.
 func (t *sqlStore) list(c conn, f Filter) ([]Lock, error) {
-	q := `SELECT ` + lockColumns + ` FROM ` + t.table + ` WHERE ((holder = '' AND access = 'write') OR holder <> '')`
+	q := `SELECT ` + lockColumns + ` FROM ` + t.table + ` WHERE ` + isLockRow
 	var args []any
 	for _, cond := range []struct{ col, val string }{
 		{"resource", f.Resource}, {"lock_id", f.ID}, {"session", f.Session}, {"user_name", f.User},
@@ -832,7 +835,7 @@ func (t *sqlStore) forceRelease(c conn, k key, allow func(now time.Time, held []
 func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 	var found *Lock
 	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+
-		` WHERE token = ? AND expires_at > `+t.clock+` AND ((holder = '' AND access = 'write') OR holder <> '') ORDER BY resource, lock_id`),
+		` WHERE token = ? AND expires_at > `+t.clock+` AND `+isLockRow+` ORDER BY resource, lock_id`),
 		[]any{token}, func(r *sql.Rows) error {
 			rw, err := scanRow(r)
 			if err == nil && found == nil && rw.Token == token {

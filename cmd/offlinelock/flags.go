@@ -1,0 +1,86 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// usageError is a mistake in the command line: exit code 2, nothing done.
+type usageError struct {
+	msg string
+	fs  *flag.FlagSet // whose usage to print after msg; nil for none
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(fs *flag.FlagSet, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), fs: fs}
+}
+
+// errNotHeld is show's and release's answer for a record nobody holds:
+// exit code 3.
+var errNotHeld = errors.New("nobody holds a lock on it")
+
+// newFlags is the flag set of one command; synopsis follows its name in
+// the usage line.
+func newFlags(name, synopsis, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet("offlinelock "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse errors are reported once, by cli.exit
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: offlinelock %s %s\n\n%s\n\nflags:\n", name, synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args into fs and returns the positional arguments. Flags
+// may come before, between or after them ("release orders 7 --reason x");
+// everything after "--" is positional (an id that starts with '-').
+func parse(c cli, fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(c.stdout)
+			fs.Usage()
+			return nil, err
+		}
+		if err != nil {
+			return nil, usagef(fs, "%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if ended(fs, args, rest) {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// ended says whether fs.Parse(args) stopped at a "--" (which it drops)
+// rather than at a positional argument: "--" is there, and is not the
+// value of the flag before it ("--reason --").
+func ended(fs *flag.FlagSet, args, rest []string) bool {
+	i := len(args) - len(rest) - 1
+	if i < 0 || args[i] != "--" {
+		return false
+	}
+	if i == 0 {
+		return true
+	}
+	prev := args[i-1]
+	if !strings.HasPrefix(prev, "-") || prev == "--" || strings.Contains(prev, "=") {
+		return true
+	}
+	f := fs.Lookup(strings.TrimLeft(prev, "-"))
+	if f == nil {
+		return true
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}

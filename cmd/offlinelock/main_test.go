@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// The application's models, as the library sees them: table customers
+// (Write locks) and policies (shared Read locks).
+type customer struct {
+	ID uint `gorm:"primaryKey" lock:"exclusive_write"`
+}
+
+type policy struct {
+	ID uint `gorm:"primaryKey" lock:"read_write"`
+}
+
+var (
+	martin = offlinelock.Owner{Session: "M1", User: "martin"}
+	david  = offlinelock.Owner{Session: "D1", User: "david"}
+)
+
+func acquire(t *testing.T, p *offlinelock.Plugin, db *gorm.DB, o offlinelock.Owner, target any, a offlinelock.Access) offlinelock.Lock {
+	t.Helper()
+	l, err := p.Acquire(db.WithContext(offlinelock.WithOwner(context.Background(), o)), target, a)
+	require.NoError(t, err)
+	return *l
+}
+
+// header is the first line of list, show and release.
+var header = []string{"RESOURCE", "ID", "ACCESS", "USER", "SESSION", "GENERATION", "ACQUIRED", "EXPIRES"}
+
+// row is l as a table row, cell by cell.
+func row(l offlinelock.Lock) []string {
+	return []string{l.Resource, l.ID, string(l.Access), l.Owner.User, l.Owner.Session,
+		strconv.FormatInt(l.Generation, 10), tableTime(l.AcquiredAt), tableTime(l.ExpiresAt)}
+}
+
+// assertTable checks that out is the header and exactly the rows want, in
+// that order, every cell starting in its header's column.
+func assertTable(t *testing.T, out string, want ...offlinelock.Lock) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 1+len(want), "header and one line per lock:\n%s", out)
+	starts := columnStarts(lines[0])
+	assert.Equal(t, header, strings.Fields(lines[0]))
+	for i, l := range want {
+		assert.Equal(t, row(l), strings.Fields(lines[1+i]), "row %d", i)
+		assert.Equal(t, starts, columnStarts(lines[1+i]), "row %d is aligned with the header:\n%s", i, out)
+	}
+}
+
+func columnStarts(line string) []int {
+	var starts []int
+	for i := range line {
+		if line[i] != ' ' && (i == 0 || line[i-1] == ' ') {
+			starts = append(starts, i)
+		}
+	}
+	return starts
+}
+
+// jsonLock is l as list --json prints it: every field, no token.
+func jsonLock(l offlinelock.Lock) map[string]any {
+	return map[string]any{
+		"resource": l.Resource, "id": l.ID, "access": string(l.Access), "user": l.Owner.User, "session": l.Owner.Session,
+		"generation": json.Number(strconv.FormatInt(l.Generation, 10)),
+		"acquiredAt": l.AcquiredAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+		"expiresAt":  l.ExpiresAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+	}
+}
+
+func decodeJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	require.NoError(t, dec.Decode(v), out)
+}
+
+// TestCommandsEndToEnd takes locks with the library as two users on two
+// resources and runs every command on them.
+func TestCommandsEndToEnd(t *testing.T) {
+	eachDB(t, func(t *testing.T, d testDB) {
+		table, p := lockTable(t, d)
+		on := []string{"--dsn", d.dsn, "--table", table}
+		c1 := acquire(t, p, d.db, martin, &customer{ID: 1}, offlinelock.Write)
+		c2 := acquire(t, p, d.db, david, &customer{ID: 2}, offlinelock.Write)
+		pm := acquire(t, p, d.db, martin, &policy{ID: 1}, offlinelock.Read)
+		pd := acquire(t, p, d.db, david, &policy{ID: 1}, offlinelock.Read)
+		tokens := []string{c1.Token, c2.Token, pm.Token, pd.Token}
+		for _, l := range []*offlinelock.Lock{&c1, &c2, &pm, &pd} {
+			l.Token = ""
+		}
+		noTokens := func(t *testing.T, r result) {
+			t.Helper()
+			for _, tok := range tokens {
+				assert.NotContains(t, r.stdout+r.stderr, tok, "a token was shown")
+			}
+		}
+
+		t.Run("list", func(t *testing.T) {
+			r := cmd(append([]string{"list"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assertTable(t, r.stdout, c1, c2, pd, pm) // by resource, id, then holder: D1 before M1
+			assert.Empty(t, r.stderr)
+			noTokens(t, r)
+
+			r = cmd(append([]string{"list", "--user", "martin"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assertTable(t, r.stdout, c1, pm)
+
+			r = cmd(append([]string{"list", "--resource", "customers", "--id", "2", "--session", "D1"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assertTable(t, r.stdout, c2)
+
+			r = cmd(append([]string{"list", "--expired"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assertTable(t, r.stdout)
+
+			r = cmd(append([]string{"list", "--limit", "3"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assertTable(t, r.stdout, c1, c2, pd)
+			assert.Equal(t, "offlinelock list: more than 3 locks match; these are the first 3 (raise --limit, or 0 for all)\n", r.stderr)
+			r = cmd(append([]string{"list", "--limit", "4"}, on...)...)
+			assertTable(t, r.stdout, c1, c2, pd, pm)
+			assert.Empty(t, r.stderr, "exactly 4: nothing left out")
+
+			r = cmd(append([]string{"list", "--json", "--resource", "policies"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			var got []map[string]any
+			decodeJSON(t, r.stdout, &got)
+			assert.Equal(t, []map[string]any{jsonLock(pd), jsonLock(pm)}, got)
+			noTokens(t, r)
+
+			r = cmd(append([]string{"list", "--json", "--user", "nobody"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Equal(t, "[]\n", r.stdout)
+		})
+
+		t.Run("show", func(t *testing.T) {
+			r := cmd(append([]string{"show", "policies", "1"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assertTable(t, r.stdout, pd, pm) // both readers
+			r = cmd(append([]string{"show", "customers", "2", "--json"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			var got []map[string]any
+			decodeJSON(t, r.stdout, &got)
+			assert.Equal(t, []map[string]any{jsonLock(c2)}, got)
+
+			r = cmd(append([]string{"show", "customers", "9"}, on...)...)
+			assert.Equal(t, result{exitNotFound, "", "offlinelock show: customers 9: nobody holds a lock on it\n"}, r)
+		})
+
+		t.Run("stats", func(t *testing.T) {
+			r := cmd(append([]string{"stats"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.Equal(t, fmt.Sprintf(`live locks    4
+expired rows  0
+oldest lock   customers 1 write by martin (session M1) since %s until %s
+by resource   customers  2
+              policies   2
+by user       david      2
+              martin     2
+`, tableTime(c1.AcquiredAt), tableTime(c1.ExpiresAt)), r.stdout)
+
+			r = cmd(append([]string{"stats", "--json"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			var got map[string]any
+			decodeJSON(t, r.stdout, &got)
+			assert.Equal(t, map[string]any{
+				"live": json.Number("4"), "expiredRows": json.Number("0"), "oldest": jsonLock(c1),
+				"byResource": []any{
+					map[string]any{"name": "customers", "locks": json.Number("2")},
+					map[string]any{"name": "policies", "locks": json.Number("2")},
+				},
+				"byUser": []any{
+					map[string]any{"name": "david", "locks": json.Number("2")},
+					map[string]any{"name": "martin", "locks": json.Number("2")},
+				},
+			}, got)
+		})
+
+		t.Run("release", func(t *testing.T) {
+			before, err := p.List(d.db, offlinelock.Filter{})
+			require.NoError(t, err)
+			for _, args := range [][]string{
+				{"release", "customers", "1"},
+				{"release", "customers", "1", "--reason", "  ", "--operator", "alice"},
+			} {
+				r := cmd(append(args, on...)...)
+				assert.Equal(t, exitUsage, r.code, "%q", args)
+				assert.Contains(t, r.stderr, "offlinelock release: release needs --reason, at most 1000 bytes", "%q", args)
+				assert.Empty(t, r.stdout)
+			}
+			after, err := p.List(d.db, offlinelock.Filter{})
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "a refused release changes nothing")
+
+			r := cmd(append([]string{"release", "customers", "1", "--reason", "holder crashed", "--operator", "alice"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assertTable(t, r.stdout, c1)
+			assertLogged(t, r.stderr, "holder crashed", "alice", c1)
+			noTokens(t, r)
+			left, err := p.List(d.db, offlinelock.Filter{})
+			require.NoError(t, err)
+			assert.Equal(t, []offlinelock.Lock{c2, pd, pm}, left)
+
+			r = cmd(append([]string{"release", "customers", "1", "--reason", "again", "--operator", "alice"}, on...)...)
+			assert.Equal(t, result{exitNotFound, "", "offlinelock release: customers 1: nobody holds a lock on it; nothing released\n"}, r)
+
+			// Both readers of a record at once; the operator from $USER.
+			t.Setenv("USER", "bob")
+			r = cmd(append([]string{"release", "policies", "1", "--reason", "stale reads", "--json"}, on...)...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			var got []map[string]any
+			decodeJSON(t, r.stdout, &got)
+			assert.Equal(t, []map[string]any{jsonLock(pd), jsonLock(pm)}, got)
+			assertLogged(t, r.stderr, "stale reads", "bob", pd, pm)
+			left, err = p.List(d.db, offlinelock.Filter{})
+			require.NoError(t, err)
+			assert.Equal(t, []offlinelock.Lock{c2}, left)
+		})
+
+		t.Run("sweep", func(t *testing.T) {
+			live := acquire(t, p, d.db, martin, &customer{ID: 3}, offlinelock.Write)
+			live.Token = ""
+			expire(t, d, table, "customers", "2")
+			r := cmd(append([]string{"stats", "--json"}, on...)...)
+			var s map[string]any
+			decodeJSON(t, r.stdout, &s)
+			assert.Equal(t, json.Number("1"), s["expiredRows"], "customers 2's row waits for the sweep")
+
+			r = cmd(append([]string{"sweep"}, on...)...)
+			assert.Equal(t, result{exitOK, "deleted 1 expired rows\n", ""}, r)
+			r = cmd(append([]string{"list", "--expired"}, on...)...)
+			assertTable(t, r.stdout)
+			r = cmd(append([]string{"list"}, on...)...)
+			assertTable(t, r.stdout, live)
+			r = cmd(append([]string{"sweep"}, on...)...)
+			assert.Equal(t, result{exitOK, "deleted 0 expired rows\n", ""}, r)
+		})
+
+		t.Run("dsn from the environment", func(t *testing.T) {
+			t.Setenv("OFFLINELOCK_DSN", d.dsn)
+			r := cmd("stats", "--json", "--table", table)
+			require.Equal(t, exitOK, r.code, r.stderr)
+		})
+
+		t.Run("url dsn", func(t *testing.T) {
+			want := cmd(append([]string{"list"}, on...)...)
+			require.Equal(t, exitOK, want.code, want.stderr)
+			got := cmd("list", "--dsn", urlDSN(t, d), "--table", table)
+			assert.Equal(t, want, got)
+		})
+
+		t.Run("bad input", func(t *testing.T) {
+			r := cmd(append([]string{"list", "--user", strings.Repeat("u", 300)}, on...)...)
+			assert.Equal(t, exitUsage, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "offlinelock list: offlinelock: invalid input: user")
+			assert.Empty(t, r.stdout)
+		})
+
+		t.Run("missing lock table", func(t *testing.T) {
+			r := cmd("list", "--dsn", d.dsn, "--table", table+"_nosuch")
+			assert.Equal(t, exitFailed, r.code)
+			assert.Contains(t, r.stderr, fmt.Sprintf("no lock table %q in this", table+"_nosuch"))
+			assert.Contains(t, r.stderr, "check --dsn and --table (the command never creates one)")
+			assert.False(t, d.db.Migrator().HasTable(table+"_nosuch"), "nothing was created")
+		})
+	})
+}
+
+// assertLogged checks that stderr has one audit line per released lock,
+// with the operator and the reason.
+func assertLogged(t *testing.T, stderr, reason, operator string, released ...offlinelock.Lock) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	require.Len(t, lines, len(released), stderr)
+	for i, l := range released {
+		for _, want := range []string{
+			`level=WARN msg="offlinelock: admin action"`, "reason=" + strconv.Quote(reason), "action=force_release",
+			"resource=" + l.Resource, "id=" + l.ID, "holder_session=" + l.Owner.Session, "holder_user=" + l.Owner.User,
+			"by_session=offlinelock-cli", "by_user=" + operator,
+		} {
+			assert.Contains(t, lines[i], want)
+		}
+	}
+}
+
+// urlDSN is d's DSN in URL form: sqlite:PATH, postgres://… from the
+// key=value form, mysql://… without parseTime (the command adds it).
+func urlDSN(t *testing.T, d testDB) string {
+	t.Helper()
+	switch d.name {
+	case "sqlite":
+		return "sqlite:" + d.dsn
+	case "mysql":
+		cfg, err := mysqldriver.ParseDSN(d.dsn)
+		require.NoError(t, err)
+		u := url.URL{Scheme: "mysql", User: url.UserPassword(cfg.User, cfg.Passwd), Host: cfg.Addr, Path: "/" + cfg.DBName}
+		return u.String()
+	}
+	if strings.Contains(d.dsn, "://") {
+		return d.dsn
+	}
+	kv := map[string]string{}
+	for _, f := range strings.Fields(d.dsn) {
+		k, v, ok := strings.Cut(f, "=")
+		require.True(t, ok && !strings.ContainsAny(v, `'\`), "a plain key=value DSN: %s", d.dsn)
+		kv[k] = v
+	}
+	u := url.URL{Scheme: "postgres", User: url.User(kv["user"]), Host: kv["host"] + ":" + kv["port"], Path: "/" + kv["dbname"]}
+	if p, ok := kv["password"]; ok {
+		u.User = url.UserPassword(kv["user"], p)
+	}
+	if m, ok := kv["sslmode"]; ok {
+		u.RawQuery = "sslmode=" + m
+	}
+	return u.String()
+}

@@ -1,0 +1,62 @@
+package offlinelock
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// stats reads Stats in five statements: the live count, the two groupings
+// (LIMIT groups each), the oldest live lock and the expired count.
+func (t *sqlStore) stats(c conn, groups int) (Stats, error) {
+	var s Stats
+	live := ` FROM ` + t.table + ` WHERE ` + isLockRow + ` AND expires_at > ` + t.clock
+	err := t.count(c, `SELECT COUNT(*)`+live, &s.Live)
+	if err == nil {
+		s.ByResource, err = t.countBy(c, "resource", live, groups)
+	}
+	if err == nil {
+		s.ByUser, err = t.countBy(c, "user_name", live, groups)
+	}
+	if err == nil {
+		s.Oldest, err = t.oldest(c, live)
+	}
+	if err == nil {
+		err = t.count(c, `SELECT COUNT(*) FROM `+t.table+` WHERE expires_at <= `+t.clock, &s.ExpiredRows)
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("offlinelock: reading lock-table stats: %w", err)
+	}
+	return s, nil
+}
+
+func (t *sqlStore) count(c conn, q string, n *int64) error {
+	_, err := c.query(t.bind(q), nil, func(r *sql.Rows) error { return r.Scan(n) })
+	return err
+}
+
+// countBy counts the live locks (from, a FROM … WHERE) per value of col,
+// most first, ties by value, at most limit groups.
+func (t *sqlStore) countBy(c conn, col, from string, limit int) ([]Count, error) {
+	q := fmt.Sprintf(`SELECT %[1]s, COUNT(*) AS n%[2]s GROUP BY %[1]s ORDER BY n DESC, %[1]s LIMIT %[3]d`, col, from, limit)
+	out := []Count{}
+	_, err := c.query(t.bind(q), nil, func(r *sql.Rows) error {
+		var g Count
+		err := r.Scan(&g.Name, &g.Locks)
+		out = append(out, g)
+		return err
+	})
+	return out, err
+}
+
+// oldest is the live lock (from, a FROM … WHERE) acquired first, or nil.
+func (t *sqlStore) oldest(c conn, from string) (*Lock, error) {
+	var l *Lock
+	q := `SELECT ` + lockColumns + from + ` ORDER BY acquired_at, resource, lock_id, holder LIMIT 1`
+	_, err := c.query(t.bind(q), nil, func(r *sql.Rows) error {
+		rw, err := scanRow(r)
+		rw.Token = ""
+		l = &rw.Lock
+		return err
+	})
+	return l, err
+}
