@@ -317,3 +317,32 @@ func TestLegacyTokensAreHashedWhenThePluginRegisters(t *testing.T) {
 		})
 	}
 }
+
+// TestALoadThatFindsNoRowLeavesNoLock: a load by key takes the lock in the
+// read's own statement on PostgreSQL; when no row comes back, the general
+// path tells the grant it made (by its token's hash) from a lock the
+// session held before, and gives back only the former.
+func TestALoadThatFindsNoRowLeavesNoLock(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 2)
+		var a Account
+		var none []Account
+		require.ErrorIs(t, as(db, martin).First(&a, 999).Error, gorm.ErrRecordNotFound)
+		require.NoError(t, as(db, martin).Find(&none, 998).Error) // no error: nothing to give back but the lock
+		require.Empty(t, none)
+		require.ErrorIs(t, as(db, martin).Where("name = ?", "nobody").First(&a, 1).Error, gorm.ErrRecordNotFound)
+		for _, id := range []uint{999, 998, 1} {
+			h, err := p.Holders(db, &Account{ID: id})
+			require.NoError(t, err)
+			assert.Empty(t, h, "account %d: the load found nothing and locked nothing", id)
+		}
+
+		held, err := p.Acquire(as(db, martin), &Account{ID: 2}, offlinelock.Write)
+		require.NoError(t, err)
+		require.ErrorIs(t, as(db, martin).Where("name = ?", "nobody").First(&a, 2).Error, gorm.ErrRecordNotFound)
+		require.NoError(t, as(db, martin).Where("name = ?", "nobody").Find(&none, 2).Error)
+		got, err := p.LockByToken(db, held.Token)
+		require.NoError(t, err, "a lock held before the load stays, with its token")
+		assert.Equal(t, held.Generation, got.Generation)
+	})
+}
