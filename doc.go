@@ -54,6 +54,9 @@
 //     SQLite), since a planner without statistics, or a generic plan,
 //     otherwise walks the session index through every lock the session
 //     holds. BenchmarkScale measures it.
+//   - A lock token is a bearer credential, so the lock table holds only its
+//     SHA-256 (tokenhash.go), and a re-acquire cannot return it (Token "").
+//     Tables of older versions are rewritten when the plugin registers.
 //   - The in-memory hints only choose between SQL paths; every path checks
 //     the lock table, so a wrong hint costs a round trip, never correctness.
 package offlinelock

@@ -303,10 +303,9 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 	for _, g := range order {
 		keys := groups[g]
 		ttl, err := p.ttlFor(db, g.m)
-		var got map[key]Lock
-		var newly map[key]bool
+		var got map[key]granted
 		if err == nil {
-			got, newly, err = p.acquireMany(db, st.t, keys, st.owner, g.access, ttl)
+			got, err = p.acquireMany(db, st.t, keys, st.owner, g.access, ttl)
 		}
 		if err != nil {
 			st.fail(db, err)
@@ -314,7 +313,9 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 		}
 		for _, k := range keys {
 			st.locked[k] = true
-			st.newly[k] = newly[k] || (st.fastTok != "" && k == st.fastKey && got[k].Token == st.fastTok)
+			// The fast path's grant, committed before this one saw the
+			// lock as the session's, is fresh too: the table has its hash.
+			st.newly[k] = got[k].fresh || (st.fastTok != "" && k == st.fastKey && got[k].hash == tokenHash(st.fastTok))
 		}
 	}
 	return true

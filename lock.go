@@ -41,7 +41,11 @@ type Lock struct {
 	Owner        Owner
 	// Token is a secret capability of 128 bits from crypto/rand, for
 	// clients that cannot carry a session (HTTP Lock-Token). It is filled
-	// only in what Acquire returns to the holder, never in Holders or List.
+	// only in what Acquire returns when it grants a new lock, once: the
+	// lock table keeps only its SHA-256 hash, so re-acquiring a lock the
+	// session holds (or upgrading its Read lock) returns Token "" and the
+	// holder keeps the token it was given first. Never in Holders, List,
+	// LockByToken or errors.
 	Token string
 	// Generation grows at every grant of the key and is never reused, so it
 	// serves as a fencing token: a later holder always has a larger one.

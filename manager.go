@@ -22,16 +22,19 @@ type Filter struct {
 }
 
 // Acquire takes a lock on target for the owner in db's context and returns
-// it, with its token, generation and expiry. target is a pointer to a model
-// whose primary key is set; nothing is loaded.
+// it, with its generation and expiry, and with its token when the lock is
+// new. target is a pointer to a model whose primary key is set; nothing is
+// loaded.
 //
 // A lock held by someone else is refused at once with a *LockedError naming
 // every holder; Acquire never waits. Asking again for a lock the session
-// holds extends its expiry and keeps its token and generation. Read locks
-// are shared; Write is exclusive; the only reader may upgrade to Write. An
-// expired lock is free: the next Acquire takes it over with a new token and
-// a larger generation. The lock lives for Config.TTL, or WithTTL's value,
-// at most Config.MaxTTL.
+// holds extends its expiry and keeps its token and generation, but returns
+// Token "": the lock table holds only the token's hash, so the token is
+// known to whoever got it from the first Acquire and to nobody else. Read
+// locks are shared; Write is exclusive; the only reader may upgrade to
+// Write, keeping its token (Token "" too). An expired lock is free: the
+// next Acquire takes it over with a new token and a larger generation. The
+// lock lives for Config.TTL, or WithTTL's value, at most Config.MaxTTL.
 //
 // Acquire runs on db: inside db.Transaction the lock commits or rolls back
 // with the transaction.
@@ -58,11 +61,11 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	got, _, err := p.acquireMany(db, t, []key{k}, o, access, ttl)
+	got, err := p.acquireMany(db, t, []key{k}, o, access, ttl)
 	if err != nil {
 		return nil, err
 	}
-	l := got[k]
+	l := got[k].Lock
 	return &l, nil
 }
 
@@ -89,17 +92,17 @@ func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, target any, k key) err
 
 // acquireMany takes locks on many keys, all or nothing, in a number of
 // statements that grows with len(keys)/batchSize, in the fixed order of
-// sortKeys. It also reports which keys it newly granted (not held by the
-// session before).
-func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
-	got, newly, err := t.grant(direct(db), keys, o, access, ttl)
+// sortKeys. Each lock says whether it is fresh (not held by the session
+// before).
+func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+	got, err := t.grant(direct(db), keys, o, access, ttl)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for k, l := range got {
 		p.hints.put(o.Session, k, l.ExpiresAt)
 	}
-	return got, newly, nil
+	return got, nil
 }
 
 func refused(k key, wanted Access, holders []Lock) error {
@@ -345,9 +348,11 @@ func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error)
 }
 
 // LockByToken returns the live lock that token is the capability for, with
-// its owner, for clients that carry a token instead of a session (the HTTP
-// Lock-Token header). It needs no owner. A wrong, malformed or expired token
-// is ErrNotLocked. The database finds the token (an indexed equality lookup,
+// its owner and without its token, for clients that carry a token instead
+// of a session (the HTTP Lock-Token header). It needs no owner. A wrong,
+// malformed or expired token is ErrNotLocked, and so is the hash the lock
+// table holds in place of the token: reading the table gives no usable
+// token. The database finds the token's hash (an indexed equality lookup,
 // so its timing is the index's, as for any secret key); the caller must
 // still check that the lock's owner is the one presenting it.
 func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {

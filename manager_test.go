@@ -70,7 +70,10 @@ func TestReacquireIsIdempotentAndExtends(t *testing.T) {
 			require.NoError(t, err)
 			again, err := p.Acquire(withTTL(db, martin, time.Hour), c, access)
 			require.NoError(t, err)
-			assert.Equal(t, first.Token, again.Token, access)
+			assert.Empty(t, again.Token, "%s: the table has only the token's hash, so a re-acquire cannot return it", access)
+			byToken, err := p.LockByToken(db, first.Token)
+			require.NoError(t, err, "%s: the first token still stands", access)
+			assert.Equal(t, first.Generation, byToken.Generation, access)
 			assert.Equal(t, first.Generation, again.Generation, access)
 			assert.Equal(t, first.AcquiredAt, again.AcquiredAt, access)
 			assert.True(t, again.ExpiresAt.After(first.ExpiresAt.Add(50*time.Minute)), "%s: expiry extended", access)
@@ -104,7 +107,7 @@ func TestSharedReadsAndUpgrade(t *testing.T) {
 		c := &Customer{ID: 129}
 		_, err := p.Acquire(as(db, martin), c, offlinelock.Read)
 		require.NoError(t, err)
-		_, err = p.Acquire(as(db, david), c, offlinelock.Read)
+		davidRead, err := p.Acquire(as(db, david), c, offlinelock.Read)
 		require.NoError(t, err, "reads are shared")
 		h, err := p.Holders(db, c)
 		require.NoError(t, err)
@@ -124,6 +127,11 @@ func TestSharedReadsAndUpgrade(t *testing.T) {
 		w, err := p.Acquire(as(db, david), c, offlinelock.Write)
 		require.NoError(t, err)
 		assert.Equal(t, offlinelock.Write, w.Access)
+		assert.Empty(t, w.Token, "an upgrade keeps the Read lock's token, which only David has")
+		byToken, err := p.LockByToken(db, davidRead.Token)
+		require.NoError(t, err)
+		assert.Equal(t, offlinelock.Write, byToken.Access, "the Read lock's token now stands for the Write lock")
+		assert.Equal(t, w.Generation, byToken.Generation)
 
 		// While David writes, Martin cannot even read.
 		_, err = p.Acquire(as(db, martin), c, offlinelock.Read)
@@ -136,7 +144,8 @@ func TestSharedReadsAndUpgrade(t *testing.T) {
 		r, err := p.Acquire(as(db, david), c, offlinelock.Read)
 		require.NoError(t, err)
 		assert.Equal(t, offlinelock.Write, r.Access)
-		assert.Equal(t, w.Token, r.Token)
+		assert.Empty(t, r.Token)
+		assert.Equal(t, w.Generation, r.Generation)
 	})
 }
 

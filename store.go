@@ -3,6 +3,7 @@ package offlinelock
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -29,9 +30,9 @@ type lockStore interface {
 	// on the first key another session holds it returns that key's
 	// *LockedError and grants none. Asking again for a lock o holds keeps
 	// its token and generation and never shortens its expiry; the only
-	// reader may upgrade to Write. It reports, per key, whether the lock
-	// is new (a new token).
-	grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error)
+	// reader may upgrade to Write. Only a new token is returned (the table
+	// holds its hash alone).
+	grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error)
 
 	// check sorts keys into those o holds a live Write lock on and those
 	// nobody holds; a key someone else holds, or reads, is a *LockedError.
@@ -50,7 +51,8 @@ type lockStore interface {
 
 	// drop deletes session's locks on keys, live or not: the undo of a
 	// refused statement. dropGrant deletes the Write lock on k only if its
-	// token is still token, that is, if the grant being undone made it.
+	// token is still token (compared by hash), that is, if the grant being
+	// undone made it.
 	drop(c conn, keys []key, session string) error
 	dropGrant(c conn, k key, token string) error
 
@@ -68,7 +70,8 @@ type lockStore interface {
 
 	// list returns the live (or, with f.Expired, the expired) locks that
 	// match f, without tokens. byToken returns the live lock whose token is
-	// token, with its owner, or ErrNotLocked.
+	// token (looked up by its hash), with its owner and without a token, or
+	// ErrNotLocked.
 	list(c conn, f Filter) ([]Lock, error)
 	byToken(c conn, token string) (*Lock, error)
 
@@ -114,7 +117,7 @@ type loadStore interface {
 
 	// grantPrefix is a WITH clause to put before a load of k, its
 	// parameters numbered after the load's own after: it takes the Write
-	// lock for o in the read's statement. The load adds grantCondition to
+	// lock for o in the read's statement, with token's hash. The load adds grantCondition to
 	// its WHERE and reads FOR SHARE, so that the row is never older than
 	// the lock.
 	grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any)
@@ -135,6 +138,19 @@ type foldStore interface {
 	// key row from changing until the transaction ends (a row lock, or
 	// SQLite's one writer at a time).
 	fenceCondition(k key, session string) clause.Expression
+}
+
+// granted is one lock a grant took or refreshed.
+type granted struct {
+	// Lock is the lock as its holder sees it: Token is the new token of a
+	// fresh grant, "" otherwise (the table has only its hash).
+	Lock
+	// fresh: the session did not hold this lock before (a new token), or
+	// it upgraded its Read lock to Write.
+	fresh bool
+	// hash is the hash of the lock's token, as the table holds it: which
+	// grant made the lock, even where the token is not returned.
+	hash string
 }
 
 // grantRow is one lock findAndLock granted.
@@ -199,16 +215,50 @@ func (c conn) trace(begin time.Time, query string, args []any, rows int64, err e
 	}, err)
 }
 
-// redact hides tokens from logs: every argument that looks like one.
+// redact hides tokens and their hashes from logs: every argument that
+// looks like one, every element of an array argument that does, and every
+// run of hex digits as long as one inside a text argument (a JSON list of
+// keys and hashes). A hash gives no access, but a log is no place for it.
 func redact(args []any) []any {
 	out := make([]any, len(args))
 	for i, a := range args {
-		if s, ok := a.(string); ok && len(s) == tokenLen && isHex(s) {
-			a = "<token>"
+		switch v := a.(type) {
+		case string:
+			a = redactText(v)
+		case []string:
+			r := make([]string, len(v))
+			for j, s := range v {
+				r[j] = redactText(s)
+			}
+			a = r
 		}
 		out[i] = a
 	}
 	return out
+}
+
+// redactText replaces in s every run of lower-case hex digits that is as
+// long as a token or a hash by "<token>".
+func redactText(s string) string {
+	var b strings.Builder
+	last, changed := 0, false
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && isHex(s[j:j+1]) {
+			j++
+		}
+		if n := j - i; n == tokenLen || n == hashLen {
+			b.WriteString(s[last:i])
+			b.WriteString("<token>")
+			last, changed = j, true
+		}
+		i = max(j, i+1)
+	}
+	if !changed {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 func (c conn) exec(query string, args ...any) (int64, error) {

@@ -156,7 +156,32 @@ func (s *mysqlStore) migrate(c conn) error {
 		return err
 	}
 	s.mariadb.Store(strings.Contains(strings.ToLower(version), "mariadb"))
-	return s.checkTimes(c)
+	if err := s.checkTimes(c); err != nil {
+		return err
+	}
+	return s.hashTokens(c)
+}
+
+// hashTokens replaces the tokens that a table written by an older version
+// holds (32 hex digits) by their hashes, as tokenHash computes them, in one
+// UPDATE; a hash (64 digits) or no token is left alone, so running it again
+// changes nothing. A plain read (no lock) finds out first whether there is
+// anything to do: the UPDATE scans the table, and runs in a READ COMMITTED
+// transaction, where InnoDB keeps no lock on the rows it does not change.
+func (s *mysqlStore) hashTokens(c conn) error {
+	legacy := `LENGTH(token) = ` + strconv.Itoa(tokenLen)
+	found := false
+	_, err := c.query(`SELECT 1 FROM `+s.table+` WHERE `+legacy+` LIMIT 1`, nil, func(*sql.Rows) error { found = true; return nil })
+	if err == nil && found {
+		err = s.inOwnTx(c, func(c conn) error {
+			_, err := c.exec(`UPDATE ` + s.table + ` SET token = SHA2(token, 256) WHERE ` + legacy)
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("offlinelock: hashing the tokens of lock table %s: %w", s.table, err)
+	}
+	return nil
 }
 
 func (s *mysqlStore) index(suffix string) string {
@@ -376,7 +401,7 @@ func (s *mysqlStore) freeKeyRow(c conn, k key) (int64, error) {
 // dropGrant frees the Write lock on k if its token is still token.
 func (s *mysqlStore) dropGrant(c conn, k key, token string) error {
 	_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`,
-		k.resource, k.id, token)
+		k.resource, k.id, tokenHash(token))
 	return err
 }
 
@@ -489,9 +514,9 @@ func mysqlCode(err error) uint16 {
 
 // grant decides every key through the serialised path: InnoDB has no
 // one-statement conditional upsert that reports which keys it refused.
-func (s *mysqlStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
-	got, newly, err := s.decide(c, keys, o, access, ttl)
-	return got, newly, mysqlError(err)
+func (s *mysqlStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+	got, err := s.decide(c, keys, o, access, ttl)
+	return got, mysqlError(err)
 }
 
 func (s *mysqlStore) check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {

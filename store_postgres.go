@@ -36,9 +36,11 @@ func newPostgresStore(table, seq, catalog string) *postgresStore {
 		// the columns are NOT NULL, so it means "=".
 		filter: func(col string) string { return col + " IS NOT DISTINCT FROM ?" }}}
 	s.nextGens = s.nextGenerations
-	s.grantOne = dollarBind(s.writeGrantOne(grantReturning))
+	s.grantOne = dollarBind(s.writeGrantOne(grantReturning, "?"))
 	s.grantMany = dollarBind(s.writeGrant(grantReturning))
-	s.grantOneCTE = s.writeGrantOne("1")
+	// The load's statement is GORM's, and GORM's log shows its arguments:
+	// the hash goes as bytes, which it shows as <binary>.
+	s.grantOneCTE = s.writeGrantOne("1", "encode(?::bytea, 'hex')")
 	s.heldWrite = s.heldSQL(`holder = '' AND access = 'write'`)
 	s.heldRead = s.heldSQL(`(holder = '' AND access = 'write' OR holder = session)`)
 	s.fenceSQL = `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
@@ -105,8 +107,20 @@ func (s *postgresStore) migrate(c conn) error {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 			}
 		}
-		return nil
+		return s.hashTokens(c)
 	})
+}
+
+// hashTokens replaces the tokens that a table written by an older version
+// holds (32 hex digits) by their hashes, as tokenHash computes them, in one
+// statement; a hash (64 digits) or no token is left alone, so running it
+// again changes nothing. sha256() is built into PostgreSQL 11 and later.
+func (s *postgresStore) hashTokens(c conn) error {
+	_, err := c.exec(`UPDATE ` + s.table + ` SET token = encode(sha256(convert_to(token, 'UTF8')), 'hex') WHERE length(token) = ` + strconv.Itoa(tokenLen))
+	if err != nil {
+		return fmt.Errorf("offlinelock: hashing the tokens of lock table %s: %w", s.table, err)
+	}
+	return nil
 }
 
 // nextGenerations returns n fresh values of the generation sequence.
@@ -143,8 +157,8 @@ const (
 )
 
 // writeGrant is the one-statement Write grant of the keys k (arrays of
-// resources, ids and tokens), with ? placeholders: the resources, ids,
-// tokens, session, user and TTL in microseconds.
+// resources, ids and token hashes), with ? placeholders: the session, user,
+// TTL in microseconds, resources, ids and hashes.
 func (s *postgresStore) writeGrant(returning string) string {
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
 SELECT k.resource, k.lock_id, '', 'write', ?, ?, k.token, nextval('` + unquote(s.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond'
@@ -155,11 +169,12 @@ RETURNING ` + returning
 }
 
 // writeGrantOne is writeGrant for one key, with ? placeholders: the
-// resource, id, session, user, token and TTL in microseconds. One row of
-// VALUES plans and runs faster than unnest over arrays.
-func (s *postgresStore) writeGrantOne(returning string) string {
+// resource, id, session, user, token hash (as hash, an expression of one ?)
+// and TTL in microseconds. One row of VALUES plans and runs faster than
+// unnest over arrays.
+func (s *postgresStore) writeGrantOne(returning, hash string) string {
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
-VALUES (?, ?, '', 'write', ?, ?, ?, nextval('` + unquote(s.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond')
+VALUES (?, ?, '', 'write', ?, ?, ` + hash + `, nextval('` + unquote(s.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond')
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
 WHERE ` + writeGrantable + `
 RETURNING ` + returning
@@ -169,40 +184,39 @@ RETURNING ` + returning
 // free, expired or the session's (grantBatch); the other keys, and Read
 // locks, go through the serialised path, which decides exactly and names
 // holders.
-func (s *postgresStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
+func (s *postgresStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	if access != Write {
 		return s.decide(c, keys, o, access, ttl)
 	}
 	return s.grantWrites(c, keys, o, ttl, s.grantBatch)
 }
 
-func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]Lock) (map[key]string, error) {
-	resources, ids, tokens := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
-	sent := make(map[key]string, len(keys))
+func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error {
+	tokens, hashes, err := batchTokens(keys)
+	if err != nil {
+		return err
+	}
+	resources, ids, sent := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
-		tok, err := newToken()
-		if err != nil {
-			return nil, err
-		}
-		resources[i], ids[i], tokens[i], sent[k] = k.resource, k.id, tok, tok
+		resources[i], ids[i], sent[i] = k.resource, k.id, hashes[k]
 	}
 	// A granted row's owner and access are the ones asked for; only these
 	// columns come back, the rest is known (decoding ten columns per row
 	// is measurable beside a one-row upsert).
-	q, args := s.grantMany, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, tokens}
+	q, args := s.grantMany, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
 	if len(keys) == 1 {
-		q, args = s.grantOne, []any{keys[0].resource, keys[0].id, o.Session, o.User, tokens[0], ttl.Microseconds()}
+		q, args = s.grantOne, []any{keys[0].resource, keys[0].id, o.Session, o.User, sent[0], ttl.Microseconds()}
 	}
-	_, err := c.query(q, args, func(r *sql.Rows) error {
+	_, err = c.query(q, args, func(r *sql.Rows) error {
 		l := Lock{Access: Write, Owner: o}
 		if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &l.AcquiredAt, &l.ExpiresAt); err != nil {
 			return err
 		}
 		l.AcquiredAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.ExpiresAt.UTC()
-		got[key{l.Resource, l.ID}] = l
+		got[key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
 		return nil
 	})
-	return sent, err
+	return err
 }
 
 // keyLocksOf is a CTE that row-locks in (resource, lock_id) order the key
@@ -302,7 +316,7 @@ const grantCTE = "offlinelock_grant"
 
 func (s *postgresStore) grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
 	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.grantOneCTE, after) + `) `,
-		[]any{k.resource, k.id, o.Session, o.User, token, ttl.Microseconds()}
+		[]any{k.resource, k.id, o.Session, o.User, tokenDigest(token), ttl.Microseconds()}
 }
 
 func (s *postgresStore) grantCondition() clause.Expression {
@@ -328,7 +342,8 @@ offlinelock_grants AS (
 SELECT lock_id, token, expires_at, NULL::int FROM offlinelock_grants
 UNION ALL
 SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_grants) = (SELECT count(*) FROM offlinelock_keys) THEN NULL ELSE 0 END)`
-	args := append(vars, resource, o.Session, o.User, token, ttl.Microseconds())
+	hash := tokenHash(token)
+	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
 	var grants []grantRow
 	_, err := c.query(query, args, func(r *sql.Rows) error {
 		var id, tok *string
@@ -337,7 +352,7 @@ SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_grants
 			return err
 		}
 		e, err := scanTime(exp)
-		grants = append(grants, grantRow{key{resource, *id}, *tok == token, e})
+		grants = append(grants, grantRow{key{resource, *id}, *tok == hash, e})
 		return err
 	})
 	var coded interface{ SQLState() string }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -290,11 +291,10 @@ func (t *sqlStore) dropReaders(c conn, keys []key, before time.Time) error {
 // key rows held, so that it sees every holder exactly, in a fixed number of
 // statements. It refuses all or nothing: on the first key held by someone
 // else it returns that key's *LockedError and writes no lock.
-// It also reports, per lock, whether it was newly granted.
-func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl time.Duration) ([]Lock, []bool, error) {
+func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl time.Duration) ([]granted, error) {
 	krs, now, err := t.lockKeys(c, keys)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var readKeys []key
 	for _, k := range keys {
@@ -305,14 +305,14 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 	}
 	readers, err := t.readersOf(c, readKeys)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	plans := make([]plan, 0, len(keys))
 	fresh := 0
 	for _, k := range keys {
 		pl, err := planFor(k, krs[k], readers[k], o, access, now, now.Add(ttl))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if pl.newGen {
 			fresh++
@@ -321,7 +321,7 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 	}
 	gens, err := t.nextGens(c, fresh)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	return t.apply(c, plans, gens, o, now)
 }
@@ -329,14 +329,16 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 // plan is what decideMany writes for one key.
 type plan struct {
 	k                    key
-	lock                 Lock
-	keyRow               *row // the key row to write
+	lock                 Lock   // as the table holds it: Token is a hash
+	token                string // a new grant's token, for its holder only
+	keyRow               *row   // the key row to write
 	newGen               bool
 	dropAll, dropExpired bool
 }
 
 // planFor decides one key whose key row is kr and reader rows readers:
-// the lock o gets, or a *LockedError.
+// the lock o gets, or a *LockedError. The tokens of kr and readers are
+// hashes, and so is the one the plan writes.
 func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time.Time) (plan, error) {
 	if kr.Access == Write && kr.live(now) {
 		if kr.Owner.Session != o.Session {
@@ -372,9 +374,10 @@ func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time
 			pl.lock.Token = own.Token
 		} else {
 			var err error
-			if pl.lock.Token, err = newToken(); err != nil {
+			if pl.token, err = newToken(); err != nil {
 				return plan{}, err
 			}
+			pl.lock.Token = tokenHash(pl.token)
 		}
 		pl.newGen = true
 	}
@@ -393,12 +396,11 @@ func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time
 }
 
 // apply writes plans, with gens as the fresh generations, and returns the
-// locks and whether each is new.
-func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.Time) ([]Lock, []bool, error) {
+// locks, with their tokens where they are new.
+func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.Time) ([]granted, error) {
 	var dropAll, dropExpired []key
 	var puts []row
-	out := make([]Lock, 0, len(plans))
-	newly := make([]bool, 0, len(plans))
+	out := make([]granted, 0, len(plans))
 	for i := range plans {
 		pl := &plans[i]
 		if pl.newGen {
@@ -421,16 +423,17 @@ func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.T
 		if pl.lock.Access == Read {
 			puts = append(puts, row{Lock: pl.lock, holder: o.Session})
 		}
-		out = append(out, pl.lock)
-		newly = append(newly, pl.newGen)
+		g := granted{Lock: pl.lock, fresh: pl.newGen, hash: pl.lock.Token}
+		g.Token = pl.token
+		out = append(out, g)
 	}
 	if err := t.dropReaders(c, dropAll, time.Time{}); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := t.dropReaders(c, dropExpired, now); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return out, newly, t.putRows(c, puts)
+	return out, t.putRows(c, puts)
 }
 
 // check sorts keys into those the session holds a valid Write lock on and
@@ -519,7 +522,7 @@ func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
 // dropGrant deletes the Write lock on k if its token is still token, that
 // is, if the grant that made it is the one being undone.
 func (t *sqlStore) dropGrant(c conn, k key, token string) error {
-	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.resource, k.id, token)
+	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.resource, k.id, tokenHash(token))
 	return err
 }
 
@@ -674,27 +677,51 @@ func parseSQLiteTime(s string) (time.Time, error) {
 }
 
 // batchGrant takes the Write locks of keys in one statement where each is
-// free, expired or o's, adds what it granted to got, and returns the token
-// it sent for each key (a granted lock with another token was o's before).
-type batchGrant func(c conn, keys []key, o Owner, ttl time.Duration, got map[key]Lock) (map[key]string, error)
+// free, expired or o's, and adds what it granted to got. It sends a new
+// token's hash for each key: a granted lock with another hash was o's
+// before (not fresh, no token returned).
+type batchGrant func(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error
+
+// batchTokens are the new tokens of a batch grant, one per key, and the
+// hashes it sends.
+func batchTokens(keys []key) (tokens, hashes map[key]string, err error) {
+	tokens, hashes = make(map[key]string, len(keys)), make(map[key]string, len(keys))
+	for _, k := range keys {
+		if tokens[k], err = newToken(); err != nil {
+			return nil, nil, err
+		}
+		hashes[k] = tokenHash(tokens[k])
+	}
+	return tokens, hashes, nil
+}
+
+// grantedRow is a row a batch grant returned, with hash in its Token, as
+// its holder sees it: with its token if the grant is fresh (the hash is
+// the one sent), without one if the session held it already.
+func grantedRow(l Lock, tokens, hashes map[key]string) granted {
+	k := key{l.Resource, l.ID}
+	g := granted{Lock: l, hash: l.Token, fresh: l.Token == hashes[k]}
+	g.Token = ""
+	if g.fresh {
+		g.Token = tokens[k]
+	}
+	return g
+}
 
 // grantWrites takes Write locks with one batch statement per batch of
 // keys, in sortKeys order; the keys a batch did not grant go through the
 // serialised path. One key needs no transaction (the serialised path has
 // nothing of the call's to undo); several are all or nothing in one.
-func (t *sqlStore) grantWrites(c conn, keys []key, o Owner, ttl time.Duration, batch batchGrant) (map[key]Lock, map[key]bool, error) {
-	got, newly := map[key]Lock{}, map[key]bool{}
+func (t *sqlStore) grantWrites(c conn, keys []key, o Owner, ttl time.Duration, batch batchGrant) (map[key]granted, error) {
+	got := map[key]granted{}
 	run := func(c conn) error {
 		var rest []key
 		for _, b := range chunks(sortKeys(keys)) {
-			tokens, err := batch(c, b, o, ttl, got)
-			if err != nil {
+			if err := batch(c, b, o, ttl, got); err != nil {
 				return err
 			}
 			for _, k := range b {
-				if l, ok := got[k]; ok {
-					newly[k] = l.Token == tokens[k]
-				} else {
+				if _, ok := got[k]; !ok {
 					rest = append(rest, k)
 				}
 			}
@@ -702,37 +729,33 @@ func (t *sqlStore) grantWrites(c conn, keys []key, o Owner, ttl time.Duration, b
 		if len(rest) == 0 {
 			return nil
 		}
-		more, fresh, err := t.decide(c, rest, o, Write, ttl)
-		for k, l := range more {
-			got[k], newly[k] = l, fresh[k]
-		}
+		more, err := t.decide(c, rest, o, Write, ttl)
+		maps.Copy(got, more)
 		return err
 	}
 	if len(keys) == 1 {
-		return got, newly, run(c)
+		return got, run(c)
 	}
-	return got, newly, c.inTx(run)
+	return got, c.inTx(run)
 }
 
 // decide grants keys in batches through the serialised path, in c's
 // transaction (or one of its own): it sees every holder exactly.
-func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
-	got := make(map[key]Lock, len(keys))
-	newly := make(map[key]bool, len(keys))
+func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+	got := make(map[key]granted, len(keys))
 	err := t.inTx(c, func(c conn) error {
 		for _, batch := range chunks(sortKeys(keys)) {
-			ls, fresh, err := t.decideMany(c, batch, o, access, ttl)
+			gs, err := t.decideMany(c, batch, o, access, ttl)
 			if err != nil {
 				return err
 			}
-			for i, l := range ls {
-				got[key{l.Resource, l.ID}] = l
-				newly[key{l.Resource, l.ID}] = fresh[i]
+			for _, g := range gs {
+				got[key{g.Resource, g.ID}] = g
 			}
 		}
 		return nil
 	})
-	return got, newly, err
+	return got, err
 }
 
 // release gives up session's lock on k: its Write lock in one statement,
@@ -831,14 +854,17 @@ func (t *sqlStore) forceRelease(c conn, k key, allow func(now time.Time, held []
 	})
 }
 
-// byToken returns the live lock whose token is token.
+// byToken returns the live lock whose token is token, found by its hash
+// through the token index, without its token.
 func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 	var found *Lock
+	hash := tokenHash(token)
 	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+
 		` WHERE token = ? AND expires_at > `+t.clock+` AND `+isLockRow+` ORDER BY resource, lock_id`),
-		[]any{token}, func(r *sql.Rows) error {
+		[]any{hash}, func(r *sql.Rows) error {
 			rw, err := scanRow(r)
-			if err == nil && found == nil && rw.Token == token {
+			if err == nil && found == nil && rw.Token == hash {
+				rw.Token = ""
 				found = &rw.Lock
 			}
 			return err

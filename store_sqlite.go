@@ -81,8 +81,37 @@ func (s *sqliteStore) migrate(c conn) error {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 			}
 		}
+		if err := s.hashTokens(c); err != nil {
+			return fmt.Errorf("offlinelock: hashing the tokens of lock table %s: %w", s.table, err)
+		}
 		return nil
 	})
+}
+
+// hashTokens replaces the tokens that a table written by an older version
+// holds (32 hex digits) by their hashes, in migrate's transaction. SQLite
+// has no SHA-256 of its own (and a function registered with the driver
+// would have to be registered by every application), so the rows are read
+// and rewritten from Go, one UPDATE per legacy token, by tokenHash itself.
+// A hash (64 digits) or no token is left alone: running it again changes
+// nothing.
+func (s *sqliteStore) hashTokens(c conn) error {
+	var legacy []string
+	_, err := c.query(`SELECT DISTINCT token FROM `+s.table+` WHERE length(token) = ?`, []any{tokenLen}, func(r *sql.Rows) error {
+		var tok string
+		err := r.Scan(&tok)
+		if legacyToken(tok) {
+			legacy = append(legacy, tok)
+		}
+		return err
+	})
+	for _, tok := range legacy {
+		if err != nil {
+			break
+		}
+		_, err = c.exec(`UPDATE `+s.table+` SET token = ? WHERE token = ?`, tokenHash(tok), tok)
+	}
+	return err
 }
 
 // generationTrigger keeps the generation counter at or past every
@@ -115,7 +144,7 @@ func (s *sqliteStore) nextGenerations(c conn, n int) ([]int64, error) {
 // writer at a time, so each statement is atomic); everything else (Read
 // locks, keys with readers or another holder) takes the serialised path,
 // which decides exactly and names holders.
-func (s *sqliteStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]Lock, map[key]bool, error) {
+func (s *sqliteStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	if access != Write {
 		return s.decide(c, keys, o, access, ttl)
 	}
@@ -124,25 +153,24 @@ func (s *sqliteStore) grant(c conn, keys []key, o Owner, access Access, ttl time
 
 // grantBatch is the batchGrant of SQLite: one row of VALUES for one key,
 // json_each over the keys for more.
-func (s *sqliteStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]Lock) (map[key]string, error) {
-	sent := make(map[key]string, len(keys))
+func (s *sqliteStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error {
+	tokens, hashes, err := batchTokens(keys)
+	if err != nil {
+		return err
+	}
 	triples := make([][3]string, len(keys))
 	for i, k := range keys {
-		tok, err := newToken()
-		if err != nil {
-			return nil, err
-		}
-		sent[k], triples[i] = tok, [3]string{k.resource, k.id, tok}
+		triples[i] = [3]string{k.resource, k.id, hashes[k]}
 	}
 	q, args := s.grantOne, []any{keys[0].resource, keys[0].id, o.Session, o.User, triples[0][2], sqliteOffset(ttl)}
 	if len(keys) > 1 {
 		j, err := json.Marshal(triples)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		q, args = s.grantMany, []any{o.Session, o.User, sqliteOffset(ttl), string(j)}
 	}
-	_, err := c.query(q, args, func(r *sql.Rows) error {
+	_, err = c.query(q, args, func(r *sql.Rows) error {
 		var acquired, expires string
 		l := Lock{Access: Write, Owner: o}
 		if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &acquired, &expires); err != nil {
@@ -153,10 +181,10 @@ func (s *sqliteStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration,
 			return err
 		}
 		l.ExpiresAt, err = parseSQLiteTime(expires)
-		got[key{l.Resource, l.ID}] = l
+		got[key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
 		return err
 	})
-	return sent, err
+	return err
 }
 
 // sqliteOffset is a duration as a strftime modifier.
@@ -165,9 +193,9 @@ func sqliteOffset(d time.Duration) string {
 }
 
 // sqliteGrant is grantBatch's statement. For one key (rows ""), its ?
-// placeholders are the resource, id, session, user, token and the TTL as a
+// placeholders are the resource, id, session, user, token hash and the TTL as a
 // strftime modifier; for several, the session, user, TTL and a JSON array
-// of [resource, id, token], whose order the rows are written in. A new
+// of [resource, id, token hash], whose order the rows are written in. A new
 // lock's generation is the counter's next value (plus its place in the
 // batch); the triggers made by migrate move the counter past every
 // generation written.

@@ -72,10 +72,15 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, badRequest("reason is longer than 1000 bytes"))
 		return
 	}
+	// Without a Lock-Token the request is a new session's, so a lock the
+	// principal holds already is refused with 423 like anyone else's: its
+	// token is known only to whoever got it (the table keeps its hash),
+	// and a second token for one lock would be a second way in.
 	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
 	status := http.StatusCreated
-	if token := r.Header.Get(LockTokenHeader); token != "" {
-		held, err := s.lockFor(r, token, principal, target)
+	presented := r.Header.Get(LockTokenHeader)
+	if presented != "" {
+		held, err := s.lockFor(r, presented, principal, target)
 		if err != nil {
 			s.WriteError(w, r, err)
 			return
@@ -87,6 +92,13 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
+	}
+	if l.Token == "" {
+		// A refresh returns no token (Acquire has none to give back): the
+		// holder's own, which it just presented, stands.
+		l.Token = presented
+	} else if presented != "" {
+		status = http.StatusCreated // expired between the check and the refresh: a new lock
 	}
 	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
 	if status == http.StatusOK {

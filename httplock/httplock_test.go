@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -24,10 +25,12 @@ import (
 	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
 
 	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/httplock"
@@ -52,10 +55,13 @@ func principal(r *http.Request) (string, error) {
 func openDB(t *testing.T, name string) *gorm.DB {
 	t.Helper()
 	cfg := &gorm.Config{Logger: logger.Discard}
-	if name == "sqlite" {
+	switch name {
+	case "sqlite":
 		db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(t.TempDir(), "t.db"))), cfg)
 		require.NoError(t, err)
 		return db
+	case "mysql":
+		return openMySQL(t, cfg)
 	}
 	dsn := os.Getenv("OFFLINELOCK_POSTGRES_DSN")
 	if dsn == "" {
@@ -81,7 +87,58 @@ func openDB(t *testing.T, name string) *gorm.DB {
 	return db
 }
 
-// eachDB runs fn against an HTTP server over SQLite and over PostgreSQL.
+// openMySQL opens MySQL or MariaDB. Its tables get a prefix of their own
+// (MySQL has no schemas within a database): the root package's tests, run
+// at the same time by go test ./..., create and drop their own "orders".
+func openMySQL(t *testing.T, cfg *gorm.Config) *gorm.DB {
+	t.Helper()
+	dsn := os.Getenv("OFFLINELOCK_MYSQL_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true needs MySQL or MariaDB: set OFFLINELOCK_MYSQL_DSN")
+		}
+		t.Skip("set OFFLINELOCK_MYSQL_DSN to run on MySQL or MariaDB")
+	}
+	cfg.NamingStrategy = schema.NamingStrategy{TablePrefix: "h" + randomHex(4) + "_"}
+	db, err := gorm.Open(mysql.Open(dsn), cfg)
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	require.NoError(t, sqlDB.Ping())
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// createOrders creates the orders table. On MySQL its string key needs a
+// collation that tells "A" from "a" and "a " (the plugin refuses any
+// other), which a struct tag cannot give portably.
+func createOrders(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	require.NoError(t, db.Migrator().DropTable(&Order{}))
+	if db.Dialector.Name() == "mysql" {
+		stmt := &gorm.Statement{DB: db}
+		require.NoError(t, stmt.Parse(&Order{}))
+		require.NoError(t, db.Exec("CREATE TABLE `"+stmt.Table+"` (id VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL PRIMARY KEY, status LONGTEXT)").Error)
+		return
+	}
+	require.NoError(t, db.AutoMigrate(&Order{}))
+}
+
+// dropLockTable drops the plugin's tables named table.
+func dropLockTable(db *gorm.DB, table string) {
+	q := func(s string) string { return `"` + s + `"` }
+	if db.Dialector.Name() == "mysql" {
+		q = func(s string) string { return "`" + s + "`" }
+	}
+	for _, suffix := range []string{"", "_generation", "_tables"} {
+		db.Exec(`DROP TABLE IF EXISTS ` + q(table+suffix))
+	}
+	if db.Dialector.Name() == "postgres" {
+		db.Exec(`DROP SEQUENCE IF EXISTS ` + q(table+"_generation"))
+	}
+}
+
+// eachDB runs fn against an HTTP server over SQLite, PostgreSQL and
+// MySQL/MariaDB.
 // Every response of the lock and admin endpoints is validated against the
 // package's OpenAPI document.
 func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
@@ -90,7 +147,7 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 	require.NoError(t, doc.Validate(context.Background()))
 	router, err := legacyrouter.NewRouter(doc)
 	require.NoError(t, err)
-	for _, name := range []string{"sqlite", "postgres"} {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
 		t.Run(name, func(t *testing.T) {
 			db := openDB(t, name)
 			table := "ol_" + randomHex(6)
@@ -103,13 +160,10 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 					return errors.New("admins only")
 				}})
 			require.NoError(t, db.Use(locks))
-			require.NoError(t, db.Migrator().DropTable(&Order{}))
-			require.NoError(t, db.AutoMigrate(&Order{}))
+			createOrders(t, db)
 			t.Cleanup(func() {
 				db.Migrator().DropTable(&Order{})
-				db.Exec(`DROP TABLE IF EXISTS "` + table + `"`)
-				db.Exec(`DROP TABLE IF EXISTS "` + table + `_generation"`)
-				db.Exec(`DROP SEQUENCE IF EXISTS "` + table + `_generation"`)
+				dropLockTable(db, table)
 			})
 			require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_99182", Status: "new"}).Error)
 
@@ -131,7 +185,7 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			})))
 			ts := httptest.NewServer(mux)
 			t.Cleanup(ts.Close)
-			c := &client{t: t, base: ts.URL, db: db, logs: logs, validate: func(req *http.Request, resp *http.Response, body []byte) {
+			c := &client{t: t, base: ts.URL, db: db, table: table, logs: logs, validate: func(req *http.Request, resp *http.Response, body []byte) {
 				if req.Method == http.MethodPatch {
 					return // the application's own endpoint, not in the document
 				}
@@ -157,6 +211,7 @@ type client struct {
 	t        *testing.T
 	base     string
 	db       *gorm.DB
+	table    string // the lock table
 	logs     *bytes.Buffer
 	validate func(*http.Request, *http.Response, []byte)
 }
@@ -219,11 +274,29 @@ func TestLockLifecycle(t *testing.T) {
 		assert.EqualValues(t, 300, body["ttlRemainingSeconds"])
 		generation := body["generation"]
 
-		// The holder refreshes with its own token: 200, the same lock.
+		// The lock table holds the token's hash, never the token.
+		var stored []string
+		require.NoError(t, c.db.Raw(`SELECT token FROM `+c.table+` WHERE token <> ''`).Scan(&stored).Error)
+		sum := sha256.Sum256([]byte(token))
+		assert.Equal(t, []string{hex.EncodeToString(sum[:])}, stored)
+		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_1", stored[0], "").status,
+			"the hash read from the table is no token")
+
+		// The holder refreshes with its own token: 200, the same lock, the
+		// token it presented (the server has no other to give).
 		got = c.do("POST", path+"/lock", "usr_client_1", token, `{"ttlSeconds": 600}`)
 		require.Equal(t, http.StatusOK, got.status, string(got.body))
 		assert.Equal(t, token, got.header.Get("Lock-Token"))
+		assert.Equal(t, token, got.json(t)["lockToken"])
 		assert.Equal(t, generation, got.json(t)["generation"])
+
+		// The same principal without its token is a new client: 423, and
+		// no second token for the lock; the first one still works.
+		got = c.do("POST", path+"/lock", "usr_client_1", "", `{"ttlSeconds": 300}`)
+		require.Equal(t, http.StatusLocked, got.status, string(got.body))
+		assert.Empty(t, got.header.Get("Lock-Token"))
+		assert.NotContains(t, string(got.body), token)
+		assert.Equal(t, http.StatusNoContent, c.do("PATCH", "/orders/ord_99182", "usr_client_1", token, `{"Status": "held"}`).status)
 
 		// Another client: 423, who and until when, never the token.
 		got = c.do("POST", path+"/lock", "usr_client_2", "", `{"ttlSeconds": 300}`)
