@@ -45,7 +45,7 @@ func (s *Server) body(res *resource, l *offlinelock.Lock, remaining time.Duratio
 
 // lock is POST /{resource}/{id}/lock.
 func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, err := s.target(r, res)
+	res, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -99,7 +99,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 
 // unlock is POST /{resource}/{id}/unlock.
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
-	_, target, err := s.target(r, res)
+	_, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -132,7 +132,7 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 
 // info is GET /{resource}/{id}/lock.
 func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, err := s.target(r, res)
+	res, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)
 		return

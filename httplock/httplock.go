@@ -131,10 +131,14 @@ func New(cfg Config) (*Server, error) {
 //	POST /{resource}/{id}/lock    take a lock (201), or refresh it with its Lock-Token (200)
 //	POST /{resource}/{id}/unlock  give it up with its Lock-Token (204)
 //	GET  /{resource}/{id}/lock    who holds it and until when (200), or 404
+//	GET  /openapi.yaml            the OpenAPI document (ServeOpenAPI)
 //
 // Each resource gets its own patterns (POST /orders/{id}/lock …), so they
-// live beside the application's routes without conflicts.
+// live beside the application's routes without conflicts; the application
+// must not register GET /openapi.yaml itself (ServeMux panics on the
+// duplicate).
 func (s *Server) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /openapi.yaml", s.ServeOpenAPI)
 	for name, res := range s.resources {
 		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { h(w, r, res) }
@@ -154,12 +158,12 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// target builds a model value of res with the URL's id as its primary key.
-func (s *Server) target(r *http.Request, res *resource) (*resource, any, error) {
+// target builds a model value of res with id (from the URL) as its primary
+// key.
+func (s *Server) target(res *resource, id string) (*resource, any, error) {
 	if res == nil {
 		return nil, nil, errUnknownResource
 	}
-	id := r.PathValue("id")
 	if id == "" || len(id) > 255 || strings.ContainsRune(id, 0) {
 		return nil, nil, badRequest("the id is empty or too long")
 	}

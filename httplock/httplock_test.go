@@ -22,8 +22,10 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -57,6 +59,9 @@ func openDB(t *testing.T, name string) *gorm.DB {
 		require.NoError(t, err)
 		return db
 	}
+	if name == "mysql" {
+		return openMySQL(t)
+	}
 	dsn := os.Getenv("OFFLINELOCK_POSTGRES_DSN")
 	if dsn == "" {
 		if os.Getenv("CI") == "true" {
@@ -81,16 +86,47 @@ func openDB(t *testing.T, name string) *gorm.DB {
 	return db
 }
 
-// eachDB runs fn against an HTTP server over SQLite and over PostgreSQL.
-// Every response of the lock and admin endpoints is validated against the
-// package's OpenAPI document.
+// openMySQL opens a database of its own on the MySQL or MariaDB server of
+// OFFLINELOCK_MYSQL_DSN: the root package's tests use the same table names
+// in the DSN's database at the same time.
+func openMySQL(t *testing.T) *gorm.DB {
+	t.Helper()
+	dsn := os.Getenv("OFFLINELOCK_MYSQL_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true needs MySQL or MariaDB: set OFFLINELOCK_MYSQL_DSN")
+		}
+		t.Skip("set OFFLINELOCK_MYSQL_DSN to run on MySQL or MariaDB")
+	}
+	cfg := &gorm.Config{Logger: logger.Discard}
+	dcfg, err := mysqldriver.ParseDSN(dsn)
+	require.NoError(t, err)
+	admin, err := gorm.Open(mysql.Open(dsn), cfg)
+	require.NoError(t, err)
+	adminDB, _ := admin.DB()
+	t.Cleanup(func() { adminDB.Close() })
+	dcfg.DBName = "httplock_" + randomHex(6)
+	require.NoError(t, admin.Exec("CREATE DATABASE "+dcfg.DBName).Error)
+	t.Cleanup(func() { admin.Exec("DROP DATABASE " + dcfg.DBName) })
+	db, err := gorm.Open(mysql.Open(dcfg.FormatDSN()), cfg)
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	require.NoError(t, sqlDB.Ping())
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// eachDB runs fn against an HTTP server over SQLite, PostgreSQL and MySQL
+// or MariaDB. Every response is validated against the package's OpenAPI
+// document (the test's PATCH handler stands for the application's write,
+// which the document describes as the Middleware's).
 func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 	doc, err := openapi3.NewLoader().LoadFromData(httplock.OpenAPI())
 	require.NoError(t, err)
 	require.NoError(t, doc.Validate(context.Background()))
 	router, err := legacyrouter.NewRouter(doc)
 	require.NoError(t, err)
-	for _, name := range []string{"sqlite", "postgres"} {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
 		t.Run(name, func(t *testing.T) {
 			db := openDB(t, name)
 			table := "ol_" + randomHex(6)
@@ -105,6 +141,7 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			require.NoError(t, db.Use(locks))
 			require.NoError(t, db.Migrator().DropTable(&Order{}))
 			require.NoError(t, db.AutoMigrate(&Order{}))
+			binaryKeys(t, db)
 			t.Cleanup(func() {
 				db.Migrator().DropTable(&Order{})
 				db.Exec(`DROP TABLE IF EXISTS "` + table + `"`)
@@ -118,22 +155,13 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			require.NoError(t, err)
 			mux := http.NewServeMux()
 			srv.Register(mux)
-			mux.Handle("/admin/", srv.AdminHandler())
-			mux.Handle("PATCH /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var in struct{ Status string }
-				json.NewDecoder(r.Body).Decode(&in)
-				err := db.WithContext(r.Context()).Model(&Order{ID: r.PathValue("id")}).Update("status", in.Status).Error
-				if err != nil {
-					srv.WriteError(w, r, err)
-					return
-				}
-				w.WriteHeader(http.StatusNoContent)
-			})))
+			srv.RegisterAdmin(mux)
+			appRoutes(mux, srv, db)
 			ts := httptest.NewServer(mux)
 			t.Cleanup(ts.Close)
 			c := &client{t: t, base: ts.URL, db: db, logs: logs, validate: func(req *http.Request, resp *http.Response, body []byte) {
-				if req.Method == http.MethodPatch {
-					return // the application's own endpoint, not in the document
+				if appOnly(req) {
+					return // the test application's reads, not in the document
 				}
 				u := *req.URL
 				u.Host, u.Scheme = "", ""
@@ -151,6 +179,78 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			fn(t, c)
 		})
 	}
+}
+
+// appRoutes are the test application's own routes on orders, each behind
+// Middleware: a PATCH that writes nothing for a body without "Status" (the
+// no-op a check in the handler would let through), a DELETE, a PUT on a
+// {resource} wildcard, a GET that writes when a method-override header asks
+// for a PATCH, and an OPTIONS that (wrongly) writes.
+func appRoutes(mux *http.ServeMux, srv *httplock.Server, db *gorm.DB) {
+	write := func(w http.ResponseWriter, r *http.Request, id string, status *string) {
+		if status != nil {
+			if err := db.WithContext(r.Context()).Model(&Order{ID: id}).Update("status", *status).Error; err != nil {
+				srv.WriteError(w, r, err)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	mux.Handle("PATCH /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Status *string }
+		json.NewDecoder(r.Body).Decode(&in)
+		write(w, r, r.PathValue("id"), in.Status)
+	})))
+	mux.Handle("PUT /{resource}/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := "replaced"
+		write(w, r, r.PathValue("id"), &status)
+	})))
+	mux.Handle("DELETE /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := db.WithContext(r.Context()).Delete(&Order{ID: r.PathValue("id")}).Error; err != nil {
+			srv.WriteError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})))
+	mux.Handle("GET /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-HTTP-Method-Override") == "PATCH" {
+			status := "overridden"
+			write(w, r, r.PathValue("id"), &status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})))
+	mux.Handle("OPTIONS /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := "options"
+		write(w, r, r.PathValue("id"), &status)
+	})))
+}
+
+// appOnly tells the test application's reads, which the document does not
+// describe, from the endpoints it does.
+func appOnly(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return regexp.MustCompile(`^/orders/[^/]+$`).MatchString(r.URL.Path)
+	}
+	return false
+}
+
+// binaryKeys makes the orders' string key binary on MySQL and MariaDB, as
+// examples/orders-api does: their default collations take "ord_1" and
+// "ORD_1" as one row, and the plugin refuses such a key.
+func binaryKeys(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	if db.Dialector.Name() != "mysql" {
+		return
+	}
+	var version string
+	require.NoError(t, db.Raw("SELECT VERSION()").Scan(&version).Error)
+	collation := "utf8mb4_0900_bin"
+	if strings.Contains(version, "MariaDB") {
+		collation = "utf8mb4_nopad_bin"
+	}
+	require.NoError(t, db.Exec("ALTER TABLE orders MODIFY id VARCHAR(191) CHARACTER SET utf8mb4 COLLATE "+collation+" NOT NULL").Error)
 }
 
 type client struct {
@@ -279,7 +379,7 @@ func TestWritesThroughTheMiddlewareAreEnforced(t *testing.T) {
 		refused := c.do("PATCH", "/orders/ord_99182", "usr_client_2", "", `{"Status": "cancelled"}`)
 		assert.Equal(t, http.StatusLocked, refused.status)
 		assert.Contains(t, refused.json(t)["detail"], "locked by usr_client_1")
-		assert.Equal(t, http.StatusForbidden, c.do("PATCH", "/orders/ord_99182", "usr_client_2", token, `{"Status": "cancelled"}`).status,
+		assert.Equal(t, http.StatusLocked, c.do("PATCH", "/orders/ord_99182", "usr_client_2", token, `{"Status": "cancelled"}`).status,
 			"a token presented by another principal is refused")
 		assert.Equal(t, http.StatusUnauthorized, c.do("PATCH", "/orders/ord_99182", "", "", `{"Status": "cancelled"}`).status)
 		assert.Equal(t, http.StatusNoContent, c.do("POST", "/orders/ord_99182/unlock", "usr_client_1", token, "").status)
