@@ -46,6 +46,10 @@ type Resource struct {
 	// Singular names one record in messages ("order 'ord_1' is locked…");
 	// default Name without a trailing "s".
 	Singular string
+	// IDName, if set, is a name under which lock bodies carry the record's
+	// id besides "id": "orderId" gives the seed's lock response. It must
+	// not be one of the lock body's own names.
+	IDName string
 }
 
 // Config configures a Server.
@@ -109,6 +113,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		if len(stmt.Schema.PrimaryFields) != 1 {
 			return nil, fmt.Errorf("httplock: resource %s: model %s needs a single-column primary key", r.Name, stmt.Schema.Name)
+		}
+		if isLockBodyName(r.IDName) {
+			return nil, fmt.Errorf("httplock: resource %s: IDName %q is already a name in lock bodies", r.Name, r.IDName)
 		}
 		if r.Singular == "" {
 			r.Singular = strings.TrimSuffix(r.Name, "s")

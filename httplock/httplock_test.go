@@ -151,7 +151,7 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_99182", Status: "new"}).Error)
 
 			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
 			require.NoError(t, err)
 			mux := http.NewServeMux()
 			srv.Register(mux)
@@ -314,6 +314,7 @@ func TestLockLifecycle(t *testing.T) {
 		assert.Equal(t, token, body["lockToken"])
 		assert.Equal(t, "orders", body["resource"])
 		assert.Equal(t, "ord_99182", body["id"])
+		assert.Equal(t, "ord_99182", body["orderId"], "Resource.IDName")
 		assert.Equal(t, "usr_client_1", body["lockedBy"])
 		assert.Equal(t, "Seat reservation checkout", body["reason"])
 		assert.EqualValues(t, 300, body["ttlRemainingSeconds"])
@@ -504,4 +505,15 @@ func onlyAdmin(r *http.Request) error {
 		return errors.New("not an admin")
 	}
 	return nil
+}
+
+func TestIDNameMayNotShadowALockBodyName(t *testing.T) {
+	db := openDB(t, "sqlite")
+	locks := offlinelock.New(offlinelock.Config{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, db.Use(locks))
+	for _, name := range []string{"id", "lockToken", "lockedBy", "expiresAt", "holders"} {
+		_, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal,
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: name}}})
+		assert.ErrorContains(t, err, "already a name in lock bodies", name)
+	}
 }
