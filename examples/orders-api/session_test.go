@@ -285,3 +285,54 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestOnlyTheHolderWrites: while usr_client_1 holds the order, another
+// client's PATCH is 423 naming the holder whatever its body and token, and
+// changes nothing; once the order is free, a PATCH without a token is 423
+// lock-required. Every response validates against both documents.
+func TestOnlyTheHolderWrites(t *testing.T) {
+	validators := []validator{loadValidator(t, "the seed's", mustRead(t, seedOpenAPI)), loadValidator(t, "httplock's", httplock.OpenAPI())}
+	eachDSN(t, func(t *testing.T, base string) {
+		call := func(method, path, user, token, body string) (int, map[string]any) {
+			t.Helper()
+			req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+user)
+			req.Header.Set("Content-Type", "application/json")
+			if token != "" {
+				req.Header.Set("Lock-Token", token)
+			}
+			resp, raw := send(t, req)
+			for _, v := range validators {
+				v.validate(t, req, resp, raw)
+			}
+			var m map[string]any
+			json.Unmarshal(raw, &m)
+			return resp.StatusCode, m
+		}
+		status, lock := call("POST", "/orders/ord_99182/lock", "usr_client_1", "", `{"ttlSeconds": 300}`)
+		if status != 201 {
+			t.Fatalf("lock: %d %v", status, lock)
+		}
+		token := lock["lockToken"].(string)
+		for _, r := range []struct{ token, body string }{{"", ""}, {"", `{}`}, {"", `{"colour": "red"}`}, {token, `{"seatNumber": "1A"}`}, {"", `{"seatNumber": "1A", "lockToken": "` + token + `"}`}} {
+			status, p := call("PATCH", "/orders/ord_99182", "usr_client_2", r.token, r.body)
+			if status != 423 || p["lockedBy"] != "usr_client_1" || p["lockedUntil"] == nil {
+				t.Errorf("usr_client_2 PATCH %s (token %v): %d %v", r.body, r.token != "", status, p)
+			}
+		}
+		if status, _ := call("POST", "/orders/ord_99182/unlock", "usr_client_1", token, ""); status != 204 {
+			t.Fatalf("unlock: %d", status)
+		}
+		status, p := call("PATCH", "/orders/ord_99182", "usr_client_2", "", `{"seatNumber": "1A"}`)
+		if status != 423 || p["type"] != httplock.ProblemBase+"lock-required" {
+			t.Errorf("a tokenless PATCH of a free order: %d %v", status, p)
+		}
+		req, _ := http.NewRequest("GET", base+"/orders/ord_99182", nil)
+		_, raw := send(t, req)
+		var o map[string]any
+		json.Unmarshal(raw, &o)
+		if o["seatNumber"] != "" || o["status"] != "PENDING" {
+			t.Errorf("the order changed: %s", raw)
+		}
+	})
+}
