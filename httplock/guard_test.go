@@ -63,6 +63,7 @@ func TestWritesOfALockedRecordAre423ForAllButItsHolder(t *testing.T) {
 			{name: "token in a body field", method: "PATCH", path: path, user: "usr_client_2", body: `{"lockToken": "` + holder + `", "Lock-Token": "` + holder + `", "Status": "stolen"}`},
 			{name: "the holder's user without the token", method: "PATCH", path: path, user: "usr_client_1", body: `{"Status": "stolen"}`},
 			{name: "PUT on a {resource} route", method: "PUT", path: path, user: "usr_client_2", tokens: []string{released}},
+			{name: "POST on a deeper route, {orderId}", method: "POST", path: path + "/seat", user: "usr_client_2", tokens: []string{other}},
 			{name: "DELETE", method: "DELETE", path: path, user: "usr_client_2"},
 			{name: "DELETE with the holder's token", method: "DELETE", path: path, user: "usr_client_2", tokens: []string{holder}},
 			{name: "GET overridden to PATCH", method: "GET", path: path, user: "usr_client_2", header: map[string]string{"X-HTTP-Method-Override": "PATCH"}},

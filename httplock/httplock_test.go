@@ -185,7 +185,8 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 // Middleware: a PATCH that writes nothing for a body without "Status" (the
 // no-op a check in the handler would let through), a DELETE, a PUT on a
 // {resource} wildcard, a GET that writes when a method-override header asks
-// for a PATCH, and an OPTIONS that (wrongly) writes.
+// for a PATCH, an OPTIONS that (wrongly) writes, and a POST on a deeper
+// route whose wildcard is not called {id}.
 func appRoutes(mux *http.ServeMux, srv *httplock.Server, db *gorm.DB) {
 	write := func(w http.ResponseWriter, r *http.Request, id string, status *string) {
 		if status != nil {
@@ -204,6 +205,10 @@ func appRoutes(mux *http.ServeMux, srv *httplock.Server, db *gorm.DB) {
 	mux.Handle("PUT /{resource}/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		status := "replaced"
 		write(w, r, r.PathValue("id"), &status)
+	})))
+	mux.Handle("POST /orders/{orderId}/seat", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := "seated"
+		write(w, r, r.PathValue("orderId"), &status)
 	})))
 	mux.Handle("DELETE /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := db.WithContext(r.Context()).Delete(&Order{ID: r.PathValue("id")}).Error; err != nil {
@@ -232,6 +237,8 @@ func appOnly(r *http.Request) bool {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return regexp.MustCompile(`^/orders/[^/]+$`).MatchString(r.URL.Path)
+	case http.MethodPost:
+		return strings.HasSuffix(r.URL.Path, "/seat")
 	}
 	return false
 }

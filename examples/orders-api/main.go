@@ -121,7 +121,7 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 			api.WriteError(w, r, err)
 			return
 		}
-		o.UpdatedAt = o.UpdatedAt.UTC()
+		o.UpdatedAt = o.UpdatedAt.UTC().Truncate(time.Millisecond) // as MySQL keeps it
 		writeJSON(w, o)
 	})
 	// The Middleware refuses the write before patchOrder runs unless the
@@ -171,7 +171,7 @@ func patchOrder(db *gorm.DB, api *httplock.Server) http.Handler {
 			api.WriteError(w, r, err)
 			return
 		}
-		o.UpdatedAt = o.UpdatedAt.UTC()
+		o.UpdatedAt = o.UpdatedAt.UTC().Truncate(time.Millisecond) // as MySQL keeps it
 		writeJSON(w, o)
 	})
 }
