@@ -47,30 +47,7 @@ func TestWritesOfALockedRecordAre423ForAllButItsHolder(t *testing.T) {
 		require.NotEmpty(t, other)
 		before := c.do("GET", path+"/lock", "x", "", "").json(t)
 
-		for _, a := range []attack{
-			{name: "empty body", method: "PATCH", path: path, user: "usr_client_2"},
-			{name: "empty object", method: "PATCH", path: path, user: "usr_client_2", body: `{}`},
-			{name: "unknown fields only", method: "PATCH", path: path, user: "usr_client_2", body: `{"colour": "red"}`},
-			{name: "not JSON", method: "PATCH", path: path, user: "usr_client_2", body: `<order/>`},
-			{name: "a change", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`},
-			{name: "the holder's token, another user", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{holder}},
-			{name: "own token of another record", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{other}},
-			{name: "released token", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{released}},
-			{name: "expired token", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{expired}},
-			{name: "malformed token", method: "PATCH", path: path, user: "usr_client_2", body: `{}`, tokens: []string{"lk_tok_88291a"}},
-			{name: "well-formed wrong token", method: "PATCH", path: path, user: "usr_client_2", body: `{}`, tokens: []string{strings.Repeat("0", 32)}},
-			{name: "another's token, then the holder's", method: "PATCH", path: path, user: "usr_client_2", body: `{}`, tokens: []string{other, holder}},
-			{name: "token in a body field", method: "PATCH", path: path, user: "usr_client_2", body: `{"lockToken": "` + holder + `", "Lock-Token": "` + holder + `", "Status": "stolen"}`},
-			{name: "the holder's user without the token", method: "PATCH", path: path, user: "usr_client_1", body: `{"Status": "stolen"}`},
-			{name: "PUT on a {resource} route", method: "PUT", path: path, user: "usr_client_2", tokens: []string{released}},
-			{name: "POST on a deeper route, {orderId}", method: "POST", path: path + "/seat", user: "usr_client_2", tokens: []string{other}},
-			{name: "DELETE", method: "DELETE", path: path, user: "usr_client_2"},
-			{name: "DELETE with the holder's token", method: "DELETE", path: path, user: "usr_client_2", tokens: []string{holder}},
-			{name: "GET overridden to PATCH", method: "GET", path: path, user: "usr_client_2", header: map[string]string{"X-HTTP-Method-Override": "PATCH"}},
-			{name: "HEAD overridden to PATCH", method: "HEAD", path: path, user: "usr_client_2", header: map[string]string{"X-HTTP-Method-Override": "PATCH"}},
-			{name: "OPTIONS whose handler writes (the plugin refuses)", method: "OPTIONS", path: path, user: "usr_client_2"},
-			{name: "encoded id", method: "PATCH", path: "/orders/ord%5F99182", user: "usr_client_2", body: `{"Status": "stolen"}`},
-		} {
+		for _, a := range lockedAttacks(path, holder, other, released, expired) {
 			t.Run(a.name, func(t *testing.T) {
 				status, header, body := c.raw(a)
 				require.Equal(t, http.StatusLocked, status, string(body))
@@ -139,6 +116,37 @@ func TestWritesOfAnUnlockedRecord(t *testing.T) {
 		require.NoError(t, c.db.WithContext(offlinelock.Bypass(context.Background(), "check")).First(&o, "id = ?", "ord_99182").Error)
 		assert.Equal(t, "new", o.Status)
 	})
+}
+
+// lockedAttacks are the writes of path, while usr_client_1 holds it with
+// holder, that must each be a 423 naming usr_client_1: other is
+// usr_client_2's token of another record, released and expired its dead
+// tokens of path.
+func lockedAttacks(path, holder, other, released, expired string) []attack {
+	return []attack{
+		{name: "empty body", method: "PATCH", path: path, user: "usr_client_2"},
+		{name: "empty object", method: "PATCH", path: path, user: "usr_client_2", body: `{}`},
+		{name: "unknown fields only", method: "PATCH", path: path, user: "usr_client_2", body: `{"colour": "red"}`},
+		{name: "not JSON", method: "PATCH", path: path, user: "usr_client_2", body: `<order/>`},
+		{name: "a change", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`},
+		{name: "the holder's token, another user", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{holder}},
+		{name: "own token of another record", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{other}},
+		{name: "released token", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{released}},
+		{name: "expired token", method: "PATCH", path: path, user: "usr_client_2", body: `{"Status": "stolen"}`, tokens: []string{expired}},
+		{name: "malformed token", method: "PATCH", path: path, user: "usr_client_2", body: `{}`, tokens: []string{"lk_tok_88291a"}},
+		{name: "well-formed wrong token", method: "PATCH", path: path, user: "usr_client_2", body: `{}`, tokens: []string{strings.Repeat("0", 32)}},
+		{name: "another's token, then the holder's", method: "PATCH", path: path, user: "usr_client_2", body: `{}`, tokens: []string{other, holder}},
+		{name: "token in a body field", method: "PATCH", path: path, user: "usr_client_2", body: `{"lockToken": "` + holder + `", "Lock-Token": "` + holder + `", "Status": "stolen"}`},
+		{name: "the holder's user without the token", method: "PATCH", path: path, user: "usr_client_1", body: `{"Status": "stolen"}`},
+		{name: "PUT on a {resource} route", method: "PUT", path: path, user: "usr_client_2", tokens: []string{released}},
+		{name: "POST on a deeper route, {orderId}", method: "POST", path: path + "/seat", user: "usr_client_2", tokens: []string{other}},
+		{name: "DELETE", method: "DELETE", path: path, user: "usr_client_2"},
+		{name: "DELETE with the holder's token", method: "DELETE", path: path, user: "usr_client_2", tokens: []string{holder}},
+		{name: "GET overridden to PATCH", method: "GET", path: path, user: "usr_client_2", header: map[string]string{"X-HTTP-Method-Override": "PATCH"}},
+		{name: "HEAD overridden to PATCH", method: "HEAD", path: path, user: "usr_client_2", header: map[string]string{"X-HTTP-Method-Override": "PATCH"}},
+		{name: "OPTIONS whose handler writes (the plugin refuses)", method: "OPTIONS", path: path, user: "usr_client_2"},
+		{name: "encoded id", method: "PATCH", path: "/orders/ord%5F99182", user: "usr_client_2", body: `{"Status": "stolen"}`},
+	}
 }
 
 func httplockProblem(kind string) string {

@@ -2,8 +2,13 @@
 // a REST client, which keeps no session, takes a lock as a token with a
 // lease (POST /{resource}/{id}/lock), sends it back in the Lock-Token
 // header with its writes, and gives it up with POST /{resource}/{id}/unlock.
-// A lock held by someone else is 423 Locked with an application/problem+json
-// body (RFC 9457). Standard library only.
+// Middleware refuses, before the application's handler runs, every write of
+// a record that anyone but the caller's own Lock-Token holds: 423 Locked
+// with an application/problem+json body (RFC 9457) naming the holder and
+// lockedUntil, whatever the body and whatever other token is sent; a write
+// of a free record without a token is 423 lock-required (the lock comes
+// first). The OpenAPI document is served at GET /openapi.yaml. Standard
+// library only.
 //
 //	api, err := httplock.New(httplock.Config{Locks: locks, DB: db,
 //		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}},
@@ -12,8 +17,8 @@
 //		return err
 //	}
 //	mux := http.NewServeMux()
-//	api.Register(mux) // POST /orders/{id}/lock, POST /orders/{id}/unlock, GET /orders/{id}/lock
-//	mux.Handle("PATCH /orders/{id}", api.Middleware(http.HandlerFunc(patchOrder))) // writes checked by the plugin
+//	api.Register(mux) // POST /orders/{id}/lock, POST /orders/{id}/unlock, GET /orders/{id}/lock, GET /openapi.yaml
+//	mux.Handle("PATCH /orders/{id}", api.Middleware(http.HandlerFunc(patchOrder))) // 423 unless the caller holds the lock
 //
 // Here locks is the *offlinelock.Plugin registered on db, and patchOrder
 // writes with db.WithContext(r.Context()). The example of New runs it.
