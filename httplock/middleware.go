@@ -87,6 +87,9 @@ func (s *Server) writer(r *http.Request, target any, token, principal string) (o
 		if err != nil && !(errors.As(err, &re) && re.status == http.StatusForbidden) {
 			return offlinelock.Owner{}, err
 		}
+		if err != nil {
+			mine = nil // a token refused (another record's lock, say) is no lock of this record
+		}
 	}
 	if rest := others(holders, mine); len(rest) > 0 {
 		resource, id, kerr := s.cfg.Locks.KeyOf(db, target)

@@ -80,6 +80,12 @@ func TestSeedSession(t *testing.T) {
 		if resp.StatusCode != 200 || o["seatNumber"] != "12A" || o["status"] != "CONFIRMED" || o["orderId"] != "ord_99182" {
 			t.Fatalf("read after the session: %d %s", resp.StatusCode, body)
 		}
+		// And the service serves its OpenAPI document, for clients to generate code from.
+		req, _ = http.NewRequest("GET", base+"/openapi.yaml", nil)
+		resp, body = send(t, req)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != httplock.OpenAPIContentType || !bytes.Equal(body, httplock.OpenAPI()) {
+			t.Fatalf("GET /openapi.yaml: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
 	})
 }
 
