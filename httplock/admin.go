@@ -61,7 +61,7 @@ func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) adminRelease(w http.ResponseWriter, r *http.Request) {
-	res, target, err := s.target(r, s.resources[r.PathValue("resource")])
+	res, target, err := s.target(s.resources[r.PathValue("resource")], r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)
 		return

@@ -109,7 +109,7 @@ func ExampleNew() {
 	// alice locks: 201 with a Lock-Token: true
 	// bob locks: 423
 	// bob writes without a token: 423
-	// bob writes with alice's token: 403
+	// bob writes with alice's token: 423
 	// alice writes with her token: 204
 	// alice unlocks: 204
 	// who holds it now: 404

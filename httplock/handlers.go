@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/offlinelock/offlinelock"
@@ -22,16 +24,46 @@ type lockRequest struct {
 
 // lockBody is a lock as the holder sees it, token included.
 type lockBody struct {
-	Resource            string    `json:"resource"`
-	ID                  string    `json:"id"`
-	LockToken           string    `json:"lockToken,omitempty"`
-	LockedBy            string    `json:"lockedBy"`
-	Access              string    `json:"access"`
-	Reason              string    `json:"reason,omitempty"`
-	AcquiredAt          time.Time `json:"acquiredAt"`
-	ExpiresAt           time.Time `json:"expiresAt"`
-	TTLRemainingSeconds int64     `json:"ttlRemainingSeconds"`
-	Generation          int64     `json:"generation"`
+	Resource            string     `json:"resource"`
+	ID                  string     `json:"id"`
+	LockToken           string     `json:"lockToken,omitempty"`
+	LockedBy            string     `json:"lockedBy"`
+	Access              string     `json:"access"`
+	Reason              string     `json:"reason,omitempty"`
+	AcquiredAt          time.Time  `json:"acquiredAt"`
+	ExpiresAt           time.Time  `json:"expiresAt"`
+	TTLRemainingSeconds int64      `json:"ttlRemainingSeconds"`
+	Generation          int64      `json:"generation"`
+	Holders             []lockBody `json:"holders,omitempty"`
+	// idName is Resource.IDName: the id is also sent under this name.
+	idName string
+}
+
+// isLockBodyName tells whether name is one of lockBody's JSON names (and so
+// may not be a Resource.IDName).
+func isLockBodyName(name string) bool {
+	t := reflect.TypeFor[lockBody]()
+	for i := range t.NumField() {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if tag != "" && tag == name {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalJSON writes the lock, with the id also under Resource.IDName
+// (first, as the seed's lock response has its "orderId").
+func (b lockBody) MarshalJSON() ([]byte, error) {
+	type plain lockBody
+	out, err := json.Marshal(plain(b))
+	if err != nil || b.idName == "" {
+		return out, err
+	}
+	name, _ := json.Marshal(b.idName)
+	id, _ := json.Marshal(b.ID)
+	head := append(append(append([]byte{'{'}, name...), ':'), id...)
+	return append(append(head, ','), out[1:]...), nil
 }
 
 // body renders l; remaining is its lease left, in whole seconds.
@@ -40,12 +72,13 @@ func (s *Server) body(res *resource, l *offlinelock.Lock, remaining time.Duratio
 		Resource: res.Name, ID: l.ID, LockToken: l.Token, LockedBy: l.Owner.User, Access: string(l.Access),
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
 		TTLRemainingSeconds: int64(math.Round(max(remaining, 0).Seconds())), Generation: l.Generation,
+		idName: res.IDName,
 	}
 }
 
 // lock is POST /{resource}/{id}/lock.
 func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, err := s.target(r, res)
+	res, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -111,7 +144,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 
 // unlock is POST /{resource}/{id}/unlock.
 func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
-	_, target, err := s.target(r, res)
+	_, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -144,7 +177,7 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 
 // info is GET /{resource}/{id}/lock.
 func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, err := s.target(r, res)
+	res, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -158,15 +191,12 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, notFoundLock)
 		return
 	}
-	out := struct {
-		lockBody
-		Holders []lockBody `json:"holders"`
-	}{}
+	var all []lockBody
 	for i := range holders {
-		b := s.body(res, &holders[i], time.Until(holders[i].ExpiresAt))
-		out.Holders = append(out.Holders, b)
+		all = append(all, s.body(res, &holders[i], time.Until(holders[i].ExpiresAt)))
 	}
-	out.lockBody = out.Holders[0]
+	out := all[0]
+	out.Holders = all
 	writeJSON(w, http.StatusOK, out)
 }
 

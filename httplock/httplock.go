@@ -2,8 +2,13 @@
 // a REST client, which keeps no session, takes a lock as a token with a
 // lease (POST /{resource}/{id}/lock), sends it back in the Lock-Token
 // header with its writes, and gives it up with POST /{resource}/{id}/unlock.
-// A lock held by someone else is 423 Locked with an application/problem+json
-// body (RFC 9457). Standard library only.
+// Middleware refuses, before the application's handler runs, every write of
+// a record that anyone but the caller's own Lock-Token holds: 423 Locked
+// with an application/problem+json body (RFC 9457) naming the holder and
+// lockedUntil, whatever the body and whatever other token is sent; a write
+// of a free record without a token is 423 lock-required (the lock comes
+// first). The OpenAPI document is served at GET /openapi.yaml. Standard
+// library only.
 //
 //	api, err := httplock.New(httplock.Config{Locks: locks, DB: db,
 //		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}},
@@ -12,8 +17,8 @@
 //		return err
 //	}
 //	mux := http.NewServeMux()
-//	api.Register(mux) // POST /orders/{id}/lock, POST /orders/{id}/unlock, GET /orders/{id}/lock
-//	mux.Handle("PATCH /orders/{id}", api.Middleware(http.HandlerFunc(patchOrder))) // writes checked by the plugin
+//	api.Register(mux) // POST /orders/{id}/lock, POST /orders/{id}/unlock, GET /orders/{id}/lock, GET /openapi.yaml
+//	mux.Handle("PATCH /orders/{id}", api.Middleware(http.HandlerFunc(patchOrder))) // 423 unless the caller holds the lock
 //
 // Here locks is the *offlinelock.Plugin registered on db, and patchOrder
 // writes with db.WithContext(r.Context()). The example of New runs it.
@@ -46,6 +51,10 @@ type Resource struct {
 	// Singular names one record in messages ("order 'ord_1' is locked…");
 	// default Name without a trailing "s".
 	Singular string
+	// IDName, if set, is a name under which lock bodies carry the record's
+	// id besides "id": "orderId" gives the seed's lock response. It must
+	// not be one of the lock body's own names.
+	IDName string
 }
 
 // Config configures a Server.
@@ -110,6 +119,9 @@ func New(cfg Config) (*Server, error) {
 		if len(stmt.Schema.PrimaryFields) != 1 {
 			return nil, fmt.Errorf("httplock: resource %s: model %s needs a single-column primary key", r.Name, stmt.Schema.Name)
 		}
+		if isLockBodyName(r.IDName) {
+			return nil, fmt.Errorf("httplock: resource %s: IDName %q is already a name in lock bodies", r.Name, r.IDName)
+		}
 		if r.Singular == "" {
 			r.Singular = strings.TrimSuffix(r.Name, "s")
 		}
@@ -131,10 +143,14 @@ func New(cfg Config) (*Server, error) {
 //	POST /{resource}/{id}/lock    take a lock (201), or refresh it with its Lock-Token (200)
 //	POST /{resource}/{id}/unlock  give it up with its Lock-Token (204)
 //	GET  /{resource}/{id}/lock    who holds it and until when (200), or 404
+//	GET  /openapi.yaml            the OpenAPI document (ServeOpenAPI)
 //
 // Each resource gets its own patterns (POST /orders/{id}/lock …), so they
-// live beside the application's routes without conflicts.
+// live beside the application's routes without conflicts; the application
+// must not register GET /openapi.yaml itself (ServeMux panics on the
+// duplicate).
 func (s *Server) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /openapi.yaml", s.ServeOpenAPI)
 	for name, res := range s.resources {
 		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { h(w, r, res) }
@@ -154,12 +170,12 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// target builds a model value of res with the URL's id as its primary key.
-func (s *Server) target(r *http.Request, res *resource) (*resource, any, error) {
+// target builds a model value of res with id (from the URL) as its primary
+// key.
+func (s *Server) target(res *resource, id string) (*resource, any, error) {
 	if res == nil {
 		return nil, nil, errUnknownResource
 	}
-	id := r.PathValue("id")
 	if id == "" || len(id) > 255 || strings.ContainsRune(id, 0) {
 		return nil, nil, badRequest("the id is empty or too long")
 	}

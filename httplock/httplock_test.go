@@ -23,6 +23,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	legacyrouter "github.com/getkin/kin-openapi/routers/legacy"
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
@@ -30,7 +31,6 @@ import (
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-	"gorm.io/gorm/schema"
 
 	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/httplock"
@@ -60,8 +60,9 @@ func openDB(t *testing.T, name string) *gorm.DB {
 		db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(t.TempDir(), "t.db"))), cfg)
 		require.NoError(t, err)
 		return db
-	case "mysql":
-		return openMySQL(t, cfg)
+	}
+	if name == "mysql" {
+		return openMySQL(t)
 	}
 	dsn := os.Getenv("OFFLINELOCK_POSTGRES_DSN")
 	if dsn == "" {
@@ -87,10 +88,10 @@ func openDB(t *testing.T, name string) *gorm.DB {
 	return db
 }
 
-// openMySQL opens MySQL or MariaDB. Its tables get a prefix of their own
-// (MySQL has no schemas within a database): the root package's tests, run
-// at the same time by go test ./..., create and drop their own "orders".
-func openMySQL(t *testing.T, cfg *gorm.Config) *gorm.DB {
+// openMySQL opens a database of its own on the MySQL or MariaDB server of
+// OFFLINELOCK_MYSQL_DSN: the root package's tests use the same table names
+// in the DSN's database at the same time.
+func openMySQL(t *testing.T) *gorm.DB {
 	t.Helper()
 	dsn := os.Getenv("OFFLINELOCK_MYSQL_DSN")
 	if dsn == "" {
@@ -99,28 +100,22 @@ func openMySQL(t *testing.T, cfg *gorm.Config) *gorm.DB {
 		}
 		t.Skip("set OFFLINELOCK_MYSQL_DSN to run on MySQL or MariaDB")
 	}
-	cfg.NamingStrategy = schema.NamingStrategy{TablePrefix: "h" + randomHex(4) + "_"}
-	db, err := gorm.Open(mysql.Open(dsn), cfg)
+	cfg := &gorm.Config{Logger: logger.Discard}
+	dcfg, err := mysqldriver.ParseDSN(dsn)
+	require.NoError(t, err)
+	admin, err := gorm.Open(mysql.Open(dsn), cfg)
+	require.NoError(t, err)
+	adminDB, _ := admin.DB()
+	t.Cleanup(func() { adminDB.Close() })
+	dcfg.DBName = "httplock_" + randomHex(6)
+	require.NoError(t, admin.Exec("CREATE DATABASE "+dcfg.DBName).Error)
+	t.Cleanup(func() { admin.Exec("DROP DATABASE " + dcfg.DBName) })
+	db, err := gorm.Open(mysql.Open(dcfg.FormatDSN()), cfg)
 	require.NoError(t, err)
 	sqlDB, _ := db.DB()
 	require.NoError(t, sqlDB.Ping())
 	t.Cleanup(func() { sqlDB.Close() })
 	return db
-}
-
-// createOrders creates the orders table. On MySQL its string key needs a
-// collation that tells "A" from "a" and "a " (the plugin refuses any
-// other), which a struct tag cannot give portably.
-func createOrders(t *testing.T, db *gorm.DB) {
-	t.Helper()
-	require.NoError(t, db.Migrator().DropTable(&Order{}))
-	if db.Dialector.Name() == "mysql" {
-		stmt := &gorm.Statement{DB: db}
-		require.NoError(t, stmt.Parse(&Order{}))
-		require.NoError(t, db.Exec("CREATE TABLE `"+stmt.Table+"` (id VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL PRIMARY KEY, status LONGTEXT)").Error)
-		return
-	}
-	require.NoError(t, db.AutoMigrate(&Order{}))
 }
 
 // dropLockTable drops the plugin's tables named table.
@@ -137,10 +132,10 @@ func dropLockTable(db *gorm.DB, table string) {
 	}
 }
 
-// eachDB runs fn against an HTTP server over SQLite, PostgreSQL and
-// MySQL/MariaDB.
-// Every response of the lock and admin endpoints is validated against the
-// package's OpenAPI document.
+// eachDB runs fn against an HTTP server over SQLite, PostgreSQL and MySQL
+// or MariaDB. Every response is validated against the package's OpenAPI
+// document (the test's PATCH handler stands for the application's write,
+// which the document describes as the Middleware's).
 func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 	doc, err := openapi3.NewLoader().LoadFromData(httplock.OpenAPI())
 	require.NoError(t, err)
@@ -160,7 +155,9 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 					return errors.New("admins only")
 				}})
 			require.NoError(t, db.Use(locks))
-			createOrders(t, db)
+			require.NoError(t, db.Migrator().DropTable(&Order{}))
+			require.NoError(t, db.AutoMigrate(&Order{}))
+			binaryKeys(t, db)
 			t.Cleanup(func() {
 				db.Migrator().DropTable(&Order{})
 				dropLockTable(db, table)
@@ -168,26 +165,17 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_99182", Status: "new"}).Error)
 
 			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
 			require.NoError(t, err)
 			mux := http.NewServeMux()
 			srv.Register(mux)
-			mux.Handle("/admin/", srv.AdminHandler())
-			mux.Handle("PATCH /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var in struct{ Status string }
-				json.NewDecoder(r.Body).Decode(&in)
-				err := db.WithContext(r.Context()).Model(&Order{ID: r.PathValue("id")}).Update("status", in.Status).Error
-				if err != nil {
-					srv.WriteError(w, r, err)
-					return
-				}
-				w.WriteHeader(http.StatusNoContent)
-			})))
+			srv.RegisterAdmin(mux)
+			appRoutes(mux, srv, db)
 			ts := httptest.NewServer(mux)
 			t.Cleanup(ts.Close)
 			c := &client{t: t, base: ts.URL, db: db, table: table, logs: logs, validate: func(req *http.Request, resp *http.Response, body []byte) {
-				if req.Method == http.MethodPatch {
-					return // the application's own endpoint, not in the document
+				if appOnly(req) {
+					return // the test application's reads, not in the document
 				}
 				u := *req.URL
 				u.Host, u.Scheme = "", ""
@@ -205,6 +193,85 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			fn(t, c)
 		})
 	}
+}
+
+// appRoutes are the test application's own routes on orders, each behind
+// Middleware: a PATCH that writes nothing for a body without "Status" (the
+// no-op a check in the handler would let through), a DELETE, a PUT on a
+// {resource} wildcard, a GET that writes when a method-override header asks
+// for a PATCH, an OPTIONS that (wrongly) writes, and a POST on a deeper
+// route whose wildcard is not called {id}.
+func appRoutes(mux *http.ServeMux, srv *httplock.Server, db *gorm.DB) {
+	write := func(w http.ResponseWriter, r *http.Request, id string, status *string) {
+		if status != nil {
+			if err := db.WithContext(r.Context()).Model(&Order{ID: id}).Update("status", *status).Error; err != nil {
+				srv.WriteError(w, r, err)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	mux.Handle("PATCH /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Status *string }
+		json.NewDecoder(r.Body).Decode(&in)
+		write(w, r, r.PathValue("id"), in.Status)
+	})))
+	mux.Handle("PUT /{resource}/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := "replaced"
+		write(w, r, r.PathValue("id"), &status)
+	})))
+	mux.Handle("POST /orders/{orderId}/seat", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := "seated"
+		write(w, r, r.PathValue("orderId"), &status)
+	})))
+	mux.Handle("DELETE /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := db.WithContext(r.Context()).Delete(&Order{ID: r.PathValue("id")}).Error; err != nil {
+			srv.WriteError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})))
+	mux.Handle("GET /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-HTTP-Method-Override") == "PATCH" {
+			status := "overridden"
+			write(w, r, r.PathValue("id"), &status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})))
+	mux.Handle("OPTIONS /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := "options"
+		write(w, r, r.PathValue("id"), &status)
+	})))
+}
+
+// appOnly tells the test application's reads, which the document does not
+// describe, from the endpoints it does.
+func appOnly(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return regexp.MustCompile(`^/orders/[^/]+$`).MatchString(r.URL.Path)
+	case http.MethodPost:
+		return strings.HasSuffix(r.URL.Path, "/seat")
+	}
+	return false
+}
+
+// binaryKeys makes the orders' string key binary on MySQL and MariaDB, as
+// examples/orders-api does: their default collations take "ord_1" and
+// "ORD_1" as one row, and the plugin refuses such a key.
+func binaryKeys(t *testing.T, db *gorm.DB) {
+	t.Helper()
+	if db.Dialector.Name() != "mysql" {
+		return
+	}
+	var version string
+	require.NoError(t, db.Raw("SELECT VERSION()").Scan(&version).Error)
+	collation := "utf8mb4_0900_bin"
+	if strings.Contains(version, "MariaDB") {
+		collation = "utf8mb4_nopad_bin"
+	}
+	require.NoError(t, db.Exec("ALTER TABLE orders MODIFY id VARCHAR(191) CHARACTER SET utf8mb4 COLLATE "+collation+" NOT NULL").Error)
 }
 
 type client struct {
@@ -269,6 +336,7 @@ func TestLockLifecycle(t *testing.T) {
 		assert.Equal(t, token, body["lockToken"])
 		assert.Equal(t, "orders", body["resource"])
 		assert.Equal(t, "ord_99182", body["id"])
+		assert.Equal(t, "ord_99182", body["orderId"], "Resource.IDName")
 		assert.Equal(t, "usr_client_1", body["lockedBy"])
 		assert.Equal(t, "Seat reservation checkout", body["reason"])
 		assert.EqualValues(t, 300, body["ttlRemainingSeconds"])
@@ -352,7 +420,7 @@ func TestWritesThroughTheMiddlewareAreEnforced(t *testing.T) {
 		refused := c.do("PATCH", "/orders/ord_99182", "usr_client_2", "", `{"Status": "cancelled"}`)
 		assert.Equal(t, http.StatusLocked, refused.status)
 		assert.Contains(t, refused.json(t)["detail"], "locked by usr_client_1")
-		assert.Equal(t, http.StatusForbidden, c.do("PATCH", "/orders/ord_99182", "usr_client_2", token, `{"Status": "cancelled"}`).status,
+		assert.Equal(t, http.StatusLocked, c.do("PATCH", "/orders/ord_99182", "usr_client_2", token, `{"Status": "cancelled"}`).status,
 			"a token presented by another principal is refused")
 		assert.Equal(t, http.StatusUnauthorized, c.do("PATCH", "/orders/ord_99182", "", "", `{"Status": "cancelled"}`).status)
 		assert.Equal(t, http.StatusNoContent, c.do("POST", "/orders/ord_99182/unlock", "usr_client_1", token, "").status)
@@ -477,4 +545,15 @@ func onlyAdmin(r *http.Request) error {
 		return errors.New("not an admin")
 	}
 	return nil
+}
+
+func TestIDNameMayNotShadowALockBodyName(t *testing.T) {
+	db := openDB(t, "sqlite")
+	locks := offlinelock.New(offlinelock.Config{Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, db.Use(locks))
+	for _, name := range []string{"id", "lockToken", "lockedBy", "expiresAt", "holders"} {
+		_, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal,
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: name}}})
+		assert.ErrorContains(t, err, "already a name in lock bodies", name)
+	}
 }

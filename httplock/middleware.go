@@ -1,34 +1,163 @@
 package httplock
 
 import (
+	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/offlinelock/offlinelock"
 )
 
-// Middleware puts the owner of a request's lock into its context, so that
-// the application's handlers, writing with GORM on
-// db.WithContext(r.Context()), are checked by the plugin: a write with a
-// valid Lock-Token of the caller's is the lock holder's; a write without
-// one is an owner that holds nothing (ErrNotLocked or *LockedError, 423); a
-// Lock-Token that is wrong, expired or another principal's is refused here
-// with 403. The token is read from the Lock-Token header only.
+// Middleware guards the application's own write handlers.
+//
+// On a route whose pattern names a served resource followed by a wildcard
+// (PATCH /orders/{id}, DELETE /{resource}/{id}, PUT /orders/{orderId}/seat),
+// every request except GET, HEAD and OPTIONS is a write of that record and
+// is decided here, before the handler runs and whatever its body says:
+//
+//   - no principal: 401 (an anonymous caller learns nothing of the holder);
+//   - someone else holds the record's lock: 423 naming the holder and
+//     lockedUntil, with no token, or with a token that is wrong, expired,
+//     released, another principal's or another record's;
+//   - nobody holds it: 423 lock-required without a token (the write needs
+//     the lock first; see the README), 403 with a token that is not a live
+//     lock of the caller's on this record;
+//   - the caller's own live lock: the handler runs as the lock's owner.
+//
+// A GET, HEAD or OPTIONS (without a method-override header) and a route
+// that names no resource pass through. In every case the owner put into the
+// request's context is the token's lock owner or an owner holding nothing,
+// so a handler writing with db.WithContext(r.Context()) is still checked by
+// the plugin: the second line, which also covers a lock taken between this
+// check and the write. The token is read from the Lock-Token header only.
 func (s *Server) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		principal, err := s.cfg.Principal(r)
 		if err != nil || principal == "" {
+			if isWrite(r) {
+				s.WriteError(w, r, offlinelock.ErrNoOwner)
+				return
+			}
 			next.ServeHTTP(w, r) // nobody: writes of lockable models fail with ErrNoOwner
 			return
 		}
-		owner := offlinelock.Owner{Session: newSession("request-"), User: principal}
-		if token := r.Header.Get(LockTokenHeader); token != "" {
-			held, err := s.ownLock(r, token, principal)
-			if err != nil {
-				s.WriteError(w, r, err)
-				return
-			}
-			owner = held.Owner
+		owner, err := s.requestOwner(r, principal)
+		if err != nil {
+			s.WriteError(w, r, err)
+			return
 		}
 		next.ServeHTTP(w, r.WithContext(offlinelock.WithOwner(r.Context(), owner)))
 	})
+}
+
+// requestOwner decides who the request writes as, or why it may not.
+func (s *Server) requestOwner(r *http.Request, principal string) (offlinelock.Owner, error) {
+	owner := offlinelock.Owner{Session: newSession("request-"), User: principal}
+	token := r.Header.Get(LockTokenHeader)
+	res, id := s.routeRecord(r)
+	if res == nil || !isWrite(r) {
+		if token == "" {
+			return owner, nil
+		}
+		held, err := s.ownLock(r, token, principal)
+		if err != nil {
+			return owner, err
+		}
+		return held.Owner, nil
+	}
+	_, target, err := s.target(res, id)
+	if err != nil {
+		return owner, err
+	}
+	return s.writer(r, target, token, principal)
+}
+
+// writer is the owner a write of target runs as: the caller's lock that
+// token stands for, when no one else holds target.
+func (s *Server) writer(r *http.Request, target any, token, principal string) (offlinelock.Owner, error) {
+	db := s.cfg.DB.WithContext(r.Context())
+	holders, err := s.cfg.Locks.Holders(db, target)
+	if err != nil {
+		return offlinelock.Owner{}, err
+	}
+	var mine *offlinelock.Lock
+	if token != "" {
+		mine, err = s.lockFor(r, token, principal, target)
+		var re *requestError
+		if err != nil && !(errors.As(err, &re) && re.status == http.StatusForbidden) {
+			return offlinelock.Owner{}, err
+		}
+		if err != nil {
+			mine = nil // a token refused (another record's lock, say) is no lock of this record
+		}
+	}
+	if rest := others(holders, mine); len(rest) > 0 {
+		resource, id, kerr := s.cfg.Locks.KeyOf(db, target)
+		if kerr != nil {
+			return offlinelock.Owner{}, kerr
+		}
+		return offlinelock.Owner{}, &offlinelock.LockedError{Resource: resource, ID: id, Holders: rest}
+	}
+	switch {
+	case err != nil: // a bad token, and nobody else holds the record
+		return offlinelock.Owner{}, err
+	case mine == nil:
+		return offlinelock.Owner{}, offlinelock.ErrNotLocked
+	}
+	return mine.Owner, nil
+}
+
+// others are the holders that are not mine: the ones a 423 names.
+func others(holders []offlinelock.Lock, mine *offlinelock.Lock) []offlinelock.Lock {
+	var out []offlinelock.Lock
+	for _, h := range holders {
+		if mine == nil || h.Owner.Session != mine.Owner.Session {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// isWrite tells whether r may change the record: anything but a GET, HEAD
+// or OPTIONS, and any request with a method-override header (with which
+// frameworks let a POST or a GET stand for another method), in case
+// something behind the Middleware honours it.
+func isWrite(r *http.Request) bool {
+	for _, h := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
+		if _, ok := r.Header[h]; ok {
+			return true
+		}
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+// routeRecord finds the record a request's route names: the first wildcard
+// of r.Pattern that follows the name of a served resource (or a {resource}
+// wildcard naming one). Nil when the pattern names none (or the request did
+// not come through an http.ServeMux).
+func (s *Server) routeRecord(r *http.Request) (*resource, string) {
+	pattern := r.Pattern
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		pattern = pattern[i:] // without the method and the host
+	} else {
+		return nil, ""
+	}
+	segments := strings.Split(strings.Trim(pattern, "/"), "/")
+	for i := 1; i < len(segments); i++ {
+		name, wildcard := segments[i-1], segments[i]
+		if len(wildcard) < 3 || wildcard == "{$}" || wildcard[0] != '{' || wildcard[len(wildcard)-1] != '}' || strings.HasSuffix(wildcard, "...}") {
+			continue
+		}
+		if name == "{resource}" {
+			name = r.PathValue("resource")
+		}
+		if res, ok := s.resources[name]; ok {
+			return res, r.PathValue(wildcard[1 : len(wildcard)-1])
+		}
+	}
+	return nil, ""
 }

@@ -91,17 +91,6 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func serverDSN(t *testing.T, env, server string) string {
-	dsn := os.Getenv(env)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true needs %s: set %s", server, env)
-		}
-		t.Skipf("set %s to run on %s", env, server)
-	}
-	return dsn
-}
-
 func openGorm(t *testing.T, d gorm.Dialector) *gorm.DB {
 	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
 	if err != nil {

@@ -1,6 +1,8 @@
 // Command orders-api serves the order API of the pessimistic locking HTTP
-// pattern: lock and unlock endpoints, and a PATCH /orders/{id} whose write
-// the plugin refuses unless the caller holds the order's lock.
+// pattern (seed 003): lock and unlock endpoints, GET /openapi.yaml, and a
+// PATCH /orders/{id} refused with 423 unless the caller holds the order's
+// lock. The seed's own session runs against it word for word (its test,
+// TestSeedSession, replays testdata/seed003_session.txt).
 //
 //	go run ./examples/orders-api                  # on an embedded SQLite file, at 127.0.0.1:8080
 //	go run ./examples/orders-api -dsn 'host=127.0.0.1 user=postgres dbname=test' -addr 127.0.0.1:9090
@@ -35,11 +37,13 @@ import (
 	"github.com/offlinelock/offlinelock/httplock"
 )
 
-// Order may be read by anyone; changing it needs its lock.
+// Order is the order of the seed's pattern, with its fields. It may be read
+// by anyone; changing it needs its lock.
 type Order struct {
-	ID     string `gorm:"primaryKey" lock:"exclusive_write" json:"id"`
-	Status string `json:"status"`
-	Seat   string `json:"seat"`
+	OrderID    string    `gorm:"primaryKey;column:id" lock:"exclusive_write" json:"orderId"`
+	Status     string    `json:"status"`
+	SeatNumber string    `json:"seatNumber"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 func main() {
@@ -100,11 +104,11 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 		}
 	}
 	seed := db.WithContext(offlinelock.Bypass(ctx, "demo data"))
-	if err := seed.Save(&Order{ID: "ord_99182", Status: "open", Seat: "14C"}).Error; err != nil {
+	if err := seed.Save(&Order{OrderID: "ord_99182", Status: "PENDING"}).Error; err != nil {
 		return err
 	}
 	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Admin: onlyAdmin, Logger: log,
-		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
 	if err != nil {
 		return err
 	}
@@ -118,37 +122,12 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 			api.WriteError(w, r, err)
 			return
 		}
+		o.UpdatedAt = o.UpdatedAt.UTC().Truncate(time.Millisecond) // as MySQL keeps it
 		writeJSON(w, o)
 	})
-	mux.Handle("PATCH /orders/{id}", api.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Status *string `json:"status"`
-			Seat   *string `json:"seat"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-			api.WriteError(w, r, fmt.Errorf("%w: body", offlinelock.ErrInvalid))
-			return
-		}
-		changes := map[string]any{}
-		if in.Status != nil {
-			changes["status"] = *in.Status
-		}
-		if in.Seat != nil {
-			changes["seat"] = *in.Seat
-		}
-		o := Order{ID: r.PathValue("id")}
-		// The plugin checks the caller's lock on this write; the handler
-		// does nothing about locks itself.
-		if err := db.WithContext(r.Context()).Model(&o).Updates(changes).Error; err != nil {
-			api.WriteError(w, r, err)
-			return
-		}
-		if err := db.WithContext(r.Context()).First(&o, "id = ?", o.ID).Error; err != nil {
-			api.WriteError(w, r, err)
-			return
-		}
-		writeJSON(w, o)
-	})))
+	// The Middleware refuses the write before patchOrder runs unless the
+	// caller holds the order's lock; the plugin checks the write again.
+	mux.Handle("PATCH /orders/{id}", api.Middleware(patchOrder(db, api)))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -160,6 +139,42 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 		return err
 	}
 	return nil
+}
+
+// patchOrder changes an order's status and seatNumber; it does nothing
+// about locks itself.
+func patchOrder(db *gorm.DB, api *httplock.Server) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Status     *string `json:"status"`
+			SeatNumber *string `json:"seatNumber"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			api.WriteError(w, r, fmt.Errorf("%w: body", offlinelock.ErrInvalid))
+			return
+		}
+		changes := map[string]any{}
+		if in.Status != nil {
+			changes["status"] = *in.Status
+		}
+		if in.SeatNumber != nil {
+			changes["seat_number"] = *in.SeatNumber
+		}
+		o := Order{OrderID: r.PathValue("id")}
+		tx := db.WithContext(r.Context())
+		if len(changes) > 0 {
+			if err := tx.Model(&o).Updates(changes).Error; err != nil {
+				api.WriteError(w, r, err)
+				return
+			}
+		}
+		if err := tx.First(&o, "id = ?", o.OrderID).Error; err != nil {
+			api.WriteError(w, r, err)
+			return
+		}
+		o.UpdatedAt = o.UpdatedAt.UTC().Truncate(time.Millisecond) // as MySQL keeps it
+		writeJSON(w, o)
+	})
 }
 
 // bearer is the demonstration's authentication: the bearer token is the

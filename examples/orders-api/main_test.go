@@ -2,13 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"strings"
 	"testing"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
@@ -18,18 +14,14 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// TestCurlSession plays httplock/README.md's curl session against the running
-// example: acquire, update, refused for a second client, unlock.
-func TestCurlSession(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { curlSession(t, "") })
+// eachDSN runs fn with the example serving on SQLite, on PostgreSQL
+// (OFFLINELOCK_POSTGRES_DSN) and on MySQL or MariaDB (OFFLINELOCK_MYSQL_DSN),
+// each in a schema or database of its own: the root package's tests use the
+// same table names at the same time. fn gets the example's base URL.
+func eachDSN(t *testing.T, fn func(t *testing.T, base string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, start(t, "")) })
 	t.Run("postgres", func(t *testing.T) {
-		dsn := os.Getenv("OFFLINELOCK_POSTGRES_DSN")
-		if dsn == "" {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("CI=true needs PostgreSQL: set OFFLINELOCK_POSTGRES_DSN")
-			}
-			t.Skip("set OFFLINELOCK_POSTGRES_DSN to run on PostgreSQL")
-		}
+		dsn := serverDSN(t, "OFFLINELOCK_POSTGRES_DSN", "PostgreSQL")
 		db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
 		if err != nil {
 			t.Fatal(err)
@@ -39,18 +31,10 @@ func TestCurlSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
-		curlSession(t, dsn+" search_path="+schema)
+		fn(t, start(t, dsn+" search_path="+schema))
 	})
 	t.Run("mysql", func(t *testing.T) {
-		dsn := os.Getenv("OFFLINELOCK_MYSQL_DSN")
-		if dsn == "" {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("CI=true needs MySQL or MariaDB: set OFFLINELOCK_MYSQL_DSN")
-			}
-			t.Skip("set OFFLINELOCK_MYSQL_DSN to run on MySQL or MariaDB")
-		}
-		// A database of its own: the root package's tests use the same
-		// table names in the DSN's database at the same time.
+		dsn := serverDSN(t, "OFFLINELOCK_MYSQL_DSN", "MySQL or MariaDB")
 		cfg, err := mysqldriver.ParseDSN(dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -64,11 +48,26 @@ func TestCurlSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Exec("DROP DATABASE " + cfg.DBName) })
-		curlSession(t, cfg.FormatDSN())
+		fn(t, start(t, cfg.FormatDSN()))
 	})
 }
 
-func curlSession(t *testing.T, dsn string) {
+// serverDSN is env's DSN: the test skips without it, and fails under CI=true.
+func serverDSN(t *testing.T, env, server string) string {
+	t.Helper()
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true needs %s: set %s", server, env)
+		}
+		t.Skipf("set %s to run on %s", env, server)
+	}
+	return dsn
+}
+
+// start runs serve on a local listener until the test ends.
+func start(t *testing.T, dsn string) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -82,44 +81,5 @@ func curlSession(t *testing.T, dsn string) {
 			t.Error(err)
 		}
 	})
-	base := "http://" + l.Addr().String()
-	call := func(method, path, user, token, body string) (int, http.Header, map[string]any) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+user)
-		if token != "" {
-			req.Header.Set("Lock-Token", token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		json.Unmarshal(raw, &m)
-		return resp.StatusCode, resp.Header, m
-	}
-
-	status, h, body := call("POST", "/orders/ord_99182/lock", "usr_client_1", "", `{"ttlSeconds": 300, "reason": "Seat reservation checkout"}`)
-	token := h.Get("Lock-Token")
-	if status != 201 || token == "" || body["lockedBy"] != "usr_client_1" {
-		t.Fatalf("acquire: %d %v", status, body)
-	}
-	if status, _, body = call("PATCH", "/orders/ord_99182", "usr_client_1", token, `{"seat": "15A"}`); status != 200 || body["seat"] != "15A" {
-		t.Fatalf("owner's update: %d %v", status, body)
-	}
-	status, h, body = call("PATCH", "/orders/ord_99182", "usr_client_2", "", `{"seat": "1A"}`)
-	if status != 423 || h.Get("Content-Type") != "application/problem+json" || !strings.Contains(fmt.Sprint(body["detail"]), "locked by usr_client_1") {
-		t.Fatalf("second client: %d %v", status, body)
-	}
-	if status, _, body = call("POST", "/orders/ord_99182/lock", "usr_client_2", "", `{}`); status != 423 || body["lockedBy"] != "usr_client_1" {
-		t.Fatalf("second client's lock: %d %v", status, body)
-	}
-	if status, _, _ = call("POST", "/orders/ord_99182/unlock", "usr_client_1", token, ""); status != 204 {
-		t.Fatalf("unlock: %d", status)
-	}
-	if status, _, body = call("GET", "/orders/ord_99182", "usr_client_2", "", ""); status != 200 || body["seat"] != "15A" {
-		t.Fatalf("read after: %d %v", status, body)
-	}
+	return "http://" + l.Addr().String()
 }

@@ -1,0 +1,65 @@
+package httplock_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock/httplock"
+)
+
+// TestTheServerServesItsOpenAPIDocument: GET /openapi.yaml is the
+// package's document, loadable and valid, so a client can generate its
+// code from the running service.
+func TestTheServerServesItsOpenAPIDocument(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		got := c.do("GET", "/openapi.yaml", "", "", "")
+		require.Equal(t, http.StatusOK, got.status)
+		assert.Equal(t, httplock.OpenAPIContentType, got.header.Get("Content-Type"))
+		assert.Equal(t, httplock.OpenAPI(), got.body)
+		doc, err := openapi3.NewLoader().LoadFromData(got.body)
+		require.NoError(t, err)
+		require.NoError(t, doc.Validate(context.Background()))
+		status, header, body := c.raw(attack{method: "HEAD", path: "/openapi.yaml"})
+		assert.Equal(t, http.StatusOK, status)
+		assert.Equal(t, httplock.OpenAPIContentType, header.Get("Content-Type"))
+		assert.Empty(t, body)
+	})
+}
+
+// TestEveryStatusIsDocumented sends the requests behind the statuses the
+// document lists beyond the happy paths; eachDB's validation fails any
+// status an operation does not list.
+func TestEveryStatusIsDocumented(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		long := strings.Repeat("x", 256)
+		for _, r := range []struct {
+			method, path, user, body string
+			status                   int
+		}{
+			{"GET", "/orders/" + long + "/lock", "usr_client_1", "", http.StatusBadRequest},
+			{"GET", "/orders/a%00b/lock", "usr_client_1", "", http.StatusBadRequest},
+			{"GET", "/orders/ord_99182/lock", "usr_client_1", "", http.StatusNotFound},
+			{"POST", "/orders/" + long + "/lock", "usr_client_1", "", http.StatusBadRequest},
+			{"POST", "/orders/" + long + "/unlock", "usr_client_1", "", http.StatusBadRequest},
+			{"GET", "/admin/locks", "usr_client_1", "", http.StatusForbidden},
+			{"GET", "/admin/locks", "", "", http.StatusForbidden},
+			{"GET", "/admin/locks?expired=maybe", "admin", "", http.StatusBadRequest},
+			{"GET", "/admin/locks?resource=nothing", "admin", "", http.StatusNotFound},
+			{"POST", "/admin/locks/orders/ord_99182/release", "usr_client_1", `{"reason": "mine"}`, http.StatusForbidden},
+			{"POST", "/admin/locks/nothing/ord_99182/release", "admin", `{"reason": "x"}`, http.StatusNotFound},
+			{"POST", "/admin/locks/orders/ord_99182/release", "admin", `{"reason": "x"}`, http.StatusNotFound},
+			{"PATCH", "/orders/" + long, "usr_client_1", `{}`, http.StatusBadRequest},
+			{"DELETE", "/orders/ord_99182", "", "", http.StatusUnauthorized},
+		} {
+			got := c.do(r.method, r.path, r.user, "", r.body)
+			assert.Equal(t, r.status, got.status, "%s %s: %s", r.method, r.path, got.body)
+			assert.Equal(t, "application/problem+json", got.header.Get("Content-Type"))
+		}
+	})
+}
