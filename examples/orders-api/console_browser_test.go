@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,12 +17,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	mysqldriver "github.com/go-sql-driver/mysql"
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -36,43 +29,8 @@ import (
 // page to docs/console.png.
 func TestConsoleInBrowser(t *testing.T) {
 	browser := chromium(t)
-	t.Run("sqlite", func(t *testing.T) {
-		// serve puts its SQLite file in a fresh directory under TMPDIR: here,
-		// so that the test can read the lock table.
-		tmp := t.TempDir()
-		t.Setenv("TMPDIR", tmp)
-		consoleInBrowser(t, browser, "", func() *gorm.DB {
-			files, _ := filepath.Glob(filepath.Join(tmp, "offlinelock-orders-api*", "orders.db"))
-			if len(files) != 1 {
-				t.Fatalf("the example's SQLite file: %v", files)
-			}
-			return openGorm(t, sqlite.Open(offlinelock.SQLiteDSN(files[0])))
-		})
-	})
-	t.Run("postgres", func(t *testing.T) {
-		dsn := serverDSN(t, "OFFLINELOCK_POSTGRES_DSN", "PostgreSQL")
-		db := openGorm(t, postgres.Open(dsn))
-		schema := fmt.Sprintf("orders_console_%d", os.Getpid())
-		if err := db.Exec("CREATE SCHEMA " + schema).Error; err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
-		dsn += " search_path=" + schema
-		consoleInBrowser(t, browser, dsn, func() *gorm.DB { return openGorm(t, postgres.Open(dsn)) })
-	})
-	t.Run("mysql", func(t *testing.T) {
-		dsn := serverDSN(t, "OFFLINELOCK_MYSQL_DSN", "MySQL or MariaDB")
-		cfg, err := mysqldriver.ParseDSN(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := openGorm(t, mysql.Open(dsn))
-		cfg.DBName = fmt.Sprintf("orders_console_%d", os.Getpid())
-		if err := db.Exec("CREATE DATABASE " + cfg.DBName).Error; err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Exec("DROP DATABASE " + cfg.DBName) })
-		consoleInBrowser(t, browser, cfg.FormatDSN(), func() *gorm.DB { return openGorm(t, mysql.Open(cfg.FormatDSN())) })
+	eachDatabase(t, func(t *testing.T, dsn string, open func() *gorm.DB) {
+		consoleInBrowser(t, browser, dsn, open)
 	})
 }
 
@@ -91,20 +49,10 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func openGorm(t *testing.T, d gorm.Dialector) *gorm.DB {
-	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sqlDB, _ := db.DB()
-	t.Cleanup(func() { sqlDB.Close() })
-	return db
-}
-
 // consoleInBrowser runs the example on dsn and plays the console session;
 // open opens the example's database for the test's own look at the locks.
 func consoleInBrowser(t *testing.T, browser, dsn string, open func() *gorm.DB) {
-	base := startExample(t, dsn)
+	base := start(t, dsn)
 	tokens := []string{take(t, base, "usr_client_1", "ord_99182"), take(t, base, "usr_client_2", "ord_40017"),
 		take(t, base, "usr_client_1", "ord_31337")}
 
@@ -250,24 +198,6 @@ func screenshot(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote docs/console.png (%d bytes)", len(png))
-}
-
-// startExample serves the example on a free port until the test ends.
-func startExample(t *testing.T, dsn string) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, l, dsn) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	})
-	return "http://" + l.Addr().String()
 }
 
 // take locks order id for user through the API and returns its token, once the
