@@ -42,8 +42,9 @@ type lockStore interface {
 	// release gives up session's lock on k, Write or Read: ErrNotLocked
 	// when it holds none, or when its lock had expired (it is removed all
 	// the same). It says how long the lock was held, on the database
-	// clock, where the store learns it without another statement (0 when
-	// not: MySQL's Write locks, freed by an UPDATE without RETURNING).
+	// clock, where the store learns it without another statement
+	// (heldUnknown when not: MySQL's Write locks, freed by an UPDATE
+	// without RETURNING).
 	release(c conn, k key, session string) (time.Duration, error)
 
 	// forceRelease removes every lock on k after allow approved each live

@@ -553,7 +553,7 @@ func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
 func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, held time.Duration, err error) {
 	if t.freeWrite != nil {
 		found, valid, err = t.freeWrite(c, k, session)
-		return found, valid, 0, err
+		return found, valid, heldUnknown, err
 	}
 	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
 RETURNING expires_at, ` + t.clock + `, acquired_at`)

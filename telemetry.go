@@ -259,10 +259,13 @@ func (t *telemetry) released(ctx context.Context, db *gorm.DB, kind, resource st
 	t.releases.Add(ctx, n, metric.WithAttributes(attrs...))
 }
 
+// heldUnknown is the hold time of a release whose store did not learn it.
+const heldUnknown time.Duration = -1
+
 // heldFor records how long a released lock was held, on the database
-// clock; 0 means the store did not learn it.
+// clock (0 is possible: the clock's resolution is a millisecond on SQLite).
 func (t *telemetry) heldFor(ctx context.Context, db *gorm.DB, resource string, held time.Duration) {
-	if t != nil && held > 0 && t.held.Enabled(ctx) {
+	if t != nil && held >= 0 && t.held.Enabled(ctx) {
 		t.held.Record(ctx, held.Seconds(), metric.WithAttributes(dbSystem(db), attribute.String("resource", resource)))
 	}
 }
