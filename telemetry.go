@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"gorm.io/gorm"
 )
 
@@ -41,7 +42,8 @@ const (
 // *telemetry (a conn on a database the plugin is not registered on) does
 // nothing.
 type telemetry struct {
-	tracer   trace.Tracer
+	tracer   trace.Tracer // nil for the no-op provider: no span, no context per statement
+	client   []trace.SpanStartOption
 	grants   metric.Int64Counter
 	refusals metric.Int64Counter
 	upgrades metric.Int64Counter
@@ -65,7 +67,10 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 		tp = otel.GetTracerProvider()
 	}
 	m := mp.Meter(instrumentationName)
-	t := &telemetry{tracer: tp.Tracer(instrumentationName), meter: m}
+	t := &telemetry{meter: m, client: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}}
+	if _, off := tp.(tracenoop.TracerProvider); !off {
+		t.tracer = tp.Tracer(instrumentationName)
+	}
 	var errs [10]error
 	t.grants, errs[0] = m.Int64Counter("offlinelock.lock.grants", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks granted, by resource, mode (explicit Acquire or implicit load) and access."))
@@ -116,10 +121,10 @@ func telemetryOf(db *gorm.DB) *telemetry {
 // statement starts the span of one lock-table statement, a child of the
 // caller's span in ctx.
 func (t *telemetry) statement(ctx context.Context, query string) (context.Context, trace.Span) {
-	if t == nil {
+	if t == nil || t.tracer == nil {
 		return ctx, nil
 	}
-	return t.tracer.Start(ctx, spanName(query), trace.WithSpanKind(trace.SpanKindClient))
+	return t.tracer.Start(ctx, spanName(query), t.client...)
 }
 
 // statementDone ends the span statement began and records the latency. The
@@ -128,15 +133,17 @@ func (t *telemetry) statementDone(ctx context.Context, span trace.Span, db *gorm
 	if t == nil {
 		return
 	}
-	if span.IsRecording() {
-		span.SetAttributes(dbSystem(db), attribute.String("db.operation.name", sqlOp(query)),
-			attribute.Int64("db.response.returned_rows", rows))
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "statement failed")
+	if span != nil {
+		if span.IsRecording() {
+			span.SetAttributes(dbSystem(db), attribute.String("db.operation.name", sqlOp(query)),
+				attribute.Int64("db.response.returned_rows", rows))
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, "statement failed")
+			}
 		}
+		span.End()
 	}
-	span.End()
 	if t.latency.Enabled(ctx) {
 		t.latency.Record(ctx, time.Since(begin).Seconds(), metric.WithAttributes(dbSystem(db), attribute.String("db.operation.name", sqlOp(query))))
 	}
