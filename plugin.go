@@ -41,11 +41,14 @@ type Config struct {
 	Authorize func(ctx context.Context, action string, l Lock) error
 	// Strict refuses Exec and Raw statements whose SQL names a lockable
 	// table (ErrStrict), since the plugin cannot see which rows they touch.
-	// Bypass lets one through.
+	// Bypass lets one through. Default false: such statements run
+	// unchecked (docs/fail-closed.md); set true to refuse them.
 	Strict bool
 	// Models are parsed when the plugin is registered, so that a bad lock
 	// tag fails db.Use and Strict knows their tables from the start.
 	// Models are also parsed on first use without being listed here.
+	// Default none: each model is parsed, and its table recorded as
+	// lockable, on first use; list them to learn of a bad tag at start-up.
 	Models []any
 	// MeterProvider receives the plugin's metrics: grants, refusals, fence
 	// failures, upgrades, releases, hold times, lock-SQL latency, sweeps and
