@@ -35,7 +35,9 @@ const (
 	kindSweep          = "sweep"
 )
 
-// telemetry holds the plugin's OpenTelemetry instruments, made once in New.
+// telemetry holds the plugin's OpenTelemetry instruments, made once in New
+// (not Initialize: New has the Config, and a plugin called before, or
+// without, db.Use must not find nil instruments).
 // Every method is one line at the site that decides, and does nothing
 // measurable when the providers are no-ops: attributes are built only for
 // an instrument that is enabled and a span that is recording. A nil
@@ -71,7 +73,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 	if _, off := tp.(tracenoop.TracerProvider); !off {
 		t.tracer = tp.Tracer(instrumentationName)
 	}
-	var errs [10]error
+	var errs [9]error
 	t.grants, errs[0] = m.Int64Counter("offlinelock.lock.grants", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks granted, by resource, mode (explicit Acquire or implicit load) and access."))
 	t.refusals, errs[1] = m.Int64Counter("offlinelock.lock.refusals", metric.WithUnit("{statement}"),
