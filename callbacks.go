@@ -111,6 +111,7 @@ type state struct {
 	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool           // writes: required only if the write changed a row
 	folded      bool           // writes: the fence is in the write's own WHERE (fold.go)
+	fenceFailed bool           // writes: refused at the fence, counted as such
 	detached    bool           // a load that locked outside any transaction
 	raw         bool           // loads: Raw SQL, whose rows can only be seen once read
 	err         error          // the plugin's own error, kept visible under GORM's
@@ -182,6 +183,7 @@ func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 		return nil
 	}
 	if st.owner, err = ownerOf(db); err != nil {
+		p.tel.refused(ctxOf(db), db, modeImplicit, m.accessFor(op), m.lockResource(), err)
 		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))
 		return nil
 	}
@@ -327,6 +329,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	if db.Error != nil {
 		p.giveBack(db, st)
 	}
+	p.countStatement(db, st)
 	if db.Error != nil && st.restore != nil {
 		st.restore()
 	}

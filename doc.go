@@ -59,4 +59,10 @@
 //     Tables of older versions are rewritten when the plugin registers.
 //   - The in-memory hints only choose between SQL paths; every path checks
 //     the lock table, so a wrong hint costs a round trip, never correctness.
+//   - Telemetry (telemetry.go, docs/observability.md) has one seam for SQL,
+//     conn.exec and conn.query: a span and a latency record per lock-table
+//     statement. Decisions are counted where they are made, one call each.
+//     The conn finds the plugin's instruments through the *gorm.DB it runs
+//     on (Config.Plugins), so no store or call signature carries them; with
+//     no-op providers the hot path builds no attribute and no span.
 package offlinelock

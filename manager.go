@@ -48,6 +48,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	}
 	o, err := ownerOf(db)
 	if err != nil {
+		p.tel.refused(ctxOf(db), db, modeExplicit, access, p.resourceOf(db, target), err)
 		return nil, err
 	}
 	k, err := p.targetKey(db, target)
@@ -61,10 +62,13 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	got, err := p.acquireMany(db, t, []key{k}, o, access, ttl)
+	keys := []key{k}
+	got, err := p.acquireMany(db, t, keys, o, access, ttl)
 	if err != nil {
+		p.tel.refused(ctxOf(db), db, modeExplicit, access, k.resource, err)
 		return nil, err
 	}
+	p.tel.granted(ctxOf(db), db, modeExplicit, access, keys)
 	l := got[k].Lock
 	return &l, nil
 }
@@ -134,7 +138,19 @@ func (p *Plugin) Release(db *gorm.DB, target any) error {
 
 func (p *Plugin) release(db *gorm.DB, t lockStore, k key, o Owner) error {
 	p.hints.drop(o.Session, k)
-	return t.release(direct(db), k, o.Session)
+	c := direct(db)
+	held, err := t.release(c, k, o.Session)
+	if err == nil {
+		p.tel.released(c.ctx, db, kindRelease, k.resource, 1)
+		p.tel.heldFor(c.ctx, db, k.resource, held)
+	}
+	return err
+}
+
+// resourceOf is target's lock resource for a metric, "" when it has none.
+func (p *Plugin) resourceOf(db *gorm.DB, target any) string {
+	k, _ := p.targetKey(db, target)
+	return k.resource
 }
 
 // ReleaseAll removes every lock of session, live or expired, and returns how
@@ -150,7 +166,10 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 		return 0, err
 	}
 	p.hints.dropSession(session)
-	return t.releaseAll(direct(db), session)
+	c := direct(db)
+	n, err := t.releaseAll(c, session)
+	p.tel.released(c.ctx, db, kindReleaseAll, "", n)
+	return n, err
 }
 
 // Renew is the heartbeat: it pushes every live lock of session to expire no
@@ -240,7 +259,8 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
-	return t.forceRelease(direct(db), k, func(now time.Time, held []Lock) error {
+	var ended int
+	err = t.forceRelease(direct(db), k, func(now time.Time, held []Lock) error {
 		for _, l := range held {
 			err := p.authorize(ctx, "force_release", l)
 			p.audit(ctx, "force_release", l, caller, now, err)
@@ -248,8 +268,13 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 				return err
 			}
 		}
+		ended = len(held)
 		return nil
 	})
+	if err == nil {
+		p.tel.released(ctxOf(db), db, kindForce, k.resource, int64(ended))
+	}
+	return err
 }
 
 func (p *Plugin) authorize(ctx context.Context, action string, l Lock) error {
@@ -299,6 +324,7 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 		}
 		began := time.Now()
 		n, more, err := t.sweep(c)
+		p.tel.sweptRows(c.ctx, db, n)
 		total += n
 		if err != nil || !more {
 			return total, err

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 )
 
@@ -39,12 +41,27 @@ type Config struct {
 	Authorize func(ctx context.Context, action string, l Lock) error
 	// Strict refuses Exec and Raw statements whose SQL names a lockable
 	// table (ErrStrict), since the plugin cannot see which rows they touch.
-	// Bypass lets one through.
+	// Bypass lets one through. Default false: such statements run
+	// unchecked (docs/fail-closed.md); set true to refuse them.
 	Strict bool
 	// Models are parsed when the plugin is registered, so that a bad lock
 	// tag fails db.Use and Strict knows their tables from the start.
 	// Models are also parsed on first use without being listed here.
+	// Default none: each model is parsed, and its table recorded as
+	// lockable, on first use; list them to learn of a bad tag at start-up.
 	Models []any
+	// MeterProvider receives the plugin's metrics: grants, refusals, fence
+	// failures, upgrades, releases, hold times, lock-SQL latency, sweeps and
+	// live locks (docs/observability.md). Nil means otel.GetMeterProvider()
+	// at New: the application's global provider once it has set one (the
+	// global delegates to a provider set later), a no-op until then. Pass
+	// noop.NewMeterProvider() to turn the metrics off whatever the global.
+	MeterProvider metric.MeterProvider
+	// TracerProvider receives a span per lock-table statement, a child of
+	// the span in the statement's context, and the decisions as events on
+	// that caller's span. Nil means otel.GetTracerProvider() at New, as for
+	// MeterProvider; pass a noop provider to turn the spans off.
+	TracerProvider trace.TracerProvider
 }
 
 // Plugin is a Pessimistic Offline Lock manager whose lock table lives in the
@@ -54,6 +71,7 @@ type Plugin struct {
 	cfg   Config
 	err   error          // a configuration error, reported by Initialize and every call
 	reg   *registry      // parsed models
+	tel   *telemetry     // OpenTelemetry instruments, made once
 	hints hints          // which locks this process granted: a routing guess, never trusted
 	pg    *postgresStore // the lock table on PostgreSQL
 	lite  *sqliteStore   // and on SQLite
@@ -83,7 +101,11 @@ func New(cfg Config) *Plugin {
 		cfg.Logger = slog.Default()
 	}
 	p := &Plugin{cfg: cfg, reg: &registry{}}
+	tel, telErr := newTelemetry(cfg.MeterProvider, cfg.TracerProvider)
+	p.tel = tel
 	switch {
+	case telErr != nil:
+		p.err = fmt.Errorf("offlinelock: creating OpenTelemetry instruments: %w", telErr)
 	case !identifier.MatchString(cfg.Table):
 		p.err = fmt.Errorf("%w: table name %q must be a plain identifier", ErrInvalid, cfg.Table)
 	case cfg.TTL < 0 || cfg.MaxTTL < 0:
@@ -132,6 +154,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {
 		return nil // already registered on this database
+	}
+	if err := p.observeLive(db); err != nil {
+		return err
 	}
 	return p.registerCallbacks(db)
 }
@@ -199,4 +224,19 @@ func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
 		d = v
 	}
 	return min(d, p.cfg.MaxTTL), nil
+}
+
+// observeLive registers the live-locks gauge for db, once per database.
+func (p *Plugin) observeLive(db *gorm.DB) error {
+	if db.DryRun {
+		return nil
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		return err
+	}
+	if err := p.tel.observeLive(db, t); err != nil {
+		return fmt.Errorf("offlinelock: registering the live-locks gauge: %w", err)
+	}
+	return nil
 }

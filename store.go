@@ -42,8 +42,11 @@ type lockStore interface {
 
 	// release gives up session's lock on k, Write or Read: ErrNotLocked
 	// when it holds none, or when its lock had expired (it is removed all
-	// the same).
-	release(c conn, k key, session string) error
+	// the same). It says how long the lock was held, on the database
+	// clock, where the store learns it without another statement
+	// (heldUnknown when not: MySQL's Write locks, freed by an UPDATE
+	// without RETURNING).
+	release(c conn, k key, session string) (time.Duration, error)
 
 	// forceRelease removes every lock on k after allow approved each live
 	// holder; ErrNotLocked when nobody holds k.
@@ -263,18 +266,23 @@ func redactText(s string) string {
 
 func (c conn) exec(query string, args ...any) (int64, error) {
 	begin := time.Now()
-	res, err := c.db.Statement.ConnPool.ExecContext(c.ctx, query, args...)
+	tel := c.tel()
+	ctx, span := tel.statement(c.ctx, query)
+	res, err := c.db.Statement.ConnPool.ExecContext(ctx, query, args...)
 	var n int64
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
+	tel.statementDone(ctx, span, c.db, query, begin, n, err)
 	c.trace(begin, query, args, n, err)
 	return n, err
 }
 
 func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64, error) {
 	begin := time.Now()
-	rows, err := c.db.Statement.ConnPool.QueryContext(c.ctx, query, args...)
+	tel := c.tel()
+	ctx, span := tel.statement(c.ctx, query)
+	rows, err := c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
 	var n int64
 	if err == nil {
 		for rows.Next() {
@@ -290,6 +298,7 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 			err = rows.Err()
 		}
 	}
+	tel.statementDone(ctx, span, c.db, query, begin, n, err)
 	c.trace(begin, query, args, n, err)
 	return n, err
 }

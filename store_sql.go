@@ -323,7 +323,24 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 	if err != nil {
 		return nil, err
 	}
-	return t.apply(c, plans, gens, o, now)
+	got, err := t.apply(c, plans, gens, o, now)
+	if err == nil {
+		countPlans(c, plans)
+	}
+	return got, err
+}
+
+// countPlans counts the upgrades and expiry takeovers among applied plans.
+func countPlans(c conn, plans []plan) {
+	tel := c.tel()
+	for _, pl := range plans {
+		if pl.upgrade {
+			tel.upgraded(c.ctx, c.db, pl.k.resource)
+		}
+		if pl.takeover {
+			tel.released(c.ctx, c.db, kindExpiryTakeover, pl.k.resource, 1)
+		}
+	}
 }
 
 // plan is what decideMany writes for one key.
@@ -334,6 +351,8 @@ type plan struct {
 	keyRow               *row   // the key row to write
 	newGen               bool
 	dropAll, dropExpired bool
+	upgrade              bool // the only reader takes Write (telemetry)
+	takeover             bool // another session's expired Write lock is taken over (telemetry)
 }
 
 // planFor decides one key whose key row is kr and reader rows readers:
@@ -366,6 +385,8 @@ func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time
 		return plan{}, refused(k, access, others)
 	}
 	pl := plan{k: k, lock: Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}}
+	pl.takeover = kr.Access == Write && kr.Owner.Session != o.Session
+	pl.upgrade = own != nil && access == Write
 	if own != nil && access == Read {
 		pl.lock.Token, pl.lock.Generation, pl.lock.AcquiredAt = own.Token, own.Generation, own.AcquiredAt
 		pl.lock.ExpiresAt = later(own.ExpiresAt, exp)
@@ -535,23 +556,25 @@ func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
 
 // releaseWrite deletes the session's Write lock on k in one statement and
 // reports whether there was one and whether it was still valid.
-func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, err error) {
+func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, held time.Duration, err error) {
 	if t.freeWrite != nil {
-		return t.freeWrite(c, k, session)
+		found, valid, err = t.freeWrite(c, k, session)
+		return found, valid, heldUnknown, err
 	}
 	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
-RETURNING expires_at, ` + t.clock)
+RETURNING expires_at, ` + t.clock + `, acquired_at`)
 	_, err = c.query(q, []any{k.resource, k.id, session}, func(r *sql.Rows) error {
-		var exp, now any
-		if err := r.Scan(&exp, &now); err != nil {
+		var exp, now, acq any
+		if err := r.Scan(&exp, &now, &acq); err != nil {
 			return err
 		}
 		e, err1 := scanTime(exp)
 		n, err2 := scanTime(now)
-		found, valid = true, e.After(n)
-		return errors.Join(err1, err2)
+		a, err3 := scanTime(acq)
+		found, valid, held = true, e.After(n), n.Sub(a)
+		return errors.Join(err1, err2, err3)
 	})
-	return found, valid, err
+	return found, valid, held, err
 }
 
 // list returns the locks that match f, without their tokens.
@@ -761,57 +784,57 @@ func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.D
 // release gives up session's lock on k: its Write lock in one statement,
 // else its Read lock with the key row held (the last reader frees the
 // record).
-func (t *sqlStore) release(c conn, k key, session string) error {
-	found, valid, err := t.releaseWrite(c, k, session)
+func (t *sqlStore) release(c conn, k key, session string) (time.Duration, error) {
+	found, valid, held, err := t.releaseWrite(c, k, session)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !found {
 		err = t.inTx(c, func(c conn) error {
 			var err error
-			found, valid, err = t.releaseRead(c, k, session)
+			found, valid, held, err = t.releaseRead(c, k, session)
 			return err
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if !found {
-		return notHeld(k)
+		return 0, notHeld(k)
 	}
 	if !valid {
-		return fmt.Errorf("%w: the lock on %s %s had expired", ErrNotLocked, k.resource, k.id)
+		return 0, fmt.Errorf("%w: the lock on %s %s had expired", ErrNotLocked, k.resource, k.id)
 	}
-	return nil
+	return held, nil
 }
 
-func (t *sqlStore) releaseRead(c conn, k key, session string) (found, valid bool, err error) {
+func (t *sqlStore) releaseRead(c conn, k key, session string) (found, valid bool, held time.Duration, err error) {
 	_, now, err := t.lockKeys(c, []key{k})
 	if err != nil {
-		return false, false, err
+		return false, false, 0, err
 	}
 	readers, err := t.readersOf(c, []key{k})
 	if err != nil {
-		return false, false, err
+		return false, false, 0, err
 	}
 	others := 0
 	for _, r := range readers[k] {
 		switch {
 		case r.Owner.Session == session:
-			found, valid = true, r.live(now)
+			found, valid, held = true, r.live(now), now.Sub(r.AcquiredAt)
 		case r.live(now):
 			others++
 		}
 	}
 	if !found {
-		return false, false, nil
+		return false, false, 0, nil
 	}
 	if others == 0 { // the last reader leaves: the record is free
 		_, err = t.deleteKey(c, k)
 	} else {
 		_, err = t.deleteReaders(c, k, session)
 	}
-	return found, valid, err
+	return found, valid, held, err
 }
 
 func notHeld(k key) error {
@@ -895,3 +918,18 @@ func (t *sqlStore) drop(c conn, keys []key, session string) error {
 const tokenLen = 32
 
 var errGenerationCounter = errors.New("offlinelock: generation counter missing; was the plugin initialised with db.Use?")
+
+// liveByResource counts the live locks (Write locks and readers, not the
+// key rows of read locks) per resource: the live-locks gauge.
+func (t *sqlStore) liveByResource(c conn) (map[string]int64, error) {
+	out := map[string]int64{}
+	_, err := c.query(`SELECT resource, COUNT(*) FROM `+t.table+` WHERE expires_at > `+t.clock+
+		` AND ((holder = '' AND access = 'write') OR holder <> '') GROUP BY resource`, nil, func(r *sql.Rows) error {
+		var resource string
+		var n int64
+		err := r.Scan(&resource, &n)
+		out[resource] = n
+		return err
+	})
+	return out, err
+}

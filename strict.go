@@ -40,7 +40,9 @@ func (p *Plugin) strict(db *gorm.DB, op string) bool {
 	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
 		return false
 	}
-	db.AddError(fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].table))
+	err := fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].table)
+	p.tel.refused(ctxOf(db), db, modeImplicit, Write, named[0].table, err)
+	db.AddError(err)
 	return true
 }
 

@@ -354,6 +354,8 @@ func (p *Plugin) fence(db *gorm.DB) {
 		err = fmt.Errorf("%w (the lock was lost before the %s committed)", err, st.op)
 	}
 	if err != nil {
+		st.fenceFailed = true
+		p.tel.fenceFailed(ctxOf(db), db, st.m.lockResource(), st.op)
 		st.fail(db, err)
 	}
 }

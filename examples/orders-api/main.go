@@ -72,8 +72,13 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	}
 	defer cleanup()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	meters, metrics, err := newMetrics()
+	if err != nil {
+		return err
+	}
+	defer meters.Shutdown(context.Background())
 	locks := offlinelock.New(offlinelock.Config{
-		Logger: log,
+		Logger: log, MeterProvider: meters,
 		Authorize: func(ctx context.Context, action string, _ offlinelock.Lock) error {
 			if o, _ := offlinelock.OwnerFrom(ctx); o.User == "admin" {
 				return nil
@@ -116,6 +121,7 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	api.Register(mux)
 	mux.Handle("/admin/", api.AdminHandler())
 	api.RegisterConsole(mux) // the lock console: GET /admin/console, POST /admin/console/release
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var o Order
 		if err := db.WithContext(r.Context()).First(&o, "id = ?", r.PathValue("id")).Error; err != nil {
