@@ -1,0 +1,117 @@
+package httplock_test
+
+// Findings of the review of the Middleware and the lock console, each a
+// test that fails on the code as reviewed.
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock/httplock"
+)
+
+// TestConsoleStaleFormDoesNotReleaseANewerLock: the console shows
+// usr_1's lock on ord_1 with its release form; usr_1 gives the lock up and
+// usr_2 takes the record. The admin's form, submitted now (a page left
+// open, the back button, a resubmitted POST), must not release usr_2's
+// lock, which the admin never saw.
+func TestConsoleStaleFormDoesNotReleaseANewerLock(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		tok := e.take("usr_1", "ord_1")
+		shown := e.get("admin", "")
+		require.Equal(t, []string{"orders/ord_1 usr_1"}, shown.rows())
+		form := releaseForm(shown.csrf(t), "ord_1", "client crashed")
+		for k, v := range staleFields(shown.body) {
+			form[k] = v
+		}
+
+		req, _ := http.NewRequest("POST", e.base+"/orders/ord_1/unlock", nil)
+		req.Header.Set("Authorization", "Bearer usr_1")
+		req.Header.Set("Lock-Token", tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		e.take("usr_2", "ord_1")
+
+		p := e.post("admin", form, nil)
+		assert.Equal(t, http.StatusConflict, p.status, "the form of usr_1's lock released usr_2's: %s", p.body)
+		assert.Equal(t, []string{"orders/ord_1 usr_2"}, e.held(), "usr_2's lock stands")
+
+		form.Set("key_generation", "x")
+		assert.Equal(t, http.StatusBadRequest, e.post("admin", form, nil).status)
+		assert.Equal(t, []string{"orders/ord_1 usr_2"}, e.held())
+
+		// The page reloaded shows usr_2's lock, and its form releases it.
+		shown = e.get("admin", "")
+		require.Equal(t, []string{"orders/ord_1 usr_2"}, shown.rows())
+		form = releaseForm(shown.csrf(t), "ord_1", "usr_2 went home")
+		for k, v := range staleFields(shown.body) {
+			form[k] = v
+		}
+		require.Contains(t, form, "key_generation")
+		assert.Equal(t, http.StatusOK, e.post("admin", form, nil).status)
+		assert.Empty(t, e.held())
+	})
+}
+
+var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// staleFields are the hidden fields of the page's first release form
+// other than those releaseForm sets (whatever the console adds to tie a
+// form to the lock it shows).
+func staleFields(body string) map[string][]string {
+	out := map[string][]string{}
+	start := strings.Index(body, `<form class="release"`)
+	if start < 0 {
+		return out
+	}
+	form := body[start:]
+	form = form[:strings.Index(form, "</form>")]
+	for _, m := range hiddenRE.FindAllStringSubmatch(form, -1) {
+		switch m[1] {
+		case "csrf", "key_resource", "key_id", "resource", "user":
+		default:
+			out[m[1]] = []string{m[2]}
+		}
+	}
+	return out
+}
+
+// TestMiddlewareAroundAMuxStillDecides: Middleware wrapped around the
+// application's whole mux (the usual place for a middleware) sees no
+// route pattern, since the mux has not routed yet. A write of a record
+// another caller holds must still be refused before the handler runs.
+func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		e.take("usr_1", "ord_1")
+		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal,
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		require.NoError(t, err)
+		var ran atomic.Int32
+		mux := http.NewServeMux()
+		mux.HandleFunc("PATCH /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+			ran.Add(1) // a handler that writes somewhere the plugin does not see
+			w.WriteHeader(http.StatusNoContent)
+		})
+		ts := httptest.NewServer(srv.Middleware(mux))
+		defer ts.Close()
+
+		req, _ := http.NewRequest("PATCH", ts.URL+"/orders/ord_1", strings.NewReader(`{"Status": "stolen"}`))
+		req.Header.Set("Authorization", "Bearer usr_2")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusLocked, resp.StatusCode, string(body))
+		assert.Zero(t, ran.Load(), "the handler ran for a write of a record usr_1 holds")
+	})
+}
