@@ -115,3 +115,20 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 		assert.Zero(t, ran.Load(), "the handler ran for a write of a record usr_1 holds")
 	})
 }
+
+// TestResourceNameIsOnePathSegment: Middleware finds the record of a route
+// by a path segment equal to a resource's Name, so a Name of several
+// segments ("shop/orders", which Register serves) would leave its writes
+// unguarded. New refuses such a Name instead.
+func TestResourceNameIsOnePathSegment(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		for _, name := range []string{"shop/orders", "", "{id}", "orders/", "ord ers", "orders?x", "orders#x", "ord%2Fers"} {
+			_, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal,
+				Resources: []httplock.Resource{{Name: name, Model: &Order{}}}})
+			assert.Error(t, err, "%q", name)
+		}
+		_, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal,
+			Resources: []httplock.Resource{{Name: "sales-orders_v2.x~1", Model: &Order{}}}})
+		assert.NoError(t, err)
+	})
+}
