@@ -132,3 +132,19 @@ func TestResourceNameIsOnePathSegment(t *testing.T) {
 		assert.NoError(t, err)
 	})
 }
+
+// TestAnonymousCallerIsNotToldWhoHolds: Middleware answers an
+// unauthenticated write with 401 so that "an unauthenticated caller is not
+// told who holds what" (README); GET /{resource}/{id}/lock must not tell
+// it either.
+func TestAnonymousCallerIsNotToldWhoHolds(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		e.take("usr_1", "ord_1")
+		resp, err := http.Get(e.base + "/orders/ord_1/lock")
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(body))
+		assert.NotContains(t, string(body), "usr_1")
+	})
+}
