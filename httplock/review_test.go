@@ -4,7 +4,13 @@ package httplock_test
 // test that fails on the code as reviewed.
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
+	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -14,9 +20,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
+	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/httplock"
 )
+
+func sha256Hex(s string) string {
+	d := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(d[:])
+}
 
 // TestConsoleStaleFormDoesNotReleaseANewerLock: the console shows
 // usr_1's lock on ord_1 with its release form; usr_1 gives the lock up and
@@ -86,10 +100,14 @@ func staleFields(body string) map[string][]string {
 	return out
 }
 
-// TestMiddlewareAroundAMuxStillDecides: Middleware wrapped around the
-// application's whole mux (the usual place for a middleware) sees no
-// route pattern, since the mux has not routed yet. A write of a record
-// another caller holds must still be refused before the handler runs.
+// TestMiddlewareAroundAMuxStillDecides: Middleware decides by the route
+// pattern the mux matched, and lets through, undecided, every write whose
+// pattern it cannot read. Each mount below serves PATCH /orders/ord_1 to a
+// handler that writes somewhere the plugin does not see; while usr_1 holds
+// ord_1, usr_2's PATCH must be refused before the handler runs. Around the
+// whole mux (the usual place for a middleware) r.Pattern is still empty;
+// around a sub-mux mounted at /orders/ it is "/orders/"; a {id...} or a
+// {kind} wildcard is not read.
 func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
 		e.take("usr_1", "ord_1")
@@ -97,22 +115,49 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
 		require.NoError(t, err)
 		var ran atomic.Int32
-		mux := http.NewServeMux()
-		mux.HandleFunc("PATCH /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ran.Add(1) // a handler that writes somewhere the plugin does not see
 			w.WriteHeader(http.StatusNoContent)
 		})
-		ts := httptest.NewServer(srv.Middleware(mux))
-		defer ts.Close()
-
-		req, _ := http.NewRequest("PATCH", ts.URL+"/orders/ord_1", strings.NewReader(`{"Status": "stolen"}`))
-		req.Header.Set("Authorization", "Bearer usr_2")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		assert.Equal(t, http.StatusLocked, resp.StatusCode, string(body))
-		assert.Zero(t, ran.Load(), "the handler ran for a write of a record usr_1 holds")
+		mounts := map[string]func() http.Handler{
+			"around the whole mux": func() http.Handler {
+				mux := http.NewServeMux()
+				mux.Handle("PATCH /orders/{id}", write)
+				return srv.Middleware(mux)
+			},
+			"around a sub-mux at /orders/": func() http.Handler {
+				sub := http.NewServeMux()
+				sub.Handle("PATCH /orders/{id}", write)
+				mux := http.NewServeMux()
+				mux.Handle("/orders/", srv.Middleware(sub))
+				return mux
+			},
+			"on a {id...} route": func() http.Handler {
+				mux := http.NewServeMux()
+				mux.Handle("PATCH /orders/{id...}", srv.Middleware(write))
+				return mux
+			},
+			"on a {kind}/{id} route": func() http.Handler {
+				mux := http.NewServeMux()
+				mux.Handle("PATCH /{kind}/{id}", srv.Middleware(write))
+				return mux
+			},
+		}
+		for name, mount := range mounts {
+			t.Run(name, func(t *testing.T) {
+				ran.Store(0)
+				ts := httptest.NewServer(mount())
+				defer ts.Close()
+				req, _ := http.NewRequest("PATCH", ts.URL+"/orders/ord_1", strings.NewReader(`{"Status": "stolen"}`))
+				req.Header.Set("Authorization", "Bearer usr_2")
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusLocked, resp.StatusCode, string(body))
+				assert.Zero(t, ran.Load(), "the handler ran for a write of a record usr_1 holds")
+			})
+		}
 	})
 }
 
@@ -146,5 +191,65 @@ func TestAnonymousCallerIsNotToldWhoHolds(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, string(body))
 		assert.NotContains(t, string(body), "usr_1")
+	})
+}
+
+// TestHTTPLifecycleLogsNoTokenUnderVerboseGORM runs lock, refresh, a
+// guarded write, refused writes, unlock and the admin list through a
+// Server whose DB logs every statement (GORM's Info level): neither a token
+// nor its hash may be in the log.
+func TestHTTPLifecycleLogsNoTokenUnderVerboseGORM(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		var out bytes.Buffer
+		verbose := e.db.Session(&gorm.Session{Logger: logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})})
+		require.NoError(t, verbose.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1", Status: "new"}).Error)
+		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: verbose, Principal: principal, Admin: onlyAdmin,
+			Logger: slog.New(slog.NewTextHandler(&out, nil)), Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		require.NoError(t, err)
+		mux := http.NewServeMux()
+		srv.Register(mux)
+		srv.RegisterAdmin(mux)
+		mux.Handle("PATCH /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			err := verbose.WithContext(r.Context()).Model(&Order{ID: r.PathValue("id")}).Update("status", "paid").Error
+			if err != nil {
+				srv.WriteError(w, r, err)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		})))
+		ts := httptest.NewServer(mux)
+		defer ts.Close()
+		do := func(method, path, user, token string) (int, string) {
+			req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(`{"ttlSeconds": 60}`))
+			req.Header.Set("Authorization", "Bearer "+user)
+			if token != "" {
+				req.Header.Set("Lock-Token", token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			return resp.StatusCode, resp.Header.Get("Lock-Token")
+		}
+		status, tok := do("POST", "/orders/ord_1/lock", "usr_1", "")
+		require.Equal(t, http.StatusCreated, status)
+		for _, c := range []struct {
+			method, path, user, token string
+			want                      int
+		}{
+			{"POST", "/orders/ord_1/lock", "usr_1", tok, http.StatusOK},
+			{"PATCH", "/orders/ord_1", "usr_1", tok, http.StatusNoContent},
+			{"PATCH", "/orders/ord_1", "usr_2", tok, http.StatusLocked},
+			{"POST", "/orders/ord_1/lock", "usr_2", "", http.StatusLocked},
+			{"GET", "/orders/ord_1/lock", "usr_2", "", http.StatusOK},
+			{"GET", "/admin/locks", "admin", "", http.StatusOK},
+			{"POST", "/orders/ord_1/unlock", "usr_1", tok, http.StatusNoContent},
+		} {
+			status, _ := do(c.method, c.path, c.user, c.token)
+			require.Equal(t, c.want, status, "%s %s as %s", c.method, c.path, c.user)
+		}
+		text := out.String()
+		require.Contains(t, text, "UPDATE", "the statements were logged")
+		assert.NotContains(t, text, tok)
+		assert.NotContains(t, text, sha256Hex(tok))
 	})
 }
