@@ -253,3 +253,38 @@ func TestHTTPLifecycleLogsNoTokenUnderVerboseGORM(t *testing.T) {
 		assert.NotContains(t, text, sha256Hex(tok))
 	})
 }
+
+// TestAReadLockTokenDoesNotPassAWrite: a Read lock (taken through the Go
+// API by the same user, say for a report) is a lock of the record, but
+// not one that allows writing it: Middleware must not run the write
+// handler on its token.
+func TestAReadLockTokenDoesNotPassAWrite(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		require.NoError(t, e.db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1", Status: "new"}).Error)
+		ctx := offlinelock.WithOwner(context.Background(), offlinelock.Owner{Session: "report-1", User: "usr_1"})
+		read, err := e.locks.Acquire(e.db.WithContext(ctx), &Order{ID: "ord_1"}, offlinelock.Read)
+		require.NoError(t, err)
+		require.NotEmpty(t, read.Token)
+
+		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal,
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		require.NoError(t, err)
+		var ran atomic.Int32
+		mux := http.NewServeMux()
+		mux.Handle("PATCH /orders/{id}", srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ran.Add(1) // a write the plugin does not see
+			w.WriteHeader(http.StatusNoContent)
+		})))
+		ts := httptest.NewServer(mux)
+		defer ts.Close()
+		req, _ := http.NewRequest("PATCH", ts.URL+"/orders/ord_1", strings.NewReader(`{"Status": "paid"}`))
+		req.Header.Set("Authorization", "Bearer usr_1")
+		req.Header.Set("Lock-Token", read.Token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, string(body))
+		assert.Zero(t, ran.Load(), "a Read lock's token let the write handler run")
+	})
+}
