@@ -64,11 +64,8 @@ func (s *Server) ConsoleHandler() http.Handler {
 func (s *Server) RegisterConsole(mux *http.ServeMux) {
 	key := make([]byte, 32)
 	rand.Read(key) // never fails (crypto/rand, Go 1.24+)
-	c := &console{s: s, key: key, origins: http.NewCrossOriginProtection(),
+	c := &console{s: s, key: key, origins: s.sameOrigin(),
 		page: template.Must(template.ParseFS(consoleFiles, "console.html"))}
-	c.origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.WriteError(w, r, forbidden("cross-origin request refused: release from the console's own page"))
-	}))
 	mux.Handle("GET /admin/console", secureHeaders(s.adminOnly(c.list)))
 	mux.Handle("POST /admin/console/release", secureHeaders(c.origins.Handler(s.adminOnly(c.release))))
 }

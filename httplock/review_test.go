@@ -288,3 +288,41 @@ func TestAReadLockTokenDoesNotPassAWrite(t *testing.T) {
 		assert.Zero(t, ran.Load(), "a Read lock's token let the write handler run")
 	})
 }
+
+// TestAdminReleaseRefusesCrossSiteRequests: the JSON admin release reads
+// its body whatever its Content-Type, so when Principal and Admin read a
+// cookie, a page on another site can post a text/plain form whose body is
+// {"reason": …} and force-release any lock in the admin's name. The
+// console refuses cross-origin browser requests; so must the admin API
+// (requests without browser headers, such as curl's, still pass).
+func TestAdminReleaseRefusesCrossSiteRequests(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		e.take("usr_1", "ord_1")
+		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal, Admin: onlyAdmin,
+			Logger: slog.New(slog.DiscardHandler), Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		require.NoError(t, err)
+		ts := httptest.NewServer(srv.AdminHandler())
+		defer ts.Close()
+		post := func(header map[string]string) int {
+			req, _ := http.NewRequest("POST", ts.URL+"/admin/locks/orders/ord_1/release", strings.NewReader(`{"reason":"csrf","x":"="}`))
+			req.Header.Set("Authorization", "Bearer admin") // stands for the admin's cookie
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		for name, h := range map[string]map[string]string{
+			"cross-site form":  {"Content-Type": "text/plain", "Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"},
+			"foreign Origin":   {"Content-Type": "text/plain", "Origin": "https://evil.example"},
+			"same-site, other": {"Content-Type": "text/plain", "Sec-Fetch-Site": "same-site"},
+		} {
+			assert.Equal(t, http.StatusForbidden, post(h), name)
+			assert.Equal(t, []string{"orders/ord_1 usr_1"}, e.held(), "%s: the lock stands", name)
+		}
+		assert.Equal(t, http.StatusNoContent, post(nil), "an API client without browser headers")
+		assert.Empty(t, e.held())
+	})
+}
