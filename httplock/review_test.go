@@ -326,3 +326,24 @@ func TestAdminReleaseRefusesCrossSiteRequests(t *testing.T) {
 		assert.Empty(t, e.held())
 	})
 }
+
+// TestLockEndpointRefusesCrossSiteRequests: with a cookie Principal, a
+// text/plain form on another site can POST /orders/{id}/lock in a user's
+// name; the lock is taken for the user, who never sees its token, and the
+// record stays locked against everyone for the lease. Not fixed: refusing
+// cross-origin browser requests here would also refuse a browser client
+// served from another origin (CORS with credentials), a design choice.
+func TestLockEndpointRefusesCrossSiteRequests(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		req, _ := http.NewRequest("POST", e.base+"/orders/ord_1/lock", strings.NewReader(`{"ttlSeconds":900,"x":"="}`))
+		req.Header.Set("Authorization", "Bearer usr_1") // stands for usr_1's cookie
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Origin", "https://evil.example")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+		assert.Empty(t, e.held(), "a page on another site locked ord_1 in usr_1's name")
+	})
+}
