@@ -28,7 +28,7 @@ func listCmd(ctx context.Context, c cli, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef(fs, "list takes no arguments, only flags: got %q", pos)
+		return usagef(fs, "list takes no arguments, only flags: got %q", withoutPasswords(pos))
 	}
 	if f.Limit < 0 {
 		return usagef(fs, "--limit %d is negative", f.Limit)

@@ -24,3 +24,23 @@ func TestListLimitAtTheLargestInt(t *testing.T) {
 		assert.Empty(t, r.stderr)
 	})
 }
+
+// TestStrayArgumentsAreShownWithoutPasswords: a DSN given without --dsn
+// ("offlinelock list postgres://…") is a stray argument, which the usage
+// error quotes: never with its password.
+func TestStrayArgumentsAreShownWithoutPasswords(t *testing.T) {
+	for _, args := range [][]string{
+		{"list", "postgres://app:s3cret@db/app"},
+		{"stats", "mysql://app:s3cret@db/app"},
+		{"sweep", "app:s3cret@tcp(db:3306)/app"},
+		{"list", "host=db user=app password=s3cret dbname=app"},
+		{"list", "--user", "martin", "postgresql://app:s3cret@db:5432/app?sslmode=disable"},
+	} {
+		r := cmd(args...)
+		assert.Equal(t, exitUsage, r.code, "%q", args)
+		assert.Contains(t, r.stderr, "takes no arguments", "%q", args)
+		assert.NotContains(t, r.stderr, "s3cret", "%q", args)
+	}
+	r := cmd("list", "orders")
+	assert.Contains(t, r.stderr, `got ["orders"]`, "other arguments are still quoted")
+}
