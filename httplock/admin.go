@@ -20,10 +20,11 @@ func (s *Server) AdminHandler() http.Handler {
 	return mux
 }
 
-// RegisterAdmin adds the admin endpoints to mux, each behind Config.Admin.
+// RegisterAdmin adds the admin endpoints to mux, each behind Config.Admin;
+// the release also refuses cross-origin browser requests (a 403).
 func (s *Server) RegisterAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/locks", s.adminOnly(s.adminList))
-	mux.HandleFunc("POST /admin/locks/{resource}/{id}/release", s.adminOnly(s.adminRelease))
+	mux.Handle("POST /admin/locks/{resource}/{id}/release", s.sameOrigin().Handler(s.adminOnly(s.adminRelease)))
 }
 
 func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {

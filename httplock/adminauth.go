@@ -19,3 +19,16 @@ func (s *Server) adminOnly(next http.HandlerFunc) http.HandlerFunc {
 		next(w, r)
 	}
 }
+
+// sameOrigin refuses, with a 403, the browser requests that come from
+// another origin (Sec-Fetch-Site, or Origin against Host): when Principal
+// and Admin read a cookie, a page elsewhere could otherwise post to an
+// admin endpoint in the admin's name (a text/plain form can carry a JSON
+// body). Requests without those headers, from API clients, pass.
+func (s *Server) sameOrigin() *http.CrossOriginProtection {
+	origins := http.NewCrossOriginProtection()
+	origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.WriteError(w, r, forbidden("cross-origin request refused: an admin action comes from the application's own pages or from an API client"))
+	}))
+	return origins
+}

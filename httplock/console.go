@@ -64,11 +64,8 @@ func (s *Server) ConsoleHandler() http.Handler {
 func (s *Server) RegisterConsole(mux *http.ServeMux) {
 	key := make([]byte, 32)
 	rand.Read(key) // never fails (crypto/rand, Go 1.24+)
-	c := &console{s: s, key: key, origins: http.NewCrossOriginProtection(),
+	c := &console{s: s, key: key, origins: s.sameOrigin(),
 		page: template.Must(template.ParseFS(consoleFiles, "console.html"))}
-	c.origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.WriteError(w, r, forbidden("cross-origin request refused: release from the console's own page"))
-	}))
 	mux.Handle("GET /admin/console", secureHeaders(s.adminOnly(c.list)))
 	mux.Handle("POST /admin/console/release", secureHeaders(c.origins.Handler(s.adminOnly(c.release))))
 }
@@ -107,7 +104,8 @@ type consoleResult struct {
 }
 
 // release is POST /admin/console/release: fields key_resource and key_id
-// (the lock table's key of the record, as the list shows it), reason, csrf,
+// (the lock table's key of the record, as the list shows it),
+// key_generation (the lock the row showed; see stillShown), reason, csrf,
 // and the filter to show again (resource, user).
 func (c *console) release(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -136,7 +134,9 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
-	err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), table, id)
+	if err = c.stillShown(r, table, id, r.PostForm.Get("key_generation")); err == nil {
+		err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), table, id)
+	}
 	c.s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
 		slog.String("resource", c.s.apiName(table)), slog.String("id", id), slog.String("reason", reason),
 		slog.Bool("done", err == nil), slog.String("via", "console"))
@@ -147,11 +147,42 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, status, f, res)
 }
 
+// errGone is a release form whose lock is no longer on the record.
+var errGone = errors.New("httplock: the lock the console showed is gone")
+
+// stillShown checks that the lock a release form was rendered for (its
+// generation, which no later grant reuses) still holds the record: a form
+// left open, or posted again, must not release a lock taken since by
+// someone the admin never saw. A form without a generation (not one the
+// console rendered) releases whatever holds the record. A lock that
+// changes between this check and the release is the window left.
+func (c *console) stillShown(r *http.Request, table, id, generation string) error {
+	if generation == "" {
+		return nil
+	}
+	gen, err := strconv.ParseInt(generation, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: key_generation is not a number", offlinelock.ErrInvalid)
+	}
+	locks, err := c.s.cfg.Locks.List(c.s.cfg.DB.WithContext(r.Context()), offlinelock.Filter{Resource: table, ID: id})
+	if err != nil {
+		return err
+	}
+	for _, l := range locks {
+		if l.Generation == gen {
+			return nil
+		}
+	}
+	return errGone
+}
+
 // outcome is the status and message of a release that ended with err.
 func (c *console) outcome(r *http.Request, err error, what string) (int, *consoleResult) {
 	switch {
 	case err == nil:
 		return http.StatusOK, &consoleResult{OK: true, Message: "released " + what}
+	case errors.Is(err, errGone):
+		return http.StatusConflict, &consoleResult{Message: "the lock on " + what + " shown on your page is gone (released, or taken by someone else since): nothing was released; reload the console"}
 	case errors.Is(err, offlinelock.ErrNotLocked):
 		return http.StatusNotFound, &consoleResult{Message: "nobody holds a lock on " + what + " any more: nothing was released"}
 	case errors.Is(err, offlinelock.ErrForbidden):
@@ -194,6 +225,7 @@ func (c *console) mac(admin, exp string) string {
 type consoleRow struct {
 	Resource, Table, ID, Access, User string
 	Since, Until, Left                string
+	Generation                        int64 // ties the row's release form to this lock
 }
 
 // consoleView is what console.html renders.
@@ -256,7 +288,7 @@ func (c *console) rows(locks []offlinelock.Lock, now time.Time) []consoleRow {
 	out := make([]consoleRow, 0, len(locks))
 	for _, l := range locks {
 		out = append(out, consoleRow{Resource: c.s.apiName(l.Resource), Table: l.Resource, ID: l.ID,
-			Access: string(l.Access), User: l.Owner.User,
+			Access: string(l.Access), User: l.Owner.User, Generation: l.Generation,
 			Since: l.AcquiredAt.UTC().Format(time.RFC3339), Until: l.ExpiresAt.UTC().Format(time.RFC3339),
 			Left: max(l.ExpiresAt.Sub(now), 0).Round(time.Second).String()})
 	}

@@ -175,8 +175,13 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// info is GET /{resource}/{id}/lock.
+// info is GET /{resource}/{id}/lock. Like Middleware, it tells nobody
+// unauthenticated who holds what.
 func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
+	if principal, err := s.cfg.Principal(r); err != nil || principal == "" {
+		s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return
+	}
 	res, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
 		s.WriteError(w, r, err)

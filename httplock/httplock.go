@@ -43,7 +43,8 @@ import (
 
 // Resource is a collection whose records can be locked over HTTP.
 type Resource struct {
-	// Name is the URL segment: "orders" serves /orders/{id}/lock.
+	// Name is the URL segment: "orders" serves /orders/{id}/lock. It is
+	// one path segment of letters, digits and -._~ (New refuses others).
 	Name string
 	// Model is a pointer to the GORM model, such as &Order{}. Its primary
 	// key (one column) is the {id} of the URL.
@@ -112,6 +113,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, resources: map[string]*resource{}}
 	for _, r := range cfg.Resources {
+		if !pathSegment(r.Name) {
+			return nil, fmt.Errorf("httplock: resource name %q must be one URL path segment of letters, digits and -._~ (Middleware finds a route's record by it)", r.Name)
+		}
 		stmt := &gorm.Statement{DB: cfg.DB}
 		if err := stmt.Parse(r.Model); err != nil {
 			return nil, fmt.Errorf("httplock: resource %s: %w", r.Name, err)
@@ -209,4 +213,17 @@ func newSession(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// pathSegment says whether name is one non-empty URL path segment that
+// needs no escaping: Register builds patterns from it, and Middleware
+// compares it with one segment of a route's pattern, so a name with a
+// slash would be served but never guarded.
+func pathSegment(name string) bool {
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {
+			return false
+		}
+	}
+	return name != ""
 }

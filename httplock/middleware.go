@@ -22,7 +22,8 @@ import (
 //   - nobody holds it: 423 lock-required without a token (the write needs
 //     the lock first; see the README), 403 with a token that is not a live
 //     lock of the caller's on this record;
-//   - the caller's own live lock: the handler runs as the lock's owner.
+//   - the caller's own live Write lock: the handler runs as the lock's
+//     owner (the caller's Read lock, taken through the Go API, is a 403).
 //
 // A GET, HEAD or OPTIONS (without a method-override header) and a route
 // that names no resource pass through. In every case the owner put into the
@@ -72,8 +73,8 @@ func (s *Server) requestOwner(r *http.Request, principal string) (offlinelock.Ow
 	return s.writer(r, target, token, principal)
 }
 
-// writer is the owner a write of target runs as: the caller's lock that
-// token stands for, when no one else holds target.
+// writer is the owner a write of target runs as: the caller's Write lock
+// that token stands for, when no one else holds target.
 func (s *Server) writer(r *http.Request, target any, token, principal string) (offlinelock.Owner, error) {
 	db := s.cfg.DB.WithContext(r.Context())
 	holders, err := s.cfg.Locks.Holders(db, target)
@@ -81,14 +82,21 @@ func (s *Server) writer(r *http.Request, target any, token, principal string) (o
 		return offlinelock.Owner{}, err
 	}
 	var mine *offlinelock.Lock
+	var refusal error // why token does not let the caller write target
 	if token != "" {
-		mine, err = s.lockFor(r, token, principal, target)
+		held, err := s.lockFor(r, token, principal, target)
 		var re *requestError
-		if err != nil && !(errors.As(err, &re) && re.status == http.StatusForbidden) {
+		switch {
+		case err == nil && held.Access != offlinelock.Write:
+			// The caller's Read lock of target (taken through the Go API):
+			// it is not another's, but it does not allow writing.
+			mine, refusal = held, forbidden("this Lock-Token is a Read lock's: a write needs a Write lock")
+		case err == nil:
+			mine = held
+		case errors.As(err, &re) && re.status == http.StatusForbidden:
+			refusal = err // a token refused (another record's lock, say) is no lock of this record
+		default:
 			return offlinelock.Owner{}, err
-		}
-		if err != nil {
-			mine = nil // a token refused (another record's lock, say) is no lock of this record
 		}
 	}
 	if rest := others(holders, mine); len(rest) > 0 {
@@ -99,8 +107,8 @@ func (s *Server) writer(r *http.Request, target any, token, principal string) (o
 		return offlinelock.Owner{}, &offlinelock.LockedError{Resource: resource, ID: id, Holders: rest}
 	}
 	switch {
-	case err != nil: // a bad token, and nobody else holds the record
-		return offlinelock.Owner{}, err
+	case refusal != nil: // a bad token, and nobody else holds the record
+		return offlinelock.Owner{}, refusal
 	case mine == nil:
 		return offlinelock.Owner{}, offlinelock.ErrNotLocked
 	}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -83,4 +85,23 @@ func ended(fs *flag.FlagSet, args, rest []string) bool {
 	}
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// secrets finds the password in the DSN forms of usage: a URL's or the
+// go-sql-driver form's user:PASSWORD@, and libpq's password=PASSWORD.
+var secrets = regexp.MustCompile(`(?i)(^[^@\s/]*:|://[^@/\s]*:|\bpassword\s*=\s*)('[^']*'|[^@\s]*)`)
+
+// withoutPasswords is args as a usage error may quote them: a DSN given
+// without --dsn is a stray argument, and its password must not be shown.
+func withoutPasswords(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if u, err := url.Parse(a); err == nil && u.User != nil {
+			a = u.Redacted()
+		} else if strings.Contains(a, "@") || strings.Contains(strings.ToLower(a), "password") {
+			a = secrets.ReplaceAllString(a, "${1}xxxxx")
+		}
+		out[i] = a
+	}
+	return out
 }

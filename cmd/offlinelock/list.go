@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -27,7 +28,7 @@ func listCmd(ctx context.Context, c cli, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef(fs, "list takes no arguments, only flags: got %q", pos)
+		return usagef(fs, "list takes no arguments, only flags: got %q", withoutPasswords(pos))
 	}
 	if f.Limit < 0 {
 		return usagef(fs, "--limit %d is negative", f.Limit)
@@ -38,7 +39,7 @@ func listCmd(ctx context.Context, c cli, args []string) error {
 	}
 	defer closeDB()
 	limit := f.Limit
-	if limit > 0 {
+	if limit > 0 && limit < math.MaxInt { // at MaxInt one more would wrap around
 		f.Limit++ // one more, to tell whether there are more
 	}
 	got, err := locks.List(db, f)

@@ -159,6 +159,12 @@ func dialectorFor(dsn string) (gorm.Dialector, string, error) {
 func mysqlURL(dsn string) (*mysqldriver.Config, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
+		// url.Parse's message quotes the whole URL, password included:
+		// keep only what is wrong with it.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("reading the MySQL URL: %w", err)
 	}
 	host := u.Host

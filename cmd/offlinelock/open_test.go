@@ -114,3 +114,21 @@ func TestBadDSNExits1NamingTheProblem(t *testing.T) {
 		assert.NotContains(t, r.stderr, "s3cret", "%s: the password is not shown", c.dsn)
 	}
 }
+
+// TestMalformedDSNNeverShowsThePassword: a DSN that cannot even be parsed
+// (a bad escape, a bad host) is reported without its password, whatever
+// the parser's own message quotes.
+func TestMalformedDSNNeverShowsThePassword(t *testing.T) {
+	for _, dsn := range []string{
+		"mysql://root:s3cret%zz@127.0.0.1:1/app",
+		"mysql://root:s3cret@bad host/app",
+		"postgres://postgres:s3cret%zz@127.0.0.1:1/app",
+		"postgresql://postgres:s3cret@bad host/app",
+		"root:s3cret@tcp(127.0.0.1:1)/app?x=%zz",
+		"host=127.0.0.1 port=x user=postgres password=s3cret dbname=app",
+	} {
+		r := cmd("stats", "--dsn", dsn)
+		assert.Equal(t, exitFailed, r.code, dsn)
+		assert.NotContains(t, r.stderr, "s3cret", "%s: the password is not shown", dsn)
+	}
+}

@@ -35,7 +35,7 @@ func statsCmd(ctx context.Context, c cli, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef(fs, "stats takes no arguments, only flags: got %q", pos)
+		return usagef(fs, "stats takes no arguments, only flags: got %q", withoutPasswords(pos))
 	}
 	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, reads)
 	if err != nil {

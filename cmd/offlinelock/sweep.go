@@ -19,7 +19,7 @@ func sweepCmd(ctx context.Context, c cli, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef(fs, "sweep takes no arguments, only flags: got %q", pos)
+		return usagef(fs, "sweep takes no arguments, only flags: got %q", withoutPasswords(pos))
 	}
 	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, writes)
 	if err != nil {
