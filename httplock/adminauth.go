@@ -26,9 +26,17 @@ func (s *Server) adminOnly(next http.HandlerFunc) http.HandlerFunc {
 // admin endpoint in the admin's name (a text/plain form can carry a JSON
 // body). Requests without those headers, from API clients, pass.
 func (s *Server) sameOrigin() *http.CrossOriginProtection {
-	origins := http.NewCrossOriginProtection()
-	origins.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.WriteError(w, r, forbidden("cross-origin request refused: an admin action comes from the application's own pages or from an API client"))
+	return s.crossOrigin(nil, "cross-origin request refused: an admin action comes from the application's own pages or from an API client")
+}
+
+// crossOrigin is sameOrigin that also trusts origins.
+func (s *Server) crossOrigin(origins []string, detail string) *http.CrossOriginProtection {
+	p := http.NewCrossOriginProtection()
+	for _, o := range origins {
+		_ = p.AddTrustedOrigin(o) // New checked each
+	}
+	p.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.WriteError(w, r, forbidden(detail))
 	}))
-	return origins
+	return p
 }

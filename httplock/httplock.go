@@ -74,6 +74,13 @@ type Config struct {
 	// every admin request is a 403. Force releases are also asked of the
 	// plugin's Config.Authorize.
 	Admin func(*http.Request) error
+	// TrustedOrigins are the origins ("https://app.example.com") of browser
+	// applications on other origins that may take and release locks. A
+	// browser's lock or unlock request from any other origin is a 403, so
+	// that a page elsewhere cannot lock a record in the name of a user whose
+	// Principal is a cookie. Same-origin pages and API clients (which send
+	// no Origin or Sec-Fetch-Site) need nothing here.
+	TrustedOrigins []string
 	// DefaultTTL is the lease when a request names no ttlSeconds (default
 	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
 	// ttlSeconds outside 1..MaxTTL is a 400.
@@ -101,6 +108,11 @@ type resource struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Locks == nil || cfg.DB == nil || cfg.Principal == nil {
 		return nil, errors.New("httplock: Config needs Locks, DB and Principal")
+	}
+	for _, o := range cfg.TrustedOrigins {
+		if err := http.NewCrossOriginProtection().AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("httplock: Config.TrustedOrigins: %w", err)
+		}
 	}
 	if cfg.MaxTTL == 0 {
 		cfg.MaxTTL = 900 * time.Second
@@ -155,12 +167,13 @@ func New(cfg Config) (*Server, error) {
 // duplicate).
 func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /openapi.yaml", s.ServeOpenAPI)
+	origins := s.crossOrigin(s.cfg.TrustedOrigins, "cross-origin request refused: lock from the application's own pages, an origin in httplock.Config.TrustedOrigins, or an API client")
 	for name, res := range s.resources {
 		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) { h(w, r, res) }
 		}
-		mux.HandleFunc("POST /"+name+"/{id}/lock", with(s.lock))
-		mux.HandleFunc("POST /"+name+"/{id}/unlock", with(s.unlock))
+		mux.Handle("POST /"+name+"/{id}/lock", origins.Handler(with(s.lock)))
+		mux.Handle("POST /"+name+"/{id}/unlock", origins.Handler(with(s.unlock)))
 		mux.HandleFunc("GET /"+name+"/{id}/lock", with(s.info))
 	}
 }

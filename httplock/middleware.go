@@ -26,7 +26,10 @@ import (
 //     owner (the caller's Read lock, taken through the Go API, is a 403).
 //
 // A GET, HEAD or OPTIONS (without a method-override header) and a route
-// that names no resource pass through. In every case the owner put into the
+// that names no resource pass through. A write whose route the Middleware
+// cannot read (it wraps a whole mux, a sub-mux below /orders/, or a router
+// other than http.ServeMux) is refused with a 500, logged: it cannot tell
+// which record the write is of. In every case the owner put into the
 // request's context is the token's lock owner or an owner holding nothing,
 // so a handler writing with db.WithContext(r.Context()) is still checked by
 // the plugin: the second line, which also covers a lock taken between this
@@ -55,7 +58,10 @@ func (s *Server) Middleware(next http.Handler) http.Handler {
 func (s *Server) requestOwner(r *http.Request, principal string) (offlinelock.Owner, error) {
 	owner := offlinelock.Owner{Session: newSession("request-"), User: principal}
 	token := r.Header.Get(LockTokenHeader)
-	res, id := s.routeRecord(r)
+	res, id, readable := s.routeRecord(r)
+	if !readable && isWrite(r) {
+		return owner, errUnreadableRoute
+	}
 	if res == nil || !isWrite(r) {
 		if token == "" {
 			return owner, nil
@@ -143,29 +149,58 @@ func isWrite(r *http.Request) bool {
 	return true
 }
 
-// routeRecord finds the record a request's route names: the first wildcard
-// of r.Pattern that follows the name of a served resource (or a {resource}
-// wildcard naming one). Nil when the pattern names none (or the request did
-// not come through an http.ServeMux).
-func (s *Server) routeRecord(r *http.Request) (*resource, string) {
+// routeRecord finds the record a request's route names: the wildcard that
+// follows a served resource's name in r.Pattern, where the name is a
+// literal segment or the value of a wildcard ({resource}, {kind}). It
+// reports unreadable for a route it cannot read, where a write must be
+// refused because its record is unknown: no ServeMux pattern at all (the
+// Middleware wraps a whole mux or another router), or a subtree pattern
+// that ends at a resource's name ("/orders/", a sub-mux below it).
+func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readable bool) {
 	pattern := r.Pattern
-	if i := strings.IndexByte(pattern, '/'); i >= 0 {
-		pattern = pattern[i:] // without the method and the host
-	} else {
-		return nil, ""
+	i := strings.IndexByte(pattern, '/')
+	if i < 0 {
+		return nil, "", false
 	}
+	pattern = pattern[i:] // without the method and the host
 	segments := strings.Split(strings.Trim(pattern, "/"), "/")
 	for i := 1; i < len(segments); i++ {
-		name, wildcard := segments[i-1], segments[i]
-		if len(wildcard) < 3 || wildcard == "{$}" || wildcard[0] != '{' || wildcard[len(wildcard)-1] != '}' || strings.HasSuffix(wildcard, "...}") {
+		name, named := segmentValue(r, segments[i-1])
+		wildcard, ok := wildcardName(segments[i])
+		if !named || !ok {
 			continue
 		}
-		if name == "{resource}" {
-			name = r.PathValue("resource")
-		}
 		if res, ok := s.resources[name]; ok {
-			return res, r.PathValue(wildcard[1 : len(wildcard)-1])
+			return res, r.PathValue(wildcard), true
 		}
 	}
-	return nil, ""
+	if last := segments[len(segments)-1]; strings.HasSuffix(pattern, "/") {
+		if name, named := segmentValue(r, last); named && s.resources[name] != nil {
+			return nil, "", false
+		}
+	}
+	return nil, "", true
 }
+
+// wildcardName is the name of a pattern segment {name} or {name...}.
+func wildcardName(segment string) (string, bool) {
+	if len(segment) < 3 || segment == "{$}" || segment[0] != '{' || segment[len(segment)-1] != '}' {
+		return "", false
+	}
+	return strings.TrimSuffix(segment[1:len(segment)-1], "..."), true
+}
+
+// segmentValue is what a pattern segment matched: the segment itself, or
+// a wildcard's value.
+func segmentValue(r *http.Request, segment string) (string, bool) {
+	if name, ok := wildcardName(segment); ok {
+		v := r.PathValue(name)
+		return v, v != ""
+	}
+	return segment, segment != "" && segment != "{$}"
+}
+
+// errUnreadableRoute refuses a write whose record the Middleware cannot
+// find; it is the application's wiring, so a 500 whose text is logged.
+var errUnreadableRoute = errors.New("httplock: Middleware cannot tell which record this write's route names: " +
+	"wrap each write handler registered on an http.ServeMux pattern that names the record (PATCH /orders/{id}), not a whole mux, a sub-mux or another router")

@@ -101,13 +101,13 @@ func staleFields(body string) map[string][]string {
 }
 
 // TestMiddlewareAroundAMuxStillDecides: Middleware decides by the route
-// pattern the mux matched, and lets through, undecided, every write whose
-// pattern it cannot read. Each mount below serves PATCH /orders/ord_1 to a
+// pattern the mux matched. Each mount below serves PATCH /orders/ord_1 to a
 // handler that writes somewhere the plugin does not see; while usr_1 holds
-// ord_1, usr_2's PATCH must be refused before the handler runs. Around the
-// whole mux (the usual place for a middleware) r.Pattern is still empty;
-// around a sub-mux mounted at /orders/ it is "/orders/"; a {id...} or a
-// {kind} wildcard is not read.
+// ord_1, usr_2's PATCH must be refused before the handler runs. A {id...}
+// or a {kind} wildcard is read: 423. Around the whole mux r.Pattern is still
+// empty, and around a sub-mux mounted at /orders/ it is "/orders/": the
+// Middleware cannot tell the record, so every write there is refused (500,
+// the application's wiring), the holder's too.
 func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
 		e.take("usr_1", "ord_1")
@@ -143,6 +143,8 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 				return mux
 			},
 		}
+		status := map[string]int{"around the whole mux": http.StatusInternalServerError, "around a sub-mux at /orders/": http.StatusInternalServerError,
+			"on a {id...} route": http.StatusLocked, "on a {kind}/{id} route": http.StatusLocked}
 		for name, mount := range mounts {
 			t.Run(name, func(t *testing.T) {
 				ran.Store(0)
@@ -154,7 +156,7 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 				require.NoError(t, err)
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				assert.Equal(t, http.StatusLocked, resp.StatusCode, string(body))
+				assert.Equal(t, status[name], resp.StatusCode, string(body))
 				assert.Zero(t, ran.Load(), "the handler ran for a write of a record usr_1 holds")
 			})
 		}
@@ -345,5 +347,33 @@ func TestLockEndpointRefusesCrossSiteRequests(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode)
 		assert.Empty(t, e.held(), "a page on another site locked ord_1 in usr_1's name")
+	})
+}
+
+// TestTrustedOriginsMayLock: a browser application on an origin listed in
+// Config.TrustedOrigins takes a lock cross-origin; a bad origin fails New.
+func TestTrustedOriginsMayLock(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		_, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal, TrustedOrigins: []string{"not an origin"},
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		require.Error(t, err)
+		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal, TrustedOrigins: []string{"https://app.example"},
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		require.NoError(t, err)
+		mux := http.NewServeMux()
+		srv.Register(mux)
+		ts := httptest.NewServer(mux)
+		defer ts.Close()
+		for origin, want := range map[string]int{"https://evil.example": http.StatusForbidden, "https://app.example": http.StatusCreated} {
+			req, _ := http.NewRequest("POST", ts.URL+"/orders/ord_1/lock", strings.NewReader(`{"ttlSeconds":60}`))
+			req.Header.Set("Authorization", "Bearer usr_1")
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+			req.Header.Set("Origin", origin)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, want, resp.StatusCode, origin)
+		}
+		assert.Len(t, e.held(), 1)
 	})
 }
