@@ -89,6 +89,29 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	if err := db.Use(locks); err != nil {
 		return err
 	}
+	if err := createOrders(ctx, db); err != nil {
+		return err
+	}
+	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Admin: onlyAdmin, Logger: log,
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: routes(db, api, metrics), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// createOrders creates the orders table and its demo order.
+func createOrders(ctx context.Context, db *gorm.DB) error {
 	if err := db.AutoMigrate(&Order{}); err != nil {
 		return err
 	}
@@ -109,14 +132,12 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 		}
 	}
 	seed := db.WithContext(offlinelock.Bypass(ctx, "demo data"))
-	if err := seed.Save(&Order{OrderID: "ord_99182", Status: "PENDING"}).Error; err != nil {
-		return err
-	}
-	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Admin: onlyAdmin, Logger: log,
-		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
-	if err != nil {
-		return err
-	}
+	return seed.Save(&Order{OrderID: "ord_99182", Status: "PENDING"}).Error
+}
+
+// routes are the example's endpoints: the lock API, the admin API and
+// console, the metrics, and the order itself.
+func routes(db *gorm.DB, api *httplock.Server, metrics http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	api.Register(mux)
 	mux.Handle("/admin/", api.AdminHandler())
@@ -134,17 +155,7 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	// The Middleware refuses the write before patchOrder runs unless the
 	// caller holds the order's lock; the plugin checks the write again.
 	mux.Handle("PATCH /orders/{id}", api.Middleware(patchOrder(db, api)))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return mux
 }
 
 // patchOrder changes an order's status and seatNumber; it does nothing
