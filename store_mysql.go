@@ -524,13 +524,9 @@ func (s *mysqlStore) check(c conn, keys []key, o Owner, fence bool) (mine, free 
 	return mine, free, mysqlError(err)
 }
 
-// keysOf reads the distinct records that rows matching cond (with args)
-// touch, in key order: a plain read, for the locking read that follows.
-func (s *mysqlStore) keysOf(c conn, cond string, args ...any) ([]key, error) {
-	return s.keysLimit(c, cond, "", args...)
-}
-
-// keysLimit is keysOf with a LIMIT clause after the ORDER BY.
+// keysLimit reads the distinct records that rows matching cond (with args)
+// touch, in key order, with a LIMIT clause after the ORDER BY: a plain
+// read, for the locking read that follows.
 func (s *mysqlStore) keysLimit(c conn, cond, limit string, args ...any) ([]key, error) {
 	var keys []key
 	_, err := c.query(`SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args,

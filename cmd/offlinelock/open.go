@@ -152,7 +152,7 @@ func dialectorFor(dsn string) (gorm.Dialector, string, error) {
 		return sqliteDialector(dsn)
 	}
 	scheme, _, _ := strings.Cut(dsn, "://")
-	return nil, "", fmt.Errorf("unsupported DSN scheme %q: use postgres://, postgresql://, mysql://, sqlite: or file:", scheme)
+	return nil, "", fmt.Errorf("unsupported DSN scheme %q: use postgres://, postgresql://, mysql://, or a sqlite: or file: prefix", scheme)
 }
 
 // mysqlURL reads mysql://user:pass@host:port/db?params.

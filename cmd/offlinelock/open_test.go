@@ -102,7 +102,7 @@ func TestBadDSNExits1NamingTheProblem(t *testing.T) {
 		{"mysql://root:s3cret@127.0.0.1:1/app", []string{"connecting to MySQL/MariaDB: ", "connection refused"}},
 		{"mysql://root@127.0.0.1:3306/", []string{"the MySQL DSN names no database (…/DBNAME)"}},
 		{"root@tcp(127.0.0.1:3306)/app?parseTime=maybe", []string{"reading the MySQL DSN: invalid bool value: maybe"}},
-		{"oracle://scott:s3cret@db/orcl", []string{`unsupported DSN scheme "oracle": use postgres://, postgresql://, mysql://, sqlite: or file:`}},
+		{"oracle://scott:s3cret@db/orcl", []string{`unsupported DSN scheme "oracle": use postgres://, postgresql://, mysql://, or a sqlite: or file: prefix`}},
 	} {
 		r := cmd("stats", "--dsn", c.dsn)
 		assert.Equal(t, exitFailed, r.code, c.dsn)
