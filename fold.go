@@ -3,6 +3,7 @@ package offlinelock
 import (
 	"reflect"
 	"strings"
+	"sync"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -34,7 +35,7 @@ import (
 // no WHERE of its own.
 func (p *Plugin) foldFence(db *gorm.DB, st *state, op string, k key) {
 	fs, ok := st.t.(foldStore)
-	if !ok || (op != opUpdate && op != opDelete) || callerWhere(db.Statement) || !onlyGORMBetween(db, op) {
+	if !ok || (op != opUpdate && op != opDelete) || callerWhere(db.Statement) || !p.chains.onlyGORMBetween(db, op) {
 		return
 	}
 	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{fs.fenceCondition(k, st.owner.Session)}})
@@ -60,7 +61,7 @@ func callerWhere(stmt *gorm.Statement) bool {
 // callbacks run between the write of op and its commit: the model has no
 // After hook that runs, it saves no associations, and the chain holds no
 // callback of anyone else.
-func onlyGORMBetween(db *gorm.DB, op string) bool {
+func (c *chainCache) onlyGORMBetween(db *gorm.DB, op string) bool {
 	s := db.Statement.Schema
 	if s == nil || len(s.Relationships.Relations) > 0 {
 		return false
@@ -76,7 +77,55 @@ func onlyGORMBetween(db *gorm.DB, op string) bool {
 		}
 		proc = db.Callback().Delete()
 	}
-	return ownChain(proc)
+	return c.own(proc)
+}
+
+// chainCache remembers ownChain's verdict per callback processor. Every
+// Register, Replace and Remove appends to the processor's callbacks, so
+// their count tells a verdict that still holds from one to read again.
+type chainCache struct {
+	mu sync.Mutex
+	m  map[any]chainVerdict
+}
+
+type chainVerdict struct {
+	callbacks int // len(processor.callbacks) when judged
+	own       bool
+}
+
+func (c *chainCache) own(proc any) bool {
+	n := callbackCount(proc)
+	if n < 0 {
+		return false
+	}
+	c.mu.Lock()
+	v, ok := c.m[proc]
+	c.mu.Unlock()
+	if ok && v.callbacks == n {
+		return v.own
+	}
+	v = chainVerdict{callbacks: n, own: ownChain(proc)}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[any]chainVerdict{}
+	}
+	c.m[proc] = v
+	c.mu.Unlock()
+	return v.own
+}
+
+// callbackCount is len(processor.callbacks), or -1 when the processor
+// does not have that shape.
+func callbackCount(proc any) int {
+	v := reflect.ValueOf(proc)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return -1
+	}
+	cbs := v.Elem().FieldByName("callbacks")
+	if cbs.Kind() != reflect.Slice {
+		return -1
+	}
+	return cbs.Len()
 }
 
 // ownChain reports whether every callback registered on a GORM callback

@@ -3,6 +3,7 @@ package offlinelock
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -85,9 +86,11 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	callbacks.BuildQuerySQL(db)
 	if st.fast == fastGrant {
 		prefix, vars := ls.grantPrefix(k, st.owner, st.fastTok, ttl, len(stmt.Vars))
-		sql := prefix + stmt.SQL.String()
-		stmt.SQL.Reset()
-		stmt.SQL.WriteString(sql)
+		var sql strings.Builder
+		sql.Grow(len(prefix) + stmt.SQL.Len())
+		sql.WriteString(prefix)
+		sql.WriteString(stmt.SQL.String())
+		stmt.SQL = sql
 		stmt.Vars = append(stmt.Vars, vars...)
 	}
 	return true

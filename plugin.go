@@ -78,6 +78,7 @@ type Plugin struct {
 	my    *mysqlStore    // and on MySQL and MariaDB
 
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
+	chains    chainCache   // whether a callback chain is GORM's and the plugin's alone
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)

@@ -21,6 +21,9 @@ type postgresStore struct {
 
 	heldWrite, heldRead, fenceSQL string // conditions added to loads and writes, built once
 	grantOneCTE                   string // grantPrefix's grant, unbound
+	// grantPrefixes[n] is grantPrefix's SQL after n arguments, bound once
+	// for the commonest n (a First by key has 2: the key and LIMIT).
+	grantPrefixes [8]string
 }
 
 var (
@@ -41,6 +44,9 @@ func newPostgresStore(table, seq, catalog string) *postgresStore {
 	// The load's statement is GORM's, and GORM's log shows its arguments:
 	// the hash goes as bytes, which it shows as <binary>.
 	s.grantOneCTE = s.writeGrantOne("1", "encode(?::bytea, 'hex')")
+	for n := range s.grantPrefixes {
+		s.grantPrefixes[n] = s.grantPrefixSQL(n)
+	}
 	s.heldWrite = s.heldSQL(`holder = '' AND access = 'write'`)
 	s.heldRead = s.heldSQL(`(holder = '' AND access = 'write' OR holder = session)`)
 	s.fenceSQL = `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
@@ -315,8 +321,17 @@ func (s *postgresStore) fenceCondition(k key, session string) clause.Expression 
 const grantCTE = "offlinelock_grant"
 
 func (s *postgresStore) grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
-	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.grantOneCTE, after) + `) `,
-		[]any{k.resource, k.id, o.Session, o.User, tokenDigest(token), ttl.Microseconds()}
+	q := ""
+	if after < len(s.grantPrefixes) {
+		q = s.grantPrefixes[after]
+	} else {
+		q = s.grantPrefixSQL(after)
+	}
+	return q, []any{k.resource, k.id, o.Session, o.User, tokenDigest(token), ttl.Microseconds()}
+}
+
+func (s *postgresStore) grantPrefixSQL(after int) string {
+	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.grantOneCTE, after) + `) `
 }
 
 func (s *postgresStore) grantCondition() clause.Expression {
