@@ -318,12 +318,13 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 	}
 	c := direct(db)
 	var total int64
+	var cur sweepCursor
 	for {
 		if err := c.ctx.Err(); err != nil {
 			return total, err
 		}
 		began := time.Now()
-		n, more, err := t.sweep(c)
+		n, more, err := t.sweep(c, &cur)
 		p.tel.sweptRows(c.ctx, db, n)
 		total += n
 		if err != nil || !more {

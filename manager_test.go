@@ -302,6 +302,37 @@ func TestSweepDeletesOnlyExpiredRows(t *testing.T) {
 	})
 }
 
+// TestSweepDeletesEveryExpiredRowAcrossBatches sweeps more expired rows
+// than many batches delete, beside live rows and a live lock taken during
+// the fill; on PostgreSQL a run of 1,200 rows shares one expiry, so that
+// batches (which resume from the last expiry they deleted) end inside it.
+func TestSweepDeletesEveryExpiredRowAcrossBatches(t *testing.T) {
+	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		table := lockTableName(t, db, p)
+		fill(t, db, table, "expired", "", 2500, -time.Hour)
+		fill(t, db, table, "live", "", 300, time.Hour)
+		if db.Dialector.Name() == "postgres" {
+			require.NoError(t, admin(db).Exec(`UPDATE `+table+` SET expires_at = statement_timestamp() - interval '1 hour'
+WHERE resource = 'expired' AND lock_id::int BETWEEN 650 AND 1849`).Error)
+		}
+		_, err := p.Acquire(as(db, martin), &Customer{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+
+		n, err := p.Sweep(db)
+		require.NoError(t, err)
+		assert.EqualValues(t, 2500, n)
+		var left []struct {
+			Resource string
+			N        int64
+		}
+		require.NoError(t, admin(db).Raw(`SELECT resource, COUNT(*) AS n FROM `+table+` WHERE access <> '' GROUP BY resource ORDER BY resource`).Scan(&left).Error)
+		assert.Equal(t, []struct {
+			Resource string
+			N        int64
+		}{{"customers", 1}, {"live", 300}}, left)
+	})
+}
+
 func TestForceRelease(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := offlinelock.Config{

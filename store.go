@@ -68,8 +68,10 @@ type lockStore interface {
 
 	// sweep deletes a batch of expired rows and says how many, and whether
 	// that was a whole batch (more may be waiting); it never waits for a
-	// record whose locks another statement is changing.
-	sweep(c conn) (n int64, more bool, err error)
+	// record whose locks another statement is changing. cur carries a
+	// store's place from one batch of a Sweep to the next; a store may
+	// ignore it.
+	sweep(c conn, cur *sweepCursor) (n int64, more bool, err error)
 
 	// list returns the live (or, with f.Expired, the expired) locks that
 	// match f, without tokens. byToken returns the live lock whose token is
@@ -301,4 +303,11 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 	tel.statementDone(ctx, span, c.db, query, begin, n, err)
 	c.trace(begin, query, args, n, err)
 	return n, err
+}
+
+// sweepCursor is where one Sweep has got to: the latest expiry a batch
+// deleted, so that the next batch starts its index scan there instead of
+// stepping over every entry the batches before it left dead.
+type sweepCursor struct {
+	after time.Time // zero before the first batch
 }

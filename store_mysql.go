@@ -713,7 +713,7 @@ func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, er
 // sweep deletes expired rows of records whose key rows no other
 // transaction holds (SKIP LOCKED): those are being taken over or released
 // right now.
-func (s *mysqlStore) sweep(c conn) (int64, bool, error) {
+func (s *mysqlStore) sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 	var n int64
 	more := false
 	err := s.inOwnTx(c, func(c conn) error {

@@ -24,6 +24,7 @@ type postgresStore struct {
 	// grantPrefixes[n] is grantPrefix's SQL after n arguments, bound once
 	// for the commonest n (a First by key has 2: the key and LIMIT).
 	grantPrefixes [8]string
+	sweepSQL      string // one batch of sweep, bound, built once
 }
 
 var (
@@ -44,6 +45,7 @@ func newPostgresStore(table, seq, catalog string) *postgresStore {
 	// The load's statement is GORM's, and GORM's log shows its arguments:
 	// the hash goes as bytes, which it shows as <binary>.
 	s.grantOneCTE = s.writeGrantOne("1", "encode(?::bytea, 'hex')")
+	s.sweepSQL = s.sweepStatement()
 	for n := range s.grantPrefixes {
 		s.grantPrefixes[n] = s.grantPrefixSQL(n)
 	}
@@ -282,19 +284,57 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 	return n, err
 }
 
-// sweep skips records whose key rows others are changing: they are being
-// taken over or released right now. The expired rows are found through the
-// expiry index: statement_timestamp() is fixed for the statement, so the
-// index can answer it, where the volatile clock_timestamp() would make each
-// batch scan the table from its start, over the rows earlier batches left
-// dead. Each row is checked again against clock_timestamp() as it goes.
-func (s *postgresStore) sweep(c conn) (int64, bool, error) {
-	n, err := c.exec(fmt.Sprintf(`WITH keys AS (
-	SELECT resource, lock_id FROM %[1]s WHERE holder = '' AND (resource, lock_id) IN (
-		SELECT resource, lock_id FROM %[1]s WHERE expires_at <= statement_timestamp() LIMIT %[2]d)
-	ORDER BY resource, lock_id FOR UPDATE SKIP LOCKED)
-DELETE FROM %[1]s l USING keys WHERE l.expires_at <= clock_timestamp() AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, s.table, sweepBatch))
-	return n, n >= sweepBatch, err
+// sweep deletes the expired rows of postgresSweepBatch records at a time,
+// skipping records whose key rows others are changing (SKIP LOCKED): they
+// are being taken over or released right now.
+//
+//   - The expired rows are found through the expiry index, in expiry
+//     order, from the latest expiry the batch before deleted (cur): the
+//     scan starts where the last one ended instead of stepping over every
+//     index entry earlier batches left dead. statement_timestamp() is fixed
+//     for the statement, so the index can answer the upper bound; each row
+//     is checked again against clock_timestamp() as it goes. A record
+//     skipped as locked is left for the next Sweep.
+//   - Each batch commits without waiting for its WAL to reach the disk
+//     (synchronous_commit off, for this transaction only). A batch lost in
+//     a crash leaves expired rows, which every grant already treats as
+//     free and the next sweep deletes; meanwhile the acquires running beside
+//     the sweep do not queue their commits behind the sweep's flushes
+//     (BenchmarkSweep).
+func (s *postgresStore) sweep(c conn, cur *sweepCursor) (int64, bool, error) {
+	var n, scanned int64
+	err := c.inTx(func(c conn) error {
+		if _, err := c.exec(`SET LOCAL synchronous_commit = off`); err != nil {
+			return err
+		}
+		var last sql.NullTime
+		_, err := c.query(s.sweepSQL, []any{cur.after}, func(r *sql.Rows) error { return r.Scan(&n, &scanned, &last) })
+		if last.Valid {
+			cur.after = last.Time
+		}
+		return err
+	})
+	return n, scanned >= postgresSweepBatch, err
+}
+
+// postgresSweepBatch is the expired rows one sweep statement looks at on
+// PostgreSQL: a small batch keeps each commit's WAL, and so the commits of
+// acquires queued behind it, small.
+const postgresSweepBatch = 100
+
+// sweepStatement is one batch of sweep: the rows it deleted, the expired
+// rows it looked at, and the latest expiry among those (where the next
+// batch starts, so that a record skipped as locked does not stall it).
+func (s *postgresStore) sweepStatement() string {
+	return fmt.Sprintf(`WITH due AS (
+	SELECT resource, lock_id, expires_at FROM %[1]s WHERE expires_at >= $1 AND expires_at <= statement_timestamp() ORDER BY expires_at LIMIT %[2]d),
+keys AS (
+	SELECT resource, lock_id FROM %[1]s WHERE holder = '' AND (resource, lock_id) IN (SELECT resource, lock_id FROM due)
+	ORDER BY resource, lock_id FOR UPDATE SKIP LOCKED),
+gone AS (
+	DELETE FROM %[1]s l USING keys WHERE l.expires_at <= clock_timestamp() AND l.resource = keys.resource AND l.lock_id = keys.lock_id
+	RETURNING 1)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM due), (SELECT max(expires_at) FROM due)`, s.table, postgresSweepBatch)
 }
 
 // heldCondition: the session holds a fresh lock on k. Read-only.

@@ -251,7 +251,7 @@ WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resourc
 // sweep deletes fewer rows per statement than PostgreSQL's: SQLite has one
 // writer at a time, so every acquire waits for each batch to commit, and a
 // small batch keeps that wait short (see BenchmarkSweep).
-func (s *sqliteStore) sweep(c conn) (int64, bool, error) {
+func (s *sqliteStore) sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 	n, err := c.exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
 		s.table, s.table, s.clock, sqliteSweepBatch))
 	return n, n >= sqliteSweepBatch, err
