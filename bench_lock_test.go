@@ -10,6 +10,11 @@ package offlinelock_test
 //   BenchmarkLockedFirst (a): a First by key under exclusive_read, which
 //     takes the lock and reads the row, against the bare upsert alone.
 //     Target: x-bare-lock <= 1.1 on PostgreSQL.
+//   BenchmarkAcquireStatement: Acquire's one statement sent raw through
+//     database/sql, against the bare upsert: what the statement itself
+//     costs beyond the bare one (it also draws a generation from a
+//     sequence, keeps token, generation and acquisition time on a
+//     re-acquire, and returns the lock's columns). PostgreSQL only.
 //   BenchmarkLockedFirstStatement: the locked First's one statement sent
 //     raw through database/sql, against the bare upsert: what the database
 //     pays, apart from what GORM and the plugin add in Go. PostgreSQL only
@@ -107,6 +112,30 @@ func BenchmarkLockedFirst(b *testing.B) {
 				b.Fatal(err)
 			}
 		}, release)
+	})
+}
+
+func BenchmarkAcquireStatement(b *testing.B) {
+	d := database{"postgres", openPostgres}
+	db, plain, p := benchDBs(b, d)
+	x := newBare(b, plain, lockTableName(b, db, p))
+	interleave(b, "x-bare-lock", func(i int) {
+		q, args := offlinelock.GrantStatement(p, "customers", strconv.Itoa(i%64+1), "M1")
+		rows, err := x.db.Query(q, args...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rows.Next() {
+		}
+		rows.Close()
+		b.StopTimer()
+		x.clear(b, "customers")
+		b.StartTimer()
+	}, func(i int) {
+		x.lock(b, "bare", strconv.Itoa(i%64+1))
+		b.StopTimer()
+		x.clear(b, "bare")
+		b.StartTimer()
 	})
 }
 

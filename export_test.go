@@ -13,3 +13,10 @@ func InstrumentationOf(p *Plugin) Instrumentation { return p.tel }
 // SetInstrumentation gives p the instruments t; nil removes them. Not safe
 // while p is in use by another goroutine.
 func SetInstrumentation(p *Plugin, t Instrumentation) { p.tel = t }
+
+// GrantStatement is the one statement Acquire takes a Write lock with on
+// PostgreSQL, and its arguments for resource, id and session: what
+// BenchmarkAcquireStatement sends raw.
+func GrantStatement(p *Plugin, resource, id, session string) (string, []any) {
+	return p.pg.grantOne, []any{resource, id, session, "martin", tokenHash("0123456789abcdef0123456789abcdef"), DefaultTTL.Microseconds()}
+}

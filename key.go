@@ -30,12 +30,17 @@ func (p *Plugin) targetKey(db *gorm.DB, target any) (key, error) {
 	if err := checkTarget(target); err != nil {
 		return key{}, err
 	}
-	m, _, err := p.modelFor(db, target)
+	m, stmt, err := p.modelFor(db, target)
 	if m == nil || m.root == nil || err != nil {
 		if err != nil && m != nil {
 			return key{}, err
 		}
-		k, err := targetKey(db, target)
+		var k key
+		if stmt != nil {
+			k, err = parsedKey(db, stmt, target) // parsed once, above
+		} else {
+			k, err = targetKey(db, target)
+		}
 		if tm := p.reg.tableModel(k.resource); tm != nil {
 			k.resource = tm.table // a DTO of a lockable table names its lock
 		}
@@ -65,11 +70,16 @@ func targetKey(db *gorm.DB, target any) (key, error) {
 	if err := checkTarget(target); err != nil {
 		return key{}, err
 	}
-	rv := reflect.ValueOf(target)
 	stmt := &gorm.Statement{DB: db}
 	if err := stmt.Parse(target); err != nil {
 		return key{}, invalid("cannot parse model %T: %v", target, err)
 	}
+	return parsedKey(db, stmt, target)
+}
+
+// parsedKey is targetKey of a target stmt has parsed already.
+func parsedKey(db *gorm.DB, stmt *gorm.Statement, target any) (key, error) {
+	rv := reflect.ValueOf(target)
 	fields := stmt.Schema.PrimaryFields
 	if len(fields) == 0 {
 		return key{}, invalid("model %s has no primary key", stmt.Schema.Name)

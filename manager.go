@@ -304,13 +304,15 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 	p.cfg.Logger.WarnContext(ctx, "offlinelock: admin action", attrs...)
 }
 
-// Sweep deletes expired lock rows in batches (at most 1000 rows per
-// statement, 100 on SQLite), so it never holds many row locks at once, and
-// returns how many it deleted. Between batches it rests twice as long as
-// the last batch took, so that it never takes more than a third of the
-// database's time and locks taken meanwhile keep their latency
-// (BenchmarkSweep); cancel db's context to stop it. Expired locks are already free without it; it
-// keeps the table small.
+// Sweep deletes expired lock rows in batches (the rows of at most 100
+// records per statement on PostgreSQL and SQLite, 1000 on MySQL), so it
+// never holds many row locks at once, and returns how many it deleted.
+// Between batches it rests twice as long as the last batch took, so that it
+// never takes more than a third of the database's time and locks taken
+// meanwhile keep their latency (BenchmarkSweep); cancel db's context to
+// stop it. Records whose locks another session is changing right then are
+// skipped, for the next Sweep. Expired locks are already free without it;
+// it keeps the table small.
 func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 	t, err := p.storeFor(db)
 	if err != nil {
