@@ -27,10 +27,22 @@ type key struct{ resource, id string }
 // targetKey finds the key target is locked by: its own table and primary
 // key, or, for a member of an aggregate, its root's.
 func (p *Plugin) targetKey(db *gorm.DB, target any) (key, error) {
+	k, _, err := p.targetKeyModel(db, target)
+	return k, err
+}
+
+// targetKeyModel is targetKey, and the model target parsed as (nil when
+// it did not parse).
+func (p *Plugin) targetKeyModel(db *gorm.DB, target any) (key, *model, error) {
 	if err := checkTarget(target); err != nil {
-		return key{}, err
+		return key{}, nil, err
 	}
 	m, stmt, err := p.modelFor(db, target)
+	k, err := p.modelKey(db, target, m, stmt, err)
+	return k, m, err
+}
+
+func (p *Plugin) modelKey(db *gorm.DB, target any, m *model, stmt *gorm.Statement, err error) (key, error) {
 	if m == nil || m.root == nil || err != nil {
 		if err != nil && m != nil {
 			return key{}, err

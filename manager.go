@@ -51,11 +51,11 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 		p.tel.refused(ctxOf(db), db, modeExplicit, access, p.resourceOf(db, target), err)
 		return nil, err
 	}
-	k, err := p.targetKey(db, target)
+	k, m, err := p.targetKeyModel(db, target)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.rememberTarget(db, t, target, k); err != nil {
+	if err := p.rememberTarget(db, t, m, k); err != nil {
 		return nil, err
 	}
 	ttl, err := p.ttl(db.Statement.Context)
@@ -73,14 +73,11 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	return &l, nil
 }
 
-// rememberTarget writes the lockable models behind a lock on target (its
-// own, and its root's) to the catalog before the lock exists.
-func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, target any, k key) error {
-	ms := []*model{p.reg.tableModel(k.resource)}
-	if m, _, _ := p.modelFor(db, target); m != nil {
-		ms = append(ms, m)
-	}
-	for _, m := range ms {
+// rememberTarget writes the lockable models behind a lock on a target of
+// model m (its own, and its root's, the lock's resource) to the catalog
+// before the lock exists.
+func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, m *model, k key) error {
+	for _, m := range []*model{p.reg.tableModel(k.resource), m} {
 		if m == nil {
 			continue
 		}

@@ -333,6 +333,26 @@ WHERE resource = 'expired' AND lock_id::int BETWEEN 650 AND 1849`).Error)
 	})
 }
 
+// TestSweepLeavesTheCallersCommitDurable: the sweep's own batches commit
+// without waiting for the WAL flush, but a Sweep run in a transaction of
+// the caller's leaves that transaction's commit as the caller set it.
+func TestSweepLeavesTheCallersCommitDurable(t *testing.T) {
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{})
+	_, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: 1}, offlinelock.Write)
+	require.NoError(t, err)
+	waitPast(t, db, dbNow(t, db).Add(60*time.Millisecond))
+	var setting string
+	require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+		n, err := p.Sweep(tx)
+		if err != nil {
+			return err
+		}
+		assert.EqualValues(t, 1, n)
+		return tx.Raw(`SHOW synchronous_commit`).Scan(&setting).Error
+	}))
+	assert.Equal(t, "on", setting)
+}
+
 func TestForceRelease(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := offlinelock.Config{

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -296,24 +297,35 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 //     is checked again against clock_timestamp() as it goes. A record
 //     skipped as locked is left for the next Sweep.
 //   - Each batch commits without waiting for its WAL to reach the disk
-//     (synchronous_commit off, for this transaction only). A batch lost in
+//     (synchronous_commit off, for this transaction only; in a transaction
+//     of the caller's, the caller's commit decides). A batch lost in
 //     a crash leaves expired rows, which every grant already treats as
 //     free and the next sweep deletes; meanwhile the acquires running beside
 //     the sweep do not queue their commits behind the sweep's flushes
 //     (BenchmarkSweep).
 func (s *postgresStore) sweep(c conn, cur *sweepCursor) (int64, bool, error) {
 	var n, scanned int64
-	err := c.inTx(func(c conn) error {
-		if _, err := c.exec(`SET LOCAL synchronous_commit = off`); err != nil {
-			return err
-		}
+	batch := func(c conn) error {
 		var last sql.NullTime
 		_, err := c.query(s.sweepSQL, []any{cur.after}, func(r *sql.Rows) error { return r.Scan(&n, &scanned, &last) })
 		if last.Valid {
 			cur.after = last.Time
 		}
 		return err
-	})
+	}
+	var err error
+	if _, callers := c.db.Statement.ConnPool.(gorm.TxCommitter); callers {
+		// The caller's transaction: its commit, and so its durability, is
+		// the caller's, not the sweep's to relax.
+		err = batch(c)
+	} else {
+		err = c.inTx(func(c conn) error {
+			if _, err := c.exec(`SET LOCAL synchronous_commit = off`); err != nil {
+				return err
+			}
+			return batch(c)
+		})
+	}
 	return n, scanned >= postgresSweepBatch, err
 }
 
