@@ -1,5 +1,13 @@
 package offlinelock
 
+import (
+	"database/sql"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
 // Instrumentation is a plugin's OpenTelemetry instruments. The benchmarks
 // of bench_otel_test.go swap them in and out of one plugin, call by call,
 // so that the instrumented and uninstrumented paths run on the same
@@ -19,4 +27,22 @@ func SetInstrumentation(p *Plugin, t Instrumentation) { p.tel = t }
 // BenchmarkAcquireStatement sends raw.
 func GrantStatement(p *Plugin, resource, id, session string) (string, []any) {
 	return p.pg.grantOne, []any{resource, id, session, "martin", tokenHash("0123456789abcdef0123456789abcdef"), DefaultTTL.Microseconds()}
+}
+
+// SweepPlan is the EXPLAIN of one batch of the sweep on PostgreSQL, planned
+// under the settings the sweep runs with, in a transaction rolled back.
+func SweepPlan(p *Plugin, db *gorm.DB) (string, error) {
+	var plan strings.Builder
+	err := db.Transaction(func(tx *gorm.DB) error {
+		return withSweepPlan(direct(tx), func(c conn) error {
+			_, err := c.query(`EXPLAIN `+p.pg.sweepSQL, []any{time.Time{}}, func(r *sql.Rows) error {
+				var line string
+				err := r.Scan(&line)
+				plan.WriteString(line + "\n")
+				return err
+			})
+			return err
+		})
+	})
+	return plan.String(), err
 }

@@ -353,6 +353,30 @@ func TestSweepLeavesTheCallersCommitDurable(t *testing.T) {
 	assert.Equal(t, "on", setting)
 }
 
+// TestSweepPlanDoesNotDependOnStatistics: on a lock table just filled with
+// expired rows (no planner statistics) and after ANALYZE, a sweep batch
+// reads the expired rows by the expiry index, in its order, and records by
+// primary key: never a bitmap scan that reads every expired row and sorts
+// them for each batch, never a sequential scan.
+func TestSweepPlanDoesNotDependOnStatistics(t *testing.T) {
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{})
+	table := lockTableName(t, db, p)
+	fill(t, db, table, "expired", "", 100_000, -time.Hour)
+	for _, stats := range []string{"none", "ANALYZE"} {
+		if stats == "ANALYZE" {
+			require.NoError(t, db.Exec(`ANALYZE `+table).Error)
+		}
+		plan, err := offlinelock.SweepPlan(p, db)
+		require.NoError(t, err)
+		assert.Contains(t, plan, "Index Scan using "+strings.Trim(table, `"`)+"_expires", stats)
+		assert.NotContains(t, plan, "Bitmap", stats)
+		assert.NotContains(t, plan, "Seq Scan", stats)
+	}
+	n, err := p.Sweep(db)
+	require.NoError(t, err)
+	assert.EqualValues(t, 100_000, n)
+}
+
 func TestForceRelease(t *testing.T) {
 	var logs bytes.Buffer
 	cfg := offlinelock.Config{

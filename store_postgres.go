@@ -316,17 +316,40 @@ func (s *postgresStore) sweep(c conn, cur *sweepCursor) (int64, bool, error) {
 	var err error
 	if _, callers := c.db.Statement.ConnPool.(gorm.TxCommitter); callers {
 		// The caller's transaction: its commit, and so its durability, is
-		// the caller's, not the sweep's to relax.
-		err = batch(c)
+		// the caller's, not the sweep's to relax; its planner settings are
+		// put back as they were.
+		err = withSweepPlan(c, batch)
 	} else {
 		err = c.inTx(func(c conn) error {
-			if _, err := c.exec(`SET LOCAL synchronous_commit = off`); err != nil {
+			if _, err := c.exec(`SELECT set_config('synchronous_commit', 'off', true), ` + sweepPlanSettings); err != nil {
 				return err
 			}
 			return batch(c)
 		})
 	}
 	return n, scanned >= postgresSweepBatch, err
+}
+
+// sweepPlanSettings make the sweep's plan the same with or without planner
+// statistics: expired rows by the expiry index, in its order, and records
+// by primary key. Without statistics (a table just filled), PostgreSQL
+// otherwise reads every expired row by a bitmap scan and sorts them, for
+// each batch of 100. Set for the sweep's transaction only.
+const sweepPlanSettings = `set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`
+
+// withSweepPlan runs fn under sweepPlanSettings in the caller's
+// transaction, and then sets them back to what they were.
+func withSweepPlan(c conn, fn func(conn) error) error {
+	var bitmap, seq string
+	if _, err := c.query(`SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan'), `+sweepPlanSettings, nil,
+		func(r *sql.Rows) error { var a, b string; return r.Scan(&bitmap, &seq, &a, &b) }); err != nil {
+		return err
+	}
+	err := fn(c)
+	if _, rerr := c.exec(`SELECT set_config('enable_bitmapscan', $1, true), set_config('enable_seqscan', $2, true)`, bitmap, seq); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // postgresSweepBatch is the expired rows one sweep statement looks at on
