@@ -306,7 +306,7 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 }
 
 // sweepCursor is where one Sweep has got to: the latest expiry a batch
-// deleted, so that the next batch starts its index scan there instead of
+// looked at, so that the next batch starts its index scan there instead of
 // stepping over every entry the batches before it left dead.
 type sweepCursor struct {
 	after time.Time // zero before the first batch

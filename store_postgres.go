@@ -290,7 +290,7 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 // are being taken over or released right now.
 //
 //   - The expired rows are found through the expiry index, in expiry
-//     order, from the latest expiry the batch before deleted (cur): the
+//     order, from the latest expiry the batch before looked at (cur): the
 //     scan starts where the last one ended instead of stepping over every
 //     index entry earlier batches left dead. statement_timestamp() is fixed
 //     for the statement, so the index can answer the upper bound; each row
