@@ -42,6 +42,8 @@ func (p *Plugin) targetKeyModel(db *gorm.DB, target any) (key, *model, error) {
 	return k, m, err
 }
 
+// modelKey is targetKey of a target modelFor parsed into m and stmt (with
+// its error err): its own key, or its root's.
 func (p *Plugin) modelKey(db *gorm.DB, target any, m *model, stmt *gorm.Statement, err error) (key, error) {
 	if m == nil || m.root == nil || err != nil {
 		if err != nil && m != nil {
