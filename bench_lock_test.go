@@ -119,23 +119,8 @@ func BenchmarkAcquireStatement(b *testing.B) {
 	d := database{"postgres", openPostgres}
 	db, plain, p := benchDBs(b, d)
 	x := newBare(b, plain, lockTableName(b, db, p))
-	interleave(b, "x-bare-lock", func(i int) {
-		q, args := offlinelock.GrantStatement(p, "customers", strconv.Itoa(i%64+1), "M1")
-		rows, err := x.db.Query(q, args...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for rows.Next() {
-		}
-		rows.Close()
-		b.StopTimer()
-		x.clear(b, "customers")
-		b.StartTimer()
-	}, func(i int) {
-		x.lock(b, "bare", strconv.Itoa(i%64+1))
-		b.StopTimer()
-		x.clear(b, "bare")
-		b.StartTimer()
+	rawVersusBare(b, x, "customers", func(i int) (string, []any) {
+		return offlinelock.GrantStatement(p, "customers", strconv.Itoa(i%64+1), "M1")
 	})
 }
 
@@ -146,9 +131,19 @@ func BenchmarkLockedFirstStatement(b *testing.B) {
 	x := newBare(b, plain, lockTableName(b, db, p))
 	locked := `WITH g AS (` + x.upsert()[:len(x.upsert())-len(" RETURNING expires_at")] + ` RETURNING 1)
 SELECT * FROM accounts WHERE accounts.id = $5 AND EXISTS (SELECT 1 FROM g) ORDER BY accounts.id LIMIT 1 FOR SHARE OF accounts`
-	interleave(b, "x-bare-lock", func(i int) {
+	rawVersusBare(b, x, "accounts", func(i int) (string, []any) {
 		id := i%64 + 1
-		rows, err := x.db.Query(locked, "accounts", strconv.Itoa(id), "M1", "0123456789abcdef0123456789abcdef", id)
+		return locked, []any{"accounts", strconv.Itoa(id), "M1", "0123456789abcdef0123456789abcdef", id}
+	})
+}
+
+// rawVersusBare interleaves a statement sent raw through database/sql,
+// which takes a lock of resource, with the bare upsert, clearing the lock
+// rows of each after it, untimed; it reports x-bare-lock.
+func rawVersusBare(b *testing.B, x bare, resource string, statement func(i int) (string, []any)) {
+	interleave(b, "x-bare-lock", func(i int) {
+		q, args := statement(i)
+		rows, err := x.db.Query(q, args...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -156,7 +151,7 @@ SELECT * FROM accounts WHERE accounts.id = $5 AND EXISTS (SELECT 1 FROM g) ORDER
 		}
 		rows.Close()
 		b.StopTimer()
-		x.clear(b, "accounts")
+		x.clear(b, resource)
 		b.StartTimer()
 	}, func(i int) {
 		x.lock(b, "bare", strconv.Itoa(i%64+1))
