@@ -19,14 +19,21 @@ package offlinelock_test
 //     raw through database/sql, against the bare upsert: what the database
 //     pays, apart from what GORM and the plugin add in Go. PostgreSQL only
 //     (the other databases take the lock in statements of their own).
+//   BenchmarkLockedFirstOverGORM: the locked First, against plain GORM (no
+//     plugin) sending the very statement the plugin sends, with the same
+//     arguments (Raw + Scan into the same model): what the plugin's own Go
+//     work adds over GORM running its SQL. PostgreSQL only.
 //   BenchmarkGORMFirst: a plain GORM First, no plugin, against the same
 //     SELECT sent raw through database/sql: what GORM itself adds to any
 //     one-row read, which a locked First pays on top of its statement.
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -159,6 +166,63 @@ func rawVersusBare(b *testing.B, x bare, resource string, statement func(i int) 
 		x.clear(b, "bare")
 		b.StartTimer()
 	})
+}
+
+func BenchmarkLockedFirstOverGORM(b *testing.B) {
+	d := database{"postgres", openPostgres}
+	db, plain, p := benchDBs(b, d)
+	seedAccounts(b, db, 64)
+	m := as(db, martin)
+	locked := func(int) {
+		if err := m.First(&Account{}, 1).Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	sql, vars := capturedQuery(b, db, func() { locked(0) })
+	if !strings.Contains(sql, "INSERT INTO") {
+		b.Fatalf("the locked First did not take its one-statement path: %s", sql)
+	}
+	release := func() {
+		if _, err := p.ReleaseAll(db, martin.Session); err != nil {
+			b.Fatal(err)
+		}
+	}
+	release()
+	interleave(b, "x-gorm-same-sql", func(i int) {
+		locked(i)
+		b.StopTimer()
+		release()
+		b.StartTimer()
+	}, func(int) {
+		var a Account
+		if r := plain.Raw(sql, vars...).Scan(&a); r.Error != nil || r.RowsAffected != 1 {
+			b.Fatalf("the plugin's statement sent by plain GORM: %v, %d rows", r.Error, r.RowsAffected)
+		}
+		b.StopTimer()
+		release()
+		b.StartTimer()
+	})
+}
+
+// capturedQuery runs load on db and returns the SQL and arguments of the
+// first query statement it sent, as gorm:query sent them.
+func capturedQuery(b *testing.B, db *gorm.DB, load func()) (string, []any) {
+	b.Helper()
+	var sql string
+	var vars []any
+	const name = "bench:capture"
+	if err := db.Callback().Query().After("gorm:query").Register(name, func(tx *gorm.DB) {
+		if sql == "" {
+			sql, vars = tx.Statement.SQL.String(), append([]any(nil), tx.Statement.Vars...)
+		}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	load()
+	if err := db.Callback().Query().Remove(name); err != nil {
+		b.Fatal(err)
+	}
+	return sql, vars
 }
 
 func BenchmarkGORMFirst(b *testing.B) {
