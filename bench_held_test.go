@@ -10,6 +10,10 @@ package offlinelock_test
 //     statement (the SELECT with its EXISTS on the lock row) sent raw
 //     through database/sql, against the plain SELECT sent raw: what the
 //     database pays for the check. PostgreSQL only.
+//   BenchmarkHeldFirstOverGORM (b, the plugin's share): the held First,
+//     against plain GORM sending its very statement with the same
+//     arguments (Raw + Scan): what the plugin's own Go work adds.
+//     PostgreSQL only.
 //   BenchmarkVerifiedSave (c): a Save checked against the session's Write
 //     lock and fenced before commit, against a plain GORM Save. Target:
 //     x-plain <= 1.1.
@@ -51,6 +55,20 @@ func BenchmarkHeldFirst(b *testing.B) {
 			})
 		}
 	})
+}
+
+func BenchmarkHeldFirstOverGORM(b *testing.B) {
+	d := database{"postgres", openPostgres}
+	db, plain, _ := benchDBs(b, d)
+	seedAccounts(b, db, 1)
+	m := as(db, martin)
+	load := func() {
+		if err := m.First(&Account{}, 1).Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	load() // Martin holds account 1
+	overGORM(b, plain, db, "EXISTS", load, nil)
 }
 
 func BenchmarkVerifiedSave(b *testing.B) {

@@ -173,34 +173,48 @@ func BenchmarkLockedFirstOverGORM(b *testing.B) {
 	db, plain, p := benchDBs(b, d)
 	seedAccounts(b, db, 64)
 	m := as(db, martin)
-	locked := func(int) {
+	overGORM(b, plain, db, "INSERT INTO", func() {
 		if err := m.First(&Account{}, 1).Error; err != nil {
 			b.Fatal(err)
 		}
-	}
-	sql, vars := capturedQuery(b, db, func() { locked(0) })
-	if !strings.Contains(sql, "INSERT INTO") {
-		b.Fatalf("the locked First did not take its one-statement path: %s", sql)
-	}
-	release := func() {
+	}, func() {
 		if _, err := p.ReleaseAll(db, martin.Session); err != nil {
 			b.Fatal(err)
 		}
+	})
+}
+
+// overGORM interleaves load (a First of one Account through the plugin on
+// db) with plain GORM sending the very statement load sent, with the same
+// arguments, scanned into the same model; after, when not nil, runs untimed
+// after each of them. want is a fragment that statement must hold, so
+// that the benchmark fails if load stops taking the path it measures. It
+// reports x-gorm-same-sql: what the plugin's own Go work adds.
+func overGORM(b *testing.B, plain, db *gorm.DB, want string, load, after func()) {
+	b.Helper()
+	sql, vars := capturedQuery(b, db, load)
+	if !strings.Contains(sql, want) {
+		b.Fatalf("the load did not take the path measured (no %q): %s", want, sql)
 	}
-	release()
-	interleave(b, "x-gorm-same-sql", func(i int) {
-		locked(i)
-		b.StopTimer()
-		release()
-		b.StartTimer()
+	untimed := func() {
+		if after != nil {
+			b.StopTimer()
+			after()
+			b.StartTimer()
+		}
+	}
+	if after != nil {
+		after()
+	}
+	interleave(b, "x-gorm-same-sql", func(int) {
+		load()
+		untimed()
 	}, func(int) {
 		var a Account
 		if r := plain.Raw(sql, vars...).Scan(&a); r.Error != nil || r.RowsAffected != 1 {
 			b.Fatalf("the plugin's statement sent by plain GORM: %v, %d rows", r.Error, r.RowsAffected)
 		}
-		b.StopTimer()
-		release()
-		b.StartTimer()
+		untimed()
 	})
 }
 
