@@ -183,6 +183,67 @@ func TestLoadSeesWritesCommittedBeforeItsLock(t *testing.T) {
 	}
 }
 
+// TestFindRacingANewLockOfOneOfItsKeys: David locks account 7 in a
+// transaction still open when Martin's Find of every account starts, so
+// Martin's statement cannot see David's lock row, and inserts its own for
+// 7 after it (on PostgreSQL, a plain INSERT, which then waits). If David
+// commits, Martin is refused, naming David, with no lock left behind (on
+// PostgreSQL by way of a unique violation, which must send the Find down
+// the general path, not reach the caller); if David rolls back, Martin
+// gets every row.
+func TestFindRacingANewLockOfOneOfItsKeys(t *testing.T) {
+	for _, d := range databases() {
+		for _, commit := range []bool{true, false} {
+			name := d.name + "/rolled back"
+			if commit {
+				name = d.name + "/committed"
+			}
+			t.Run(name, func(t *testing.T) {
+				table := "ol_" + randomHex(6)
+				db, p := setupModels(t, d, offlinelock.Config{Table: table})
+				seedAccounts(t, db, 10)
+				tx := as(db, david).Begin()
+				require.NoError(t, tx.Error)
+				require.NoError(t, tx.First(&Account{}, 7).Error)
+
+				type result struct {
+					got []Account
+					err error
+				}
+				done := make(chan result, 1)
+				go func() {
+					var got []Account
+					err := as(db, martin).Find(&got).Error
+					done <- result{got, err}
+				}()
+				if d.name == "postgres" {
+					waitForLockWait(t, db, table) // Martin's insert of 7 waits for David
+				}
+				if commit {
+					require.NoError(t, tx.Commit().Error)
+				} else {
+					require.NoError(t, tx.Rollback().Error)
+				}
+				r := <-done
+				mine, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+				require.NoError(t, err)
+				if !commit {
+					require.NoError(t, r.err)
+					assert.Len(t, r.got, 10)
+					assert.Len(t, mine, 10)
+					return
+				}
+				var le *offlinelock.LockedError
+				require.ErrorAs(t, r.err, &le)
+				assert.Equal(t, "7", le.ID)
+				assert.Equal(t, "david", le.Holders[0].Owner.User)
+				assert.Empty(t, r.got)
+				assert.Empty(t, mine, "a refusal leaves none of the new locks behind")
+			})
+		}
+	}
+}
+
 func TestEveryLoadPathIsLocked(t *testing.T) {
 	loads := []struct {
 		name string

@@ -413,43 +413,72 @@ func (s *postgresStore) grantCondition() clause.Expression {
 	return clause.Expr{SQL: `EXISTS (SELECT 1 FROM ` + grantCTE + `)`}
 }
 
-// findAndLock: a CTE finds the keys, an INSERT … ON CONFLICT locks them all
-// in key order, and the statement aborts itself (division by zero, SQLSTATE
-// 22012) when any key is refused, so that it is all or nothing without a
-// transaction. keysSQL is bound already ($1 … $len(vars)).
+// findAndLock: a CTE finds the keys and notes which have a key row
+// already; the new ones are inserted by a plain INSERT, the others taken by
+// an INSERT … ON CONFLICT, each in key order; and the statement aborts
+// itself (division by zero, SQLSTATE 22012) when any key is refused, so
+// that it is all or nothing without a transaction. keysSQL is bound
+// already ($1 … $len(vars)).
+//
+// Why two INSERTs: ON CONFLICT's speculative insertion (a probe before
+// each row and a confirmation record after it) made the statement about a
+// fifth dearer than a plain batch insert of the same rows, and most keys of
+// a large load have no row yet. A key inserted by another session since the
+// statement's snapshot fails the plain INSERT with a unique violation
+// (23505) instead; like a refusal, that sends the load down the general
+// path, which decides exactly. Only loads outside a transaction come here,
+// so the error aborts nothing of the caller's.
 func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]grantRow, bool, error) {
-	n := len(vars)
-	arg := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	query := `WITH offlinelock_keys AS (SELECT DISTINCT CAST(` + column + ` AS TEXT) AS lock_id FROM (` + keysSQL + `) q WHERE ` + column + ` IS NOT NULL),
-offlinelock_grants AS (
-	INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
-	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, nextval('` + unquote(s.seq) + `'),
-		clock_timestamp(), clock_timestamp() + ` + arg(5) + ` * interval '1 microsecond'
-	FROM offlinelock_keys k ORDER BY k.lock_id COLLATE "C"
-	ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
-	WHERE ` + writeGrantable + `
-	RETURNING lock_id, token, expires_at)
-SELECT lock_id, token, expires_at, NULL::int FROM offlinelock_grants
-UNION ALL
-SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_grants) = (SELECT count(*) FROM offlinelock_keys) THEN NULL ELSE 0 END)`
 	hash := tokenHash(token)
 	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
 	var grants []grantRow
-	_, err := c.query(query, args, func(r *sql.Rows) error {
-		var id, tok *string
+	_, err := c.query(s.findAndLockSQL(keysSQL, column, len(vars)), args, func(r *sql.Rows) error {
+		var id *string
+		var fresh *bool // NULL, with id, in the row that checks the count
 		var exp, check any
-		if err := r.Scan(&id, &tok, &exp, &check); err != nil || id == nil {
+		if err := r.Scan(&id, &fresh, &exp, &check); err != nil || id == nil {
 			return err
 		}
 		e, err := scanTime(exp)
-		grants = append(grants, grantRow{key{resource, *id}, *tok == hash, e})
+		grants = append(grants, grantRow{key{resource, *id}, *fresh, e})
 		return err
 	})
 	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "22012" {
+	if errors.As(err, &coded) && (coded.SQLState() == "22012" || coded.SQLState() == "23505") {
 		return nil, true, nil
 	}
 	return grants, false, err
+}
+
+// findAndLockSQL is findAndLock's statement; its own arguments follow the n
+// of keysSQL: the resource, session, user, token hash and TTL in
+// microseconds. It returns each key granted, whether the grant is new (its
+// token is this statement's), and its expiry; then a row of NULLs.
+func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int) string {
+	arg := func(i int) string { return "$" + strconv.Itoa(n+i) }
+	// The scalar subquery with LIMIT is probed per key by the primary key;
+	// as a NOT EXISTS it could be planned as a hash join that reads every
+	// lock row of the resource.
+	keys := `offlinelock_keys AS (SELECT k.lock_id, (SELECT true FROM ` + s.table + ` e WHERE e.resource = ` + arg(1) + ` AND e.lock_id = k.lock_id AND e.holder = '' LIMIT 1) AS taken
+	FROM (SELECT DISTINCT CAST(` + column + ` AS TEXT) AS lock_id FROM (` + keysSQL + `) q WHERE ` + column + ` IS NOT NULL) k)`
+	insert := func(which string) string {
+		return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
+	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, nextval('` + unquote(s.seq) + `'),
+		clock_timestamp(), clock_timestamp() + ` + arg(5) + ` * interval '1 microsecond'
+	FROM offlinelock_keys k WHERE ` + which + ` ORDER BY k.lock_id COLLATE "C"`
+	}
+	return `WITH ` + keys + `,
+offlinelock_new AS (` + insert("k.taken IS NULL") + `
+	RETURNING lock_id, true AS fresh, expires_at),
+offlinelock_taken AS (` + insert("k.taken") + `
+	ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
+	WHERE ` + writeGrantable + `
+	RETURNING lock_id, token = ` + arg(4) + ` AS fresh, expires_at)
+SELECT lock_id, fresh, expires_at, NULL::int FROM offlinelock_new
+UNION ALL
+SELECT lock_id, fresh, expires_at, NULL::int FROM offlinelock_taken
+UNION ALL
+SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_new) + (SELECT count(*) FROM offlinelock_taken) = (SELECT count(*) FROM offlinelock_keys) THEN NULL ELSE 0 END)`
 }
 
 func indexName(quotedTable, suffix string) string {
