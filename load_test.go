@@ -202,6 +202,12 @@ func TestFindRacingANewLockOfOneOfItsKeys(t *testing.T) {
 				table := "ol_" + randomHex(6)
 				db, p := setupModels(t, d, offlinelock.Config{Table: table})
 				seedAccounts(t, db, 10)
+				// A first load registers the table in the lock table's
+				// catalog, which David's transaction would otherwise do, and
+				// Martin would wait on that instead.
+				require.NoError(t, as(db, martin).First(&Account{}, 1).Error)
+				_, err := p.ReleaseAll(db, martin.Session)
+				require.NoError(t, err)
 				tx := as(db, david).Begin()
 				require.NoError(t, tx.Error)
 				require.NoError(t, tx.First(&Account{}, 7).Error)
