@@ -427,7 +427,11 @@ func (s *postgresStore) grantCondition() clause.Expression {
 // statement's snapshot fails the plain INSERT with a unique violation
 // (23505) instead; like a refusal, that sends the load down the general
 // path, which decides exactly. Only loads outside a transaction come here,
-// so the error aborts nothing of the caller's.
+// so the error aborts nothing of the caller's. Two such loads wait for
+// each other's keys in key order within each INSERT, but a key one saw
+// taken and the other new (deleted and inserted again between their
+// snapshots) can make them deadlock across the two; PostgreSQL breaks that
+// after deadlock_timeout, and the load it aborts takes the general path.
 func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]grantRow, bool, error) {
 	hash := tokenHash(token)
 	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
@@ -444,8 +448,13 @@ func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, 
 		return err
 	})
 	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && (coded.SQLState() == "22012" || coded.SQLState() == "23505") {
-		return nil, true, nil
+	if errors.As(err, &coded) {
+		switch coded.SQLState() {
+		case "22012", // a key refused
+			"23505", // a key another session inserted since the snapshot
+			"40P01": // a deadlock with such a race (see docs/lock-table.md)
+			return nil, true, nil
+		}
 	}
 	return grants, false, err
 }
