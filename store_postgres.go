@@ -414,24 +414,23 @@ func (s *postgresStore) grantCondition() clause.Expression {
 }
 
 // findAndLock: a CTE finds the keys and notes which have a key row
-// already; the new ones are inserted by a plain INSERT, the others taken by
-// an INSERT … ON CONFLICT, each in key order; and the statement aborts
-// itself (division by zero, SQLSTATE 22012) when any key is refused, so
-// that it is all or nothing without a transaction. keysSQL is bound
-// already ($1 … $len(vars)).
+// already; when none has, a plain INSERT takes them all, otherwise an
+// INSERT … ON CONFLICT does, in key order either way; and the statement
+// aborts itself (division by zero, SQLSTATE 22012) when any key is
+// refused, so that it is all or nothing without a transaction. keysSQL is
+// bound already ($1 … $len(vars)).
 //
-// Why two INSERTs: ON CONFLICT's speculative insertion (a probe before
+// Why the plain INSERT: ON CONFLICT's speculative insertion (a probe before
 // each row and a confirmation record after it) made the statement about a
-// fifth dearer than a plain batch insert of the same rows, and most keys of
-// a large load have no row yet. A key inserted by another session since the
-// statement's snapshot fails the plain INSERT with a unique violation
-// (23505) instead; like a refusal, that sends the load down the general
-// path, which decides exactly. Only loads outside a transaction come here,
-// so the error aborts nothing of the caller's. Two such loads wait for
-// each other's keys in key order within each INSERT, but a key one saw
-// taken and the other new (deleted and inserted again between their
-// snapshots) can make them deadlock across the two; PostgreSQL breaks that
-// after deadlock_timeout, and the load it aborts takes the general path.
+// fifth dearer than a plain batch insert of the same rows, and a large
+// load's keys mostly have no row yet. A key another session inserted since
+// the statement's snapshot then fails it with a unique violation (23505),
+// which, like a refusal, sends the load down the general path, which
+// decides exactly; only loads outside a transaction come here, so the error
+// aborts nothing of the caller's. It is all keys one way or all the other,
+// never new keys by one INSERT and old ones by the other: two loads would
+// then take keys in two runs each, and deadlock (TestOverlappingLoads…
+// did, within seconds).
 func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]grantRow, bool, error) {
 	hash := tokenHash(token)
 	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
@@ -451,8 +450,7 @@ func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, 
 	if errors.As(err, &coded) {
 		switch coded.SQLState() {
 		case "22012", // a key refused
-			"23505", // a key another session inserted since the snapshot
-			"40P01": // a deadlock with such a race (see docs/lock-table.md)
+			"23505": // a key another session inserted since the snapshot
 			return nil, true, nil
 		}
 	}
@@ -476,10 +474,11 @@ func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int) string {
 		clock_timestamp(), clock_timestamp() + ` + arg(5) + ` * interval '1 microsecond'
 	FROM offlinelock_keys k WHERE ` + which + ` ORDER BY k.lock_id COLLATE "C"`
 	}
+	const anyTaken = `EXISTS (SELECT 1 FROM offlinelock_keys WHERE taken)`
 	return `WITH ` + keys + `,
-offlinelock_new AS (` + insert("k.taken IS NULL") + `
+offlinelock_new AS (` + insert("NOT "+anyTaken) + `
 	RETURNING lock_id, true AS fresh, expires_at),
-offlinelock_taken AS (` + insert("k.taken") + `
+offlinelock_taken AS (` + insert(anyTaken) + `
 	ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
 	WHERE ` + writeGrantable + `
 	RETURNING lock_id, token = ` + arg(4) + ` AS fresh, expires_at)
