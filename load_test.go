@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,6 +104,40 @@ func TestLoadsOfManyRowsAreAllOrNothing(t *testing.T) {
 		mine, err = p.List(db, offlinelock.Filter{Session: martin.Session})
 		require.NoError(t, err)
 		assert.Len(t, mine, 9)
+	})
+}
+
+// failureLog records the errors GORM's logger is given.
+type failureLog struct {
+	logger.Interface
+	mu     sync.Mutex
+	failed []error
+}
+
+func (l *failureLog) LogMode(logger.LogLevel) logger.Interface { return l }
+func (l *failureLog) Trace(_ context.Context, _ time.Time, _ func() (string, int64), err error) {
+	if err != nil {
+		l.mu.Lock()
+		l.failed = append(l.failed, err)
+		l.mu.Unlock()
+	}
+}
+
+// TestARefusedLoadLogsOnlyTheRefusal: on PostgreSQL a load outside a
+// transaction is refused by its one lock statement failing on purpose (a
+// division by zero); that is an answer, not a failure, so the log shows
+// the load's *LockedError and no database error.
+func TestARefusedLoadLogsOnlyTheRefusal(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 10)
+		require.NoError(t, as(db, david).First(&Account{}, 7).Error)
+		log := &failureLog{Interface: logger.Discard}
+		err := as(db, martin).Session(&gorm.Session{Logger: log}).Find(&[]Account{}).Error
+		require.ErrorIs(t, err, offlinelock.ErrLocked)
+		require.NotEmpty(t, log.failed)
+		for _, f := range log.failed {
+			assert.ErrorIs(t, f, offlinelock.ErrLocked)
+		}
 	})
 }
 

@@ -435,6 +435,7 @@ func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, 
 	hash := tokenHash(token)
 	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
 	var grants []grantRow
+	c.answer = sendsToGeneralPath
 	_, err := c.query(s.findAndLockSQL(keysSQL, column, len(vars)), args, func(r *sql.Rows) error {
 		var id *string
 		var fresh *bool // NULL, with id, in the row that checks the count
@@ -446,15 +447,22 @@ func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, 
 		grants = append(grants, grantRow{key{resource, *id}, *fresh, e})
 		return err
 	})
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) {
-		switch coded.SQLState() {
-		case "22012", // a key refused
-			"23505": // a key another session inserted since the snapshot
-			return nil, true, nil
-		}
+	if sendsToGeneralPath(err) {
+		return nil, true, nil
 	}
 	return grants, false, err
+}
+
+// sendsToGeneralPath tells findAndLock's errors that are its answer: a key
+// refused (the division by zero, 22012), or a key another session inserted
+// since the statement's snapshot (23505).
+func sendsToGeneralPath(err error) bool {
+	var coded interface{ SQLState() string }
+	if !errors.As(err, &coded) {
+		return false
+	}
+	state := coded.SQLState()
+	return state == "22012" || state == "23505"
 }
 
 // findAndLockSQL is findAndLock's statement; its own arguments follow the n
