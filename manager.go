@@ -301,8 +301,8 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 	p.cfg.Logger.WarnContext(ctx, "offlinelock: admin action", attrs...)
 }
 
-// Sweep deletes expired lock rows in batches (the rows of at most 100
-// records per statement on PostgreSQL and SQLite, 1000 on MySQL), so it
+// Sweep deletes expired lock rows in batches (the rows of at most 50
+// records per statement on PostgreSQL, 100 on SQLite, 1000 on MySQL), so it
 // never holds many row locks at once, and returns how many it deleted.
 // Between batches it rests twice as long as the last batch took, so that it
 // never takes more than a third of the database's time and locks taken
