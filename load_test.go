@@ -285,6 +285,49 @@ func TestFindRacingANewLockOfOneOfItsKeys(t *testing.T) {
 	}
 }
 
+// Label has a text key whose column has a collation of its own (not the
+// database's default, nor the lock table's "C").
+type Label struct {
+	Code string `gorm:"primaryKey;type:varchar(64)" lock:"exclusive_read"`
+	Name string
+}
+
+// TestFindOfKeysWithAColumnCollation: a Find of rows whose text key has a
+// collation of its own, once some of them are locked, compares their keys
+// with the lock table's (COLLATE "C"); on PostgreSQL two different
+// collations there must not make the comparison fail (42P22) or miss the
+// lock table's index.
+func TestFindOfKeysWithAColumnCollation(t *testing.T) {
+	ddl := map[string]string{
+		"sqlite":   `CREATE TABLE labels (code varchar(64) COLLATE BINARY PRIMARY KEY, name text)`,
+		"postgres": `CREATE TABLE labels (code varchar(64) COLLATE "POSIX" PRIMARY KEY, name text)`,
+		"mysql":    `CREATE TABLE labels (code varchar(64) COLLATE utf8mb4_nopad_bin PRIMARY KEY, name text)`,
+	}
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := setup(t, d, offlinelock.Config{})
+			require.NoError(t, db.Migrator().DropTable(&Label{}))
+			require.NoError(t, db.Exec(ddl[d.name]).Error)
+			t.Cleanup(func() { db.Migrator().DropTable(&Label{}) })
+			for _, c := range []string{"a", "b", "c"} {
+				require.NoError(t, admin(db).Create(&Label{Code: c, Name: c}).Error)
+			}
+			require.NoError(t, as(db, martin).Where("code = ?", "a").First(&Label{}).Error)
+
+			var got []Label
+			require.NoError(t, as(db, martin).Order("code").Find(&got).Error)
+			assert.Len(t, got, 3)
+			err := as(db, david).Find(&[]Label{}).Error
+			var le *offlinelock.LockedError
+			require.ErrorAs(t, err, &le)
+			assert.Equal(t, "martin", le.Holders[0].Owner.User)
+			mine, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+			require.NoError(t, err)
+			assert.Len(t, mine, 3)
+		})
+	}
+}
+
 func TestEveryLoadPathIsLocked(t *testing.T) {
 	loads := []struct {
 		name string

@@ -477,9 +477,11 @@ func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int) string {
 	arg := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	// The scalar subquery with LIMIT is probed per key by the primary key;
 	// as a NOT EXISTS it could be planned as a hash join that reads every
-	// lock row of the resource.
+	// lock row of the resource. The key is cast to the lock table's
+	// collation: a key column of another collation than the database's
+	// would otherwise make the comparison fail (42P22) or skip the index.
 	keys := `offlinelock_keys AS (SELECT k.lock_id, (SELECT true FROM ` + s.table + ` e WHERE e.resource = ` + arg(1) + ` AND e.lock_id = k.lock_id AND e.holder = '' LIMIT 1) AS taken
-	FROM (SELECT DISTINCT CAST(` + column + ` AS TEXT) AS lock_id FROM (` + keysSQL + `) q WHERE ` + column + ` IS NOT NULL) k)`
+	FROM (SELECT DISTINCT CAST(` + column + ` AS TEXT) COLLATE "C" AS lock_id FROM (` + keysSQL + `) q WHERE ` + column + ` IS NOT NULL) k)`
 	insert := func(which string) string {
 		return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
 	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, nextval('` + unquote(s.seq) + `'),
