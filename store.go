@@ -279,8 +279,8 @@ func (c conn) exec(query string, args ...any) (int64, error) {
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
-	tel.statementDone(ctx, span, c.db, query, begin, n, err)
-	c.trace(begin, query, args, n, err)
+	tel.statementDone(ctx, span, c.db, query, begin, n, c.failure(err))
+	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
 }
 
@@ -304,13 +304,18 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 			err = rows.Err()
 		}
 	}
-	failed := err
-	if err != nil && c.answer != nil && c.answer(err) {
-		failed = nil
-	}
-	tel.statementDone(ctx, span, c.db, query, begin, n, failed)
-	c.trace(begin, query, args, n, failed)
+	tel.statementDone(ctx, span, c.db, query, begin, n, c.failure(err))
+	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
+}
+
+// failure is err as the logger and the span see it: nil when it is the
+// statement's answer (c.answer).
+func (c conn) failure(err error) error {
+	if err != nil && c.answer != nil && c.answer(err) {
+		return nil
+	}
+	return err
 }
 
 // sweepCursor is where one Sweep has got to: the latest expiry a batch
