@@ -41,6 +41,7 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{"offlinelock:before_row", cb.Row().Before("gorm:row"), p.beforeRow},
 		{"offlinelock:end_row", cb.Row().After("*"), p.endStatement},
 		{"offlinelock:before_raw", cb.Raw().Before("gorm:raw"), p.beforeRaw},
+		{"offlinelock:end_raw", cb.Raw().After("gorm:raw"), p.afterRaw},
 		{"offlinelock:before_create", cb.Create().After("gorm:begin_transaction").Before("gorm:before_create"), p.beforeWrite(opCreate)},
 		{"offlinelock:fence_create", cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction"), p.fence},
 		{"offlinelock:end_create", cb.Create().After("*"), p.endStatement},
@@ -182,6 +183,7 @@ func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
 		st.fail(db, err)
 		return nil
 	}
+	p.guardLazily(db, m)
 	if st.owner, err = ownerOf(db); err != nil {
 		p.tel.refused(ctxOf(db), db, modeImplicit, m.accessFor(op), m.lockResource(), err)
 		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))
@@ -284,6 +286,7 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 func (p *Plugin) endStatement(db *gorm.DB) {
 	st := stateOf(db)
 	if st == nil {
+		p.lockedByGuard(db) // a write of another table (a join table) the guard refused
 		return
 	}
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
@@ -328,6 +331,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	}
 	if db.Error != nil {
 		p.giveBack(db, st)
+		p.lockedByGuard(db)
 	}
 	p.countStatement(db, st)
 	if db.Error != nil && st.restore != nil {

@@ -123,6 +123,7 @@ func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offline
 		t.Fatalf("Use: %v", err)
 	}
 	t.Cleanup(func() {
+		p.RemoveGuard(db) // the application tables outlive the test's lock table
 		if db.Dialector.Name() == "mysql" {
 			db.Exec("DROP TABLE IF EXISTS `" + cfg.Table + "`, `" + cfg.Table + "_generation`, `" + cfg.Table + "_tables`")
 			return

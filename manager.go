@@ -87,6 +87,7 @@ func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, m *model, k key) error
 		if err := p.rememberModel(db, t, m); err != nil {
 			return err
 		}
+		p.guardLazily(db, m)
 	}
 	return nil
 }

@@ -62,6 +62,16 @@ type Config struct {
 	// that caller's span. Nil means otel.GetTracerProvider() at New, as for
 	// MeterProvider; pass a noop provider to turn the spans off.
 	TracerProvider trace.TracerProvider
+	// DisableGuard turns off the database guard (docs/guard.md): the
+	// triggers that make PostgreSQL and MySQL/MariaDB refuse, for every
+	// client, a write of a record another session holds. Default false
+	// (guarded). With it set, only writes that pass through the plugin are
+	// checked: Exec without Strict, Bypass, GORM without the plugin, other
+	// services and SQL consoles write held records unchecked, and a
+	// statement the plugin reads differently from the server is not caught
+	// where it lands. Set it only where the database role may not create
+	// triggers; RemoveGuard drops a guard already installed.
+	DisableGuard bool
 }
 
 // Plugin is a Pessimistic Offline Lock manager whose lock table lives in the
@@ -79,6 +89,9 @@ type Plugin struct {
 
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 	chains    chainCache   // whether a callback chain is GORM's and the plugin's alone
+	guard     guardState   // which tables carry the database guard (guard.go)
+
+	initErr atomic.Pointer[error] // why Initialize failed: every statement on a lockable table and every call fails with it
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)
@@ -130,6 +143,14 @@ func (p *Plugin) Name() string { return "offlinelock" }
 // write. It is called by db.Use and is safe to run from several
 // application nodes at once.
 func (p *Plugin) Initialize(db *gorm.DB) error {
+	err := p.initialize(db)
+	if err != nil && p.err == nil {
+		p.failInit(db, err)
+	}
+	return err
+}
+
+func (p *Plugin) initialize(db *gorm.DB) error {
 	if p.err != nil {
 		return p.err
 	}
@@ -152,6 +173,9 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		if err := p.rememberModels(db); err != nil {
 			return err
 		}
+		if err := p.InstallGuard(db); err != nil {
+			return err
+		}
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {
 		return nil // already registered on this database
@@ -159,7 +183,28 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	if err := p.observeLive(db); err != nil {
 		return err
 	}
+	p.registerIdentity(db)
 	return p.registerCallbacks(db)
+}
+
+// failInit makes a plugin whose Initialize failed fail closed, whether or
+// not the caller looks at db.Use's error: its calls return the error, and
+// its callbacks (registered here if they were not) refuse every statement
+// on a lockable table with it.
+func (p *Plugin) failInit(db *gorm.DB, err error) {
+	err = fmt.Errorf("%w (the offlinelock plugin failed to initialise; statements on lockable tables are refused)", err)
+	p.initErr.Store(&err)
+	if db.Callback().Query().Get("offlinelock:before_query") == nil {
+		_ = p.registerCallbacks(db)
+	}
+}
+
+// initFailed is the error of a failed Initialize, or nil.
+func (p *Plugin) initFailed() error {
+	if e := p.initErr.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // rememberModels writes Config.Models to the catalog and reads what other
@@ -198,6 +243,9 @@ func (p *Plugin) Migrate(db *gorm.DB) error {
 func (p *Plugin) storeFor(db *gorm.DB) (lockStore, error) {
 	if p.err != nil {
 		return nil, p.err
+	}
+	if err := p.initFailed(); err != nil {
+		return nil, err
 	}
 	if db == nil || db.Dialector == nil {
 		return nil, invalid("db is nil or not opened")

@@ -41,6 +41,8 @@ func newPostgresStore(table, seq, catalog string) *postgresStore {
 		// the columns are NOT NULL, so it means "=".
 		filter: func(col string) string { return col + " IS NOT DISTINCT FROM ?" }}}
 	s.nextGens = s.nextGenerations
+	// A one-time filter: evaluated once, before the scan, whatever it finds.
+	s.identity = `(SELECT set_config('offlinelock.session', ?, true)) IS NOT NULL`
 	s.grantOne = dollarBind(s.writeGrantOne(grantReturning, "?"))
 	s.grantMany = dollarBind(s.writeGrant(grantReturning))
 	// The load's statement is GORM's, and GORM's log shows its arguments:

@@ -33,6 +33,10 @@ type sqlStore struct {
 	bind      func(string) string // ? placeholders in the database's form
 	timeArg   func(time.Time) any // a time as the database takes it
 	fenceRead string              // appended to the fence's read of key rows
+	// identity is a condition, with one ? for the session, that tells the
+	// database guard who writes (identity.go); "" where the check does not
+	// carry it.
+	identity string
 	nextGens  func(conn, int) ([]int64, error)
 
 	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
@@ -464,7 +468,7 @@ func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.T
 func (t *sqlStore) check(c conn, keys []key, o Owner, share bool) (mine, free []key, err error) {
 	keys = sortKeys(keys)
 	for _, batch := range chunks(keys) {
-		krs, now, err := t.keyRows(c, batch, share)
+		krs, now, err := t.keyRows(c, batch, share, o.Session)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -509,9 +513,14 @@ func (t *sqlStore) check(c conn, keys []key, o Owner, share bool) (mine, free []
 }
 
 // keyRows reads the key rows of keys with the database's clock.
-func (t *sqlStore) keyRows(c conn, keys []key, share bool) (map[key]row, time.Time, error) {
+func (t *sqlStore) keyRows(c conn, keys []key, share bool, session string) (map[key]row, time.Time, error) {
 	list, args := keyList(keys)
-	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + t.fromHint + ` WHERE holder = '' AND ` + t.inKeys(list)
+	where := ` WHERE holder = '' AND `
+	if t.identity != "" && session != "" {
+		where += t.identity + ` AND `
+		args = append([]any{session}, args...)
+	}
+	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + t.fromHint + where + t.inKeys(list)
 	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
 	if share {
 		q += t.fenceRead

@@ -18,10 +18,45 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 	if db.Error != nil || db.DryRun {
 		return
 	}
+	if err := p.initFailed(); err != nil {
+		if sql := db.Statement.SQL.String(); scanSQL(sql).rowAccess && len(p.namedModels(sql)) > 0 {
+			db.AddError(err)
+			return
+		}
+	}
 	if p.strict(db, "exec") {
 		return
 	}
 	p.refuseViews(db)
+	if db.Error == nil {
+		p.rawIdentity(db)
+	}
+}
+
+// afterRaw names the lock a guard's refusal of a raw write stands for, and
+// guards again a lockable table that DDL may have created afresh.
+func (p *Plugin) afterRaw(db *gorm.DB) {
+	if db.Error != nil {
+		p.lockedByGuard(db)
+		return
+	}
+	if db.DryRun || p.cfg.DisableGuard {
+		return
+	}
+	sql := db.Statement.SQL.String()
+	idents := scanSQL(sql).idents
+	if len(idents) == 0 {
+		return
+	}
+	switch strings.ToLower(idents[0]) {
+	case "create", "alter", "drop", "rename":
+	default:
+		return
+	}
+	for _, m := range p.namedModels(sql) {
+		p.forgetGuard(m.table)
+		p.guardLazily(db, m)
+	}
 }
 
 // strict applies Config.Strict to a statement whose SQL the plugin cannot

@@ -349,3 +349,13 @@ func parseRoot(s *schema.Schema, f *schema.Field, tag string, namer schema.Namer
 	ref.table = namer.TableName(name)
 	return ref, ""
 }
+
+// lockable lists the lockable models known by table.
+func (r *registry) lockable() []*model {
+	var out []*model
+	r.tables.Range(func(_, v any) bool {
+		out = append(out, v.(*model))
+		return true
+	})
+	return out
+}

@@ -1,0 +1,531 @@
+package offlinelock
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"gorm.io/gorm"
+)
+
+// The database guard (docs/guard.md): on PostgreSQL and MySQL/MariaDB
+// every lockable table carries triggers, installed with the lock table,
+// that refuse an INSERT, UPDATE or DELETE changing a row whose record
+// another session holds, whoever sends it. The plugin's reading of a
+// statement stays the first check (before hooks, with the plugin's own
+// errors); the guard is the last word, where the statement lands.
+//
+// The guard is generated from the catalog (catalog.go): a table's spec says
+// how a row spells its record's lock_id (its key, or its root's through
+// the member chain, or each lockable side of a join row), so the guard and
+// the plugin spell keys alike. The shared check of one record lives in one
+// routine per lock table; the per-table triggers only spell keys.
+
+// guardStore is implemented by the stores whose database can guard tables.
+type guardStore interface {
+	// installGuardRoutine creates or replaces the routine every guarded
+	// table's triggers call.
+	installGuardRoutine(c conn) error
+	// guardTable creates or replaces plan's triggers, unless the table
+	// carries them at plan's version already. A table that does not exist
+	// is left alone (guarded before its first lock or write).
+	guardTable(c conn, plan guardPlan) error
+	// guardedTables lists the tables carrying this lock table's guard, with
+	// the version each carries.
+	guardedTables(c conn) (map[string]string, error)
+	// removeGuard drops every trigger and routine of this lock table's guard.
+	removeGuard(c conn) error
+	// columnTypes reports the database's type of each column of table,
+	// lower case, by column name; nil when the table does not exist.
+	columnTypes(c conn, table string) (map[string]string, error)
+	// cascadesInto lists the foreign keys whose ON DELETE action changes
+	// rows of table without firing its triggers (MySQL); nil where the
+	// database fires them (PostgreSQL).
+	cascadesInto(c conn, table string) ([]guardCascade, error)
+	// spell is the SQL spelling of one key column, as key.go spells it:
+	// expr is the column in a row, colType its database type.
+	spell(k keyKind, expr, colType string) string
+	// quote quotes an identifier; backslash is a backslash, as an
+	// expression that reads the same in every SQL mode.
+	quote(ident string) string
+	backslash() string
+}
+
+// guardPlan is what the triggers of one table check.
+type guardPlan struct {
+	table    string
+	records  []guardRecord  // how a row belongs to lockable records
+	cascades []guardCascade // children a delete of table's rows changes, unseen by their triggers
+	version  string         // a hash of what it checks: a changed catalog changes it
+}
+
+// guardRecord is one way a row of the table belongs to a record: resource
+// is the record's lock resource, key the SQL spelling of its lock_id from a
+// row alias (NULL when the row belongs to none).
+type guardRecord struct {
+	resource string
+	key      func(row string) string
+}
+
+// guardCascade is a foreign key whose ON DELETE action changes rows of
+// child when rows of parent are deleted: child's column holds parent's
+// parentColumn; records are the child rows' records.
+type guardCascade struct {
+	parent, parentColumn, child, column string
+	records                             []guardRecord
+}
+
+// guardState is what a Plugin knows of the guard on one database.
+type guardState struct {
+	mu      sync.Mutex
+	routine bool              // the shared routine is installed, this process
+	tables  map[string]string // table (lower case) → the version installed
+}
+
+// guardName derives a short, stable name for a guard object of a lock
+// table: identifiers are limited to 63 (PostgreSQL) and 64 (MySQL) bytes.
+func guardName(lockTable string, parts ...string) string {
+	h := sha256.Sum256([]byte(lockTable + "\x00" + strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:5])
+}
+
+// guardVersion hashes generated SQL: a changed plugin or catalog changes it.
+func guardVersion(sql ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(sql, "\x00")))
+	return hex.EncodeToString(h[:8])
+}
+
+// guardOn reports whether db's database is guarded: the store can, and
+// Config.DisableGuard is off.
+func (p *Plugin) guardOn(t lockStore) (guardStore, bool) {
+	if p.cfg.DisableGuard {
+		return nil, false
+	}
+	g, ok := t.(guardStore)
+	return g, ok
+}
+
+// ensureGuards installs or upgrades the guard of every lockable table in
+// specs (all the catalog's) that exists, on a connection of its own.
+func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return err
+	}
+	g, ok := p.guardOn(t)
+	if !ok {
+		return nil
+	}
+	c := direct(p.background(db))
+	p.guard.mu.Lock()
+	defer p.guard.mu.Unlock()
+	if !p.guard.routine {
+		if err := g.installGuardRoutine(c); err != nil {
+			return guardInstallError("the guard routine", err)
+		}
+		p.guard.routine = true
+	}
+	plans, err := guardPlans(c, g, specs)
+	if err != nil {
+		return err
+	}
+	if p.guard.tables == nil {
+		p.guard.tables = map[string]string{}
+	}
+	for _, plan := range plans {
+		if v, ok := p.guard.tables[strings.ToLower(plan.table)]; ok && v == plan.version {
+			continue
+		}
+		if err := g.guardTable(c, plan); err != nil {
+			return guardInstallError("table "+plan.table, err)
+		}
+		p.guard.tables[strings.ToLower(plan.table)] = plan.version
+	}
+	return nil
+}
+
+// forgetGuards makes the next ensureGuards look at the database again: a
+// table may have been dropped and created again, without its triggers.
+func (p *Plugin) forgetGuards() {
+	p.guard.mu.Lock()
+	p.guard.tables = nil
+	p.guard.mu.Unlock()
+}
+
+// forgetGuard makes the next guardTableFor of table look at the database
+// again.
+func (p *Plugin) forgetGuard(table string) {
+	p.guard.mu.Lock()
+	delete(p.guard.tables, strings.ToLower(table))
+	p.guard.mu.Unlock()
+}
+
+// guardLazily guards m's table if it is not yet known to be, logging a
+// failure: the statement at hand is still checked by the plugin, and the
+// next one tries again.
+func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
+	if err := p.guardTableFor(db, m); err != nil {
+		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard is not installed yet", "table", m.table, "error", err)
+	}
+}
+
+// guardTableFor guards m's table (and the tables that belong to it) before
+// the plugin first locks or writes it in this process.
+func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
+	if p.cfg.DisableGuard || m == nil || !m.lockable {
+		return nil
+	}
+	p.guard.mu.Lock()
+	_, done := p.guard.tables[strings.ToLower(m.table)]
+	p.guard.mu.Unlock()
+	if done {
+		return nil
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		return err
+	}
+	if _, ok := p.guardOn(t); !ok {
+		return nil
+	}
+	specs, err := t.specs(direct(p.background(db)))
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, m.table) }) {
+		specs = append(specs, p.specOf(m))
+	}
+	return p.ensureGuards(db, specs)
+}
+
+// InstallGuard installs, or upgrades in place, the database guard on every
+// lockable table of the catalog that exists. db.Use does it, and the
+// plugin does it again before it first locks or writes a table that
+// appeared later; call it after creating lockable tables outside GORM.
+// Idempotent; safe from several nodes at once.
+func (p *Plugin) InstallGuard(db *gorm.DB) error {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return err
+	}
+	if _, ok := p.guardOn(t); !ok {
+		return nil
+	}
+	specs, err := t.specs(direct(p.background(db)))
+	if err != nil {
+		return err
+	}
+	p.forgetGuards()
+	return p.ensureGuards(db, specs)
+}
+
+// RemoveGuard drops the database guard of this plugin's lock table from
+// every table that carries it, and its routines. Writes from any client are
+// then checked only where they pass through the plugin; db.Use, or the
+// plugin's next lock of a table, installs it again unless
+// Config.DisableGuard is set.
+func (p *Plugin) RemoveGuard(db *gorm.DB) error {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return err
+	}
+	g, ok := t.(guardStore)
+	if !ok {
+		return nil
+	}
+	p.guard.mu.Lock()
+	defer p.guard.mu.Unlock()
+	p.guard.routine, p.guard.tables = false, nil
+	return g.removeGuard(direct(p.background(db)))
+}
+
+// guardInstallError explains a failed install: most often the role lacks a
+// privilege, and the way out is explicit.
+func guardInstallError(what string, err error) error {
+	return fmt.Errorf("offlinelock: installing the database guard on %s: %w; "+
+		"the database role needs to create triggers on the lockable tables and functions or procedures in their schema "+
+		"(PostgreSQL: own the tables and have CREATE on the schema; MySQL/MariaDB: the TRIGGER and CREATE ROUTINE privileges, "+
+		"and SUPER or log_bin_trust_function_creators=1 when binary logging is on), "+
+		"or set Config.DisableGuard to run without it (then writes that do not pass through the plugin are not checked)", what, err)
+}
+
+// guardPlans are the plans of every table specs guard: the lockable
+// tables and their many2many join tables that exist.
+func guardPlans(c conn, g guardStore, specs []tableSpec) ([]guardPlan, error) {
+	b := planBuilder{c: c, g: g, specs: map[string]tableSpec{}, types: map[string]map[string]string{}}
+	for _, s := range specs {
+		b.specs[strings.ToLower(s.Table)] = s
+	}
+	byTable := map[string]*guardPlan{}
+	var order []string
+	add := func(table string, recs []guardRecord) {
+		name := strings.ToLower(table)
+		pl, ok := byTable[name]
+		if !ok {
+			pl = &guardPlan{table: table}
+			byTable[name] = pl
+			order = append(order, name)
+		}
+		pl.records = append(pl.records, recs...)
+	}
+	for _, s := range specs {
+		rec, err := b.record(s, s.Table)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			add(s.Table, []guardRecord{*rec})
+		}
+		joins := map[string][]columnSpec{}
+		for _, l := range s.Links {
+			joins[l.Name] = append(joins[l.Name], l)
+		}
+		for join, cols := range joins {
+			rec, err := b.joinRecord(s, join, cols)
+			if err != nil {
+				return nil, err
+			}
+			if rec != nil {
+				add(join, []guardRecord{*rec})
+			}
+		}
+	}
+	for _, s := range specs {
+		cs, err := g.cascadesInto(c, s.Table)
+		if err != nil {
+			return nil, err
+		}
+		for _, cc := range cs {
+			rec, err := b.record(s, s.Table)
+			if err != nil || rec == nil {
+				return nil, err
+			}
+			cc.child, cc.records = s.Table, []guardRecord{*rec}
+			add(cc.parent, nil)
+			pl := byTable[strings.ToLower(cc.parent)]
+			pl.cascades = append(pl.cascades, cc)
+		}
+	}
+	var out []guardPlan
+	for _, name := range order {
+		pl := byTable[name]
+		slices.SortStableFunc(pl.records, func(a, b guardRecord) int { return strings.Compare(a.resource, b.resource) })
+		var fp []string
+		for _, r := range pl.records {
+			fp = append(fp, r.resource, r.key("r"))
+		}
+		for _, cc := range pl.cascades {
+			fp = append(fp, cc.child, cc.column, cc.parentColumn)
+		}
+		pl.version = guardVersion(fp...)
+		out = append(out, *pl)
+	}
+	return out, nil
+}
+
+// planBuilder spells the records of rows from the catalog and the column
+// types the database reports.
+type planBuilder struct {
+	c     conn
+	g     guardStore
+	specs map[string]tableSpec
+	types map[string]map[string]string
+}
+
+func (b *planBuilder) columnTypes(table string) (map[string]string, error) {
+	name := strings.ToLower(table)
+	if t, ok := b.types[name]; ok {
+		return t, nil
+	}
+	t, err := b.g.columnTypes(b.c, table)
+	if err != nil {
+		return nil, err
+	}
+	b.types[name] = t
+	return t, nil
+}
+
+// record is how a row of s's table (aliased by the trigger) belongs to its
+// record; nil when the table does not exist.
+func (b *planBuilder) record(s tableSpec, table string) (*guardRecord, error) {
+	types, err := b.columnTypes(table)
+	if err != nil || types == nil {
+		return nil, err
+	}
+	if s.Root == nil {
+		var kinds []keyKind
+		var cols []string
+		for _, k := range s.Key {
+			kinds, cols = append(kinds, k.Kind), append(cols, k.Name)
+		}
+		g := b.g
+		return &guardRecord{resource: s.Table, key: func(row string) string {
+			parts := make([]string, len(cols))
+			for i, col := range cols {
+				parts[i] = g.spell(kinds[i], row+"."+g.quote(col), types[strings.ToLower(col)])
+			}
+			return encodeKeySQL(parts, g.backslash())
+		}}, nil
+	}
+	return b.memberRecord(s, s.Root.Column, types, 0)
+}
+
+// memberRecord is the record of a row of member s whose column holds its
+// parent's key: the parent's key when the parent is the root, else the
+// parent row's own record, read by a subquery per level.
+func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]string, depth int) (*guardRecord, error) {
+	parent, ok := b.specs[strings.ToLower(s.Root.Table)]
+	if !ok || len(parent.Key) != 1 || depth > 8 {
+		return nil, fmt.Errorf("offlinelock: guarding %s: its root %s is not a lockable table of the catalog with a one-column key", s.Table, s.Root.Table)
+	}
+	g := b.g
+	colType := types[strings.ToLower(column)]
+	if parent.Root == nil {
+		kind := parent.Key[0].Kind
+		return &guardRecord{resource: parent.Table, key: func(row string) string {
+			return g.spell(kind, row+"."+g.quote(column), colType)
+		}}, nil
+	}
+	ptypes, err := b.columnTypes(parent.Table)
+	if err != nil || ptypes == nil {
+		return nil, err
+	}
+	up, err := b.memberRecord(parent, parent.Root.Column, ptypes, depth+1)
+	if err != nil {
+		return nil, err
+	}
+	alias := fmt.Sprintf("offlinelock_p%d", depth)
+	pk := parent.Key[0].Name
+	return &guardRecord{resource: up.resource, key: func(row string) string {
+		return "(SELECT " + up.key(alias) + " FROM " + g.quote(parent.Table) + " " + alias +
+			" WHERE " + alias + "." + g.quote(pk) + " = " + row + "." + g.quote(column) + ")"
+	}}, nil
+}
+
+// joinRecord is how a row of join table join belongs to side s's record.
+func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*guardRecord, error) {
+	types, err := b.columnTypes(join)
+	if err != nil || types == nil {
+		return nil, err
+	}
+	g := b.g
+	if s.Root == nil {
+		var parts []columnSpec
+		for _, k := range s.Key {
+			for _, c := range cols {
+				if c.Key == k.Name || c.Key == "" && len(s.Key) == 1 {
+					parts = append(parts, columnSpec{Name: c.Column, Kind: k.Kind})
+					break
+				}
+			}
+		}
+		if len(parts) != len(s.Key) {
+			return nil, fmt.Errorf("offlinelock: guarding join table %s: it does not hold the whole key of %s", join, s.Table)
+		}
+		return &guardRecord{resource: s.Table, key: func(row string) string {
+			out := make([]string, len(parts))
+			for i, p := range parts {
+				out[i] = g.spell(p.Kind, row+"."+g.quote(p.Name), types[strings.ToLower(p.Name)])
+			}
+			return encodeKeySQL(out, g.backslash())
+		}}, nil
+	}
+	if len(s.Key) != 1 || len(cols) != 1 {
+		return nil, fmt.Errorf("offlinelock: guarding join table %s: member %s must have a one-column key", join, s.Table)
+	}
+	mtypes, err := b.columnTypes(s.Table)
+	if err != nil || mtypes == nil {
+		return nil, err
+	}
+	up, err := b.memberRecord(s, s.Root.Column, mtypes, 1)
+	if err != nil {
+		return nil, err
+	}
+	const alias = "offlinelock_m"
+	col, pk := cols[0].Column, s.Key[0].Name
+	return &guardRecord{resource: up.resource, key: func(row string) string {
+		return "(SELECT " + up.key(alias) + " FROM " + g.quote(s.Table) + " " + alias +
+			" WHERE " + alias + "." + g.quote(pk) + " = " + row + "." + g.quote(col) + ")"
+	}}, nil
+}
+
+// encodeKeySQL is encodeKey in SQL: one part as it is, several escaped
+// ('\' and ',') and joined with ','. The parts are text expressions.
+func encodeKeySQL(parts []string, bs string) string {
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	esc := make([]string, len(parts))
+	for i, p := range parts {
+		esc[i] = "REPLACE(REPLACE(" + p + ", " + bs + ", CONCAT(" + bs + ", " + bs + ")), ',', CONCAT(" + bs + ", ','))"
+	}
+	return "CONCAT(" + strings.Join(esc, ", ',', ") + ")"
+}
+
+// sqlLiteral is s as a SQL string literal. DDL takes no parameters; the
+// names it carries are the catalog's table names.
+func sqlLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// guardRefusal is a refusal raised by the guard, as the database reports
+// it: the record and, where the message carried it whole, its key.
+type guardRefusal struct {
+	resource, id string
+}
+
+// guardRefusalOf recognises a guard's refusal in err.
+type guardRefusalOf interface {
+	guardRefusal(err error, resources []string) (guardRefusal, bool)
+}
+
+// lockedByGuard turns the guard's refusal in db.Error into the
+// *LockedError a plugin caller expects, naming the holders as the lock
+// table has them now.
+func (p *Plugin) lockedByGuard(db *gorm.DB) {
+	if db.Error == nil || p.cfg.DisableGuard {
+		return
+	}
+	var le *LockedError
+	if errors.As(db.Error, &le) {
+		return
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		return
+	}
+	rf, ok := t.(guardRefusalOf)
+	if !ok {
+		return
+	}
+	r, ok := rf.guardRefusal(db.Error, p.lockableTables())
+	if !ok {
+		return
+	}
+	out := &LockedError{Resource: r.resource, ID: r.id, Wanted: Write}
+	if r.id != "" {
+		o, _ := OwnerFrom(db.Statement.Context)
+		if locks, err := t.list(direct(p.background(db)), Filter{Resource: r.resource, ID: r.id}); err == nil {
+			for _, l := range locks {
+				if l.Owner.Session != o.Session || o.Session == "" {
+					out.Holders = append(out.Holders, l)
+				}
+			}
+		}
+	}
+	p.tel.refused(ctxOf(db), db, modeImplicit, Write, r.resource, out)
+	db.Error = out
+}
+
+// lockableTables are the tables of the catalog and the parsed models.
+func (p *Plugin) lockableTables() []string {
+	var out []string
+	for _, m := range p.reg.lockable() {
+		out = append(out, m.table)
+	}
+	return out
+}

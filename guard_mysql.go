@@ -1,0 +1,301 @@
+package offlinelock
+
+import (
+	"database/sql"
+	"errors"
+	"regexp"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"gorm.io/gorm"
+)
+
+// The guard on MySQL/MariaDB (docs/guard.md): per guarded table, BEFORE
+// INSERT, UPDATE and DELETE row triggers that spell the row's record and
+// call the shared procedure, which reads the record's key row LOCK IN
+// SHARE MODE (held until the transaction ends: the fence) and SIGNALs
+// SQLSTATE OL423 when another session holds it. Foreign key actions fire
+// no triggers there, so a parent whose deletes cascade into a guarded
+// table checks those children itself. TRUNCATE fires no triggers: it is
+// not guarded. The writer's session reaches the triggers as the statement's
+// own max_join_size (identity.go).
+
+var _ guardStore = (*mysqlStore)(nil)
+
+func (s *mysqlStore) quote(ident string) string {
+	return "`" + strings.ReplaceAll(ident, "`", "``") + "`"
+}
+
+func (s *mysqlStore) backslash() string { return "CHAR(92 USING utf8mb4)" }
+
+func (s *mysqlStore) lockName() string { return strings.Trim(s.table, "`") }
+
+func (s *mysqlStore) guardPrefix() string { return "ol" + guardName(s.lockName()) }
+
+func (s *mysqlStore) spell(k keyKind, expr, colType string) string {
+	binary := strings.Contains(colType, "binary") || strings.Contains(colType, "blob")
+	text := "CONVERT(" + expr + " USING utf8mb4)"
+	switch k {
+	case kindInt:
+		return "CAST(" + expr + " AS CHAR)"
+	case kindUUID:
+		h := "LOWER(REPLACE(REPLACE(REPLACE(TRIM(" + text + "), '-', ''), '{', ''), '}', ''))"
+		if binary {
+			h = "IF(LENGTH(" + expr + ") = 16, LOWER(HEX(" + expr + ")), " + h + ")"
+		}
+		return "(SELECT IF(LENGTH(h) = 32, CONCAT_WS('-', SUBSTR(h, 1, 8), SUBSTR(h, 9, 4), SUBSTR(h, 13, 4), SUBSTR(h, 17, 4), SUBSTR(h, 21, 12)), h) " +
+			"FROM (SELECT " + h + " AS h) offlinelock_u)"
+	case kindBytes:
+		return "LOWER(HEX(" + expr + "))"
+	case kindFold:
+		return "LOWER(" + text + ")"
+	case kindChar:
+		return "TRIM(TRAILING ' ' FROM " + text + ")"
+	}
+	return text
+}
+
+// sessionMark is the number a session's statements carry as max_join_size
+// and the guard compares with the holder's: 2^59 plus 56 bits of the
+// session's SHA-256, so that it is never max_join_size's default nor any
+// limit a statement could reach. The procedure computes the same from the
+// lock table's session column.
+const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) | 576460752303423488)"
+
+func (s *mysqlStore) installGuardRoutine(c conn) error {
+	return s.withGuardLock(c, func(c conn) error {
+		proc := s.quote(s.guardPrefix() + "_check")
+		mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
+		body := `CREATE PROCEDURE ` + proc + `(res VARBINARY(512), id VARBINARY(1020))
+READS SQL DATA
+offlinelock: BEGIN
+	DECLARE a VARCHAR(5) DEFAULT NULL;
+	DECLARE s VARBINARY(1020);
+	DECLARE u VARCHAR(255) CHARACTER SET utf8mb4;
+	DECLARE since, until DATETIME(6);
+	DECLARE me BIGINT UNSIGNED DEFAULT @@session.max_join_size;
+	DECLARE msg VARCHAR(128) CHARACTER SET utf8mb4;
+	DECLARE EXIT HANDLER FOR 1146 BEGIN END; -- no lock table, no locks
+	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
+	IF id IS NULL THEN
+		LEAVE offlinelock;
+	END IF;
+	SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+		WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
+	IF a = 'read' THEN
+		SET a = NULL;
+		SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > UTC_TIMESTAMP(6) AND ` + mine("session") + ` <> me
+			ORDER BY holder LIMIT 1 ` + mysqlShare + `;
+	ELSEIF a = 'write' AND (until <= UTC_TIMESTAMP(6) OR ` + mine("s") + ` = me) THEN
+		SET a = NULL;
+	ELSEIF a <> 'write' THEN
+		SET a = NULL;
+	END IF;
+	IF a IS NOT NULL THEN
+		SET msg = LEFT(CONCAT('offlinelock: ', CONVERT(res USING utf8mb4), ' ', CONVERT(id USING utf8mb4), ' is locked by ',
+			IF(u = '', CONCAT('session ', CONVERT(s USING utf8mb4)), u), ' until ', DATE_FORMAT(until, '%Y-%m-%d %H:%i:%s'), ' (UTC)'), 128);
+		SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
+	END IF;
+END`
+		for _, q := range []string{"DROP PROCEDURE IF EXISTS " + proc, body} {
+			if _, err := c.exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// withGuardLock serialises the guard's DDL between nodes (a named lock;
+// DDL commits implicitly, so there is no transaction to hold it).
+func (s *mysqlStore) withGuardLock(c conn, fn func(conn) error) error {
+	return c.db.Connection(func(tx *gorm.DB) error {
+		cc := direct(tx)
+		cc.ctx = c.ctx
+		name := "offlinelock:guard:" + s.lockName()
+		if _, err := cc.exec(`SELECT GET_LOCK(?, 30)`, name); err != nil {
+			return err
+		}
+		defer cc.exec(`SELECT RELEASE_LOCK(?)`, name)
+		// DDL waits for the metadata lock of every open transaction that
+		// touched the table; a caller's must not make it wait for a year.
+		if _, err := cc.exec(`SET SESSION lock_wait_timeout = 5`); err != nil {
+			return err
+		}
+		defer cc.exec(`SET SESSION lock_wait_timeout = DEFAULT`)
+		return fn(cc)
+	})
+}
+
+func (s *mysqlStore) triggerSQL(plan guardPlan) (names []string, stmts []string) {
+	proc := s.quote(s.guardPrefix() + "_check")
+	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.table))
+	call := func(res, key string) string { return "CALL " + proc + "(" + sqlLiteral(res) + ", " + key + ");" }
+	var ins, upd, del []string
+	for _, rec := range plan.records {
+		ins = append(ins, call(rec.resource, rec.key("NEW")))
+		upd = append(upd, call(rec.resource, rec.key("OLD")),
+			"IF NOT ("+rec.key("NEW")+" <=> "+rec.key("OLD")+") THEN "+call(rec.resource, rec.key("NEW"))+" END IF;")
+		del = append(del, call(rec.resource, rec.key("OLD")))
+	}
+	for _, cc := range plan.cascades {
+		for _, rec := range cc.records {
+			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.key("offlinelock_c")+" AS k FROM "+s.quote(cc.child)+" offlinelock_c WHERE offlinelock_c."+
+				s.quote(cc.column)+" = OLD."+s.quote(cc.parentColumn)+") DO "+call(rec.resource, "offlinelock_r.k")+" END FOR;")
+		}
+	}
+	table := s.quote(plan.table)
+	for _, tg := range []struct {
+		suffix, event string
+		body          []string
+	}{{"_bi", "INSERT", ins}, {"_bu", "UPDATE", upd}, {"_bd", "DELETE", del}} {
+		if len(tg.body) == 0 {
+			continue
+		}
+		names = append(names, base+tg.suffix)
+		stmts = append(stmts, "CREATE TRIGGER "+s.quote(base+tg.suffix)+" BEFORE "+tg.event+" ON "+table+
+			" FOR EACH ROW BEGIN /* offlinelock guard {version} */ "+strings.Join(tg.body, " ")+" END")
+	}
+	return names, stmts
+}
+
+func (s *mysqlStore) guardTable(c conn, plan guardPlan) error {
+	names, stmts := s.triggerSQL(plan)
+	version := guardVersion(stmts...)
+	return s.withGuardLock(c, func(c conn) error {
+		have, err := s.guardedTables(c)
+		if err != nil {
+			return err
+		}
+		if have[strings.ToLower(plan.table)] == version {
+			return nil
+		}
+		for i, q := range stmts {
+			q = strings.Replace(q, "{version}", version, 1)
+			if s.mariadb.Load() {
+				q = "CREATE OR REPLACE" + strings.TrimPrefix(q, "CREATE")
+			} else if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.quote(names[i])); err != nil {
+				return err
+			}
+			if _, err := c.exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+var guardVersionMark = regexp.MustCompile(`offlinelock guard ([0-9a-f]+)`)
+
+// guardedTables: the tables carrying a trigger of this guard, with the
+// version the oldest of their triggers carries.
+func (s *mysqlStore) guardedTables(c conn) (map[string]string, error) {
+	out := map[string]string{}
+	_, err := c.query(`SELECT LOWER(EVENT_OBJECT_TABLE), ACTION_STATEMENT FROM information_schema.TRIGGERS
+		WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ? ORDER BY TRIGGER_NAME`,
+		[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
+			var table, body string
+			if err := r.Scan(&table, &body); err != nil {
+				return err
+			}
+			v := ""
+			if m := guardVersionMark.FindStringSubmatch(body); m != nil {
+				v = m[1]
+			}
+			if old, ok := out[table]; ok && old != v {
+				v = "mixed"
+			}
+			out[table] = v
+			return nil
+		})
+	return out, err
+}
+
+func (s *mysqlStore) removeGuard(c conn) error {
+	return s.withGuardLock(c, func(c conn) error {
+		var names []string
+		_, err := c.query(`SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ?`,
+			[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
+				var n string
+				err := r.Scan(&n)
+				names = append(names, n)
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.quote(n)); err != nil {
+				return err
+			}
+		}
+		_, err = c.exec("DROP PROCEDURE IF EXISTS " + s.quote(s.guardPrefix()+"_check"))
+		return err
+	})
+}
+
+func (s *mysqlStore) columnTypes(c conn, table string) (map[string]string, error) {
+	var out map[string]string
+	_, err := c.query(`SELECT LOWER(COLUMN_NAME), LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
+		[]any{table}, func(r *sql.Rows) error {
+			var name, typ string
+			if err := r.Scan(&name, &typ); err != nil {
+				return err
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = typ
+			return nil
+		})
+	return out, err
+}
+
+// cascadesInto lists the one-column foreign keys of child table whose ON
+// DELETE action changes its rows: InnoDB runs them without triggers.
+func (s *mysqlStore) cascadesInto(c conn, table string) ([]guardCascade, error) {
+	var out []guardCascade
+	_, err := c.query(`SELECT k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.COLUMN_NAME
+		FROM information_schema.REFERENTIAL_CONSTRAINTS rc
+		JOIN information_schema.KEY_COLUMN_USAGE k ON k.CONSTRAINT_SCHEMA = rc.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = rc.CONSTRAINT_NAME AND k.TABLE_NAME = rc.TABLE_NAME
+		WHERE rc.CONSTRAINT_SCHEMA = DATABASE() AND rc.TABLE_NAME = ? AND rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')
+			AND (SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE k2 WHERE k2.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA
+				AND k2.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND k2.TABLE_NAME = k.TABLE_NAME) = 1
+		ORDER BY k.CONSTRAINT_NAME`,
+		[]any{table}, func(r *sql.Rows) error {
+			var cc guardCascade
+			err := r.Scan(&cc.parent, &cc.parentColumn, &cc.column)
+			out = append(out, cc)
+			return err
+		})
+	return out, err
+}
+
+// guardRefusal recognises the guard's SIGNAL: SQLSTATE OL423, and the
+// message names the record (cut at 128 characters, MySQL's limit).
+func (s *mysqlStore) guardRefusal(err error, resources []string) (guardRefusal, bool) {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || string(me.SQLState[:]) != guardSQLState {
+		return guardRefusal{}, false
+	}
+	rest, ok := strings.CutPrefix(me.Message, "offlinelock: ")
+	if !ok {
+		return guardRefusal{}, true
+	}
+	best := ""
+	for _, r := range resources {
+		if strings.HasPrefix(rest, r+" ") && len(r) > len(best) {
+			best = r
+		}
+	}
+	if best == "" {
+		return guardRefusal{}, true
+	}
+	rest = rest[len(best)+1:]
+	i := strings.LastIndex(rest, " is locked by ")
+	if i < 0 {
+		return guardRefusal{resource: best}, true
+	}
+	return guardRefusal{resource: best, id: rest[:i]}, true
+}

@@ -1,0 +1,313 @@
+package offlinelock
+
+import (
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The guard on PostgreSQL (docs/guard.md): per guarded table, AFTER
+// INSERT, UPDATE and DELETE statement triggers with transition tables,
+// which spell the keys of every row the statement wrote (old and new) and
+// check them in one call of the shared routine, and a BEFORE TRUNCATE
+// trigger. The writer's session is current_setting('offlinelock.session'),
+// which the plugin sets with set_config(…, true) inside statements it
+// already sends (identity.go): it ends with the transaction.
+
+// guardSQLState is the SQLSTATE of a guard's refusal, on both servers.
+const guardSQLState = "OL423"
+
+var _ guardStore = (*postgresStore)(nil)
+
+func (s *postgresStore) quote(ident string) string { return pgQuote(ident) }
+
+func (s *postgresStore) backslash() string { return "chr(92)" }
+
+// pgQuote quotes an identifier, each part of a schema-qualified one.
+func pgQuote(ident string) string {
+	parts := strings.Split(ident, ".")
+	for i, p := range parts {
+		parts[i] = `"` + strings.ReplaceAll(p, `"`, `""`) + `"`
+	}
+	return strings.Join(parts, ".")
+}
+
+// lockName is the lock table's name, unquoted.
+func (s *postgresStore) lockName() string { return strings.Trim(s.table, `"`) }
+
+// guardPrefix names every object of this lock table's guard.
+func (s *postgresStore) guardPrefix() string { return "ol" + guardName(s.lockName()) }
+
+func (s *postgresStore) spell(k keyKind, expr, colType string) string {
+	text := "(" + expr + ")::text"
+	switch k {
+	case kindUUID:
+		if colType == "uuid" {
+			return text
+		}
+		return `(SELECT CASE WHEN length(h) = 32 THEN concat_ws('-', substr(h, 1, 8), substr(h, 9, 4), substr(h, 13, 4), substr(h, 17, 4), substr(h, 21, 12)) ELSE h END ` +
+			`FROM (SELECT lower(replace(replace(replace(btrim(` + text + `), '-', ''), '{', ''), '}', '')) AS h) offlinelock_u)`
+	case kindBytes:
+		if colType == "bytea" {
+			return "encode(" + expr + ", 'hex')"
+		}
+	case kindFold:
+		return "lower(" + text + ")"
+	case kindChar:
+		return "rtrim(" + text + ", ' ')"
+	}
+	return text
+}
+
+// schema is the schema the guard's routines live in: the lock table's.
+func (s *postgresStore) schema(c conn) (string, error) {
+	var name string
+	_, err := c.query(`SELECT n.nspname FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace WHERE t.oid = to_regclass($1)`,
+		[]any{s.table}, func(r *sql.Rows) error { return r.Scan(&name) })
+	if err == nil && name == "" {
+		err = errors.New("the lock table " + s.table + " does not exist")
+	}
+	return name, err
+}
+
+func (s *postgresStore) installGuardRoutine(c conn) error {
+	return c.inTx(func(c conn) error {
+		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
+			return err
+		}
+		schema, err := s.schema(c)
+		if err != nil {
+			return err
+		}
+		for _, q := range s.routineSQL(pgQuote(schema)) {
+			if _, err := c.exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// routineSQL is the shared routine: check and row-lock the key rows of ids
+// of res, in lock_id order, and refuse the first another session holds.
+func (s *postgresStore) routineSQL(schema string) []string {
+	r := strings.NewReplacer("{fn}", schema+"."+pgQuote(s.guardPrefix()+"_check"),
+		"{trunc}", schema+"."+pgQuote(s.guardPrefix()+"_truncate"),
+		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState)
+	const raise = `RAISE EXCEPTION USING ERRCODE = '{state}', TABLE = res, DETAIL = h.lock_id,
+		MESSAGE = 'offlinelock: ' || res || ' ' || h.lock_id || ' is locked by ' || CASE WHEN h.user_name = '' THEN 'session ' || h.session ELSE h.user_name END ||
+			' since ' || to_char(h.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' until ' || to_char(h.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' (UTC)',
+		HINT = 'the holder releases it, or an operator calls ForceRelease, before another session writes it';`
+	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {fn}(res text, ids text[]) RETURNS void LANGUAGE plpgsql AS $offlinelock$
+DECLARE
+	me text := current_setting('offlinelock.session', true);
+	r record;
+	h record;
+BEGIN
+	IF ids IS NULL OR cardinality(ids) = 0 OR to_regclass({ltname}) IS NULL THEN
+		RETURN; -- no lock table, no locks
+	END IF;
+	FOR r IN SELECT l.lock_id, l.access, l.session, l.user_name, l.acquired_at, l.expires_at FROM {lt} l
+		WHERE l.resource = res AND l.lock_id = ANY (ids) AND l.holder = '' ORDER BY l.lock_id FOR SHARE
+	LOOP
+		IF r.access = 'write' AND r.expires_at > clock_timestamp() AND r.session IS DISTINCT FROM me THEN
+			h := r;
+		ELSIF r.access = 'read' THEN
+			SELECT l.lock_id, l.session, l.user_name, l.acquired_at, l.expires_at INTO h FROM {lt} l
+			WHERE l.resource = res AND l.lock_id = r.lock_id AND l.holder <> '' AND l.expires_at > clock_timestamp()
+				AND l.session IS DISTINCT FROM me
+			ORDER BY l.holder LIMIT 1;
+			CONTINUE WHEN NOT FOUND;
+		ELSE
+			CONTINUE;
+		END IF;
+		` + raise + `
+	END LOOP;
+END
+$offlinelock$`), r.Replace(`CREATE OR REPLACE FUNCTION {trunc}(res text) RETURNS void LANGUAGE plpgsql AS $offlinelock$
+DECLARE
+	me text := current_setting('offlinelock.session', true);
+	h record;
+BEGIN
+	IF to_regclass({ltname}) IS NULL THEN
+		RETURN;
+	END IF;
+	SELECT l.lock_id, l.session, l.user_name, l.acquired_at, l.expires_at INTO h FROM {lt} l
+	WHERE l.resource = res AND l.expires_at > clock_timestamp() AND (l.holder <> '' OR l.access = 'write')
+		AND l.session IS DISTINCT FROM me
+	LIMIT 1;
+	IF FOUND THEN
+		` + raise + `
+	END IF;
+END
+$offlinelock$`)}
+}
+
+// triggerSQL is plan's trigger function and its triggers, dropped and
+// created again in one transaction.
+func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
+	fn := schema + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.table)))
+	check := schema + "." + pgQuote(s.guardPrefix()+"_check")
+	trunc := schema + "." + pgQuote(s.guardPrefix()+"_truncate")
+	var ins, upd, del, tr strings.Builder
+	seen := map[string]bool{}
+	for _, rec := range plan.records {
+		keys := func(rows ...string) string {
+			var sel []string
+			for _, row := range rows {
+				alias := row[:len("offlinelock_")+1] // offlinelock_n, offlinelock_o: NEW and OLD are PL/pgSQL's
+				sel = append(sel, "SELECT "+rec.key(alias)+" AS k FROM "+row+" "+alias)
+			}
+			return "ARRAY(SELECT DISTINCT k FROM (" + strings.Join(sel, " UNION ALL ") + ") offlinelock_k WHERE k IS NOT NULL)"
+		}
+		res := sqlLiteral(rec.resource)
+		ins.WriteString("\t\tPERFORM " + check + "(" + res + ", " + keys("offlinelock_new") + ");\n")
+		upd.WriteString("\t\tPERFORM " + check + "(" + res + ", " + keys("offlinelock_old", "offlinelock_new") + ");\n")
+		del.WriteString("\t\tPERFORM " + check + "(" + res + ", " + keys("offlinelock_old") + ");\n")
+		if !seen[rec.resource] {
+			seen[rec.resource] = true
+			tr.WriteString("\t\tPERFORM " + trunc + "(" + res + ");\n")
+		}
+	}
+	body := `CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $offlinelock$
+BEGIN
+	IF TG_OP = 'TRUNCATE' THEN
+` + tr.String() + `	ELSIF TG_OP = 'INSERT' THEN
+` + ins.String() + `	ELSIF TG_OP = 'UPDATE' THEN
+` + upd.String() + `	ELSE
+` + del.String() + `	END IF;
+	RETURN NULL;
+END
+$offlinelock$`
+	table := pgQuote(plan.table)
+	t := s.guardPrefix()
+	out := []string{body}
+	for _, tg := range []struct{ name, when string }{
+		{t + "_ins", "AFTER INSERT ON " + table + " REFERENCING NEW TABLE AS offlinelock_new FOR EACH STATEMENT"},
+		{t + "_upd", "AFTER UPDATE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old NEW TABLE AS offlinelock_new FOR EACH STATEMENT"},
+		{t + "_del", "AFTER DELETE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old FOR EACH STATEMENT"},
+		{t + "_trunc", "BEFORE TRUNCATE ON " + table + " FOR EACH STATEMENT"},
+	} {
+		out = append(out, "DROP TRIGGER IF EXISTS "+pgQuote(tg.name)+" ON "+table,
+			"CREATE TRIGGER "+pgQuote(tg.name)+" "+tg.when+" EXECUTE PROCEDURE "+fn+"()")
+	}
+	return out
+}
+
+func (s *postgresStore) guardTable(c conn, plan guardPlan) error {
+	return c.inTx(func(c conn) error {
+		// CREATE TRIGGER waits for the table's writers; a caller's
+		// transaction that wrote it must not wait for this forever.
+		if _, err := c.exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
+			return err
+		}
+		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
+			return err
+		}
+		schema, err := s.schema(c)
+		if err != nil {
+			return err
+		}
+		stmts := s.triggerSQL(pgQuote(schema), plan)
+		version := guardVersion(stmts...)
+		have, err := s.guardedTables(c)
+		if err != nil {
+			return err
+		}
+		if have[strings.ToLower(plan.table)] == version {
+			return nil
+		}
+		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.table)))
+		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
+		for _, q := range stmts {
+			if _, err := c.exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// guardedTables: the tables whose four triggers call a function of this
+// guard, with that function's version (its comment).
+func (s *postgresStore) guardedTables(c conn) (map[string]string, error) {
+	out := map[string]string{}
+	_, err := c.query(`SELECT lower(c.relname), coalesce(obj_description(t.tgfoid, 'pg_proc'), '') FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE t.tgname IN ($1, $2, $3, $4) GROUP BY 1, 2 HAVING count(*) = 4`,
+		[]any{s.guardPrefix() + "_ins", s.guardPrefix() + "_upd", s.guardPrefix() + "_del", s.guardPrefix() + "_trunc"},
+		func(r *sql.Rows) error {
+			var table, comment string
+			if err := r.Scan(&table, &comment); err != nil {
+				return err
+			}
+			out[table] = strings.TrimPrefix(comment, "offlinelock guard ")
+			return nil
+		})
+	return out, err
+}
+
+func (s *postgresStore) removeGuard(c conn) error {
+	return c.inTx(func(c conn) error {
+		var drops []string
+		_, err := c.query(`SELECT format('DROP TRIGGER %I ON %s', t.tgname, t.tgrelid::regclass) FROM pg_trigger t WHERE t.tgname LIKE $1`,
+			[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
+				var q string
+				err := r.Scan(&q)
+				drops = append(drops, q)
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		_, err = c.query(`SELECT format('DROP FUNCTION %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1`,
+			[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
+				var q string
+				err := r.Scan(&q)
+				drops = append(drops, q)
+				return err
+			})
+		if err != nil {
+			return err
+		}
+		for _, q := range drops {
+			if _, err := c.exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *postgresStore) columnTypes(c conn, table string) (map[string]string, error) {
+	var out map[string]string
+	_, err := c.query(`SELECT lower(a.attname), format_type(a.atttypid, NULL) FROM pg_attribute a
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
+		[]any{pgQuote(table)}, func(r *sql.Rows) error {
+			var name, typ string
+			if err := r.Scan(&name, &typ); err != nil {
+				return err
+			}
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[name] = typ
+			return nil
+		})
+	return out, err
+}
+
+// cascadesInto: PostgreSQL fires a child's triggers for the rows its
+// foreign key actions change, so no parent needs a guard of its own.
+func (s *postgresStore) cascadesInto(conn, string) ([]guardCascade, error) { return nil, nil }
+
+// guardRefusal recognises the guard's SQLSTATE; the record is in the
+// error's table and detail fields.
+func (s *postgresStore) guardRefusal(err error, _ []string) (guardRefusal, bool) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != guardSQLState {
+		return guardRefusal{}, false
+	}
+	return guardRefusal{resource: pe.TableName, id: pe.Detail}, true
+}
