@@ -60,7 +60,7 @@ func (s *mysqlStore) spell(k keyKind, expr, colType string) string {
 // session's SHA-256, so that it is never max_join_size's default nor any
 // limit a statement could reach. The procedure computes the same from the
 // lock table's session column.
-const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) | 576460752303423488)"
+const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709551614 | 576460752303423488)"
 
 func (s *mysqlStore) installGuardRoutine(c conn) error {
 	return s.withGuardLock(c, func(c conn) error {
@@ -73,15 +73,21 @@ offlinelock: BEGIN
 	DECLARE s VARBINARY(1020);
 	DECLARE u VARCHAR(255) CHARACTER SET utf8mb4;
 	DECLARE since, until DATETIME(6);
-	DECLARE me BIGINT UNSIGNED DEFAULT @@session.max_join_size;
+	DECLARE me BIGINT UNSIGNED DEFAULT @@session.max_join_size & 18446744073709551614;
+	DECLARE fenced BOOL DEFAULT @@session.max_join_size & 1 = 1 AND @@session.max_join_size < 1152921504606846976;
 	DECLARE msg VARCHAR(128) CHARACTER SET utf8mb4;
 	DECLARE EXIT HANDLER FOR 1146 BEGIN END; -- no lock table, no locks
 	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
 	IF id IS NULL THEN
 		LEAVE offlinelock;
 	END IF;
-	SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
-		WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
+	IF fenced THEN -- the plugin checks this write again, row-locked, before commit
+		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+			WHERE resource = res AND lock_id = id AND holder = '';
+	ELSE -- the guard is the fence: the key row stays as it is until the transaction ends
+		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+			WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
+	END IF;
 	IF a = 'read' THEN
 		SET a = NULL;
 		SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `

@@ -102,13 +102,28 @@ func (s *postgresStore) routineSQL(schema string) []string {
 		HINT = 'the holder releases it, or an operator calls ForceRelease, before another session writes it';`
 	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {fn}(res text, ids text[]) RETURNS void LANGUAGE plpgsql AS $offlinelock$
 DECLARE
-	me text := current_setting('offlinelock.session', true);
+	id text := current_setting('offlinelock.session', true);
+	me text := substr(id, 3);
 	r record;
 	h record;
 BEGIN
 	IF ids IS NULL OR cardinality(ids) = 0 OR to_regclass({ltname}) IS NULL THEN
 		RETURN; -- no lock table, no locks
 	END IF;
+	IF id LIKE 'f:%' THEN
+		-- The plugin checks this write again, row-locked, before commit:
+		-- the guard reads without locking, and locks only to refuse.
+		PERFORM 1 FROM {lt} l
+		WHERE l.resource = res AND l.lock_id = ANY (ids) AND l.holder = ''
+			AND (l.access = 'write' AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM me OR l.access = 'read');
+		IF NOT FOUND THEN
+			RETURN;
+		END IF;
+	ELSIF id NOT LIKE 's:%' THEN
+		me := NULL;
+	END IF;
+	-- The guard is the fence: the key rows stay as they are until the
+	-- transaction ends.
 	FOR r IN SELECT l.lock_id, l.access, l.session, l.user_name, l.acquired_at, l.expires_at FROM {lt} l
 		WHERE l.resource = res AND l.lock_id = ANY (ids) AND l.holder = '' ORDER BY l.lock_id FOR SHARE
 	LOOP
@@ -128,7 +143,8 @@ BEGIN
 END
 $offlinelock$`), r.Replace(`CREATE OR REPLACE FUNCTION {trunc}(res text) RETURNS void LANGUAGE plpgsql AS $offlinelock$
 DECLARE
-	me text := current_setting('offlinelock.session', true);
+	id text := current_setting('offlinelock.session', true);
+	me text := CASE WHEN id LIKE 'f:%' OR id LIKE 's:%' THEN substr(id, 3) END;
 	h record;
 BEGIN
 	IF to_regclass({ltname}) IS NULL THEN

@@ -13,11 +13,19 @@ import (
 // The writer's identity, carried to the guard inside statements the plugin
 // already sends, so that it costs no round trip and ends with them:
 //
+// A write the plugin fences itself (it checks the lock again just before
+// commit, fence.go) says so, and the guard then only checks it: the
+// plugin's own rule of when a key row is held stays as it was (fold.go).
+// Any other write of a record its session holds has the guard hold the key
+// row until the transaction ends.
+//
 //   - PostgreSQL: set_config('offlinelock.session', s, true), local to the
 //     transaction. The WHERE of an UPDATE or DELETE carries it as a
-//     one-time filter (evaluated once, before the scan); the plugin's
-//     check of a write's locks (a statement in the write's transaction,
-//     before the write) carries it for INSERTs.
+//     one-time filter (evaluated once, before the scan); an INSERT
+//     carries it in RETURNING (evaluated as rows are written, before the
+//     guard's statement trigger fires); and the plugin's check of a
+//     write's locks, a statement in the write's transaction, carries it
+//     for the rest of that transaction.
 //   - MySQL/MariaDB: a user variable would outlive the statement, so the
 //     statement itself carries it: SET STATEMENT max_join_size=<mark> FOR
 //     … (MariaDB), or the SET_VAR hint (MySQL 8.0), which the server puts
@@ -32,7 +40,7 @@ import (
 // for that (docs/guard.md).
 
 // identityClauses are the clauses whose builders carry the identity.
-var identityClauses = []string{"WHERE", "INSERT", "UPDATE", "DELETE"}
+var identityClauses = []string{"WHERE", "INSERT", "UPDATE", "DELETE", "VALUES", "ON CONFLICT", "RETURNING"}
 
 // registerIdentity wraps db's clause builders, once per database (with
 // the callbacks), so that a write by a session carries its identity.
@@ -69,7 +77,20 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			build(c, b)
 			return
 		}
+		_, fenced := stmt.Settings.Load(stateKey) // the plugin checks it again before commit
 		switch {
+		case stmt.Dialector.Name() == "postgres" && (name == "VALUES" || name == "ON CONFLICT" || name == "RETURNING"):
+			build(c, b)
+			if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
+				if name == "RETURNING" {
+					b.WriteString(", ")
+				} else {
+					b.WriteString(" RETURNING ")
+				}
+				b.WriteString("(SELECT set_config('offlinelock.session', ")
+				b.AddVar(b, pgIdentity(session, fenced))
+				b.WriteString(", true)) AS offlinelock_identity")
+			}
 		case name == "WHERE" && stmt.Dialector.Name() == "postgres":
 			where, ok := c.Expression.(clause.Where)
 			if !ok || len(where.Exprs) == 0 || prev != nil {
@@ -79,15 +100,16 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			b.WriteString("WHERE (")
 			where.Build(b)
 			b.WriteString(") AND (SELECT set_config('offlinelock.session', ")
-			b.AddVar(b, session)
+			b.AddVar(b, pgIdentity(session, fenced))
 			b.WriteString(", true)) IS NOT NULL")
-		case name != "WHERE" && stmt.Dialector.Name() == "mysql":
+		case stmt.Dialector.Name() == "mysql" && (name == "INSERT" || name == "UPDATE" || name == "DELETE"):
+			mark := strconv.FormatUint(sessionMark(session, fenced), 10)
 			if p.my.mariadb.Load() {
-				b.WriteString("SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(session), 10) + " FOR ")
+				b.WriteString("SET STATEMENT max_join_size=" + mark + " FOR ")
 				build(c, b)
 				return
 			}
-			hint := "/*+ SET_VAR(max_join_size=" + strconv.FormatUint(sessionMark(session), 10) + ") */ "
+			hint := "/*+ SET_VAR(max_join_size=" + mark + ") */ "
 			if name == "DELETE" {
 				b.WriteString("DELETE " + hint)
 				if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
@@ -101,6 +123,18 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			build(c, b)
 		}
 	}
+}
+
+// lastClause is the last of the clauses stmt builds that it has: where a
+// PostgreSQL INSERT's RETURNING goes (evaluated for each row written,
+// before the guard's statement trigger fires).
+func lastClause(stmt *gorm.Statement) string {
+	for i := len(stmt.BuildClauses) - 1; i >= 0; i-- {
+		if _, ok := stmt.Clauses[stmt.BuildClauses[i]]; ok {
+			return stmt.BuildClauses[i]
+		}
+	}
+	return ""
 }
 
 // writerSession is the session a write statement is sent for: the owner in
@@ -129,12 +163,25 @@ func writerSession(stmt *gorm.Statement) string {
 	return o.Session
 }
 
-// sessionMark is the number a MySQL statement of session carries: 2^59
-// plus the first 56 bits of SHA-256(session), as the guard's procedure
-// computes it (sessionMarkSQL).
-func sessionMark(session string) uint64 {
+// sessionMark is the number a MySQL statement of session carries: 2^59,
+// plus 55 bits of SHA-256(session) as the guard's procedure computes them
+// (sessionMarkSQL), plus 1 when the plugin fences the write itself.
+func sessionMark(session string, fenced bool) uint64 {
 	h := sha256.Sum256([]byte(session))
-	return binary.BigEndian.Uint64(h[:8])>>8 | 1<<59
+	m := (binary.BigEndian.Uint64(h[:8])>>8)&^1 | 1<<59
+	if fenced {
+		m |= 1
+	}
+	return m
+}
+
+// pgIdentity is the value of offlinelock.session for a write of session:
+// "f:" when the plugin fences the write itself (fence.go), else "s:".
+func pgIdentity(session string, fenced bool) string {
+	if fenced {
+		return "f:" + session
+	}
+	return "s:" + session
 }
 
 // rawIdentity gives a raw write (Exec) by a session its identity: on
@@ -164,15 +211,47 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 		if !p.my.mariadb.Load() || strings.Contains(strings.ToUpper(sql), ";") {
 			return
 		}
-		mark := "SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(o.Session), 10) + " FOR "
+		mark := "SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(o.Session, false), 10) + " FOR "
 		db.Statement.SQL.Reset()
 		db.Statement.SQL.WriteString(mark + sql)
 	case "postgres":
 		if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
-			return
+			// The identity is local to a transaction: the write gets one.
+			tx := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context}).Begin()
+			if tx.Error != nil {
+				db.AddError(tx.Error)
+				return
+			}
+			db.InstanceSet(rawTxKey, rawTx{pool: db.Statement.ConnPool})
+			db.Statement.ConnPool = tx.Statement.ConnPool
 		}
-		if _, err := direct(db).exec(`SELECT set_config('offlinelock.session', $1, true)`, o.Session); err != nil {
+		if _, err := direct(db).exec(`SELECT set_config('offlinelock.session', $1, true)`, pgIdentity(o.Session, false)); err != nil {
 			db.AddError(err)
 		}
 	}
+}
+
+const rawTxKey = "offlinelock:raw_tx"
+
+// rawTx is the transaction rawIdentity began for a raw write, and the
+// connection pool to put back when it ends.
+type rawTx struct{ pool gorm.ConnPool }
+
+// endRawTx commits (or, on error, rolls back) the transaction rawIdentity
+// began.
+func endRawTx(db *gorm.DB) {
+	v, _ := db.InstanceGet(rawTxKey)
+	rt, ok := v.(rawTx)
+	if !ok {
+		return
+	}
+	if tx, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		if db.Error != nil {
+			tx.Rollback()
+		} else if err := tx.Commit(); err != nil {
+			db.AddError(err)
+		}
+	}
+	db.Statement.ConnPool = rt.pool
+	db.InstanceSet(rawTxKey, nil)
 }

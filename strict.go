@@ -36,6 +36,7 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 // afterRaw names the lock a guard's refusal of a raw write stands for, and
 // guards again a lockable table that DDL may have created afresh.
 func (p *Plugin) afterRaw(db *gorm.DB) {
+	endRawTx(db)
 	if db.Error != nil {
 		p.lockedByGuard(db)
 		return
