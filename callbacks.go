@@ -153,6 +153,10 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 	if m == nil || !m.lockable {
 		return nil
 	}
+	if err := p.initFailed(); err != nil {
+		db.AddError(err)
+		return nil
+	}
 	if err := p.resolve(m); err != nil {
 		db.AddError(err)
 		return nil

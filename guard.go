@@ -82,8 +82,9 @@ type guardCascade struct {
 // guardState is what a Plugin knows of the guard on one database.
 type guardState struct {
 	mu      sync.Mutex
-	routine bool              // the shared routine is installed, this process
-	tables  map[string]string // table (lower case) → the version installed
+	routine bool                     // the shared routine is installed, this process
+	tables  map[string]string        // table (lower case) → the version installed
+	pending map[string]chan struct{} // tables being guarded in the background: closed when done
 }
 
 // guardName derives a short, stable name for a guard object of a lock
@@ -123,6 +124,9 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 	c := direct(p.background(db))
 	p.guard.mu.Lock()
 	defer p.guard.mu.Unlock()
+	if p.guard.tables == nil {
+		p.guard.tables = map[string]string{}
+	}
 	if !p.guard.routine {
 		if err := g.installGuardRoutine(c); err != nil {
 			return guardInstallError("the guard routine", err)
@@ -132,9 +136,6 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 	plans, err := guardPlans(c, g, specs)
 	if err != nil {
 		return err
-	}
-	if p.guard.tables == nil {
-		p.guard.tables = map[string]string{}
 	}
 	for _, plan := range plans {
 		if v, ok := p.guard.tables[strings.ToLower(plan.table)]; ok && v == plan.version {
@@ -166,25 +167,54 @@ func (p *Plugin) forgetGuard(table string) {
 
 // guardLazily guards m's table if it is not yet known to be, logging a
 // failure: the statement at hand is still checked by the plugin, and the
-// next one tries again.
+// next one tries again. Inside a transaction it works in the background:
+// the caller's transaction may hold the pool's last connection, and on
+// MySQL DDL would commit it.
 func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
-	if err := p.guardTableFor(db, m); err != nil {
+	if p.cfg.DisableGuard || m == nil || !m.lockable {
+		return
+	}
+	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	name := strings.ToLower(m.table)
+	p.guard.mu.Lock()
+	_, done := p.guard.tables[name]
+	pending := p.guard.pending[name]
+	if !done && pending == nil && inTx {
+		pending = make(chan struct{})
+		if p.guard.pending == nil {
+			p.guard.pending = map[string]chan struct{}{}
+		}
+		p.guard.pending[name] = pending
+		bg := p.background(db)
+		go func() {
+			defer func() {
+				p.guard.mu.Lock()
+				delete(p.guard.pending, name)
+				p.guard.mu.Unlock()
+				close(pending)
+			}()
+			p.logGuardError(bg, m, p.guardTableFor(bg, m))
+		}()
+	}
+	p.guard.mu.Unlock()
+	switch {
+	case done || inTx:
+	case pending != nil:
+		<-pending // outside a transaction, nothing of the caller's holds it up
+	default:
+		p.logGuardError(db, m, p.guardTableFor(p.background(db), m))
+	}
+}
+
+func (p *Plugin) logGuardError(db *gorm.DB, m *model, err error) {
+	if err != nil {
 		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard is not installed yet", "table", m.table, "error", err)
 	}
 }
 
-// guardTableFor guards m's table (and the tables that belong to it) before
-// the plugin first locks or writes it in this process.
+// guardTableFor guards m's table (and the tables that belong to it), on
+// db's connection pool.
 func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
-	if p.cfg.DisableGuard || m == nil || !m.lockable {
-		return nil
-	}
-	p.guard.mu.Lock()
-	_, done := p.guard.tables[strings.ToLower(m.table)]
-	p.guard.mu.Unlock()
-	if done {
-		return nil
-	}
 	t, err := p.storeFor(db)
 	if err != nil {
 		return err
@@ -192,13 +222,14 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 	if _, ok := p.guardOn(t); !ok {
 		return nil
 	}
-	specs, err := t.specs(direct(p.background(db)))
+	specs, err := t.specs(direct(db))
 	if err != nil {
 		return err
 	}
 	if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, m.table) }) {
 		specs = append(specs, p.specOf(m))
 	}
+	p.forgetGuard(m.table)
 	return p.ensureGuards(db, specs)
 }
 

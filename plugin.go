@@ -144,7 +144,7 @@ func (p *Plugin) Name() string { return "offlinelock" }
 // application nodes at once.
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	err := p.initialize(db)
-	if err != nil && p.err == nil {
+	if err != nil {
 		p.failInit(db, err)
 	}
 	return err

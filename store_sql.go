@@ -37,7 +37,7 @@ type sqlStore struct {
 	// database guard who writes (identity.go); "" where the check does not
 	// carry it.
 	identity string
-	nextGens  func(conn, int) ([]int64, error)
+	nextGens func(conn, int) ([]int64, error)
 
 	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
 	// no ON CONFLICT, no RETURNING, no IN (VALUES …)); nil or "" keeps the

@@ -34,7 +34,7 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 }
 
 // afterRaw names the lock a guard's refusal of a raw write stands for, and
-// guards again a lockable table that DDL may have created afresh.
+// forgets what it knew of the guard of a lockable table DDL named.
 func (p *Plugin) afterRaw(db *gorm.DB) {
 	endRawTx(db)
 	if db.Error != nil {
@@ -54,9 +54,11 @@ func (p *Plugin) afterRaw(db *gorm.DB) {
 	default:
 		return
 	}
+	// The next lock or write of the table looks at the database again
+	// (not here: DDL may run in a transaction, on the pool's last
+	// connection).
 	for _, m := range p.namedModels(sql) {
 		p.forgetGuard(m.table)
-		p.guardLazily(db, m)
 	}
 }
 
