@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -79,6 +80,10 @@ type guardCascade struct {
 	records                             []guardRecord
 }
 
+// guardWait bounds how long a statement outside a transaction waits for
+// its table's guard being installed in the background.
+const guardWait = 250 * time.Millisecond
+
 // guardState is what a Plugin knows of the guard on one database.
 type guardState struct {
 	mu      sync.Mutex
@@ -117,7 +122,7 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 	if err != nil {
 		return err
 	}
-	g, ok := p.guardOn(t)
+	g, ok := t.(guardStore)
 	if !ok {
 		return nil
 	}
@@ -171,15 +176,22 @@ func (p *Plugin) forgetGuard(table string) {
 // the caller's transaction may hold the pool's last connection, and on
 // MySQL DDL would commit it.
 func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
+	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	p.guardTable(db, m, !inTx)
+}
+
+// guardTable guards m's table unless this process knows it is guarded:
+// with wait, before it returns (waiting for an install under way); else
+// in the background.
+func (p *Plugin) guardTable(db *gorm.DB, m *model, wait bool) {
 	if p.cfg.DisableGuard || m == nil || !m.lockable {
 		return
 	}
-	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	name := strings.ToLower(m.table)
 	p.guard.mu.Lock()
 	_, done := p.guard.tables[name]
 	pending := p.guard.pending[name]
-	if !done && pending == nil && inTx {
+	if !done && pending == nil && !wait {
 		pending = make(chan struct{})
 		if p.guard.pending == nil {
 			p.guard.pending = map[string]chan struct{}{}
@@ -198,9 +210,16 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 	}
 	p.guard.mu.Unlock()
 	switch {
-	case done || inTx:
+	case done || !wait:
 	case pending != nil:
-		<-pending // outside a transaction, nothing of the caller's holds it up
+		// An install under way normally ends in milliseconds; it waits
+		// longer only for a transaction that has the table in use, which
+		// this statement need not wait for.
+		select {
+		case <-pending:
+		case <-time.After(guardWait):
+		case <-ctxOf(db).Done():
+		}
 	default:
 		p.logGuardError(db, m, p.guardTableFor(p.background(db), m))
 	}
@@ -234,16 +253,17 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 }
 
 // InstallGuard installs, or upgrades in place, the database guard on every
-// lockable table of the catalog that exists. db.Use does it, and the
-// plugin does it again before it first locks or writes a table that
-// appeared later; call it after creating lockable tables outside GORM.
-// Idempotent; safe from several nodes at once.
+// lockable table of the catalog that exists. db.Use does it (unless
+// Config.DisableGuard is set), and the plugin does it again before it
+// first locks or writes a table that appeared later; call it after
+// creating lockable tables outside GORM. Idempotent; safe from several
+// nodes at once. SQLite has no guard: there it does nothing.
 func (p *Plugin) InstallGuard(db *gorm.DB) error {
 	t, err := p.storeFor(db)
 	if err != nil {
 		return err
 	}
-	if _, ok := p.guardOn(t); !ok {
+	if _, ok := t.(guardStore); !ok {
 		return nil
 	}
 	specs, err := t.specs(direct(p.background(db)))
@@ -272,6 +292,29 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	defer p.guard.mu.Unlock()
 	p.guard.routine, p.guard.tables = false, nil
 	return g.removeGuard(direct(p.background(db)))
+}
+
+// GuardedTables lists, in order, the tables that carry this plugin's
+// database guard, as the database reports them (lower case).
+func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, err
+	}
+	g, ok := t.(guardStore)
+	if !ok {
+		return nil, nil
+	}
+	have, err := g.guardedTables(direct(p.background(db)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(have))
+	for table := range have {
+		out = append(out, table)
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // guardInstallError explains a failed install: most often the role lacks a
@@ -509,6 +552,32 @@ type guardRefusal struct {
 	resource, id string
 }
 
+// parseRefusal reads the record out of a guard's message, "offlinelock:
+// <resource> <id> is locked by …": the resource is the longest known one
+// it starts with, the id runs to the last " is locked by " (MySQL cuts
+// messages at 128 characters: then the id is unknown).
+func parseRefusal(msg string, resources []string) guardRefusal {
+	_, rest, ok := strings.Cut(msg, "offlinelock: ")
+	if !ok {
+		return guardRefusal{}
+	}
+	best := ""
+	for _, r := range resources {
+		if strings.HasPrefix(rest, r+" ") && len(r) > len(best) {
+			best = r
+		}
+	}
+	if best == "" {
+		return guardRefusal{}
+	}
+	rest = rest[len(best)+1:]
+	i := strings.LastIndex(rest, " is locked by ")
+	if i < 0 {
+		return guardRefusal{resource: best}
+	}
+	return guardRefusal{resource: best, id: rest[:i]}
+}
+
 // guardRefusalOf recognises a guard's refusal in err.
 type guardRefusalOf interface {
 	guardRefusal(err error, resources []string) (guardRefusal, bool)
@@ -536,6 +605,9 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 	r, ok := rf.guardRefusal(db.Error, p.lockableTables())
 	if !ok {
 		return
+	}
+	if r.resource == "" {
+		r.resource = db.Statement.Table // the message was cut: the statement's table is the best name
 	}
 	out := &LockedError{Resource: r.resource, ID: r.id, Wanted: Write}
 	if r.id != "" {

@@ -285,23 +285,5 @@ func (s *mysqlStore) guardRefusal(err error, resources []string) (guardRefusal, 
 	if !errors.As(err, &me) || string(me.SQLState[:]) != guardSQLState {
 		return guardRefusal{}, false
 	}
-	rest, ok := strings.CutPrefix(me.Message, "offlinelock: ")
-	if !ok {
-		return guardRefusal{}, true
-	}
-	best := ""
-	for _, r := range resources {
-		if strings.HasPrefix(rest, r+" ") && len(r) > len(best) {
-			best = r
-		}
-	}
-	if best == "" {
-		return guardRefusal{}, true
-	}
-	rest = rest[len(best)+1:]
-	i := strings.LastIndex(rest, " is locked by ")
-	if i < 0 {
-		return guardRefusal{resource: best}, true
-	}
-	return guardRefusal{resource: best, id: rest[:i]}, true
+	return parseRefusal(me.Message, resources), true
 }

@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The guard on PostgreSQL (docs/guard.md): per guarded table, AFTER
@@ -318,12 +316,12 @@ func (s *postgresStore) columnTypes(c conn, table string) (map[string]string, er
 // foreign key actions change, so no parent needs a guard of its own.
 func (s *postgresStore) cascadesInto(conn, string) ([]guardCascade, error) { return nil, nil }
 
-// guardRefusal recognises the guard's SQLSTATE; the record is in the
-// error's table and detail fields.
-func (s *postgresStore) guardRefusal(err error, _ []string) (guardRefusal, bool) {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != guardSQLState {
+// guardRefusal recognises the guard's SQLSTATE, through the one method
+// pgconn.PgError has for it; the message names the record.
+func (s *postgresStore) guardRefusal(err error, resources []string) (guardRefusal, bool) {
+	var se interface{ SQLState() string }
+	if !errors.As(err, &se) || se.SQLState() != guardSQLState {
 		return guardRefusal{}, false
 	}
-	return guardRefusal{resource: pe.TableName, id: pe.Detail}, true
+	return parseRefusal(se.(error).Error(), resources), true
 }

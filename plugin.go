@@ -173,8 +173,10 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		if err := p.rememberModels(db); err != nil {
 			return err
 		}
-		if err := p.InstallGuard(db); err != nil {
-			return err
+		if !p.cfg.DisableGuard {
+			if err := p.InstallGuard(db); err != nil {
+				return err
+			}
 		}
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {

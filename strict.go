@@ -34,7 +34,7 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 }
 
 // afterRaw names the lock a guard's refusal of a raw write stands for, and
-// forgets what it knew of the guard of a lockable table DDL named.
+// guards again a lockable table that DDL named (created, renamed, altered).
 func (p *Plugin) afterRaw(db *gorm.DB) {
 	endRawTx(db)
 	if db.Error != nil {
@@ -54,11 +54,11 @@ func (p *Plugin) afterRaw(db *gorm.DB) {
 	default:
 		return
 	}
-	// The next lock or write of the table looks at the database again
-	// (not here: DDL may run in a transaction, on the pool's last
-	// connection).
+	// Guarded again in the background: DDL may run in a transaction, or
+	// on the pool's last connection (the migrator's db.Connection).
 	for _, m := range p.namedModels(sql) {
 		p.forgetGuard(m.table)
+		p.guardTable(db, m, false)
 	}
 }
 

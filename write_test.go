@@ -566,9 +566,9 @@ func TestFailClosedMoreSchemaObjects(t *testing.T) {
 			assert.EqualValues(t, 1, n, "child 1, held by Martin, was deleted")
 
 			// The holder of both deletes them.
+			fcReset(t, db, p)
 			require.NoError(t, admin(db).Save(&FmParent{ID: 1}).Error)
 			require.NoError(t, admin(db).Save(&FmChild{ID: 1, FmParentID: 1, Name: "martin's"}).Error)
-			fcReset(t, db, p)
 			_, err = p.Acquire(as(db, martin), &FmChild{ID: 1}, offlinelock.Write)
 			require.NoError(t, err)
 			_, err = p.Acquire(as(db, martin), &FmParent{ID: 1}, offlinelock.Write)

@@ -83,6 +83,7 @@ func lockTable(t *testing.T, d testDB) (string, *offlinelock.Plugin) {
 	p := offlinelock.New(offlinelock.Config{Table: table, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, d.db.Use(p))
 	t.Cleanup(func() {
+		p.RemoveGuard(d.db)
 		q, drop := `"`, "DROP TABLE IF EXISTS "
 		if d.name == "mysql" {
 			q = "`"

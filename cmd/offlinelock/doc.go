@@ -7,6 +7,7 @@
 //	go run ./cmd/offlinelock release RESOURCE ID --reason 'holder crashed' [--operator NAME] [--json]
 //	go run ./cmd/offlinelock sweep
 //	go run ./cmd/offlinelock stats [--json]
+//	go run ./cmd/offlinelock guard status|install|remove
 //
 // Every command takes --dsn (default $OFFLINELOCK_DSN) and --table (default
 // offline_locks, as offlinelock.Config.Table). Flags may come before or
@@ -23,6 +24,10 @@
 //   - stats prints Plugin.Stats: the live locks, by resource and by user (the
 //     100 largest of each), the oldest live lock, and the expired rows
 //     waiting for the sweep.
+//   - guard prints the tables that carry the database guard (status),
+//     installs or upgrades it on every lockable table of the catalog
+//     (install, as db.Use does), or drops it everywhere (remove; a node's
+//     next db.Use installs it again unless Config.DisableGuard is set).
 //
 // RESOURCE and ID are as list prints them: the locked record's table (for a
 // member of an aggregate, its root's) and its primary key as text.

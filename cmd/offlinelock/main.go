@@ -29,6 +29,7 @@ usage:
   offlinelock release RESOURCE ID --reason TEXT [--operator NAME] [--json]
   offlinelock sweep
   offlinelock stats   [--json]
+  offlinelock guard   status|install|remove
   offlinelock help
 
 Every command takes --dsn DSN (default $OFFLINELOCK_DSN) and --table NAME
@@ -85,6 +86,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = sweepCmd
 	case "stats":
 		cmd = statsCmd
+	case "guard":
+		cmd = guardCmd
 	default:
 		fmt.Fprintf(stderr, "offlinelock: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage

@@ -253,6 +253,26 @@ by user       david      2
 			assert.Equal(t, result{exitOK, "deleted 0 expired rows\n", ""}, r)
 		})
 
+		t.Run("guard", func(t *testing.T) {
+			require.NoError(t, d.db.AutoMigrate(&customer{}, &policy{}))
+			t.Cleanup(func() { d.db.Migrator().DropTable(&customer{}, &policy{}) })
+			want := "guarded: customers, policies\n"
+			if d.name == "sqlite" {
+				want = "no table carries the guard\n" // SQLite has no guard (docs/guard.md)
+			}
+			r := cmd(append([]string{"guard", "install"}, on...)...)
+			assert.Equal(t, result{exitOK, want, ""}, r)
+			r = cmd(append([]string{"guard", "status"}, on...)...)
+			assert.Equal(t, result{exitOK, want, ""}, r)
+			r = cmd(append([]string{"guard", "remove"}, on...)...)
+			assert.Equal(t, result{exitOK, "no table carries the guard\n", ""}, r)
+			r = cmd(append([]string{"guard", "status"}, on...)...)
+			assert.Equal(t, result{exitOK, "no table carries the guard\n", ""}, r)
+			r = cmd(append([]string{"guard", "off"}, on...)...)
+			assert.Equal(t, exitUsage, r.code)
+			assert.Contains(t, r.stderr, "guard takes one of status, install or remove")
+		})
+
 		t.Run("dsn from the environment", func(t *testing.T) {
 			t.Setenv("OFFLINELOCK_DSN", d.dsn)
 			r := cmd("stats", "--json", "--table", table)
