@@ -5,7 +5,7 @@
 // save, cancel, logout or expiry.
 //
 //	locks := offlinelock.New(offlinelock.Config{})
-//	db.Use(locks)
+//	if err := db.Use(locks); err != nil { … } // a failed Use refuses every statement on lockable tables
 //	tx := db.WithContext(offlinelock.WithOwner(ctx, offlinelock.Owner{Session: sid, User: "martin"}))
 //	tx.First(&customer, 129) // under lock:"exclusive_read", takes the lock
 //
@@ -16,6 +16,20 @@
 //     through on a guess. Where the plugin cannot see which rows a piece of
 //     SQL touches (a raw JOIN, a subquery, a second reference to a table),
 //     it tokenises the SQL (sqlscan.go) and refuses what it cannot bound.
+//   - The database decides (guard.go, docs/guard.md). On PostgreSQL and
+//     MySQL/MariaDB every lockable table carries triggers, generated from
+//     the catalog, that refuse a write of a record another session holds,
+//     whoever sends it; the plugin's own checks stay first (before hooks,
+//     with its errors). The writer's session rides inside statements the
+//     plugin already sends and ends with them: set_config(…, true) on
+//     PostgreSQL, SET STATEMENT max_join_size on MariaDB, since a user
+//     variable would outlive the statement. Writes the plugin fences
+//     itself say so, and the guard then holds no row lock for them, so
+//     fold.go's rule of when a key row is held stays the plugin's; any
+//     other write the guard admits holds the key rows until it commits.
+//   - A plugin whose Initialize failed fails closed: its callbacks refuse
+//     every statement on a lockable table with the error, whether or not
+//     the caller read it.
 //   - Lockability belongs to the table, not to the Go type: a DTO, a
 //     Table("…") or raw SQL on a lockable table is that table. The lockable
 //     tables are kept in a catalog next to the lock table (catalog.go),

@@ -552,3 +552,39 @@ func TestFailedUseFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardJobPattern: the README's background job, with an owner of its
+// own, skips the record martin is editing, and martin's save stands; a
+// job written with Bypass is refused by the database instead of
+// overwriting it.
+func TestGuardJobPattern(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := gdSetup(t, d, offlinelock.Config{})
+			job := as(db, offlinelock.Owner{Session: "job:reprice:1", User: "reprice job"})
+			var skipped []uint
+			for _, id := range []uint{129, 130} {
+				_, err := p.Acquire(job, &GdCustomer{ID: id}, offlinelock.Write)
+				if errors.Is(err, offlinelock.ErrLocked) {
+					skipped = append(skipped, id)
+					continue
+				}
+				require.NoError(t, err)
+				var c GdCustomer
+				require.NoError(t, job.First(&c, id).Error)
+				c.Credit *= 2
+				require.NoError(t, job.Save(&c).Error)
+				require.NoError(t, p.Release(job, &c))
+			}
+			assert.Equal(t, []uint{129}, skipped)
+			err := bypassAs(db, offlinelock.Owner{Session: "job:bypass", User: "bypass job"}).Model(&GdCustomer{ID: 129}).Update("credit", 0).Error
+			var le *offlinelock.LockedError
+			require.ErrorAs(t, err, &le)
+			assert.Equal(t, "martin", le.Holders[0].Owner.User)
+			require.NoError(t, as(db, martin).Save(&GdCustomer{ID: 129, Name: "Acme", Credit: 110}).Error)
+			var got []GdCustomer
+			require.NoError(t, plainGORM(t, db).Order("id").Find(&got).Error)
+			assert.Equal(t, []GdCustomer{{ID: 129, Name: "Acme", Credit: 110}, {ID: 130, Name: "Free", Credit: 200}}, got)
+		})
+	}
+}
