@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"strconv"
 	"testing"
 
 	"gorm.io/gorm"
@@ -62,12 +63,12 @@ func BenchmarkGuard(b *testing.B) {
 			})
 			b.Run("Updates1000", func(b *testing.B) {
 				ours := func(i int) {
-					if err := plain.Model(&Doc{}).Where("id <= ?", 1000).Updates(map[string]any{"body": i}).Error; err != nil {
+					if err := plain.Model(&Doc{}).Where("id <= ?", 1000).Updates(map[string]any{"body": strconv.Itoa(i)}).Error; err != nil {
 						b.Fatal(err)
 					}
 				}
 				theirs := func(i int) {
-					if err := plain.Table(twin).Where("id <= ?", 1000).Updates(map[string]any{"body": i}).Error; err != nil {
+					if err := plain.Table(twin).Where("id <= ?", 1000).Updates(map[string]any{"body": strconv.Itoa(i)}).Error; err != nil {
 						b.Fatal(err)
 					}
 				}

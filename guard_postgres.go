@@ -88,61 +88,32 @@ func (s *postgresStore) installGuardRoutine(c conn) error {
 	})
 }
 
-// routineSQL is the shared routine: check and row-lock the key rows of ids
-// of res, in lock_id order, and refuse the first another session holds.
+// routineSQL is the shared routines: refuse raises the refusal of one
+// record, naming its holder (the triggers call it only for a record they
+// found held by someone else); truncate refuses a TRUNCATE while another
+// session holds a record of res.
 func (s *postgresStore) routineSQL(schema string) []string {
-	r := strings.NewReplacer("{fn}", schema+"."+pgQuote(s.guardPrefix()+"_check"),
+	r := strings.NewReplacer("{refuse}", schema+"."+pgQuote(s.guardPrefix()+"_refuse"),
 		"{trunc}", schema+"."+pgQuote(s.guardPrefix()+"_truncate"),
-		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState)
+		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState, "{me}", pgWriter)
 	const raise = `RAISE EXCEPTION USING ERRCODE = '{state}', TABLE = res, DETAIL = h.lock_id,
 		MESSAGE = 'offlinelock: ' || res || ' ' || h.lock_id || ' is locked by ' || CASE WHEN h.user_name = '' THEN 'session ' || h.session ELSE h.user_name END ||
 			' since ' || to_char(h.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' until ' || to_char(h.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' (UTC)',
 		HINT = 'the holder releases it, or an operator calls ForceRelease, before another session writes it';`
-	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {fn}(res text, ids text[]) RETURNS void LANGUAGE plpgsql AS $offlinelock$
+	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {refuse}(res text, id text) RETURNS void LANGUAGE plpgsql AS $offlinelock$
 DECLARE
-	id text := current_setting('offlinelock.session', true);
-	me text := substr(id, 3);
-	r record;
 	h record;
 BEGIN
-	IF ids IS NULL OR cardinality(ids) = 0 OR to_regclass({ltname}) IS NULL THEN
-		RETURN; -- no lock table, no locks
-	END IF;
-	IF id LIKE 'f:%' THEN
-		-- The plugin checks this write again, row-locked, before commit:
-		-- the guard reads without locking, and locks only to refuse.
-		PERFORM 1 FROM {lt} l
-		WHERE l.resource = res AND l.lock_id = ANY (ids) AND l.holder = ''
-			AND (l.access = 'write' AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM me OR l.access = 'read');
-		IF NOT FOUND THEN
-			RETURN;
-		END IF;
-	ELSIF id NOT LIKE 's:%' THEN
-		me := NULL;
-	END IF;
-	-- The guard is the fence: the key rows stay as they are until the
-	-- transaction ends.
-	FOR r IN SELECT l.lock_id, l.access, l.session, l.user_name, l.acquired_at, l.expires_at FROM {lt} l
-		WHERE l.resource = res AND l.lock_id = ANY (ids) AND l.holder = '' ORDER BY l.lock_id FOR SHARE
-	LOOP
-		IF r.access = 'write' AND r.expires_at > clock_timestamp() AND r.session IS DISTINCT FROM me THEN
-			h := r;
-		ELSIF r.access = 'read' THEN
-			SELECT l.lock_id, l.session, l.user_name, l.acquired_at, l.expires_at INTO h FROM {lt} l
-			WHERE l.resource = res AND l.lock_id = r.lock_id AND l.holder <> '' AND l.expires_at > clock_timestamp()
-				AND l.session IS DISTINCT FROM me
-			ORDER BY l.holder LIMIT 1;
-			CONTINUE WHEN NOT FOUND;
-		ELSE
-			CONTINUE;
-		END IF;
+	SELECT l.lock_id, l.session, l.user_name, l.acquired_at, l.expires_at INTO h FROM {lt} l
+	WHERE l.resource = res AND l.lock_id = id AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM {me}
+		AND (l.holder = '' AND l.access = 'write' OR l.holder <> '')
+	ORDER BY l.holder LIMIT 1;
+	IF FOUND THEN
 		` + raise + `
-	END LOOP;
+	END IF;
 END
 $offlinelock$`), r.Replace(`CREATE OR REPLACE FUNCTION {trunc}(res text) RETURNS void LANGUAGE plpgsql AS $offlinelock$
 DECLARE
-	id text := current_setting('offlinelock.session', true);
-	me text := CASE WHEN id LIKE 'f:%' OR id LIKE 's:%' THEN substr(id, 3) END;
 	h record;
 BEGIN
 	IF to_regclass({ltname}) IS NULL THEN
@@ -150,7 +121,7 @@ BEGIN
 	END IF;
 	SELECT l.lock_id, l.session, l.user_name, l.acquired_at, l.expires_at INTO h FROM {lt} l
 	WHERE l.resource = res AND l.expires_at > clock_timestamp() AND (l.holder <> '' OR l.access = 'write')
-		AND l.session IS DISTINCT FROM me
+		AND l.session IS DISTINCT FROM {me}
 	LIMIT 1;
 	IF FOUND THEN
 		` + raise + `
@@ -159,53 +130,73 @@ END
 $offlinelock$`)}
 }
 
-// triggerSQL is plan's trigger function and its triggers, dropped and
-// created again in one transaction.
+// pgWriter is the writer's session in the guard's SQL: the identity the
+// plugin set (identity.go), or NULL.
+const pgWriter = `(CASE WHEN current_setting('offlinelock.session', true) ~ '^[fs]:' THEN substr(current_setting('offlinelock.session', true), 3) END)`
+
+// pgHeld is true of a key row l whose record another session holds: its
+// Write lock, or a live reader row of another session.
+func (s *postgresStore) pgHeld(lt string) string {
+	return `(l.access = 'write' AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM ` + pgWriter + ` OR l.access = 'read' AND EXISTS (SELECT 1 FROM ` + lt +
+		` r WHERE r.resource = l.resource AND r.lock_id = l.lock_id AND r.holder <> '' AND r.expires_at > clock_timestamp() AND r.session IS DISTINCT FROM ` + pgWriter + `))`
+}
+
+// triggerSQL is plan's trigger functions, one per event, and their
+// triggers, dropped and created again in one transaction. Each check is
+// one statement: a write the plugin fences itself ('f:') reads the key
+// rows without locking them; any other holds them FOR SHARE, in lock_id
+// order, until the transaction ends.
 func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
-	fn := schema + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.table)))
-	check := schema + "." + pgQuote(s.guardPrefix()+"_check")
+	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.table))
+	refuse := schema + "." + pgQuote(s.guardPrefix()+"_refuse")
 	trunc := schema + "." + pgQuote(s.guardPrefix()+"_truncate")
-	var ins, upd, del, tr strings.Builder
-	seen := map[string]bool{}
-	for _, rec := range plan.records {
-		keys := func(rows ...string) string {
+	lt := schema + "." + s.table
+	held := s.pgHeld(lt)
+	checks := func(rows ...string) string {
+		var fenced, locked strings.Builder
+		for _, rec := range plan.records {
 			var sel []string
 			for _, row := range rows {
 				alias := row[:len("offlinelock_")+1] // offlinelock_n, offlinelock_o: NEW and OLD are PL/pgSQL's
-				sel = append(sel, "SELECT "+rec.key(alias)+" AS k FROM "+row+" "+alias)
+				sel = append(sel, "SELECT "+rec.key(alias)+" FROM "+row+" "+alias)
 			}
-			return "ARRAY(SELECT DISTINCT k FROM (" + strings.Join(sel, " UNION ALL ") + ") offlinelock_k WHERE k IS NOT NULL)"
+			res := sqlLiteral(rec.resource)
+			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id IN (" + strings.Join(sel, " UNION ALL ") + ")"
+			fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
+			locked.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
+				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n")
 		}
-		res := sqlLiteral(rec.resource)
-		ins.WriteString("\t\tPERFORM " + check + "(" + res + ", " + keys("offlinelock_new") + ");\n")
-		upd.WriteString("\t\tPERFORM " + check + "(" + res + ", " + keys("offlinelock_old", "offlinelock_new") + ");\n")
-		del.WriteString("\t\tPERFORM " + check + "(" + res + ", " + keys("offlinelock_old") + ");\n")
+		return `	IF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
+		RETURN NULL; -- no lock table, no locks
+	ELSIF current_setting('offlinelock.session', true) LIKE 'f:%' THEN
+` + fenced.String() + `	ELSE
+` + locked.String() + `	END IF;
+`
+	}
+	var tr strings.Builder
+	seen := map[string]bool{}
+	for _, rec := range plan.records {
 		if !seen[rec.resource] {
 			seen[rec.resource] = true
-			tr.WriteString("\t\tPERFORM " + trunc + "(" + res + ");\n")
+			tr.WriteString("\tPERFORM " + trunc + "(" + sqlLiteral(rec.resource) + ");\n")
 		}
 	}
-	body := `CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $offlinelock$
-BEGIN
-	IF TG_OP = 'TRUNCATE' THEN
-` + tr.String() + `	ELSIF TG_OP = 'INSERT' THEN
-` + ins.String() + `	ELSIF TG_OP = 'UPDATE' THEN
-` + upd.String() + `	ELSE
-` + del.String() + `	END IF;
-	RETURN NULL;
-END
-$offlinelock$`
 	table := pgQuote(plan.table)
-	t := s.guardPrefix()
-	out := []string{body}
-	for _, tg := range []struct{ name, when string }{
-		{t + "_ins", "AFTER INSERT ON " + table + " REFERENCING NEW TABLE AS offlinelock_new FOR EACH STATEMENT"},
-		{t + "_upd", "AFTER UPDATE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old NEW TABLE AS offlinelock_new FOR EACH STATEMENT"},
-		{t + "_del", "AFTER DELETE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old FOR EACH STATEMENT"},
-		{t + "_trunc", "BEFORE TRUNCATE ON " + table + " FOR EACH STATEMENT"},
+	var out []string
+	for _, tg := range []struct{ suffix, when, body string }{
+		{"_ins", "AFTER INSERT ON " + table + " REFERENCING NEW TABLE AS offlinelock_new FOR EACH STATEMENT", checks("offlinelock_new")},
+		{"_upd", "AFTER UPDATE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old NEW TABLE AS offlinelock_new FOR EACH STATEMENT", checks("offlinelock_old", "offlinelock_new")},
+		{"_del", "AFTER DELETE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old FOR EACH STATEMENT", checks("offlinelock_old")},
+		{"_trunc", "BEFORE TRUNCATE ON " + table + " FOR EACH STATEMENT", tr.String()},
 	} {
-		out = append(out, "DROP TRIGGER IF EXISTS "+pgQuote(tg.name)+" ON "+table,
-			"CREATE TRIGGER "+pgQuote(tg.name)+" "+tg.when+" EXECUTE PROCEDURE "+fn+"()")
+		fn := schema + "." + pgQuote(base+tg.suffix)
+		name := pgQuote(s.guardPrefix() + tg.suffix)
+		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $offlinelock$
+BEGIN
+`+tg.body+`	RETURN NULL;
+END
+$offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
+			"CREATE TRIGGER "+name+" "+tg.when+" EXECUTE PROCEDURE "+fn+"()")
 	}
 	return out
 }
@@ -233,7 +224,7 @@ func (s *postgresStore) guardTable(c conn, plan guardPlan) error {
 		if have[strings.ToLower(plan.table)] == version {
 			return nil
 		}
-		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.table)))
+		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.table))+"_upd")
 		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
 		for _, q := range stmts {
 			if _, err := c.exec(q); err != nil {
@@ -244,12 +235,12 @@ func (s *postgresStore) guardTable(c conn, plan guardPlan) error {
 	})
 }
 
-// guardedTables: the tables whose four triggers call a function of this
-// guard, with that function's version (its comment).
+// guardedTables: the tables that carry the four triggers of this guard,
+// with the version their UPDATE trigger's function carries (its comment).
 func (s *postgresStore) guardedTables(c conn) (map[string]string, error) {
 	out := map[string]string{}
-	_, err := c.query(`SELECT lower(c.relname), coalesce(obj_description(t.tgfoid, 'pg_proc'), '') FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-		WHERE t.tgname IN ($1, $2, $3, $4) GROUP BY 1, 2 HAVING count(*) = 4`,
+	_, err := c.query(`SELECT lower(c.relname), max(coalesce(obj_description(t.tgfoid, 'pg_proc'), '')) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+		WHERE t.tgname IN ($1, $2, $3, $4) GROUP BY 1 HAVING count(*) = 4`,
 		[]any{s.guardPrefix() + "_ins", s.guardPrefix() + "_upd", s.guardPrefix() + "_del", s.guardPrefix() + "_trunc"},
 		func(r *sql.Rows) error {
 			var table, comment string
