@@ -2,6 +2,7 @@ package offlinelock
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // The database guard (docs/guard.md): on PostgreSQL and MySQL/MariaDB
@@ -54,6 +56,36 @@ type guardStore interface {
 	// expression that reads the same in every SQL mode.
 	quote(ident string) string
 	backslash() string
+}
+
+// queryStrings runs q and returns its one text column.
+func queryStrings(c conn, q string, args ...any) ([]string, error) {
+	var out []string
+	_, err := c.query(q, args, func(r *sql.Rows) error {
+		var v string
+		err := r.Scan(&v)
+		out = append(out, v)
+		return err
+	})
+	return out, err
+}
+
+// queryPairs runs q and returns its two text columns as a map, nil when it
+// returns no row.
+func queryPairs(c conn, q string, args ...any) (map[string]string, error) {
+	var out map[string]string
+	_, err := c.query(q, args, func(r *sql.Rows) error {
+		var k, v string
+		if err := r.Scan(&k, &v); err != nil {
+			return err
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+		return nil
+	})
+	return out, err
 }
 
 // guardPlan is what the triggers of one table check.
@@ -197,7 +229,7 @@ func (p *Plugin) guardTable(db *gorm.DB, m *model, wait bool) {
 			p.guard.pending = map[string]chan struct{}{}
 		}
 		p.guard.pending[name] = pending
-		bg := p.background(db)
+		bg := p.guardSession(db)
 		go func() {
 			defer func() {
 				p.guard.mu.Lock()
@@ -221,8 +253,15 @@ func (p *Plugin) guardTable(db *gorm.DB, m *model, wait bool) {
 		case <-ctxOf(db).Done():
 		}
 	default:
-		p.logGuardError(db, m, p.guardTableFor(p.background(db), m))
+		p.logGuardError(db, m, p.guardTableFor(p.guardSession(db), m))
 	}
+}
+
+// guardSession is where an install made on the way of a statement runs:
+// outside the caller's transaction, and out of its statement log (its
+// DDL is the plugin's once-only work, not the statement's).
+func (p *Plugin) guardSession(db *gorm.DB) *gorm.DB {
+	return p.background(db).Session(&gorm.Session{Logger: logger.Discard})
 }
 
 func (p *Plugin) logGuardError(db *gorm.DB, m *model, err error) {

@@ -125,7 +125,8 @@ func (s *mysqlStore) withGuardLock(c conn, fn func(conn) error) error {
 		}
 		defer cc.exec(`SELECT RELEASE_LOCK(?)`, name)
 		// DDL waits for the metadata lock of every open transaction that
-		// touched the table; a caller's must not make it wait for a year.
+		// touched the table, and new writes of the table queue behind it:
+		// a caller's transaction must not make either wait long.
 		if _, err := cc.exec(`SET SESSION lock_wait_timeout = 5`); err != nil {
 			return err
 		}
@@ -220,14 +221,8 @@ func (s *mysqlStore) guardedTables(c conn) (map[string]string, error) {
 
 func (s *mysqlStore) removeGuard(c conn) error {
 	return s.withGuardLock(c, func(c conn) error {
-		var names []string
-		_, err := c.query(`SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ?`,
-			[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
-				var n string
-				err := r.Scan(&n)
-				names = append(names, n)
-				return err
-			})
+		names, err := queryStrings(c, `SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ?`,
+			s.guardPrefix()+`\_%`)
 		if err != nil {
 			return err
 		}
@@ -242,34 +237,25 @@ func (s *mysqlStore) removeGuard(c conn) error {
 }
 
 func (s *mysqlStore) columnTypes(c conn, table string) (map[string]string, error) {
-	var out map[string]string
-	_, err := c.query(`SELECT LOWER(COLUMN_NAME), LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
-		[]any{table}, func(r *sql.Rows) error {
-			var name, typ string
-			if err := r.Scan(&name, &typ); err != nil {
-				return err
-			}
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = typ
-			return nil
-		})
-	return out, err
+	return queryPairs(c, `SELECT LOWER(COLUMN_NAME), LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 }
 
 // cascadesInto lists the one-column foreign keys of child table whose ON
 // DELETE action changes its rows: InnoDB runs them without triggers.
 func (s *mysqlStore) cascadesInto(c conn, table string) ([]guardCascade, error) {
 	var out []guardCascade
+	// Every information_schema table is filtered on its own schema and
+	// table name, so that MariaDB opens only this table's definition (a
+	// join on constraint names alone opens every table of the schema).
 	_, err := c.query(`SELECT k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.COLUMN_NAME
-		FROM information_schema.REFERENTIAL_CONSTRAINTS rc
-		JOIN information_schema.KEY_COLUMN_USAGE k ON k.CONSTRAINT_SCHEMA = rc.CONSTRAINT_SCHEMA AND k.CONSTRAINT_NAME = rc.CONSTRAINT_NAME AND k.TABLE_NAME = rc.TABLE_NAME
-		WHERE rc.CONSTRAINT_SCHEMA = DATABASE() AND rc.TABLE_NAME = ? AND rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')
-			AND (SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE k2 WHERE k2.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA
-				AND k2.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND k2.TABLE_NAME = k.TABLE_NAME) = 1
+		FROM information_schema.KEY_COLUMN_USAGE k
+		JOIN information_schema.REFERENTIAL_CONSTRAINTS rc ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME
+		WHERE k.TABLE_SCHEMA = DATABASE() AND k.TABLE_NAME = ? AND k.REFERENCED_TABLE_NAME IS NOT NULL
+			AND rc.CONSTRAINT_SCHEMA = DATABASE() AND rc.TABLE_NAME = ? AND rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')
+			AND (SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE k2 WHERE k2.TABLE_SCHEMA = DATABASE() AND k2.TABLE_NAME = ?
+				AND k2.CONSTRAINT_NAME = k.CONSTRAINT_NAME) = 1
 		ORDER BY k.CONSTRAINT_NAME`,
-		[]any{table}, func(r *sql.Rows) error {
+		[]any{table, table, table}, func(r *sql.Rows) error {
 			var cc guardCascade
 			err := r.Scan(&cc.parent, &cc.parentColumn, &cc.column)
 			out = append(out, cc)

@@ -255,27 +255,16 @@ func (s *postgresStore) guardedTables(c conn) (map[string]string, error) {
 
 func (s *postgresStore) removeGuard(c conn) error {
 	return c.inTx(func(c conn) error {
-		var drops []string
-		_, err := c.query(`SELECT format('DROP TRIGGER %I ON %s', t.tgname, t.tgrelid::regclass) FROM pg_trigger t WHERE t.tgname LIKE $1`,
-			[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
-				var q string
-				err := r.Scan(&q)
-				drops = append(drops, q)
-				return err
-			})
+		prefix := s.guardPrefix() + `\_%`
+		drops, err := queryStrings(c, `SELECT format('DROP TRIGGER %I ON %s', t.tgname, t.tgrelid::regclass) FROM pg_trigger t WHERE t.tgname LIKE $1`, prefix)
 		if err != nil {
 			return err
 		}
-		_, err = c.query(`SELECT format('DROP FUNCTION %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1`,
-			[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
-				var q string
-				err := r.Scan(&q)
-				drops = append(drops, q)
-				return err
-			})
+		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1`, prefix)
 		if err != nil {
 			return err
 		}
+		drops = append(drops, functions...)
 		for _, q := range drops {
 			if _, err := c.exec(q); err != nil {
 				return err
@@ -286,21 +275,8 @@ func (s *postgresStore) removeGuard(c conn) error {
 }
 
 func (s *postgresStore) columnTypes(c conn, table string) (map[string]string, error) {
-	var out map[string]string
-	_, err := c.query(`SELECT lower(a.attname), format_type(a.atttypid, NULL) FROM pg_attribute a
-		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
-		[]any{pgQuote(table)}, func(r *sql.Rows) error {
-			var name, typ string
-			if err := r.Scan(&name, &typ); err != nil {
-				return err
-			}
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[name] = typ
-			return nil
-		})
-	return out, err
+	return queryPairs(c, `SELECT lower(a.attname), format_type(a.atttypid, NULL) FROM pg_attribute a
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, pgQuote(table))
 }
 
 // cascadesInto: PostgreSQL fires a child's triggers for the rows its

@@ -197,11 +197,7 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 		return
 	}
 	sql := db.Statement.SQL.String()
-	idents := scanSQL(sql).idents
-	if len(idents) == 0 {
-		return
-	}
-	switch strings.ToLower(idents[0]) {
+	switch firstWord(sql) {
 	case "insert", "update", "delete", "replace", "with", "merge":
 	default:
 		return
@@ -229,6 +225,14 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 			db.AddError(err)
 		}
 	}
+}
+
+// firstWord is the first word of sql, lower case, past comments.
+func firstWord(sql string) string {
+	if idents := scanSQL(sql).idents; len(idents) > 0 {
+		return strings.ToLower(idents[0])
+	}
+	return ""
 }
 
 const rawTxKey = "offlinelock:raw_tx"

@@ -45,11 +45,7 @@ func (p *Plugin) afterRaw(db *gorm.DB) {
 		return
 	}
 	sql := db.Statement.SQL.String()
-	idents := scanSQL(sql).idents
-	if len(idents) == 0 {
-		return
-	}
-	switch strings.ToLower(idents[0]) {
+	switch firstWord(sql) {
 	case "create", "alter", "drop", "rename":
 	default:
 		return
