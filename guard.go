@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -158,7 +159,7 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 	if !ok {
 		return nil
 	}
-	c := direct(p.background(db))
+	c := direct(p.background(db).WithContext(ctxOf(db))) // a deadline of db's bounds the install
 	p.guard.mu.Lock()
 	defer p.guard.mu.Unlock()
 	if p.guard.tables == nil {
@@ -209,8 +210,39 @@ func (p *Plugin) forgetGuard(table string) {
 // MySQL DDL would commit it.
 func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	if inTx && db.Dialector.Name() == "mysql" {
+		// MySQL's CREATE TRIGGER waits for the metadata locks of open
+		// transactions, and a metadata-lock deadlock with one fails that
+		// transaction's statement (1213): not beside a transaction of the
+		// caller's. The next statement outside one guards the table.
+		return
+	}
 	p.guardTable(db, m, !inTx)
 }
+
+// guardAfterDDL guards a lockable table again after DDL named it: on
+// MySQL at once, on a connection of its own, when the DDL ran outside a
+// transaction (a table just created is in nobody's transaction), waiting
+// at most guardDDLWait for that connection (the migrator may hold the
+// pool's last one); elsewhere, and on PostgreSQL, in the background.
+func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model) {
+	p.forgetGuard(m.table)
+	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	if db.Dialector.Name() != "mysql" {
+		p.guardTable(db, m, false)
+		return
+	}
+	if inTx {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctxOf(db)), guardDDLWait)
+	defer cancel()
+	bg := p.guardSession(db).WithContext(ctx)
+	p.logGuardError(db, m, p.guardTableFor(bg, m))
+}
+
+// guardDDLWait bounds how long DDL through GORM waits to guard its table.
+const guardDDLWait = 2 * time.Second
 
 // guardTable guards m's table unless this process knows it is guarded:
 // with wait, before it returns (waiting for an install under way); else

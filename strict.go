@@ -50,11 +50,8 @@ func (p *Plugin) afterRaw(db *gorm.DB) {
 	default:
 		return
 	}
-	// Guarded again in the background: DDL may run in a transaction, or
-	// on the pool's last connection (the migrator's db.Connection).
 	for _, m := range p.namedModels(sql) {
-		p.forgetGuard(m.table)
-		p.guardTable(db, m, false)
+		p.guardAfterDDL(db, m)
 	}
 }
 
