@@ -148,16 +148,22 @@ func (p *Plugin) guardOn(t lockStore) (guardStore, bool) {
 	return g, ok
 }
 
+// guardStoreOf is db's lock store as a guard, or nil (SQLite has none).
+func (p *Plugin) guardStoreOf(db *gorm.DB) (lockStore, guardStore, error) {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, _ := t.(guardStore)
+	return t, g, nil
+}
+
 // ensureGuards installs or upgrades the guard of every lockable table in
 // specs (all the catalog's) that exists, on a connection of its own.
 func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
-	t, err := p.storeFor(db)
-	if err != nil {
+	_, g, err := p.guardStoreOf(db)
+	if err != nil || g == nil {
 		return err
-	}
-	g, ok := t.(guardStore)
-	if !ok {
-		return nil
 	}
 	c := direct(p.background(db).WithContext(ctxOf(db))) // a deadline of db's bounds the install
 	p.guard.mu.Lock()
@@ -330,12 +336,9 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 // creating lockable tables outside GORM. Idempotent; safe from several
 // nodes at once. SQLite has no guard: there it does nothing.
 func (p *Plugin) InstallGuard(db *gorm.DB) error {
-	t, err := p.storeFor(db)
-	if err != nil {
+	t, g, err := p.guardStoreOf(db)
+	if err != nil || g == nil {
 		return err
-	}
-	if _, ok := t.(guardStore); !ok {
-		return nil
 	}
 	specs, err := t.specs(direct(p.background(db)))
 	if err != nil {
@@ -351,13 +354,9 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 // plugin's next lock of a table, installs it again unless
 // Config.DisableGuard is set.
 func (p *Plugin) RemoveGuard(db *gorm.DB) error {
-	t, err := p.storeFor(db)
-	if err != nil {
+	_, g, err := p.guardStoreOf(db)
+	if err != nil || g == nil {
 		return err
-	}
-	g, ok := t.(guardStore)
-	if !ok {
-		return nil
 	}
 	p.guard.mu.Lock()
 	defer p.guard.mu.Unlock()
@@ -368,13 +367,9 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 // GuardedTables lists, in order, the tables that carry this plugin's
 // database guard, as the database reports them (lower case).
 func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
-	t, err := p.storeFor(db)
-	if err != nil {
+	_, g, err := p.guardStoreOf(db)
+	if err != nil || g == nil {
 		return nil, err
-	}
-	g, ok := t.(guardStore)
-	if !ok {
-		return nil, nil
 	}
 	have, err := g.guardedTables(direct(p.background(db)))
 	if err != nil {
