@@ -130,28 +130,38 @@ END
 $offlinelock$`)}
 }
 
+// pgDeclareWriter declares who (the identity identity.go set, or NULL) and
+// me (the writer's session in it, or NULL), read once per trigger call.
+const pgDeclareWriter = `DECLARE
+	who text := current_setting('offlinelock.session', true);
+	me text := CASE WHEN left(who, 2) IN ('f:', 's:') THEN substr(who, 3) END;
+`
+
 // pgWriter is the writer's session in the guard's SQL: the identity the
 // plugin set (identity.go), or NULL.
 const pgWriter = `(CASE WHEN current_setting('offlinelock.session', true) ~ '^[fs]:' THEN substr(current_setting('offlinelock.session', true), 3) END)`
 
-// pgHeld is true of a key row l whose record another session holds: its
-// Write lock, or a live reader row of another session.
-func (s *postgresStore) pgHeld(lt string) string {
-	return `(l.access = 'write' AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM ` + pgWriter + ` OR l.access = 'read' AND EXISTS (SELECT 1 FROM ` + lt +
-		` r WHERE r.resource = l.resource AND r.lock_id = l.lock_id AND r.holder <> '' AND r.expires_at > clock_timestamp() AND r.session IS DISTINCT FROM ` + pgWriter + `))`
+// pgHeld is true of a key row l whose record a session other than me (the
+// trigger's variable: the writer, or NULL) holds: its Write lock, or a
+// live reader row.
+func pgHeld(lt string) string {
+	return `(l.access = 'write' AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM me OR l.access = 'read' AND EXISTS (SELECT 1 FROM ` + lt +
+		` r WHERE r.resource = l.resource AND r.lock_id = l.lock_id AND r.holder <> '' AND r.expires_at > clock_timestamp() AND r.session IS DISTINCT FROM me))`
 }
 
 // triggerSQL is plan's trigger functions, one per event, and their
 // triggers, dropped and created again in one transaction. Each check is
 // one statement: a write the plugin fences itself ('f:') reads the key
 // rows without locking them; any other holds them FOR SHARE, in lock_id
-// order, until the transaction ends.
+// order, until the transaction ends. The writer is read once, into me;
+// the keys are an array (= ANY), which needs no sort to be probed: a
+// single-row write costs one index probe per record kind (docs/guard.md).
 func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.table))
 	refuse := schema + "." + pgQuote(s.guardPrefix()+"_refuse")
 	trunc := schema + "." + pgQuote(s.guardPrefix()+"_truncate")
 	lt := schema + "." + s.table
-	held := s.pgHeld(lt)
+	held := pgHeld(lt)
 	checks := func(rows ...string) string {
 		var fenced, locked strings.Builder
 		for _, rec := range plan.records {
@@ -161,14 +171,14 @@ func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
 				sel = append(sel, "SELECT "+rec.key(alias)+" FROM "+row+" "+alias)
 			}
 			res := sqlLiteral(rec.resource)
-			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id IN (" + strings.Join(sel, " UNION ALL ") + ")"
+			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
 			fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
 			locked.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
 				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n")
 		}
 		return `	IF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
 		RETURN NULL; -- no lock table, no locks
-	ELSIF current_setting('offlinelock.session', true) LIKE 'f:%' THEN
+	ELSIF left(who, 2) = 'f:' THEN
 ` + fenced.String() + `	ELSE
 ` + locked.String() + `	END IF;
 `
@@ -192,7 +202,7 @@ func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
 		fn := schema + "." + pgQuote(base+tg.suffix)
 		name := pgQuote(s.guardPrefix() + tg.suffix)
 		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $offlinelock$
-BEGIN
+`+pgDeclareWriter+`BEGIN
 `+tg.body+`	RETURN NULL;
 END
 $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
