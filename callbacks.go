@@ -334,6 +334,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		}
 	}
 	if db.Error != nil {
+		db.Error = readOnly(db.Error)
 		p.giveBack(db, st)
 		p.lockedByGuard(db)
 	}

@@ -1,8 +1,12 @@
 package offlinelock
 
 import (
+	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"time"
 )
@@ -41,7 +45,59 @@ var (
 	// rather than let it through unchecked. The message names the table and
 	// the way out: the model's own methods, or offlinelock.Bypass.
 	ErrUnenforceable = errors.New("offlinelock: statement cannot be enforced on a lockable table")
+
+	// ErrReadOnly reports a lock statement, a locked load or a holder's
+	// read that reached a read-only server: a replica, or a transaction
+	// begun on one. The plugin sends its own statements to a router's
+	// source (docs/scaling.md); a transaction begun on a replica stays
+	// there. Begin it on the primary (with dbresolver, dbresolver.Write).
+	ErrReadOnly = errors.New("offlinelock: lock statements need the primary, and this connection is read-only")
+
+	// ErrUnconfirmed reports a grant whose commit was sent but not
+	// confirmed: the context ended, the connection broke, or a
+	// synchronous standby did not answer. The lock may be held. Ask
+	// Holders, or Release it, once the database answers again. The error
+	// also wraps its cause (context.DeadlineExceeded, …).
+	ErrUnconfirmed = errors.New("offlinelock: the grant was not confirmed, the lock may be held")
 )
+
+// readOnly is err, told as ErrReadOnly when a read-only server refused it
+// (PostgreSQL 25006; MySQL 1290 under --read-only, 1792 in a read-only
+// transaction).
+func readOnly(err error) error {
+	if err == nil || errors.Is(err, ErrReadOnly) {
+		return err
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
+	return err
+}
+
+// unconfirmed is err of a grant, told as ErrUnconfirmed when the database
+// gave no answer (a database's own error, or one of the plugin's, is an
+// answer: nothing was granted).
+func unconfirmed(err error) error {
+	if err == nil || errors.Is(err, ErrUnconfirmed) || errors.Is(err, ErrLocked) || errors.Is(err, ErrInvalid) ||
+		errors.Is(err, ErrNoOwner) || errors.Is(err, ErrReadOnly) || errors.Is(err, ErrForbidden) {
+		return err
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) || mysqlCode(err) != 0 {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isNetError(err) {
+		return fmt.Errorf("%w: %w", ErrUnconfirmed, err)
+	}
+	return err
+}
+
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
+}
 
 // LockedError is returned when a lock is refused because other sessions hold
 // it. errors.Is(err, ErrLocked) is true for it. Holders never carry tokens.

@@ -336,6 +336,7 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 // creating lockable tables outside GORM. Idempotent; safe from several
 // nodes at once. SQLite has no guard: there it does nothing.
 func (p *Plugin) InstallGuard(db *gorm.DB) error {
+	db = onPrimary(db)
 	t, g, err := p.guardStoreOf(db)
 	if err != nil || g == nil {
 		return err
@@ -354,6 +355,7 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 // plugin's next lock of a table, installs it again unless
 // Config.DisableGuard is set.
 func (p *Plugin) RemoveGuard(db *gorm.DB) error {
+	db = onPrimary(db)
 	_, g, err := p.guardStoreOf(db)
 	if err != nil || g == nil {
 		return err
@@ -367,6 +369,7 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 // GuardedTables lists, in order, the tables that carry this plugin's
 // database guard, as the database reports them (lower case).
 func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
+	db = onPrimary(db)
 	_, g, err := p.guardStoreOf(db)
 	if err != nil || g == nil {
 		return nil, err

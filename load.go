@@ -34,9 +34,12 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if isCount(db.Statement) {
 		return // a count reveals no row
 	}
+	p.loadOnPrimary(db, p.statementModel(db))
 	st := p.enter(db, "load", true)
 	if st == nil && db.Error == nil {
-		st = p.enterJoins(db, "load")
+		if st = p.enterJoins(db, "load"); st != nil {
+			routeToPrimary(db)
+		}
 	}
 	if db.Error != nil {
 		return
@@ -83,6 +86,9 @@ func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 	}
 	if p.strict(db, "raw query") {
 		return
+	}
+	for _, m := range named {
+		p.loadOnPrimary(db, m)
 	}
 	if !plainSelect(sql) {
 		db.AddError(unenforceable(named[0].table, "a raw statement that may write runs through Find/Scan/Rows on lockable table"))
@@ -418,9 +424,12 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if db.Statement.Schema == nil && p.fromMigrator() {
 		return // the migrator reads one row of a table for its column types
 	}
+	p.loadOnPrimary(db, p.statementModel(db))
 	st := p.enter(db, "rows", true)
 	if st == nil && db.Error == nil {
-		st = p.enterJoins(db, "rows")
+		if st = p.enterJoins(db, "rows"); st != nil {
+			routeToPrimary(db)
+		}
 	}
 	if db.Error != nil {
 		return
@@ -474,6 +483,9 @@ func (p *Plugin) beforeRawRows(db *gorm.DB) {
 	named := p.namedModels(sql)
 	if len(named) == 0 || p.strict(db, "raw query") {
 		return
+	}
+	for _, m := range named {
+		p.loadOnPrimary(db, m)
 	}
 	if !plainSelect(sql) {
 		db.AddError(unenforceable(named[0].table, "a raw statement that may write runs through Rows/Row/Scan on lockable table"))

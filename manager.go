@@ -39,6 +39,7 @@ type Filter struct {
 // Acquire runs on db: inside db.Transaction the lock commits or rolls back
 // with the transaction.
 func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
@@ -65,6 +66,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	keys := []key{k}
 	got, err := p.acquireMany(db, t, keys, o, access, ttl)
 	if err != nil {
+		err = unconfirmed(err)
 		p.tel.refused(ctxOf(db), db, modeExplicit, access, k.resource, err)
 		return nil, err
 	}
@@ -119,6 +121,7 @@ func refused(k key, wanted Access, holders []Lock) error {
 // already expired (the row is removed all the same). Inside db.Transaction
 // the release commits with the save it ends.
 func (p *Plugin) Release(db *gorm.DB, target any) error {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return err
@@ -156,6 +159,7 @@ func (p *Plugin) resourceOf(db *gorm.DB, target any) string {
 // owner in the context it runs as the application (a session-expiry job);
 // with an owner of another session it needs Config.Authorize("release_all").
 func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return 0, err
@@ -174,6 +178,7 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 // earlier than now+TTL on the database clock, and returns how many it
 // renewed. Expired locks stay expired. The same owner rules as ReleaseAll.
 func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return 0, err
@@ -209,6 +214,7 @@ func (p *Plugin) checkSessionAction(db *gorm.DB, action, session string) error {
 // Holders returns the live locks on target (its writer, or its readers),
 // without their tokens. It needs no owner.
 func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
@@ -223,6 +229,7 @@ func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
 // List is the admin view of the lock table: the locks matching f, ordered
 // by resource, id and holder, never with their tokens.
 func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
@@ -246,6 +253,7 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 // with ErrForbidden unless all are allowed, and logs who released what and
 // when. It returns ErrNotLocked when nobody holds the record.
 func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return err
@@ -312,6 +320,7 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 // skipped, for the next Sweep. Expired locks are already free without it;
 // it keeps the table small.
 func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return 0, err
@@ -343,6 +352,7 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 // StartSweeper runs Sweep every interval (one minute if every <= 0) in a
 // goroutine until ctx is done, logging failures to Config.Logger.
 func (p *Plugin) StartSweeper(ctx context.Context, db *gorm.DB, every time.Duration) {
+	db = onPrimary(db)
 	if every <= 0 {
 		every = time.Minute
 	}
@@ -383,6 +393,7 @@ func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error)
 // so its timing is the index's, as for any secret key); the caller must
 // still check that the lock's owner is the one presenting it.
 func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err

@@ -167,6 +167,11 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		}
 	}
 	if !db.DryRun {
+		if db.Dialector.Name() == "postgres" {
+			if err := checkPooler(db); err != nil {
+				return err
+			}
+		}
 		if err := p.Migrate(db); err != nil {
 			return err
 		}

@@ -46,6 +46,7 @@ type Count struct {
 // lock table's rows, as List does: call it to monitor (every minute or
 // so), not on every request.
 func (p *Plugin) Stats(db *gorm.DB) (Stats, error) {
+	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
 		return Stats{}, err

@@ -279,6 +279,7 @@ func (c conn) exec(query string, args ...any) (int64, error) {
 	if err == nil {
 		n, err = res.RowsAffected()
 	}
+	err = readOnly(err)
 	tel.statementDone(ctx, span, c.db, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
@@ -304,6 +305,7 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 			err = rows.Err()
 		}
 	}
+	err = readOnly(err)
 	tel.statementDone(ctx, span, c.db, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err

@@ -134,13 +134,25 @@ func (s *postgresStore) hashTokens(c conn) error {
 	return nil
 }
 
+// generation is the SQL of a fresh generation: the sequence's next value
+// plus the server's WAL timeline in the bits above 2^40. A standby
+// promoted after a failover writes on a timeline one higher than any the
+// old primary wrote on, so what it issues is larger than anything the old
+// primary issued, even if the sequence's last values never reached it
+// (asynchronous replication). The timeline is the first eight hex digits
+// of the current WAL file's name: pg_walfile_name and pg_current_wal_lsn
+// need no privilege. docs/scaling.md.
+func (s *postgresStore) generation() string {
+	return `(nextval('` + unquote(s.seq) + `') + (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint << 40))`
+}
+
 // nextGenerations returns n fresh values of the generation sequence.
 func (s *postgresStore) nextGenerations(c conn, n int) ([]int64, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	gens := make([]int64, 0, n)
-	_, err := c.query(`SELECT nextval('`+unquote(s.seq)+`') FROM generate_series(1, $1)`, []any{n}, func(r *sql.Rows) error {
+	_, err := c.query(`SELECT `+s.generation()+` FROM generate_series(1, $1)`, []any{n}, func(r *sql.Rows) error {
 		var g int64
 		err := r.Scan(&g)
 		gens = append(gens, g)
@@ -172,7 +184,7 @@ const (
 // TTL in microseconds, resources, ids and hashes.
 func (s *postgresStore) writeGrant(returning string) string {
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
-SELECT k.resource, k.lock_id, '', 'write', ?, ?, k.token, nextval('` + unquote(s.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond'
+SELECT k.resource, k.lock_id, '', 'write', ?, ?, k.token, ` + s.generation() + `, clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond'
 FROM unnest(?::text[], ?::text[], ?::text[]) WITH ORDINALITY AS k(resource, lock_id, token, ord) ORDER BY k.ord
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
 WHERE ` + writeGrantable + `
@@ -185,7 +197,7 @@ RETURNING ` + returning
 // unnest over arrays.
 func (s *postgresStore) writeGrantOne(returning, hash string) string {
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
-VALUES (?, ?, '', 'write', ?, ?, ` + hash + `, nextval('` + unquote(s.seq) + `'), clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond')
+VALUES (?, ?, '', 'write', ?, ?, ` + hash + `, ` + s.generation() + `, clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond')
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
 WHERE ` + writeGrantable + `
 RETURNING ` + returning
@@ -486,7 +498,7 @@ func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int) string {
 	FROM (SELECT DISTINCT CAST(` + column + ` AS TEXT) COLLATE "C" AS lock_id FROM (` + keysSQL + `) q WHERE ` + column + ` IS NOT NULL) k)`
 	insert := func(which string) string {
 		return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
-	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, nextval('` + unquote(s.seq) + `'),
+	SELECT ` + arg(1) + `, k.lock_id, '', 'write', ` + arg(2) + `, ` + arg(3) + `, ` + arg(4) + `, ` + s.generation() + `,
 		clock_timestamp(), clock_timestamp() + ` + arg(5) + ` * interval '1 microsecond'
 	FROM offlinelock_keys k WHERE ` + which + ` ORDER BY k.lock_id COLLATE "C"`
 	}

@@ -1,0 +1,64 @@
+package offlinelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ErrPooler reports, from db.Use, a PostgreSQL connection through a
+// transaction-pooling proxy (PgBouncer in pool_mode=transaction) that hands
+// one server session to several client connections in turn, while the
+// client prepares named statements there: pgx's default statement cache
+// or GORM's PrepareStmt. Every statement would fail at random with 42P05
+// (prepared statement already exists). The message names the fix;
+// docs/scaling.md.
+var ErrPooler = errors.New("offlinelock: PostgreSQL is reached through a transaction-pooling proxy that cannot keep prepared statements")
+
+// poolerProbe is run on two connections of the pool held at once. Without
+// a pooler they are two server sessions, with two backend pids; behind
+// PgBouncer in transaction mode the second usually gets the session the
+// first has just given back, where pgx's statement cache has already
+// prepared the probe under its name.
+const poolerProbe = `SELECT pg_backend_pid() /* offlinelock: pooler probe */`
+
+// checkPooler fails db.Use on PostgreSQL behind a transaction pooler whose
+// client prepares named statements. It takes two connections for a moment;
+// a pool of one is not probed.
+func checkPooler(db *gorm.DB) error {
+	sqlDB, err := db.DB()
+	if err != nil || sqlDB.Stats().MaxOpenConnections == 1 {
+		return nil // not a *sql.DB (a caller's own ConnPool): nothing to probe
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	b, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	var pa, pb int
+	if err := a.QueryRowContext(ctx, poolerProbe).Scan(&pa); err != nil {
+		return err
+	}
+	err = b.QueryRowContext(ctx, poolerProbe).Scan(&pb)
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == "42P05" {
+		return fmt.Errorf("%w: pgx's statement cache prepares named statements, and two connections met the same server session (42P05); open GORM with postgres.New(postgres.Config{DSN: dsn, PreferSimpleProtocol: true}), or add default_query_exec_mode=exec to the DSN", ErrPooler)
+	}
+	if err != nil {
+		return err
+	}
+	if pa == pb && db.Config.PrepareStmt {
+		return fmt.Errorf("%w: two connections share server session %d, and gorm.Config.PrepareStmt prepares named statements there; turn PrepareStmt off", ErrPooler, pa)
+	}
+	return nil
+}
