@@ -335,6 +335,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	}
 	if db.Error != nil {
 		db.Error = readOnly(db.Error)
+		p.clusterConflict(db, st)
 		p.giveBack(db, st)
 		p.lockedByGuard(db)
 	}

@@ -3,6 +3,7 @@ package offlinelock
 import (
 	"context"
 	"database/sql"
+	mrand "math/rand/v2"
 	"strings"
 	"time"
 
@@ -204,9 +205,20 @@ func inTx(db *gorm.DB, fn func(conn) error) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		return fn(conn{db: db, ctx: ctx})
 	}
-	return db.Session(&gorm.Session{NewDB: true, Context: ctx}).Transaction(func(tx *gorm.DB) error {
-		return fn(conn{db: tx, ctx: ctx})
-	})
+	var err error
+	for i := range mysqlRetries {
+		err = db.Session(&gorm.Session{NewDB: true, Context: ctx}).Transaction(func(tx *gorm.DB) error {
+			return fn(conn{db: tx, ctx: ctx})
+		})
+		// A deadlock, or on Galera a certification failure at COMMIT
+		// (both 1213): the transaction was rolled back whole, and is
+		// the plugin's own, so it runs again.
+		if mysqlCode(err) != 1213 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(1+mrand.IntN(1<<min(i, 5))) * time.Millisecond)
+	}
+	return err
 }
 
 // inTx runs fn in c's transaction, or in a new one on c's pool.
@@ -274,10 +286,16 @@ func (c conn) exec(query string, args ...any) (int64, error) {
 	begin := time.Now()
 	tel := c.tel()
 	ctx, span := tel.statement(c.ctx, query)
-	res, err := c.db.Statement.ConnPool.ExecContext(ctx, query, args...)
 	var n int64
-	if err == nil {
-		n, err = res.RowsAffected()
+	var err error
+	for i := 0; ; i++ {
+		var res sql.Result
+		if res, err = c.db.Statement.ConnPool.ExecContext(ctx, query, args...); err == nil {
+			n, err = res.RowsAffected()
+		}
+		if !c.again(err, i) {
+			break
+		}
 	}
 	err = readOnly(err)
 	tel.statementDone(ctx, span, c.db, query, begin, n, c.failure(err))
@@ -290,6 +308,9 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 	tel := c.tel()
 	ctx, span := tel.statement(c.ctx, query)
 	rows, err := c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
+	for i := 0; c.again(err, i); i++ {
+		rows, err = c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
+	}
 	var n int64
 	if err == nil {
 		for rows.Next() {
@@ -309,6 +330,21 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 	tel.statementDone(ctx, span, c.db, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
+}
+
+// again says whether a statement that failed with err after i retries
+// runs again: a MySQL statement outside a transaction that InnoDB chose
+// as a deadlock's victim, or that lost Galera's certification at its
+// implicit COMMIT (both 1213), was rolled back whole.
+func (c conn) again(err error, i int) bool {
+	if i >= mysqlRetries || mysqlCode(err) != 1213 || c.ctx.Err() != nil {
+		return false
+	}
+	if _, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter); inTx {
+		return false
+	}
+	time.Sleep(time.Duration(1+mrand.IntN(1<<min(i, 5))) * time.Millisecond)
+	return true
 }
 
 // failure is err as the logger and the span see it: nil when it is the

@@ -48,6 +48,7 @@ type mysqlStore struct {
 	rc    sync.Map // transaction pools the store began READ COMMITTED
 
 	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
+	galera  atomic.Bool // the server is a Galera node (galera.go)
 	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
 }
 
@@ -156,6 +157,9 @@ func (s *mysqlStore) migrate(c conn) error {
 		return err
 	}
 	s.mariadb.Store(strings.Contains(strings.ToLower(version), "mariadb"))
+	if err := s.detectGalera(c); err != nil {
+		return err
+	}
 	if err := s.checkTimes(c); err != nil {
 		return err
 	}

@@ -225,3 +225,54 @@ func startPgBouncer(t *testing.T) int {
 	script(t, "pgbouncer", "start", dir, strconv.Itoa(port), "5432")
 	return port
 }
+
+// startGalera starts a 3-node MariaDB Galera cluster (scripts/galera) and
+// returns a DSN for each node.
+func startGalera(t *testing.T) []string {
+	t.Helper()
+	needTopology(t)
+	ports := append(freePorts(t, 3), galeraBases(t)...)
+	dir := topologyDir(t, "galera")
+	t.Cleanup(func() { exec.Command("scripts/galera", "stop", dir).Run() })
+	args := []string{"start", dir}
+	for _, p := range ports {
+		args = append(args, strconv.Itoa(p))
+	}
+	script(t, "galera", args...)
+	var dsns []string
+	for _, p := range ports[:3] {
+		dsns = append(dsns, fmt.Sprintf("root@tcp(127.0.0.1:%d)/test?parseTime=true", p))
+	}
+	return dsns
+}
+
+// galeraBases picks three Galera base ports g whose g+1 and g+2 (IST and
+// SST) are free too, and far from each other.
+func galeraBases(t *testing.T) []int {
+	t.Helper()
+	free := func(p int) bool {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err == nil {
+			l.Close()
+		}
+		return err == nil
+	}
+	var out []int
+	for _, p := range freePorts(t, 12) {
+		if p+2 < 65536 && free(p+1) && free(p+2) && (len(out) == 0 || abs(p-out[len(out)-1]) > 2) {
+			out = append(out, p)
+		}
+		if len(out) == 3 {
+			return out
+		}
+	}
+	t.Fatal("no free Galera ports")
+	return nil
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

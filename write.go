@@ -343,12 +343,18 @@ func (p *Plugin) fence(db *gorm.DB) {
 	if len(st.required) == 0 || st.ifChanged && db.Statement.RowsAffected == 0 && !st.folded {
 		return
 	}
-	if st.folded && db.Statement.RowsAffected > 0 {
-		return // the write's own statement found the lock valid and row-locked it until commit
+	var err error
+	if !st.folded || db.Statement.RowsAffected == 0 {
+		// (folded: the write's own statement found the lock valid and
+		// row-locked it until commit)
+		var free []key
+		_, free, err = st.t.check(direct(db), st.required, st.owner, true)
+		if err == nil && len(free) > 0 {
+			err = notLockedForWrite(st.op, free)
+		}
 	}
-	_, free, err := st.t.check(direct(db), st.required, st.owner, true)
-	if err == nil && len(free) > 0 {
-		err = notLockedForWrite(st.op, free)
+	if c, ok := st.t.(certifier); ok && err == nil {
+		err = c.certify(direct(db), st.required, st.owner.Session)
 	}
 	if err != nil && !st.ifChanged {
 		err = fmt.Errorf("%w (the lock was lost before the %s committed)", err, st.op)
