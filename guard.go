@@ -185,12 +185,21 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		if v, ok := p.guard.tables[strings.ToLower(plan.table)]; ok && v == plan.version {
 			continue
 		}
-		if err := g.guardTable(c, plan); err != nil {
+		if err := g.guardTable(c, plan); tableGone(err) {
+			continue // dropped since the plan was made: nothing to guard
+		} else if err != nil {
 			return guardInstallError("table "+plan.table, err)
 		}
 		p.guard.tables[strings.ToLower(plan.table)] = plan.version
 	}
 	return nil
+}
+
+// tableGone: err says the table does not exist (PostgreSQL 42P01, MySQL
+// 1146).
+func tableGone(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) && coded.SQLState() == "42P01" || mysqlCode(err) == 1146
 }
 
 // forgetGuards makes the next ensureGuards look at the database again: a
@@ -222,6 +231,17 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 		// transaction's statement (1213): not beside a transaction of the
 		// caller's. The next statement outside one guards the table.
 		return
+	}
+	if t, err := p.storeFor(db); err == nil {
+		if my, ok := t.(*mysqlStore); ok && my.galera.Load() {
+			// On Galera CREATE TRIGGER is replicated DDL, ordered
+			// cluster-wide, and GET_LOCK is one node's: installs raced
+			// from several nodes under load stalled every writer. The
+			// guard is installed by db.Use, InstallGuard, the CLI and
+			// DDL through GORM, never on a statement's way
+			// (docs/scaling.md).
+			return
+		}
 	}
 	p.guardTable(db, m, !inTx)
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // withPlugin registers a plugin with lock table table on db.
-func withPlugin(t *testing.T, db *gorm.DB, table string) *offlinelock.Plugin {
+func withPlugin(t testing.TB, db *gorm.DB, table string) *offlinelock.Plugin {
 	t.Helper()
 	p := offlinelock.New(offlinelock.Config{Table: table, Logger: slog.New(slog.DiscardHandler),
 		Authorize: func(context.Context, string, offlinelock.Lock) error { return nil }})

@@ -23,7 +23,7 @@ import (
 )
 
 // needTopology skips t unless topology tests are asked for.
-func needTopology(t *testing.T) {
+func needTopology(t testing.TB) {
 	t.Helper()
 	if os.Getenv("CI") != "true" && os.Getenv("OFFLINELOCK_TOPOLOGY") != "1" {
 		t.Skip("topology tests run under CI=true or OFFLINELOCK_TOPOLOGY=1")
@@ -31,7 +31,7 @@ func needTopology(t *testing.T) {
 }
 
 // freePorts returns n loopback ports nobody listens on now.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.Listener
@@ -50,7 +50,7 @@ func freePorts(t *testing.T, n int) []int {
 }
 
 // script runs one of scripts/, failing t with its output.
-func script(t *testing.T, name string, args ...string) string {
+func script(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(filepath.Join("scripts", name), args...).CombinedOutput()
 	if err != nil {
@@ -61,7 +61,7 @@ func script(t *testing.T, name string, args ...string) string {
 
 // topologyDir is a fresh directory for a topology's data, removed by the
 // script that stops it.
-func topologyDir(t *testing.T, kind string) string {
+func topologyDir(t testing.TB, kind string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "offlinelock-"+kind+"-")
 	if err != nil {
@@ -77,7 +77,7 @@ type pgPair struct {
 	primaryPort, standbyPort int
 }
 
-func startPGPair(t *testing.T) *pgPair {
+func startPGPair(t testing.TB) *pgPair {
 	t.Helper()
 	needTopology(t)
 	ports := freePorts(t, 2)
@@ -95,7 +95,7 @@ func (pp *pgPair) primaryDSN() string { return pgDSN(pp.primaryPort) }
 func (pp *pgPair) standbyDSN() string { return pgDSN(pp.standbyPort) }
 
 // open opens GORM, without the plugin, on port.
-func openPG(t *testing.T, dsn string) *gorm.DB {
+func openPG(t testing.TB, dsn string) *gorm.DB {
 	t.Helper()
 	db, err := gorm.Open(postgres.Open(dsn), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
@@ -107,7 +107,7 @@ func openPG(t *testing.T, dsn string) *gorm.DB {
 }
 
 // exec runs SQL on port with a connection of its own.
-func (pp *pgPair) exec(t *testing.T, port int, sql string) {
+func (pp *pgPair) exec(t testing.TB, port int, sql string) {
 	t.Helper()
 	db := openPG(t, pgDSN(port))
 	if err := db.Exec(sql).Error; err != nil {
@@ -119,7 +119,7 @@ func (pp *pgPair) exec(t *testing.T, port int, sql string) {
 
 // caughtUp waits until the standby has replayed everything the primary
 // wrote so far.
-func (pp *pgPair) caughtUp(t *testing.T) {
+func (pp *pgPair) caughtUp(t testing.TB) {
 	t.Helper()
 	primary, standby := openPG(t, pp.primaryDSN()), openPG(t, pp.standbyDSN())
 	var lsn string
@@ -142,7 +142,7 @@ func (pp *pgPair) caughtUp(t *testing.T) {
 	}
 }
 
-func (pp *pgPair) pauseReplay(t *testing.T) {
+func (pp *pgPair) pauseReplay(t testing.TB) {
 	pp.exec(t, pp.standbyPort, `SELECT pg_wal_replay_pause()`)
 }
 
