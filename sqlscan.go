@@ -797,3 +797,41 @@ func tableRefs(sql string, lockable func(ident string) (canonical string, ok boo
 	}
 	return out
 }
+
+// sqlFaceKinds are what CREATE makes that reaches a table's rows under
+// another name, or runs code on them later.
+var sqlFaceKinds = sqlWordSet(`VIEW MATERIALIZED RULE TRIGGER FUNCTION PROCEDURE EVENT`)
+
+// sqlFaceDDL reports a statement, in any reading of sql that lexes, that
+// gives a table another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …),
+// wherever it stands in the text, whatever comments or options (MariaDB's
+// ALGORITHM=, DEFINER=, SQL SECURITY; mysqldump's /*!50001 … */) come
+// between its words.
+func sqlFaceDDL(sql string) bool {
+	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
+		return kw == "CREATE" && sqlFaceKinds[sqlCreateKind(rest)]
+	})
+}
+
+// sqlRenameDDL reports ALTER TABLE … RENAME, RENAME TABLE, and
+// PostgreSQL's ALTER TABLE … INHERIT, in any reading of sql that lexes.
+func sqlRenameDDL(sql string) bool {
+	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
+		return kw == "RENAME" || kw == "ALTER" && sqlHasAny(rest, sqlRenameWords)
+	})
+}
+
+var sqlRenameWords = sqlWordSet(`RENAME INHERIT`)
+
+// sqlAnyStatement reports whether some statement of some trusted reading
+// of sql satisfies is (given its first keyword and the tokens after it).
+func sqlAnyStatement(sql string, is func(kw string, rest []sqlToken) bool) bool {
+	for _, p := range sqlTrusted(sqlPasses(sql)) {
+		for _, st := range p.stmts {
+			if kw, rest := sqlHead(st); is(kw, rest) {
+				return true
+			}
+		}
+	}
+	return false
+}

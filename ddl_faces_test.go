@@ -1,0 +1,92 @@
+package offlinelock_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// TestFailClosedDDLFacesInEverySpelling: DDL that gives a lockable table
+// another face (a view, rule, trigger, function) is refused however it is
+// spelt: comments before and between its words, after another statement
+// in the same text, MariaDB's view options, mysqldump's executable
+// comment. The object is not created; the same DDL over an untagged table
+// runs. Under Strict, a rename or an INHERIT of a lockable table is
+// refused too, and a rename of an untagged one runs.
+func TestFailClosedDDLFacesInEverySpelling(t *testing.T) {
+	views := []struct {
+		name, sql string
+		on        []string // databases that take the spelling; nil: all
+		want      error    // ErrUnenforceable unless set
+	}{
+		{"plain", "CREATE VIEW v_face AS SELECT * FROM accounts", nil, nil},
+		{"leading comment", "/* report */ CREATE VIEW v_face AS SELECT * FROM accounts", nil, nil},
+		{"line comment first", "-- report\nCREATE VIEW v_face AS SELECT * FROM accounts", nil, nil},
+		{"comments between the words", "CREATE /* x */ OR /* y */ REPLACE /* z */ VIEW v_face AS SELECT * FROM accounts", []string{"postgres", "mysql"}, nil},
+		{"after another statement", "SELECT 1; CREATE VIEW v_face AS SELECT * FROM accounts", []string{"postgres", "mysql"}, offlinelock.ErrStrict}, // the SELECT makes it a raw statement first
+		{"view options", "CREATE ALGORITHM=MERGE SQL SECURITY INVOKER VIEW v_face AS SELECT * FROM accounts", []string{"mysql"}, nil},
+		{"definer", "CREATE DEFINER=CURRENT_USER VIEW v_face AS SELECT * FROM accounts", []string{"mysql"}, nil},
+		{"executable comment", "/*!50001 CREATE ALGORITHM=UNDEFINED */ /*!50001 VIEW v_face AS SELECT * FROM accounts */", []string{"mysql"}, nil},
+		{"temporary", "CREATE TEMP VIEW v_face AS SELECT * FROM accounts", []string{"postgres", "sqlite"}, nil},
+	}
+	takes := func(on []string, db string) bool {
+		for _, d := range on {
+			if d == db {
+				return true
+			}
+		}
+		return on == nil
+	}
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, _ := setupModels(t, d, offlinelock.Config{Strict: true, Models: []any{&Account{}}})
+			require.NoError(t, db.Exec("DROP VIEW IF EXISTS v_face").Error)
+			viewExists := func() bool {
+				var n int
+				return db.Raw("SELECT count(*) FROM v_face").Scan(&n).Error == nil
+			}
+			for _, c := range views {
+				if !takes(c.on, d.name) {
+					continue
+				}
+				t.Run(c.name, func(t *testing.T) {
+					want := c.want
+					if want == nil {
+						want = offlinelock.ErrUnenforceable
+					}
+					err := as(db, martin).Exec(c.sql).Error
+					require.ErrorIs(t, err, want)
+					require.ErrorContains(t, err, "accounts")
+					require.False(t, viewExists(), "the view was not created")
+				})
+			}
+			t.Run("over an untagged table it runs", func(t *testing.T) {
+				require.NoError(t, as(db, martin).Exec("/* report */ CREATE VIEW v_face AS SELECT * FROM customers").Error)
+				require.True(t, viewExists())
+				require.NoError(t, db.Exec("DROP VIEW v_face").Error)
+			})
+			renames := map[string][]string{
+				"sqlite":   {"ALTER TABLE accounts RENAME TO accounts_old", "/* x */ ALTER TABLE accounts RENAME TO accounts_old"},
+				"postgres": {"ALTER TABLE accounts RENAME TO accounts_old", "ALTER TABLE customers INHERIT accounts"},
+				"mysql":    {"ALTER TABLE accounts RENAME TO accounts_old", "RENAME TABLE accounts TO accounts_old", "/*!40000 RENAME TABLE accounts TO accounts_old */"},
+			}
+			for _, sql := range renames[d.name] {
+				t.Run("strict: "+sql, func(t *testing.T) {
+					err := as(db, martin).Exec(sql).Error
+					require.ErrorIs(t, err, offlinelock.ErrStrict)
+					require.True(t, db.Migrator().HasTable("accounts"), "not renamed")
+				})
+			}
+			t.Run("strict: a rename of an untagged table runs", func(t *testing.T) {
+				require.NoError(t, as(db, martin).Exec("ALTER TABLE customers RENAME TO customers_old").Error)
+				require.NoError(t, db.Exec("ALTER TABLE customers_old RENAME TO customers").Error)
+			})
+			t.Run("under Bypass the migration runs", func(t *testing.T) {
+				require.NoError(t, admin(db).Exec("CREATE VIEW v_face AS SELECT * FROM accounts").Error)
+				require.NoError(t, db.Exec("DROP VIEW v_face").Error)
+			})
+		})
+	}
+}
