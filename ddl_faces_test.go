@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,6 +88,51 @@ func TestFailClosedDDLFacesInEverySpelling(t *testing.T) {
 				require.NoError(t, admin(db).Exec("CREATE VIEW v_face AS SELECT * FROM accounts").Error)
 				require.NoError(t, db.Exec("DROP VIEW v_face").Error)
 			})
+		})
+	}
+}
+
+// TestFailClosedDynamicSQL: SQL that no static reading can bound is
+// refused under Strict (Exec) and in raw reads while a table is locked on
+// load; the same forms over a literal the plugin can read, and plain raw
+// reads of untagged tables, run.
+func TestFailClosedDynamicSQL(t *testing.T) {
+	dynamic := map[string][]string{
+		"postgres": {
+			`SELECT query_to_xml('select * from acc' || 'ounts', true, false, '')`,
+			`SELECT table_to_xml('accounts', true, false, '')`,
+			`SELECT * FROM schema_to_xml('public', true, false, '')`,
+			"DO $$ BEGIN EXECUTE format('UPDATE %I SET credit = 0', 'acc' || 'ounts'); END $$",
+			"CREATE FUNCTION f_face() RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'UPDATE ' || quote_ident('acc' || 'ounts') || ' SET credit = 0'; END $$",
+		},
+		"mysql": {
+			"EXECUTE IMMEDIATE CONCAT('UPDATE acc', 'ounts SET credit = 0')",
+			"PREPARE s FROM @q",
+			"CREATE PROCEDURE p_face() BEGIN SET @q = CONCAT('UPDATE acc', 'ounts SET credit = 0'); PREPARE s FROM @q; EXECUTE s; END",
+		},
+	}
+	for _, d := range databases() {
+		if dynamic[d.name] == nil {
+			continue
+		}
+		t.Run(d.name, func(t *testing.T) {
+			db, _ := setupModels(t, d, offlinelock.Config{Strict: true, Models: []any{&Account{}}})
+			require.NoError(t, admin(db).Create(&Account{ID: 1, Credit: 100}).Error)
+			for _, sql := range dynamic[d.name] {
+				t.Run(sql, func(t *testing.T) {
+					err := as(db, martin).Exec(sql).Error
+					require.ErrorIs(t, err, offlinelock.ErrStrict)
+					var rows []map[string]any
+					err = as(db, martin).Raw(sql).Scan(&rows).Error
+					require.Error(t, err)
+					require.True(t, errors.Is(err, offlinelock.ErrUnenforceable) || errors.Is(err, offlinelock.ErrStrict), "%v", err)
+				})
+			}
+			var a Account
+			require.NoError(t, admin(db).First(&a, 1).Error)
+			require.Equal(t, 100, a.Credit, "nothing ran")
+			var n int
+			require.NoError(t, as(db, martin).Raw("SELECT count(*) FROM customers").Scan(&n).Error, "a raw read of an untagged table runs")
 		})
 	}
 }

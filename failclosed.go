@@ -60,6 +60,22 @@ func (p *Plugin) readsLocked(ms []*model, covered func(*model) bool) *model {
 	return nil
 }
 
+// readsDynamically refuses a raw read whose SQL no static reading can
+// bound (sqlDynamic) while some lockable table is locked on load: it may
+// read that table's rows without their locks. It reports whether it did.
+func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
+	for _, m := range p.reg.lockable() {
+		if p.resolve(m) != nil || m.locksOnLoad() {
+			if !sqlDynamic(sql) || p.bypassed(db, "raw query") {
+				return false
+			}
+			db.AddError(unenforceable(m.table, "a raw read of dynamic SQL (EXECUTE of built text, a function that reads a table named in a string) may read, without its locks, lockable table"))
+			return true
+		}
+	}
+	return false
+}
+
 // querySQL is the SQL the statement will send, built on a copy so that the
 // statement itself is built later, by GORM, as it would be without the
 // plugin; "" when it cannot name a table locked on load.

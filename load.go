@@ -81,6 +81,9 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 	sql := db.Statement.SQL.String()
 	named := p.namedModels(sql)
+	if p.readsDynamically(db, sql) {
+		return
+	}
 	if len(named) == 0 {
 		return
 	}
@@ -481,6 +484,9 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 func (p *Plugin) beforeRawRows(db *gorm.DB) {
 	sql := db.Statement.SQL.String()
 	named := p.namedModels(sql)
+	if p.readsDynamically(db, sql) {
+		return
+	}
 	if len(named) == 0 || p.strict(db, "raw query") {
 		return
 	}

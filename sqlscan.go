@@ -835,3 +835,80 @@ func sqlAnyStatement(sql string, is func(kw string, rest []sqlToken) bool) bool 
 	}
 	return false
 }
+
+// sqlDynamicFuncs read tables named in strings, or run SQL built at run
+// time: what a static reading cannot see. PostgreSQL's *_to_xml family,
+// dblink, and the query-running helpers of common extensions.
+var sqlDynamicFuncs = sqlWordSet(`QUERY_TO_XML QUERY_TO_XMLSCHEMA QUERY_TO_XML_AND_XMLSCHEMA
+	TABLE_TO_XML TABLE_TO_XMLSCHEMA TABLE_TO_XML_AND_XMLSCHEMA
+	SCHEMA_TO_XML SCHEMA_TO_XMLSCHEMA SCHEMA_TO_XML_AND_XMLSCHEMA
+	DATABASE_TO_XML DATABASE_TO_XMLSCHEMA DATABASE_TO_XML_AND_XMLSCHEMA CURSOR_TO_XML
+	DBLINK DBLINK_EXEC DBLINK_SEND_QUERY XPATH_TABLE CROSSTAB CROSSTAB2 CROSSTAB3 CROSSTAB4 CONNECTBY`)
+
+// sqlBuildsSQL are the words that run SQL text: inside a PL/pgSQL body or a
+// MySQL routine, EXECUTE and PREPARE run what they are given.
+var sqlBuildsSQL = sqlWordSet(`EXECUTE PREPARE`)
+
+// sqlDynamic reports SQL that a static reading cannot bound, in any
+// reading of it that lexes:
+//   - a call of a function of sqlDynamicFuncs;
+//   - EXECUTE IMMEDIATE, or PREPARE … FROM, of anything but one string literal;
+//   - a DO block, or a function, procedure, trigger or event being created,
+//     whose body runs EXECUTE or PREPARE.
+//
+// It is a refusal list of forms; what it does not list is read statically
+// (sqlscan's identifiers, body literals included), so a form it misses can
+// still not hide a table name written out whole.
+func sqlDynamic(sql string) bool {
+	for _, p := range sqlTrusted(sqlPasses(sql)) {
+		for _, st := range p.stmts {
+			if sqlDynamicStmt(st) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sqlDynamicStmt(st []sqlToken) bool {
+	for i, t := range st {
+		if sqlDynamicFuncs[sqlKeyword(t)] && i+1 < len(st) && sqlIsPunct(st[i+1], '(') {
+			return true
+		}
+	}
+	kw, rest := sqlHead(st)
+	switch {
+	case kw == "EXECUTE" && len(rest) > 0 && sqlKeyword(rest[0]) == "IMMEDIATE":
+		return !(len(rest) == 2 && rest[1].kind == sqlString)
+	case kw == "PREPARE":
+		for i, t := range rest {
+			if sqlKeyword(t) == "FROM" {
+				return !(len(rest) == i+2 && rest[i+1].kind == sqlString)
+			}
+		}
+		return true
+	case kw == "DO" || kw == "CREATE" && sqlBodyCreates[sqlCreateKind(rest)]:
+		return sqlBodyRunsSQL(rest)
+	}
+	return false
+}
+
+// sqlBodyRunsSQL reports EXECUTE or PREPARE among toks, or inside a string
+// literal of them (a PL/pgSQL body is one), read in every dialect.
+func sqlBodyRunsSQL(toks []sqlToken) bool {
+	for _, t := range toks {
+		if sqlBuildsSQL[sqlKeyword(t)] {
+			return true
+		}
+		if t.kind == sqlString {
+			for _, p := range sqlPasses(t.text) {
+				for _, st := range p.stmts {
+					if sqlHasAny(st, sqlBuildsSQL) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}

@@ -67,6 +67,14 @@ func (p *Plugin) strict(db *gorm.DB, op string) bool {
 	if !scanSQL(sql).rowAccess {
 		return false
 	}
+	if sqlDynamic(sql) && len(p.reg.lockable()) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
+		// SQL built at run time, or a table named in a string: it may
+		// name any lockable table, and no reading can tell which.
+		err := fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
+		p.tel.refused(ctxOf(db), db, modeImplicit, Write, "", err)
+		db.AddError(err)
+		return true
+	}
 	named := p.namedModels(sql)
 	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
 		return false
