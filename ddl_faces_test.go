@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -135,4 +137,44 @@ func TestFailClosedDynamicSQL(t *testing.T) {
 			require.NoError(t, as(db, martin).Raw("SELECT count(*) FROM customers").Scan(&n).Error, "a raw read of an untagged table runs")
 		})
 	}
+}
+
+// TestFailClosedRetargetingClauses: a clause that makes a write land on
+// another table (clause.Insert{Table}, clause.Update{Table}, a DELETE's
+// clause.From) is the write of that table: on a lockable table it is
+// refused before any hook, and the table is unchanged; on an untagged one
+// it runs.
+func TestFailClosedRetargetingClauses(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{Models: []any{&Account{}}}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, admin(db).Create(&Account{ID: 1, Name: "a", Credit: 100}).Error)
+		require.NoError(t, admin(db).Create(&Customer{ID: 1, Name: "c", Credit: 100}).Error)
+		accounts := clause.Table{Name: "accounts"}
+		m := as(db, martin)
+		cases := map[string]func() error{
+			"update": func() error {
+				return m.Model(&Customer{}).Clauses(clause.Update{Table: accounts}).Where("id = ?", 1).Update("credit", 0).Error
+			},
+			"insert": func() error {
+				return m.Clauses(clause.Insert{Table: accounts}).Create(&Customer{ID: 7, Name: "x", Credit: 7}).Error
+			},
+			"delete": func() error {
+				return m.Clauses(clause.From{Tables: []clause.Table{accounts}}).Delete(&Customer{}, 1).Error
+			},
+		}
+		for name, write := range cases {
+			t.Run(name, func(t *testing.T) {
+				require.ErrorIs(t, write(), offlinelock.ErrUnenforceable)
+				var got []Account
+				require.NoError(t, admin(db).Order("id").Find(&got).Error)
+				require.Len(t, got, 1)
+				require.Equal(t, 100, got[0].Credit)
+			})
+		}
+		t.Run("onto an untagged table it runs", func(t *testing.T) {
+			require.NoError(t, m.Model(&Customer{}).Clauses(clause.Update{Table: clause.Table{Name: "customers"}}).Where("id = ?", 1).Update("credit", 5).Error)
+			var c Customer
+			require.NoError(t, db.First(&c, 1).Error)
+			require.Equal(t, 5, c.Credit)
+		})
+	})
 }

@@ -27,6 +27,9 @@ const (
 func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		p.freshCatalog(db)
+		if p.refuseRetarget(db, op) {
+			return
+		}
 		st := p.enter(db, op, false)
 		if db.Error != nil || db.DryRun {
 			return
@@ -47,6 +50,52 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			st.fail(db, err)
 		}
 	}
+}
+
+// retargeted is the table a clause of the statement makes op write
+// instead of the statement's own: clause.Insert{Table}, clause.Update
+// {Table}, or a DELETE's clause.From; "" when none does.
+func retargeted(stmt *gorm.Statement, op string) string {
+	var name string
+	switch op {
+	case opCreate:
+		if c, ok := stmt.Clauses["INSERT"].Expression.(clause.Insert); ok {
+			name = c.Table.Name
+		}
+	case opUpdate:
+		if c, ok := stmt.Clauses["UPDATE"].Expression.(clause.Update); ok {
+			name = c.Table.Name
+		}
+	case opDelete:
+		if c, ok := stmt.Clauses["FROM"].Expression.(clause.From); ok && len(c.Tables) > 0 {
+			name = c.Tables[0].Name
+		}
+	}
+	if name == "" || name == clause.CurrentTable || strings.EqualFold(name, stmt.Table) {
+		return ""
+	}
+	return name
+}
+
+// refuseRetarget refuses, before any hook, a write whose clause makes it
+// write a lockable table other than its model's: the plugin reads keys and
+// locks from the model, so it cannot check the rows of the table the
+// statement lands on. The way is that table's own model. It reports
+// whether it refused.
+func (p *Plugin) refuseRetarget(db *gorm.DB, op string) bool {
+	if db.Error != nil || len(db.Statement.Clauses) == 0 {
+		return false
+	}
+	name := retargeted(db.Statement, op)
+	if name == "" {
+		return false
+	}
+	m := p.reg.tableModel(name)
+	if m == nil || !m.lockable || p.bypassed(db, op) {
+		return false
+	}
+	db.AddError(unenforceable(m.table, "a clause ("+op+" into another table) retargets the write to lockable table"))
+	return true
 }
 
 // checkOtherWrite checks a write to a table that is not lockable: it may
