@@ -178,3 +178,34 @@ func TestFailClosedRetargetingClauses(t *testing.T) {
 		})
 	})
 }
+
+// TestFailClosedRandomOrderWithLimit: a locking load, or a write, ordered
+// by a random expression with a LIMIT is refused (the rows checked need not
+// be the rows returned or changed), with no lock left; the same with a
+// column order runs, a column whose name contains "rand" included.
+func TestFailClosedRandomOrderWithLimit(t *testing.T) {
+	random := map[string]string{"sqlite": "random()", "postgres": "random()", "mysql": "RAND()"}
+	eachDBWithModels(t, offlinelock.Config{Models: []any{&Account{}, &Doc{}}}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		seedAccounts(t, db, 3)
+		name := db.Dialector.Name()
+		m := as(db, martin)
+		var a Account
+		require.ErrorIs(t, m.Order(random[name]).First(&a).Error, offlinelock.ErrUnenforceable)
+		require.ErrorIs(t, m.Order(random[name]).Limit(2).Find(&[]Account{}).Error, offlinelock.ErrUnenforceable)
+		locks, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+		require.NoError(t, err)
+		require.Empty(t, locks, "no lock left")
+		require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+		_, err = p.Acquire(m, &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		if name == "mysql" { // UPDATE … ORDER BY … LIMIT is MySQL's
+			err := m.Model(&Doc{}).Where("id > ?", 0).Order(random[name]).Limit(1).Update("title", "x").Error
+			require.ErrorIs(t, err, offlinelock.ErrUnenforceable)
+		}
+		var d Doc
+		require.NoError(t, db.First(&d, 1).Error)
+		require.Equal(t, "t", d.Title)
+		require.NoError(t, m.Order("id desc").First(&a).Error, "a column order runs")
+		require.NoError(t, m.Order("name").Limit(1).Find(&[]Account{}).Error)
+	})
+}

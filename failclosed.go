@@ -60,6 +60,36 @@ func (p *Plugin) readsLocked(ms []*model, covered func(*model) bool) *model {
 	return nil
 }
 
+// volatileOrder marks an ORDER BY whose order changes from one evaluation
+// to the next: random functions and fresh UUIDs. A refusal list: an ORDER
+// BY of columns is stable, and GORM builds nothing else by itself.
+var volatileOrder = regexp.MustCompile(`(?i)\b(rand|random|newid|uuid|gen_random_uuid|uuid_generate_v[14]|random_bytes|sys_guid)\s*\(`)
+
+// volatileLimit says whether the statement takes a LIMIT of rows in an
+// order that changes between evaluations (ORDER BY RAND() LIMIT 1): the
+// rows the plugin checks or locks need not be the rows the statement
+// returns or changes.
+func volatileLimit(db *gorm.DB) bool {
+	lim, ok := db.Statement.Clauses["LIMIT"].Expression.(clause.Limit)
+	if !ok || lim.Limit == nil && lim.Offset == 0 {
+		return false
+	}
+	ob, ok := db.Statement.Clauses["ORDER BY"]
+	if !ok || ob.Expression == nil {
+		return false
+	}
+	return volatileOrder.MatchString(exprSQL(db, ob.Expression))
+}
+
+// refuseVolatileLimit refuses a lockable load or write with volatileLimit.
+func refuseVolatileLimit(db *gorm.DB, st *state) bool {
+	if !volatileLimit(db) {
+		return false
+	}
+	st.fail(db, unenforceable(st.m.table, "an ORDER BY of a random or volatile expression with a LIMIT picks rows the lock cannot pin, on lockable table"))
+	return true
+}
+
 // readsDynamically refuses a raw read whose SQL no static reading can
 // bound (sqlDynamic) while some lockable table is locked on load: it may
 // read that table's rows without their locks. It reports whether it did.

@@ -55,6 +55,9 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		p.guardPreloads(db)
 		return
 	}
+	if refuseVolatileLimit(db, st) {
+		return
+	}
 	st.restore = snapshot(db.Statement.ReflectValue)
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	if !gormOnly {
@@ -444,6 +447,9 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 				db.AddError(err)
 			}
 		}
+		return
+	}
+	if refuseVolatileLimit(db, st) {
 		return
 	}
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}

@@ -38,6 +38,9 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 			p.checkOtherWrite(db, op)
 			return
 		}
+		if refuseVolatileLimit(db, st) {
+			return
+		}
 		if err := p.checkWriteShape(db, st, op); err != nil {
 			st.fail(db, err)
 			return
