@@ -209,3 +209,27 @@ func TestFailClosedRandomOrderWithLimit(t *testing.T) {
 		require.NoError(t, m.Order("name").Limit(1).Find(&[]Account{}).Error)
 	})
 }
+
+// LongNamed is lockable, with a table name longer than PostgreSQL keeps.
+type LongNamed struct {
+	ID uint `gorm:"primaryKey" lock:"exclusive_read"`
+	N  int
+}
+
+func (LongNamed) TableName() string {
+	return "long_named_records_of_an_application_that_likes_descriptive_names_a_lot"
+}
+
+// TestFailClosedTruncatedNames: PostgreSQL reads any identifier by its
+// first 63 bytes, so a longer spelling of a long lockable table's name is
+// that table, for Strict and for raw reads alike; a name that differs
+// within those bytes is another table.
+func TestFailClosedTruncatedNames(t *testing.T) {
+	db, _ := setup(t, database{"sqlite", openSQLite}, offlinelock.Config{Strict: true, Models: []any{&LongNamed{}}})
+	name := LongNamed{}.TableName()
+	other := name[:63] + "_but_longer_still"
+	err := as(db, martin).Exec("UPDATE " + other + " SET n = 1").Error
+	require.ErrorIs(t, err, offlinelock.ErrStrict)
+	err = as(db, martin).Exec("UPDATE x" + name[1:63] + " SET n = 1").Error
+	require.NotErrorIs(t, err, offlinelock.ErrStrict, "another table")
+}

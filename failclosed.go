@@ -31,8 +31,20 @@ func (p *Plugin) lockableName(ident string) (string, bool) {
 	if m := p.reg.tableModel(ident); m != nil {
 		return m.table, true
 	}
+	if len(ident) >= pgNameLen {
+		// PostgreSQL truncates identifiers to 63 bytes: any name with the
+		// same first 63 bytes is that table to it.
+		for _, m := range p.reg.lockable() {
+			if len(m.table) >= pgNameLen && strings.EqualFold(m.table[:pgNameLen], ident[:pgNameLen]) {
+				return m.table, true
+			}
+		}
+	}
 	return "", false
 }
+
+// pgNameLen is PostgreSQL's identifier length (NAMEDATALEN - 1 bytes).
+const pgNameLen = 63
 
 // namedModels are the lockable models whose tables sql names as
 // identifiers (not in literals or comments).

@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -334,7 +335,24 @@ func lexSQL(s string, d sqlDialect) (toks []sqlToken, bad bool) {
 	for l.i < len(s) {
 		l.step()
 	}
+	if d.sqlite {
+		sqliteStringNames(l.toks)
+	}
 	return l.toks, l.bad || l.exec > 0
+}
+
+// sqliteTableWords are the words after which SQLite takes a string literal
+// as a table name ("… a single-quoted string where an identifier is
+// expected").
+var sqliteTableWords = sqlWordSet(`FROM JOIN INTO UPDATE TABLE`)
+
+// sqliteStringNames makes such strings identifiers, as SQLite reads them.
+func sqliteStringNames(toks []sqlToken) {
+	for i := 1; i < len(toks); i++ {
+		if toks[i].kind == sqlString && toks[i].q == '\'' && sqliteTableWords[sqlKeyword(toks[i-1])] {
+			toks[i].kind = sqlQuoted
+		}
+	}
 }
 
 func (l *sqlLexer) at(i int) byte {
@@ -370,6 +388,8 @@ func (l *sqlLexer) step() {
 	case c == '*' && l.at(i+1) == '/' && l.exec > 0:
 		l.exec--
 		l.i += 2
+	case (c == 'U' || c == 'u') && l.d.pg && l.at(i+1) == '&' && (l.at(i+2) == '"' || l.at(i+2) == '\''):
+		l.unicodeQuoted()
 	case c == '\'':
 		l.quoted(sqlString, '\'', l.d.strBS)
 	case c == '"':
@@ -498,6 +518,68 @@ func (l *sqlLexer) quoted(kind sqlTokenKind, q byte, bs bool) {
 	l.bad = true
 	l.emit(kind, sqlUnquote(s[start:], q, bs), q)
 	l.i = len(s)
+}
+
+// unicodeQuoted lexes PostgreSQL's U&"…" identifier or U&'…' string,
+// decoding its Unicode escapes (\XXXX, \+XXXXXX, and a doubled escape
+// character), with the escape character a UESCAPE 'c' after it names.
+func (l *sqlLexer) unicodeQuoted() {
+	q := l.s[l.i+2]
+	kind := sqlQuoted
+	if q == '\'' {
+		kind = sqlString
+	}
+	l.i += 2
+	l.quoted(kind, q, false)
+	esc := byte('\\')
+	j := l.i
+	for j < len(l.s) && (l.s[j] == ' ' || l.s[j] == '\t' || l.s[j] == '\n' || l.s[j] == '\r') {
+		j++
+	}
+	if k := sqlIdentEnd(l.s, j); k == j+7 && strings.EqualFold(l.s[j:k], "UESCAPE") {
+		m := k
+		for m < len(l.s) && (l.s[m] == ' ' || l.s[m] == '\t' || l.s[m] == '\n' || l.s[m] == '\r') {
+			m++
+		}
+		if m+2 < len(l.s) && l.s[m] == '\'' && l.s[m+2] == '\'' {
+			esc, l.i = l.s[m+1], m+3
+		}
+	}
+	t := &l.toks[len(l.toks)-1]
+	t.text = sqlUnicodeUnescape(t.text, esc)
+}
+
+// sqlUnicodeUnescape decodes PostgreSQL's Unicode escapes with escape
+// character esc; a malformed escape is kept as written.
+func sqlUnicodeUnescape(s string, esc byte) string {
+	if strings.IndexByte(s, esc) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != esc {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == esc {
+			b.WriteByte(esc)
+			i++
+			continue
+		}
+		n, start := 4, i+1
+		if i+1 < len(s) && s[i+1] == '+' {
+			n, start = 6, i+2
+		}
+		if start+n <= len(s) {
+			if r, err := strconv.ParseUint(s[start:start+n], 16, 32); err == nil {
+				b.WriteRune(rune(r))
+				i = start + n - 1
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // sqlUnquote decodes the inside of a quoted token. Single-character

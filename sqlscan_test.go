@@ -118,6 +118,12 @@ func TestSQLScanMentions(t *testing.T) {
 		want []string
 	}{
 		{"/* hi */ UPDATE customers SET a = 1", customers},
+		{`UPDATE U&"cust\006fmers" SET a = 1`, customers},
+		{`SELECT * FROM 'customers'`, customers}, // SQLite takes it as a name
+		{`UPDATE 'customers' SET a = 1`, customers},
+		{`UPDATE u&"cust\+00006fmers" SET a = 1`, customers},
+		{`UPDATE U&"cust!006fmers" UESCAPE '!' SET a = 1`, customers},
+		{`DO $$ BEGIN UPDATE U&"\0063ustomers" SET a = 1; END $$`, customers},
 		{"-- x\nDELETE FROM customers", customers},
 		{"/* a /* b */ c */ DELETE FROM customers", customers},
 		{"UPDATE/**/customers SET a=1", customers},
