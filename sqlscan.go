@@ -40,6 +40,7 @@ type sqlToken struct {
 type sqlDialect struct {
 	strBS, identBS    bool
 	pg, mysql, sqlite bool
+	plainHints        bool // mysql: /*+ … */ is a comment (MariaDB), not a run of code
 }
 
 // sqlDialectsFor lists the conventions sql may be written in; those that
@@ -49,6 +50,9 @@ func sqlDialectsFor(sql string) []sqlDialect {
 		{pg: true},
 		{sqlite: true},
 		{mysql: true, strBS: true, identBS: true},
+	}
+	if strings.Contains(sql, "/*+") {
+		ds = append(ds, sqlDialect{mysql: true, strBS: true, identBS: true, plainHints: true}) // MariaDB
 	}
 	if strings.IndexByte(sql, '\\') >= 0 {
 		ds = append(ds,
@@ -469,7 +473,7 @@ func (l *sqlLexer) blockComment() {
 		if l.at(j) == 'M' && l.at(j+1) == '!' {
 			j++
 		}
-		if c := l.at(j); c == '!' || c == '+' {
+		if c := l.at(j); c == '!' || c == '+' && !l.d.plainHints {
 			for j++; j < len(s) && sqlIsDigit(s[j]); j++ { // version
 			}
 			l.exec++
@@ -494,7 +498,9 @@ func (l *sqlLexer) blockComment() {
 			j++
 		}
 	}
-	l.bad = true
+	// SQLite takes a block comment left open at the end of the text as
+	// a comment; the other servers reject the text.
+	l.bad = l.bad || !l.d.sqlite
 	l.i = len(s)
 }
 

@@ -119,7 +119,9 @@ func TestSQLScanMentions(t *testing.T) {
 	}{
 		{"/* hi */ UPDATE customers SET a = 1", customers},
 		{`UPDATE U&"cust\006fmers" SET a = 1`, customers},
-		{`SELECT * FROM 'customers'`, customers}, // SQLite takes it as a name
+		{`SELECT * FROM 'customers'`, customers},                  // SQLite takes it as a name
+		{"UPDATE customers SET a = 1 /* left open", customers},    // SQLite runs it
+		{"/*+ ' */ UPDATE customers SET a = 'x' -- '", customers}, // MariaDB: a plain comment
 		{`UPDATE 'customers' SET a = 1`, customers},
 		{`UPDATE u&"cust\+00006fmers" SET a = 1`, customers},
 		{`UPDATE U&"cust!006fmers" UESCAPE '!' SET a = 1`, customers},
