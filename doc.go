@@ -27,6 +27,14 @@
 //     itself say so, and the guard then holds no row lock for them, so
 //     fold.go's rule of when a key row is held stays the plugin's; any
 //     other write the guard admits holds the key rows until it commits.
+//   - The primary decides (primary.go, docs/scaling.md). Behind a read
+//     router (gorm.io/plugin/dbresolver), lock statements, the loads the
+//     plugin takes part in and a session's loads of lockable models are
+//     sent back to the source with the router's own setting and callback;
+//     generations carry PostgreSQL's WAL timeline, so a promoted standby
+//     never repeats one; on Galera the fence writes its key rows so that
+//     certification sees it (galera.go); behind a transaction pooler that
+//     cannot keep prepared statements db.Use fails (pooler.go).
 //   - A plugin whose Initialize failed fails closed: its callbacks refuse
 //     every statement on a lockable table with the error, whether or not
 //     the caller read it.
