@@ -182,7 +182,7 @@ const (
 	kindUUID                 // lower-case, hyphenated 8-4-4-4-12
 	kindBytes                // hex
 	kindFold                 // lower-cased: a case-insensitive collation (NOCASE, citext, *_ci)
-	kindChar                 // trailing spaces dropped: char(n) pads, and compares without them
+	kindChar                 // trailing spaces dropped: char(n) pads, and compares without them; SQLite RTRIM
 )
 
 // kindOf is the key kind of a primary or foreign key column, from the
@@ -203,6 +203,8 @@ func kindOf(f *schema.Field) keyKind {
 		return kindInt
 	case word("nocase") || word("citext") || word("_ci"):
 		return kindFold
+	case word("rtrim"): // SQLite's RTRIM collation ignores trailing spaces
+		return kindChar
 	case word("char") && !word("varchar") && !word("varying"):
 		return kindChar
 	case word("text") || word("varchar") || word("string"):

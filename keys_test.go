@@ -118,6 +118,12 @@ type FmCi struct {
 	Name string
 }
 
+// FmRtrim has a SQLite RTRIM key: "ab" and "ab  " are one row to SQLite.
+type FmRtrim struct {
+	ID   string `gorm:"primaryKey;type:text collate rtrim" lock:"exclusive_write"`
+	Name string
+}
+
 // FmCiRead is FmCi's twin locked on load.
 type FmCiRead struct {
 	ID   string `gorm:"primaryKey;type:text collate nocase" lock:"exclusive_read"`
@@ -201,7 +207,7 @@ func TestFailClosedMoreKeySpellingsTheColumnEquates(t *testing.T) {
 			var extra []any
 			switch d.name {
 			case "sqlite":
-				extra = []any{&FmCi{}, &FmCiRead{}}
+				extra = []any{&FmCi{}, &FmCiRead{}, &FmRtrim{}}
 			case "mysql":
 				extra = []any{&FmChrBin{}}
 			default:
@@ -214,6 +220,9 @@ func TestFailClosedMoreKeySpellingsTheColumnEquates(t *testing.T) {
 			if d.name == "sqlite" {
 				t.Run("COLLATE NOCASE key: ABC vs abc", func(t *testing.T) {
 					fmRunKeySpellings(t, db, p, func(id, name string) *FmCi { return &FmCi{ID: id, Name: name} }, "ABC", "abc")
+				})
+				t.Run("COLLATE RTRIM key: ab vs ab+spaces", func(t *testing.T) {
+					fmRunKeySpellings(t, db, p, func(id, name string) *FmRtrim { return &FmRtrim{ID: id, Name: name} }, "ab", "ab  ")
 				})
 				t.Run("COLLATE NOCASE key locked on load: Where(struct).Rows", func(t *testing.T) {
 					fcReset(t, db, p)
