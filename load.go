@@ -34,7 +34,7 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if isCount(db.Statement) {
 		return // a count reveals no row
 	}
-	p.loadOnPrimary(db, p.statementModel(db))
+	p.statementOnPrimary(db)
 	st := p.enter(db, "load", true)
 	if st == nil && db.Error == nil {
 		if st = p.enterJoins(db, "load"); st != nil {
@@ -430,7 +430,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if db.Statement.Schema == nil && p.fromMigrator() {
 		return // the migrator reads one row of a table for its column types
 	}
-	p.loadOnPrimary(db, p.statementModel(db))
+	p.statementOnPrimary(db)
 	st := p.enter(db, "rows", true)
 	if st == nil && db.Error == nil {
 		if st = p.enterJoins(db, "rows"); st != nil {
