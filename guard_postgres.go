@@ -3,6 +3,7 @@ package offlinelock
 import (
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -130,12 +131,43 @@ END
 $offlinelock$`)}
 }
 
-// pgDeclareWriter declares who (the identity identity.go set, or NULL) and
-// me (the writer's session in it, or NULL), read once per trigger call.
+// pgDeclareWriter declares who (the identity identity.go set, or NULL),
+// me (the writer's session in it, or NULL) and proof (what the plugin's
+// last fence in this transaction proved, pgProof, or NULL), read once per
+// trigger call.
 const pgDeclareWriter = `DECLARE
 	who text := current_setting('offlinelock.session', true);
 	me text := CASE WHEN left(who, 2) IN ('f:', 's:') THEN substr(who, 3) END;
+	proof text := nullif(current_setting('offlinelock.proof', true), '');
 `
+
+// pgProof is what a folded fence (store_postgres.go) leaves in
+// offlinelock.proof when it finds and row-locks session's Write lock of k:
+// the session, the resource (each prefixed by its length in bytes, so
+// that no two triples spell the same text) and the lock id. The row lock
+// lasts until the transaction ends, and with it the proof: a savepoint
+// rolled back takes both back. The guard's fenced branch skips the probe
+// of a write whose every row is k (pgProved).
+func pgProof(session string, k key) string {
+	return strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.resource)) + ":" + k.resource + k.id
+}
+
+// pgProved is the SQL of a trigger's test that the transition tables hold
+// rows of the proved record only: every key of every row, for every
+// record, is the proof's.
+func pgProved(records []guardRecord, rows []string) string {
+	var alts []string
+	for _, row := range rows {
+		alias := row[:len("offlinelock_")+1]
+		var differs []string
+		for _, rec := range records {
+			prefix := strconv.Itoa(len(rec.resource)) + ":" + rec.resource
+			differs = append(differs, "(octet_length(me) || ':' || me || "+sqlLiteral(prefix)+" || "+rec.key(alias)+") IS DISTINCT FROM proof")
+		}
+		alts = append(alts, "SELECT 1 FROM "+row+" "+alias+" WHERE "+strings.Join(differs, " OR "))
+	}
+	return "proof IS NOT NULL AND left(who, 2) = 'f:' AND NOT EXISTS (" + strings.Join(alts, " UNION ALL ") + ")"
+}
 
 // pgWriter is the writer's session in the guard's SQL: the identity the
 // plugin set (identity.go), or NULL.
@@ -176,7 +208,9 @@ func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
 			locked.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
 				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n")
 		}
-		return `	IF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
+		return `	IF ` + pgProved(plan.records, rows) + ` THEN
+		RETURN NULL; -- only what the plugin's fence proved (pgProof)
+	ELSIF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
 		RETURN NULL; -- no lock table, no locks
 	ELSIF left(who, 2) = 'f:' THEN
 ` + fenced.String() + `	ELSE

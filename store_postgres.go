@@ -54,8 +54,11 @@ func newPostgresStore(table, seq, catalog string) *postgresStore {
 	}
 	s.heldWrite = s.heldSQL(`holder = '' AND access = 'write'`)
 	s.heldRead = s.heldSQL(`(holder = '' AND access = 'write' OR holder = session)`)
-	s.fenceSQL = `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
-		s.eq("session") + ` AND expires_at > clock_timestamp() FOR SHARE)`
+	// The fence also leaves its proof for the guard (pgProof): set after
+	// the row is locked, outside the locking subquery, so that a row a
+	// concurrent takeover changed proves nothing.
+	s.fenceSQL = `(SELECT set_config('offlinelock.proof', ?, true) FROM (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
+		s.eq("session") + ` AND expires_at > clock_timestamp() FOR SHARE) offlinelock_fence) IS NOT NULL`
 	return s
 }
 
@@ -407,7 +410,7 @@ func (s *postgresStore) heldSQL(held string) string {
 }
 
 func (s *postgresStore) fenceCondition(k key, session string) clause.Expression {
-	return clause.Expr{SQL: s.fenceSQL, Vars: []any{k.resource, k.id, session}}
+	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(session, k), k.resource, k.id, session}}
 }
 
 // grantCTE names the WITH clause of grantPrefix.
