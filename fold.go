@@ -30,16 +30,35 @@ import (
 // to tell a missing row from a lost lock.
 
 // foldFence puts the fence of a write of one record by key (the hint
-// path) into the write's WHERE when the store can and nothing but GORM's
-// own work runs between the write and its commit, and the caller gave it
-// no WHERE of its own.
-func (p *Plugin) foldFence(db *gorm.DB, st *state, op string, k key) {
-	fs, ok := st.t.(foldStore)
-	if !ok || (op != opUpdate && op != opDelete) || callerWhere(db.Statement) || !p.chains.onlyGORMBetween(db, op) {
-		return
-	}
+// path) into the write's WHERE, when canFold says it may.
+func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
+	fs := st.t.(foldStore)
 	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{fs.fenceCondition(k, st.owner.Session)}})
 	st.folded = true
+}
+
+// canFold says whether the fence of a write of one record by key can ride
+// in the write's WHERE: the store can, the caller gave the write no WHERE
+// of its own, and nothing but GORM's own work runs between the write and
+// its commit.
+func (p *Plugin) canFold(db *gorm.DB, st *state, op string) bool {
+	_, ok := st.t.(foldStore)
+	return ok && (op == opUpdate || op == opDelete) && !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
+}
+
+// runsHooks says whether GORM runs a hook of the model's for op, before
+// or after the write (hooks are not skipped). The hint path (write.go)
+// is taken only without them, so that a write it refuses has run no code
+// of the caller's.
+func runsHooks(db *gorm.DB, op string) bool {
+	s := db.Statement.Schema
+	if s == nil || db.Statement.SkipHooks {
+		return false
+	}
+	if op == opUpdate {
+		return s.BeforeSave || s.BeforeUpdate || s.AfterUpdate || s.AfterSave
+	}
+	return s.BeforeDelete || s.AfterDelete
 }
 
 // callerWhere says whether the caller gave the write a WHERE of its own

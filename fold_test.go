@@ -44,8 +44,9 @@ func (*FoldBeforeHooked) BeforeUpdate(tx *gorm.DB) error {
 }
 
 // TestFoldedFenceIsOneStatement counts the statements of a holder's Save:
-// on PostgreSQL and SQLite the UPDATE alone, its fence inside; with an After hook or
-// another plugin's callback in the chain, the UPDATE and then the fence.
+// on PostgreSQL and SQLite the UPDATE alone, its fence inside; with
+// another plugin's callback in the chain, the UPDATE and then the fence;
+// with a hook of the model's, the check before the hook as well.
 func TestFoldedFenceIsOneStatement(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
@@ -69,8 +70,8 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 			}
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "a"}).Error }), "Save")
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Update("title", "b").Error }), "Update")
-			assert.Equal(t, int64(2), statements(func(tx *gorm.DB) error { return tx.Save(&FoldAfterHooked{ID: 1, Title: "a"}).Error }),
-				"an After hook keeps the fence after it")
+			assert.Equal(t, int64(3), statements(func(tx *gorm.DB) error { return tx.Save(&FoldAfterHooked{ID: 1, Title: "a"}).Error }),
+				"a model's hook: checked before it runs, the fence after it")
 
 			require.NoError(t, db.Callback().Update().After("gorm:update").Register("test:other_plugin", func(*gorm.DB) {}))
 			t.Cleanup(func() { db.Callback().Update().Remove("test:other_plugin") })
@@ -199,4 +200,74 @@ func TestFoldedFenceIsNotSplicedAway(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHintPathRefusedWritesRunNoHooks: a write by key of a record this
+// node remembers granting (the hint) is refused before any hook of the
+// caller's runs, when the lock was taken away behind the node's back and
+// when it never existed (granted in a transaction that rolled back).
+func TestHintPathRefusedWritesRunNoHooks(t *testing.T) {
+	writes := []struct {
+		name  string
+		write func(tx *gorm.DB) error
+	}{
+		{"Save", func(tx *gorm.DB) error { return tx.Save(&FcHooked{ID: 1, Name: "changed"}).Error }},
+		{"Model.Update", func(tx *gorm.DB) error { return tx.Model(&FcHooked{ID: 1}).Update("name", "changed").Error }},
+		{"Model.Updates", func(tx *gorm.DB) error { return tx.Model(&FcHooked{ID: 1}).Updates(FcHooked{Name: "changed"}).Error }},
+		{"Delete", func(tx *gorm.DB) error { return tx.Delete(&FcHooked{ID: 1}).Error }},
+	}
+	lose := []struct {
+		name string
+		lose func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin)
+	}{
+		{"taken behind the node's back", func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+			_, err := p.Acquire(as(db, martin), &FcHooked{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+			require.NoError(t, admin(db).Exec(`UPDATE `+p.TableName()+` SET session = ?, user_name = ? WHERE resource = ? AND lock_id = ?`,
+				david.Session, david.User, "fc_hookeds", "1").Error)
+		}},
+		{"granted in a transaction that rolled back", func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+			tx := as(db, martin).Begin()
+			require.NoError(t, tx.Error)
+			_, err := p.Acquire(tx, &FcHooked{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+			require.NoError(t, tx.Rollback().Error)
+		}},
+	}
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		fcDropCleanup(t, db, &FcHooked{})
+		require.NoError(t, admin(db).AutoMigrate(&FcHooked{}))
+		counted := func(o offlinelock.Owner) (*gorm.DB, *fcHookCounter) {
+			c := &fcHookCounter{}
+			return db.WithContext(context.WithValue(offlinelock.WithOwner(context.Background(), o), fcHooksKey{}, c)), c
+		}
+		for _, l := range lose {
+			for _, w := range writes {
+				t.Run(l.name+"/"+w.name, func(t *testing.T) {
+					fcReset(t, db, p)
+					require.NoError(t, admin(db).Where("1 = 1").Delete(&FcHooked{}).Error)
+					require.NoError(t, admin(db).Create(&FcHooked{ID: 1, Name: "orig"}).Error)
+					l.lose(t, db, p)
+					tx, c := counted(martin)
+					err := fcSafe(t, func() error { return w.write(tx) })
+					assert.True(t, fcRefused(err), "martin's write of a lock he lost: %v", err)
+					assert.Zero(t, c.n.Load(), "hooks ran for a refused write")
+					var got []FcHooked
+					require.NoError(t, admin(db).Find(&got).Error)
+					assert.Equal(t, []FcHooked{{ID: 1, Name: "orig"}}, got)
+
+					// The holder's own write, on the same path: hooks run, the row changes.
+					fcReset(t, db, p)
+					_, err = p.Acquire(as(db, martin), &FcHooked{ID: 1}, offlinelock.Write)
+					require.NoError(t, err)
+					tx, c = counted(martin)
+					require.NoError(t, w.write(tx))
+					assert.NotZero(t, c.n.Load(), "the holder's hooks")
+					got = nil
+					require.NoError(t, admin(db).Find(&got).Error)
+					assert.NotEqual(t, []FcHooked{{ID: 1, Name: "orig"}}, got)
+				})
+			}
+		}
+	})
 }

@@ -166,15 +166,18 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op string) error {
 	for i, r := range rows {
 		keys[i] = r.k
 	}
-	if byKey && len(keys) == 1 && op != opCreate && p.hints.fresh(st.owner.Session, keys[0], time.Second) {
+	if byKey && len(keys) == 1 && len(st.required) == 0 && (op == opUpdate || op == opDelete) && !runsHooks(db, op) &&
+		p.hints.fresh(st.owner.Session, keys[0], time.Second) {
 		// One row by its key (Save, Update, Delete of a loaded record) whose
-		// Write lock this node granted to the session: checked once, by the
-		// fence, if the write changed it. It saves a round trip on the
-		// commonest write; anyone else is checked here, before the hooks.
-		st.ifChanged = len(st.required) == 0 // no cascaded rows checked before
+		// Write lock this node granted to the session, and no hook of the
+		// model's to run: checked once, by the fence (folded into the write
+		// where it can be), if the write changed it. It saves a round trip
+		// on the commonest write, and a refused one has run no code of the
+		// caller's. Anyone else is checked here, before the hooks.
+		st.ifChanged = true
 		st.required = append(st.required, keys...)
-		if st.ifChanged {
-			p.foldFence(db, st, op, keys[0])
+		if p.canFold(db, st, op) {
+			p.foldFence(db, st, keys[0])
 		}
 		return nil
 	}
