@@ -23,6 +23,7 @@ import (
 //	Raw:    offlinelock:before_raw    Config.Strict: refuse Exec naming a lockable table
 //	Create, Update, Delete:
 //	        offlinelock:before_<op>   check the Write locks of the rows it touches (after begin)
+//	        offlinelock:rekey_<op>    check again if hooks changed the keys (rekey.go)
 //	        offlinelock:fence_<op>    check them again, row-locked, just before commit
 //	        offlinelock:end_<op>      commit a transaction the plugin began
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
@@ -43,12 +44,15 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{"offlinelock:before_raw", cb.Raw().Before("gorm:raw"), p.beforeRaw},
 		{"offlinelock:end_raw", cb.Raw().After("gorm:raw"), p.afterRaw},
 		{"offlinelock:before_create", cb.Create().After("gorm:begin_transaction").Before("gorm:before_create"), p.beforeWrite(opCreate)},
+		{"offlinelock:rekey_create", cb.Create().After("gorm:save_before_associations").Before("gorm:create"), p.rekey(opCreate)},
 		{"offlinelock:fence_create", cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction"), p.fence},
 		{"offlinelock:end_create", cb.Create().After("*"), p.endStatement},
 		{"offlinelock:before_update", cb.Update().After("gorm:setup_reflect_value").Before("gorm:before_update"), p.beforeWrite(opUpdate)},
+		{"offlinelock:rekey_update", cb.Update().After("gorm:save_before_associations").Before("gorm:update"), p.rekey(opUpdate)},
 		{"offlinelock:fence_update", cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction"), p.fence},
 		{"offlinelock:end_update", cb.Update().After("*"), p.endStatement},
 		{"offlinelock:before_delete", cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete"), p.beforeWrite(opDelete)},
+		{"offlinelock:rekey_delete", cb.Delete().After("gorm:before_delete").Before("gorm:delete"), p.rekey(opDelete)},
 		{"offlinelock:fence_delete", cb.Delete().After("gorm:after_delete").Before("gorm:commit_or_rollback_transaction"), p.fence},
 		{"offlinelock:end_delete", cb.Delete().After("*"), p.endStatement},
 	} {
@@ -112,6 +116,8 @@ type state struct {
 	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool           // writes: required only if the write changed a row
 	folded      bool           // writes: the fence is in the write's own WHERE (fold.go)
+	rekey       bool           // writes: check again if keysRead changed (rekey.go)
+	keysRead    string         // writes: the keys and links the check read
 	fenceFailed bool           // writes: refused at the fence, counted as such
 	detached    bool           // a load that locked outside any transaction
 	raw         bool           // loads: Raw SQL, whose rows can only be seen once read

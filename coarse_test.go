@@ -422,6 +422,17 @@ var fcMoves = []fcMove{
 		line.OrderID = 8
 		return tx.Save(&line).Error
 	}, fcLineMoved},
+	{"Save after assigning the belongs-to Order", func(tx *gorm.DB) error {
+		var line LineItem
+		if err := admin(tx).First(&line, 70000).Error; err != nil {
+			return err
+		}
+		line.Order = &Order{ID: 8} // GORM saves it first and copies its key into OrderID
+		return tx.Save(&line).Error
+	}, fcLineMoved},
+	{"Save(&[]LineItem) with the belongs-to Order assigned", func(tx *gorm.DB) error {
+		return tx.Save(&[]LineItem{{ID: 70000, OrderID: 7, Order: &Order{ID: 8}, Qty: 1}}).Error
+	}, fcLineMoved},
 	{"Save(&[]LineItem{existing, moved})", func(tx *gorm.DB) error {
 		return tx.Save(&[]LineItem{{ID: 70000, OrderID: 8, Qty: 1}}).Error
 	}, fcLineMoved},

@@ -47,11 +47,10 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 		}
 		if st.m.root != nil {
 			p.checkMemberWrite(db, st, op)
-			return
-		}
-		if err := p.checkRowsWritten(db, st, op); err != nil {
+		} else if err := p.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
 		}
+		p.noteKeys(db, st, op)
 	}
 }
 
