@@ -583,3 +583,64 @@ func TestRootCyclesAreReported(t *testing.T) {
 	require.ErrorIs(t, err, offlinelock.ErrInvalid)
 	assert.Contains(t, err.Error(), "loops back")
 }
+
+// CjReport is untagged and has a member (a line of an order) as its
+// belongs-to association.
+type CjReport struct {
+	ID         uint `gorm:"primaryKey"`
+	LineItemID uint
+	LineItem   LineItem
+}
+
+// TestFailClosedJoinedMemberIsRefused: a Joins by association that fills
+// an aggregate member from a model that is not its own reads the member
+// without its root's lock: refused, the destination untouched, no lock
+// taken. Preload, which loads the member through its own model, locks the
+// root.
+func TestFailClosedJoinedMemberIsRefused(t *testing.T) {
+	eachDBWithAggregates(t, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		fcDropCleanup(t, db, &CjReport{})
+		require.NoError(t, admin(db).AutoMigrate(&CjReport{}))
+		seedOrder(t, db, 7, 1)
+		require.NoError(t, admin(db).Create(&CjReport{ID: 1, LineItemID: 70000}).Error)
+		_, err := p.Acquire(as(db, david), &Order{ID: 7}, offlinelock.Write)
+		require.NoError(t, err)
+		loads := []struct {
+			name string
+			load func(tx *gorm.DB, dst *[]CjReport) error
+		}{
+			{"Joins.Find", func(tx *gorm.DB, dst *[]CjReport) error { return tx.Joins("LineItem").Find(dst).Error }},
+			{"InnerJoins.Find", func(tx *gorm.DB, dst *[]CjReport) error { return tx.InnerJoins("LineItem").Find(dst).Error }},
+			{"Joins.Where.First", func(tx *gorm.DB, dst *[]CjReport) error {
+				return tx.Joins("LineItem").Where("cj_reports.id = ?", 1).Limit(1).Find(dst).Error
+			}},
+			{"Joins.Rows", func(tx *gorm.DB, dst *[]CjReport) error {
+				rows, err := tx.Model(&CjReport{}).Joins("LineItem").Rows()
+				if err == nil {
+					rows.Close()
+				}
+				return err
+			}},
+		}
+		for _, l := range loads {
+			for _, who := range []*gorm.DB{as(db, martin), db} {
+				var got []CjReport
+				err := fcSafe(t, func() error { return l.load(who, &got) })
+				assert.True(t, fcUnenforceable(err), "%s: got %v", l.name, err)
+				assert.Empty(t, got, l.name)
+			}
+		}
+		locks, err := p.List(db, offlinelock.Filter{Session: martin.Session})
+		require.NoError(t, err)
+		assert.Empty(t, locks, "a refused load took a lock")
+
+		var got []CjReport
+		require.ErrorIs(t, as(db, martin).Preload("LineItem").Find(&got).Error, offlinelock.ErrLocked, "Preload meets david's lock")
+		fcReset(t, db, p)
+		got = nil
+		require.NoError(t, as(db, martin).Preload("LineItem").Find(&got).Error)
+		require.Len(t, got, 1)
+		assert.Equal(t, uint(7), got[0].LineItem.OrderID)
+		assert.True(t, fcHolds(t, db, p, &Order{ID: 7}, martin, offlinelock.Write), "Preload locked the root")
+	})
+}

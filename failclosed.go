@@ -122,7 +122,7 @@ func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
 // statement itself is built later, by GORM, as it would be without the
 // plugin; "" when it cannot name a table locked on load.
 func (p *Plugin) querySQL(db *gorm.DB) string {
-	if !p.mayNameLocked(db.Statement) {
+	if !p.mayNameLocked(db.Statement) && !p.joinsMember(db) { // a Joins names its association, not its table
 		return ""
 	}
 	if db.Statement.SQL.Len() > 0 {
@@ -162,6 +162,9 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 	})
 	if bad == nil || p.fromMigrator() {
 		return nil
+	}
+	if bad.root != nil && p.joinsMember(db) {
+		return unenforceable(bad.table, "a Joins of an aggregate member would read it without its root's lock (Preload loads members through their own model, which locks the root), lockable table")
 	}
 	return unenforceable(bad.table, "the statement reads, beyond the rows the plugin locks (a raw JOIN, a self-join, a subquery, a joined member), lockable table")
 }

@@ -44,7 +44,8 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
-	gormOnly := generated(db.Statement) // no SQL text of the caller's: reads only what the plugin locks
+	// no SQL text of the caller's, and no joined member: reads only what the plugin locks
+	gormOnly := generated(db.Statement) && !p.joinsMember(db)
 	if st == nil {
 		if !gormOnly {
 			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
@@ -440,7 +441,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if db.Error != nil {
 		return
 	}
-	gormOnly := generated(db.Statement)
+	gormOnly := generated(db.Statement) && !p.joinsMember(db)
 	if st == nil {
 		if !gormOnly {
 			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {

@@ -65,6 +65,31 @@ func (p *Plugin) lockableJoins(db *gorm.DB) []joinPath {
 	return out
 }
 
+// joinsMember says whether a Joins path of the statement fills a struct of
+// an aggregate member: the plugin locks the roots of members it loads
+// through their own model only, so such a load's SQL is checked as if the
+// caller had written it (checkReadsOf refuses it when the member's root is
+// locked on load).
+func (p *Plugin) joinsMember(db *gorm.DB) bool {
+	stmt := db.Statement
+	if stmt.Schema == nil {
+		return false
+	}
+	for _, j := range stmt.Joins {
+		cur := stmt.Schema
+		for _, seg := range strings.Split(j.Name, ".") {
+			rel, ok := cur.Relationships.Relations[seg]
+			if !ok || rel.FieldSchema == nil {
+				break
+			}
+			if cur = rel.FieldSchema; p.reg.modelOf(cur, db.NamingStrategy).root != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // locksRows says whether the statement's own rows are locked on load (its
 // model may be there only for the lockable models it joins).
 func locksRows(m *model) bool { return m.lockable && m.root == nil && m.locksOnLoad() }
