@@ -403,6 +403,21 @@ var fcMoves = []fcMove{
 		line := LineItem{ID: 70000, OrderID: 7, Qty: 1}
 		return tx.Model(&line).Update("order_id", "08").Error
 	}, fcLineMoved},
+	{`Model(&line).Update("ORDER_ID", 8): the link in another spelling`, func(tx *gorm.DB) error {
+		return tx.Model(&LineItem{ID: 70000}).Update("ORDER_ID", 8).Error
+	}, fcLineMoved},
+	{`Model(&line).Updates(map{"Order_Id": 8})`, func(tx *gorm.DB) error {
+		return tx.Model(&LineItem{ID: 70000}).Updates(map[string]any{"Order_Id": 8}).Error
+	}, fcLineMoved},
+	{`Model(&line).UpdateColumn("order_ID", 8)`, func(tx *gorm.DB) error {
+		return tx.Model(&LineItem{ID: 70000}).UpdateColumn("order_ID", 8).Error
+	}, fcLineMoved},
+	{`Where.Update("ORDER_ID", 8)`, func(tx *gorm.DB) error {
+		return tx.Model(&LineItem{}).Where("id = ?", 70000).Update("ORDER_ID", 8).Error
+	}, fcLineMoved},
+	{`Select("ORDER_ID").Updates`, func(tx *gorm.DB) error {
+		return tx.Model(&LineItem{ID: 70000}).Select("ORDER_ID").Updates(LineItem{OrderID: 8}).Error
+	}, fcLineMoved},
 	{"Model(&line).UpdateColumn", func(tx *gorm.DB) error {
 		line := LineItem{ID: 70000, OrderID: 7, Qty: 1}
 		return tx.Model(&line).UpdateColumn("order_id", 8).Error

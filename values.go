@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
+	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
@@ -115,7 +117,7 @@ func valueRows(db *gorm.DB, v reflect.Value, cols []*schema.Field) (rows [][]any
 				known = false
 				return
 			}
-			row, ok = mapValues(e, cols)
+			row, ok = mapValues(db.Statement.Schema, e, cols)
 		case reflect.Slice, reflect.Array:
 			if !top {
 				known = false
@@ -167,7 +169,7 @@ func structValues(db *gorm.DB, e reflect.Value, cols []*schema.Field) ([]any, bo
 }
 
 // mapValues reads cols from a map of column (or field) names to values.
-func mapValues(e reflect.Value, cols []*schema.Field) ([]any, bool) {
+func mapValues(s *schema.Schema, e reflect.Value, cols []*schema.Field) ([]any, bool) {
 	row := make([]any, len(cols))
 	for i, c := range cols {
 		var v reflect.Value
@@ -175,6 +177,9 @@ func mapValues(e reflect.Value, cols []*schema.Field) ([]any, bool) {
 			if v = e.MapIndex(reflect.ValueOf(name).Convert(e.Type().Key())); v.IsValid() {
 				break
 			}
+		}
+		if !v.IsValid() {
+			v = mapValueOf(s, e, c)
 		}
 		for v.IsValid() && v.Kind() == reflect.Interface {
 			v = v.Elem()
@@ -185,6 +190,39 @@ func mapValues(e reflect.Value, cols []*schema.Field) ([]any, bool) {
 		row[i] = v.Interface()
 	}
 	return row, true
+}
+
+// mapValueOf is the value of the first key of map e, in key order, that
+// names field c in another spelling (mapKeysNaming).
+func mapValueOf(s *schema.Schema, e reflect.Value, c *schema.Field) reflect.Value {
+	if keys := mapKeysNaming(s, e, c); len(keys) > 0 {
+		return e.MapIndex(keys[0])
+	}
+	return reflect.Value{}
+}
+
+// mapKeysNaming are the keys of map e that name field c as GORM or the
+// database reads a column name: exactly, in another letter case (SQLite
+// and MySQL compare column names so), or through the naming strategy
+// (GORM maps "ORDER_ID" and "OrderId" to order_id), sorted.
+func mapKeysNaming(s *schema.Schema, e reflect.Value, c *schema.Field) []reflect.Value {
+	var out []reflect.Value
+	for _, k := range e.MapKeys() {
+		if namesField(s, k.String(), c) {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// namesField says whether a column name given to GORM (a map key, a SET
+// column, an Update's name) writes field f.
+func namesField(s *schema.Schema, name string, f *schema.Field) bool {
+	if name == f.DBName || name == f.Name || strings.EqualFold(name, f.DBName) || strings.EqualFold(name, f.Name) {
+		return true
+	}
+	return s != nil && s.LookUpField(name) == f
 }
 
 // keyOf is the lock key of m's row whose key column values are vals, in

@@ -523,9 +523,27 @@ func nextLinks(db *gorm.DB, m *model, op string) ([]any, error) {
 	for _, r := range rows {
 		links = append(links, r[0])
 	}
+	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); op != opCreate && dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
+		// Every key that names the link, in any spelling: GORM writes
+		// them all, and the last one wins. A NULL or zero link belongs to
+		// no root: the member leaves its old one, which is checked anyway.
+		for _, k := range mapKeysNaming(stmt.Schema, dest, m.root.field) {
+			v := dest.MapIndex(k)
+			for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) {
+				if v.IsNil() {
+					v = reflect.Value{}
+				} else {
+					v = v.Elem()
+				}
+			}
+			if v.IsValid() && !v.IsZero() {
+				links = append(links, v.Interface())
+			}
+		}
+	}
 	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
 		for _, a := range set {
-			if a.Column.Name == m.root.field.DBName || a.Column.Name == m.root.field.Name {
+			if namesField(stmt.Schema, a.Column.Name, m.root.field) {
 				links = append(links, a.Value)
 			}
 		}
@@ -568,7 +586,7 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 	}
 	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok && len(m.pk) == 1 {
 		for _, a := range set {
-			if a.Column.Name == m.pk[0].DBName || a.Column.Name == m.pk[0].Name {
+			if namesField(stmt.Schema, a.Column.Name, m.pk[0]) {
 				vals = append(vals, []any{a.Value})
 			}
 		}
