@@ -240,6 +240,18 @@ func canonical(k keyKind, v any) (string, error) {
 	return textKey(v), nil
 }
 
+// isNumber says whether v reaches the database as a number (or a
+// boolean, which MySQL takes as 0 or 1).
+func isNumber(v any) bool {
+	switch reflect.ValueOf(driverValue(v)).Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Bool:
+		return true
+	}
+	return false
+}
+
 // textKey is keyText for a text column: bytes are its text, as the
 // database compares them (MySQL's driver reads text in a binary collation
 // as []byte), not hex.

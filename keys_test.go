@@ -7,6 +7,7 @@ package offlinelock_test
 // keys never share a lock: keys_fuzz_internal_test.go.
 
 import (
+	"sort"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -328,5 +329,186 @@ func TestFailClosedMySQLKeyCollations(t *testing.T) {
 		var all []MyNoPad
 		require.NoError(t, admin(db).Order("id").Find(&all).Error)
 		assert.Equal(t, []MyNoPad{{ID: "ABC", Name: "david's"}, {ID: "abc", Name: "martin's"}, {ID: "abc ", Name: "orig"}}, all)
+	})
+}
+
+// KnNum has a text key locked on load: MySQL compares it with a number
+// numerically ('7up' = 7, 'abc' = 0), the others as text.
+type KnNum struct {
+	ID   string `gorm:"primaryKey;size:32" lock:"exclusive_read"`
+	Name string
+}
+
+// TestFailClosedNumberAgainstATextKey: a load or a write by a number on a
+// text key locks and checks exactly the rows the server matches, on every
+// database, and leaves no lock on a key no row has.
+func TestFailClosedNumberAgainstATextKey(t *testing.T) {
+	ids := []string{"07", "7", "7up", "abc"}
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		fcDropCleanup(t, db, &KnNum{})
+		require.NoError(t, admin(db).AutoMigrate(&KnNum{}))
+		if db.Dialector.Name() == "mysql" { // a binary key, which the plugin accepts (TestFailClosedMySQLKeyCollations)
+			require.NoError(t, admin(db).Exec("ALTER TABLE kn_nums MODIFY id varchar(32) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin").Error)
+		}
+		reset := func() {
+			fcReset(t, db, p)
+			require.NoError(t, admin(db).Where("1 = 1").Delete(&KnNum{}).Error)
+			for _, id := range ids {
+				require.NoError(t, admin(db).Create(&KnNum{ID: id, Name: "orig"}).Error)
+			}
+		}
+		heldBy := func(o offlinelock.Owner) []string {
+			locks, err := p.List(db, offlinelock.Filter{Session: o.Session, Resource: "kn_nums"})
+			require.NoError(t, err)
+			out := []string{}
+			for _, l := range locks {
+				out = append(out, l.ID)
+			}
+			sort.Strings(out)
+			return out
+		}
+		loads := []struct {
+			name string
+			load func(tx *gorm.DB, dst *[]KnNum) error
+		}{
+			{"Find(&xs, 7)", func(tx *gorm.DB, dst *[]KnNum) error { return tx.Order("id").Find(dst, 7).Error }},
+			{"Find(&xs, []int{0, 7})", func(tx *gorm.DB, dst *[]KnNum) error { return tx.Order("id").Find(dst, []int{0, 7}).Error }},
+			{"Where(id = ?, 7.0).Find", func(tx *gorm.DB, dst *[]KnNum) error {
+				return tx.Order("id").Where(map[string]any{"id": 7.0}).Find(dst).Error
+			}},
+			{"First(&x, 7)", func(tx *gorm.DB, dst *[]KnNum) error {
+				var x KnNum
+				err := tx.First(&x, 7).Error
+				if err == nil {
+					*dst = append(*dst, x)
+				}
+				return err
+			}},
+		}
+		for _, l := range loads {
+			t.Run(l.name, func(t *testing.T) {
+				reset()
+				var got []KnNum
+				err := fcSafe(t, func() error { return l.load(as(db, martin), &got) })
+				returned := []string{}
+				for _, x := range got {
+					returned = append(returned, x.ID)
+				}
+				sort.Strings(returned)
+				if err != nil {
+					assert.Empty(t, heldBy(martin), "a failed load left locks: %v", err)
+				} else {
+					assert.Equal(t, returned, heldBy(martin), "the locks are exactly the rows returned")
+				}
+
+				reset()
+				_, err = p.Acquire(as(db, david), &KnNum{ID: "7up"}, offlinelock.Write)
+				require.NoError(t, err)
+				got = nil
+				err = fcSafe(t, func() error { return l.load(as(db, martin), &got) })
+				for _, x := range got {
+					assert.NotEqual(t, "7up", x.ID, "martin read david's 7up")
+				}
+				if err != nil {
+					assert.Empty(t, heldBy(martin), "a refused load left locks: %v", err)
+				}
+			})
+		}
+		t.Run("Delete(&KnNum{}, 7)", func(t *testing.T) {
+			reset()
+			_, err := p.Acquire(as(db, martin), &KnNum{ID: "7"}, offlinelock.Write)
+			require.NoError(t, err)
+			_, err = p.Acquire(as(db, david), &KnNum{ID: "7up"}, offlinelock.Write)
+			require.NoError(t, err)
+			err = fcSafe(t, func() error { return as(db, martin).Delete(&KnNum{}, 7).Error })
+			var left []KnNum
+			require.NoError(t, admin(db).Order("id").Find(&left).Error)
+			have := map[string]bool{}
+			for _, x := range left {
+				have[x.ID] = true
+			}
+			assert.True(t, have["7up"], "martin's delete removed david's 7up")
+			assert.True(t, have["07"], "martin's delete removed 07, which he does not hold")
+			if err == nil {
+				assert.False(t, have["7"], "the delete succeeded but left 7")
+			}
+		})
+	})
+}
+
+// PgIcuCi has a key in a nondeterministic ICU collation, which takes
+// "abc" and "ABC" as one row by ICU's rules.
+type PgIcuCi struct {
+	ID   string `gorm:"primaryKey;type:text COLLATE ol_test_ci" lock:"exclusive_write"`
+	Name string
+}
+
+// PgCitext declares its citext key: letter case folded, as the lock
+// table spells it.
+type PgCitext struct {
+	ID   string `gorm:"primaryKey;type:citext" lock:"exclusive_write"`
+	Name string
+}
+
+// PgCitextUndeclared is a citext column its model declares as text.
+type PgCitextUndeclared struct {
+	ID   string `gorm:"primaryKey;type:text" lock:"exclusive_write"`
+	Name string
+}
+
+// TestFailClosedPostgresInexactKeys (PostgreSQL): a key in a
+// nondeterministic collation, or a citext key the model declares as
+// text, is refused for every statement and Acquire; a declared citext key
+// is one record in every letter case.
+func TestFailClosedPostgresInexactKeys(t *testing.T) {
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{})
+	require.NoError(t, admin(db).Exec(`CREATE EXTENSION IF NOT EXISTS citext`).Error)
+	require.NoError(t, admin(db).Exec(`DO $$ BEGIN CREATE COLLATION ol_test_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+		EXCEPTION WHEN duplicate_object THEN NULL; END $$`).Error)
+	fcDropCleanup(t, db, &PgIcuCi{}, &PgCitext{}, &PgCitextUndeclared{})
+	require.NoError(t, admin(db).AutoMigrate(&PgIcuCi{}, &PgCitext{}, &PgCitextUndeclared{}))
+	require.NoError(t, admin(db).Exec(`ALTER TABLE pg_citext_undeclareds ALTER COLUMN id TYPE citext`).Error)
+	require.NoError(t, admin(db).Create(&PgIcuCi{ID: "abc", Name: "orig"}).Error)
+	require.NoError(t, admin(db).Create(&PgCitextUndeclared{ID: "abc", Name: "orig"}).Error)
+	for _, c := range []struct {
+		name, want string
+		write      func(tx *gorm.DB) error
+	}{
+		{"ICU: Acquire", `nondeterministic collation "ol_test_ci"`, func(tx *gorm.DB) error {
+			_, err := p.Acquire(tx, &PgIcuCi{ID: "abc"}, offlinelock.Write)
+			return err
+		}},
+		{"ICU: Model(ABC).Update", `nondeterministic collation "ol_test_ci"`, func(tx *gorm.DB) error {
+			return tx.Model(&PgIcuCi{ID: "ABC"}).Update("name", "hijack").Error
+		}},
+		{"citext declared as text: Acquire", "is citext", func(tx *gorm.DB) error {
+			_, err := p.Acquire(tx, &PgCitextUndeclared{ID: "abc"}, offlinelock.Write)
+			return err
+		}},
+		{"citext declared as text: Model(ABC).Update", "is citext", func(tx *gorm.DB) error {
+			return tx.Model(&PgCitextUndeclared{ID: "ABC"}).Update("name", "hijack").Error
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := fcSafe(t, func() error { return c.write(as(db, martin)) })
+			require.ErrorIs(t, err, offlinelock.ErrInvalid)
+			assert.Contains(t, err.Error(), c.want)
+			var icu []PgIcuCi
+			require.NoError(t, admin(db).Find(&icu).Error)
+			assert.Equal(t, []PgIcuCi{{ID: "abc", Name: "orig"}}, icu)
+			var ct []PgCitextUndeclared
+			require.NoError(t, admin(db).Find(&ct).Error)
+			assert.Equal(t, []PgCitextUndeclared{{ID: "abc", Name: "orig"}}, ct)
+		})
+	}
+	t.Run("declared citext: one record in every case", func(t *testing.T) {
+		require.NoError(t, admin(db).Create(&PgCitext{ID: "abc", Name: "orig"}).Error)
+		_, err := p.Acquire(as(db, martin), &PgCitext{ID: "abc"}, offlinelock.Write)
+		require.NoError(t, err)
+		require.ErrorIs(t, as(db, david).Model(&PgCitext{ID: "ABC"}).Update("name", "hijack").Error, offlinelock.ErrLocked)
+		require.NoError(t, as(db, martin).Model(&PgCitext{ID: "ABC"}).Update("name", "martin's").Error)
+		var all []PgCitext
+		require.NoError(t, admin(db).Find(&all).Error)
+		assert.Equal(t, []PgCitext{{ID: "abc", Name: "martin's"}}, all)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -25,7 +26,8 @@ type postgresStore struct {
 	// grantPrefixes[n] is grantPrefix's SQL after n arguments, bound once
 	// for the commonest n (a First by key has 2: the key and LIMIT).
 	grantPrefixes [8]string
-	sweepSQL      string // one batch of sweep, bound, built once
+	sweepSQL      string   // one batch of sweep, bound, built once
+	keysOK        sync.Map // tables whose key columns checkKeyColumns passed
 }
 
 var (

@@ -202,7 +202,10 @@ func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
 	}
 	keys := make([]key, 0, len(values))
 	for _, v := range values {
-		if !plainValue(v) {
+		if !plainValue(v) || m.kinds[0] != kindInt && isNumber(v) {
+			// A number against a text key: MySQL compares them as numbers
+			// ('7up' = 7, 'abc' = 0), so the rows it matches are not the
+			// key's spelling; the general path reads the keys it matches.
 			return nil, false
 		}
 		id, err := canonical(m.kinds[0], v)
