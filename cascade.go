@@ -155,7 +155,7 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
 	}
 	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
-		err = notLockedForWrite("delete (cascaded)", free)
+		err = p.notLocked(db, st, "delete (cascaded)", free)
 	}
 	if err != nil {
 		return err

@@ -21,6 +21,13 @@ var (
 	// or tries to release: nobody holds it, or its lock has expired.
 	ErrNotLocked = errors.New("offlinelock: not locked by this session")
 
+	// ErrExpired reports a write by a session whose own lock on the record
+	// has expired: errors.Is(err, ErrNotLocked) is true as well. The error
+	// is an *ExpiredError; use errors.As to learn when the lock expired
+	// ("your lock expired at 10:30"). Take the lock again with Acquire, and
+	// reload the record: another session may have changed it meanwhile.
+	ErrExpired = errors.New("offlinelock: the session's lock has expired")
+
 	// ErrNoOwner reports a call that needs an owner and found none in the
 	// statement's context. Set one with db.WithContext(WithOwner(ctx, o)).
 	ErrNoOwner = errors.New("offlinelock: no owner in context")
@@ -132,6 +139,27 @@ func (e *LockedError) Error() string {
 
 // Is makes errors.Is(err, ErrLocked) true.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// ExpiredError is the refusal of a write whose session held the record's
+// lock, and let it expire (the lock table still has the expired row; once
+// the sweep removed it, the write is a plain ErrNotLocked).
+type ExpiredError struct {
+	Resource, ID string
+	Op           string    // the write refused: "update", "delete", …
+	ExpiredAt    time.Time // when the session's lock expired
+}
+
+// Error reads, for example, "offlinelock: the lock of this session on
+// customers 129 expired at 10:30:05 (UTC); the update needs a Write lock:
+// take it again with Acquire, and reload the record".
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("offlinelock: the lock of this session on %s %s expired at %s (UTC); the %s needs a Write lock: take it again with Acquire, and reload the record",
+		e.Resource, e.ID, e.ExpiredAt.UTC().Format("2006-01-02 15:04:05"), e.Op)
+}
+
+// Is makes errors.Is(err, ErrExpired) and errors.Is(err, ErrNotLocked)
+// true.
+func (e *ExpiredError) Is(target error) bool { return target == ErrExpired || target == ErrNotLocked }
 
 // clock formats t as a time of day in UTC, with the date when it falls on
 // another day than ref.

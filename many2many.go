@@ -97,7 +97,7 @@ func (p *Plugin) beforeJoinWrite(db *gorm.DB, op string) {
 	}
 	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
-		err = notLockedForWrite(op, free)
+		err = p.notLocked(db, st, op, free)
 	}
 	if err != nil {
 		st.fail(db, err)

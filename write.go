@@ -194,7 +194,7 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op string) error {
 		}
 	}
 	if len(free) > 0 {
-		return notLockedForWrite(op, free)
+		return p.notLocked(db, st, op, free)
 	}
 	return nil
 }
@@ -222,6 +222,19 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]
 		}
 	}
 	return out, nil
+}
+
+// notLocked is notLockedForWrite for st's session, told as an
+// *ExpiredError when the session's own lock on the first key expired (its
+// row is still in the lock table). Only a refusal pays the lookup.
+func (p *Plugin) notLocked(db *gorm.DB, st *state, op string, free []key) error {
+	err := notLockedForWrite(op, free)
+	k := sortKeys(free)[0]
+	locks, lerr := st.t.list(direct(db), Filter{Resource: k.resource, ID: k.id, Session: st.owner.Session, Expired: true, Limit: 1})
+	if lerr != nil || len(locks) == 0 {
+		return err
+	}
+	return &ExpiredError{Resource: k.resource, ID: k.id, Op: op, ExpiredAt: locks[0].ExpiresAt}
 }
 
 func notLockedForWrite(op string, keys []key) error {
@@ -404,7 +417,7 @@ func (p *Plugin) fence(db *gorm.DB) {
 		var free []key
 		_, free, err = st.t.check(direct(db), st.required, st.owner, true)
 		if err == nil && len(free) > 0 {
-			err = notLockedForWrite(st.op, free)
+			err = p.notLocked(db, st, st.op, free)
 		}
 	}
 	if c, ok := st.t.(certifier); ok && err == nil {
@@ -439,7 +452,7 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op string) {
 	}
 	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
-		err = notLockedForWrite(op, free)
+		err = p.notLocked(db, st, op, free)
 	}
 	if err != nil {
 		st.fail(db, err)
