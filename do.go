@@ -1,0 +1,105 @@
+package offlinelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ErrLockLost is the cause with which Do cancels its edit's context when
+// the lock it holds for the edit is lost meanwhile (expired and taken
+// over, or force-released); errors.Is(err, ErrNotLocked) is true of it.
+var ErrLockLost = fmt.Errorf("%w: the lock was lost while the edit ran", ErrNotLocked)
+
+// Do runs edit while the owner in db's context holds target's Write lock:
+// the pattern of a background job, in the spirit of pglock's Do. It
+//
+//   - takes the lock with Acquire: a record another session holds is
+//     refused at once with a *LockedError (skip it; try again later), and
+//     a lock the session already holds is kept;
+//   - runs edit in a transaction on db, whose context is cancelled, with
+//     cause ErrLockLost, if the lock is lost while edit runs;
+//   - renews the lock every third of its lifetime until edit returns, on
+//     a connection of its own. Edit's transaction holds the key row from
+//     its first write of the record (PostgreSQL, MySQL) and SQLite's one
+//     write lock from its start, and a renewal waits for it: so nobody can
+//     take the lock over while edit runs, and the lock must outlive what
+//     edit does after its first write (on SQLite, all of edit);
+//   - releases it in edit's transaction when edit succeeds, so that the
+//     save and the release commit together, or on its own when edit fails.
+//
+// It returns edit's error, or ErrLockLost when the lock was lost (edit's
+// statements then fail with the cancelled context).
+func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) error {
+	l, err := p.Acquire(db, target, Write)
+	if err != nil {
+		return err
+	}
+	base := ctxOf(db)
+	ctx, cancel := context.WithCancelCause(base)
+	defer cancel(nil)
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// A renewal waiting for the edit's row lock is cancelled with stop:
+		// never a wait for the commit that waits for it.
+		renewCtx, stop := context.WithCancel(base)
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			p.keepLock(renewCtx, db.WithContext(renewCtx), target, l, cancel)
+		}()
+		err := edit(tx)
+		stop()
+		<-renewed
+		if err != nil {
+			return err
+		}
+		return p.Release(tx, target)
+	})
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
+			err = cause
+		}
+		if rerr := p.Release(db.WithContext(base), target); rerr != nil && !errors.Is(rerr, ErrNotLocked) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
+}
+
+// keepLock renews l through db every third of its lifetime until ctx
+// ends, and cancels the edit with ErrLockLost when the session no longer
+// holds it with the same generation (a lock lost and taken again since is
+// lost: the record may have changed in between).
+func (p *Plugin) keepLock(ctx context.Context, db *gorm.DB, target any, l *Lock, cancel context.CancelCauseFunc) {
+	every := l.ExpiresAt.Sub(l.AcquiredAt) / 3
+	if every <= 0 {
+		every = time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := p.Renew(db, l.Owner.Session); err != nil {
+			continue // busy or no answer: the next tick tries again
+		}
+		holders, err := p.Holders(db, target)
+		if err != nil {
+			continue
+		}
+		held := false
+		for _, h := range holders {
+			held = held || h.Owner.Session == l.Owner.Session && h.Access == Write && h.Generation == l.Generation
+		}
+		if !held && ctx.Err() == nil {
+			cancel(ErrLockLost)
+			return
+		}
+	}
+}
