@@ -269,14 +269,28 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op string) (rows []pkRow, byK
 	if op == opCreate {
 		return rows, true, nil // new rows without a key need no lock
 	}
-	if known && len(rows) > 0 && complete {
+	if known && len(rows) > 0 && complete && !callerWhere(stmt) {
 		return rows, true, nil
 	}
 	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
 	if !ok || len(where.Exprs) == 0 {
 		return nil, false, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.table)
 	}
-	targets, err := p.preselect(db, m, true)
+	var targets []target
+	find := func() (err error) { targets, err = p.preselect(db, m, true); return err }
+	if known && len(rows) > 0 && complete {
+		// The value's keys and the caller's WHERE: the rows both select, as
+		// the database will read the two together (an OR in the caller's
+		// terms, or a term that closes GORM's parenthesis, reaches other
+		// rows than the keys).
+		vals := make([][]any, len(rows))
+		for i, r := range rows {
+			vals[i] = r.vals
+		}
+		err = withKeyCondition(stmt, m, vals, find)
+	} else {
+		err = find()
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -285,6 +299,36 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op string) (rows []pkRow, byK
 		rows = append(rows, pkRow{k: tg.k})
 	}
 	return rows, false, nil
+}
+
+// withKeyCondition runs fn with stmt's WHERE AND-ed with m's primary key
+// in vals, as GORM's update and delete callbacks add it after the
+// caller's terms, and puts the WHERE back.
+func withKeyCondition(stmt *gorm.Statement, m *model, vals [][]any, fn func() error) error {
+	saved, had := stmt.Clauses["WHERE"]
+	var ors []clause.Expression
+	for _, v := range vals {
+		var and []clause.Expression
+		for i, f := range m.pk {
+			and = append(and, clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: v[i]})
+		}
+		ors = append(ors, clause.And(and...))
+	}
+	keys := ors[0]
+	if len(ors) > 1 {
+		keys = clause.Or(ors...) // (a OR b): one OR of one term would read as "OR a"
+	}
+	where, _ := saved.Expression.(clause.Where)
+	where.Exprs = append(slices.Clone(where.Exprs), keys)
+	stmt.Clauses["WHERE"] = clause.Clause{Name: "WHERE", Expression: where}
+	defer func() {
+		if had {
+			stmt.Clauses["WHERE"] = saved
+		} else {
+			delete(stmt.Clauses, "WHERE")
+		}
+	}()
+	return fn()
 }
 
 // conflictOnKey says whether an upsert's conflict target is the primary
@@ -479,6 +523,13 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op string) ([]target, 
 		pks, complete, known := valueRows(db, v, m.pk)
 		var err error
 		switch {
+		case known && len(pks) > 0 && complete && op != opCreate && callerWhere(stmt):
+			for i := range pks {
+				pks[i] = m.sqlValues(pks[i])
+			}
+			// The keys and the caller's WHERE together (writeRows).
+			err = withKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
+			st.bulk = int64(len(now))
 		case known && len(pks) > 0 && (complete || op == opCreate):
 			for i := range pks {
 				pks[i] = m.sqlValues(pks[i])

@@ -1,0 +1,78 @@
+package offlinelock_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// TestFailClosedAWriteByKeyWithTheCallersWhere: a write of a model value
+// with its key and a WHERE of the caller's changes the rows the two select
+// together, as the database reads them: an OR, or a term that closes
+// GORM's parenthesis, reaches other rows than the key. They are checked.
+func TestFailClosedAWriteByKeyWithTheCallersWhere(t *testing.T) {
+	const splice = "id = 129) OR (0=1"
+	writes := []struct {
+		name  string
+		write func(tx *gorm.DB) error
+	}{
+		{"Model(key).Where(splice).Update", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Where(splice).Update("title", "pwn").Error
+		}},
+		{"Model(key).Where(splice).Updates(map)", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Where(splice).Updates(map[string]any{"title": "pwn"}).Error
+		}},
+		{"Where(splice).Save(key)", func(tx *gorm.DB) error { return tx.Where(splice).Save(&Doc{ID: 1, Title: "pwn"}).Error }},
+		{"Where(splice).Delete(key)", func(tx *gorm.DB) error { return tx.Where(splice).Delete(&Doc{ID: 1}).Error }},
+		{"Delete(key, splice)", func(tx *gorm.DB) error { return tx.Delete(&Doc{ID: 1}, splice).Error }},
+		{"Model(key).Or(id = 129).Update", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Or("id = ?", 129).Update("title", "pwn").Error
+		}},
+		{"Model(key).Or(struct).Updates", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Or(&Doc{ID: 129}).Updates(Doc{Title: "pwn"}).Error
+		}},
+		{"Or(id = 129).Delete(key)", func(tx *gorm.DB) error { return tx.Or("id = ?", 129).Delete(&Doc{ID: 1}).Error }},
+	}
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		for _, ownRow := range []bool{true, false} {
+			for _, w := range writes {
+				t.Run(w.name, func(t *testing.T) {
+					fcReset(t, db, p)
+					require.NoError(t, admin(db).Where("1 = 1").Delete(&Doc{}).Error)
+					require.NoError(t, admin(db).Create(&Doc{ID: 129, Title: "draft", Body: "secret"}).Error)
+					if ownRow {
+						require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "mine"}).Error)
+					}
+					for id, o := range map[uint]offlinelock.Owner{1: david, 129: martin} {
+						_, err := p.Acquire(as(db, o), &Doc{ID: id}, offlinelock.Write)
+						require.NoError(t, err)
+					}
+					err := fcSafe(t, func() error { return w.write(as(db, david)) })
+					assert.ErrorIs(t, err, offlinelock.ErrLocked, "david's write reached martin's 129 (own row %v)", ownRow)
+					fcAssertDocUnchanged(t, db)
+				})
+			}
+		}
+		t.Run("the holder's write with a WHERE changes what it selects", func(t *testing.T) {
+			fcReset(t, db, p)
+			require.NoError(t, admin(db).Where("1 = 1").Delete(&Doc{}).Error)
+			require.NoError(t, admin(db).Create(&[]Doc{{ID: 1, Title: "draft"}, {ID: 129, Title: "draft"}}).Error)
+			_, err := p.Acquire(as(db, martin), &Doc{ID: 129}, offlinelock.Write)
+			require.NoError(t, err)
+			m := as(db, martin)
+			res := m.Model(&Doc{ID: 129}).Where("title = ?", "other").Update("title", "x")
+			require.NoError(t, res.Error)
+			assert.Zero(t, res.RowsAffected)
+			res = m.Model(&Doc{ID: 129}).Where("title = ?", "draft").Update("title", "edited")
+			require.NoError(t, res.Error, "doc 1 has the same title, but the key excludes it")
+			assert.Equal(t, int64(1), res.RowsAffected)
+			var all []Doc
+			require.NoError(t, admin(db).Order("id").Find(&all).Error)
+			assert.Equal(t, []string{"draft", "edited"}, []string{all[0].Title, all[1].Title})
+		})
+	})
+}
