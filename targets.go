@@ -227,14 +227,31 @@ func closedCondition(e clause.Expression) bool {
 		sql = x.SQL
 	case clause.NamedExpr:
 		sql = x.SQL
-	default:
+	case clause.AndConditions:
+		return allClosed(x.Exprs)
+	case clause.OrConditions:
+		return allClosed(x.Exprs)
+	case clause.NotConditions:
+		return allClosed(x.Exprs) // NOT of a raw term is built without parentheses of its own
+	case clause.Eq, clause.Neq, clause.IN, clause.Gt, clause.Gte, clause.Lt, clause.Lte, clause.Like:
 		return true
+	default:
+		return false // an expression of another kind may build any SQL
 	}
 	if strings.ContainsAny(sql, "()") {
 		return false
 	}
 	for _, id := range scanSQL(sql).idents {
 		if strings.EqualFold(id, "or") {
+			return false
+		}
+	}
+	return true
+}
+
+func allClosed(exprs []clause.Expression) bool {
+	for _, e := range exprs {
+		if !closedCondition(e) {
 			return false
 		}
 	}

@@ -76,3 +76,84 @@ func TestFailClosedAWriteByKeyWithTheCallersWhere(t *testing.T) {
 		})
 	})
 }
+
+// TestFailClosedSplicedConditionsInLoads: raw SQL inside a NOT or a group
+// of conditions can close GORM's parentheses as a top-level raw term can:
+// a load with such a term does not trust its key condition, and reads
+// only what it locks.
+func TestFailClosedSplicedConditionsInLoads(t *testing.T) {
+	const splice = "0=0) OR (id = 129) OR (0=1"
+	loads := []struct {
+		name string
+		load func(tx *gorm.DB) ([]string, error)
+	}{
+		{"Not(splice).Where(key).Pluck", func(tx *gorm.DB) ([]string, error) {
+			var names []string
+			err := tx.Model(&Account{}).Not(splice).Where(&Account{ID: 1}).Pluck("name", &names).Error
+			return names, err
+		}},
+		{"Not(splice).Find(&views, key)", func(tx *gorm.DB) ([]string, error) {
+			var v []FcAccountView
+			err := tx.Not(splice).Find(&v, 1).Error
+			var names []string
+			for _, r := range v {
+				names = append(names, r.Name)
+			}
+			return names, err
+		}},
+		{"Model.Not(splice).Find(&maps, key)", func(tx *gorm.DB) ([]string, error) {
+			var v []map[string]any
+			err := tx.Model(&Account{}).Not(splice).Find(&v, 1).Error
+			var names []string
+			for _, r := range v {
+				names = append(names, r["name"].(string))
+			}
+			return names, err
+		}},
+		{"Select(name).Not(splice).Where(key).Rows", func(tx *gorm.DB) ([]string, error) {
+			return fmRowNames(tx.Model(&Account{}).Select("name").Not(splice).Where(&Account{ID: 1}))
+		}},
+		{"Select(name).Not(splice).Find(&accounts, key)", func(tx *gorm.DB) ([]string, error) {
+			var v []Account
+			err := tx.Select("name").Not(splice).Find(&v, 1).Error
+			var names []string
+			for _, r := range v {
+				names = append(names, r.Name)
+			}
+			return names, err
+		}},
+		{"Where(group with a splice).Where(key).Pluck", func(tx *gorm.DB) ([]string, error) {
+			var names []string
+			group := tx.Session(&gorm.Session{NewDB: true}).Where("0=1").Or("0=0)) OR ((id = 129) OR (0=1")
+			err := tx.Model(&Account{}).Where(group).Where(&Account{ID: 1}).Pluck("name", &names).Error
+			return names, err
+		}},
+	}
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, admin(db).Create(&[]Account{{ID: 1, Name: "free", Credit: 1}, {ID: 129, Name: "zzz", Credit: 9999}}).Error)
+		require.NoError(t, as(db, martin).First(&Account{}, 129).Error)
+		for _, l := range loads {
+			t.Run(l.name, func(t *testing.T) {
+				names, err := fcSafe2(t, func() ([]string, error) { return l.load(as(db, david)) })
+				assert.NotContains(t, names, "zzz", "david read martin's account 129")
+				if err == nil {
+					assert.True(t, fcHolds(t, db, p, &Account{ID: 1}, david, offlinelock.Write) || len(names) == 0)
+				}
+				h, herr := p.Holders(db, &Account{ID: 129})
+				require.NoError(t, herr)
+				require.Len(t, h, 1)
+				assert.Equal(t, martin, h[0].Owner)
+			})
+		}
+	})
+}
+
+func fcSafe2(t *testing.T, f func() ([]string, error)) (out []string, err error) {
+	t.Helper()
+	err = fcSafe(t, func() error {
+		var e error
+		out, e = f()
+		return e
+	})
+	return out, err
+}
