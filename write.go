@@ -644,8 +644,18 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 	stmt, m := db.Statement, st.m
 	var vals [][]any
 	if !samePointer(stmt.Dest, stmt.Model) {
-		if dest := reflect.ValueOf(stmt.Dest); dest.Kind() == reflect.Map || dest.Kind() == reflect.Pointer && dest.Elem().Kind() == reflect.Map {
-			vals, _, _ = valueRows(db, dest, m.pk)
+		// What Updates writes: a map, or a struct other than the model
+		// (GORM then writes its key too, when it is set).
+		dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
+		switch {
+		case dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String && len(m.pk) == 1:
+			for _, k := range mapKeysNaming(stmt.Schema, dest, m.pk[0]) { // every spelling: the last one wins
+				if v := dest.MapIndex(k); v.IsValid() && !(v.Kind() == reflect.Interface && v.IsNil()) {
+					vals = append(vals, []any{v.Interface()})
+				}
+			}
+		case dest.Kind() == reflect.Map || dest.Kind() == reflect.Struct:
+			vals, _, _ = valueRows(db, reflect.ValueOf(stmt.Dest), m.pk)
 		}
 	}
 	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok && len(m.pk) == 1 {

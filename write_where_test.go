@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -156,4 +157,51 @@ func fcSafe2(t *testing.T, f func() ([]string, error)) (out []string, err error)
 		return e
 	})
 	return out, err
+}
+
+// TestFailClosedAnUpdateMovingTheKey: an update that gives a row another
+// key creates it there, for the lock table: a key another session locked
+// ahead is refused, whatever carries the new key (a struct other than the
+// model, a DTO, a map in any spelling of the key).
+func TestFailClosedAnUpdateMovingTheKey(t *testing.T) {
+	moves := []struct {
+		name  string
+		write func(tx *gorm.DB) error
+	}{
+		{"Updates(&Doc{ID: 500})", func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Updates(&Doc{ID: 500, Title: "moved"}).Error }},
+		{"Updates(Doc{ID: 500})", func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Updates(Doc{ID: 500, Title: "moved"}).Error }},
+		{"Updates(FcDocView{ID: 500})", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Updates(FcDocView{ID: 500, Title: "moved"}).Error
+		}},
+		{"Select(*).Updates(Doc{ID: 500})", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Select("*").Updates(Doc{ID: 500, Title: "moved"}).Error
+		}},
+		{"Updates(map{ID: 1, Id: 500})", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Updates(map[string]any{"ID": 1, "Id": 500}).Error
+		}},
+		{"Updates(map{id: 500})", func(tx *gorm.DB) error {
+			return tx.Model(&Doc{ID: 1}).Updates(map[string]any{"id": 500}).Error
+		}},
+	}
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		for _, mv := range moves {
+			t.Run(mv.name, func(t *testing.T) {
+				fcReset(t, db, p)
+				require.NoError(t, admin(db).Where("1 = 1").Delete(&Doc{}).Error)
+				require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "draft"}).Error)
+				_, err := p.Acquire(as(db, david), &Doc{ID: 1}, offlinelock.Write)
+				require.NoError(t, err)
+				_, err = p.Acquire(as(db, martin), &Doc{ID: 500}, offlinelock.Write) // ahead of creating it
+				require.NoError(t, err)
+				err = fcSafe(t, func() error { return mv.write(as(db, david)) })
+				if err == nil || !errors.Is(err, offlinelock.ErrLocked) {
+					// PostgreSQL refuses two assignments to one column itself.
+					assert.Error(t, err, "david moved doc 1 onto martin's 500")
+				}
+				var ids []uint
+				require.NoError(t, admin(db).Model(&Doc{}).Order("id").Pluck("id", &ids).Error)
+				assert.Equal(t, []uint{1}, ids)
+			})
+		}
+	})
 }
