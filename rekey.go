@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
 
@@ -71,6 +72,12 @@ func (p *Plugin) rekey(op string) func(*gorm.DB) {
 			return
 		}
 		st.rekey = false
+		if op == opUpdate {
+			if err := p.checkNewKeys(db, st); err != nil {
+				st.fail(db, err)
+				return
+			}
+		}
 		if st.m.root != nil {
 			p.checkMemberWrite(db, st, op)
 			return
@@ -102,6 +109,24 @@ func keySignature(stmt *gorm.Statement, m *model) string {
 			fmt.Fprintf(&b, "%t %#v\x00", zero, x)
 		}
 		b.WriteByte('\n')
+	}
+	// What the statement writes besides the model: a hook's SetColumn
+	// writes a map Dest, and a hook may add a SET clause.
+	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
+		for _, f := range fields {
+			for _, k := range mapKeysNaming(stmt.Schema, dest, f) {
+				fmt.Fprintf(&b, "map %s=%#v\x00", k.String(), dest.MapIndex(k).Interface())
+			}
+		}
+	}
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
+		for _, a := range set {
+			for _, f := range fields {
+				if namesField(stmt.Schema, a.Column.Name, f) {
+					fmt.Fprintf(&b, "set %s=%#v\x00", a.Column.Name, a.Value)
+				}
+			}
+		}
 	}
 	rv := reflect.Indirect(stmt.ReflectValue)
 	switch rv.Kind() {

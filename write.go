@@ -587,6 +587,11 @@ func nextLinks(db *gorm.DB, m *model, op string) ([]any, error) {
 	for _, r := range rows {
 		links = append(links, r[0])
 	}
+	if op != opDelete {
+		// GORM saves an assigned belongs-to root first and copies its key
+		// into the link: seen now, before any hook runs.
+		links = append(links, assignedRoots(stmt, m, src)...)
+	}
 	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); op != opCreate && dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
 		// Every key that names the link, in any spelling: GORM writes
 		// them all, and the last one wins. A NULL or zero link belongs to
@@ -618,6 +623,34 @@ func nextLinks(db *gorm.DB, m *model, op string) ([]any, error) {
 		}
 	}
 	return links, nil
+}
+
+// assignedRoots are the keys of the belongs-to roots assigned in the rows
+// of v (line.Order = &Order{ID: 8}), which GORM saves before the write and
+// copies into each row's link.
+func assignedRoots(stmt *gorm.Statement, m *model, v reflect.Value) []any {
+	rel := m.root.rel
+	if rel == nil || m.typ == nil || len(rel.References) != 1 || rel.References[0].PrimaryKey == nil {
+		return nil
+	}
+	pk := rel.References[0].PrimaryKey
+	var out []any
+	structsOf(v, m.typ, func(row reflect.Value) {
+		a := rel.Field.ReflectValueOf(stmt.Context, row)
+		for a.Kind() == reflect.Pointer || a.Kind() == reflect.Interface {
+			if a.IsNil() {
+				return
+			}
+			a = a.Elem()
+		}
+		if a.Kind() != reflect.Struct || a.Type() != pk.Schema.ModelType {
+			return
+		}
+		if k, zero := pk.ValueOf(stmt.Context, a); !zero {
+			out = append(out, k)
+		}
+	})
+	return out
 }
 
 // isExpr says whether v is SQL rather than a value.
