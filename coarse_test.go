@@ -659,3 +659,50 @@ func TestFailClosedJoinedMemberIsRefused(t *testing.T) {
 		assert.True(t, fcHolds(t, db, p, &Order{ID: 7}, martin, offlinelock.Write), "Preload locked the root")
 	})
 }
+
+// CjSeat is an aggregate member that joins a model locked on load.
+type CjSeat struct {
+	ID      uint `gorm:"primaryKey"`
+	OrderID uint `lock:"root"`
+	Order   *Order
+	DeskID  uint
+	Desk    *Desk
+}
+
+// TestFailClosedAMemberJoiningALockedModelIsRefused: a load of members
+// locks their roots, not what they join: a Joins of a model locked on load
+// is refused; Preload locks it.
+func TestFailClosedAMemberJoiningALockedModelIsRefused(t *testing.T) {
+	eachDBWithAggregates(t, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		fcDropCleanup(t, db, &CjSeat{}, &Desk{})
+		require.NoError(t, admin(db).AutoMigrate(&Desk{}, &CjSeat{}))
+		seedOrder(t, db, 7, 0)
+		require.NoError(t, admin(db).Create(&Desk{ID: 129, Floor: 99}).Error)
+		require.NoError(t, admin(db).Create(&CjSeat{ID: 1, OrderID: 7, DeskID: 129}).Error)
+		require.NoError(t, as(db, martin).First(&Desk{}, 129).Error)
+		for name, load := range map[string]func(tx *gorm.DB, dst *[]CjSeat) error{
+			"Joins.Find":      func(tx *gorm.DB, dst *[]CjSeat) error { return tx.Joins("Desk").Find(dst).Error },
+			"InnerJoins.Find": func(tx *gorm.DB, dst *[]CjSeat) error { return tx.InnerJoins("Desk").Find(dst).Error },
+			"Joins.First": func(tx *gorm.DB, dst *[]CjSeat) error {
+				var s CjSeat
+				err := tx.Joins("Desk").First(&s, 1).Error
+				if s.ID != 0 {
+					*dst = append(*dst, s)
+				}
+				return err
+			},
+		} {
+			var got []CjSeat
+			err := fcSafe(t, func() error { return load(as(db, david), &got) })
+			assert.True(t, fcUnenforceable(err), "%s: %v", name, err)
+			for _, s := range got {
+				assert.Nil(t, s.Desk, "%s: david read martin's desk 129", name)
+			}
+		}
+		var got []CjSeat
+		require.ErrorIs(t, as(db, david).Preload("Desk").Find(&got).Error, offlinelock.ErrLocked)
+		require.NoError(t, as(db, martin).Preload("Desk").Find(&got).Error, "the holder of the desk, order 7 free")
+		require.Len(t, got, 1)
+		assert.Equal(t, 99, got[0].Desk.Floor)
+	})
+}

@@ -56,7 +56,7 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		p.guardPreloads(db)
 		return
 	}
-	if refuseVolatileLimit(db, st) {
+	if refuseVolatileLimit(db, st) || p.refuseMemberJoins(db, st) {
 		return
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
@@ -183,6 +183,22 @@ func distinct(targets []target) int {
 		seen[t.k] = true
 	}
 	return len(seen)
+}
+
+// refuseMemberJoins refuses a load of aggregate members that joins a
+// model locked on load (Joins("Desk") from a line): a member's load locks
+// its roots, not what it joins. It reports whether it refused. Preload
+// loads the joined model through its own load, which locks it.
+func (p *Plugin) refuseMemberJoins(db *gorm.DB, st *state) bool {
+	if st.m.root == nil {
+		return false
+	}
+	joins := p.lockableJoins(db)
+	if len(joins) == 0 {
+		return false
+	}
+	st.fail(db, unenforceable(joins[0].table, "a load of aggregate member "+st.m.table+" locks its roots, not the rows it joins (use Preload, which locks them), of lockable table"))
+	return true
 }
 
 // enterJoins is enter for a load whose own model is not locked on load but
@@ -450,7 +466,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		}
 		return
 	}
-	if refuseVolatileLimit(db, st) {
+	if refuseVolatileLimit(db, st) || p.refuseMemberJoins(db, st) {
 		return
 	}
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
