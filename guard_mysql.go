@@ -66,7 +66,8 @@ func (s *mysqlStore) installGuardRoutine(c conn) error {
 	return s.withGuardLock(c, func(c conn) error {
 		proc := s.quote(s.guardPrefix() + "_check")
 		mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
-		body := `CREATE PROCEDURE ` + proc + `(res VARBINARY(512), id VARBINARY(1020))
+		body := `(res VARBINARY(512), id VARBINARY(1020))
+COMMENT '{version}'
 READS SQL DATA
 offlinelock: BEGIN
 	DECLARE a VARCHAR(5) DEFAULT NULL;
@@ -104,7 +105,21 @@ offlinelock: BEGIN
 		SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
 	END IF;
 END`
-		for _, q := range []string{"DROP PROCEDURE IF EXISTS " + proc, body} {
+		// Every node runs this at db.Use: a procedure that is already this
+		// one stays, since replacing it would fail the triggers that call
+		// it meanwhile (1305); MariaDB replaces one atomically.
+		version := "offlinelock guard " + guardVersion(body)
+		body = strings.Replace(body, "{version}", version, 1)
+		have, err := queryStrings(c, `SELECT ROUTINE_COMMENT FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME = ?`,
+			s.guardPrefix()+"_check")
+		if err != nil || len(have) == 1 && have[0] == version {
+			return err
+		}
+		stmts := []string{"DROP PROCEDURE IF EXISTS " + proc, "CREATE PROCEDURE " + proc + body}
+		if s.mariadb.Load() {
+			stmts = []string{"CREATE OR REPLACE PROCEDURE " + proc + body}
+		}
+		for _, q := range stmts {
 			if _, err := c.exec(q); err != nil {
 				return err
 			}
