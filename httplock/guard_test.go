@@ -107,7 +107,9 @@ func TestWritesOfAnUnlockedRecord(t *testing.T) {
 			assert.NotContains(t, p, "lockedUntil")
 		}
 		for _, token := range []string{released, "nonsense", strings.Repeat("a", 32)} {
-			assert.Equal(t, http.StatusForbidden, c.do("PATCH", path, "usr_client_1", token, `{"Status": "paid"}`).status, token)
+			got := c.do("PATCH", path, "usr_client_1", token, `{"Status": "paid"}`)
+			assert.Equal(t, http.StatusLocked, got.status, token)
+			assert.Equal(t, httplockProblem("lock-required"), got.json(t)["type"], token)
 		}
 		assert.Equal(t, http.StatusUnauthorized, c.do("PATCH", path, "", "", `{}`).status)
 		assert.Equal(t, http.StatusOK, c.do("GET", path, "usr_client_2", "", "").status, "reads need no lock")

@@ -19,9 +19,9 @@ import (
 //   - someone else holds the record's lock: 423 naming the holder and
 //     lockedUntil, with no token, or with a token that is wrong, expired,
 //     released, another principal's or another record's;
-//   - nobody holds it: 423 lock-required without a token (the write needs
-//     the lock first; see the README), 403 with a token that is not a live
-//     lock of the caller's on this record;
+//   - nobody holds it: 423 lock-required (the write needs the lock first;
+//     see the README), without a token or with one that is not a live lock
+//     of the caller's on this record (released, expired, another's);
 //   - the caller's own live Write lock: the handler runs as the lock's
 //     owner (the caller's Read lock, taken through the Go API, is a 403).
 //
@@ -100,7 +100,10 @@ func (s *Server) writer(r *http.Request, target any, token, principal string) (o
 		case err == nil:
 			mine = held
 		case errors.As(err, &re) && re.status == http.StatusForbidden:
-			refusal = err // a token refused (another record's lock, say) is no lock of this record
+			// A token that is no live lock of the caller's on this record
+			// (released, expired, another's, another record's) is no lock:
+			// the write is a 423, as seed 003 answers it; unlock keeps 403.
+			refusal = lockRequired(re.detail)
 		default:
 			return offlinelock.Owner{}, err
 		}

@@ -47,6 +47,12 @@ func badRequest(format string, args ...any) error {
 	return &requestError{http.StatusBadRequest, "bad-request", fmt.Sprintf(format, args...)}
 }
 
+// lockRequired is the 423 of a write whose Lock-Token is no lock of the
+// caller's on the record: detail says why.
+func lockRequired(detail string) error {
+	return &requestError{http.StatusLocked, "lock-required", detail + ": POST …/lock, then send its Lock-Token header"}
+}
+
 func forbidden(detail string) error {
 	return &requestError{http.StatusForbidden, "forbidden", detail}
 }

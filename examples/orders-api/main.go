@@ -150,7 +150,7 @@ func routes(db *gorm.DB, api *httplock.Server, metrics http.Handler) *http.Serve
 			return
 		}
 		o.UpdatedAt = o.UpdatedAt.UTC().Truncate(time.Millisecond) // as MySQL keeps it
-		writeJSON(w, o)
+		writeJSON(w, orderJSON{ID: o.OrderID, Order: o})
 	})
 	// The Middleware refuses the write before patchOrder runs unless the
 	// caller holds the order's lock; the plugin checks the write again.
@@ -190,8 +190,15 @@ func patchOrder(db *gorm.DB, api *httplock.Server) http.Handler {
 			return
 		}
 		o.UpdatedAt = o.UpdatedAt.UTC().Truncate(time.Millisecond) // as MySQL keeps it
-		writeJSON(w, o)
+		writeJSON(w, orderJSON{ID: o.OrderID, Order: o})
 	})
+}
+
+// orderJSON is an order as the seed's PATCH answers it: "id", and the
+// order's fields ("orderId" kept for clients of the GET).
+type orderJSON struct {
+	ID string `json:"id"`
+	Order
 }
 
 // bearer is the demonstration's authentication: the bearer token is the

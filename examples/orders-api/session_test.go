@@ -173,12 +173,12 @@ func seedResponse(t *testing.T, ex exchange) (*http.Response, map[string]any) {
 // sameValue are the fields whose values the seed's example fixes; the others
 // (tokens, times, type URIs, wording) are this server's own, checked for
 // their form.
-var sameValue = map[string]bool{"orderId": true, "lockedBy": true, "ttlRemainingSeconds": true, "seatNumber": true, "status": true}
+var sameValue = map[string]bool{"id": true, "orderId": true, "lockedBy": true, "ttlRemainingSeconds": true, "seatNumber": true, "status": true}
 
 // compareBody checks that resp has want's headers and every field of
 // wantBody, and returns resp's JSON body. lockedUntil is the lock's expiry
-// (expiresAt of step 1, to the second). The seed's order example calls the
-// id "id"; its lock response, and the example, "orderId".
+// (expiresAt of step 1, to the second). The seed's order responses call
+// the id "id", its lock response "orderId": the example answers both.
 func compareBody(t *testing.T, step string, resp *http.Response, body []byte, want *http.Response, wantBody map[string]any, expiresAt string) map[string]any {
 	t.Helper()
 	if ct := want.Header.Get("Content-Type"); resp.Header.Get("Content-Type") != ct {
@@ -199,9 +199,6 @@ func compareBody(t *testing.T, step string, resp *http.Response, body []byte, wa
 	}
 	for k, v := range wantBody {
 		name := k
-		if k == "id" {
-			name = "orderId"
-		}
 		g, ok := got[name]
 		switch {
 		case !ok:
