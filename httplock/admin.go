@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -53,9 +54,8 @@ func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]lockBody, 0, len(locks))
 	for i := range locks {
-		b := s.body(s.byTable(locks[i].Resource), &locks[i], 0)
+		b := s.body(s.byTable(locks[i].Resource), &locks[i], time.Until(locks[i].ExpiresAt)) // as GET …/lock tells it
 		b.Resource = s.apiName(locks[i].Resource)
-		b.TTLRemainingSeconds = 0
 		out = append(out, b)
 	}
 	writeJSON(w, http.StatusOK, out)

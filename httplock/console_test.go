@@ -70,7 +70,7 @@ func eachConsoleDBWith(t *testing.T, admin func(*http.Request) error, fn func(t 
 				require.NoError(t, db.Exec("ALTER TABLE orders MODIFY id VARCHAR(191) CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin NOT NULL").Error)
 			}
 			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: admin, Logger: log,
-				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 			require.NoError(t, err)
 			mux := http.NewServeMux()
 			srv.Register(mux)

@@ -36,7 +36,7 @@ func FuzzHandlers(f *testing.F) {
 	}
 	db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1", Status: "new"})
 	srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, Logger: slog.New(slog.DiscardHandler),
-		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 	if err != nil {
 		f.Fatal(err)
 	}

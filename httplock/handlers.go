@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"gorm.io/gorm/clause"
+
 	"github.com/offlinelock/offlinelock"
 )
 
@@ -93,6 +95,13 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, err)
 		return
 	}
+	if ok, err := s.exists(r, res, target); err != nil || !ok {
+		if err == nil {
+			err = notFound
+		}
+		s.WriteError(w, r, err)
+		return
+	}
 	ttl := s.cfg.DefaultTTL
 	if req.TTLSeconds != nil {
 		if *req.TTLSeconds < 1 || *req.TTLSeconds > int64(s.cfg.MaxTTL/time.Second) {
@@ -140,6 +149,19 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	b.Reason = req.Reason
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, status, b)
+}
+
+// exists asks Resource.Exists, or counts the rows with target's key (a
+// count takes no lock).
+func (s *Server) exists(r *http.Request, res *resource, target any) (bool, error) {
+	if res.Exists != nil {
+		return res.Exists(r, r.PathValue("id"))
+	}
+	key := reflect.ValueOf(target).Elem().FieldByIndex(res.pk.Index).Interface()
+	var n int64
+	err := s.cfg.DB.WithContext(r.Context()).Model(target).
+		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: res.pkCol}, Value: key}).Count(&n).Error
+	return n > 0, err
 }
 
 // unlock is POST /{resource}/{id}/unlock.

@@ -56,6 +56,14 @@ type Resource struct {
 	// id besides "id": "orderId" gives the seed's lock response. It must
 	// not be one of the lock body's own names.
 	IDName string
+	// Exists says whether the record id exists, before POST …/lock takes
+	// its lock: a lock of a record that does not exist is a 404, so that
+	// nobody fills the lock table with invented ids. Default: a count of
+	// the model's rows with that key. An application that lets clients
+	// reserve ids before it creates their records returns true for them.
+	// (The plugin's Acquire of a missing row stays allowed: reserving a
+	// key is legitimate in Go code.)
+	Exists func(r *http.Request, id string) (bool, error)
 }
 
 // Config configures a Server.

@@ -136,6 +136,10 @@ func dropLockTable(db *gorm.DB, table string) {
 // or MariaDB. Every response is validated against the package's OpenAPI
 // document (the test's PATCH handler stands for the application's write,
 // which the document describes as the Middleware's).
+// anyID is Resource.Exists for the tests that lock ids they never
+// create: the application reserves every id.
+func anyID(*http.Request, string) (bool, error) { return true, nil }
+
 func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 	doc, err := openapi3.NewLoader().LoadFromData(httplock.OpenAPI())
 	require.NoError(t, err)
@@ -447,6 +451,9 @@ func TestAdminEndpoints(t *testing.T) {
 		require.Len(t, locks, 1)
 		assert.Equal(t, "orders", locks[0]["resource"])
 		assert.NotContains(t, string(list.body), token)
+		info := c.do("GET", "/orders/ord_99182/lock", "usr_client_1", "", "").json(t)
+		assert.Positive(t, locks[0]["ttlRemainingSeconds"].(float64), "the admin list tells the lease left")
+		assert.InDelta(t, info["ttlRemainingSeconds"].(float64), locks[0]["ttlRemainingSeconds"].(float64), 1, "as GET …/lock tells it")
 
 		assert.Equal(t, http.StatusBadRequest, c.do("POST", "/admin/locks/orders/ord_99182/release", "admin", "", `{}`).status, "a reason is required")
 		assert.Equal(t, http.StatusForbidden, c.do("POST", "/admin/locks/orders/ord_99182/release", "usr_client_2", "", `{"reason": "mine now"}`).status)
@@ -556,4 +563,20 @@ func TestIDNameMayNotShadowALockBodyName(t *testing.T) {
 			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: name}}})
 		assert.ErrorContains(t, err, "already a name in lock bodies", name)
 	}
+}
+
+// TestALockOfNothingIs404: POST …/lock of a record that does not exist is
+// a 404 and leaves no lock row, so nobody fills the lock table with
+// invented ids; an existing record is locked as before.
+func TestALockOfNothingIs404(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		got := c.do("POST", "/orders/nope/lock", "usr_client_1", "", "")
+		assert.Equal(t, http.StatusNotFound, got.status)
+		assert.Equal(t, httplockProblem("not-found"), got.json(t)["type"])
+		var n int64
+		require.NoError(t, c.db.Table(c.table).Count(&n).Error)
+		assert.Zero(t, n, "a lock row of nothing")
+		assert.Equal(t, http.StatusLocked, c.do("PATCH", "/orders/nope", "usr_client_2", "", `{"Status": "x"}`).status, "a write without a lock")
+		assert.Equal(t, http.StatusCreated, c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", "").status)
+	})
 }

@@ -112,7 +112,7 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
 		e.take("usr_1", "ord_1")
 		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal,
-			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 		require.NoError(t, err)
 		var ran atomic.Int32
 		write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +206,7 @@ func TestHTTPLifecycleLogsNoTokenUnderVerboseGORM(t *testing.T) {
 		verbose := e.db.Session(&gorm.Session{Logger: logger.New(log.New(&out, "", 0), logger.Config{LogLevel: logger.Info})})
 		require.NoError(t, verbose.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1", Status: "new"}).Error)
 		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: verbose, Principal: principal, Admin: onlyAdmin,
-			Logger: slog.New(slog.NewTextHandler(&out, nil)), Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			Logger: slog.New(slog.NewTextHandler(&out, nil)), Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 		require.NoError(t, err)
 		mux := http.NewServeMux()
 		srv.Register(mux)
@@ -269,7 +269,7 @@ func TestAReadLockTokenDoesNotPassAWrite(t *testing.T) {
 		require.NotEmpty(t, read.Token)
 
 		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal,
-			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 		require.NoError(t, err)
 		var ran atomic.Int32
 		mux := http.NewServeMux()
@@ -301,7 +301,7 @@ func TestAdminReleaseRefusesCrossSiteRequests(t *testing.T) {
 	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
 		e.take("usr_1", "ord_1")
 		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal, Admin: onlyAdmin,
-			Logger: slog.New(slog.DiscardHandler), Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			Logger: slog.New(slog.DiscardHandler), Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 		require.NoError(t, err)
 		ts := httptest.NewServer(srv.AdminHandler())
 		defer ts.Close()
@@ -355,10 +355,10 @@ func TestLockEndpointRefusesCrossSiteRequests(t *testing.T) {
 func TestTrustedOriginsMayLock(t *testing.T) {
 	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
 		_, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal, TrustedOrigins: []string{"not an origin"},
-			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 		require.Error(t, err)
 		srv, err := httplock.New(httplock.Config{Locks: e.locks, DB: e.db, Principal: principal, TrustedOrigins: []string{"https://app.example"},
-			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: anyID}}})
 		require.NoError(t, err)
 		mux := http.NewServeMux()
 		srv.Register(mux)
