@@ -154,6 +154,16 @@ func (p *Plugin) resourceOf(db *gorm.DB, target any) string {
 	return k.resource
 }
 
+// Refused records a refusal decided outside the plugin's own calls (as
+// httplock's Middleware refuses a write over HTTP before any statement
+// runs) the way the plugin records its own: counted in
+// offlinelock_lock_refusals_total with mode "http" and the reason err
+// gives (locked, not_locked, no_owner), and noted on the span of db's
+// context. An err that is no refusal is not recorded.
+func (p *Plugin) Refused(db *gorm.DB, target any, access Access, err error) {
+	p.tel.refused(ctxOf(db), db, modeHTTP, access, p.resourceOf(db, target), err)
+}
+
 // ReleaseAll removes every lock of session, live or expired, and returns how
 // many it removed. Call it at logout and when a session expires. Without an
 // owner in the context it runs as the application (a session-expiry job);

@@ -22,6 +22,7 @@ const instrumentationName = "github.com/offlinelock/offlinelock"
 const (
 	modeExplicit = "explicit" // Acquire
 	modeImplicit = "implicit" // the callbacks: a load, a write
+	modeHTTP     = "http"     // a decision taken over HTTP (httplock's Middleware), told with Refused
 
 	reasonLocked    = "locked"     // another session holds a conflicting lock
 	reasonNotLocked = "not_locked" // a write the session holds no Write lock for
@@ -214,7 +215,11 @@ func (t *telemetry) refused(ctx context.Context, db *gorm.DB, mode string, acces
 	if t == nil || reason == "" {
 		return
 	}
-	note(ctx, "refused", resource, 1)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent("offlinelock.refused", trace.WithAttributes(
+			attribute.String("offlinelock.decision", "refused"), attribute.String("offlinelock.reason", reason),
+			attribute.String("resource", resource), attribute.Int("offlinelock.keys", 1)))
+	}
 	if t.refusals.Enabled(ctx) {
 		t.refusals.Add(ctx, 1, metric.WithAttributes(dbSystem(db), attribute.String("resource", resource),
 			attribute.String("mode", mode), attribute.String("access", string(access)), attribute.String("reason", reason)))

@@ -39,7 +39,7 @@ func (s *Server) Middleware(next http.Handler) http.Handler {
 		principal, err := s.cfg.Principal(r)
 		if err != nil || principal == "" {
 			if isWrite(r) {
-				s.WriteError(w, r, offlinelock.ErrNoOwner)
+				s.refuse(w, r, s.writeTarget(r), offlinelock.ErrNoOwner)
 				return
 			}
 			next.ServeHTTP(w, r) // nobody: writes of lockable models fail with ErrNoOwner
@@ -47,11 +47,34 @@ func (s *Server) Middleware(next http.Handler) http.Handler {
 		}
 		owner, err := s.requestOwner(r, principal)
 		if err != nil {
-			s.WriteError(w, r, err)
+			s.refuse(w, r, s.writeTarget(r), err)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(offlinelock.WithOwner(r.Context(), owner)))
 	})
+}
+
+// refuse answers err, and records it with the plugin's refusals (counted
+// and traced as its own are) when it is the refusal of a write of target.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, target any, err error) {
+	if target != nil {
+		s.cfg.Locks.Refused(s.cfg.DB.WithContext(r.Context()), target, offlinelock.Write, err)
+	}
+	s.WriteError(w, r, err)
+}
+
+// writeTarget is the record a write request is of, or nil (a read, a route
+// that names none or that the Middleware cannot read).
+func (s *Server) writeTarget(r *http.Request) any {
+	res, id, readable := s.routeRecord(r)
+	if !readable || res == nil || !isWrite(r) {
+		return nil
+	}
+	_, target, err := s.target(res, id)
+	if err != nil {
+		return nil
+	}
+	return target
 }
 
 // requestOwner decides who the request writes as, or why it may not.

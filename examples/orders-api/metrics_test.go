@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// TestMetrics checks GET /metrics: after a granted lock and a refused one,
-// the Prometheus exposition counts exactly those. The counts are the
+// TestMetrics checks GET /metrics: after a granted lock, a refused one and
+// two writes the Middleware refused, the Prometheus exposition counts
+// exactly those. The counts are the
 // plugin's, tested on every database in the root package; this is the
 // wiring, on SQLite.
 func TestMetrics(t *testing.T) {
@@ -46,6 +47,12 @@ func TestMetrics(t *testing.T) {
 	if status, _ := get("POST", "/orders/ord_99182/lock", "usr_client_2"); status != 423 {
 		t.Fatalf("second lock: %d", status)
 	}
+	if status, _ := get("PATCH", "/orders/ord_99182", "usr_client_2"); status != 423 {
+		t.Fatalf("another client's PATCH: %d", status)
+	}
+	if status, _ := get("PATCH", "/orders/ord_99182", ""); status != 401 {
+		t.Fatalf("an anonymous PATCH: %d", status)
+	}
 	status, body := get("GET", "/metrics", "anyone")
 	if status != 200 {
 		t.Fatalf("metrics: %d", status)
@@ -54,6 +61,9 @@ func TestMetrics(t *testing.T) {
 		`offlinelock_lock_grants_total{access="write",db_system="sqlite",mode="explicit",resource="orders"} 1`,
 		`offlinelock_lock_refusals_total{access="write",db_system="sqlite",mode="explicit",reason="locked",resource="orders"} 1`,
 		`offlinelock_locks_live{db_system="sqlite",resource="orders"} 1`,
+		// the Middleware's refusals, counted as the plugin's own are
+		`offlinelock_lock_refusals_total{access="write",db_system="sqlite",mode="http",reason="locked",resource="orders"} 1`,
+		`offlinelock_lock_refusals_total{access="write",db_system="sqlite",mode="http",reason="no_owner",resource="orders"} 1`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)

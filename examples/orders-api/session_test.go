@@ -80,6 +80,9 @@ func TestSeedSession(t *testing.T) {
 		if resp.StatusCode != 200 || o["seatNumber"] != "12A" || o["status"] != "CONFIRMED" || o["orderId"] != "ord_99182" {
 			t.Fatalf("read after the session: %d %s", resp.StatusCode, body)
 		}
+		if strings.HasSuffix(t.Name(), "/sqlite") {
+			readmeMetrics(t, base)
+		}
 		// And the service serves its OpenAPI document, for clients to generate code from.
 		req, _ = http.NewRequest("GET", base+"/openapi.yaml", nil)
 		resp, body = send(t, req)
@@ -338,4 +341,39 @@ func TestOnlyTheHolderWrites(t *testing.T) {
 			t.Errorf("the order changed: %s", raw)
 		}
 	})
+}
+
+// readmeMetrics: after the seed's session and the read, and a second
+// client's lock, GET /metrics prints the README's sample (its durations
+// aside): the sample comes from this test, and cannot go stale.
+func readmeMetrics(t *testing.T, base string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/orders/ord_99182/lock", nil)
+	req.Header.Set("Authorization", "Bearer usr_client_2")
+	if resp, body := send(t, req); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("a second client's lock: %d %s", resp.StatusCode, body)
+	}
+	req, _ = http.NewRequest("GET", base+"/metrics", nil)
+	_, body := send(t, req)
+	readme := string(mustRead(t, "../../README.md"))
+	_, sample, ok := strings.Cut(readme, "serves them for Prometheus at `GET /metrics`")
+	if _, sample, ok = strings.Cut(sample, "```\n"); !ok {
+		t.Fatal("the README has no /metrics sample")
+	}
+	sample, _, _ = strings.Cut(sample, "```")
+	got := map[string]bool{}
+	for _, l := range strings.Split(string(body), "\n") {
+		got[l] = true
+	}
+	for _, l := range strings.Split(strings.TrimSpace(sample), "\n") {
+		if strings.Contains(l, "_sum{") {
+			continue // a duration: this run's own
+		}
+		if !got[l] {
+			t.Errorf("the README's /metrics sample line is not printed: %s", l)
+		}
+	}
+	if t.Failed() {
+		t.Logf("GET /metrics printed:\n%s", body)
+	}
 }
