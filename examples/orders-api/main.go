@@ -49,34 +49,58 @@ type Order struct {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
 	dsn := flag.String("dsn", "", "PostgreSQL or MySQL/MariaDB DSN of a scratch database; default: an embedded SQLite file")
+	sqlitePath := flag.String("sqlite", "", "the SQLite file to use and keep (for the offlinelock command, say); default: a temporary one, removed at exit")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	l, err := net.Listen("tcp", *addr)
-	if err != nil {
+	fail := func(err error) {
 		fmt.Fprintln(os.Stderr, "orders-api:", err)
 		os.Exit(1)
 	}
+	// Everything that can fail does so before the server says it listens.
+	handler, closeAll, err := build(ctx, *dsn, *sqlitePath)
+	if err != nil {
+		fail(err)
+	}
+	defer closeAll()
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fail(err)
+	}
 	fmt.Printf("orders-api listening on http://%s\n", l.Addr())
-	if err := serve(ctx, l, *dsn); err != nil {
-		fmt.Fprintln(os.Stderr, "orders-api:", err)
-		os.Exit(1)
+	if err := run(ctx, l, handler); err != nil {
+		fail(err)
 	}
 }
 
-// serve runs the API on l until ctx is done.
+// serve runs the API on l until ctx is done, on dsn (or a temporary
+// SQLite file).
 func serve(ctx context.Context, l net.Listener, dsn string) error {
-	db, cleanup, err := open(dsn)
+	handler, closeAll, err := build(ctx, dsn, "")
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer closeAll()
+	return run(ctx, l, handler)
+}
+
+// build opens the database, registers the plugin, creates the demo order
+// and returns the API's handler, and what closes it all.
+func build(ctx context.Context, dsn, sqlitePath string) (http.Handler, func(), error) {
+	db, cleanup, err := open(dsn, sqlitePath)
+	if err != nil {
+		return nil, nil, err
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	meters, metrics, err := newMetrics()
 	if err != nil {
-		return err
+		cleanup()
+		return nil, nil, err
 	}
-	defer meters.Shutdown(context.Background())
+	closeAll := func() {
+		meters.Shutdown(context.Background())
+		cleanup()
+	}
 	locks := offlinelock.New(offlinelock.Config{
 		Logger: log, MeterProvider: meters,
 		Authorize: func(ctx context.Context, action string, _ offlinelock.Lock) error {
@@ -87,17 +111,25 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 		},
 	})
 	if err := db.Use(locks); err != nil {
-		return err
+		closeAll()
+		return nil, nil, err
 	}
 	if err := createOrders(ctx, db); err != nil {
-		return err
+		closeAll()
+		return nil, nil, err
 	}
 	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Admin: onlyAdmin, Logger: log,
 		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
 	if err != nil {
-		return err
+		closeAll()
+		return nil, nil, err
 	}
-	srv := &http.Server{Handler: routes(db, api, metrics), ReadHeaderTimeout: 5 * time.Second}
+	return routes(db, api, metrics), closeAll, nil
+}
+
+// run serves handler on l until ctx is done.
+func run(ctx context.Context, l net.Listener, handler http.Handler) error {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -110,7 +142,7 @@ func serve(ctx context.Context, l net.Listener, dsn string) error {
 	return nil
 }
 
-// createOrders creates the orders table and its demo order.
+// createOrders creates the orders table and its demo orders.
 func createOrders(ctx context.Context, db *gorm.DB) error {
 	if err := db.AutoMigrate(&Order{}); err != nil {
 		return err
@@ -132,7 +164,12 @@ func createOrders(ctx context.Context, db *gorm.DB) error {
 		}
 	}
 	seed := db.WithContext(offlinelock.Bypass(ctx, "demo data"))
-	return seed.Save(&Order{OrderID: "ord_99182", Status: "PENDING"}).Error
+	for _, id := range []string{"ord_99182", "ord_40017", "ord_31337"} { // the seed's order, and two more for the console
+		if err := seed.Save(&Order{OrderID: id, Status: "PENDING"}).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // routes are the example's endpoints: the lock API, the admin API and
@@ -224,10 +261,14 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-func open(dsn string) (*gorm.DB, func(), error) {
+func open(dsn, sqlitePath string) (*gorm.DB, func(), error) {
 	cfg := &gorm.Config{Logger: logger.Discard}
 	if dsn != "" {
 		db, err := gorm.Open(dialector(dsn), cfg)
+		return db, func() {}, err
+	}
+	if sqlitePath != "" { // kept: the offlinelock command can be pointed at it
+		db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(sqlitePath)), cfg)
 		return db, func() {}, err
 	}
 	dir, err := os.MkdirTemp("", "offlinelock-orders-api")
