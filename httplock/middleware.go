@@ -1,7 +1,9 @@
 package httplock
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -75,6 +77,35 @@ func (s *Server) writeTarget(r *http.Request) any {
 		return nil
 	}
 	return target
+}
+
+// MiddlewareFor is Middleware for a router other than http.ServeMux, or a
+// route whose pattern does not name the record: the route's record is
+// given, its resource by name and its id by a function of the request
+// (for chi, chi.URLParam(r, "id"); for a router that keeps its parameters
+// elsewhere, as gin and echo do, copy them with r.SetPathValue before, and
+// read r.PathValue). Every request through it except GET, HEAD and OPTIONS
+// is a write of that record, decided as Middleware decides it. An unknown
+// resource name is an error at once.
+func (s *Server) MiddlewareFor(resource string, id func(*http.Request) string) (func(http.Handler) http.Handler, error) {
+	res, ok := s.resources[resource]
+	if !ok || id == nil {
+		return nil, fmt.Errorf("httplock: MiddlewareFor(%q): not a served resource, or no id function", resource)
+	}
+	return func(next http.Handler) http.Handler {
+		mw := s.Middleware(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mw.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), routeKey{}, routeOf{res, id(r)})))
+		})
+	}, nil
+}
+
+// routeKey carries the record MiddlewareFor names for the request.
+type routeKey struct{}
+
+type routeOf struct {
+	res *resource
+	id  string
 }
 
 // requestOwner decides who the request writes as, or why it may not.
@@ -183,6 +214,9 @@ func isWrite(r *http.Request) bool {
 // Middleware wraps a whole mux or another router), or a subtree pattern
 // that ends at a resource's name ("/orders/", a sub-mux below it).
 func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readable bool) {
+	if ro, ok := r.Context().Value(routeKey{}).(routeOf); ok {
+		return ro.res, ro.id, true // MiddlewareFor: the application named it
+	}
 	pattern := r.Pattern
 	i := strings.IndexByte(pattern, '/')
 	if i < 0 {
