@@ -580,3 +580,19 @@ func TestALockOfNothingIs404(t *testing.T) {
 		assert.Equal(t, http.StatusCreated, c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", "").status)
 	})
 }
+
+// TestTheSamePersonInAnotherSession: a principal whose own lock (another
+// token, another session) holds the record is refused like anyone else,
+// each lock being its session's, and told it is theirs.
+func TestTheSamePersonInAnotherSession(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		require.Equal(t, http.StatusCreated, c.do("POST", "/orders/ord_99182/lock", "usr_client_1", "", "").status)
+		got := c.do("PATCH", "/orders/ord_99182", "usr_client_1", "", `{"Status": "x"}`)
+		require.Equal(t, http.StatusLocked, got.status)
+		p := got.json(t)
+		assert.Equal(t, "usr_client_1", p["lockedBy"])
+		assert.Contains(t, p["detail"], "locked by you (usr_client_1) in another session")
+		other := c.do("PATCH", "/orders/ord_99182", "usr_client_2", "", `{"Status": "x"}`).json(t)
+		assert.Contains(t, other["detail"], "locked by usr_client_1 until")
+	})
+}

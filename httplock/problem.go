@@ -75,7 +75,14 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			h := le.Holders[0]
 			until := h.ExpiresAt.UTC().Truncate(time.Second)
 			p.LockedBy, p.LockedUntil = h.Owner.User, &until
-			p.Detail = fmt.Sprintf("%s is locked by %s until %s", s.name(le.Resource, le.ID), h.Owner.User, until.Format(time.RFC3339))
+			by := h.Owner.User
+			if principal, err := s.cfg.Principal(r); err == nil && principal != "" && principal == h.Owner.User {
+				// The same person, through another session or token (a
+				// browser tab's session, another client's token): not let
+				// through, since each lock is its session's, but told so.
+				by = "you (" + principal + ") in another session"
+			}
+			p.Detail = fmt.Sprintf("%s is locked by %s until %s", s.name(le.Resource, le.ID), by, until.Format(time.RFC3339))
 		}
 	case errors.As(err, &re):
 		p.Status, p.Type, p.Title, p.Detail = re.status, ProblemBase+re.kind, http.StatusText(re.status), re.detail
