@@ -27,6 +27,7 @@ usage:
   offlinelock list    [--resource R] [--id ID] [--user U] [--session S] [--expired] [--limit N] [--json]
   offlinelock show    RESOURCE ID [--json]
   offlinelock release RESOURCE ID --reason TEXT [--operator NAME] [--json]
+  offlinelock release --user U | --session S [--older-than D] --reason TEXT [--operator NAME] [--json]
   offlinelock sweep
   offlinelock stats   [--json]
   offlinelock guard   status|install|remove

@@ -362,3 +362,51 @@ func urlDSN(t *testing.T, d testDB) string {
 	}
 	return u.String()
 }
+
+// TestReleaseInBulk: release --user and --session remove the records
+// that user or session locks, only those nobody else shares (skipped,
+// named on stderr), and with --older-than only locks taken long enough
+// ago; each release is logged with the reason.
+func TestReleaseInBulk(t *testing.T) {
+	eachDB(t, func(t *testing.T, d testDB) {
+		table, p := lockTable(t, d)
+		on := []string{"--dsn", d.dsn, "--table", table, "--operator", "alice"}
+		c1 := acquire(t, p, d.db, martin, &customer{ID: 1}, offlinelock.Write)
+		c3 := acquire(t, p, d.db, martin, &customer{ID: 3}, offlinelock.Write)
+		c2 := acquire(t, p, d.db, david, &customer{ID: 2}, offlinelock.Write)
+		pm := acquire(t, p, d.db, martin, &policy{ID: 1}, offlinelock.Read)
+		pd := acquire(t, p, d.db, david, &policy{ID: 1}, offlinelock.Read)
+		for _, l := range []*offlinelock.Lock{&c1, &c2, &c3, &pm, &pd} {
+			l.Token = ""
+		}
+		for _, args := range [][]string{
+			{"release", "--user", "martin"},
+			{"release", "customers", "1", "--user", "martin", "--reason", "x"},
+			{"release", "customers", "1", "--older-than", "1h", "--reason", "x"},
+		} {
+			r := cmd(append(args, on...)...)
+			assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+		}
+
+		r := cmd(append([]string{"release", "--user", "martin", "--older-than", "1h", "--reason", "none so old"}, on...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assertTable(t, r.stdout)
+		left, err := p.List(d.db, offlinelock.Filter{})
+		require.NoError(t, err)
+		assert.Len(t, left, 5, "--older-than 1h: nothing that old")
+
+		r = cmd(append([]string{"release", "--user", "martin", "--reason", "martin left"}, on...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assertTable(t, r.stdout, c1, c3)
+		assert.Contains(t, r.stderr, "skipped policies 1: other sessions hold it too")
+		left, err = p.List(d.db, offlinelock.Filter{})
+		require.NoError(t, err)
+		assert.Equal(t, []offlinelock.Lock{c2, pd, pm}, left)
+
+		r = cmd(append([]string{"release", "--session", david.Session, "--reason", "david's session ended", "--json"}, on...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var got []map[string]any
+		decodeJSON(t, r.stdout, &got)
+		assert.Equal(t, []map[string]any{jsonLock(c2)}, got, "policy 1 is shared with martin's reader")
+	})
+}

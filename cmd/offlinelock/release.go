@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -19,22 +22,34 @@ const maxReason = 1000
 const operatorSession = "offlinelock-cli"
 
 // releaseCmd force-releases every lock on one record, as
-// Plugin.ForceRelease does, logged with the operator and the reason.
+// Plugin.ForceRelease does, or in bulk the locks of a user or a session
+// (older than a duration), logged with the operator and the reason.
 func releaseCmd(ctx context.Context, c cli, args []string) error {
-	fs := newFlags("release", "RESOURCE ID --reason TEXT [flags]",
+	fs := newFlags("release", "RESOURCE ID --reason TEXT [flags], or --user U | --session S [--older-than D] --reason TEXT",
 		"Removes every lock on the record RESOURCE ID, whoever holds it (ForceRelease),\n"+
-			"and prints the locks it removed. Each is logged to stderr with the operator\n"+
-			"and the reason. Exit code 3 when nobody holds the record.")
+			"or, with --user or --session, the records that user or session locks (each\n"+
+			"only when nobody else shares it: a record also held by others is skipped and\n"+
+			"named on stderr), and prints the locks it removed. Each is logged to stderr\n"+
+			"with the operator and the reason. Exit code 3 when nobody holds the record.")
 	d := addDBFlags(c, fs)
 	reason := fs.String("reason", "", "why the locks are taken away, as `TEXT` (required; logged)")
 	operator := fs.String("operator", "", "the `NAME` of who releases them, as logged (default $USER)")
+	user := fs.String("user", "", "release the locks of this `user` (instead of RESOURCE ID)")
+	session := fs.String("session", "", "release the locks of this `session` (instead of RESOURCE ID)")
+	olderThan := fs.Duration("older-than", 0, "with --user or --session: only locks acquired more than `D` ago (30m, 2h)")
 	asJSON := fs.Bool("json", false, "print the released locks as a JSON array instead of a table")
 	pos, err := parse(c, fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
+	bulk := *user != "" || *session != ""
+	switch {
+	case bulk && len(pos) != 0:
+		return usagef(fs, "release takes RESOURCE ID or --user/--session, not both")
+	case !bulk && len(pos) != 2:
 		return usagef(fs, "release needs RESOURCE and ID, got %d arguments", len(pos))
+	case *olderThan < 0 || *olderThan > 0 && !bulk:
+		return usagef(fs, "--older-than needs --user or --session, and a positive duration")
 	}
 	why := strings.TrimSpace(*reason)
 	if why == "" || len(why) > maxReason {
@@ -47,11 +62,62 @@ func releaseCmd(ctx context.Context, c cli, args []string) error {
 	if who == "" {
 		return usagef(fs, "release needs --operator NAME ($USER is not set)")
 	}
-	released, err := forceRelease(ctx, c, d, offlinelock.Owner{Session: operatorSession, User: who}, why, pos[0], pos[1])
+	op := offlinelock.Owner{Session: operatorSession, User: who}
+	var released []offlinelock.Lock
+	if bulk {
+		released, err = bulkRelease(ctx, c, d, op, why, offlinelock.Filter{User: *user, Session: *session}, *olderThan)
+	} else {
+		released, err = forceRelease(ctx, c, d, op, why, pos[0], pos[1])
+	}
 	if err != nil {
 		return err
 	}
 	return writeLocks(c.stdout, released, *asJSON)
+}
+
+// bulkRelease force-releases the records whose locks f selects (acquired
+// more than olderThan ago, when set), each only when every holder of the
+// record is selected: a record others share is skipped, named on stderr.
+func bulkRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, reason string, f offlinelock.Filter, olderThan time.Duration) ([]offlinelock.Lock, error) {
+	db, locks, closeDB, released, err := openForRelease(ctx, c, d, reason)
+	if err != nil {
+		return nil, err
+	}
+	defer closeDB()
+	selected, err := locks.List(db, f)
+	if err != nil {
+		return nil, err
+	}
+	cutoff := time.Now().Add(-olderThan)
+	type record struct{ resource, id string }
+	chosen := map[record]map[string]bool{} // record → selected sessions
+	var order []record
+	for _, l := range selected {
+		if olderThan > 0 && !l.AcquiredAt.Before(cutoff) {
+			continue
+		}
+		r := record{l.Resource, l.ID}
+		if chosen[r] == nil {
+			chosen[r] = map[string]bool{}
+			order = append(order, r)
+		}
+		chosen[r][l.Owner.Session] = true
+	}
+	as := db.WithContext(offlinelock.WithOwner(ctx, op))
+	for _, r := range order {
+		holders, err := locks.List(db, offlinelock.Filter{Resource: r.resource, ID: r.id})
+		if err != nil {
+			return *released, err
+		}
+		if slices.ContainsFunc(holders, func(h offlinelock.Lock) bool { return !chosen[r][h.Owner.Session] }) {
+			fmt.Fprintf(c.stderr, "skipped %s %s: other sessions hold it too\n", r.resource, r.id)
+			continue
+		}
+		if err := locks.ForceRelease(as, r.resource, r.id); err != nil && !errors.Is(err, offlinelock.ErrNotLocked) {
+			return *released, err
+		}
+	}
+	return *released, nil
 }
 
 // forceRelease runs ForceRelease as op and returns the locks it removed.
@@ -61,20 +127,7 @@ func releaseCmd(ctx context.Context, c cli, args []string) error {
 // allows force_release (and nothing else), and records each holder it
 // approves; the plugin's audit log line carries the reason.
 func forceRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, reason, resource, id string) ([]offlinelock.Lock, error) {
-	var released []offlinelock.Lock
-	cfg := offlinelock.Config{
-		Logger: slog.New(slog.NewTextHandler(c.stderr, nil)).With(slog.String("reason", reason)),
-		Authorize: func(_ context.Context, action string, l offlinelock.Lock) error {
-			if action != "force_release" {
-				return fmt.Errorf("the offlinelock command does only force_release, not %s", action)
-			}
-			// A retried transaction asks again: keep one lock per holder.
-			released = slices.DeleteFunc(released, func(r offlinelock.Lock) bool { return r.Owner.Session == l.Owner.Session })
-			released = append(released, l)
-			return nil
-		},
-	}
-	db, locks, closeDB, err := d.open(ctx, cfg, writes)
+	db, locks, closeDB, released, err := openForRelease(ctx, c, d, reason)
 	if err != nil {
 		return nil, err
 	}
@@ -83,5 +136,27 @@ func forceRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, 
 	if errors.Is(err, offlinelock.ErrNotLocked) {
 		return nil, fmt.Errorf("%s %s: %w; nothing released", resource, id, errNotHeld)
 	}
-	return released, err
+	return *released, err
+}
+
+// openForRelease opens the database for force releases logged with
+// reason; released collects, as Authorize approves them, the locks removed.
+func openForRelease(ctx context.Context, c cli, d *dbFlags, reason string) (*gorm.DB, *offlinelock.Plugin, func(), *[]offlinelock.Lock, error) {
+	released := &[]offlinelock.Lock{}
+	cfg := offlinelock.Config{
+		Logger: slog.New(slog.NewTextHandler(c.stderr, nil)).With(slog.String("reason", reason)),
+		Authorize: func(_ context.Context, action string, l offlinelock.Lock) error {
+			if action != "force_release" {
+				return fmt.Errorf("the offlinelock command does only force_release, not %s", action)
+			}
+			// A retried transaction asks again: keep one lock per holder and record.
+			*released = slices.DeleteFunc(*released, func(r offlinelock.Lock) bool {
+				return r.Owner.Session == l.Owner.Session && r.Resource == l.Resource && r.ID == l.ID
+			})
+			*released = append(*released, l)
+			return nil
+		},
+	}
+	db, locks, closeDB, err := d.open(ctx, cfg, writes)
+	return db, locks, closeDB, released, err
 }
