@@ -10,6 +10,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // The callbacks make the lock implicit: "if an item might be locked anywhere
@@ -218,7 +220,7 @@ func (p *Plugin) statementModel(db *gorm.DB) *model {
 		}
 	}
 	if stmt.TableExpr != nil {
-		if table, _, ok := simpleTable(stmt.TableExpr.SQL); ok && len(stmt.TableExpr.Vars) == 0 {
+		if table, _, ok := sqlscan.SimpleTable(stmt.TableExpr.SQL); ok && len(stmt.TableExpr.Vars) == 0 {
 			return p.reg.tableModel(table)
 		}
 		return nil

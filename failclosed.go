@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // Fail closed: a statement that reads or writes rows of a lockable table is
@@ -50,7 +52,7 @@ const pgNameLen = 63
 // identifiers (not in literals or comments).
 func (p *Plugin) namedModels(sql string) []*model {
 	var out []*model
-	for _, name := range mentions(sql, p.lockableName) {
+	for _, name := range sqlscan.Mentions(sql, p.lockableName) {
 		if m := p.reg.tableModel(name); m != nil {
 			out = append(out, m)
 		}
@@ -108,7 +110,7 @@ func refuseVolatileLimit(db *gorm.DB, st *state) bool {
 func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
 	for _, m := range p.reg.lockable() {
 		if p.resolve(m) != nil || m.locksOnLoad() {
-			if !sqlDynamic(sql) || p.bypassed(db, "raw query") {
+			if !sqlscan.Dynamic(sql) || p.bypassed(db, "raw query") {
 				return false
 			}
 			db.AddError(unenforceable(m.table, "a raw read of dynamic SQL (EXECUTE of built text, a function that reads a table named in a string) may read, without its locks, lockable table"))
@@ -155,7 +157,7 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 			covered[strings.ToLower(jp.table)]++
 		}
 	}
-	refs := tableRefs(sql, p.lockableName)
+	refs := sqlscan.TableRefs(sql, p.lockableName)
 	bad := p.readsLocked(p.namedModels(sql), func(m *model) bool {
 		name := strings.ToLower(m.table)
 		return covered[name] > 0 && refs[m.table] <= covered[name]
@@ -364,7 +366,7 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
 		}
 		// A reference to a table here is a subquery or a FROM; a qualified
 		// column (customers.credit) is not.
-		for table := range tableRefs(text, p.lockableName) {
+		for table := range sqlscan.TableRefs(text, p.lockableName) {
 			if bad := p.readsLocked([]*model{p.reg.tableModel(table)}, nil); bad != nil {
 				return unenforceable(bad.table, "a "+op+" reads, in a subquery or a FROM, lockable table")
 			}
@@ -456,8 +458,8 @@ func exprSQL(db *gorm.DB, e clause.Expression) string {
 // refused too.
 func (p *Plugin) refuseViews(db *gorm.DB) {
 	sql := db.Statement.SQL.String()
-	face := sqlFaceDDL(sql)
-	rename := !face && p.cfg.Strict && !p.fromMigrator() && sqlRenameDDL(sql)
+	face := sqlscan.FaceDDL(sql)
+	rename := !face && p.cfg.Strict && !p.fromMigrator() && sqlscan.RenameDDL(sql)
 	if !face && !rename {
 		return
 	}

@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // The writer's identity, carried to the guard inside statements the plugin
@@ -229,7 +231,7 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 
 // firstWord is the first word of sql, lower case, past comments.
 func firstWord(sql string) string {
-	if idents := scanSQL(sql).idents; len(idents) > 0 {
+	if idents := sqlscan.Read(sql).Idents; len(idents) > 0 {
 		return strings.ToLower(idents[0])
 	}
 	return ""

@@ -11,6 +11,8 @@ import (
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // maxRereads bounds how often a load re-reads because rows it had not
@@ -103,7 +105,7 @@ func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 	}
 	m := p.statementModel(db)
 	own := m != nil && m.typ != nil && locksRows(m) && structsOf(db.Statement.ReflectValue, m.typ, func(reflect.Value) {})
-	refs := tableRefs(sql, p.lockableName)
+	refs := sqlscan.TableRefs(sql, p.lockableName)
 	// Rows of the own table read once are seen in the destination; a
 	// second reference (a self-join, a UNION, a subquery) is not.
 	if bad := p.readsLocked(named, func(x *model) bool { return own && strings.EqualFold(x.table, m.table) && refs[x.table] <= 1 }); bad != nil {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // Config.Strict: Exec and raw queries whose SQL may read or write rows of
@@ -19,7 +21,7 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 		return
 	}
 	if err := p.initFailed(); err != nil {
-		if sql := db.Statement.SQL.String(); scanSQL(sql).rowAccess && len(p.namedModels(sql)) > 0 {
+		if sql := db.Statement.SQL.String(); sqlscan.Read(sql).RowAccess && len(p.namedModels(sql)) > 0 {
 			db.AddError(err)
 			return
 		}
@@ -64,10 +66,10 @@ func (p *Plugin) strict(db *gorm.DB, op string) bool {
 		return false
 	}
 	sql := db.Statement.SQL.String()
-	if !scanSQL(sql).rowAccess {
+	if !sqlscan.Read(sql).RowAccess {
 		return false
 	}
-	if sqlDynamic(sql) && len(p.reg.lockable()) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
+	if sqlscan.Dynamic(sql) && len(p.reg.lockable()) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
 		// SQL built at run time, or a table named in a string: it may
 		// name any lockable table, and no reading can tell which.
 		err := fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
@@ -90,7 +92,7 @@ func (p *Plugin) strict(db *gorm.DB, op string) bool {
 // CTE, SELECT … INTO). A raw SELECT … FOR UPDATE is taken as writing too:
 // refusing more is the safe side.
 func plainSelect(sql string) bool {
-	idents := scanSQL(sql).idents
+	idents := sqlscan.Read(sql).Idents
 	if len(idents) == 0 {
 		return false
 	}

@@ -3,7 +3,7 @@ package offlinelock_test
 // Config.Strict: every raw statement that reads or writes a lockable table
 // is ErrStrict, however it is spelled, and nothing else is; migrations and
 // untagged tables keep working. The scanner that finds the tables is
-// tested on its own in sqlscan_test.go.
+// tested on its own in internal/sqlscan.
 
 import (
 	"context"

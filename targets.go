@@ -13,6 +13,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // target is one row the plugin must lock: its key, the lock its model asks
@@ -241,7 +243,7 @@ func closedCondition(e clause.Expression) bool {
 	if strings.ContainsAny(sql, "()") {
 		return false
 	}
-	for _, id := range scanSQL(sql).idents {
+	for _, id := range sqlscan.Read(sql).Idents {
 		if strings.EqualFold(id, "or") {
 			return false
 		}

@@ -1,9 +1,11 @@
-package offlinelock
+package sqlscan_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // sqlScanLockable is the test's lockable set: customers and orders, in any
@@ -38,8 +40,8 @@ func TestSQLScanIdents(t *testing.T) {
 		{`SELECT 'a\' , b --'`, []string{"SELECT", "b"}},
 		{"", nil},
 	} {
-		if got := scanSQL(tc.sql).idents; !slices.Equal(got, tc.want) {
-			t.Errorf("scanSQL(%q).idents = %q, want %q", tc.sql, got, tc.want)
+		if got := sqlscan.Read(tc.sql).Idents; !slices.Equal(got, tc.want) {
+			t.Errorf("sqlscan.Read(%q).Idents = %q, want %q", tc.sql, got, tc.want)
 		}
 	}
 }
@@ -105,8 +107,8 @@ var sqlScanRowAccessCases = []struct {
 
 func TestSQLScanRowAccess(t *testing.T) {
 	for _, tc := range sqlScanRowAccessCases {
-		if got := scanSQL(tc.sql).rowAccess; got != tc.want {
-			t.Errorf("scanSQL(%q).rowAccess = %v, want %v", tc.sql, got, tc.want)
+		if got := sqlscan.Read(tc.sql).RowAccess; got != tc.want {
+			t.Errorf("sqlscan.Read(%q).RowAccess = %v, want %v", tc.sql, got, tc.want)
 		}
 	}
 }
@@ -165,8 +167,8 @@ func TestSQLScanMentions(t *testing.T) {
 		{"SELECT $1, :customers, @customers", nil},
 		{"", nil},
 	} {
-		if got := mentions(tc.sql, sqlScanLockable); !slices.Equal(got, tc.want) {
-			t.Errorf("mentions(%q) = %q, want %q", tc.sql, got, tc.want)
+		if got := sqlscan.Mentions(tc.sql, sqlScanLockable); !slices.Equal(got, tc.want) {
+			t.Errorf("sqlscan.Mentions(%q) = %q, want %q", tc.sql, got, tc.want)
 		}
 	}
 }
@@ -202,9 +204,9 @@ func TestSQLScanSimpleTable(t *testing.T) {
 		{"customers.", "", "", false},
 		{"$1", "", "", false},
 	} {
-		table, alias, ok := simpleTable(tc.expr)
+		table, alias, ok := sqlscan.SimpleTable(tc.expr)
 		if table != tc.table || alias != tc.alias || ok != tc.ok {
-			t.Errorf("simpleTable(%q) = %q, %q, %v; want %q, %q, %v", tc.expr, table, alias, ok, tc.table, tc.alias, tc.ok)
+			t.Errorf("sqlscan.SimpleTable(%q) = %q, %q, %v; want %q, %q, %v", tc.expr, table, alias, ok, tc.table, tc.alias, tc.ok)
 		}
 	}
 }
@@ -216,7 +218,7 @@ func inUnicodeDecoded(sql, name string) bool {
 		return false
 	}
 	for i := 0; i < len(sql); i++ {
-		if strings.Contains(strings.ToLower(sqlUnicodeUnescape(sql, sql[i])), name) {
+		if strings.Contains(strings.ToLower(sqlscan.UnicodeUnescape(sql, sql[i])), name) {
 			return true
 		}
 	}
@@ -237,18 +239,18 @@ func FuzzScanSQL(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, sql string) {
-		_ = scanSQL(sql)
-		if !scanSQL("DELETE FROM t;\n" + sql).rowAccess {
+		_ = sqlscan.Read(sql)
+		if !sqlscan.Read("DELETE FROM t;\n" + sql).RowAccess {
 			t.Errorf("DELETE prefix: rowAccess false for %q", sql)
 		}
 		lower, stripped := strings.ToLower(sql), strings.ToLower(strings.ReplaceAll(sql, `\`, ""))
-		for _, name := range mentions(sql, sqlScanAnyName) {
+		for _, name := range sqlscan.Mentions(sql, sqlScanAnyName) {
 			if !strings.Contains(lower, name) && !strings.Contains(stripped, name) && !inUnicodeDecoded(lower, name) {
-				t.Errorf("mentions(%q) reports %q, absent from the input", sql, name)
+				t.Errorf("sqlscan.Mentions(%q) reports %q, absent from the input", sql, name)
 			}
 		}
-		if table, _, ok := simpleTable(sql); ok && table == "" {
-			t.Errorf("simpleTable(%q): ok with an empty table", sql)
+		if table, _, ok := sqlscan.SimpleTable(sql); ok && table == "" {
+			t.Errorf("sqlscan.SimpleTable(%q): ok with an empty table", sql)
 		}
 	})
 }

@@ -1,4 +1,8 @@
-package offlinelock
+// Package sqlscan reads raw SQL as the servers a GORM application may talk
+// to read it: the tables a statement names, whether it may touch rows,
+// DDL that gives a table another name, SQL that builds SQL. It knows
+// nothing of GORM or of locks (offlinelock's fail-closed checks use it).
+package sqlscan
 
 import (
 	"strconv"
@@ -33,32 +37,62 @@ type sqlToken struct {
 	q    byte
 }
 
-// sqlDialect is one lexical convention. pg: nested comments, E'…', U&'…',
-// $tag$ quotes; mysql: # and "-- " comments, /*! */ runs, $ in names;
-// sqlite: [names], $name parameters. strBS and identBS say whether '…' and
-// "…" take backslash escapes.
+// sqlDialect is one lexical convention, spelled as the features that tell
+// one server's reading from another's. The tables below are the servers'.
 type sqlDialect struct {
-	strBS, identBS    bool
-	pg, mysql, sqlite bool
-	plainHints        bool // mysql: /*+ … */ is a comment (MariaDB), not a run of code
+	name string
+	// comments
+	hashComments      bool // '#' starts a line comment
+	dashNeedsSpace    bool // "--" starts a comment only before a space or a control byte
+	crEndsLineComment bool // a line comment also ends at '\r'
+	nestedComments    bool // /* /* */ */ nests
+	execComments      bool // /*! … */ and /*M! … */ hold SQL that runs
+	hintsRun          bool // /*+ … */ holds SQL that runs (with execComments); else a plain comment
+	openCommentOK     bool // a block comment left open at the end of the text is a comment, not an error
+	// literals and quoted names
+	stringBackslash  bool // '…' takes backslash escapes
+	quotedBackslash  bool // "…" takes backslash escapes
+	escapeStrings    bool // E'…' takes backslash escapes
+	unicodeEscapes   bool // U&'…' and U&"…", with UESCAPE
+	dollarQuotes     bool // $tag$ … $tag$ quotes a literal
+	bracketNames     bool // [name] quotes a name
+	stringTableNames bool // a '…' where a table name is expected is a name
+	// names and parameters
+	dollarInNames bool // '$' may start and continue a name
+	dollarParams  bool // $name is a parameter
+}
+
+// The servers' conventions. MySQL's are its defaults (backslash escapes on,
+// "…" a name only under ANSI_QUOTES, which changes nothing here: a quoted
+// name and a literal both hide their text).
+var (
+	sqlPostgres = sqlDialect{name: "postgres", crEndsLineComment: true, nestedComments: true,
+		escapeStrings: true, unicodeEscapes: true, dollarQuotes: true}
+	sqlSQLite = sqlDialect{name: "sqlite", openCommentOK: true, bracketNames: true, stringTableNames: true, dollarParams: true}
+	sqlMySQL  = sqlDialect{name: "mysql", hashComments: true, dashNeedsSpace: true, execComments: true, hintsRun: true,
+		stringBackslash: true, quotedBackslash: true, dollarInNames: true}
+)
+
+// with returns d changed by f, named after the change.
+func (d sqlDialect) with(name string, f func(*sqlDialect)) sqlDialect {
+	d.name += "/" + name
+	f(&d)
+	return d
 }
 
 // sqlDialectsFor lists the conventions sql may be written in; those that
-// differ only in backslash handling are skipped when sql has none.
+// differ only in backslash handling are skipped when sql has none, and
+// MariaDB's reading of /*+ … */ when sql has no such comment.
 func sqlDialectsFor(sql string) []sqlDialect {
-	ds := []sqlDialect{
-		{pg: true},
-		{sqlite: true},
-		{mysql: true, strBS: true, identBS: true},
-	}
+	ds := []sqlDialect{sqlPostgres, sqlSQLite, sqlMySQL}
 	if strings.Contains(sql, "/*+") {
-		ds = append(ds, sqlDialect{mysql: true, strBS: true, identBS: true, plainHints: true}) // MariaDB
+		ds = append(ds, sqlMySQL.with("mariadb", func(d *sqlDialect) { d.hintsRun = false }))
 	}
 	if strings.IndexByte(sql, '\\') >= 0 {
 		ds = append(ds,
-			sqlDialect{pg: true, strBS: true},    // standard_conforming_strings off
-			sqlDialect{mysql: true},              // NO_BACKSLASH_ESCAPES
-			sqlDialect{mysql: true, strBS: true}, // ANSI_QUOTES
+			sqlPostgres.with("standard_conforming_strings=off", func(d *sqlDialect) { d.stringBackslash = true }),
+			sqlMySQL.with("NO_BACKSLASH_ESCAPES", func(d *sqlDialect) { d.stringBackslash, d.quotedBackslash = false, false }),
+			sqlMySQL.with("ANSI_QUOTES", func(d *sqlDialect) { d.quotedBackslash = false }),
 		)
 	}
 	return ds
@@ -108,25 +142,25 @@ func sqlStatements(toks []sqlToken) [][]sqlToken {
 	return append(out, toks[start:])
 }
 
-// sqlScan is what scanSQL reports.
-type sqlScan struct {
-	// idents: every identifier outside comments and literals, in source
+// Scan is what Read reports.
+type Scan struct {
+	// Idents: every identifier outside comments and literals, in source
 	// order, each part of a dotted name separately, quoted ones unquoted;
 	// keywords included. Further dialects' readings append names not seen.
-	idents []string
-	// rowAccess: some statement may read or write table rows, or the text
+	Idents []string
+	// RowAccess: some statement may read or write table rows, or the text
 	// does not lex in some dialect (fail closed).
-	rowAccess bool
+	RowAccess bool
 }
 
-// scanSQL tokenises sql (one or several statements) and reports what it sees.
-func scanSQL(sql string) sqlScan {
-	var sc sqlScan
+// Read tokenises sql (one or several statements) and reports what it sees.
+func Read(sql string) Scan {
+	var sc Scan
 	passes := sqlPasses(sql)
 	for _, p := range passes {
-		sc.rowAccess = sc.rowAccess || p.bad
+		sc.RowAccess = sc.RowAccess || p.bad
 		for _, st := range p.stmts {
-			sc.rowAccess = sc.rowAccess || sqlStmtRowAccess(st)
+			sc.RowAccess = sc.RowAccess || sqlStmtRowAccess(st)
 		}
 	}
 	seen := map[string]bool{}
@@ -134,7 +168,7 @@ func scanSQL(sql string) sqlScan {
 		for _, st := range p.stmts {
 			for _, t := range st {
 				if sqlIsIdent(t) && (i == 0 || !seen[t.text]) {
-					sc.idents = append(sc.idents, t.text)
+					sc.Idents = append(sc.Idents, t.text)
 				}
 				seen[t.text] = true
 			}
@@ -146,7 +180,7 @@ func scanSQL(sql string) sqlScan {
 // sqlBodyDepth bounds the recursion into literals holding SQL.
 const sqlBodyDepth = 8
 
-// sqlMentionSearch is the state of one mentions call.
+// sqlMentionSearch is the state of one Mentions call.
 type sqlMentionSearch struct {
 	lockable func(string) (string, bool)
 	found    []string
@@ -155,17 +189,17 @@ type sqlMentionSearch struct {
 	budget   int             // bytes left to lex: nested bodies must not make a statement's check slow
 }
 
-// sqlMentionBudget bounds the bytes one mentions call lexes, over every
+// sqlMentionBudget bounds the bytes one Mentions call lexes, over every
 // reading and every body. Past it the search gives up reading SQL and takes
 // every word of the text, literals and comments included: a superset.
 const sqlMentionBudget = 1 << 20
 
-// mentions returns the canonical names lockable accepts among the
+// Mentions returns the canonical names lockable accepts among the
 // identifiers of sql, first seen first, without duplicates. Literals are
 // searched as SQL inside DO, EXECUTE, PREPARE and CREATE FUNCTION, PROCEDURE,
 // RULE, TRIGGER and EVENT statements, and everywhere inside such bodies,
 // since a body may build dynamic SQL from any literal.
-func mentions(sql string, lockable func(ident string) (canonical string, ok bool)) []string {
+func Mentions(sql string, lockable func(ident string) (canonical string, ok bool)) []string {
 	m := &sqlMentionSearch{lockable: lockable, seen: map[string]bool{}, searched: map[string]bool{}, budget: sqlMentionBudget}
 	m.search(sql, 0)
 	if m.budget < 0 {
@@ -206,16 +240,16 @@ func (m *sqlMentionSearch) check(ident string) {
 	}
 }
 
-// simpleTable parses a table expression that is a plain, optionally
+// SimpleTable parses a table expression that is a plain, optionally
 // schema-qualified table with an optional alias, returning the unquoted
 // table and alias. ok is false for anything else (subqueries, join lists,
 // calls, placeholders, comments, extra tokens), so callers fall back to a
 // full scan.
-func simpleTable(expr string) (table, alias string, ok bool) {
+func SimpleTable(expr string) (table, alias string, ok bool) {
 	if strings.ContainsAny(expr, "'$;\\&#") || strings.Contains(expr, "--") || strings.Contains(expr, "/*") {
 		return "", "", false
 	}
-	toks, bad := lexSQL(expr, sqlDialect{sqlite: true})
+	toks, bad := lexSQL(expr, sqlSQLite)
 	if bad {
 		return "", "", false
 	}
@@ -248,7 +282,7 @@ func simpleTable(expr string) (table, alias string, ok bool) {
 	return table, alias, true
 }
 
-// sqlPlainName says whether t can name a table or alias in simpleTable.
+// sqlPlainName says whether t can name a table or alias in SimpleTable.
 func sqlPlainName(t sqlToken) bool {
 	switch t.kind {
 	case sqlWord:
@@ -339,7 +373,7 @@ func lexSQL(s string, d sqlDialect) (toks []sqlToken, bad bool) {
 	for l.i < len(s) {
 		l.step()
 	}
-	if d.sqlite {
+	if d.stringTableNames {
 		sqliteStringNames(l.toks)
 	}
 	return l.toks, l.bad || l.exec > 0
@@ -383,28 +417,28 @@ func (l *sqlLexer) step() {
 		} else {
 			l.word()
 		}
-	case c == '-' && l.at(i+1) == '-' && (!l.d.mysql || i+2 >= len(s) || s[i+2] <= ' '):
+	case c == '-' && l.at(i+1) == '-' && (!l.d.dashNeedsSpace || i+2 >= len(s) || s[i+2] <= ' '):
 		l.lineComment()
-	case c == '#' && l.d.mysql:
+	case c == '#' && l.d.hashComments:
 		l.lineComment()
 	case c == '/' && l.at(i+1) == '*':
 		l.blockComment()
 	case c == '*' && l.at(i+1) == '/' && l.exec > 0:
 		l.exec--
 		l.i += 2
-	case (c == 'U' || c == 'u') && l.d.pg && l.at(i+1) == '&' && (l.at(i+2) == '"' || l.at(i+2) == '\''):
+	case (c == 'U' || c == 'u') && l.d.unicodeEscapes && l.at(i+1) == '&' && (l.at(i+2) == '"' || l.at(i+2) == '\''):
 		l.unicodeQuoted()
 	case c == '\'':
-		l.quoted(sqlString, '\'', l.d.strBS)
+		l.quoted(sqlString, '\'', l.d.stringBackslash)
 	case c == '"':
-		l.quoted(sqlQuoted, '"', l.d.identBS)
+		l.quoted(sqlQuoted, '"', l.d.quotedBackslash)
 	case c == '`':
 		l.quoted(sqlQuoted, '`', false)
-	case c == '[' && l.d.sqlite:
+	case c == '[' && l.d.bracketNames:
 		l.bracket()
-	case c == '$' && l.d.pg:
+	case c == '$' && l.d.dollarQuotes:
 		l.dollar()
-	case sqlIsIdentStart(c) || c == '$' && l.d.mysql:
+	case sqlIsIdentStart(c) || c == '$' && l.d.dollarInNames:
 		l.word()
 	case sqlIsDigit(c) || c == '.' && sqlIsDigit(l.at(i+1)):
 		l.number()
@@ -439,7 +473,7 @@ func (l *sqlLexer) other() {
 			j = i + 1
 		}
 	case '$':
-		if l.d.sqlite {
+		if l.d.dollarParams {
 			j = sqlIdentEnd(s, j)
 		}
 	}
@@ -454,7 +488,7 @@ func (l *sqlLexer) other() {
 // lineComment skips to the end of the line (PostgreSQL also ends it at \r).
 func (l *sqlLexer) lineComment() {
 	eols := "\n"
-	if l.d.pg {
+	if l.d.crEndsLineComment {
 		eols = "\r\n"
 	}
 	if n := strings.IndexAny(l.s[l.i:], eols); n >= 0 {
@@ -468,12 +502,12 @@ func (l *sqlLexer) lineComment() {
 // /*M! … */ and /*+ … */ hold SQL: only the markers are skipped.
 func (l *sqlLexer) blockComment() {
 	s, i := l.s, l.i
-	if l.d.mysql {
+	if l.d.execComments {
 		j := i + 2
 		if l.at(j) == 'M' && l.at(j+1) == '!' {
 			j++
 		}
-		if c := l.at(j); c == '!' || c == '+' && !l.d.plainHints {
+		if c := l.at(j); c == '!' || c == '+' && l.d.hintsRun {
 			for j++; j < len(s) && sqlIsDigit(s[j]); j++ { // version
 			}
 			l.exec++
@@ -484,7 +518,7 @@ func (l *sqlLexer) blockComment() {
 	depth := 0
 	for j := i; j+1 < len(s); {
 		switch {
-		case s[j] == '/' && s[j+1] == '*' && (depth == 0 || l.d.pg):
+		case s[j] == '/' && s[j+1] == '*' && (depth == 0 || l.d.nestedComments):
 			depth++
 			j += 2
 		case s[j] == '*' && s[j+1] == '/':
@@ -500,7 +534,7 @@ func (l *sqlLexer) blockComment() {
 	}
 	// SQLite takes a block comment left open at the end of the text as
 	// a comment; the other servers reject the text.
-	l.bad = l.bad || !l.d.sqlite
+	l.bad = l.bad || !l.d.openCommentOK
 	l.i = len(s)
 }
 
@@ -667,14 +701,14 @@ func (l *sqlLexer) word() {
 	w := l.s[start:l.i]
 	next := l.at(l.i)
 	switch {
-	case next == '\'' && (w == "E" || w == "e") && l.d.pg:
+	case next == '\'' && (w == "E" || w == "e") && l.d.escapeStrings:
 		l.quoted(sqlString, '\'', true)
 	case next == '\'' && len(w) == 1 && strings.Contains("NnXxBb", w):
-		l.quoted(sqlString, '\'', l.d.strBS)
-	case next == '&' && (w == "U" || w == "u") && l.d.pg && (l.at(l.i+1) == '\'' || l.at(l.i+1) == '"'):
+		l.quoted(sqlString, '\'', l.d.stringBackslash)
+	case next == '&' && (w == "U" || w == "u") && l.d.unicodeEscapes && (l.at(l.i+1) == '\'' || l.at(l.i+1) == '"'):
 		l.i++
 		if l.s[l.i] == '\'' {
-			l.quoted(sqlString, '\'', l.d.strBS)
+			l.quoted(sqlString, '\'', l.d.stringBackslash)
 		} else {
 			l.quoted(sqlQuoted, '"', false)
 		}
@@ -847,14 +881,14 @@ func sqlIsBodyStmt(st []sqlToken) bool {
 	return sqlBodyStmts[kw]
 }
 
-// tableRefs counts, per canonical name lockable accepts, the identifiers of
+// TableRefs counts, per canonical name lockable accepts, the identifiers of
 // sql that may name the table itself rather than qualify a column: those
 // not followed by '.' (customers.id is a column of a table named
 // elsewhere) and not in a row-lock list (FOR UPDATE OF customers). Each
 // reference beyond the statement's own FROM is a further read of the table:
 // a self-join, a subquery, a UNION. Readings of other dialects count too;
 // the largest count wins.
-func tableRefs(sql string, lockable func(ident string) (canonical string, ok bool)) map[string]int {
+func TableRefs(sql string, lockable func(ident string) (canonical string, ok bool)) map[string]int {
 	out := map[string]int{}
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
 		counts := map[string]int{}
@@ -890,20 +924,20 @@ func tableRefs(sql string, lockable func(ident string) (canonical string, ok boo
 // another name, or runs code on them later.
 var sqlFaceKinds = sqlWordSet(`VIEW MATERIALIZED RULE TRIGGER FUNCTION PROCEDURE EVENT`)
 
-// sqlFaceDDL reports a statement, in any reading of sql that lexes, that
+// FaceDDL reports a statement, in any reading of sql that lexes, that
 // gives a table another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …),
 // wherever it stands in the text, whatever comments or options (MariaDB's
 // ALGORITHM=, DEFINER=, SQL SECURITY; mysqldump's /*!50001 … */) come
 // between its words.
-func sqlFaceDDL(sql string) bool {
+func FaceDDL(sql string) bool {
 	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
 		return kw == "CREATE" && sqlFaceKinds[sqlCreateKind(rest)]
 	})
 }
 
-// sqlRenameDDL reports ALTER TABLE … RENAME, RENAME TABLE, and
+// RenameDDL reports ALTER TABLE … RENAME, RENAME TABLE, and
 // PostgreSQL's ALTER TABLE … INHERIT, in any reading of sql that lexes.
-func sqlRenameDDL(sql string) bool {
+func RenameDDL(sql string) bool {
 	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
 		return kw == "RENAME" || kw == "ALTER" && sqlHasAny(rest, sqlRenameWords)
 	})
@@ -937,7 +971,7 @@ var sqlDynamicFuncs = sqlWordSet(`QUERY_TO_XML QUERY_TO_XMLSCHEMA QUERY_TO_XML_A
 // MySQL routine, EXECUTE and PREPARE run what they are given.
 var sqlBuildsSQL = sqlWordSet(`EXECUTE PREPARE`)
 
-// sqlDynamic reports SQL that a static reading cannot bound, in any
+// Dynamic reports SQL that a static reading cannot bound, in any
 // reading of it that lexes:
 //   - a call of a function of sqlDynamicFuncs;
 //   - EXECUTE IMMEDIATE, or PREPARE … FROM, of anything but one string literal;
@@ -947,7 +981,7 @@ var sqlBuildsSQL = sqlWordSet(`EXECUTE PREPARE`)
 // It is a refusal list of forms; what it does not list is read statically
 // (sqlscan's identifiers, body literals included), so a form it misses can
 // still not hide a table name written out whole.
-func sqlDynamic(sql string) bool {
+func Dynamic(sql string) bool {
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
 		for _, st := range p.stmts {
 			if sqlDynamicStmt(st) {
