@@ -66,7 +66,7 @@ func benchDBs(b *testing.B, d database) (with *gorm.DB, plain *gorm.DB, p *offli
 
 // openSQLiteLike opens the file of an open SQLite database again, without
 // the plugin.
-func openSQLiteLike(b *testing.B, db *gorm.DB) *gorm.DB {
+func openSQLiteLike(b testing.TB, db *gorm.DB) *gorm.DB {
 	var path string
 	if err := db.Raw(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path).Error; err != nil {
 		b.Fatal(err)

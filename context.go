@@ -2,7 +2,10 @@ package offlinelock
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Owner identifies who holds a lock. Session owns the lock: every lock of a
@@ -55,6 +58,32 @@ func ttlFrom(ctx context.Context) (time.Duration, bool) {
 	}
 	d, ok := ctx.Value(ttlKey{}).(time.Duration)
 	return d, ok
+}
+
+type reasonKey struct{}
+
+// WithReason returns a context in which Acquire records reason with the
+// lock it grants ("checkout", "editing the price list"): at most MaxReason
+// bytes of printable UTF-8, else Acquire fails with ErrInvalid.
+func WithReason(ctx context.Context, reason string) context.Context {
+	return context.WithValue(ctx, reasonKey{}, reason)
+}
+
+// reasonFrom reports the reason carried by ctx, "" if none.
+func reasonFrom(ctx context.Context) string {
+	if ctx == nil {
+		return ""
+	}
+	r, _ := ctx.Value(reasonKey{}).(string)
+	return r
+}
+
+// validReason checks a lock's reason: bounded, printable, valid UTF-8.
+func validReason(r string) error {
+	if len(r) > MaxReason || !utf8.ValidString(r) || strings.IndexFunc(r, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+		return invalid("a lock's reason is at most %d bytes of printable UTF-8", MaxReason)
+	}
+	return nil
 }
 
 type bypassKey struct{}

@@ -56,4 +56,13 @@ type Lock struct {
 	Generation int64
 	// AcquiredAt and ExpiresAt come from the database's clock.
 	AcquiredAt, ExpiresAt time.Time
+	// Reason is why the lock was taken, as its holder said (WithReason;
+	// httplock's lock request): at most MaxReason bytes of printable text,
+	// shown to whoever may see the lock (Holders, List, the console, the
+	// command), never put in metrics or traces. A lock taken again keeps
+	// it unless a new one is given; a lock taken over loses it.
+	Reason string
 }
+
+// MaxReason is the longest Reason, in bytes.
+const MaxReason = 255

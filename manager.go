@@ -63,8 +63,15 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
+	reason := reasonFrom(db.Statement.Context)
+	if err := validReason(reason); err != nil {
+		return nil, err
+	}
 	keys := []key{k}
 	got, err := p.acquireMany(db, t, keys, o, access, ttl)
+	if err == nil && reason != "" {
+		err = t.setReason(direct(db), got[k].Lock, reason)
+	}
 	if err != nil {
 		err = unconfirmed(err)
 		p.tel.refused(ctxOf(db), db, modeExplicit, access, k.resource, err)
@@ -72,6 +79,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	}
 	p.tel.granted(ctxOf(db), db, modeExplicit, access, keys)
 	l := got[k].Lock
+	l.Reason = reason
 	return &l, nil
 }
 

@@ -79,6 +79,10 @@ type lockStore interface {
 	// token (looked up by its hash), with its owner and without a token, or
 	// ErrNotLocked.
 	list(c conn, f Filter) ([]Lock, error)
+
+	// setReason records reason with l, the lock just granted (its
+	// session's row of its generation: a later grant of the key hides it).
+	setReason(c conn, l Lock, reason string) error
 	byToken(c conn, token string) (*Lock, error)
 
 	// stats counts the live locks, at most groups resources and users of

@@ -142,6 +142,7 @@ func (s *mysqlStore) migrate(c conn) error {
 	generation  BIGINT          NOT NULL,
 	acquired_at DATETIME(6)     NOT NULL,
 	expires_at  DATETIME(6)     NOT NULL,
+	reason      VARCHAR(300)    CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT '',
 	PRIMARY KEY (resource, lock_id, holder),
 	KEY ` + s.index("session") + ` (session),
 	KEY ` + s.index("expires") + ` (expires_at),
@@ -162,6 +163,13 @@ func (s *mysqlStore) migrate(c conn) error {
 	}
 	if err := s.checkTimes(c); err != nil {
 		return err
+	}
+	err := reasonColumn(c, func() (bool, error) {
+		n, err := queryStrings(c, `SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'reason'`, s.lockName())
+		return len(n) > 0, err
+	}, `ALTER TABLE `+s.table+` ADD COLUMN reason VARCHAR(300) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''`)
+	if err != nil && mysqlCode(err) != 1060 { // 1060: another node added it meanwhile
+		return fmt.Errorf("offlinelock: adding the reason column to lock table %s: %w", s.table, err)
 	}
 	return s.hashTokens(c)
 }

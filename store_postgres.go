@@ -113,6 +113,7 @@ func (s *postgresStore) migrate(c conn) error {
 	generation  bigint       NOT NULL,
 	acquired_at timestamptz  NOT NULL,
 	expires_at  timestamptz  NOT NULL,
+	reason      varchar(300) NOT NULL DEFAULT '',
 	PRIMARY KEY (resource, lock_id, holder))`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "session") + ` ON ` + s.table + ` (session)`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "expires") + ` ON ` + s.table + ` (expires_at)`,
@@ -122,6 +123,13 @@ func (s *postgresStore) migrate(c conn) error {
 			if _, err := c.exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 			}
+		}
+		err := reasonColumn(c, func() (bool, error) {
+			n, err := queryStrings(c, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'reason' AND NOT attisdropped`, s.table)
+			return len(n) > 0, err
+		}, `ALTER TABLE `+s.table+` ADD COLUMN reason varchar(300) NOT NULL DEFAULT ''`)
+		if err != nil {
+			return fmt.Errorf("offlinelock: adding the reason column to lock table %s: %w", s.table, err)
 		}
 		return s.hashTokens(c)
 	})

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -123,11 +124,11 @@ type row struct {
 
 func (r row) live(now time.Time) bool { return r.ExpiresAt.After(now) }
 
-func scanRow(rows *sql.Rows) (row, error) {
+func scanRow(rows *sql.Rows, more ...any) (row, error) {
 	var r row
 	var acquired, expires any
-	err := rows.Scan(&r.Resource, &r.ID, &r.holder, &r.Access, &r.Owner.Session, &r.Owner.User,
-		&r.Token, &r.Generation, &acquired, &expires)
+	err := rows.Scan(append([]any{&r.Resource, &r.ID, &r.holder, &r.Access, &r.Owner.Session, &r.Owner.User,
+		&r.Token, &r.Generation, &acquired, &expires}, more...)...)
 	if err != nil {
 		return r, err
 	}
@@ -588,7 +589,7 @@ RETURNING expires_at, ` + t.clock + `, acquired_at`)
 
 // list returns the locks that match f, without their tokens.
 func (t *sqlStore) list(c conn, f Filter) ([]Lock, error) {
-	q := `SELECT ` + lockColumns + ` FROM ` + t.table + ` WHERE ` + isLockRow
+	q := `SELECT ` + lockColumns + `, reason FROM ` + t.table + ` WHERE ` + isLockRow
 	var args []any
 	for _, cond := range []struct{ col, val string }{
 		{"resource", f.Resource}, {"lock_id", f.ID}, {"session", f.Session}, {"user_name", f.User},
@@ -609,12 +610,44 @@ func (t *sqlStore) list(c conn, f Filter) ([]Lock, error) {
 	}
 	var out []Lock
 	_, err := c.query(t.bind(q), args, func(r *sql.Rows) error {
-		rw, err := scanRow(r)
+		var reason string
+		rw, err := scanRow(r, &reason)
 		rw.Token = ""
+		rw.Reason = reasonOf(reason, rw.Generation)
 		out = append(out, rw.Lock)
 		return err
 	})
 	return out, err
+}
+
+// The reason column holds "<generation>:<reason>": the grants that write a
+// key's rows do not touch it, so a reason stays with the generation it was
+// given for, and a later grant's lock shows none (reasonOf).
+
+func (t *sqlStore) setReason(c conn, l Lock, reason string) error {
+	_, err := c.exec(t.bind(`UPDATE `+t.table+` SET reason = ? WHERE resource = ? AND lock_id = ? AND `+t.eq("session")+` AND generation = ?`),
+		strconv.FormatInt(l.Generation, 10)+":"+reason, l.Resource, l.ID, l.Owner.Session, l.Generation)
+	return err
+}
+
+// reasonOf is the reason of the row of generation whose column holds v.
+func reasonOf(v string, generation int64) string {
+	g, r, ok := strings.Cut(v, ":")
+	if !ok || g != strconv.FormatInt(generation, 10) {
+		return ""
+	}
+	return r
+}
+
+// reasonColumn adds the reason column to a lock table an older version
+// made, when has says it lacks it (the DDL is each database's).
+func reasonColumn(c conn, has func() (bool, error), ddl string) error {
+	ok, err := has()
+	if err != nil || ok {
+		return err
+	}
+	_, err = c.exec(ddl)
+	return err
 }
 
 // remember writes the catalog rows of models.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"gorm.io/gorm/clause"
@@ -66,6 +67,7 @@ func (s *sqliteStore) migrate(c conn) error {
 	generation  INTEGER NOT NULL,
 	acquired_at TEXT    NOT NULL,
 	expires_at  TEXT    NOT NULL,
+	reason      TEXT    NOT NULL DEFAULT '',
 	PRIMARY KEY (resource, lock_id, holder))`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "session") + ` ON ` + s.table + ` (session)`,
 			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "expires") + ` ON ` + s.table + ` (expires_at)`,
@@ -80,6 +82,13 @@ func (s *sqliteStore) migrate(c conn) error {
 			if _, err := c.exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 			}
+		}
+		err := reasonColumn(c, func() (bool, error) {
+			n, err := queryStrings(c, `SELECT name FROM pragma_table_info(?) WHERE name = 'reason'`, strings.Trim(s.table, `"`))
+			return len(n) > 0, err
+		}, `ALTER TABLE `+s.table+` ADD COLUMN reason TEXT NOT NULL DEFAULT ''`)
+		if err != nil {
+			return fmt.Errorf("offlinelock: adding the reason column to lock table %s: %w", s.table, err)
 		}
 		if err := s.hashTokens(c); err != nil {
 			return fmt.Errorf("offlinelock: hashing the tokens of lock table %s: %w", s.table, err)

@@ -223,7 +223,7 @@ func (c *console) mac(admin, exp string) string {
 
 // consoleRow is one lock as the console shows it.
 type consoleRow struct {
-	Resource, Table, ID, Access, User string
+	Resource, Table, ID, Access, User, Reason string
 	Since, Until, Left                string
 	Generation                        int64 // ties the row's release form to this lock
 }
@@ -288,7 +288,7 @@ func (c *console) rows(locks []offlinelock.Lock, now time.Time) []consoleRow {
 	out := make([]consoleRow, 0, len(locks))
 	for _, l := range locks {
 		out = append(out, consoleRow{Resource: c.s.apiName(l.Resource), Table: l.Resource, ID: l.ID,
-			Access: string(l.Access), User: l.Owner.User, Generation: l.Generation,
+			Access: string(l.Access), User: l.Owner.User, Reason: l.Reason, Generation: l.Generation,
 			Since: l.AcquiredAt.UTC().Format(time.RFC3339), Until: l.ExpiresAt.UTC().Format(time.RFC3339),
 			Left: max(l.ExpiresAt.Sub(now), 0).Round(time.Second).String()})
 	}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm/clause"
 
@@ -71,7 +73,7 @@ func (b lockBody) MarshalJSON() ([]byte, error) {
 // body renders l; remaining is its lease left, in whole seconds.
 func (s *Server) body(res *resource, l *offlinelock.Lock, remaining time.Duration) lockBody {
 	return lockBody{
-		Resource: res.Name, ID: l.ID, LockToken: l.Token, LockedBy: l.Owner.User, Access: string(l.Access),
+		Resource: res.Name, ID: l.ID, LockToken: l.Token, LockedBy: l.Owner.User, Access: string(l.Access), Reason: l.Reason,
 		AcquiredAt: l.AcquiredAt.UTC(), ExpiresAt: l.ExpiresAt.UTC(),
 		TTLRemainingSeconds: int64(math.Round(max(remaining, 0).Seconds())), Generation: l.Generation,
 		idName: res.IDName,
@@ -110,8 +112,8 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		}
 		ttl = time.Duration(*req.TTLSeconds) * time.Second
 	}
-	if len(req.Reason) > 1000 {
-		s.WriteError(w, r, badRequest("reason is longer than 1000 bytes"))
+	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
+		s.WriteError(w, r, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason))
 		return
 	}
 	// Without a Lock-Token the request is a new session's, so a lock the
@@ -130,6 +132,9 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		owner, status = held.Owner, http.StatusOK // a refresh of the lease
 	}
 	ctx := offlinelock.WithTTL(offlinelock.WithOwner(r.Context(), owner), ttl)
+	if req.Reason != "" {
+		ctx = offlinelock.WithReason(ctx, req.Reason) // kept with the lock; a refresh without one keeps the old
+	}
 	l, err := s.cfg.Locks.Acquire(s.cfg.DB.WithContext(ctx), target, offlinelock.Write)
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -146,7 +151,15 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	if status == http.StatusOK {
 		b.TTLRemainingSeconds = int64(math.Round(ttl.Seconds()))
 	}
-	b.Reason = req.Reason
+	if b.Reason == "" && status == http.StatusOK { // a refresh without a reason keeps the lock's
+		if holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(ctx), target); err == nil {
+			for _, h := range holders {
+				if h.Owner.Session == l.Owner.Session {
+					b.Reason = h.Reason
+				}
+			}
+		}
+	}
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, status, b)
 }
@@ -162,6 +175,12 @@ func (s *Server) exists(r *http.Request, res *resource, target any) (bool, error
 	err := s.cfg.DB.WithContext(r.Context()).Model(target).
 		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: res.pkCol}, Value: key}).Count(&n).Error
 	return n > 0, err
+}
+
+// printable says whether s is valid UTF-8 without control characters, as
+// a lock's reason must be.
+func printable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsPrint(c) }) < 0
 }
 
 // unlock is POST /{resource}/{id}/unlock.

@@ -596,3 +596,31 @@ func TestTheSamePersonInAnotherSession(t *testing.T) {
 		assert.Contains(t, other["detail"], "locked by usr_client_1 until")
 	})
 }
+
+// TestTheLocksReasonIsKept: the reason of POST …/lock is kept with the
+// lock and shown by GET …/lock and the admin list; a refresh without one
+// keeps it; an over-long one is a 400 and locks nothing.
+func TestTheLocksReasonIsKept(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		const path = "/orders/ord_99182"
+		tooLong := `{"reason": "` + strings.Repeat("x", offlinelock.MaxReason+1) + `"}`
+		assert.Equal(t, http.StatusBadRequest, c.do("POST", path+"/lock", "usr_client_1", "", tooLong).status)
+		assert.Equal(t, http.StatusNotFound, c.do("GET", path+"/lock", "usr_client_1", "", "").status, "nothing locked")
+
+		got := c.do("POST", path+"/lock", "usr_client_1", "", `{"reason": "Seat reservation checkout"}`)
+		require.Equal(t, http.StatusCreated, got.status)
+		assert.Equal(t, "Seat reservation checkout", got.json(t)["reason"])
+		token := got.header.Get("Lock-Token")
+		assert.Equal(t, "Seat reservation checkout", c.do("GET", path+"/lock", "usr_client_2", "", "").json(t)["reason"])
+		list := c.do("GET", "/admin/locks?resource=orders", "admin", "", "")
+		var locks []map[string]any
+		require.NoError(t, json.Unmarshal(list.body, &locks))
+		require.Len(t, locks, 1)
+		assert.Equal(t, "Seat reservation checkout", locks[0]["reason"])
+
+		refreshed := c.do("POST", path+"/lock", "usr_client_1", token, "")
+		require.Equal(t, http.StatusOK, refreshed.status)
+		assert.Equal(t, "Seat reservation checkout", refreshed.json(t)["reason"], "a refresh without a reason keeps it")
+		assert.Equal(t, "Seat reservation checkout", c.do("GET", path+"/lock", "usr_client_2", "", "").json(t)["reason"])
+	})
+}

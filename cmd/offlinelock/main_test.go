@@ -48,12 +48,12 @@ func acquire(t *testing.T, p *offlinelock.Plugin, db *gorm.DB, o offlinelock.Own
 }
 
 // header is the first line of list, show and release.
-var header = []string{"RESOURCE", "ID", "ACCESS", "USER", "SESSION", "GENERATION", "ACQUIRED", "EXPIRES"}
+var header = []string{"RESOURCE", "ID", "ACCESS", "USER", "SESSION", "GENERATION", "ACQUIRED", "EXPIRES", "REASON"}
 
 // row is l as a table row, cell by cell.
 func row(l offlinelock.Lock) []string {
 	return []string{l.Resource, l.ID, string(l.Access), l.Owner.User, l.Owner.Session,
-		strconv.FormatInt(l.Generation, 10), tableTime(l.AcquiredAt), tableTime(l.ExpiresAt)}
+		strconv.FormatInt(l.Generation, 10), tableTime(l.AcquiredAt), tableTime(l.ExpiresAt), cell(l.Reason)}
 }
 
 // assertTable checks that out is the header and exactly the rows want, in
@@ -87,6 +87,7 @@ func jsonLock(l offlinelock.Lock) map[string]any {
 		"generation": json.Number(strconv.FormatInt(l.Generation, 10)),
 		"acquiredAt": l.AcquiredAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
 		"expiresAt":  l.ExpiresAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+		"reason":     l.Reason,
 	}
 }
 

@@ -24,12 +24,13 @@ type lockJSON struct {
 	Generation int64  `json:"generation"`
 	AcquiredAt string `json:"acquiredAt"`
 	ExpiresAt  string `json:"expiresAt"`
+	Reason     string `json:"reason"`
 }
 
 func toJSON(l offlinelock.Lock) lockJSON {
 	return lockJSON{
 		Resource: l.Resource, ID: l.ID, Access: string(l.Access), User: l.Owner.User, Session: l.Owner.Session,
-		Generation: l.Generation, AcquiredAt: jsonTime(l.AcquiredAt), ExpiresAt: jsonTime(l.ExpiresAt),
+		Generation: l.Generation, AcquiredAt: jsonTime(l.AcquiredAt), ExpiresAt: jsonTime(l.ExpiresAt), Reason: l.Reason,
 	}
 }
 
@@ -56,10 +57,10 @@ func writeLocks(w io.Writer, locks []offlinelock.Lock, asJSON bool) error {
 		return writeJSON(w, out)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RESOURCE\tID\tACCESS\tUSER\tSESSION\tGENERATION\tACQUIRED\tEXPIRES")
+	fmt.Fprintln(tw, "RESOURCE\tID\tACCESS\tUSER\tSESSION\tGENERATION\tACQUIRED\tEXPIRES\tREASON")
 	for _, l := range locks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", cell(l.Resource), cell(l.ID), l.Access,
-			cell(l.Owner.User), cell(l.Owner.Session), l.Generation, tableTime(l.AcquiredAt), tableTime(l.ExpiresAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", cell(l.Resource), cell(l.ID), l.Access,
+			cell(l.Owner.User), cell(l.Owner.Session), l.Generation, tableTime(l.AcquiredAt), tableTime(l.ExpiresAt), cell(l.Reason))
 	}
 	return tw.Flush()
 }
