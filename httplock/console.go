@@ -224,8 +224,8 @@ func (c *console) mac(admin, exp string) string {
 // consoleRow is one lock as the console shows it.
 type consoleRow struct {
 	Resource, Table, ID, Access, User, Reason string
-	Since, Until, Left                string
-	Generation                        int64 // ties the row's release form to this lock
+	Since, Until, Left                        string
+	Generation                                int64 // ties the row's release form to this lock
 }
 
 // consoleView is what console.html renders.
