@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,9 +26,11 @@ import (
 var consoleFiles embed.FS
 
 const (
-	// consoleMax is how many locks one page shows; more are reported as
-	// cut off, with a hint to filter.
-	consoleMax = 1000
+	// consoleMax is how many locks the console reads for one view; more
+	// are reported as "more than", with a hint to filter. consolePage is
+	// how many one page shows.
+	consoleMax  = 10000
+	consolePage = 100
 	// csrfTTL is how long a rendered release form stays usable.
 	csrfTTL = 12 * time.Hour
 )
@@ -66,8 +69,23 @@ func (s *Server) RegisterConsole(mux *http.ServeMux) {
 	rand.Read(key) // never fails (crypto/rand, Go 1.24+)
 	c := &console{s: s, key: key, origins: s.sameOrigin(),
 		page: template.Must(template.ParseFS(consoleFiles, "console.html"))}
-	mux.Handle("GET /admin/console", secureHeaders(s.adminOnly(c.list)))
-	mux.Handle("POST /admin/console/release", secureHeaders(c.origins.Handler(s.adminOnly(c.release))))
+	mux.Handle("GET /admin/console", secureHeaders(c.adminPage(c.list)))
+	mux.Handle("POST /admin/console/release", secureHeaders(c.origins.Handler(c.adminPage(c.release))))
+}
+
+// adminPage is adminOnly for a browser: a refusal is an HTML page (403),
+// which says no more than the JSON refusal does.
+func (c *console) adminPage(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if c.s.cfg.Admin != nil && c.s.cfg.Admin(r) == nil {
+			next(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Forbidden</title></head>\n"+
+			"<body><h1>Forbidden</h1><p id=\"forbidden\">The lock console is for administrators. Sign in as one, or ask one.</p></body></html>\n")
+	}
 }
 
 // secureHeaders makes every console response, refusals included, unframable,
@@ -85,16 +103,56 @@ func secureHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// consoleFilter is the console's filter, from the query of GET or the
-// fields of a release form (which carry it back).
+// consoleFilter is the console's view: its filter (resource, an exact id,
+// part of a user name, live or expired rows), its order and its page, from
+// the query of GET or the fields of a release form (which carry it back).
 type consoleFilter struct {
-	Resource, User string
+	Resource, ID, User, Sort string
+	Expired                  bool
+	Page                     int
+}
+
+// consoleSorts are the orders the console offers, by column.
+var consoleSorts = map[string]func(a, b offlinelock.Lock) int{
+	"since": func(a, b offlinelock.Lock) int { return a.AcquiredAt.Compare(b.AcquiredAt) }, // oldest first: the likeliest forgotten
+	"until": func(a, b offlinelock.Lock) int { return a.ExpiresAt.Compare(b.ExpiresAt) },
+	"resource": func(a, b offlinelock.Lock) int {
+		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.ID, b.ID))
+	},
+	"user": func(a, b offlinelock.Lock) int { return cmp.Compare(a.Owner.User, b.Owner.User) },
+}
+
+func filterOf(v interface{ Get(string) string }) consoleFilter {
+	f := consoleFilter{Resource: v.Get("resource"), ID: v.Get("id"), User: v.Get("user"), Sort: v.Get("sort"), Expired: v.Get("expired") == "1"}
+	if _, ok := consoleSorts[f.Sort]; !ok {
+		f.Sort = "since"
+	}
+	f.Page, _ = strconv.Atoi(v.Get("page"))
+	f.Page = max(f.Page, 1)
+	return f
+}
+
+// Query is the filter as a URL query, for links (with the page and order
+// changed by the template).
+func (f consoleFilter) query(sort string, page int) string {
+	q := neturl.Values{}
+	for k, v := range map[string]string{"resource": f.Resource, "id": f.ID, "user": f.User, "sort": sort} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if f.Expired {
+		q.Set("expired", "1")
+	}
+	if page > 1 {
+		q.Set("page", strconv.Itoa(page))
+	}
+	return "/admin/console?" + q.Encode()
 }
 
 // list is GET /admin/console.
 func (c *console) list(w http.ResponseWriter, r *http.Request) {
-	f := consoleFilter{Resource: r.URL.Query().Get("resource"), User: r.URL.Query().Get("user")}
-	c.render(w, r, http.StatusOK, f, nil)
+	c.render(w, r, http.StatusOK, filterOf(r.URL.Query()), nil)
 }
 
 // consoleResult is the outcome of a release, shown above the list.
@@ -122,7 +180,7 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
 		return
 	}
-	f := consoleFilter{Resource: r.PostForm.Get("resource"), User: r.PostForm.Get("user")}
+	f := filterOf(r.PostForm)
 	table, id := r.PostForm.Get("key_resource"), r.PostForm.Get("key_id")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if table == "" || id == "" {
@@ -223,9 +281,9 @@ func (c *console) mac(admin, exp string) string {
 
 // consoleRow is one lock as the console shows it.
 type consoleRow struct {
-	Resource, Table, ID, Access, User, Reason string
-	Since, Until, Left                        string
-	Generation                                int64 // ties the row's release form to this lock
+	Resource, Table, ID, Access, User, Session, Reason string
+	Since, Until, Left, SinceAgo, UntilIn              string
+	Generation                                         int64 // ties the row's release form to this lock
 }
 
 // consoleView is what console.html renders.
@@ -234,20 +292,25 @@ type consoleView struct {
 	Filter             consoleFilter
 	Resources          []string
 	Rows               []consoleRow
-	Cut                bool
+	Count              int  // the locks the filter matches (at most consoleMax)
+	More               bool // more than consoleMax match
+	First, Last        int  // the rows of this page, counted from 1
+	Prev, Next, Self   string
+	SortBy             map[string]string // column → the link that sorts by it
 	Result             *consoleResult
 	Now                string
 }
 
-// render writes the console page with status: the locks matching f, oldest
-// first, and the result of a release when there was one.
+// render writes the console page with status: the locks matching f, in
+// its order, its page of them, and the result of a release when there was
+// one.
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f consoleFilter, res *consoleResult) {
 	admin, err := c.s.cfg.Principal(r)
 	if err != nil || admin == "" {
 		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
 		return
 	}
-	filter := offlinelock.Filter{User: f.User, Limit: consoleMax + 1}
+	filter := offlinelock.Filter{ID: f.ID, Expired: f.Expired, Limit: consoleMax + 1}
 	if f.Resource != "" {
 		known, ok := c.s.resources[f.Resource]
 		if !ok {
@@ -261,14 +324,36 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 		c.s.WriteError(w, r, err)
 		return
 	}
+	if f.User != "" { // part of a user name, in any case
+		part := strings.ToLower(f.User)
+		locks = slices.DeleteFunc(locks, func(l offlinelock.Lock) bool { return !strings.Contains(strings.ToLower(l.Owner.User), part) })
+	}
 	now := time.Now()
 	v := consoleView{Nonce: newSession(""), CSRF: c.csrf(admin, now), Admin: admin, Filter: f, Result: res,
-		Now: now.UTC().Format(time.RFC3339), Cut: len(locks) > consoleMax}
+		Now: now.UTC().Format(time.RFC3339), More: len(locks) > consoleMax, SortBy: map[string]string{}}
 	for name := range c.s.resources {
 		v.Resources = append(v.Resources, name)
 	}
 	slices.Sort(v.Resources)
-	v.Rows = c.rows(locks[:min(len(locks), consoleMax)], now)
+	for col := range consoleSorts {
+		v.SortBy[col] = f.query(col, 1)
+	}
+	locks = locks[:min(len(locks), consoleMax)]
+	v.Count = len(locks)
+	c.sortLocks(locks, f.Sort)
+	pages := max((len(locks)+consolePage-1)/consolePage, 1)
+	f.Page = min(f.Page, pages)
+	v.Filter = f
+	from, to := (f.Page-1)*consolePage, min(f.Page*consolePage, len(locks))
+	v.First, v.Last = from+1, to
+	v.Self = f.query(f.Sort, f.Page)
+	if f.Page > 1 {
+		v.Prev = f.query(f.Sort, f.Page-1)
+	}
+	if f.Page < pages {
+		v.Next = f.query(f.Sort, f.Page+1)
+	}
+	v.Rows = c.rows(locks[from:to], now)
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -278,19 +363,63 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	}
 }
 
-// rows sorts locks oldest first (the ones most likely forgotten), then by
-// resource, id and user, and formats them; the tokens stay behind.
-func (c *console) rows(locks []offlinelock.Lock, now time.Time) []consoleRow {
+// sortLocks orders locks by the column sort, then by resource, id and
+// user, so that every order is total.
+func (c *console) sortLocks(locks []offlinelock.Lock, sort string) {
+	by := consoleSorts[sort]
 	slices.SortStableFunc(locks, func(a, b offlinelock.Lock) int {
-		return cmp.Or(a.AcquiredAt.Compare(b.AcquiredAt), cmp.Compare(a.Resource, b.Resource),
-			cmp.Compare(a.ID, b.ID), cmp.Compare(a.Owner.User, b.Owner.User))
+		return cmp.Or(by(a, b), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.ID, b.ID), cmp.Compare(a.Owner.User, b.Owner.User))
 	})
+}
+
+// rows formats locks; the tokens stay behind, and sessions are shown cut
+// (enough to tell two apart, not to present one).
+func (c *console) rows(locks []offlinelock.Lock, now time.Time) []consoleRow {
 	out := make([]consoleRow, 0, len(locks))
 	for _, l := range locks {
 		out = append(out, consoleRow{Resource: c.s.apiName(l.Resource), Table: l.Resource, ID: l.ID,
-			Access: string(l.Access), User: l.Owner.User, Reason: l.Reason, Generation: l.Generation,
+			Access: string(l.Access), User: l.Owner.User, Session: redact(l.Owner.Session), Reason: l.Reason, Generation: l.Generation,
 			Since: l.AcquiredAt.UTC().Format(time.RFC3339), Until: l.ExpiresAt.UTC().Format(time.RFC3339),
+			SinceAgo: ago(now.Sub(l.AcquiredAt)), UntilIn: ahead(l.ExpiresAt.Sub(now)),
 			Left: max(l.ExpiresAt.Sub(now), 0).Round(time.Second).String()})
 	}
 	return out
+}
+
+// redact shows the first characters of a session, enough to tell two
+// apart on one page.
+func redact(session string) string {
+	if n := 6; utf8.RuneCountInString(session) > n {
+		return string([]rune(session)[:n]) + "…"
+	}
+	return session
+}
+
+// ago is d as people say it: "just now", "3 min ago", "2 h ago", "4 days ago".
+func ago(d time.Duration) string {
+	if d < time.Minute {
+		return "just now"
+	}
+	return relative(d) + " ago"
+}
+
+// ahead is d as people say it: "in 3 min", or "expired" when past.
+func ahead(d time.Duration) string {
+	if d <= 0 {
+		return "expired"
+	}
+	if d < time.Minute {
+		return "in under a minute"
+	}
+	return "in " + relative(d)
+}
+
+func relative(d time.Duration) string {
+	switch {
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " min"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + " h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + " days"
 }

@@ -211,8 +211,8 @@ func TestConsoleListsFiltersAndSortsByAge(t *testing.T) {
 		require.Equal(t, http.StatusOK, p.status, p.body)
 		assert.Equal(t, "text/html; charset=utf-8", p.header.Get("Content-Type"))
 		assert.Equal(t, []string{"orders/ord_c usr_1", "orders/ord_a usr_2", "orders/ord_b usr_1"}, p.rows(), "oldest first")
-		assert.Contains(t, p.body, `<td class="mode mode-write">write</td>`)
-		assert.Regexp(t, `<td class="left">(9m5\d|10m0)s</td>`, p.body, "time left of a 600 s lease")
+		assert.Contains(t, p.body, `<td class="mode mode-write" data-label="Mode">write</td>`)
+		assert.Regexp(t, `<td class="left" data-label="Time left">(9m5\d|10m0)s</td>`, p.body, "time left of a 600 s lease")
 		for _, tok := range tokens {
 			assert.NotContains(t, p.body, tok, "no lock token in the page")
 		}
@@ -368,5 +368,72 @@ func TestConsoleFormsArePerAdmin(t *testing.T) {
 		assert.Equal(t, []string{"orders/ord_1 usr_1"}, e.held(), "nothing was released")
 		assert.Contains(t, e.logs.String(), `msg="offlinelock: admin action refused" action=force_release`)
 		assert.Contains(t, e.logs.String(), `admin=auditor resource=orders id=ord_1 reason=auditing done=false via=console`)
+	})
+}
+
+// TestConsoleViews: the console counts and pages the locks, sorts by a
+// column, filters by an exact id and by part of a user name, shows the
+// reason, a cut session and relative times with the UTC value, lists
+// expired rows apart, and answers a non-admin with an HTML page.
+func TestConsoleViews(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		e.take("usr_martin", "ord_c")
+		e.take("usr_david", "ord_a")
+		e.take("usr_martin", "ord_b")
+
+		p := e.get("admin", "")
+		require.Equal(t, http.StatusOK, p.status)
+		assert.Contains(t, p.body, `<span>3 locks, showing 1–3</span>`)
+		assert.Regexp(t, `<time datetime="[^"]+Z" title="[^"]+Z">just now</time>`, p.body)
+		assert.Regexp(t, `<time datetime="[^"]+Z" title="[^"]+Z">in (9|10) min</time>`, p.body)
+		assert.Regexp(t, `<td class="session" data-label="Session">http-.…</td>`, p.body, "the session, cut")
+
+		for _, tc := range []struct {
+			query string
+			rows  []string
+		}{
+			{"sort=resource", []string{"orders/ord_a usr_david", "orders/ord_b usr_martin", "orders/ord_c usr_martin"}},
+			{"sort=user", []string{"orders/ord_a usr_david", "orders/ord_b usr_martin", "orders/ord_c usr_martin"}},
+			{"sort=nonsense", []string{"orders/ord_c usr_martin", "orders/ord_a usr_david", "orders/ord_b usr_martin"}},
+			{"user=MART", []string{"orders/ord_c usr_martin", "orders/ord_b usr_martin"}},
+			{"id=ord_a", []string{"orders/ord_a usr_david"}},
+			{"id=ord_", []string{}},
+			{"expired=1", []string{}},
+		} {
+			p := e.get("admin", tc.query)
+			require.Equal(t, http.StatusOK, p.status, tc.query)
+			assert.Equal(t, tc.rows, p.rows(), tc.query)
+		}
+		assert.Contains(t, e.get("admin", "expired=1").body, "No expired rows")
+
+		forbidden := e.get("usr_martin", "")
+		assert.Equal(t, http.StatusForbidden, forbidden.status)
+		assert.Equal(t, "text/html; charset=utf-8", forbidden.header.Get("Content-Type"))
+		assert.Contains(t, forbidden.body, `id="forbidden"`)
+		assert.NotContains(t, forbidden.body, "ord_")
+	})
+}
+
+// TestConsolePages: a page shows 100 locks; previous and next keep the
+// filter and the order.
+func TestConsolePages(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		for i := range 105 {
+			_, err := e.locks.Acquire(e.db.WithContext(offlinelock.WithOwner(context.Background(), offlinelock.Owner{Session: fmt.Sprintf("s%03d", i), User: "usr_bulk"})),
+				&Order{ID: fmt.Sprintf("ord_%03d", i)}, offlinelock.Write)
+			require.NoError(t, err)
+		}
+		p := e.get("admin", "sort=resource&user=bulk")
+		require.Equal(t, http.StatusOK, p.status)
+		assert.Contains(t, p.body, `<span>105 locks, showing 1–100</span>`)
+		assert.Len(t, p.rows(), 100)
+		assert.Equal(t, "orders/ord_000 usr_bulk", p.rows()[0])
+		assert.Contains(t, p.body, `href="/admin/console?page=2&amp;sort=resource&amp;user=bulk" id="next"`)
+		p2 := e.get("admin", "page=2&sort=resource&user=bulk")
+		assert.Contains(t, p2.body, `<span>105 locks, showing 101–105</span>`)
+		assert.Equal(t, []string{"orders/ord_100 usr_bulk", "orders/ord_101 usr_bulk", "orders/ord_102 usr_bulk", "orders/ord_103 usr_bulk", "orders/ord_104 usr_bulk"}, p2.rows())
+		assert.Contains(t, p2.body, `id="prev"`)
+		assert.NotContains(t, p2.body, `id="next"`)
+		assert.Equal(t, p2.rows(), e.get("admin", "page=9&sort=resource&user=bulk").rows(), "past the last page: the last")
 	})
 }
