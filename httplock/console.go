@@ -389,7 +389,7 @@ func (c *console) rows(locks []offlinelock.Lock, now time.Time) []consoleRow {
 // redact shows the first characters of a session, enough to tell two
 // apart on one page.
 func redact(session string) string {
-	if n := 6; utf8.RuneCountInString(session) > n {
+	if n := 10; utf8.RuneCountInString(session) > n {
 		return string([]rune(session)[:n]) + "…"
 	}
 	return session
