@@ -247,11 +247,20 @@ func texts(v reflect.Value, b *strings.Builder, depth, level int) {
 		return
 	}
 	if v.CanInterface() {
-		if sub, ok := v.Interface().(*gorm.DB); ok {
-			if sub != nil {
-				statementText(b, sub.Statement, depth+1)
+		switch x := v.Interface().(type) {
+		case *gorm.DB:
+			if x != nil {
+				statementText(b, x.Statement, depth+1)
 			}
 			return
+		case gorm.Valuer:
+			b.WriteString(opaque) // its SQL exists only once GORM builds it
+			return
+		case clause.Expression:
+			if !gormExpression(x) {
+				b.WriteString(opaque) // a caller's own Expression writes whatever it likes
+				return
+			}
 		}
 	}
 	switch v.Kind() {
@@ -279,6 +288,16 @@ func texts(v reflect.Value, b *strings.Builder, depth, level int) {
 			texts(v.Field(i), b, depth, level+1)
 		}
 	}
+}
+
+// gormExpression says whether e is one of GORM's own clause types, whose
+// SQL is made of the strings inside it (texts reads those).
+func gormExpression(e clause.Expression) bool {
+	t := reflect.TypeOf(e)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath() == "gorm.io/gorm/clause"
 }
 
 // countSelect matches the SELECT of GORM's Count and of a hand-written

@@ -227,16 +227,36 @@ func closedCondition(e clause.Expression) bool {
 	switch x := e.(type) {
 	case clause.Expr:
 		sql = x.SQL
+		if !closedValues(x.Vars) {
+			return false
+		}
 	case clause.NamedExpr:
 		sql = x.SQL
+		if !closedValues(x.Vars) {
+			return false
+		}
 	case clause.AndConditions:
 		return allClosed(x.Exprs)
 	case clause.OrConditions:
 		return allClosed(x.Exprs)
 	case clause.NotConditions:
 		return allClosed(x.Exprs) // NOT of a raw term is built without parentheses of its own
-	case clause.Eq, clause.Neq, clause.IN, clause.Gt, clause.Gte, clause.Lt, clause.Lte, clause.Like:
-		return true
+	case clause.Eq:
+		return closedColumn(x.Column) && closedValues([]any{x.Value})
+	case clause.Neq:
+		return closedColumn(x.Column) && closedValues([]any{x.Value})
+	case clause.Gt:
+		return closedColumn(x.Column) && closedValues([]any{x.Value})
+	case clause.Gte:
+		return closedColumn(x.Column) && closedValues([]any{x.Value})
+	case clause.Lt:
+		return closedColumn(x.Column) && closedValues([]any{x.Value})
+	case clause.Lte:
+		return closedColumn(x.Column) && closedValues([]any{x.Value})
+	case clause.Like:
+		return closedColumn(x.Column) && closedValues([]any{x.Value})
+	case clause.IN:
+		return closedColumn(x.Column) && closedValues(x.Values)
 	default:
 		return false // an expression of another kind may build any SQL
 	}
@@ -249,6 +269,49 @@ func closedCondition(e clause.Expression) bool {
 		}
 	}
 	return true
+}
+
+// closedValues: no value is built into the SQL as SQL (an expression, a
+// subquery, a GormValue): GORM writes those inline, where they can close
+// parentheses and OR in other rows. Maps and slices are looked into (named
+// arguments, IN lists).
+func closedValues(vals []any) bool {
+	for _, v := range vals {
+		switch x := v.(type) {
+		case nil, []byte:
+		case *gorm.DB, clause.Expression, gorm.Valuer:
+			return false
+		case map[string]any:
+			for _, e := range x {
+				if !closedValues([]any{e}) {
+					return false
+				}
+			}
+		case []any:
+			if !closedValues(x) {
+				return false
+			}
+		case sql.NamedArg:
+			if !closedValues([]any{x.Value}) {
+				return false
+			}
+		default:
+			if rv := reflect.ValueOf(v); (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Type().Elem().Kind() != reflect.Uint8 {
+				for i := 0; i < rv.Len(); i++ {
+					if !closedValues([]any{rv.Index(i).Interface()}) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// closedColumn: a column GORM quotes, not raw SQL.
+func closedColumn(c any) bool {
+	col, ok := c.(clause.Column)
+	return !ok || !col.Raw
 }
 
 func allClosed(exprs []clause.Expression) bool {
@@ -267,8 +330,8 @@ func plainValue(v any) bool {
 		return false
 	}
 	switch v.(type) {
-	case *gorm.DB, clause.Expression, []byte:
-		return false
+	case *gorm.DB, clause.Expression, gorm.Valuer, []byte:
+		return false // SQL, or a value GORM replaces with the SQL it builds
 	}
 	switch reflect.ValueOf(v).Kind() {
 	case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer, reflect.Func, reflect.Chan:
@@ -366,7 +429,13 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 		Clauses: map[string]clause.Clause{},
 	}
 	names := []string{"FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if _, grouped := stmt.Clauses["GROUP BY"]; grouped || !selectsRows(stmt) {
+	if forUpdate && db.Dialector.Name() != "mysql" {
+		// A write's key-only SELECT finds the rows the write changes: GORM
+		// builds ORDER BY and LIMIT into UPDATE and DELETE on MySQL only
+		// (its dialect's clauses); elsewhere the write changes every row
+		// its WHERE admits, and so must the check.
+		names = names[:2]
+	} else if _, grouped := stmt.Clauses["GROUP BY"]; grouped || !selectsRows(stmt) {
 		// ORDER and LIMIT count groups, distinct values or aggregates, not
 		// rows: find every row the WHERE admits, a superset of what they
 		// are made of.

@@ -230,6 +230,10 @@ func namesField(s *schema.Schema, name string, f *schema.Field) bool {
 func (m *model) keyOf(vals []any) (key, error) {
 	parts := make([]string, len(vals))
 	for i, v := range vals {
+		if isExpr(v) {
+			// A GormValue key: the database gets the SQL it builds, not v.
+			return key{}, unenforceable(m.table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
+		}
 		id, err := canonical(m.kinds[i], v)
 		if err != nil {
 			return key{}, fmt.Errorf("table %s column %s: %w", m.table, m.pk[i].DBName, err)

@@ -653,10 +653,12 @@ func assignedRoots(stmt *gorm.Statement, m *model, v reflect.Value) []any {
 	return out
 }
 
-// isExpr says whether v is SQL rather than a value.
+// isExpr says whether v is SQL rather than a value: an expression, a
+// subquery, or a GormValue (GORM writes the SQL it builds, whatever the Go
+// value says).
 func isExpr(v any) bool {
 	switch v.(type) {
-	case clause.Expression, *gorm.DB:
+	case clause.Expression, *gorm.DB, gorm.Valuer:
 		return true
 	}
 	return false

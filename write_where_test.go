@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -202,6 +203,46 @@ func TestFailClosedAnUpdateMovingTheKey(t *testing.T) {
 				require.NoError(t, admin(db).Model(&Doc{}).Order("id").Pluck("id", &ids).Error)
 				assert.Equal(t, []uint{1}, ids)
 			})
+		}
+	})
+}
+
+// TestFailClosedAWriteWithALimit: GORM builds LIMIT into UPDATE and DELETE
+// on MySQL only; elsewhere the write changes every row its WHERE admits,
+// and is checked on all of them, before any hook runs.
+func TestFailClosedAWriteWithALimit(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		fcDropCleanup(t, db, &FcHooked{})
+		require.NoError(t, admin(db).AutoMigrate(&FcHooked{}))
+		for name, write := range map[string]func(tx *gorm.DB) error{
+			"Order.Limit.Update": func(tx *gorm.DB) error {
+				return tx.Model(&FcHooked{}).Where("name = ?", "draft").Order("id").Limit(1).Update("name", "pwn").Error
+			},
+			"Order.Limit.Delete": func(tx *gorm.DB) error {
+				return tx.Where("name = ?", "draft").Order("id").Limit(1).Delete(&FcHooked{}).Error
+			},
+		} {
+			fcReset(t, db, p)
+			require.NoError(t, admin(db).Where("1 = 1").Delete(&FcHooked{}).Error)
+			require.NoError(t, admin(db).Create(&[]FcHooked{{ID: 1, Name: "draft"}, {ID: 129, Name: "draft"}}).Error)
+			for id, o := range map[uint]offlinelock.Owner{1: david, 129: martin} {
+				_, err := p.Acquire(as(db, o), &FcHooked{ID: id}, offlinelock.Write)
+				require.NoError(t, err)
+			}
+			c := &fcHookCounter{}
+			tx := db.WithContext(context.WithValue(offlinelock.WithOwner(context.Background(), david), fcHooksKey{}, c))
+			err := fcSafe(t, func() error { return write(tx) })
+			var got []FcHooked
+			require.NoError(t, admin(db).Order("id").Find(&got).Error)
+			if db.Dialector.Name() == "mysql" {
+				// LIMIT 1 in the statement: david's own row 1 only.
+				require.NoError(t, err, name)
+				assert.Equal(t, "draft", got[len(got)-1].Name, "%s: martin's 129 untouched", name)
+				continue
+			}
+			assert.ErrorIs(t, err, offlinelock.ErrLocked, name)
+			assert.Zero(t, c.n.Load(), "%s: hooks ran for a refused write", name)
+			assert.Equal(t, []FcHooked{{ID: 1, Name: "draft"}, {ID: 129, Name: "draft"}}, got, name)
 		}
 	})
 }
