@@ -300,11 +300,13 @@ func (s *postgresStore) guardedTables(c conn) (map[string]string, error) {
 func (s *postgresStore) removeGuard(c conn) error {
 	return c.inTx(func(c conn) error {
 		prefix := s.guardPrefix() + `\_%`
-		drops, err := queryStrings(c, `SELECT format('DROP TRIGGER %I ON %s', t.tgname, t.tgrelid::regclass) FROM pg_trigger t WHERE t.tgname LIKE $1`, prefix)
+		// IF EXISTS: a table dropped meanwhile took its triggers with it.
+		drops, err := queryStrings(c, `SELECT format('DROP TRIGGER IF EXISTS %I ON %I.%I', t.tgname, n.nspname, r.relname)
+			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace WHERE t.tgname LIKE $1`, prefix)
 		if err != nil {
 			return err
 		}
-		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1`, prefix)
+		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1`, prefix)
 		if err != nil {
 			return err
 		}
