@@ -18,8 +18,7 @@ var ErrLockLost = fmt.Errorf("%w: the lock was lost while the edit ran", ErrNotL
 // the pattern of a background job, in the spirit of pglock's Do. It
 //
 //   - takes the lock with Acquire: a record another session holds is
-//     refused at once with a *LockedError (skip it; try again later), and
-//     a lock the session already holds is kept;
+//     refused at once with a *LockedError (skip it; try again later);
 //   - runs edit in a transaction on db, whose context is cancelled, with
 //     cause ErrLockLost, if the lock is lost while edit runs;
 //   - renews the lock every third of its lifetime until edit returns, on
@@ -28,33 +27,53 @@ var ErrLockLost = fmt.Errorf("%w: the lock was lost while the edit ran", ErrNotL
 //     write lock from its start, and a renewal waits for it: so nobody can
 //     take the lock over while edit runs, and the lock must outlive what
 //     edit does after its first write (on SQLite, all of edit);
-//   - releases it in edit's transaction when edit succeeds, so that the
-//     save and the release commit together, or on its own when edit fails.
+//   - releases the lock it took in edit's transaction when edit succeeds,
+//     so that the save and the release commit together, or on its own
+//     when edit fails or panics (the panic goes on). A lock the session
+//     held before Do is used, and kept.
 //
 // It returns edit's error, or ErrLockLost when the lock was lost (edit's
 // statements then fail with the cancelled context).
-func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) error {
+func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err error) {
+	if edit == nil {
+		return invalid("Do needs an edit")
+	}
 	l, err := p.Acquire(db, target, Write)
 	if err != nil {
 		return err
 	}
+	took := l.Token != "" // a new lock: a lock held before comes back without its token
 	base := ctxOf(db)
+	cleanup := db.WithContext(context.WithoutCancel(base)) // releases even when the caller's context ended
 	ctx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
+	committed := false
+	defer func() {
+		if !committed && took {
+			if rerr := p.Release(cleanup, target); rerr != nil && !errors.Is(rerr, ErrNotLocked) {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// A renewal waiting for the edit's row lock is cancelled with stop:
-		// never a wait for the commit that waits for it.
+		// never a wait for the commit that waits for it. Deferred, so that a
+		// panicking edit stops it too.
 		renewCtx, stop := context.WithCancel(base)
 		renewed := make(chan struct{})
 		go func() {
 			defer close(renewed)
 			p.keepLock(renewCtx, db.WithContext(renewCtx), target, l, cancel)
 		}()
-		err := edit(tx)
-		stop()
-		<-renewed
-		if err != nil {
+		defer func() {
+			stop()
+			<-renewed
+		}()
+		if err := edit(tx); err != nil {
 			return err
+		}
+		if !took {
+			return nil
 		}
 		return p.Release(tx, target)
 	})
@@ -62,11 +81,12 @@ func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) error
 		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
 			err = cause
 		}
-		if rerr := p.Release(db.WithContext(base), target); rerr != nil && !errors.Is(rerr, ErrNotLocked) {
-			err = errors.Join(err, rerr)
-		}
+		return err
 	}
-	return err
+	// (A committed edit released a lock it still held: its fence and its
+	// Release say so. A loss noticed after that commit is none.)
+	committed = true
+	return nil
 }
 
 // keepLock renews l through db every third of its lifetime until ctx

@@ -69,6 +69,36 @@ func TestDo(t *testing.T) {
 			assert.Equal(t, "draft", title())
 			assert.Zero(t, jobLocks())
 		})
+		t.Run("a panicking edit releases the lock and stops the renewal", func(t *testing.T) {
+			reset()
+			func() {
+				defer func() { assert.Equal(t, "edit panics", recover()) }()
+				p.Do(withTTL(db, reprice, 900*time.Millisecond), &Doc{ID: 1}, func(*gorm.DB) error { panic("edit panics") })
+			}()
+			assert.Zero(t, jobLocks(), "the lock of a panicking edit")
+			_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+			require.NoError(t, err, "nobody renews it any more")
+		})
+		t.Run("a cancelled caller's context still releases", func(t *testing.T) {
+			reset()
+			ctx, cancel := context.WithCancel(offlinelock.WithOwner(context.Background(), reprice))
+			err := p.Do(db.WithContext(ctx), &Doc{ID: 1}, func(*gorm.DB) error { cancel(); return ctx.Err() })
+			require.ErrorIs(t, err, context.Canceled)
+			assert.Zero(t, jobLocks())
+		})
+		t.Run("a lock held before is used and kept", func(t *testing.T) {
+			reset()
+			_, err := p.Acquire(as(db, reprice), &Doc{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+			require.NoError(t, p.Do(as(db, reprice), &Doc{ID: 1}, func(tx *gorm.DB) error {
+				return tx.Model(&Doc{ID: 1}).Update("title", "kept").Error
+			}))
+			assert.Equal(t, "kept", title())
+			assert.Equal(t, 1, jobLocks(), "the session's own lock, held before Do")
+		})
+		t.Run("no edit", func(t *testing.T) {
+			require.ErrorIs(t, p.Do(as(db, reprice), &Doc{ID: 1}, nil), offlinelock.ErrInvalid)
+		})
 		t.Run("the lock is renewed while the edit runs", func(t *testing.T) {
 			if db.Dialector.Name() == "sqlite" {
 				return // SQLite's write transaction excludes the renewal: the lock must outlive the edit (Do's doc)

@@ -181,6 +181,10 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := filterOf(r.PostForm)
+	if err := c.checkFilter(f); err != nil { // before anything is released: the page drawn after must not fail
+		c.s.WriteError(w, r, err)
+		return
+	}
 	table, id := r.PostForm.Get("key_resource"), r.PostForm.Get("key_id")
 	reason := strings.TrimSpace(r.PostForm.Get("reason"))
 	if table == "" || id == "" {
@@ -208,30 +212,50 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 // errGone is a release form whose lock is no longer on the record.
 var errGone = errors.New("httplock: the lock the console showed is gone")
 
-// stillShown checks that the lock a release form was rendered for (its
-// generation, which no later grant reuses) still holds the record: a form
-// left open, or posted again, must not release a lock taken since by
-// someone the admin never saw. A form without a generation (not one the
-// console rendered) releases whatever holds the record. A lock that
+// stillShown checks that the locks a release form was rendered for (the
+// generations of every lock the page showed on the record, which no later
+// grant reuses) are the ones that hold it: a form left open, or posted
+// again, must not release a lock taken since by someone the admin never
+// saw, a reader who joined included. A form without generations (not one
+// the console rendered) releases whatever holds the record. A lock that
 // changes between this check and the release is the window left.
-func (c *console) stillShown(r *http.Request, table, id, generation string) error {
-	if generation == "" {
+func (c *console) stillShown(r *http.Request, table, id, generations string) error {
+	if generations == "" {
 		return nil
 	}
-	gen, err := strconv.ParseInt(generation, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: key_generation is not a number", offlinelock.ErrInvalid)
+	shown := map[int64]bool{}
+	for _, g := range strings.Split(generations, ",") {
+		gen, err := strconv.ParseInt(g, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: key_generation is not a list of numbers", offlinelock.ErrInvalid)
+		}
+		shown[gen] = true
 	}
 	locks, err := c.s.cfg.Locks.List(c.s.cfg.DB.WithContext(r.Context()), offlinelock.Filter{Resource: table, ID: id})
 	if err != nil {
 		return err
 	}
+	if len(locks) == 0 {
+		return errGone
+	}
 	for _, l := range locks {
-		if l.Generation == gen {
-			return nil
+		if !shown[l.Generation] {
+			return errGone
 		}
 	}
-	return errGone
+	return nil
+}
+
+// checkFilter refuses a filter the page cannot be drawn for: an unknown
+// resource, an id no key can be.
+func (c *console) checkFilter(f consoleFilter) error {
+	if _, ok := c.s.resources[f.Resource]; f.Resource != "" && !ok {
+		return errUnknownResource
+	}
+	if len(f.ID) > 255 || !utf8.ValidString(f.ID) || strings.ContainsRune(f.ID, 0) {
+		return badRequest("the id filter is not an id")
+	}
+	return nil
 }
 
 // outcome is the status and message of a release that ended with err.
@@ -283,7 +307,8 @@ func (c *console) mac(admin, exp string) string {
 type consoleRow struct {
 	Resource, Table, ID, Access, User, Session, Reason string
 	Since, Until, Left, SinceAgo, UntilIn              string
-	Generation                                         int64 // ties the row's release form to this lock
+	Generation                                         int64  // the row's lock
+	Generations                                        string // every lock the page shows on the record: the release form's key_generation
 }
 
 // consoleView is what console.html renders.
@@ -310,14 +335,13 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
 		return
 	}
+	if err := c.checkFilter(f); err != nil {
+		c.s.WriteError(w, r, err)
+		return
+	}
 	filter := offlinelock.Filter{ID: f.ID, Expired: f.Expired, Limit: consoleMax + 1}
 	if f.Resource != "" {
-		known, ok := c.s.resources[f.Resource]
-		if !ok {
-			c.s.WriteError(w, r, errUnknownResource)
-			return
-		}
-		filter.Resource = known.table
+		filter.Resource = c.s.resources[f.Resource].table
 	}
 	locks, err := c.s.cfg.Locks.List(c.s.cfg.DB.WithContext(r.Context()), filter)
 	if err != nil {
@@ -353,7 +377,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	if f.Page < pages {
 		v.Next = f.query(f.Sort, f.Page+1)
 	}
-	v.Rows = c.rows(locks[from:to], now)
+	v.Rows = c.rows(locks[from:to], now, generationsByRecord(locks))
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -372,13 +396,28 @@ func (c *console) sortLocks(locks []offlinelock.Lock, sort string) {
 	})
 }
 
+// generationsByRecord lists, per record, the generations of its locks
+// among locks: a release form carries them all (stillShown).
+func generationsByRecord(locks []offlinelock.Lock) map[[2]string]string {
+	out := map[[2]string]string{}
+	for _, l := range locks {
+		k := [2]string{l.Resource, l.ID}
+		if out[k] != "" {
+			out[k] += ","
+		}
+		out[k] += strconv.FormatInt(l.Generation, 10)
+	}
+	return out
+}
+
 // rows formats locks; the tokens stay behind, and sessions are shown cut
 // (enough to tell two apart, not to present one).
-func (c *console) rows(locks []offlinelock.Lock, now time.Time) []consoleRow {
+func (c *console) rows(locks []offlinelock.Lock, now time.Time, gens map[[2]string]string) []consoleRow {
 	out := make([]consoleRow, 0, len(locks))
 	for _, l := range locks {
 		out = append(out, consoleRow{Resource: c.s.apiName(l.Resource), Table: l.Resource, ID: l.ID,
-			Access: string(l.Access), User: l.Owner.User, Session: redact(l.Owner.Session), Reason: l.Reason, Generation: l.Generation,
+			Access: string(l.Access), User: l.Owner.User, Session: redact(l.Owner.Session), Reason: l.Reason,
+			Generation: l.Generation, Generations: gens[[2]string{l.Resource, l.ID}],
 			Since: l.AcquiredAt.UTC().Format(time.RFC3339), Until: l.ExpiresAt.UTC().Format(time.RFC3339),
 			SinceAgo: ago(now.Sub(l.AcquiredAt)), UntilIn: ahead(l.ExpiresAt.Sub(now)),
 			Left: max(l.ExpiresAt.Sub(now), 0).Round(time.Second).String()})

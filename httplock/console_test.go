@@ -437,3 +437,43 @@ func TestConsolePages(t *testing.T) {
 		assert.Equal(t, p2.rows(), e.get("admin", "page=9&sort=resource&user=bulk").rows(), "past the last page: the last")
 	})
 }
+
+// TestConsoleReleasesOnlyWhatItShowed: a release form carries every lock
+// the page showed on the record; a reader who joined since is not
+// released with them (409), and a form whose filter the page cannot show
+// releases nothing.
+func TestConsoleReleasesOnlyWhatItShowed(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		read := func(session, user string) {
+			_, err := e.locks.Acquire(e.db.WithContext(offlinelock.WithOwner(context.Background(), offlinelock.Owner{Session: session, User: user})),
+				&Order{ID: "ord_r"}, offlinelock.Read)
+			require.NoError(t, err)
+		}
+		read("sa", "reader_a")
+		page := e.get("admin", "id=ord_r")
+		require.Equal(t, []string{"orders/ord_r reader_a"}, page.rows())
+		gens := regexp.MustCompile(`name="key_generation" value="([^"]+)"`).FindStringSubmatch(page.body)
+		require.NotNil(t, gens)
+		read("sb", "reader_b_unseen")
+
+		form := releaseForm(page.csrf(t), "ord_r", "stuck reader")
+		form.Set("key_generation", gens[1])
+		p := e.post("admin", form, nil)
+		assert.Equal(t, http.StatusConflict, p.status, p.body)
+		assert.ElementsMatch(t, []string{"orders/ord_r reader_a", "orders/ord_r reader_b_unseen"}, e.held())
+
+		page = e.get("admin", "id=ord_r")
+		require.Len(t, page.rows(), 2)
+		gens = regexp.MustCompile(`name="key_generation" value="([^"]+)"`).FindStringSubmatch(page.body)
+		assert.Contains(t, gens[1], ",", "both readers' generations")
+		form.Set("key_generation", gens[1])
+		form.Set("resource", "bogus")
+		p = e.post("admin", form, nil)
+		assert.Equal(t, http.StatusNotFound, p.status)
+		assert.Len(t, e.held(), 2, "a form the page cannot be drawn for released nothing")
+		form.Del("resource")
+		p = e.post("admin", form, nil)
+		assert.Equal(t, http.StatusOK, p.status, p.body)
+		assert.Empty(t, e.held())
+	})
+}

@@ -195,7 +195,7 @@ func others(holders []offlinelock.Lock, mine *offlinelock.Lock) []offlinelock.Lo
 // something behind the Middleware honours it.
 func isWrite(r *http.Request) bool {
 	for _, h := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
-		if _, ok := r.Header[h]; ok {
+		if _, ok := r.Header[http.CanonicalHeaderKey(h)]; ok { // as the server stores them
 			return true
 		}
 	}
@@ -234,10 +234,10 @@ func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readabl
 			return res, r.PathValue(wildcard), true
 		}
 	}
-	if last := segments[len(segments)-1]; strings.HasSuffix(pattern, "/") {
-		if name, named := segmentValue(r, last); named && s.resources[name] != nil {
-			return nil, "", false
-		}
+	if last := segments[len(segments)-1]; strings.HasSuffix(pattern, "/") || strings.HasSuffix(last, "...}") {
+		// A subtree ("/", "/api/", "/{path...}"): the route may lead to
+		// any record, through a sub-mux or a router below it.
+		return nil, "", false
 	}
 	return nil, "", true
 }

@@ -142,9 +142,32 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 				mux.Handle("PATCH /{kind}/{id}", srv.Middleware(write))
 				return mux
 			},
+			"around a sub-mux at /": func() http.Handler {
+				sub := http.NewServeMux()
+				sub.Handle("PATCH /orders/{id}", write)
+				mux := http.NewServeMux()
+				mux.Handle("/", srv.Middleware(sub))
+				return mux
+			},
+			"on a /{path...} catch-all": func() http.Handler {
+				sub := http.NewServeMux()
+				sub.Handle("PATCH /orders/{id}", write)
+				mux := http.NewServeMux()
+				mux.Handle("/{path...}", srv.Middleware(sub))
+				return mux
+			},
+			"on a host pattern": func() http.Handler {
+				sub := http.NewServeMux()
+				sub.Handle("PATCH /orders/{id}", write)
+				mux := http.NewServeMux()
+				mux.Handle("127.0.0.1/", srv.Middleware(sub))
+				return mux
+			},
 		}
 		status := map[string]int{"around the whole mux": http.StatusInternalServerError, "around a sub-mux at /orders/": http.StatusInternalServerError,
-			"on a {id...} route": http.StatusLocked, "on a {kind}/{id} route": http.StatusLocked}
+			"on a {id...} route": http.StatusLocked, "on a {kind}/{id} route": http.StatusLocked,
+			"around a sub-mux at /": http.StatusInternalServerError,
+			"on a /{path...} catch-all": http.StatusInternalServerError, "on a host pattern": http.StatusInternalServerError}
 		for name, mount := range mounts {
 			t.Run(name, func(t *testing.T) {
 				ran.Store(0)
@@ -159,6 +182,25 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 				assert.Equal(t, status[name], resp.StatusCode, string(body))
 				assert.Zero(t, ran.Load(), "the handler ran for a write of a record usr_1 holds")
 			})
+		}
+		// A GET or HEAD that a method-override header makes a write, in
+		// every spelling of the header's name, on a handler that honours it.
+		mux := http.NewServeMux()
+		mux.Handle("GET /orders/{id}", srv.Middleware(write))
+		ts := httptest.NewServer(mux)
+		defer ts.Close()
+		for _, h := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", "x-http-method-override", "X-Http-Method"} {
+			for _, method := range []string{"GET", "HEAD"} {
+				ran.Store(0)
+				req, _ := http.NewRequest(method, ts.URL+"/orders/ord_1", nil)
+				req.Header.Set("Authorization", "Bearer usr_2")
+				req.Header.Set(h, "PATCH")
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusLocked, resp.StatusCode, "%s with %s", method, h)
+				assert.Zero(t, ran.Load(), "%s with %s: the handler ran", method, h)
+			}
 		}
 	})
 }
