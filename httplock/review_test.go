@@ -166,7 +166,7 @@ func TestMiddlewareAroundAMuxStillDecides(t *testing.T) {
 		}
 		status := map[string]int{"around the whole mux": http.StatusInternalServerError, "around a sub-mux at /orders/": http.StatusInternalServerError,
 			"on a {id...} route": http.StatusLocked, "on a {kind}/{id} route": http.StatusLocked,
-			"around a sub-mux at /": http.StatusInternalServerError,
+			"around a sub-mux at /":     http.StatusInternalServerError,
 			"on a /{path...} catch-all": http.StatusInternalServerError, "on a host pattern": http.StatusInternalServerError}
 		for name, mount := range mounts {
 			t.Run(name, func(t *testing.T) {
