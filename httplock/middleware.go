@@ -29,9 +29,10 @@ import (
 //
 // A GET, HEAD or OPTIONS (without a method-override header) and a route
 // that names no resource pass through. A write whose route the Middleware
-// cannot read (it wraps a whole mux, a sub-mux below /orders/, or a router
-// other than http.ServeMux) is refused with a 500, logged: it cannot tell
-// which record the write is of. In every case the owner put into the
+// cannot read (it wraps a whole mux, a sub-mux or catch-all at any subtree,
+// /, /api/, /{path...}, or a router other than http.ServeMux: see
+// MiddlewareFor) is refused with a 500, logged: it cannot tell which
+// record the write is of. In every case the owner put into the
 // request's context is the token's lock owner or an owner holding nothing,
 // so a handler writing with db.WithContext(r.Context()) is still checked by
 // the plugin: the second line, which also covers a lock taken between this
