@@ -30,6 +30,10 @@ type Stats struct {
 	// (docs/mysql.md). Expired locks are already free; these rows only
 	// take space until the sweep.
 	ExpiredRows int64
+	// ExpiredLocks is the number of locks past their expiry that the sweep
+	// has not removed yet: what List with Filter.Expired (and the
+	// command's list --expired) shows.
+	ExpiredLocks int64
 }
 
 // Count is how many live locks one resource or one user holds.

@@ -66,19 +66,23 @@ func TestStatsCountsLiveLocksOldestAndExpiredRows(t *testing.T) {
 			s, err = p.Stats(db)
 			require.NoError(t, err)
 			assert.Equal(t, offlinelock.Stats{
-				Live:        3,
-				ByResource:  []offlinelock.Count{{"docs", 2}, {"customers", 1}},
-				ByUser:      []offlinelock.Count{{"martin", 2}, {"david", 1}},
-				Oldest:      first,
-				ExpiredRows: 4,
+				Live:         3,
+				ByResource:   []offlinelock.Count{{"docs", 2}, {"customers", 1}},
+				ByUser:       []offlinelock.Count{{"martin", 2}, {"david", 1}},
+				Oldest:       first,
+				ExpiredRows:  4,
+				ExpiredLocks: 3, // as List(Filter{Expired: true}) shows them
 			}, s)
+			expired, err := p.List(db, offlinelock.Filter{Expired: true})
+			require.NoError(t, err)
+			assert.Len(t, expired, int(s.ExpiredLocks))
 
 			n, err := p.Sweep(db)
 			require.NoError(t, err)
 			assert.EqualValues(t, 4, n, "the sweep deletes the rows Stats counted")
 			after, err := p.Stats(db)
 			require.NoError(t, err)
-			s.ExpiredRows = 0
+			s.ExpiredRows, s.ExpiredLocks = 0, 0
 			assert.Equal(t, s, after)
 		})
 	}

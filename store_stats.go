@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// stats reads Stats in five statements: the live count, the two groupings
-// (LIMIT groups each), the oldest live lock and the expired count.
+// stats reads Stats in six statements: the live count, the two groupings
+// (LIMIT groups each), the oldest live lock and the expired rows and locks.
 func (t *sqlStore) stats(c conn, groups int) (Stats, error) {
 	var s Stats
 	live := ` FROM ` + t.table + ` WHERE ` + isLockRow + ` AND expires_at > ` + t.clock
@@ -22,6 +22,9 @@ func (t *sqlStore) stats(c conn, groups int) (Stats, error) {
 	}
 	if err == nil {
 		err = t.count(c, `SELECT COUNT(*) FROM `+t.table+` WHERE expires_at <= `+t.clock, &s.ExpiredRows)
+	}
+	if err == nil {
+		err = t.count(c, `SELECT COUNT(*) FROM `+t.table+` WHERE `+isLockRow+` AND expires_at <= `+t.clock, &s.ExpiredLocks)
 	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("offlinelock: reading lock-table stats: %w", err)

@@ -175,13 +175,14 @@ func TestCommandsEndToEnd(t *testing.T) {
 		t.Run("stats", func(t *testing.T) {
 			r := cmd(append([]string{"stats"}, on...)...)
 			require.Equal(t, exitOK, r.code, r.stderr)
-			assert.Equal(t, fmt.Sprintf(`live locks    4
-expired rows  0
-oldest lock   customers 1 write by martin (session M1) since %s until %s
-by resource   customers  2
-              policies   2
-by user       david      2
-              martin     2
+			assert.Equal(t, fmt.Sprintf(`live locks     4
+expired locks  0
+expired rows   0
+oldest lock    customers 1 write by martin (session M1) since %s until %s
+by resource    customers  2
+               policies   2
+by user        david      2
+               martin     2
 `, tableTime(c1.AcquiredAt), tableTime(c1.ExpiresAt)), r.stdout)
 
 			r = cmd(append([]string{"stats", "--json"}, on...)...)
@@ -189,7 +190,7 @@ by user       david      2
 			var got map[string]any
 			decodeJSON(t, r.stdout, &got)
 			assert.Equal(t, map[string]any{
-				"live": json.Number("4"), "expiredRows": json.Number("0"), "oldest": jsonLock(c1),
+				"live": json.Number("4"), "expiredRows": json.Number("0"), "expiredLocks": json.Number("0"), "oldest": jsonLock(c1),
 				"byResource": []any{
 					map[string]any{"name": "customers", "locks": json.Number("2")},
 					map[string]any{"name": "policies", "locks": json.Number("2")},
@@ -250,6 +251,7 @@ by user       david      2
 			var s map[string]any
 			decodeJSON(t, r.stdout, &s)
 			assert.Equal(t, json.Number("1"), s["expiredRows"], "customers 2's row waits for the sweep")
+			assert.Equal(t, json.Number("1"), s["expiredLocks"], "as list --expired shows it")
 
 			r = cmd(append([]string{"sweep"}, on...)...)
 			assert.Equal(t, result{exitOK, "deleted 1 expired rows\n", ""}, r)

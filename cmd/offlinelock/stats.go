@@ -11,11 +11,12 @@ import (
 
 // statsJSON is stats --json.
 type statsJSON struct {
-	Live        int64       `json:"live"`
-	ExpiredRows int64       `json:"expiredRows"`
-	Oldest      *lockJSON   `json:"oldest"`
-	ByResource  []countJSON `json:"byResource"`
-	ByUser      []countJSON `json:"byUser"`
+	Live         int64       `json:"live"`
+	ExpiredRows  int64       `json:"expiredRows"`
+	ExpiredLocks int64       `json:"expiredLocks"`
+	Oldest       *lockJSON   `json:"oldest"`
+	ByResource   []countJSON `json:"byResource"`
+	ByUser       []countJSON `json:"byUser"`
 }
 
 type countJSON struct {
@@ -27,7 +28,8 @@ type countJSON struct {
 func statsCmd(ctx context.Context, c cli, args []string) error {
 	fs := newFlags("stats", "[flags]",
 		fmt.Sprintf("Prints the live locks by resource and by user (the %d largest of each), the\n"+
-			"oldest live lock, and the expired rows waiting for the sweep.", offlinelock.StatsGroups))
+			"oldest live lock, the expired locks (as list --expired shows them), and the\n"+
+			"expired rows waiting for the sweep (a record's key row too).", offlinelock.StatsGroups))
 	d := addDBFlags(c, fs)
 	asJSON := fs.Bool("json", false, "print a JSON object instead of text")
 	pos, err := parse(c, fs, args)
@@ -53,7 +55,7 @@ func statsCmd(ctx context.Context, c cli, args []string) error {
 }
 
 func statsToJSON(s offlinelock.Stats) statsJSON {
-	out := statsJSON{Live: s.Live, ExpiredRows: s.ExpiredRows, ByResource: counts(s.ByResource), ByUser: counts(s.ByUser)}
+	out := statsJSON{Live: s.Live, ExpiredRows: s.ExpiredRows, ExpiredLocks: s.ExpiredLocks, ByResource: counts(s.ByResource), ByUser: counts(s.ByUser)}
 	if s.Oldest != nil {
 		l := toJSON(*s.Oldest)
 		out.Oldest = &l
@@ -74,6 +76,7 @@ func counts(cs []offlinelock.Count) []countJSON {
 func writeStats(w io.Writer, s offlinelock.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "live locks\t%d\n", s.Live)
+	fmt.Fprintf(tw, "expired locks\t%d\n", s.ExpiredLocks) // as list --expired shows them
 	fmt.Fprintf(tw, "expired rows\t%d\n", s.ExpiredRows)
 	if l := s.Oldest; l != nil {
 		fmt.Fprintf(tw, "oldest lock\t%s %s %s by %s (session %s) since %s until %s\n", cell(l.Resource), cell(l.ID),
