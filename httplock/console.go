@@ -71,6 +71,78 @@ func (s *Server) RegisterConsole(mux *http.ServeMux) {
 		page: template.Must(template.ParseFS(consoleFiles, "console.html"))}
 	mux.Handle("GET /admin/console", secureHeaders(c.adminPage(c.list)))
 	mux.Handle("POST /admin/console/release", secureHeaders(c.origins.Handler(c.adminPage(c.release))))
+	mux.Handle("POST /admin/console/release-user", secureHeaders(c.origins.Handler(c.adminPage(c.releaseUser))))
+}
+
+// releaseUser is POST /admin/console/release-user: fields owner_user (a
+// user's exact name), reason and csrf. It force-releases every record that
+// user locks, each only when nobody else holds it too (a record shared
+// with others is skipped and named), each logged like a single release.
+func (c *console) releaseUser(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		c.s.WriteError(w, r, badRequest("the form could not be read"))
+		return
+	}
+	admin, err := c.s.cfg.Principal(r)
+	if err != nil || admin == "" {
+		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return
+	}
+	if !c.validCSRF(r.PostForm.Get("csrf"), admin, time.Now()) {
+		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
+		return
+	}
+	f := filterOf(r.PostForm)
+	if err := c.checkFilter(f); err != nil {
+		c.s.WriteError(w, r, err)
+		return
+	}
+	user, reason := r.PostForm.Get("owner_user"), strings.TrimSpace(r.PostForm.Get("reason"))
+	if user == "" || !utf8.ValidString(user) || len(user) > 255 || reason == "" || len(reason) > 1000 || !utf8.ValidString(reason) || strings.ContainsRune(reason, 0) {
+		c.render(w, r, http.StatusBadRequest, f, &consoleResult{Message: "releasing a user's locks needs the user and a reason (at most 1000 bytes): nothing was released"})
+		return
+	}
+	db := c.s.cfg.DB.WithContext(r.Context())
+	theirs, err := c.s.cfg.Locks.List(db, offlinelock.Filter{User: user})
+	if err != nil {
+		c.s.WriteError(w, r, err)
+		return
+	}
+	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
+	var released, skipped []string
+	done := map[[2]string]bool{}
+	for _, l := range theirs {
+		k := [2]string{l.Resource, l.ID}
+		if done[k] {
+			continue
+		}
+		done[k] = true
+		holders, err := c.s.cfg.Locks.List(db, offlinelock.Filter{Resource: l.Resource, ID: l.ID})
+		if err != nil {
+			c.s.WriteError(w, r, err)
+			return
+		}
+		if slices.ContainsFunc(holders, func(h offlinelock.Lock) bool { return h.Owner.User != user }) {
+			skipped = append(skipped, c.s.name(l.Resource, l.ID))
+			continue
+		}
+		err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), l.Resource, l.ID)
+		c.s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
+			slog.String("resource", c.s.apiName(l.Resource)), slog.String("id", l.ID), slog.String("reason", reason),
+			slog.Bool("done", err == nil), slog.String("via", "console, all of "+user))
+		if err != nil && !errors.Is(err, offlinelock.ErrNotLocked) {
+			status, res := c.outcome(r, err, c.s.name(l.Resource, l.ID))
+			c.render(w, r, status, f, res)
+			return
+		}
+		released = append(released, c.s.name(l.Resource, l.ID))
+	}
+	msg := fmt.Sprintf("released %d records of %s (reason: %s)", len(released), user, reason)
+	if len(skipped) > 0 {
+		msg += "; skipped, as others hold them too: " + strings.Join(skipped, ", ")
+	}
+	c.render(w, r, http.StatusOK, f, &consoleResult{OK: true, Message: msg})
 }
 
 // adminPage is adminOnly for a browser: a refusal is an HTML page (403),
@@ -324,6 +396,7 @@ type consoleView struct {
 	SortBy             map[string]string // column → the link that sorts by it
 	Result             *consoleResult
 	Now                string
+	Users              []string // the users on this page, for the bulk release
 }
 
 // render writes the console page with status: the locks matching f, in
@@ -378,6 +451,12 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 		v.Next = f.query(f.Sort, f.Page+1)
 	}
 	v.Rows = c.rows(locks[from:to], now, generationsByRecord(locks))
+	for _, row := range v.Rows {
+		if !slices.Contains(v.Users, row.User) {
+			v.Users = append(v.Users, row.User)
+		}
+	}
+	slices.Sort(v.Users)
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -177,6 +177,15 @@ func (e *consoleEnv) post(user string, form neturl.Values, header map[string]str
 	return e.send(req)
 }
 
+// post2 submits form to path as user.
+func (e *consoleEnv) post2(user, path string, form neturl.Values) page {
+	e.t.Helper()
+	req, _ := http.NewRequest("POST", e.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Authorization", "Bearer "+user)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return e.send(req)
+}
+
 func (e *consoleEnv) send(req *http.Request) page {
 	e.t.Helper()
 	resp, err := http.DefaultClient.Do(req)
@@ -475,5 +484,31 @@ func TestConsoleReleasesOnlyWhatItShowed(t *testing.T) {
 		p = e.post("admin", form, nil)
 		assert.Equal(t, http.StatusOK, p.status, p.body)
 		assert.Empty(t, e.held())
+	})
+}
+
+// TestConsoleReleasesAUsersLocks: one form releases every record a user
+// locks, with one reason, skipping the records others hold too.
+func TestConsoleReleasesAUsersLocks(t *testing.T) {
+	eachConsoleDB(t, func(t *testing.T, e *consoleEnv) {
+		e.take("usr_gone", "ord_1")
+		e.take("usr_gone", "ord_2")
+		e.take("usr_stays", "ord_3")
+		for _, o := range []offlinelock.Owner{{Session: "g1", User: "usr_gone"}, {Session: "s1", User: "usr_stays"}} {
+			_, err := e.locks.Acquire(e.db.WithContext(offlinelock.WithOwner(context.Background(), o)), &Order{ID: "ord_shared"}, offlinelock.Read)
+			require.NoError(t, err)
+		}
+		page := e.get("admin", "")
+		require.Contains(t, page.body, `id="release-user"`)
+		form := neturl.Values{"csrf": {page.csrf(t)}, "owner_user": {"usr_gone"}, "reason": {""}}
+		p := e.post2("admin", "/admin/console/release-user", form)
+		assert.Equal(t, http.StatusBadRequest, p.status, "a reason is required")
+		form.Set("reason", "left the company")
+		p = e.post2("admin", "/admin/console/release-user", form)
+		require.Equal(t, http.StatusOK, p.status, p.body)
+		assert.Contains(t, p.body, "released 2 records of usr_gone (reason: left the company); skipped, as others hold them too: order &#39;ord_shared&#39;")
+		assert.ElementsMatch(t, []string{"orders/ord_3 usr_stays", "orders/ord_shared usr_gone", "orders/ord_shared usr_stays"}, e.held())
+		assert.Equal(t, 2, strings.Count(e.logs.String(), `via="console, all of usr_gone"`))
+		assert.Equal(t, http.StatusForbidden, e.post2("usr_stays", "/admin/console/release-user", form).status)
 	})
 }
