@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/httplock"
 )
 
@@ -62,4 +63,52 @@ func TestEveryStatusIsDocumented(t *testing.T) {
 			assert.Equal(t, "application/problem+json", got.header.Get("Content-Type"))
 		}
 	})
+}
+
+// TestOpenAPIForTheApplication: the application's document names its own
+// resources and ids, lists only the writes it serves, and is valid.
+func TestOpenAPIForTheApplication(t *testing.T) {
+	db := openDB(t, "sqlite")
+	locks := offlinelock.New(offlinelock.Config{})
+	require.NoError(t, db.Use(locks))
+	srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal,
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		writes []string
+		record []string // the methods of /orders/{orderId}
+	}{
+		{[]string{"PATCH"}, []string{"patch"}},
+		{[]string{"patch", "DELETE"}, []string{"delete", "patch"}},
+		{nil, nil},
+	} {
+		raw, err := srv.OpenAPIFor(tc.writes...)
+		require.NoError(t, err)
+		doc, err := openapi3.NewLoader().LoadFromData(raw)
+		require.NoError(t, err)
+		require.NoError(t, doc.Validate(context.Background()), "%s", raw)
+		var paths []string
+		for p := range doc.Paths.Map() {
+			paths = append(paths, p)
+		}
+		assert.Subset(t, paths, []string{"/orders/{orderId}/lock", "/orders/{orderId}/unlock", "/admin/locks", "/openapi.yaml"})
+		for _, p := range paths {
+			assert.False(t, strings.HasPrefix(p, "/{resource}"), "generic path %s left (the admin release keeps its resource parameter)", p)
+		}
+		item := doc.Paths.Find("/orders/{orderId}")
+		if tc.record == nil {
+			assert.Nil(t, item, "no write served: no record path")
+			continue
+		}
+		require.NotNil(t, item)
+		var methods []string
+		for m := range item.Operations() {
+			methods = append(methods, strings.ToLower(m))
+		}
+		assert.ElementsMatch(t, tc.record, methods)
+		lock := doc.Paths.Find("/orders/{orderId}/lock")
+		require.Len(t, lock.Parameters, 1)
+		assert.Equal(t, "orderId", lock.Parameters[0].Value.Name)
+		assert.NotNil(t, lock.Post.Parameters.GetByInAndName("header", "Lock-Token"), "the operation's own parameters stay")
+	}
 }

@@ -1,0 +1,128 @@
+package httplock
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// OpenAPIFor returns the OpenAPI document of this server as an
+// application serves it: the lock endpoints of each of its resources under
+// their own names (/orders/{orderId}/lock, the id named Resource.IDName or
+// "id"), and, of the record's own path, only the write methods the
+// application serves behind Middleware (writes, such as "PATCH"; none
+// leaves the path out). The generic document (OpenAPI) stays what the
+// server answers at GET /openapi.yaml; this one is for the application to
+// publish, or to generate its clients from.
+func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(openAPI, &doc); err != nil {
+		return nil, err
+	}
+	paths := mapValue(doc.Content[0], "paths")
+	if paths == nil {
+		return nil, fmt.Errorf("httplock: the OpenAPI document has no paths")
+	}
+	served := map[string]bool{}
+	for _, m := range writes {
+		served[strings.ToLower(m)] = true
+	}
+	var names []string
+	for name := range s.resources {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(paths.Content); i += 2 {
+		key, item := paths.Content[i].Value, paths.Content[i+1]
+		rest, generic := strings.CutPrefix(key, "/{resource}/{id}")
+		if !generic {
+			out.Content = append(out.Content, paths.Content[i], item)
+			continue
+		}
+		for _, name := range names {
+			res := s.resources[name]
+			idName := res.IDName
+			if idName == "" {
+				idName = "id"
+			}
+			path := forResource(item, res.Singular, idName, served, rest == "")
+			if path == nil {
+				continue
+			}
+			out.Content = append(out.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "/" + name + "/{" + idName + "}" + rest}, path)
+		}
+	}
+	*paths = *out
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// forResource is a copy of the generic path item for one resource: its
+// path parameters the resource's id alone; for the record's own path
+// (record), only the served methods, or nil when it serves none.
+func forResource(item *yaml.Node, singular, idName string, served map[string]bool, record bool) *yaml.Node {
+	c := deepCopy(item)
+	var content []*yaml.Node
+	for i := 0; i+1 < len(c.Content); i += 2 {
+		k, v := c.Content[i], c.Content[i+1]
+		switch {
+		case k.Value == "parameters":
+			v.Content = []*yaml.Node{idParameter(singular, idName)}
+		case record && isMethod(k.Value) && !served[k.Value]:
+			continue
+		}
+		content = append(content, k, v)
+	}
+	c.Content = content
+	if record && !slices.ContainsFunc(content, func(n *yaml.Node) bool { return isMethod(n.Value) && n.Kind == yaml.ScalarNode }) {
+		return nil
+	}
+	return c
+}
+
+func isMethod(s string) bool {
+	switch s {
+	case "get", "put", "post", "delete", "options", "head", "patch", "trace":
+		return true
+	}
+	return false
+}
+
+// idParameter is the path parameter of a resource's id.
+func idParameter(singular, idName string) *yaml.Node {
+	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	schema := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{str("type"), str("string")}}
+	return &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Content: []*yaml.Node{
+		str("name"), str(idName), str("in"), str("path"),
+		str("required"), {Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"},
+		str("description"), str("The " + singular + "'s id"), str("schema"), schema,
+	}}
+}
+
+// mapValue is the value of key in mapping m, or nil.
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func deepCopy(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, k := range n.Content {
+		c.Content[i] = deepCopy(k)
+	}
+	return &c
+}
