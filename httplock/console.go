@@ -74,28 +74,40 @@ func (s *Server) RegisterConsole(mux *http.ServeMux) {
 	mux.Handle("POST /admin/console/release-user", secureHeaders(c.origins.Handler(c.adminPage(c.releaseUser))))
 }
 
+// postedForm reads a release form: the admin who posts it, with a CSRF
+// token rendered for them, and the filter to show again, checked before
+// anything is released (the page drawn after must not fail). It answers
+// the request itself when ok is false.
+func (c *console) postedForm(w http.ResponseWriter, r *http.Request) (admin string, f consoleFilter, ok bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		c.s.WriteError(w, r, badRequest("the form could not be read"))
+		return "", f, false
+	}
+	admin, err := c.s.cfg.Principal(r)
+	if err != nil || admin == "" {
+		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return "", f, false
+	}
+	if !c.validCSRF(r.PostForm.Get("csrf"), admin, time.Now()) {
+		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
+		return "", f, false
+	}
+	f = filterOf(r.PostForm)
+	if err := c.checkFilter(f); err != nil {
+		c.s.WriteError(w, r, err)
+		return "", f, false
+	}
+	return admin, f, true
+}
+
 // releaseUser is POST /admin/console/release-user: fields owner_user (a
 // user's exact name), reason and csrf. It force-releases every record that
 // user locks, each only when nobody else holds it too (a record shared
 // with others is skipped and named), each logged like a single release.
 func (c *console) releaseUser(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
-		c.s.WriteError(w, r, badRequest("the form could not be read"))
-		return
-	}
-	admin, err := c.s.cfg.Principal(r)
-	if err != nil || admin == "" {
-		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
-	}
-	if !c.validCSRF(r.PostForm.Get("csrf"), admin, time.Now()) {
-		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
-		return
-	}
-	f := filterOf(r.PostForm)
-	if err := c.checkFilter(f); err != nil {
-		c.s.WriteError(w, r, err)
+	admin, f, ok := c.postedForm(w, r)
+	if !ok {
 		return
 	}
 	user, reason := r.PostForm.Get("owner_user"), strings.TrimSpace(r.PostForm.Get("reason"))
@@ -103,40 +115,11 @@ func (c *console) releaseUser(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusBadRequest, f, &consoleResult{Message: "releasing a user's locks needs the user and a reason (at most 1000 bytes): nothing was released"})
 		return
 	}
-	db := c.s.cfg.DB.WithContext(r.Context())
-	theirs, err := c.s.cfg.Locks.List(db, offlinelock.Filter{User: user})
+	released, skipped, err := c.releaseAllOf(r, admin, user, reason)
 	if err != nil {
-		c.s.WriteError(w, r, err)
+		status, res := c.outcome(r, err, "the locks of "+user)
+		c.render(w, r, status, f, res)
 		return
-	}
-	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
-	var released, skipped []string
-	done := map[[2]string]bool{}
-	for _, l := range theirs {
-		k := [2]string{l.Resource, l.ID}
-		if done[k] {
-			continue
-		}
-		done[k] = true
-		holders, err := c.s.cfg.Locks.List(db, offlinelock.Filter{Resource: l.Resource, ID: l.ID})
-		if err != nil {
-			c.s.WriteError(w, r, err)
-			return
-		}
-		if slices.ContainsFunc(holders, func(h offlinelock.Lock) bool { return h.Owner.User != user }) {
-			skipped = append(skipped, c.s.name(l.Resource, l.ID))
-			continue
-		}
-		err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), l.Resource, l.ID)
-		c.s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
-			slog.String("resource", c.s.apiName(l.Resource)), slog.String("id", l.ID), slog.String("reason", reason),
-			slog.Bool("done", err == nil), slog.String("via", "console, all of "+user))
-		if err != nil && !errors.Is(err, offlinelock.ErrNotLocked) {
-			status, res := c.outcome(r, err, c.s.name(l.Resource, l.ID))
-			c.render(w, r, status, f, res)
-			return
-		}
-		released = append(released, c.s.name(l.Resource, l.ID))
 	}
 	msg := fmt.Sprintf("released %d records of %s (reason: %s)", len(released), user, reason)
 	if len(skipped) > 0 {
@@ -238,23 +221,8 @@ type consoleResult struct {
 // key_generation (the lock the row showed; see stillShown), reason, csrf,
 // and the filter to show again (resource, user).
 func (c *console) release(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
-		c.s.WriteError(w, r, badRequest("the form could not be read"))
-		return
-	}
-	admin, err := c.s.cfg.Principal(r)
-	if err != nil || admin == "" {
-		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
-	}
-	if !c.validCSRF(r.PostForm.Get("csrf"), admin, time.Now()) {
-		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
-		return
-	}
-	f := filterOf(r.PostForm)
-	if err := c.checkFilter(f); err != nil { // before anything is released: the page drawn after must not fail
-		c.s.WriteError(w, r, err)
+	admin, f, ok := c.postedForm(w, r)
+	if !ok {
 		return
 	}
 	table, id := r.PostForm.Get("key_resource"), r.PostForm.Get("key_id")
@@ -268,7 +236,8 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
-	if err = c.stillShown(r, table, id, r.PostForm.Get("key_generation")); err == nil {
+	err := c.stillShown(r, table, id, r.PostForm.Get("key_generation"))
+	if err == nil {
 		err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), table, id)
 	}
 	c.s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
@@ -283,6 +252,43 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 
 // errGone is a release form whose lock is no longer on the record.
 var errGone = errors.New("httplock: the lock the console showed is gone")
+
+// releaseAllOf force-releases the records user locks, each only when
+// nobody else holds it too, logged one by one; it names those released and
+// those skipped.
+func (c *console) releaseAllOf(r *http.Request, admin, user, reason string) (released, skipped []string, err error) {
+	db := c.s.cfg.DB.WithContext(r.Context())
+	theirs, err := c.s.cfg.Locks.List(db, offlinelock.Filter{User: user})
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
+	done := map[[2]string]bool{}
+	for _, l := range theirs {
+		if k := [2]string{l.Resource, l.ID}; done[k] {
+			continue
+		} else {
+			done[k] = true
+		}
+		holders, err := c.s.cfg.Locks.List(db, offlinelock.Filter{Resource: l.Resource, ID: l.ID})
+		if err != nil {
+			return released, skipped, err
+		}
+		if slices.ContainsFunc(holders, func(h offlinelock.Lock) bool { return h.Owner.User != user }) {
+			skipped = append(skipped, c.s.name(l.Resource, l.ID))
+			continue
+		}
+		err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), l.Resource, l.ID)
+		c.s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
+			slog.String("resource", c.s.apiName(l.Resource)), slog.String("id", l.ID), slog.String("reason", reason),
+			slog.Bool("done", err == nil), slog.String("via", "console, all of "+user))
+		if err != nil && !errors.Is(err, offlinelock.ErrNotLocked) {
+			return released, skipped, err
+		}
+		released = append(released, c.s.name(l.Resource, l.ID))
+	}
+	return released, skipped, nil
+}
 
 // stillShown checks that the locks a release form was rendered for (the
 // generations of every lock the page showed on the record, which no later
