@@ -56,7 +56,15 @@ func (p *Plugin) mayRekey(db *gorm.DB, op string) bool {
 	if len(s.Relationships.BelongsTo) > 0 && op != opDelete {
 		return true
 	}
-	proc := map[string]any{opCreate: db.Callback().Create(), opUpdate: db.Callback().Update(), opDelete: db.Callback().Delete()}[op]
+	var proc any
+	switch op {
+	case opCreate:
+		proc = db.Callback().Create()
+	case opUpdate:
+		proc = db.Callback().Update()
+	default:
+		proc = db.Callback().Delete()
+	}
 	return !p.chains.own(proc)
 }
 
