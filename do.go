@@ -22,7 +22,8 @@ var ErrLockLost = fmt.Errorf("%w: the lock was lost while the edit ran", ErrNotL
 //   - runs edit in a transaction on db, whose context is cancelled, with
 //     cause ErrLockLost, if the lock is lost while edit runs;
 //   - renews the lock every third of its lifetime until edit returns, on
-//     a connection of its own. Edit's transaction holds the key row from
+//     a connection of its own (with Renew, which extends every live lock of
+//     the session: give each job run a session of its own). Edit's transaction holds the key row from
 //     its first write of the record (PostgreSQL, MySQL) and SQLite's one
 //     write lock from its start, and a renewal waits for it: so nobody can
 //     take the lock over while edit runs, and the lock must outlive what

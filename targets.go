@@ -242,19 +242,19 @@ func closedCondition(e clause.Expression) bool {
 	case clause.NotConditions:
 		return allClosed(x.Exprs) // NOT of a raw term is built without parentheses of its own
 	case clause.Eq:
-		return closedColumn(x.Column) && closedValues([]any{x.Value})
+		return closedEq(x)
 	case clause.Neq:
-		return closedColumn(x.Column) && closedValues([]any{x.Value})
+		return closedEq(clause.Eq(x))
 	case clause.Gt:
-		return closedColumn(x.Column) && closedValues([]any{x.Value})
+		return closedEq(clause.Eq(x))
 	case clause.Gte:
-		return closedColumn(x.Column) && closedValues([]any{x.Value})
+		return closedEq(clause.Eq(x))
 	case clause.Lt:
-		return closedColumn(x.Column) && closedValues([]any{x.Value})
+		return closedEq(clause.Eq(x))
 	case clause.Lte:
-		return closedColumn(x.Column) && closedValues([]any{x.Value})
+		return closedEq(clause.Eq(x))
 	case clause.Like:
-		return closedColumn(x.Column) && closedValues([]any{x.Value})
+		return closedEq(clause.Eq(x))
 	case clause.IN:
 		return closedColumn(x.Column) && closedValues(x.Values)
 	default:
@@ -307,6 +307,10 @@ func closedValues(vals []any) bool {
 	}
 	return true
 }
+
+// closedEq: a comparison (Eq and its kin, which share its fields) of a
+// quoted column with a plain value.
+func closedEq(e clause.Eq) bool { return closedColumn(e.Column) && closedValues([]any{e.Value}) }
 
 // closedColumn: a column GORM quotes, not raw SQL.
 func closedColumn(c any) bool {
