@@ -42,6 +42,7 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{"offlinelock:after_query", cb.Query().After("gorm:query").Before("gorm:preload"), p.afterQuery},
 		{"offlinelock:end_query", cb.Query().After("*"), p.endStatement},
 		{"offlinelock:before_row", cb.Row().Before("gorm:row"), p.beforeRow},
+		{"offlinelock:after_row", cb.Row().After("gorm:row"), adoptSpan}, // inside GORM's statement span (spans.go)
 		{"offlinelock:end_row", cb.Row().After("*"), p.endStatement},
 		{"offlinelock:before_raw", cb.Raw().Before("gorm:raw"), p.beforeRaw},
 		{"offlinelock:end_raw", cb.Raw().After("gorm:raw"), p.afterRaw},
@@ -296,6 +297,7 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 // started, puts a refused load's destination back, and keeps the plugin's
 // error matchable with errors.Is whatever GORM added after it.
 func (p *Plugin) endStatement(db *gorm.DB) {
+	endSpans(db)
 	st := stateOf(db)
 	if st == nil {
 		p.lockedByGuard(db) // a write of another table (a join table) the guard refused

@@ -111,7 +111,13 @@ func dialectorOf(name, dsn string) gorm.Dialector {
 // (so tests never see each other's locks), and creates the test models.
 func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
 	t.Helper()
-	db := d.open(t)
+	return setupOn(t, d.open(t), cfg)
+}
+
+// setupOn is setup on a database already open (with other plugins
+// registered first, say).
+func setupOn(t testing.TB, db *gorm.DB, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
+	t.Helper()
 	if cfg.Table == "" {
 		cfg.Table = "ol_" + randomHex(6)
 	}

@@ -25,6 +25,7 @@ const maxRereads = 3
 // the read, so a write committed before the lock was granted is in what the
 // caller gets; and when a lock is refused nothing is read at all.
 func (p *Plugin) beforeQuery(db *gorm.DB) {
+	p.traceStatement(db)
 	if db.Error != nil || db.DryRun || p.bypassed(db, "load") {
 		return
 	}
@@ -357,6 +358,7 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 // are locked now and the query runs again, so that what the caller gets is
 // never older than its lock.
 func (p *Plugin) afterQuery(db *gorm.DB) {
+	adoptSpan(db)
 	st := stateOf(db)
 	if st == nil || st.locked == nil {
 		return
@@ -438,6 +440,7 @@ func reread(db *gorm.DB, st *state) bool {
 // The caller reads them after the chain has ended, so the locks are
 // committed first (or taken in the caller's transaction).
 func (p *Plugin) beforeRow(db *gorm.DB) {
+	p.traceStatement(db)
 	if db.Error != nil || db.DryRun || p.bypassed(db, "rows") {
 		return
 	}

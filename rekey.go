@@ -72,6 +72,7 @@ func (p *Plugin) mayRekey(db *gorm.DB, op string) bool {
 // the ones its check read: on the rows as the statement will write them.
 func (p *Plugin) rekey(op string) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		adoptSpan(db)
 		st := stateOf(db)
 		if st == nil || !st.rekey || db.Error != nil || db.DryRun {
 			return

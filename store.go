@@ -184,11 +184,17 @@ type conn struct {
 }
 
 func direct(db *gorm.DB) conn {
+	return conn{db: db, ctx: connCtx(db)}
+}
+
+// connCtx is the context of the plugin's statements on db: its statement's,
+// carrying the statement's spanLog (spans.go) if it keeps one.
+func connCtx(db *gorm.DB) context.Context {
 	ctx := db.Statement.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return conn{db: db, ctx: ctx}
+	return withSpanLog(ctx, db)
 }
 
 // cleanup is the connection for undoing a statement's locks: it runs even
@@ -202,10 +208,7 @@ func cleanup(db *gorm.DB) conn {
 // inTx runs fn in the caller's transaction if db is in one, else in a new
 // transaction that commits when fn returns nil.
 func inTx(db *gorm.DB, fn func(conn) error) error {
-	ctx := db.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := connCtx(db)
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		return fn(conn{db: db, ctx: ctx})
 	}

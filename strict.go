@@ -17,6 +17,7 @@ import (
 // beforeRaw refuses, under Config.Strict, an Exec whose SQL names a
 // lockable table: the plugin cannot see which rows it touches.
 func (p *Plugin) beforeRaw(db *gorm.DB) {
+	p.traceStatement(db)
 	if db.Error != nil || db.DryRun {
 		return
 	}
@@ -38,6 +39,8 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 // afterRaw names the lock a guard's refusal of a raw write stands for, and
 // guards again a lockable table that DDL named (created, renamed, altered).
 func (p *Plugin) afterRaw(db *gorm.DB) {
+	adoptSpan(db)
+	endSpans(db)
 	endRawTx(db)
 	if db.Error != nil {
 		p.lockedByGuard(db)

@@ -96,15 +96,16 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider) (*telemetry,
 	return t, errors.Join(errs[:]...)
 }
 
-// dbSystem is the OpenTelemetry db.system of db's database.
+// dbSystem is the OpenTelemetry db.system.name of db's database, spelt as
+// go-gorm/opentelemetry spells it.
 func dbSystem(db *gorm.DB) attribute.KeyValue {
 	switch db.Dialector.Name() {
 	case "postgres":
-		return attribute.String("db.system", "postgresql")
+		return attribute.String("db.system.name", "postgresql")
 	case "mysql":
-		return attribute.String("db.system", "mysql")
+		return attribute.String("db.system.name", "mysql")
 	default:
-		return attribute.String("db.system", "sqlite")
+		return attribute.String("db.system.name", "sqlite")
 	}
 }
 
@@ -124,7 +125,7 @@ func telemetryOf(db *gorm.DB) *telemetry {
 // statement starts the span of one lock-table statement, a child of the
 // caller's span in ctx.
 func (t *telemetry) statement(ctx context.Context, query string) (context.Context, trace.Span) {
-	if t == nil || t.tracer == nil {
+	if t == nil || t.tracer == nil || deferred(ctx) != nil {
 		return ctx, nil
 	}
 	return t.tracer.Start(ctx, spanName(query), t.client...)
@@ -138,18 +139,27 @@ func (t *telemetry) statementDone(ctx context.Context, span trace.Span, db *gorm
 	}
 	if span != nil {
 		if span.IsRecording() {
-			span.SetAttributes(dbSystem(db), attribute.String("db.operation.name", sqlOp(query)),
-				attribute.Int64("db.response.returned_rows", rows))
+			span.SetAttributes(statementAttrs(db, query, rows)...)
 			if err != nil {
 				span.RecordError(err)
 				span.SetStatus(codes.Error, "statement failed")
 			}
 		}
 		span.End()
+	} else if t.tracer != nil {
+		if l := deferred(ctx); l != nil {
+			l.keep(pendingSpan{name: spanName(query), begin: begin, end: time.Now(), attrs: statementAttrs(db, query, rows), err: err})
+		}
 	}
 	if t.latency.Enabled(ctx) {
 		t.latency.Record(ctx, time.Since(begin).Seconds(), metric.WithAttributes(dbSystem(db), attribute.String("db.operation.name", sqlOp(query))))
 	}
+}
+
+// statementAttrs are the attributes of a lock-table statement's span.
+func statementAttrs(db *gorm.DB, query string, rows int64) []attribute.KeyValue {
+	return []attribute.KeyValue{dbSystem(db), attribute.String("db.operation.name", sqlOp(query)),
+		attribute.Int64("db.response.returned_rows", rows)}
 }
 
 // sqlOp is the statement's first keyword, upper case: a handful of

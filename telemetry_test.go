@@ -197,7 +197,7 @@ func (r *otelRun) assertCounts(t *testing.T, dbName string, paused bool) {
 		attrs map[string]string
 		want  int64
 	}{
-		{"offlinelock.lock.grants", map[string]string{"db.system": sys, "mode": "explicit", "access": "write", "resource": "ot_customers"}, int64(grantsExplicit - 1)},
+		{"offlinelock.lock.grants", map[string]string{"db.system.name": sys, "mode": "explicit", "access": "write", "resource": "ot_customers"}, int64(grantsExplicit - 1)},
 		{"offlinelock.lock.grants", map[string]string{"mode": "explicit", "access": "write", "resource": "ot_policies"}, 1},
 		{"offlinelock.lock.grants", map[string]string{"mode": "implicit", "access": "read", "resource": "ot_policies"}, 2},
 		{"offlinelock.lock.grants", nil, int64(grantsExplicit + 2)},
@@ -217,25 +217,25 @@ func (r *otelRun) assertCounts(t *testing.T, dbName string, paused bool) {
 		{"offlinelock.lock.releases", map[string]string{"kind": "expiry_takeover"}, int64(takeovers)},
 		{"offlinelock.lock.releases", map[string]string{"kind": "force", "resource": "ot_customers"}, 1},
 		{"offlinelock.lock.releases", map[string]string{"kind": "sweep"}, 1},
-		{"offlinelock.sweep.deleted", map[string]string{"db.system": sys}, 1},
+		{"offlinelock.sweep.deleted", map[string]string{"db.system.name": sys}, 1},
 		{"offlinelock.lock.held.duration", nil, int64(held)},
 		{"offlinelock.locks.live", map[string]string{"resource": "ot_customers"}, int64(fence)},
 	} {
 		assert.Equal(t, c.want, m.total(c.name, c.attrs), "%s %v", c.name, c.attrs)
 	}
-	assert.NotZero(t, m.total("offlinelock.statement.duration", map[string]string{"db.system": sys}), "latency recorded")
+	assert.NotZero(t, m.total("offlinelock.statement.duration", map[string]string{"db.system.name": sys}), "latency recorded")
 	r.assertSpans(t, sys)
 }
 
 // assertSpans checks the statements' spans: named for their operation,
-// with db.system, never a session or a token; and that a call's spans are
+// with db.system.name, never a session or a token; and that a call's spans are
 // children of the caller's span, which carries the decision.
 func (r *otelRun) assertSpans(t *testing.T, sys string) {
 	ended := r.spans.Ended()
 	require.NotEmpty(t, ended)
 	for _, s := range ended {
 		assert.Regexp(t, `^offlinelock (SELECT|INSERT|UPDATE|DELETE|WITH|SAVEPOINT|OTHER)$`, s.Name())
-		assert.Contains(t, s.Attributes(), attribute.String("db.system", sys), s.Name())
+		assert.Contains(t, s.Attributes(), attribute.String("db.system.name", sys), s.Name())
 		for _, a := range s.Attributes() {
 			assert.NotContains(t, []string{martin.Session, david.Session}, a.Value.String(), "no session in %s", s.Name())
 		}

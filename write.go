@@ -26,6 +26,7 @@ const (
 // edit starts, so a user learns of a conflict before the work, not after.
 func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 	return func(db *gorm.DB) {
+		p.traceStatement(db)
 		p.freshCatalog(db)
 		if p.refuseRetarget(db, op) {
 			return
@@ -442,6 +443,7 @@ func upserts(stmt *gorm.Statement) bool {
 // rows are row-locked until commit, so a takeover of an expired lock either
 // committed before this check (and the write fails) or waits for the commit.
 func (p *Plugin) fence(db *gorm.DB) {
+	adoptSpan(db)
 	st := stateOf(db)
 	if st == nil || db.Error != nil {
 		return

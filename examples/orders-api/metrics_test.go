@@ -58,12 +58,12 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("metrics: %d", status)
 	}
 	for _, want := range []string{
-		`offlinelock_lock_grants_total{access="write",db_system="sqlite",mode="explicit",resource="orders"} 1`,
-		`offlinelock_lock_refusals_total{access="write",db_system="sqlite",mode="explicit",reason="locked",resource="orders"} 1`,
-		`offlinelock_locks_live{db_system="sqlite",resource="orders"} 1`,
+		`offlinelock_lock_grants_total{access="write",db_system_name="sqlite",mode="explicit",resource="orders"} 1`,
+		`offlinelock_lock_refusals_total{access="write",db_system_name="sqlite",mode="explicit",reason="locked",resource="orders"} 1`,
+		`offlinelock_locks_live{db_system_name="sqlite",resource="orders"} 1`,
 		// the Middleware's refusals, counted as the plugin's own are
-		`offlinelock_lock_refusals_total{access="write",db_system="sqlite",mode="http",reason="locked",resource="orders"} 1`,
-		`offlinelock_lock_refusals_total{access="write",db_system="sqlite",mode="http",reason="no_owner",resource="orders"} 1`,
+		`offlinelock_lock_refusals_total{access="write",db_system_name="sqlite",mode="http",reason="locked",resource="orders"} 1`,
+		`offlinelock_lock_refusals_total{access="write",db_system_name="sqlite",mode="http",reason="no_owner",resource="orders"} 1`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)

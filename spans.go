@@ -1,0 +1,182 @@
+package offlinelock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"gorm.io/gorm"
+)
+
+// The plugin's spans under GORM's statement span (docs/observability.md).
+//
+// go-gorm/opentelemetry (the plugin named "otelgorm") starts a statement's
+// span right before GORM's own create, query, update, delete, row or raw
+// callback, and ends it at the end of the chain. The plugin's checks run
+// earlier: a write's before its hooks, which must not run for a refused
+// write, and a load's before or after that span depending on the order
+// the two plugins were registered in. A span cannot be moved under a
+// parent after it started, so while a statement has not yet shown GORM's
+// span, the plugin keeps its lock-table statements' spans aside (name,
+// times, attributes) and starts them, with their own timestamps, as
+// children of GORM's span at the first callback of its that sees it; a
+// statement that never shows one (the caller's own span is the only one)
+// gets them under its context at its end, as without otelgorm.
+
+// otelGORM is the name go-gorm/opentelemetry registers under.
+const otelGORM = "otelgorm"
+
+// spanLogKey is where a statement keeps its spanLog, in Statement.Settings.
+const spanLogKey = "offlinelock:spans"
+
+// spanLog is the lock-table spans of one GORM statement that began before
+// GORM's statement span did.
+type spanLog struct {
+	mu      sync.Mutex        // a context that carries it may reach another goroutine
+	stmt    *gorm.Statement   // the statement it belongs to (Settings are copied to clones)
+	start   trace.SpanContext // the span of the statement's context when the plugin began
+	first   trace.Span        // that span
+	live    bool              // it was recording then
+	ctx     context.Context   // that context: the parent when no other span shows
+	pending []pendingSpan     // statements that ran under start
+	adopted bool              // GORM's span was seen: spans are started at once
+	parent  context.Context   // under that span
+	tel     *telemetry        // starts them
+}
+
+// pendingSpan is a lock-table statement's span, not started yet.
+type pendingSpan struct {
+	name       string
+	begin, end time.Time
+	attrs      []attribute.KeyValue
+	err        error
+}
+
+// spanLogCtx is the context key of a statement's spanLog: the plugin's
+// connections carry it to conn.exec and conn.query.
+type spanLogCtx struct{}
+
+// traceStatement begins db's spanLog when spans are recorded and otelgorm
+// is registered: only then may GORM's statement span start after the
+// plugin's first statement.
+func (p *Plugin) traceStatement(db *gorm.DB) {
+	if p.tel == nil || p.tel.tracer == nil || db.Config == nil {
+		return
+	}
+	if _, ok := db.Config.Plugins[otelGORM]; !ok {
+		return
+	}
+	ctx := ctxOf(db)
+	first := trace.SpanFromContext(ctx)
+	db.Statement.Settings.Store(spanLogKey, &spanLog{stmt: db.Statement, start: first.SpanContext(), first: first, live: first.IsRecording(), ctx: ctx, tel: p.tel})
+}
+
+// spanLogOf is db's statement's spanLog, or nil.
+func spanLogOf(db *gorm.DB) *spanLog {
+	if db.Statement == nil {
+		return nil
+	}
+	if v, ok := db.Statement.Settings.Load(spanLogKey); ok {
+		if l, _ := v.(*spanLog); l != nil && l.stmt == db.Statement {
+			return l
+		}
+	}
+	return nil
+}
+
+// withSpanLog is ctx carrying db's statement's spanLog, if it has one.
+func withSpanLog(ctx context.Context, db *gorm.DB) context.Context {
+	if l := spanLogOf(db); l != nil {
+		return context.WithValue(ctx, spanLogCtx{}, l)
+	}
+	return ctx
+}
+
+// deferred is the spanLog that keeps ctx's statement spans aside: ctx is
+// still the statement's first context. Any other span in ctx is GORM's (or
+// under it): the spans kept so far are started under it first.
+func deferred(ctx context.Context) *spanLog {
+	l, _ := ctx.Value(spanLogCtx{}).(*spanLog)
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.adopted {
+		return nil
+	}
+	if !l.under(ctx) {
+		return l
+	}
+	l.adopt(ctx)
+	return nil
+}
+
+// under says whether ctx's span began inside the statement: it is live and
+// not the first one, and the first one has not ended meanwhile. (When GORM's
+// span began before the plugin did, it is the first, and the span that
+// shows after it ended is the caller's: its spans stay under the first.)
+func (l *spanLog) under(ctx context.Context) bool {
+	span := trace.SpanFromContext(ctx)
+	return span.IsRecording() && !span.SpanContext().Equal(l.start) && (!l.live || l.first.IsRecording())
+}
+
+// keep keeps s aside, or starts it at once if GORM's span showed meanwhile.
+func (l *spanLog) keep(s pendingSpan) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = append(l.pending, s)
+	if l.adopted {
+		l.adopt(l.parent)
+	}
+}
+
+// adoptSpan starts the spans db's statement kept aside under the span of
+// its context now, if that is a span the statement did not begin with:
+// GORM's statement span. The callbacks that run inside that span call it.
+func adoptSpan(db *gorm.DB) {
+	if l := spanLogOf(db); l != nil {
+		if ctx := ctxOf(db); l.under(ctx) {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if !l.adopted {
+				l.adopt(ctx)
+			}
+		}
+	}
+}
+
+// endSpans starts what is still kept aside under the statement's first
+// context (no other span showed) and forgets the log: the last callback
+// calls it.
+func endSpans(db *gorm.DB) {
+	l := spanLogOf(db)
+	if l == nil {
+		return
+	}
+	db.Statement.Settings.Delete(spanLogKey)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.adopted {
+		l.adopt(l.ctx)
+	}
+}
+
+// adopt starts the kept spans as children of ctx's span, each with its own
+// start and end times; l.mu is held.
+func (l *spanLog) adopt(ctx context.Context) {
+	l.adopted, l.parent = true, ctx
+	for _, s := range l.pending {
+		_, span := l.tel.tracer.Start(ctx, s.name, append(l.tel.client[:len(l.tel.client):len(l.tel.client)], trace.WithTimestamp(s.begin))...)
+		span.SetAttributes(s.attrs...)
+		if s.err != nil {
+			span.RecordError(s.err, trace.WithTimestamp(s.end))
+			span.SetStatus(codes.Error, "statement failed")
+		}
+		span.End(trace.WithTimestamp(s.end))
+	}
+	l.pending = nil
+}
