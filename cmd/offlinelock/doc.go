@@ -2,7 +2,7 @@
 // github.com/offlinelock/offlinelock from a shell: who holds what, since
 // when; an admin's force release; the sweep; figures for monitoring.
 //
-//	go run ./cmd/offlinelock list  --dsn 'postgres://app@db/app' [--resource R] [--id ID] [--user U] [--session S] [--expired] [--limit N] [--json]
+//	go run ./cmd/offlinelock list  --dsn 'postgres://app@db/app' [--resource R] [--id ID] [--user U] [--session S] [--expired] [--sort COLUMN] [--limit N] [--json]
 //	go run ./cmd/offlinelock show  RESOURCE ID [--json]
 //	go run ./cmd/offlinelock release RESOURCE ID --reason 'holder crashed' [--operator NAME] [--json]
 //	go run ./cmd/offlinelock sweep
@@ -14,9 +14,15 @@
 // after the arguments; put an id that starts with '-' after "--".
 //
 //   - list prints the live locks (with --expired, the expired ones the sweep
-//     has not removed) matching every filter, ordered by resource, id and
-//     holder, as offlinelock.Plugin.List returns them: at most --limit
-//     (default 1000, 0 for all), with a note on stderr when more match.
+//     has not removed) matching every filter, in the lock console's order
+//     (httplock): --sort since (the default, oldest first: the likeliest
+//     forgotten), until (soonest to expire first), resource (then by id) or
+//     user, ties going by resource, id and user. At most --limit (default
+//     1000, 0 for all) are printed, the first in that order of all the
+//     locks that match, with a note on stderr when more match. To order
+//     them list reads every matching lock (Plugin.List has no order but
+//     resource, id and holder), so on a large lock table the filters save
+//     time and memory.
 //   - show prints the holders of one record: its writer, or its readers.
 //   - release removes every lock on one record (Plugin.ForceRelease) and
 //     prints the locks it removed; --reason is required.

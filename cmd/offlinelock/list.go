@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
-	"math"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -11,9 +11,11 @@ import (
 // defaultLimit caps list's output unless --limit says otherwise.
 const defaultLimit = 1000
 
-// listCmd prints the locks that match the filter flags.
+// listCmd prints the locks that match the filter flags, in --sort's order.
 func listCmd(ctx context.Context, c cli, args []string) error {
-	fs := newFlags("list", "[flags]", "Prints the live locks (or, with --expired, the expired ones not swept yet)\nthat match every filter given, by resource, id and holder. Never tokens.")
+	fs := newFlags("list", "[flags]", "Prints the live locks (or, with --expired, the expired ones not swept yet)\n"+
+		"that match every filter given, by resource, id and holder; oldest first, or\n"+
+		"as --sort says, in the console's orders. Never tokens.")
 	d := addDBFlags(c, fs)
 	var f offlinelock.Filter
 	fs.StringVar(&f.Resource, "resource", "", "only locks on this `resource` (the locked table, or its aggregate root's)")
@@ -21,36 +23,51 @@ func listCmd(ctx context.Context, c cli, args []string) error {
 	fs.StringVar(&f.User, "user", "", "only locks of this `user`")
 	fs.StringVar(&f.Session, "session", "", "only locks of this `session`")
 	fs.BoolVar(&f.Expired, "expired", false, "the expired locks the sweep has not removed yet, instead of the live ones")
-	fs.IntVar(&f.Limit, "limit", defaultLimit, "at most `n` locks; 0 for all")
+	limit := fs.Int("limit", defaultLimit, "at most `n` locks, the first in --sort's order of all that match; 0 for all")
+	sortBy := fs.String("sort", defaultSort, "order by this `column`, as the console does: "+sortNames()+
+		"\n(since: oldest first; until: soonest to expire first; resource: then by id);\nties go by resource, id and user")
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	pos, err := parse(c, fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef(fs, "list takes no arguments, only flags: got %q", withoutPasswords(pos))
-	}
-	if f.Limit < 0 {
-		return usagef(fs, "--limit %d is negative", f.Limit)
+	if err := checkList(fs, pos, *limit, *sortBy); err != nil {
+		return err
 	}
 	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, reads)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
-	limit := f.Limit
-	if limit > 0 && limit < math.MaxInt { // at MaxInt one more would wrap around
-		f.Limit++ // one more, to tell whether there are more
-	}
+	// List orders by resource, id and holder only, so a limit in its query
+	// would keep the first n of that order, not of --sort's: every matching
+	// lock is read (as --limit 0 always did), ordered here as the console
+	// orders them, then cut. Memory grows with the locks that match; the
+	// filters narrow them.
 	got, err := locks.List(db, f)
 	if err != nil {
 		return err
 	}
-	if limit > 0 && len(got) > limit {
-		got = got[:limit]
-		fmt.Fprintf(c.stderr, "offlinelock list: more than %d locks match; these are the first %d (raise --limit, or 0 for all)\n", limit, limit)
+	sortLocks(got, *sortBy)
+	if *limit > 0 && len(got) > *limit {
+		got = got[:*limit]
+		fmt.Fprintf(c.stderr, "offlinelock list: more than %d locks match; these are the first %d (raise --limit, or 0 for all)\n", *limit, *limit)
 	}
 	return writeLocks(c.stdout, got, *asJSON)
+}
+
+// checkList finds list's usage errors before the database is opened.
+func checkList(fs *flag.FlagSet, pos []string, limit int, sortBy string) error {
+	if len(pos) > 0 {
+		return usagef(fs, "list takes no arguments, only flags: got %q", withoutPasswords(pos))
+	}
+	if limit < 0 {
+		return usagef(fs, "--limit %d is negative", limit)
+	}
+	if _, ok := listSorts[sortBy]; !ok {
+		return usagef(fs, "--sort %q is not one of %s", sortBy, sortNames())
+	}
+	return nil
 }
 
 // showCmd prints the live holders of one record: its writer, or its

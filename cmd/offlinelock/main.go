@@ -24,7 +24,7 @@ const (
 const usage = `offlinelock inspects and administers the lock table of github.com/offlinelock/offlinelock.
 
 usage:
-  offlinelock list    [--resource R] [--id ID] [--user U] [--session S] [--expired] [--limit N] [--json]
+  offlinelock list    [--resource R] [--id ID] [--user U] [--session S] [--expired] [--sort COLUMN] [--limit N] [--json]
   offlinelock show    RESOURCE ID [--json]
   offlinelock release RESOURCE ID --reason TEXT [--operator NAME] [--json]
   offlinelock release --user U | --session S [--older-than D] --reason TEXT [--operator NAME] [--json]
