@@ -14,9 +14,12 @@ import (
 // their own names (/orders/{orderId}/lock, the id named Resource.IDName or
 // "id"), and, of the record's own path, only the write methods the
 // application serves behind Middleware (writes, such as "PATCH"; none
-// leaves the path out). The generic document (OpenAPI) stays what the
-// server answers at GET /openapi.yaml; this one is for the application to
-// publish, or to generate its clients from.
+// leaves the path out). Each resource's operations have ids of their own,
+// the resource's Singular in them (lockOrder, getLockOrder, unlockOrder,
+// patchOrder), since a document may not repeat one and a generated
+// client names its methods by them. The generic document (OpenAPI) stays
+// what the server answers at GET /openapi.yaml; this one is for the
+// application to publish, or to generate its clients from.
 func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(openAPI, &doc); err != nil {
@@ -35,6 +38,21 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	words := map[string]string{} // the word in each resource's operationIds
+	seen := map[string]string{}
+	for _, name := range names {
+		w := identifier(s.resources[name].Singular)
+		if w == "" {
+			w = identifier(name)
+		}
+		if w == "" {
+			return nil, fmt.Errorf("httplock: resource %q: its name and Singular have no letters to name its operations by: set Resource.Singular", name)
+		}
+		if other, ok := seen[w]; ok {
+			return nil, fmt.Errorf("httplock: resources %q and %q give their operations the same ids (%s): set Resource.Singular", other, name, w)
+		}
+		seen[w], words[name] = name, w
+	}
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for i := 0; i+1 < len(paths.Content); i += 2 {
 		key, item := paths.Content[i].Value, paths.Content[i+1]
@@ -49,7 +67,7 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 			if idName == "" {
 				idName = "id"
 			}
-			path := forResource(item, res.Singular, idName, served, rest == "")
+			path := forResource(item, res.Singular, words[name], idName, served, rest == "")
 			if path == nil {
 				continue
 			}
@@ -67,9 +85,10 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 }
 
 // forResource is a copy of the generic path item for one resource: its
-// path parameters the resource's id alone; for the record's own path
-// (record), only the served methods, or nil when it serves none.
-func forResource(item *yaml.Node, singular, idName string, served map[string]bool, record bool) *yaml.Node {
+// path parameters the resource's id alone, its operationIds the
+// resource's (word in them); for the record's own path (record), only the
+// served methods, or nil when it serves none.
+func forResource(item *yaml.Node, singular, word, idName string, served map[string]bool, record bool) *yaml.Node {
 	c := deepCopy(item)
 	var content []*yaml.Node
 	for i := 0; i+1 < len(c.Content); i += 2 {
@@ -79,6 +98,10 @@ func forResource(item *yaml.Node, singular, idName string, served map[string]boo
 			v.Content = []*yaml.Node{idParameter(singular, idName)}
 		case record && isMethod(k.Value) && !served[k.Value]:
 			continue
+		case isMethod(k.Value):
+			if id := mapValue(v, "operationId"); id != nil {
+				id.Value = operationID(id.Value, word)
+			}
 		}
 		content = append(content, k, v)
 	}
@@ -95,6 +118,37 @@ func isMethod(s string) bool {
 		return true
 	}
 	return false
+}
+
+// operationID is a generic operation's id for one resource: the record's
+// own (patchRecord) with word in place of Record (patchOrder), the others
+// with word after them (lockOrder, getLockOrder).
+func operationID(generic, word string) string {
+	if verb, ok := strings.CutSuffix(generic, "Record"); ok {
+		return verb + word
+	}
+	return generic + word
+}
+
+// identifier is s as one capitalized word of ASCII letters and digits, as
+// code generators name methods: "order" is "Order", "line item" is
+// "LineItem".
+func identifier(s string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z' && up:
+			r -= 'a' - 'A'
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9' && b.Len() > 0:
+		default:
+			up = true
+			continue
+		}
+		up = false
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // idParameter is the path parameter of a resource's id.

@@ -112,3 +112,48 @@ func TestOpenAPIForTheApplication(t *testing.T) {
 		assert.NotNil(t, lock.Post.Parameters.GetByInAndName("header", "Lock-Token"), "the operation's own parameters stay")
 	}
 }
+
+// TestOpenAPIForManyResources: each resource's operations have ids of
+// their own, so that the document of an application serving several is
+// valid and a client can be generated from it; two resources that would
+// share them are refused.
+func TestOpenAPIForManyResources(t *testing.T) {
+	db := openDB(t, "sqlite")
+	locks := offlinelock.New(offlinelock.Config{})
+	require.NoError(t, db.Use(locks))
+	srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal,
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}, {Name: "tickets", Model: &ExTicket{}, Singular: "support ticket"}}})
+	require.NoError(t, err)
+	raw, err := srv.OpenAPIFor("PATCH", "DELETE")
+	require.NoError(t, err)
+	doc, err := openapi3.NewLoader().LoadFromData(raw)
+	require.NoError(t, err)
+	require.NoError(t, doc.Validate(context.Background()), "%s", raw)
+	ids := map[string]string{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ids[method+" "+path] = op.OperationID
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"POST /orders/{orderId}/lock":               "lockOrder",
+		"GET /orders/{orderId}/lock":                "getLockOrder",
+		"POST /orders/{orderId}/unlock":             "unlockOrder",
+		"PATCH /orders/{orderId}":                   "patchOrder",
+		"DELETE /orders/{orderId}":                  "deleteOrder",
+		"POST /tickets/{id}/lock":                   "lockSupportTicket",
+		"GET /tickets/{id}/lock":                    "getLockSupportTicket",
+		"POST /tickets/{id}/unlock":                 "unlockSupportTicket",
+		"PATCH /tickets/{id}":                       "patchSupportTicket",
+		"DELETE /tickets/{id}":                      "deleteSupportTicket",
+		"GET /openapi.yaml":                         "getOpenAPI",
+		"GET /admin/locks":                          "adminListLocks",
+		"POST /admin/locks/{resource}/{id}/release": "adminReleaseLock",
+	}, ids)
+
+	same, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal,
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}, {Name: "order", Model: &Order{}}}})
+	require.NoError(t, err)
+	_, err = same.OpenAPIFor("PATCH")
+	assert.ErrorContains(t, err, `resources "order" and "orders" give their operations the same ids (Order): set Resource.Singular`)
+}
