@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,10 +25,13 @@ import (
 )
 
 // TestConsoleInBrowser drives the lock console in headless Chromium: two
-// users take locks over the API, the admin opens /admin/console, filters by
+// users take locks over the API; the admin opens /admin/console, is sent to
+// /login, signs in through the form and lands on the console, filters by
 // user, releases one lock with a reason, and the page and the lock table
-// agree; a non-admin is refused. With OFFLINELOCK_SCREENSHOT=1 it writes the
-// page to docs/console.png.
+// agree; a page on another site cannot release with the admin's cookie;
+// after signing out, the console asks for a sign-in again, and a non-admin
+// who signs in is refused. With OFFLINELOCK_SCREENSHOT=1 it writes the page
+// to docs/console.png.
 func TestConsoleInBrowser(t *testing.T) {
 	browser := chromium(t)
 	eachDatabase(t, func(t *testing.T, dsn string, open func() *gorm.DB) {
@@ -64,16 +69,6 @@ func consoleInBrowser(t *testing.T, browser, dsn string, open func() *gorm.DB) {
 	defer cancelAlloc()
 	bctx, closeBrowser := chromedp.NewContext(actx)
 	defer closeBrowser()
-	as := func(user string) chromedp.Action[chromedp.Void] {
-		return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-			if _, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{}); err != nil {
-				return err
-			}
-			_, err := cdp.Call(ctx, t, network.SetExtraHTTPHeaders,
-				network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer " + user}})
-			return err
-		})
-	}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -81,13 +76,13 @@ func consoleInBrowser(t *testing.T, browser, dsn string, open func() *gorm.DB) {
 		}
 	}
 
-	// The admin sees the three locks, oldest first.
-	must(chromedp.Do(bctx, as("admin")))
-	resp, err := chromedp.Run(bctx, chromedp.NavigateResponse(base+"/admin/console"))
-	must(err)
-	if resp.Status != http.StatusOK {
-		t.Fatalf("admin's console: %d", resp.Status)
+	// The admin opens the console, signs in on the way, and sees the
+	// three locks, oldest first.
+	resp := signInThrough(t, bctx, base, "admin")
+	if loc, err := chromedp.Run(bctx, chromedp.Location()); err != nil || resp.Status != http.StatusOK || loc != base+"/admin/console" {
+		t.Fatalf("admin's console after the sign-in: %d at %s (%v)", resp.Status, loc, err)
 	}
+	sessionCookieIsSafe(t, bctx, base)
 	want := []string{"ord_99182 usr_client_1", "ord_40017 usr_client_2", "ord_31337 usr_client_1"}
 	if got := pageLocks(t, bctx); !slices.Equal(got, want) {
 		t.Fatalf("console lists %q, want %q", got, want)
@@ -140,14 +135,112 @@ func consoleInBrowser(t *testing.T, browser, dsn string, open func() *gorm.DB) {
 	}
 	screenshot(t, bctx)
 
-	// A non-admin is refused, and sees no lock.
-	must(chromedp.Do(bctx, as("usr_client_2")))
-	resp, err = chromedp.Run(bctx, chromedp.NavigateResponse(base+"/admin/console"))
+	// Another site's page cannot release with the admin's cookie, even
+	// with a release form the console rendered.
+	crossSiteRelease(t, bctx, base, "ord_31337")
+	if held := tableLocks(t, open()); !slices.Equal(held, []string{"ord_31337 usr_client_1", "ord_40017 usr_client_2"}) {
+		t.Fatalf("after another site's release the lock table holds %q", held)
+	}
+
+	// Signed out, the console sends the browser to /login again; a
+	// non-admin who signs in there is refused, and sees no lock.
+	_, err = chromedp.Run(bctx, chromedp.NavigateResponse(base+"/login"))
 	must(err)
+	resp, err = chromedp.RunResponse(bctx, chromedp.Click(chromedp.ID("logout")))
+	must(err)
+	if loc, _ := chromedp.Run(bctx, chromedp.Location()); resp.Status != http.StatusOK || loc != base+"/login" {
+		t.Fatalf("sign-out: %d at %s", resp.Status, loc)
+	}
+	resp = signInThrough(t, bctx, base, "usr_client_2")
 	body, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("body")))
 	must(err)
 	if resp.Status != http.StatusForbidden || strings.Contains(body, "ord_") {
 		t.Fatalf("non-admin: %d %q", resp.Status, body)
+	}
+}
+
+// signInThrough opens the console, which sends a browser without a live
+// session to /login, and signs in there as user through the form; it
+// returns the response of the page the form leads to.
+func signInThrough(t *testing.T, ctx context.Context, base, user string) *network.Response {
+	t.Helper()
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(base+"/admin/console"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || resp.Status != http.StatusOK || loc != base+"/login?next=%2Fadmin%2Fconsole" {
+		t.Fatalf("the console without a session: %d at %s (%v), want the sign-in page", resp.Status, loc, err)
+	}
+	resp, err = chromedp.RunResponse(ctx, chromedp.SendKeys(chromedp.ID("user"), user),
+		chromedp.SendKeys(chromedp.ID("password"), demoPassword), chromedp.Click(chromedp.ID("login")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// sessionCookieIsSafe checks the session cookie as the browser keeps it:
+// out of scripts' reach, not sent by other sites' POSTs, and not the user
+// name.
+func sessionCookieIsSafe(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	cookies, err := chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) ([]*network.Cookie, error) {
+		res, err := cdp.Call(ctx, t, network.GetCookies, network.GetCookiesParams{URLs: []string{base + "/"}})
+		return res.Cookies, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cookies {
+		if c.Name == sessionCookie {
+			if !c.HTTPOnly || c.SameSite != network.CookieSameSiteLax || c.Path != "/" || c.Value == "admin" || len(c.Value) < 26 {
+				t.Fatalf("the session cookie in the browser: %+v", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("the browser holds no session cookie: %v", cookies)
+}
+
+// crossSiteRelease has the browser, signed in as the admin, open a page on
+// another site (localhost against the example's 127.0.0.1) whose form posts
+// the console's own release form of id, token and all, to the example: it
+// must be refused.
+func crossSiteRelease(t *testing.T, ctx context.Context, base, id string) {
+	t.Helper()
+	form, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.fromEntries(new FormData(
+		document.querySelector('tr.lock[data-id="`+id+`"] form')))`))
+	if err != nil || form["csrf"] == "" {
+		t.Fatalf("the release form of %s: %v (%v)", id, form, err)
+	}
+	form["reason"] = "posted by another site"
+	page := `<!DOCTYPE html><form method="post" action="` + base + `/admin/console/release">`
+	for k, v := range form {
+		page += `<input type="hidden" name="` + html.EscapeString(k) + `" value="` + html.EscapeString(v) + `">`
+	}
+	page += `<button id="go">Win a prize</button></form>`
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, page)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go evil.Serve(l)
+	defer evil.Close()
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	if _, err := chromedp.Run(ctx, chromedp.NavigateResponse("http://localhost:"+port+"/")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.ID("go")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil || resp.Status != http.StatusForbidden || strings.Contains(body, "released") {
+		t.Fatalf("another site's release: %d %q (%v)", resp.Status, body, err)
 	}
 }
 

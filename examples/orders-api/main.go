@@ -8,8 +8,10 @@
 //	go run ./examples/orders-api -dsn 'host=127.0.0.1 user=postgres dbname=test' -addr 127.0.0.1:9090
 //	go run ./examples/orders-api -dsn 'root@tcp(127.0.0.1:3306)/test?parseTime=true'
 //
-// Callers name themselves with "Authorization: Bearer <user>". That is a
-// stand-in for real authentication, for the demonstration only.
+// API clients name themselves with "Authorization: Bearer <user>"; a
+// browser signs in at /login (any user name, the password "demo") and
+// carries a session cookie. Both are stand-ins for real authentication, for
+// the demonstration only; "admin" is the operator.
 package main
 
 import (
@@ -118,13 +120,14 @@ func build(ctx context.Context, dsn, sqlitePath string) (http.Handler, func(), e
 		closeAll()
 		return nil, nil, err
 	}
-	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: bearer, Admin: onlyAdmin, Logger: log,
+	users := newAuth()
+	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: users.principal, Admin: users.admin, Logger: log,
 		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
 	if err != nil {
 		closeAll()
 		return nil, nil, err
 	}
-	return routes(db, api, metrics), closeAll, nil
+	return routes(db, api, metrics, newSignIn(users, log)), closeAll, nil
 }
 
 // run serves handler on l until ctx is done.
@@ -173,12 +176,17 @@ func createOrders(ctx context.Context, db *gorm.DB) error {
 }
 
 // routes are the example's endpoints: the lock API, the admin API and
-// console, the metrics, and the order itself.
-func routes(db *gorm.DB, api *httplock.Server, metrics http.Handler) *http.ServeMux {
+// console, the browser's sign-in, the metrics, and the order itself.
+func routes(db *gorm.DB, api *httplock.Server, metrics http.Handler, signIn *signIn) *http.ServeMux {
 	mux := http.NewServeMux()
 	api.Register(mux)
 	mux.Handle("/admin/", api.AdminHandler())
-	api.RegisterConsole(mux) // the lock console: GET /admin/console, POST /admin/console/release
+	// The lock console (GET /admin/console, POST /admin/console/release…);
+	// a browser that comes without credentials is sent to /login first.
+	console := api.ConsoleHandler()
+	mux.Handle(consolePath, signIn.first(console))
+	mux.Handle(consolePath+"/", console)
+	signIn.register(mux) // GET and POST /login, POST /logout
 	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
 		var o Order
@@ -236,24 +244,6 @@ func patchOrder(db *gorm.DB, api *httplock.Server) http.Handler {
 type orderJSON struct {
 	ID string `json:"id"`
 	Order
-}
-
-// bearer is the demonstration's authentication: the bearer token is the
-// user name.
-func bearer(r *http.Request) (string, error) {
-	user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || user == "" {
-		return "", errors.New("no bearer token")
-	}
-	return user, nil
-}
-
-// onlyAdmin is the demo's admin check: the bearer user "admin".
-func onlyAdmin(r *http.Request) error {
-	if user, _ := bearer(r); user != "admin" {
-		return errors.New("not an admin")
-	}
-	return nil
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
