@@ -97,7 +97,7 @@ type state struct {
 	t     lockStore
 	m     *model
 	owner Owner
-	op    string
+	op    opKind
 
 	pool          gorm.ConnPool // the connection before the plugin began a transaction
 	ownTx         bool          // the plugin began the transaction and ends it
@@ -154,7 +154,7 @@ func setState(db *gorm.DB, st *state) {
 // enter decides whether the plugin acts on this statement, and if so
 // returns its state. It reports a bad tag, a missing owner or a bad bypass
 // as the statement's error.
-func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
+func (p *Plugin) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 	if db.Error != nil || db.DryRun {
 		return nil
 	}
@@ -181,7 +181,7 @@ func (p *Plugin) enter(db *gorm.DB, op string, onLoad bool) *state {
 
 // start gives a statement on m its state, reporting a missing owner as
 // the statement's error.
-func (p *Plugin) start(db *gorm.DB, m *model, op string) *state {
+func (p *Plugin) start(db *gorm.DB, m *model, op opKind) *state {
 	st := &state{m: m, op: op, bulk: -1}
 	var err error
 	if st.t, err = p.storeFor(db); err != nil {
@@ -234,7 +234,7 @@ func (p *Plugin) statementModel(db *gorm.DB) *model {
 
 // bypassed reports whether the statement runs under Bypass, logging it
 // once per statement.
-func (p *Plugin) bypassed(db *gorm.DB, op string) bool {
+func (p *Plugin) bypassed(db *gorm.DB, op opKind) bool {
 	reason, ok := bypassFrom(db.Statement.Context)
 	if !ok {
 		return false
@@ -246,7 +246,7 @@ func (p *Plugin) bypassed(db *gorm.DB, op string) bool {
 	if _, logged := db.InstanceGet(bypassLogged); !logged {
 		db.InstanceSet(bypassLogged, true)
 		p.cfg.Logger.InfoContext(db.Statement.Context, "offlinelock: bypass",
-			slog.String("op", op), slog.String("table", db.Statement.Table), slog.String("reason", reason))
+			slog.String("op", string(op)), slog.String("table", db.Statement.Table), slog.String("reason", reason))
 	}
 	return true
 }

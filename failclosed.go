@@ -110,7 +110,7 @@ func refuseVolatileLimit(db *gorm.DB, st *state) bool {
 func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
 	for _, m := range p.reg.lockable() {
 		if p.resolve(m) != nil || m.locksOnLoad() {
-			if !sqlscan.Dynamic(sql) || p.bypassed(db, "raw query") {
+			if !sqlscan.Dynamic(sql) || p.bypassed(db, opRawQuery) {
 				return false
 			}
 			db.AddError(unenforceable(m.table, "a raw read of dynamic SQL (EXECUTE of built text, a function that reads a table named in a string) may read, without its locks, lockable table"))
@@ -354,11 +354,11 @@ func (p *Plugin) fromMigrator() bool {
 // names a lockable table without being a plain table (the plugin cannot
 // tell which rows it changes), and a write whose WHERE or SET reads a table
 // locked on load other than its own (a subquery).
-func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
+func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op opKind) error {
 	stmt := db.Statement
 	if te := stmt.TableExpr; te != nil && own == nil {
 		if named := p.namedModels(exprSQL(db, te)); len(named) > 0 && !p.fromMigrator() {
-			return unenforceable(named[0].table, "a "+op+" through a table expression that is not a plain table names lockable table")
+			return unenforceable(named[0].table, "a "+string(op)+" through a table expression that is not a plain table names lockable table")
 		}
 	}
 	locked := p.lockedOnLoad()
@@ -387,7 +387,7 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op string) error {
 		// column (customers.credit) is not.
 		for table := range sqlscan.TableRefs(text, p.lockableName) {
 			if bad := p.readsLocked([]*model{p.reg.tableModel(table)}, nil); bad != nil {
-				return unenforceable(bad.table, "a "+op+" reads, in a subquery or a FROM, lockable table")
+				return unenforceable(bad.table, "a "+string(op)+" reads, in a subquery or a FROM, lockable table")
 			}
 		}
 	}
@@ -482,7 +482,7 @@ func (p *Plugin) refuseViews(db *gorm.DB) {
 	if !face && !rename {
 		return
 	}
-	if named := p.namedModels(sql); len(named) > 0 && !p.bypassed(db, "exec") {
+	if named := p.namedModels(sql); len(named) > 0 && !p.bypassed(db, opExec) {
 		if face {
 			db.AddError(unenforceable(named[0].table, "a view, rule, trigger or function would reach the rows of lockable table"))
 		} else {

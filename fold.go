@@ -41,7 +41,7 @@ func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 // in the write's WHERE: the store can, the caller gave the write no WHERE
 // of its own, and nothing but GORM's own work runs between the write and
 // its commit.
-func (p *Plugin) canFold(db *gorm.DB, st *state, op string) bool {
+func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
 	_, ok := st.t.(foldStore)
 	return ok && (op == opUpdate || op == opDelete) && !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
 }
@@ -50,7 +50,7 @@ func (p *Plugin) canFold(db *gorm.DB, st *state, op string) bool {
 // or after the write (hooks are not skipped). The hint path (write.go)
 // is taken only without them, so that a write it refuses has run no code
 // of the caller's.
-func runsHooks(db *gorm.DB, op string) bool {
+func runsHooks(db *gorm.DB, op opKind) bool {
 	s := db.Statement.Schema
 	if s == nil || db.Statement.SkipHooks {
 		return false
@@ -80,7 +80,7 @@ func callerWhere(stmt *gorm.Statement) bool {
 // callbacks run between the write of op and its commit: the model has no
 // After hook that runs, it saves no associations, and the chain holds no
 // callback of anyone else.
-func (c *chainCache) onlyGORMBetween(db *gorm.DB, op string) bool {
+func (c *chainCache) onlyGORMBetween(db *gorm.DB, op opKind) bool {
 	s := db.Statement.Schema
 	if s == nil || len(s.Relationships.Relations) > 0 {
 		return false

@@ -26,7 +26,7 @@ const maxRereads = 3
 // caller gets; and when a lock is refused nothing is read at all.
 func (p *Plugin) beforeQuery(db *gorm.DB) {
 	p.traceStatement(db)
-	if db.Error != nil || db.DryRun || p.bypassed(db, "load") {
+	if db.Error != nil || db.DryRun || p.bypassed(db, opLoad) {
 		return
 	}
 	p.freshCatalog(db)
@@ -38,9 +38,9 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		return // a count reveals no row
 	}
 	p.statementOnPrimary(db)
-	st := p.enter(db, "load", true)
+	st := p.enter(db, opLoad, true)
 	if st == nil && db.Error == nil {
-		if st = p.enterJoins(db, "load"); st != nil {
+		if st = p.enterJoins(db, opLoad); st != nil {
 			routeToPrimary(db)
 		}
 	}
@@ -94,7 +94,7 @@ func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 	if len(named) == 0 {
 		return
 	}
-	if p.strict(db, "raw query") {
+	if p.strict(db, opRawQuery) {
 		return
 	}
 	for _, m := range named {
@@ -116,7 +116,7 @@ func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 	if !own {
 		return
 	}
-	st := p.start(db, m, "load")
+	st := p.start(db, m, opLoad)
 	if st == nil {
 		return
 	}
@@ -207,7 +207,7 @@ func (p *Plugin) refuseMemberJoins(db *gorm.DB, st *state) bool {
 // enterJoins is enter for a load whose own model is not locked on load but
 // that joins one that is (Joins("Desk"), Joins("Seat.Desk")): the joined
 // rows are locked like any other.
-func (p *Plugin) enterJoins(db *gorm.DB, op string) *state {
+func (p *Plugin) enterJoins(db *gorm.DB, op opKind) *state {
 	if db.Error != nil || db.DryRun || db.Statement.Schema == nil || len(db.Statement.Joins) == 0 ||
 		db.Statement.SQL.Len() > 0 || len(p.lockableJoins(db)) == 0 {
 		return nil
@@ -441,7 +441,7 @@ func reread(db *gorm.DB, st *state) bool {
 // committed first (or taken in the caller's transaction).
 func (p *Plugin) beforeRow(db *gorm.DB) {
 	p.traceStatement(db)
-	if db.Error != nil || db.DryRun || p.bypassed(db, "rows") {
+	if db.Error != nil || db.DryRun || p.bypassed(db, opRows) {
 		return
 	}
 	p.freshCatalog(db)
@@ -453,9 +453,9 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		return // the migrator reads one row of a table for its column types
 	}
 	p.statementOnPrimary(db)
-	st := p.enter(db, "rows", true)
+	st := p.enter(db, opRows, true)
 	if st == nil && db.Error == nil {
-		if st = p.enterJoins(db, "rows"); st != nil {
+		if st = p.enterJoins(db, opRows); st != nil {
 			routeToPrimary(db)
 		}
 	}
@@ -515,7 +515,7 @@ func (p *Plugin) beforeRawRows(db *gorm.DB) {
 	if p.readsDynamically(db, sql) {
 		return
 	}
-	if len(named) == 0 || p.strict(db, "raw query") {
+	if len(named) == 0 || p.strict(db, opRawQuery) {
 		return
 	}
 	for _, m := range named {

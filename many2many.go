@@ -60,7 +60,7 @@ func (p *Plugin) joinOwners(table string) ([]joinOwner, error) {
 
 // beforeJoinWrite checks a write to a join table against the Write locks
 // of the records its rows relate, before the write's hooks run.
-func (p *Plugin) beforeJoinWrite(db *gorm.DB, op string) {
+func (p *Plugin) beforeJoinWrite(db *gorm.DB, op opKind) {
 	owners, err := p.joinOwners(db.Statement.Table)
 	if (len(owners) == 0 && err == nil) || p.bypassed(db, op) {
 		return
@@ -108,7 +108,7 @@ func (p *Plugin) beforeJoinWrite(db *gorm.DB, op string) {
 
 // joinRows reads the keys of o's records that the write's rows relate:
 // from the rows a Create inserts, or the rows an Update or Delete matches.
-func (p *Plugin) joinRows(db *gorm.DB, o joinOwner, op string) ([][]any, error) {
+func (p *Plugin) joinRows(db *gorm.DB, o joinOwner, op opKind) ([][]any, error) {
 	if op == opCreate {
 		rows, complete, known := valueRows(db, db.Statement.ReflectValue, o.columns)
 		if !complete || !known {

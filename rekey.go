@@ -23,7 +23,7 @@ import (
 
 // noteKeys remembers the keys and links the check of st's write read, when
 // something between the check and the write could change them.
-func (p *Plugin) noteKeys(db *gorm.DB, st *state, op string) {
+func (p *Plugin) noteKeys(db *gorm.DB, st *state, op opKind) {
 	if db.Error != nil || !p.mayRekey(db, op) {
 		return
 	}
@@ -32,7 +32,7 @@ func (p *Plugin) noteKeys(db *gorm.DB, st *state, op string) {
 
 // mayRekey: a hook of the model's runs before the write, the model has
 // associations GORM saves first, or the chain holds another's callback.
-func (p *Plugin) mayRekey(db *gorm.DB, op string) bool {
+func (p *Plugin) mayRekey(db *gorm.DB, op opKind) bool {
 	s := db.Statement.Schema
 	if s == nil {
 		return false
@@ -70,7 +70,7 @@ func (p *Plugin) mayRekey(db *gorm.DB, op string) bool {
 
 // rekey checks a write again when the keys or links it carries now are not
 // the ones its check read: on the rows as the statement will write them.
-func (p *Plugin) rekey(op string) func(*gorm.DB) {
+func (p *Plugin) rekey(op opKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		adoptSpan(db)
 		st := stateOf(db)

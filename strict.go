@@ -27,7 +27,7 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 			return
 		}
 	}
-	if p.strict(db, "exec") {
+	if p.strict(db, opExec) {
 		return
 	}
 	p.refuseViews(db)
@@ -64,7 +64,7 @@ func (p *Plugin) afterRaw(db *gorm.DB) {
 // see into. It reports whether it refused it. A statement that only names a
 // lockable table in a literal or a comment is not refused, nor is DDL
 // (migrations change no row) or the migrator's own work.
-func (p *Plugin) strict(db *gorm.DB, op string) bool {
+func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 	if !p.cfg.Strict {
 		return false
 	}

@@ -260,13 +260,13 @@ func (t *telemetry) upgraded(ctx context.Context, db *gorm.DB, resource string) 
 }
 
 // fenceFailed counts a write refused at the fence.
-func (t *telemetry) fenceFailed(ctx context.Context, db *gorm.DB, resource, op string) {
+func (t *telemetry) fenceFailed(ctx context.Context, db *gorm.DB, resource string, op opKind) {
 	if t == nil {
 		return
 	}
 	note(ctx, "fence_failed", resource, 1)
 	if t.fences.Enabled(ctx) {
-		t.fences.Add(ctx, 1, metric.WithAttributes(dbSystem(db), attribute.String("resource", resource), attribute.String("op", op)))
+		t.fences.Add(ctx, 1, metric.WithAttributes(dbSystem(db), attribute.String("resource", resource), attribute.String("op", string(op))))
 	}
 }
 
@@ -374,8 +374,8 @@ func (m *model) lockResource() string {
 }
 
 // accessFor is the access a statement of op on m asks for.
-func (m *model) accessFor(op string) Access {
-	if op == "load" {
+func (m *model) accessFor(op opKind) Access {
+	if op.loads() {
 		return m.loadAccess()
 	}
 	return Write
@@ -397,7 +397,7 @@ func (p *Plugin) countStatement(db *gorm.DB, st *state) {
 		p.tel.refused(ctx, db, modeImplicit, st.m.accessFor(st.op), resource, db.Error)
 		return
 	}
-	if st.op != "load" || len(st.locked) == 0 || !p.tel.active(ctx) {
+	if !st.op.loads() || len(st.locked) == 0 || !p.tel.active(ctx) {
 		return
 	}
 	keys := make([]key, 0, len(st.locked))

@@ -312,3 +312,38 @@ func (m metricSet) total(name string, attrs map[string]string) int64 {
 	}
 	return n
 }
+
+// TestTelemetryCountsRowsAsALoad: a Rows() of a read_write model takes a
+// Read lock, and is counted as one (mode implicit, access read); its
+// refusal is a refused read, not a write.
+func TestTelemetryCountsRowsAsALoad(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			r := setupOtel(t, d)
+			rows, err := as(r.db, martin).Model(&OtPolicy{}).Where("id = ?", 129).Rows()
+			require.NoError(t, err)
+			require.NoError(t, rows.Close())
+			held, err := r.p.Holders(r.db, &OtPolicy{ID: 129})
+			require.NoError(t, err)
+			require.Len(t, held, 1)
+			require.Equal(t, offlinelock.Read, held[0].Access)
+
+			require.NoError(t, admin(r.db).Create(&OtPolicy{ID: 130, Holder: "Beta plc"}).Error)
+			_, err = r.p.Acquire(as(r.db, david), &OtPolicy{ID: 130}, offlinelock.Write)
+			require.NoError(t, err)
+			_, err = as(r.db, martin).Model(&OtPolicy{}).Where("id = ?", 130).Rows()
+			require.ErrorIs(t, err, offlinelock.ErrLocked)
+
+			var rm metricdata.ResourceMetrics
+			require.NoError(t, r.reader.Collect(context.Background(), &rm))
+			m := metricsOf(rm)
+			implicit := func(access string) map[string]string {
+				return map[string]string{"mode": "implicit", "access": access, "resource": "ot_policies"}
+			}
+			assert.Equal(t, int64(1), m.total("offlinelock.lock.grants", implicit("read")), "the Rows' Read lock")
+			assert.Zero(t, m.total("offlinelock.lock.grants", implicit("write")))
+			assert.Equal(t, int64(1), m.total("offlinelock.lock.refusals", implicit("read")), "the refused Rows is a refused read")
+			assert.Zero(t, m.total("offlinelock.lock.refusals", implicit("write")))
+		})
+	}
+}

@@ -12,19 +12,13 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-const (
-	opCreate = "create"
-	opUpdate = "update"
-	opDelete = "delete"
-)
-
 // beforeWrite checks, inside the write's transaction and before any hook
 // or SQL of the write runs, that every existing row it will change is
 // covered by a Write lock of the session: else ErrNotLocked (nobody holds
 // it) or *LockedError (someone else does), and nothing is written. Writes
 // are never locked implicitly: a Write lock is taken with Acquire when the
 // edit starts, so a user learns of a conflict before the work, not after.
-func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
+func (p *Plugin) beforeWrite(op opKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		p.traceStatement(db)
 		p.freshCatalog(db)
@@ -58,7 +52,7 @@ func (p *Plugin) beforeWrite(op string) func(*gorm.DB) {
 // retargeted is the table a clause of the statement makes op write
 // instead of the statement's own: clause.Insert{Table}, clause.Update
 // {Table}, or a DELETE's clause.From; "" when none does.
-func retargeted(stmt *gorm.Statement, op string) string {
+func retargeted(stmt *gorm.Statement, op opKind) string {
 	var name string
 	switch op {
 	case opCreate:
@@ -85,7 +79,7 @@ func retargeted(stmt *gorm.Statement, op string) string {
 // locks from the model, so it cannot check the rows of the table the
 // statement lands on. The way is that table's own model. It reports
 // whether it refused.
-func (p *Plugin) refuseRetarget(db *gorm.DB, op string) bool {
+func (p *Plugin) refuseRetarget(db *gorm.DB, op opKind) bool {
 	if db.Error != nil || len(db.Statement.Clauses) == 0 {
 		return false
 	}
@@ -97,13 +91,13 @@ func (p *Plugin) refuseRetarget(db *gorm.DB, op string) bool {
 	if m == nil || !m.lockable || p.bypassed(db, op) {
 		return false
 	}
-	db.AddError(unenforceable(m.table, "a clause ("+op+" into another table) retargets the write to lockable table"))
+	db.AddError(unenforceable(m.table, "a clause ("+string(op)+" into another table) retargets the write to lockable table"))
 	return true
 }
 
 // checkOtherWrite checks a write to a table that is not lockable: it may
 // still read a locked table, or be a join table of a lockable record.
-func (p *Plugin) checkOtherWrite(db *gorm.DB, op string) {
+func (p *Plugin) checkOtherWrite(db *gorm.DB, op opKind) {
 	if _, bypass := bypassFrom(db.Statement.Context); bypass {
 		return
 	}
@@ -118,7 +112,7 @@ func (p *Plugin) checkOtherWrite(db *gorm.DB, op string) {
 // plugin cannot tell, and makes sure the write runs in a transaction: in
 // the caller's, a savepoint undoes the write when the fence refuses it,
 // even if the caller then commits.
-func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op string) error {
+func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 	if err := p.checkWriteSQL(db, st.m, op); err != nil {
 		return err
 	}
@@ -144,7 +138,7 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op string) error {
 
 // checkRowsWritten requires the session's Write lock on every existing row
 // the write changes, and on the rows its deletes cascade to.
-func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op string) error {
+func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	rows, byKey, err := p.writeRows(db, st, op)
 	if err != nil || len(rows) == 0 {
 		if err == nil && op != opCreate {
@@ -228,17 +222,17 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]
 // notLocked is notLockedForWrite for st's session, told as an
 // *ExpiredError when the session's own lock on the first key expired (its
 // row is still in the lock table). Only a refusal pays the lookup.
-func (p *Plugin) notLocked(db *gorm.DB, st *state, op string, free []key) error {
+func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
 	err := notLockedForWrite(op, free)
 	k := sortKeys(free)[0]
 	locks, lerr := st.t.list(direct(db), Filter{Resource: k.resource, ID: k.id, Session: st.owner.Session, Expired: true, Limit: 1})
 	if lerr != nil || len(locks) == 0 {
 		return err
 	}
-	return &ExpiredError{Resource: k.resource, ID: k.id, Op: op, ExpiredAt: locks[0].ExpiresAt}
+	return &ExpiredError{Resource: k.resource, ID: k.id, Op: string(op), ExpiredAt: locks[0].ExpiresAt}
 }
 
-func notLockedForWrite(op string, keys []key) error {
+func notLockedForWrite(op opKind, keys []key) error {
 	k := sortKeys(keys)[0]
 	more := ""
 	if len(keys) > 1 {
@@ -252,7 +246,7 @@ func notLockedForWrite(op string, keys []key) error {
 // of them), else by running its WHERE as a key-only SELECT in the write's
 // transaction (row-locked on PostgreSQL, so they stay the rows it
 // changes). byKey says the rows came from the value and may not exist yet.
-func (p *Plugin) writeRows(db *gorm.DB, st *state, op string) (rows []pkRow, byKey bool, err error) {
+func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byKey bool, err error) {
 	stmt := db.Statement
 	m := st.m
 	v := stmt.ReflectValue
@@ -483,7 +477,7 @@ func (p *Plugin) fence(db *gorm.DB) {
 // roots' Write locks: the roots the rows belong to now (read in the write's
 // transaction) and, for new members and members moved to another root, the
 // roots they will belong to, which must exist.
-func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op string) {
+func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 	roots, err := p.memberWriteRoots(db, st, op)
 	if err != nil {
 		st.fail(db, err)
@@ -507,7 +501,7 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op string) {
 	st.required = mine
 }
 
-func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op string) ([]target, error) {
+func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, error) {
 	stmt, m := db.Statement, st.m
 	var next, now []any
 	if op != opDelete {
@@ -578,7 +572,7 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op string) ([]target, 
 // Save writes, from what an Update sets (a struct, a map, Update(col, v)),
 // and from a SET clause (Clauses(clause.Set{…}), the generics Set). A link
 // set by an expression is refused: the plugin cannot tell where it leads.
-func nextLinks(db *gorm.DB, m *model, op string) ([]any, error) {
+func nextLinks(db *gorm.DB, m *model, op opKind) ([]any, error) {
 	stmt := db.Statement
 	src := stmt.ReflectValue
 	if op != opCreate && !samePointer(stmt.Dest, stmt.Model) {
