@@ -118,7 +118,7 @@ type state struct {
 	required    []key          // writes: keys whose Write lock must still hold at commit
 	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool           // writes: required only if the write changed a row
-	folded      bool           // writes: the fence is in the write's own WHERE (fold.go)
+	folded      bool           // writes: the fence is in the write's own WHERE (fence.go)
 	rekey       bool           // writes: check again if keysRead changed (rekey.go)
 	keysRead    string         // writes: the keys and links the check read
 	fenceFailed bool           // writes: refused at the fence, counted as such

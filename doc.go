@@ -25,7 +25,7 @@
 //     PostgreSQL, SET STATEMENT max_join_size on MariaDB, since a user
 //     variable would outlive the statement. Writes the plugin fences
 //     itself say so, and the guard then holds no row lock for them, so
-//     fold.go's rule of when a key row is held stays the plugin's; any
+//     fence.go's rule of when a key row is held stays the plugin's; any
 //     other write the guard admits holds the key rows until it commits.
 //   - The primary decides (primary.go, docs/scaling.md). Behind a read
 //     router (gorm.io/plugin/dbresolver), lock statements, the loads the
@@ -66,7 +66,7 @@
 //     nothing but GORM's own callbacks runs between the write and its
 //     commit (no After hook, no other plugin's callback) and the caller
 //     gave the write no WHERE of its own, that fence rides
-//     in the write's WHERE (fold.go): one statement, the key row locked
+//     in the write's WHERE (fence.go): one statement, the key row locked
 //     from the write to the commit.
 //   - Cost must not grow with the lock table or with a session's locks:
 //     every statement about one record is answered by the primary key,

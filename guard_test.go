@@ -553,7 +553,7 @@ func TestFailedUseFailsClosed(t *testing.T) {
 	}
 }
 
-// TestGuardJobPattern: the README's background job, with an owner of its
+// TestGuardJobPattern: the background job of docs/jobs.md, with an owner of its
 // own, skips the record martin is editing, and martin's save stands; a
 // job written with Bypass is refused by the database instead of
 // overwriting it.

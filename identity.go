@@ -17,7 +17,7 @@ import (
 //
 // A write the plugin fences itself (it checks the lock again just before
 // commit, fence.go) says so, and the guard then only checks it: the
-// plugin's own rule of when a key row is held stays as it was (fold.go).
+// plugin's own rule of when a key row is held stays as it was (fence.go).
 // Any other write of a record its session holds has the guard hold the key
 // row until the transaction ends.
 //

@@ -141,7 +141,7 @@ type loadStore interface {
 }
 
 // foldStore is implemented by stores that can check the fence in the
-// write's own statement (fold.go).
+// write's own statement (fence.go).
 type foldStore interface {
 	// fenceCondition is a condition to add to a write of k that is true
 	// only while session holds a valid Write lock on k, and that keeps k's

@@ -1,6 +1,6 @@
 package offlinelock_test
 
-// The fence folded into the write (fold.go): a verified save by the lock's
+// The fence folded into the write (fence.go): a verified save by the lock's
 // holder is one statement, the lock is checked by that statement and its
 // key row stays row-locked until commit; anything that could run between
 // the write and its commit (an After hook, another plugin's callback)
