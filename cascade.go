@@ -153,10 +153,7 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
-	if err == nil && len(free) > 0 {
-		err = p.notLocked(db, st, "delete (cascaded)", free)
-	}
+	mine, err := p.requireWriteLocks(db, st, "delete (cascaded)", keys)
 	if err != nil {
 		return err
 	}

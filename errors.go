@@ -175,3 +175,40 @@ func clock(t, ref time.Time) string {
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
+
+// unenforceable is the refusal of a statement on table that the plugin
+// cannot bound, with the way out.
+func unenforceable(table, what string) error {
+	return fmt.Errorf("%w: %s %s; use the model's own methods (First, Find, Joins by association), or run it under offlinelock.Bypass(ctx, reason)",
+		ErrUnenforceable, what, table)
+}
+
+// refused is the refusal of wanted on k, naming its holders (never their
+// tokens).
+func refused(k key, wanted Access, holders []Lock) error {
+	for i := range holders {
+		holders[i].Token = ""
+	}
+	return &LockedError{Resource: k.resource, ID: k.id, Wanted: wanted, Holders: holders}
+}
+
+// notLockedForWrite is the refusal of a write of keys that the session
+// holds no Write lock on.
+func notLockedForWrite(op opKind, keys []key) error {
+	k := sortKeys(keys)[0]
+	more := ""
+	if len(keys) > 1 {
+		more = fmt.Sprintf(" and %d more", len(keys)-1)
+	}
+	return fmt.Errorf("%w: %s of %s %s%s needs a Write lock; take it with Acquire when the edit starts", ErrNotLocked, op, k.resource, k.id, more)
+}
+
+// guardInstallError explains a failed install: most often the role lacks a
+// privilege, and the way out is explicit.
+func guardInstallError(what string, err error) error {
+	return fmt.Errorf("offlinelock: installing the database guard on %s: %w; "+
+		"the database role needs to create triggers on the lockable tables and functions or procedures in their schema "+
+		"(PostgreSQL: own the tables and have CREATE on the schema; MySQL/MariaDB: the TRIGGER and CREATE ROUTINE privileges, "+
+		"and SUPER or log_bin_trust_function_creators=1 when binary logging is on), "+
+		"or set Config.DisableGuard to run without it (then writes that do not pass through the plugin are not checked)", what, err)
+}

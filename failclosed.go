@@ -21,13 +21,6 @@ import (
 // subquery as the table, a subquery in SELECT or WHERE) are tokenised, and
 // a lockable table named there is refused where its mode asks for a lock.
 
-// unenforceable is the refusal of a statement on table that the plugin
-// cannot bound, with the way out.
-func unenforceable(table, what string) error {
-	return fmt.Errorf("%w: %s %s; use the model's own methods (First, Find, Joins by association), or run it under offlinelock.Bypass(ctx, reason)",
-		ErrUnenforceable, what, table)
-}
-
 // lockableName is the lockable model named ident, for mentions.
 func (p *Plugin) lockableName(ident string) (string, bool) {
 	if m := p.reg.tableModel(ident); m != nil {

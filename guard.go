@@ -406,16 +406,6 @@ func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
 	return out, nil
 }
 
-// guardInstallError explains a failed install: most often the role lacks a
-// privilege, and the way out is explicit.
-func guardInstallError(what string, err error) error {
-	return fmt.Errorf("offlinelock: installing the database guard on %s: %w; "+
-		"the database role needs to create triggers on the lockable tables and functions or procedures in their schema "+
-		"(PostgreSQL: own the tables and have CREATE on the schema; MySQL/MariaDB: the TRIGGER and CREATE ROUTINE privileges, "+
-		"and SUPER or log_bin_trust_function_creators=1 when binary logging is on), "+
-		"or set Config.DisableGuard to run without it (then writes that do not pass through the plugin are not checked)", what, err)
-}
-
 // guardPlans are the plans of every table specs guard: the lockable
 // tables and their many2many join tables that exist.
 func guardPlans(c conn, g guardStore, specs []tableSpec) ([]guardPlan, error) {

@@ -53,7 +53,7 @@ func (p *Plugin) modelKey(db *gorm.DB, target any, m *model, stmt *gorm.Statemen
 		if stmt != nil {
 			k, err = parsedKey(db, stmt, target) // parsed once, above
 		} else {
-			k, err = targetKey(db, target)
+			k, err = rowKey(db, target)
 		}
 		if tm := p.reg.tableModel(k.resource); tm != nil {
 			k.resource = tm.table // a DTO of a lockable table names its lock
@@ -78,9 +78,10 @@ func checkTarget(target any) error {
 	return nil
 }
 
-// targetKey finds the table and primary key of target, which must be a
-// non-nil pointer to a model whose primary key is set.
-func targetKey(db *gorm.DB, target any) (key, error) {
+// rowKey is the key of target's own row: its table and primary key
+// (targetKey resolves a member to its root's). target must be a non-nil
+// pointer to a model whose primary key is set.
+func rowKey(db *gorm.DB, target any) (key, error) {
 	if err := checkTarget(target); err != nil {
 		return key{}, err
 	}
@@ -91,7 +92,7 @@ func targetKey(db *gorm.DB, target any) (key, error) {
 	return parsedKey(db, stmt, target)
 }
 
-// parsedKey is targetKey of a target stmt has parsed already.
+// parsedKey is rowKey of a target stmt has parsed already.
 func parsedKey(db *gorm.DB, stmt *gorm.Statement, target any) (key, error) {
 	rv := reflect.ValueOf(target)
 	fields := stmt.Schema.PrimaryFields

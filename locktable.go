@@ -117,13 +117,6 @@ func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, acce
 	return got, nil
 }
 
-func refused(k key, wanted Access, holders []Lock) error {
-	for i := range holders {
-		holders[i].Token = ""
-	}
-	return &LockedError{Resource: k.resource, ID: k.id, Wanted: wanted, Holders: holders}
-}
-
 // Release gives up the session's lock on target, Read or Write. It returns
 // ErrNotLocked when the session holds no lock on it, or when its lock had
 // already expired (the row is removed all the same). Inside db.Transaction

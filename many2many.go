@@ -95,10 +95,7 @@ func (p *Plugin) beforeJoinWrite(db *gorm.DB, op opKind) {
 	if len(keys) == 0 {
 		return
 	}
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
-	if err == nil && len(free) > 0 {
-		err = p.notLocked(db, st, op, free)
-	}
+	mine, err := p.requireWriteLocks(db, st, op, keys)
 	if err != nil {
 		st.fail(db, err)
 		return

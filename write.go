@@ -219,6 +219,17 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]
 	return out, nil
 }
 
+// requireWriteLocks checks, before the statement's hooks, that st's
+// session holds a Write lock on every one of keys: the keys it holds, or
+// the refusal (a *LockedError, or ErrNotLocked naming a key nobody holds).
+func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
+	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+	if err == nil && len(free) > 0 {
+		err = p.notLocked(db, st, op, free)
+	}
+	return mine, err
+}
+
 // notLocked is notLockedForWrite for st's session, told as an
 // *ExpiredError when the session's own lock on the first key expired (its
 // row is still in the lock table). Only a refusal pays the lookup.
@@ -230,15 +241,6 @@ func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error 
 		return err
 	}
 	return &ExpiredError{Resource: k.resource, ID: k.id, Op: string(op), ExpiredAt: locks[0].ExpiresAt}
-}
-
-func notLockedForWrite(op opKind, keys []key) error {
-	k := sortKeys(keys)[0]
-	more := ""
-	if len(keys) > 1 {
-		more = fmt.Sprintf(" and %d more", len(keys)-1)
-	}
-	return fmt.Errorf("%w: %s of %s %s%s needs a Write lock; take it with Acquire when the edit starts", ErrNotLocked, op, k.resource, k.id, more)
 }
 
 // writeRows finds the rows a write will change: by the primary keys of
@@ -490,10 +492,7 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 	for i, r := range roots {
 		keys[i] = r.k
 	}
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
-	if err == nil && len(free) > 0 {
-		err = p.notLocked(db, st, op, free)
-	}
+	mine, err := p.requireWriteLocks(db, st, op, keys)
 	if err != nil {
 		st.fail(db, err)
 		return
