@@ -115,6 +115,7 @@ type state struct {
 	fastTok     string
 	where       *clause.Clause // loads: the WHERE before a fast path changed it
 	fastRewrote bool           // loads: the fast path added WHERE and FOR to the statement
+	heldPool    bool           // loads: gorm:query runs on a preparedPool (stmtcache.go)
 	required    []key          // writes: keys whose Write lock must still hold at commit
 	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool           // writes: required only if the write changed a row
@@ -306,6 +307,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
 	setState(db, nil)
+	unheldPool(db, st)
 	if st.fastRewrote || st.folded {
 		if st.where != nil {
 			db.Statement.Clauses["WHERE"] = *st.where

@@ -46,3 +46,13 @@ func SweepPlan(p *Plugin, db *gorm.DB) (string, error) {
 	})
 	return plan.String(), err
 }
+
+// SetSQLiteGrantAll sends SQLite grants of several Write locks through
+// grantAll (true, the default) or through the serialised path, and
+// returns a function that puts the default back. Not safe while the
+// plugin is in use.
+func SetSQLiteGrantAll(on bool) (restore func()) {
+	old := sqliteGrantAll
+	sqliteGrantAll = on
+	return func() { sqliteGrantAll = old }
+}

@@ -82,10 +82,26 @@ func volatileLimit(db *gorm.DB) bool {
 		return false
 	}
 	ob, ok := db.Statement.Clauses["ORDER BY"]
-	if !ok || ob.Expression == nil {
+	if !ok || ob.Expression == nil || columnsOnly(ob.Expression) {
 		return false
 	}
 	return volatileOrder.MatchString(exprSQL(db, ob.Expression))
+}
+
+// columnsOnly says whether an ORDER BY names columns alone (First's
+// primary key, Order(clause.OrderByColumn{…})): each is quoted as an
+// identifier, so none calls a function.
+func columnsOnly(e clause.Expression) bool {
+	ob, ok := e.(clause.OrderBy)
+	if !ok || ob.Expression != nil {
+		return false
+	}
+	for _, c := range ob.Columns {
+		if c.Column.Raw {
+			return false
+		}
+	}
+	return true
 }
 
 // refuseVolatileLimit refuses a lockable load or write with volatileLimit.

@@ -233,6 +233,9 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 		return
 	}
 	if t, err := p.storeFor(db); err == nil {
+		if _, ok := p.guardOn(t); !ok {
+			return // SQLite has no guard, or it is turned off
+		}
 		if my, ok := t.(*mysqlStore); ok && my.galera.Load() {
 			// On Galera CREATE TRIGGER is replicated DDL, ordered
 			// cluster-wide, and GET_LOCK is one node's: installs raced

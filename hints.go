@@ -40,6 +40,32 @@ func (h *hints) put(session string, k key, exp time.Time) {
 	s[k] = exp
 }
 
+// putAll is put for every lock of a grant, under one lock of the table.
+func (h *hints) putAll(session string, got map[key]granted) {
+	if len(got) > maxHints/2 {
+		for k, l := range got {
+			h.put(session, k, l.ExpiresAt)
+		}
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || h.n+len(got) > maxHints {
+		h.m, h.n = map[string]map[key]time.Time{}, 0
+	}
+	s := h.m[session]
+	if s == nil {
+		s = make(map[key]time.Time, len(got))
+		h.m[session] = s
+	}
+	for k, l := range got {
+		if _, ok := s[k]; !ok {
+			h.n++
+		}
+		s[k] = l.ExpiresAt
+	}
+}
+
 // fresh guesses whether session holds k for at least margin more.
 func (h *hints) fresh(session string, k key, margin time.Duration) bool {
 	h.mu.Lock()

@@ -145,7 +145,7 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 		if !ok {
 			return
 		}
-		if distinct(targets) <= 1 {
+		if oneKey(targets) {
 			st.detached = true
 			p.lockTargets(db, st, targets)
 			return
@@ -180,12 +180,14 @@ func (p *Plugin) deepMember(m *model) bool {
 	return len(m.chain) > 1
 }
 
-func distinct(targets []target) int {
-	seen := map[key]bool{}
+// oneKey says whether targets name one key at most.
+func oneKey(targets []target) bool {
 	for _, t := range targets {
-		seen[t.k] = true
+		if t.k != targets[0].k {
+			return false
+		}
 	}
-	return len(seen)
+	return true
 }
 
 // refuseMemberJoins refuses a load of aggregate members that joins a
@@ -330,6 +332,10 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 	for g := range groups {
 		order = append(order, g)
 	}
+	if len(st.locked) == 0 && len(targets) > 8 {
+		// A large load: the maps grow once, not key by key.
+		st.locked, st.newly = make(map[key]bool, len(targets)), make(map[key]bool, len(targets))
+	}
 	// Groups in table order, keys sorted in each: one order for all.
 	slices.SortFunc(order, func(a, b group) int { return strings.Compare(a.m.table, b.m.table) })
 	for _, g := range order {
@@ -363,8 +369,13 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 	if st == nil || st.locked == nil {
 		return
 	}
-	if st.fast != fastNone && !p.fastDone(db, st) {
-		return
+	unheldPool(db, st)
+	if st.fast != fastNone {
+		if ok, fellBack := p.fastDone(db, st); !ok || !fellBack {
+			// The fast path's row is its key's, which it holds: the
+			// statement's WHERE pinned it (fastDone).
+			return
+		}
 	}
 	if db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
 		return

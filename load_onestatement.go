@@ -71,6 +71,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
 		st.fast = fastHeld
 		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.heldCondition(k, st.owner.Session, st.m.loadAccess(), ttl/2)}})
+		st.heldPool = heldPool(db, st.t)
 	case grants && st.m.loadAccess() == Write:
 		st.fast = fastGrant
 		if st.fastTok, err = newToken(); err != nil {
@@ -109,12 +110,14 @@ func staleInTx(t lockStore, stmt *gorm.Statement) bool {
 
 // fastDone finishes a fast path after gorm:query: a row came back, so the
 // lock is held; or none did, and the load takes the general path. It
-// reports whether the load may go on to its usual checks.
-func (p *Plugin) fastDone(db *gorm.DB, st *state) bool {
+// reports whether the load may go on (ok), and whether it took the general
+// path (fellBack), whose rows the usual checks look at; a row of the fast
+// path needs none: its WHERE pinned it to the key it holds.
+func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
 	path := st.fast
 	st.fast = fastNone
 	if db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
-		return false
+		return false, false
 	}
 	if db.Error == nil && db.RowsAffected > 0 {
 		st.locked[st.fastKey] = true
@@ -123,7 +126,7 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) bool {
 			ttl, _ := p.ttlFor(db, st.m)
 			p.hints.put(st.owner.Session, st.fastKey, time.Now().Add(ttl))
 		}
-		return true
+		return true, false
 	}
 	// No row: not locked by the session, someone else holds it, or no such
 	// row. Undo the rewrite and take the general path.
@@ -144,9 +147,9 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) bool {
 	callbacks.BuildQuerySQL(db)
 	p.lockInTx(db, st, false)
 	if db.Error != nil {
-		return false
+		return false, true
 	}
-	return reread(db, st)
+	return reread(db, st), true
 }
 
 // releasePhantoms gives back the locks a load took ahead on keys its WHERE

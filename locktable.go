@@ -111,9 +111,7 @@ func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, acce
 	if err != nil {
 		return nil, err
 	}
-	for k, l := range got {
-		p.hints.put(o.Session, k, l.ExpiresAt)
-	}
+	p.hints.putAll(o.Session, got)
 	return got, nil
 }
 

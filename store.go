@@ -181,6 +181,9 @@ type conn struct {
 	// statement rather than its failure (a refusal it raises on purpose):
 	// they reach the caller, but the logger and the span see a success.
 	answer func(error) bool
+	// stmts, when set, keeps the statements run on c prepared (stmtcache.go):
+	// set by a store for its statements of fixed text only.
+	stmts *stmtCache
 }
 
 func direct(db *gorm.DB) conn {
@@ -297,7 +300,7 @@ func (c conn) exec(query string, args ...any) (int64, error) {
 	var err error
 	for i := 0; ; i++ {
 		var res sql.Result
-		if res, err = c.db.Statement.ConnPool.ExecContext(ctx, query, args...); err == nil {
+		if res, err = c.execContext(ctx, query, args); err == nil {
 			n, err = res.RowsAffected()
 		}
 		if !c.again(err, i) {
@@ -314,9 +317,9 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 	begin := time.Now()
 	tel := c.tel()
 	ctx, span := tel.statement(c.ctx, query)
-	rows, err := c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
+	rows, done, err := c.queryContext(ctx, query, args)
 	for i := 0; c.again(err, i); i++ {
-		rows, err = c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
+		rows, done, err = c.queryContext(ctx, query, args)
 	}
 	var n int64
 	if err == nil {
@@ -332,12 +335,37 @@ func (c conn) query(query string, args []any, scan func(*sql.Rows) error) (int64
 		if err == nil {
 			err = rows.Err()
 		}
+		done()
 	}
 	err = readOnly(err)
 	tel.statementDone(ctx, span, c.db, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
 }
+
+// queryContext sends a query on c's connection, prepared when c keeps
+// statements prepared; done is to be called once its rows are closed.
+func (c conn) queryContext(ctx context.Context, query string, args []any) (*sql.Rows, func(), error) {
+	if c.stmts != nil {
+		if rows, done, ok, err := c.stmts.query(ctx, c.db, query, args); ok {
+			return rows, done, err
+		}
+	}
+	rows, err := c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
+	return rows, noop, err
+}
+
+// execContext is queryContext for a statement without rows.
+func (c conn) execContext(ctx context.Context, query string, args []any) (sql.Result, error) {
+	if c.stmts != nil {
+		if res, ok, err := c.stmts.exec(ctx, c.db, query, args); ok {
+			return res, err
+		}
+	}
+	return c.db.Statement.ConnPool.ExecContext(ctx, query, args...)
+}
+
+func noop() {}
 
 // again says whether a statement that failed with err after i retries
 // runs again: a MySQL statement outside a transaction that InnoDB chose

@@ -4,19 +4,33 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm/clause"
 )
 
 // sqliteStore is the lock table on SQLite. SQLite runs one writer at a time
-// (SQLiteDSN begins transactions immediately), so every grant takes the
-// serialised path and no row needs locking: the transaction is the lock.
+// (SQLiteDSN begins transactions immediately), so no row needs locking: the
+// transaction is the lock. Write locks are granted in one statement where
+// that decides (grant); the rest take the serialised path.
 type sqliteStore struct {
 	*sqlStore
-	grantOne, grantMany string // sqliteGrant's statements, built once
+	grantOne            string    // grantKey's statement, built once
+	heldWrite, heldRead [5]string // heldCondition's SQL, built once
+	margin, ttlText     offsetText
+
+	// grantAll's statements, built once
+	reserveSQL, insertNewSQL, writeAllSQL, notFreshSQL string
+	// stmts keeps the store's statements of fixed text prepared:
+	// mattn/go-sqlite3 compiles every statement it is sent afresh, and
+	// compiling the grant (its upsert and the generation triggers) costs
+	// more than running it.
+	stmts *stmtCache
 }
 
 var (
@@ -34,9 +48,12 @@ func newSQLiteStore(table, seq, catalog string) *sqliteStore {
 		clock: `strftime('%Y-%m-%d %H:%M:%f','now')`, bind: func(q string) string { return q },
 		timeArg: func(t time.Time) any { return t.UTC().Format(sqliteTime) },
 		// A unary + keeps SQLite from using the column's index.
-		filter: func(col string) string { return "+" + col + " = ?" }}}
+		filter: func(col string) string { return "+" + col + " = ?" }},
+		stmts: newStmtCache()}
 	s.nextGens = s.nextGenerations
-	s.grantOne, s.grantMany = s.sqliteGrant(false), s.sqliteGrant(true)
+	s.grantOne = s.grantOneSQL()
+	s.heldWrite, s.heldRead = heldPieces(s.heldSQL(Write)), heldPieces(s.heldSQL(Read))
+	s.reserveSQL, s.insertNewSQL, s.writeAllSQL, s.notFreshSQL = s.grantAllSQL()
 	return s
 }
 
@@ -51,6 +68,15 @@ func SQLiteDSN(path string) string {
 }
 
 func (s *sqliteStore) rowLocks() bool { return false }
+
+func (s *sqliteStore) prepared() *stmtCache { return s.stmts }
+
+// cached is c with the store's statements kept prepared: for statements
+// of fixed text only.
+func (s *sqliteStore) cached(c conn) conn {
+	c.stmts = s.stmts
+	return c
+}
 
 func (s *sqliteStore) migrate(c conn) error {
 	return c.inTx(func(c conn) error {
@@ -148,38 +174,153 @@ func (s *sqliteStore) nextGenerations(c conn, n int) ([]int64, error) {
 	return gens, err
 }
 
-// grant takes Write locks in one statement per batch where each key is
+// grant takes Write locks without the serialised path where each key is
 // free, expired or the session's, as PostgreSQL does (SQLite runs one
-// writer at a time, so each statement is atomic); everything else (Read
-// locks, keys with readers or another holder) takes the serialised path,
-// which decides exactly and names holders.
+// writer at a time, so each statement is atomic): one key in one
+// statement, several with grantAll; everything else (Read locks, keys
+// with readers or another holder) takes the serialised path, which
+// decides exactly and names holders.
 func (s *sqliteStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
-	if access != Write {
+	switch {
+	case access != Write || len(keys) > 1 && !sqliteGrantAll:
 		return s.decide(c, keys, o, access, ttl)
+	case len(keys) > 1:
+		return s.grantAll(c, keys, o, ttl)
 	}
-	return s.grantWrites(c, keys, o, ttl, s.grantBatch)
+	return s.grantWrites(c, keys, o, ttl, s.grantKey)
 }
 
-// grantBatch is the batchGrant of SQLite: one row of VALUES for one key,
-// json_each over the keys for more.
-func (s *sqliteStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error {
-	tokens, hashes, err := batchTokens(keys)
-	if err != nil {
-		return err
-	}
-	triples := make([][3]string, len(keys))
-	for i, k := range keys {
-		triples[i] = [3]string{k.resource, k.id, hashes[k]}
-	}
-	q, args := s.grantOne, []any{keys[0].resource, keys[0].id, o.Session, o.User, triples[0][2], sqliteOffset(ttl)}
-	if len(keys) > 1 {
-		j, err := json.Marshal(triples)
+// sqliteGrantAll sends grants of several Write locks through grantAll;
+// false sends them through the serialised path, which decides the same
+// way (a test compares the two).
+var sqliteGrantAll = true
+
+// grantAll takes the Write locks of several keys, whatever their number,
+// in c's transaction (or one of its own); the keys it did not grant take
+// the serialised path, as in grantWrites. Two statements, or four, of
+// fixed text (prepared once per connection), none returning a row per key
+// (each costs a step and a scan of six columns through cgo):
+//
+//   - reserveSQL draws a generation for every key and reads the clock. It
+//     is a write, so from it on the transaction holds SQLite's write lock
+//     (even one begun deferred): nothing else changes the lock table until
+//     the transaction ends.
+//   - insertNewSQL inserts the Write locks of the keys that have no key
+//     row, with the clock, the generations and one token for the batch
+//     (a load hands its tokens to nobody) as arguments. When it inserted
+//     every key, which is what a load mostly meets, that is all: each
+//     lock is the one it was given.
+//   - Otherwise writeAllSQL is the one-key grant's upsert for every key,
+//     with the same arguments (the keys just inserted are the session's
+//     own and stay as they are), and notFreshSQL reads back the key rows
+//     that do not carry the batch's token: keys the session held already
+//     (kept, with their token and generation) and keys it did not get.
+//     Every other key was granted fresh, as insertNewSQL was told.
+func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (map[key]granted, error) {
+	got := make(map[key]granted, len(keys))
+	err := c.inTx(func(c conn) error {
+		sorted := sortKeys(keys)
+		pc := s.cached(c)
+		var last int64
+		var clock string
+		n, err := pc.query(s.reserveSQL, []any{len(sorted)}, func(r *sql.Rows) error { return r.Scan(&last, &clock) })
+		if err == nil && n != 1 {
+			err = errGenerationCounter
+		}
 		if err != nil {
 			return err
 		}
-		q, args = s.grantMany, []any{o.Session, o.User, sqliteOffset(ttl), string(j)}
+		now, err := parseSQLiteTime(clock)
+		if err != nil {
+			return err
+		}
+		exp := now.Add(ttl.Round(time.Millisecond))
+		token, err := newToken()
+		if err != nil {
+			return err
+		}
+		hash := tokenHash(token)
+		pairs := make([][2]string, len(sorted))
+		for i, k := range sorted {
+			pairs[i] = [2]string{k.resource, k.id}
+		}
+		j, err := json.Marshal(pairs)
+		if err != nil {
+			return err
+		}
+		first := last - int64(len(sorted)) // the batch's generations are first+1 … last
+		fresh := func(i int, k key) granted {
+			return granted{Lock: Lock{Resource: k.resource, ID: k.id, Access: Write, Owner: o, Token: token,
+				Generation: first + int64(i) + 1, AcquiredAt: now, ExpiresAt: exp}, fresh: true, hash: hash}
+		}
+		args := []any{o.Session, o.User, hash, first, now.Format(sqliteTime), exp.Format(sqliteTime), string(j)}
+		inserted, err := pc.exec(s.insertNewSQL, args...)
+		if err != nil {
+			return err
+		}
+		if inserted == int64(len(sorted)) {
+			for i, k := range sorted {
+				got[k] = fresh(i, k)
+			}
+			return nil
+		}
+		if _, err := pc.exec(s.writeAllSQL, args...); err != nil {
+			return err
+		}
+		seen := make(map[key]bool)
+		var rest []key
+		_, err = pc.query(s.notFreshSQL, []any{string(j), hash}, func(r *sql.Rows) error {
+			l := Lock{Access: Write, Owner: o}
+			var access, session, acquired, expires string
+			if err := r.Scan(&l.Resource, &l.ID, &access, &session, &l.Token, &l.Generation, &acquired, &expires); err != nil {
+				return err
+			}
+			k := key{l.Resource, l.ID}
+			seen[k] = true
+			if access != string(Write) || session != o.Session {
+				rest = append(rest, k) // not granted: the serialised path decides
+				return nil
+			}
+			var err error
+			if l.AcquiredAt, err = parseSQLiteTime(acquired); err != nil {
+				return err
+			}
+			l.ExpiresAt, err = parseSQLiteTime(expires)
+			g := granted{Lock: l, hash: l.Token} // held already: no token, its hash kept
+			g.Token = ""
+			got[k] = g
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		for i, k := range sorted {
+			if !seen[k] {
+				got[k] = fresh(i, k)
+			}
+		}
+		if len(rest) == 0 {
+			return nil
+		}
+		more, err := s.decide(c, rest, o, Write, ttl)
+		maps.Copy(got, more)
+		return err
+	})
+	return got, err
+}
+
+// grantKey is the batchGrant of SQLite, for the one key grantWrites
+// gives it (grant sends several to grantAll): grantOne, prepared once per
+// connection.
+func (s *sqliteStore) grantKey(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error {
+	k := keys[0]
+	token, err := newToken()
+	if err != nil {
+		return err
 	}
-	_, err = c.query(q, args, func(r *sql.Rows) error {
+	hash := tokenHash(token)
+	args := []any{k.resource, k.id, o.Session, o.User, hash, s.ttlText.text(ttl)}
+	_, err = s.cached(c).query(s.grantOne, args, func(r *sql.Rows) error {
 		var acquired, expires string
 		l := Lock{Access: Write, Owner: o}
 		if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &acquired, &expires); err != nil {
@@ -190,7 +331,13 @@ func (s *sqliteStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration,
 			return err
 		}
 		l.ExpiresAt, err = parseSQLiteTime(expires)
-		got[key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
+		// As grantedRow: fresh when it carries the hash just sent.
+		g := granted{Lock: l, hash: l.Token, fresh: l.Token == hash}
+		g.Token = ""
+		if g.fresh {
+			g.Token = token
+		}
+		got[key{l.Resource, l.ID}] = g
 		return err
 	})
 	return err
@@ -201,33 +348,53 @@ func sqliteOffset(d time.Duration) string {
 	return fmt.Sprintf("%+.3f seconds", d.Seconds())
 }
 
-// sqliteGrant is grantBatch's statement. For one key (rows ""), its ?
-// placeholders are the resource, id, session, user, token hash and the TTL as a
-// strftime modifier; for several, the session, user, TTL and a JSON array
-// of [resource, id, token hash], whose order the rows are written in. A new
-// lock's generation is the counter's next value (plus its place in the
-// batch); the triggers made by migrate move the counter past every
-// generation written.
-func (s *sqliteStore) sqliteGrant(many bool) string {
+// grantOneSQL is grantKey's statement. Its ? placeholders are the
+// resource, id, session, user, token hash and the TTL as a strftime
+// modifier. A new lock's generation is the counter's next value; the
+// triggers made by migrate move the counter past every generation
+// written.
+func (s *sqliteStore) grantOneSQL() string {
 	now := `strftime('%Y-%m-%d %H:%M:%f','now')`
-	same := `l.access = 'write' AND l.session = excluded.session AND l.expires_at > ` + now
-	rows := `VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 1), ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?))`
-	if many {
-		// WHERE true: SQLite's parser needs it before ON CONFLICT.
-		rows = `SELECT json_extract(k.value, '$[0]'), json_extract(k.value, '$[1]'), '', 'write', ?, ?, json_extract(k.value, '$[2]'),
-	(SELECT n FROM ` + s.seq + ` WHERE id = 1) + k.key + 1, ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?)
-FROM json_each(?) AS k WHERE true ORDER BY k.key`
-	}
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
-` + rows + `
-ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
+VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 1), ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?))
+` + grantConflict(now) + `
+RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
+}
+
+// grantConflict is what a grant does to a key row that exists, now being
+// the clock: a Write lock of the session's is kept (token, generation,
+// acquisition) and its expiry pushed; a free or expired one is taken
+// over; any other is left alone (no row changed, none returned).
+func grantConflict(now string) string {
+	same := `l.access = 'write' AND l.session = excluded.session AND l.expires_at > ` + now
+	return `ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
 	token       = CASE WHEN ` + same + ` THEN l.token ELSE excluded.token END,
 	generation  = CASE WHEN ` + same + ` THEN l.generation ELSE excluded.generation END,
 	acquired_at = CASE WHEN ` + same + ` THEN l.acquired_at ELSE excluded.acquired_at END,
 	expires_at  = CASE WHEN l.access = 'write' AND l.session = excluded.session THEN MAX(l.expires_at, excluded.expires_at) ELSE excluded.expires_at END,
 	access = 'write', session = excluded.session, user_name = excluded.user_name
-WHERE l.access = '' OR (l.access = 'write' AND (l.session = excluded.session OR l.expires_at <= ` + now + `))
-RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
+WHERE l.access = '' OR (l.access = 'write' AND (l.session = excluded.session OR l.expires_at <= ` + now + `))`
+}
+
+// grantAllSQL builds grantAll's statements (see there). insertNew's and
+// writeAll's numbered placeholders: ?1 session, ?2 user, ?3 the batch's
+// token hash, ?4 the generation before the batch's first, ?5 the clock,
+// ?6 the expiry, ?7 the JSON array of [resource, id] in sortKeys order;
+// notFresh's: ?1 that array, ?2 the hash.
+func (s *sqliteStore) grantAllSQL() (reserve, insertNew, writeAll, notFresh string) {
+	reserve = `UPDATE ` + s.seq + ` SET n = n + ? WHERE id = 1 RETURNING n, ` + s.clock
+	// WHERE true: SQLite's parser needs it before ON CONFLICT.
+	rows := `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
+SELECT json_extract(k.value, '$[0]'), json_extract(k.value, '$[1]'), '', 'write', ?1, ?2, ?3, ?4 + k.key + 1, ?5, ?6
+FROM json_each(?7) AS k WHERE true
+`
+	insertNew = rows + `ON CONFLICT (resource, lock_id, holder) DO NOTHING`
+	writeAll = rows + grantConflict("?5")
+	// CROSS JOIN: the keys drive, each key row found by its primary key.
+	notFresh = `SELECT l.resource, l.lock_id, l.access, l.session, l.token, l.generation, l.acquired_at, l.expires_at
+FROM json_each(?1) AS k CROSS JOIN ` + s.table + ` AS l
+WHERE l.resource = json_extract(k.value, '$[0]') AND l.lock_id = json_extract(k.value, '$[1]') AND l.holder = '' AND +l.token <> ?2`
+	return reserve, insertNew, writeAll, notFresh
 }
 
 func (s *sqliteStore) releaseAll(c conn, session string) (int64, error) {
@@ -281,15 +448,71 @@ func (s *sqliteStore) fenceCondition(k key, session string) clause.Expression {
 }
 
 // heldCondition lets the holder's re-read be one read-only statement: the
-// lock and the row are read in the same snapshot.
+// lock and the row are read in the same snapshot. Its SQL is built once
+// (heldSQL), so that the re-read's text, prepared once per connection
+// (stmtcache.go), is the same on every call.
 func (s *sqliteStore) heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+	q := &s.heldWrite
+	if access == Read {
+		q = &s.heldRead
+	}
+	return heldExpr{sql: q, vars: [4]any{k.resource, k.id, session, s.margin.text(margin)}}
+}
+
+// heldExpr is heldCondition's expression: its SQL in the pieces around
+// its four placeholders, each written whole (a clause.Expr copies its SQL
+// byte by byte and, beside another condition, upper-cases all of it to
+// decide on parentheses; the pieces carry their own).
+type heldExpr struct {
+	sql  *[5]string
+	vars [4]any
+}
+
+func (e heldExpr) Build(b clause.Builder) {
+	for i, v := range e.vars {
+		b.WriteString(e.sql[i])
+		b.AddVar(b, v)
+	}
+	b.WriteString(e.sql[4])
+}
+
+// heldPieces splits heldSQL's text at its four placeholders, in
+// parentheses, as GORM writes a condition beside another.
+func heldPieces(q string) (p [5]string) {
+	parts := strings.Split("("+q+")", "?")
+	if len(parts) != len(p) {
+		panic("offlinelock: heldSQL has " + strconv.Itoa(len(parts)-1) + " placeholders")
+	}
+	copy(p[:], parts)
+	return p
+}
+
+// heldSQL is heldCondition's SQL for access.
+func (s *sqliteStore) heldSQL(access Access) string {
 	held := `holder = '' AND access = 'write'`
 	if access == Read {
 		held = `(holder = '' AND access = 'write' OR holder = session)`
 	}
-	return clause.Expr{
-		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
-			` AND expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now', ?))`,
-		Vars: []any{k.resource, k.id, session, fmt.Sprintf("+%.3f seconds", margin.Seconds())},
+	return `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
+		` AND expires_at > strftime('%Y-%m-%d %H:%M:%f', 'now', ?))`
+}
+
+// offsetText is a duration as a strftime modifier, remembering the last
+// one it wrote: the held re-read's margin is the same on every call.
+type offsetText struct {
+	last atomic.Pointer[offsetOf]
+}
+
+type offsetOf struct {
+	d    time.Duration
+	text string
+}
+
+func (o *offsetText) text(d time.Duration) string {
+	if l := o.last.Load(); l != nil && l.d == d {
+		return l.text
 	}
+	t := sqliteOffset(d)
+	o.last.Store(&offsetOf{d, t})
+	return t
 }

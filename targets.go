@@ -375,14 +375,20 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 	}
 	q := p.keySelect(db, cols, forUpdate)
 	var out []target
+	// One row's values and texts, reused from row to row.
+	vals, ptrs := make([]any, len(cols)), make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	var texts []string
 	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
-		vals, err := scanValues(r, len(cols))
-		if err != nil {
+		clear(vals)
+		if err := r.Scan(ptrs...); err != nil {
 			return err
 		}
 		i := 0
 		for _, pt := range parts {
-			texts := make([]string, len(pt.m.pk))
+			texts = slices.Grow(texts[:0], len(pt.m.pk))[:len(pt.m.pk)]
 			null := false
 			for j := range pt.m.pk {
 				if vals[i] == nil {

@@ -1,0 +1,200 @@
+package offlinelock
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"gorm.io/gorm"
+)
+
+// stmtCache keeps statements prepared, one *sql.Stmt per pool and text,
+// for a database whose driver prepares every statement it is sent afresh
+// and throws it away (mattn/go-sqlite3): on SQLite, compiling the lock
+// table's upsert, with its ON CONFLICT clause and the generation
+// triggers, costs more than running it. A *sql.Stmt is prepared
+// once on each connection of its pool and reused there, also inside a
+// transaction of that pool (Tx.StmtContext).
+//
+// Only statements whose text is fixed go through it (the SQLite store's
+// grants, the holder's re-read), and at most maxCachedStmts of them: a
+// text past the bound runs unprepared, as before. A statement run through
+// Exec must have no RETURNING: the driver steps it once and leaves it
+// unreset, which for a RETURNING statement would keep its transaction
+// open.
+type stmtCache struct {
+	mu        sync.RWMutex
+	stmts     map[stmtKey]*sql.Stmt
+	preparing map[stmtKey]bool // texts a goroutine is preparing right now
+}
+
+type stmtKey struct {
+	db    *sql.DB
+	query string
+}
+
+// maxCachedStmts bounds the statements a cache keeps: the plugin's own
+// are a handful, and the holder's re-reads are as many as the shapes of
+// the application's loads by key.
+const maxCachedStmts = 256
+
+// errStmtOtherDB is what database/sql answers when a statement prepared on
+// one pool is used in a transaction of another.
+const errStmtOtherDB = "sql: Tx.Stmt: statement from different database used"
+
+func newStmtCache() *stmtCache {
+	return &stmtCache{stmts: map[stmtKey]*sql.Stmt{}, preparing: map[stmtKey]bool{}}
+}
+
+// stmt returns the statement q prepared on db, preparing it on first use;
+// nil when the cache is full, when another goroutine is preparing q right
+// then, or when q does not prepare (running it unprepared then reports
+// why).
+//
+// It never waits for anything while holding sc.mu, and never closes a
+// statement: its caller may hold SQLite's write lock (in a transaction),
+// and closing a statement waits for the connection it was prepared on,
+// which another goroutine may be holding while it waits for that very
+// write lock (TestSQLiteSixteenSessionsNeverSeeBusy saw the cycle end in
+// "database is locked" after the busy timeout). For the same reason, in
+// a transaction (inTx: the caller holds one of db's connections, and
+// preparing takes another) only a pool without a bound on its
+// connections prepares: one bounded by SetMaxOpenConns(1), common on
+// SQLite, would wait for the caller's connection forever.
+func (sc *stmtCache) stmt(ctx context.Context, db *sql.DB, q string, inTx bool) *sql.Stmt {
+	k := stmtKey{db, q}
+	sc.mu.RLock()
+	s := sc.stmts[k]
+	sc.mu.RUnlock()
+	if s != nil || inTx && db.Stats().MaxOpenConnections != 0 {
+		return s
+	}
+	sc.mu.Lock()
+	if s = sc.stmts[k]; s != nil || sc.preparing[k] || len(sc.stmts)+len(sc.preparing) >= maxCachedStmts {
+		sc.mu.Unlock()
+		return s
+	}
+	sc.preparing[k] = true
+	sc.mu.Unlock()
+	s, err := db.PrepareContext(context.WithoutCancel(ctx), q)
+	sc.mu.Lock()
+	delete(sc.preparing, k)
+	if err == nil {
+		sc.stmts[k] = s
+	}
+	sc.mu.Unlock()
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// onPool returns the statement q prepared for the connection db's
+// statement runs on, and a function to call once its rows are closed; nil
+// when q must run unprepared (a pool the cache does not know, such as
+// GORM's own PreparedStmtDB, which prepares by itself).
+func (sc *stmtCache) onPool(ctx context.Context, db *gorm.DB, q string) (*sql.Stmt, func()) {
+	switch pool := db.Statement.ConnPool.(type) {
+	case *sql.DB:
+		if s := sc.stmt(ctx, pool, q, false); s != nil {
+			return s, func() {}
+		}
+	case *sql.Tx:
+		// A transaction of the DB's own pool: GORM begins it there.
+		parent, ok := db.ConnPool.(*sql.DB)
+		if !ok {
+			return nil, nil
+		}
+		if s := sc.stmt(ctx, parent, q, true); s != nil {
+			ts := pool.StmtContext(ctx, s)
+			return ts, func() { ts.Close() }
+		}
+	}
+	return nil, nil
+}
+
+// query runs q through the cache; ok is false when it did not (the caller
+// runs q itself).
+func (sc *stmtCache) query(ctx context.Context, db *gorm.DB, q string, args []any) (rows *sql.Rows, done func(), ok bool, err error) {
+	s, done := sc.onPool(ctx, db, q)
+	if s == nil {
+		return nil, nil, false, nil
+	}
+	rows, err = s.QueryContext(ctx, args...)
+	if err != nil && err.Error() == errStmtOtherDB {
+		done()
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		done()
+		return nil, nil, true, err
+	}
+	return rows, done, true, nil
+}
+
+// exec is query for a statement without rows (and without RETURNING).
+func (sc *stmtCache) exec(ctx context.Context, db *gorm.DB, q string, args []any) (res sql.Result, ok bool, err error) {
+	s, done := sc.onPool(ctx, db, q)
+	if s == nil {
+		return nil, false, nil
+	}
+	defer done()
+	res, err = s.ExecContext(ctx, args...)
+	if err != nil && err.Error() == errStmtOtherDB {
+		return nil, false, nil
+	}
+	return res, true, err
+}
+
+// preparedPool is the connection pool of a holder's re-read on SQLite,
+// for gorm:query alone: the re-read's statement, which carries the lock
+// check, is prepared once per connection and text. The plugin puts it in
+// place just before gorm:query and takes it away just after
+// (heldPool, unheldPool).
+type preparedPool struct {
+	*sql.DB
+	cache *stmtCache
+}
+
+func (p preparedPool) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if s := p.cache.stmt(ctx, p.DB, q, false); s != nil {
+		return s.QueryContext(ctx, args...)
+	}
+	return p.DB.QueryContext(ctx, q, args...)
+}
+
+// GetDBConn is gorm.GetDBConnector: db.DB() still finds the pool.
+func (p preparedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
+
+// stmtCacher is implemented by a store that keeps its statements prepared.
+type stmtCacher interface {
+	prepared() *stmtCache
+}
+
+// heldPool puts a preparedPool in place of db's pool for the holder's
+// re-read, when the store keeps statements prepared and the statement
+// runs on the pool itself (not in a transaction, not through another
+// plugin's pool). It reports whether it did.
+func heldPool(db *gorm.DB, t lockStore) bool {
+	sc, ok := t.(stmtCacher)
+	if !ok {
+		return false
+	}
+	pool, ok := db.Statement.ConnPool.(*sql.DB)
+	if !ok {
+		return false
+	}
+	db.Statement.ConnPool = preparedPool{DB: pool, cache: sc.prepared()}
+	return true
+}
+
+// unheldPool puts back the pool heldPool replaced, if it is still there.
+func unheldPool(db *gorm.DB, st *state) {
+	if !st.heldPool {
+		return
+	}
+	st.heldPool = false
+	if p, ok := db.Statement.ConnPool.(preparedPool); ok {
+		db.Statement.ConnPool = p.DB
+	}
+}
