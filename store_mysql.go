@@ -26,10 +26,7 @@ import (
 //   - There is no ON CONFLICT, RETURNING or IN (VALUES …): key rows are
 //     taken by INSERT … ON DUPLICATE KEY UPDATE, which locks an existing
 //     primary-key row exclusively (a record lock, no gap), and then read
-//     with a locking read; key lists are row constructors. MariaDB 10.6+
-//     has INSERT … RETURNING and JSON_TABLE: there, grants of many keys,
-//     Renew and ReleaseAll take a list of any length as one JSON
-//     parameter, in a bounded number of statements (store_mysql_bulk.go).
+//     with a locking read; key lists are row constructors.
 //   - A plain SELECT in a REPEATABLE READ transaction reads the snapshot,
 //     not the latest committed rows, so every read that decides is a
 //     locking read, or runs in a READ COMMITTED transaction of the store's
@@ -53,14 +50,6 @@ type mysqlStore struct {
 	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
 	galera  atomic.Bool // the server is a Galera node (galera.go)
 	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
-
-	// bulk: the server is MariaDB 10.6 or later, which has JSON_TABLE and
-	// INSERT … RETURNING, and not a Galera node: grants of many keys,
-	// Renew and ReleaseAll take a bounded number of statements
-	// (store_mysql_grant.go, store_mysql_session.go). MySQL 8.0 has no
-	// RETURNING, and it and Galera keep the batches of batchSize keys.
-	bulk                atomic.Bool
-	grantSQL, createSQL string // mysqlGrantSQL, mysqlCreateSQL
 }
 
 var _ lockStore = (*mysqlStore)(nil)
@@ -120,7 +109,6 @@ func newMySQLStore(name string) *mysqlStore {
 	s.freeKey = s.freeKeyRow
 	s.readersIfRead = true
 	s.tx = s.inOwnTx
-	s.grantSQL, s.createSQL = s.mysqlGrantSQL(), s.mysqlCreateSQL()
 	return s
 }
 
@@ -173,11 +161,6 @@ func (s *mysqlStore) migrate(c conn) error {
 	if err := s.detectGalera(c); err != nil {
 		return err
 	}
-	// Not on Galera: there grants by INSERT … ON DUPLICATE KEY UPDATE
-	// without a locking read of the key rows first let two sessions hold
-	// one record at once, and a node's counter lags the generations other
-	// nodes gave (TestMySQLGalera).
-	s.bulk.Store(s.mariadb.Load() && mysqlVersionAtLeast(version, 10, 6) && !s.galera.Load())
 	if err := s.checkTimes(c); err != nil {
 		return err
 	}
@@ -398,13 +381,10 @@ func (s *mysqlStore) selectKeyRows(c conn, keys []key) (map[key]row, time.Time, 
 // they were last used: the sweep deletes them then. A record locked again
 // finds its key row and takes it with a record lock; only a record's first
 // lock in a day inserts one, and only an insert can meet another session's
-// new row and lock a gap. A free key row keeps the generation of the
-// record's last lock: a grant whose generations were taken before it
-// locked the row (grantBulk) sees from it whether they are still above
-// every earlier lock's.
+// new row and lock a gap.
 const (
 	mysqlFreeUntil = "DATE_ADD(" + mysqlClock + ", INTERVAL 1 DAY)"
-	mysqlFree      = "access = '', session = '', user_name = '', token = '', expires_at = " + mysqlFreeUntil
+	mysqlFree      = "access = '', session = '', user_name = '', token = '', generation = 0, expires_at = " + mysqlFreeUntil
 )
 
 // releaseWriteLock frees session's Write lock on k: first if it is still
@@ -419,17 +399,14 @@ func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, val
 	return n > 0, false, err
 }
 
-// freeKeyRow ends every lock on k: its key row stays free, with the
-// largest generation of its locks (a read-mode key row has none of its
-// own: its readers' are read before they go), and its reader rows go.
+// freeKeyRow ends every lock on k: its reader rows go, its key row stays
+// free.
 func (s *mysqlStore) freeKeyRow(c conn, k key) (int64, error) {
-	m, err := c.exec(`UPDATE `+s.table+` k`+mysqlPK+`, (SELECT COALESCE(MAX(generation), 0) AS g FROM `+s.table+mysqlPK+
-		` WHERE resource = ? AND lock_id = ? AND holder <> '') r SET `+mysqlFree+`, generation = GREATEST(generation, r.g)
-WHERE k.resource = ? AND k.lock_id = ? AND k.holder = '' AND k.access <> ''`, k.resource, k.id, k.resource, k.id)
-	if err != nil {
-		return m, err
-	}
 	n, err := c.exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.resource, k.id)
+	if err != nil {
+		return n, err
+	}
+	m, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.resource, k.id)
 	return n + m, err
 }
 
@@ -547,16 +524,9 @@ func mysqlCode(err error) uint16 {
 	return 0
 }
 
-// grant takes the Write locks of several keys in a bounded number of
-// statements on MariaDB (grantBulk); Read locks, a single key (whose
-// serialised grant tells upgrades and expiry takeovers to the metrics)
-// and MySQL 8.0 go through the serialised path, which decides each key
-// with its key row held.
+// grant decides every key through the serialised path: InnoDB has no
+// one-statement conditional upsert that reports which keys it refused.
 func (s *mysqlStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
-	if keys = sortKeys(keys); access == Write && len(keys) > 1 && s.bulk.Load() {
-		got, err := s.grantBulk(c, keys, o, ttl)
-		return got, mysqlError(err)
-	}
 	got, err := s.decide(c, keys, o, access, ttl)
 	return got, mysqlError(err)
 }
@@ -610,12 +580,7 @@ func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
 // its rows by whole primary key, chosen from the rows it holds. A
 // condition on session would let InnoDB walk the session index, whose
 // stale entries lead to rows other sessions hold now, out of key order.
-// MariaDB does the same in a bounded number of statements
-// (releaseAllBulk); MySQL 8.0, batchSize keys at a time.
 func (s *mysqlStore) releaseAll(c conn, session string) (int64, error) {
-	if s.bulk.Load() {
-		return s.releaseAllBulk(c, session)
-	}
 	var n int64
 	err := s.inOwnTx(c, func(c conn) error {
 		rows, err := s.sessionRows(c, session, time.Time{})
@@ -727,12 +692,8 @@ func pkArgs(rows []row) []any {
 
 // renew takes the key rows of the session's live records, then pushes its
 // rows and the read-mode key rows of the records it reads, by whole
-// primary key: on MariaDB in two statements (renewBulk), on MySQL 8.0
-// batchSize keys at a time.
+// primary key.
 func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
-	if s.bulk.Load() {
-		return s.renewBulk(c, session, ttl)
-	}
 	var n int64
 	err := s.inOwnTx(c, func(c conn) error {
 		now, err := s.clockAt(c)
@@ -763,8 +724,7 @@ func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, er
 
 // sweep deletes expired rows of records whose key rows no other
 // transaction holds (SKIP LOCKED): those are being taken over or released
-// right now. On MariaDB it also deletes the generation counter rows the
-// grants of many keys left (purgeGenerations).
+// right now.
 func (s *mysqlStore) sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 	var n int64
 	more := false
@@ -782,9 +742,6 @@ func (s *mysqlStore) sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 			var m int64
 			m, err = c.exec(s.deleting()+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
 			n += m
-		}
-		if err == nil && s.bulk.Load() {
-			err = s.purgeGenerations(c)
 		}
 		return err
 	})
