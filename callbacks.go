@@ -78,7 +78,7 @@ const savepointName = "offlinelock"
 // name, whose ROLLBACK TO then fails). It names them by depth in the
 // transaction pool, which keeps the names few.
 type savepointNamer interface {
-	savepointIn(pool gorm.ConnPool) (name string, done func())
+	SavepointIn(pool gorm.ConnPool) (name string, done func())
 }
 
 // ownTxBeginner is implemented by a store that begins the plugin's own
@@ -86,7 +86,7 @@ type savepointNamer interface {
 // the lock table are the latest committed rows without locking reads, and
 // InnoDB takes no gap locks). done is called when the transaction ends.
 type ownTxBeginner interface {
-	beginOwn(db *gorm.DB) (tx *gorm.DB, done func())
+	BeginOwn(db *gorm.DB) (tx *gorm.DB, done func())
 }
 
 // state is what the plugin keeps about one statement, from its first
@@ -272,7 +272,7 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
 			st.savepoint = savepointName
 			if n, ok := st.t.(savepointNamer); ok {
-				st.savepoint, st.savepointDone = n.savepointIn(db.Statement.ConnPool)
+				st.savepoint, st.savepointDone = n.SavepointIn(db.Statement.ConnPool)
 			}
 			_, err := direct(db).exec("SAVEPOINT " + st.savepoint)
 			return err
@@ -282,7 +282,7 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	fresh := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context})
 	var tx *gorm.DB
 	if b, ok := st.t.(ownTxBeginner); ok {
-		tx, st.txDone = b.beginOwn(fresh)
+		tx, st.txDone = b.BeginOwn(fresh)
 	} else {
 		tx = fresh.Begin()
 	}
@@ -375,13 +375,13 @@ func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 		}
 	}
 	if len(given) > 0 {
-		if err := st.t.drop(cleanup(db), given, st.owner.Session); err != nil {
+		if err := st.t.Drop(cleanup(db), given, st.owner.Session); err != nil {
 			db.AddError(err)
 		}
 	}
 	if st.fast == fastNone && st.fastTok != "" && st.locked[st.fastKey] {
 		p.hints.drop(st.owner.Session, st.fastKey)
-		if err := st.t.dropGrant(cleanup(db), st.fastKey, st.fastTok); err != nil {
+		if err := st.t.DropGrant(cleanup(db), st.fastKey, st.fastTok); err != nil {
 			db.AddError(err)
 		}
 	}

@@ -147,7 +147,7 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
 	}
 	ids := make([]any, len(rows))
 	for i, r := range rows {
-		ids[i] = st.m.sqlValues([]any{r.k.id})[0]
+		ids[i] = st.m.sqlValues([]any{r.k.ID})[0]
 	}
 	keys, err := p.cascadedKeys(db, st.m, ids, 0)
 	if err != nil || len(keys) == 0 {

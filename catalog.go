@@ -118,7 +118,7 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	specs, err := t.specs(direct(db))
+	specs, err := t.Specs(direct(db))
 	if err != nil {
 		return err
 	}
@@ -172,11 +172,11 @@ func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
 	c := direct(db)
 	c.ctx = context.WithoutCancel(c.ctx)
 	spec := p.specOf(m)
-	if stored, err := t.specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
+	if stored, err := t.Specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
 		m.saved.Store(true) // committed already: no write, no row lock held in the caller's transaction
 		return nil
 	}
-	if err := t.remember(c, []tableSpec{spec}); err != nil {
+	if err := t.Remember(c, []tableSpec{spec}); err != nil {
 		return fmt.Errorf("offlinelock: writing %s to the catalog of lockable tables: %w", m.table, err)
 	}
 	if !inTx {
@@ -189,7 +189,7 @@ func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
 // key as one row where the model's key kinds keep them apart (MySQL's
 // collations): it checks m's key columns as the database has them.
 type keyColumnChecker interface {
-	checkKeyColumns(c conn, m *model) error
+	CheckKeyColumns(c conn, m *model) error
 }
 
 // checkKeyColumns refuses a model whose key columns the store finds the
@@ -201,7 +201,7 @@ func checkKeyColumns(db *gorm.DB, t lockStore, m *model) error {
 	}
 	c := direct(db)
 	c.ctx = context.WithoutCancel(c.ctx)
-	return kc.checkKeyColumns(c, m)
+	return kc.CheckKeyColumns(c, m)
 }
 
 // sameSpec says whether two catalog rows say the same.
@@ -221,7 +221,7 @@ func (p *Plugin) saveModels(db *gorm.DB, ms ...*model) error {
 	for i, m := range ms {
 		specs[i] = p.specOf(m)
 	}
-	return t.remember(direct(p.background(db)), specs)
+	return t.Remember(direct(p.background(db)), specs)
 }
 
 // background is a session on db's pool, outside any transaction of the

@@ -105,7 +105,7 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
 		if p.lockRows(db) {
 			// A parent cannot move to another root until the lock is taken.
 			if w := p.rowLockSQL(db); w != nil {
-				q += w.shareLock()
+				q += w.ShareLock()
 			} else {
 				q += " FOR SHARE"
 			}
@@ -154,7 +154,7 @@ func (p *Plugin) memberRootOf(db *gorm.DB, m *model, v reflect.Value) (target, e
 			return target{}, err
 		}
 		if len(links) == 0 {
-			return target{}, invalid("%s %s does not exist, so it has no root", m.table, r.k.id)
+			return target{}, invalid("%s %s does not exist, so it has no root", m.table, r.k.ID)
 		}
 	}
 	roots, err := p.rootsOf(db, m, links)
@@ -183,7 +183,7 @@ func (p *Plugin) linksOfRows(db *gorm.DB, m *model, rows [][]any) ([]any, error)
 func (p *Plugin) rootsExist(db *gorm.DB, roots []target) error {
 	byModel := map[*model][]pkRow{}
 	for _, r := range roots {
-		byModel[r.m] = append(byModel[r.m], pkRow{k: r.k, vals: []any{r.k.id}})
+		byModel[r.m] = append(byModel[r.m], pkRow{k: r.k, vals: []any{r.k.ID}})
 	}
 	for m, rows := range byModel {
 		found, err := p.existing(db, m, m.table, rows)
@@ -192,7 +192,7 @@ func (p *Plugin) rootsExist(db *gorm.DB, roots []target) error {
 		}
 		for _, r := range rows {
 			if !found[r.k] {
-				return fmt.Errorf("%w: root %s %s does not exist", ErrInvalid, r.k.resource, r.k.id)
+				return fmt.Errorf("%w: root %s %s does not exist", ErrInvalid, r.k.Resource, r.k.ID)
 			}
 		}
 	}

@@ -189,7 +189,7 @@ func refused(k key, wanted Access, holders []Lock) error {
 	for i := range holders {
 		holders[i].Token = ""
 	}
-	return &LockedError{Resource: k.resource, ID: k.id, Wanted: wanted, Holders: holders}
+	return &LockedError{Resource: k.Resource, ID: k.ID, Wanted: wanted, Holders: holders}
 }
 
 // notLockedForWrite is the refusal of a write of keys that the session
@@ -200,7 +200,7 @@ func notLockedForWrite(op opKind, keys []key) error {
 	if len(keys) > 1 {
 		more = fmt.Sprintf(" and %d more", len(keys)-1)
 	}
-	return fmt.Errorf("%w: %s of %s %s%s needs a Write lock; take it with Acquire when the edit starts", ErrNotLocked, op, k.resource, k.id, more)
+	return fmt.Errorf("%w: %s of %s %s%s needs a Write lock; take it with Acquire when the edit starts", ErrNotLocked, op, k.Resource, k.ID, more)
 }
 
 // guardInstallError explains a failed install: most often the role lacks a

@@ -33,7 +33,7 @@ import (
 // path) into the write's WHERE, when canFold says it may.
 func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 	fs := st.t.(foldStore)
-	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{fs.fenceCondition(k, st.owner.Session)}})
+	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{fs.FenceCondition(k, st.owner.Session)}})
 	st.folded = true
 }
 

@@ -22,7 +22,7 @@ import (
 // certifier is a store that makes the fence take part in a cluster's
 // certification (MariaDB Galera).
 type certifier interface {
-	certify(c conn, keys []key, session string) error
+	Certify(c conn, keys []key, session string) error
 }
 
 // detectGalera reads whether the server is a Galera node with replication
@@ -44,7 +44,7 @@ func (s *mysqlStore) certify(c conn, keys []key, session string) error {
 	}
 	args := make([]any, 0, 2*len(keys)+1)
 	for _, k := range keys {
-		args = append(args, k.resource, k.id)
+		args = append(args, k.Resource, k.ID)
 	}
 	args = append(args, session)
 	_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET expires_at = expires_at + INTERVAL 1 MICROSECOND WHERE `+
@@ -62,7 +62,7 @@ func (p *Plugin) clusterConflict(db *gorm.DB, st *state) {
 	if !ok || !g.galera.Load() || mysqlCode(db.Error) != 1213 || len(st.required) == 0 {
 		return
 	}
-	_, free, err := st.t.check(direct(p.background(db)), st.required, st.owner, false)
+	_, free, err := st.t.Check(direct(p.background(db)), st.required, st.owner, false)
 	var le *LockedError
 	lost := ""
 	switch {

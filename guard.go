@@ -31,32 +31,32 @@ import (
 
 // guardStore is implemented by the stores whose database can guard tables.
 type guardStore interface {
-	// installGuardRoutine creates or replaces the routine every guarded
+	// InstallGuardRoutine creates or replaces the routine every guarded
 	// table's triggers call.
-	installGuardRoutine(c conn) error
-	// guardTable creates or replaces plan's triggers, unless the table
+	InstallGuardRoutine(c conn) error
+	// GuardTable creates or replaces plan's triggers, unless the table
 	// carries them at plan's version already. A table that does not exist
 	// is left alone (guarded before its first lock or write).
-	guardTable(c conn, plan guardPlan) error
-	// guardedTables lists the tables carrying this lock table's guard, with
+	GuardTable(c conn, plan guardPlan) error
+	// GuardedTables lists the tables carrying this lock table's guard, with
 	// the version each carries.
-	guardedTables(c conn) (map[string]string, error)
-	// removeGuard drops every trigger and routine of this lock table's guard.
-	removeGuard(c conn) error
-	// columnTypes reports the database's type of each column of table,
+	GuardedTables(c conn) (map[string]string, error)
+	// RemoveGuard drops every trigger and routine of this lock table's guard.
+	RemoveGuard(c conn) error
+	// ColumnTypes reports the database's type of each column of table,
 	// lower case, by column name; nil when the table does not exist.
-	columnTypes(c conn, table string) (map[string]string, error)
-	// cascadesInto lists the foreign keys whose ON DELETE action changes
+	ColumnTypes(c conn, table string) (map[string]string, error)
+	// CascadesInto lists the foreign keys whose ON DELETE action changes
 	// rows of table without firing its triggers (MySQL); nil where the
 	// database fires them (PostgreSQL).
-	cascadesInto(c conn, table string) ([]guardCascade, error)
-	// spell is the SQL spelling of one key column, as key.go spells it:
+	CascadesInto(c conn, table string) ([]guardCascade, error)
+	// Spell is the SQL spelling of one key column, as key.go spells it:
 	// expr is the column in a row, colType its database type.
-	spell(k keyKind, expr, colType string) string
-	// quote quotes an identifier; backslash is a backslash, as an
+	Spell(k keyKind, expr, colType string) string
+	// Quote quotes an identifier; backslash is a backslash, as an
 	// expression that reads the same in every SQL mode.
-	quote(ident string) string
-	backslash() string
+	Quote(ident string) string
+	Backslash() string
 }
 
 // queryStrings runs q and returns its one text column.
@@ -172,7 +172,7 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		p.guard.tables = map[string]string{}
 	}
 	if !p.guard.routine {
-		if err := g.installGuardRoutine(c); err != nil {
+		if err := g.InstallGuardRoutine(c); err != nil {
 			return guardInstallError("the guard routine", err)
 		}
 		p.guard.routine = true
@@ -185,7 +185,7 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		if v, ok := p.guard.tables[strings.ToLower(plan.table)]; ok && v == plan.version {
 			continue
 		}
-		if err := g.guardTable(c, plan); tableGone(err) {
+		if err := g.GuardTable(c, plan); tableGone(err) {
 			continue // dropped since the plan was made: nothing to guard
 		} else if err != nil {
 			return guardInstallError("table "+plan.table, err)
@@ -341,7 +341,7 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 	if _, ok := p.guardOn(t); !ok {
 		return nil
 	}
-	specs, err := t.specs(direct(db))
+	specs, err := t.Specs(direct(db))
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 	if err != nil || g == nil {
 		return err
 	}
-	specs, err := t.specs(direct(p.background(db)))
+	specs, err := t.Specs(direct(p.background(db)))
 	if err != nil {
 		return err
 	}
@@ -386,7 +386,7 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	p.guard.mu.Lock()
 	defer p.guard.mu.Unlock()
 	p.guard.routine, p.guard.tables = false, nil
-	return g.removeGuard(direct(p.background(db)))
+	return g.RemoveGuard(direct(p.background(db)))
 }
 
 // GuardedTables lists, in order, the tables that carry this plugin's
@@ -397,7 +397,7 @@ func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
 	if err != nil || g == nil {
 		return nil, err
 	}
-	have, err := g.guardedTables(direct(p.background(db)))
+	have, err := g.GuardedTables(direct(p.background(db)))
 	if err != nil {
 		return nil, err
 	}
@@ -451,7 +451,7 @@ func guardPlans(c conn, g guardStore, specs []tableSpec) ([]guardPlan, error) {
 		}
 	}
 	for _, s := range specs {
-		cs, err := g.cascadesInto(c, s.Table)
+		cs, err := g.CascadesInto(c, s.Table)
 		if err != nil {
 			return nil, err
 		}
@@ -497,7 +497,7 @@ func (b *planBuilder) columnTypes(table string) (map[string]string, error) {
 	if t, ok := b.types[name]; ok {
 		return t, nil
 	}
-	t, err := b.g.columnTypes(b.c, table)
+	t, err := b.g.ColumnTypes(b.c, table)
 	if err != nil {
 		return nil, err
 	}
@@ -522,9 +522,9 @@ func (b *planBuilder) record(s tableSpec, table string) (*guardRecord, error) {
 		return &guardRecord{resource: s.Table, key: func(row string) string {
 			parts := make([]string, len(cols))
 			for i, col := range cols {
-				parts[i] = g.spell(kinds[i], row+"."+g.quote(col), types[strings.ToLower(col)])
+				parts[i] = g.Spell(kinds[i], row+"."+g.Quote(col), types[strings.ToLower(col)])
 			}
-			return encodeKeySQL(parts, g.backslash())
+			return encodeKeySQL(parts, g.Backslash())
 		}}, nil
 	}
 	return b.memberRecord(s, s.Root.Column, types, 0)
@@ -543,7 +543,7 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 	if parent.Root == nil {
 		kind := parent.Key[0].Kind
 		return &guardRecord{resource: parent.Table, key: func(row string) string {
-			return g.spell(kind, row+"."+g.quote(column), colType)
+			return g.Spell(kind, row+"."+g.Quote(column), colType)
 		}}, nil
 	}
 	ptypes, err := b.columnTypes(parent.Table)
@@ -557,8 +557,8 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 	alias := fmt.Sprintf("offlinelock_p%d", depth)
 	pk := parent.Key[0].Name
 	return &guardRecord{resource: up.resource, key: func(row string) string {
-		return "(SELECT " + up.key(alias) + " FROM " + g.quote(parent.Table) + " " + alias +
-			" WHERE " + alias + "." + g.quote(pk) + " = " + row + "." + g.quote(column) + ")"
+		return "(SELECT " + up.key(alias) + " FROM " + g.Quote(parent.Table) + " " + alias +
+			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(column) + ")"
 	}}, nil
 }
 
@@ -585,9 +585,9 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 		return &guardRecord{resource: s.Table, key: func(row string) string {
 			out := make([]string, len(parts))
 			for i, p := range parts {
-				out[i] = g.spell(p.Kind, row+"."+g.quote(p.Name), types[strings.ToLower(p.Name)])
+				out[i] = g.Spell(p.Kind, row+"."+g.Quote(p.Name), types[strings.ToLower(p.Name)])
 			}
-			return encodeKeySQL(out, g.backslash())
+			return encodeKeySQL(out, g.Backslash())
 		}}, nil
 	}
 	if len(s.Key) != 1 || len(cols) != 1 {
@@ -604,8 +604,8 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 	const alias = "offlinelock_m"
 	col, pk := cols[0].Column, s.Key[0].Name
 	return &guardRecord{resource: up.resource, key: func(row string) string {
-		return "(SELECT " + up.key(alias) + " FROM " + g.quote(s.Table) + " " + alias +
-			" WHERE " + alias + "." + g.quote(pk) + " = " + row + "." + g.quote(col) + ")"
+		return "(SELECT " + up.key(alias) + " FROM " + g.Quote(s.Table) + " " + alias +
+			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(col) + ")"
 	}}, nil
 }
 
@@ -662,7 +662,7 @@ func parseRefusal(msg string, resources []string) guardRefusal {
 
 // guardRefusalOf recognises a guard's refusal in err.
 type guardRefusalOf interface {
-	guardRefusal(err error, resources []string) (guardRefusal, bool)
+	GuardRefusal(err error, resources []string) (guardRefusal, bool)
 }
 
 // lockedByGuard turns the guard's refusal in db.Error into the
@@ -684,7 +684,7 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 	if !ok {
 		return
 	}
-	r, ok := rf.guardRefusal(db.Error, p.lockableTables())
+	r, ok := rf.GuardRefusal(db.Error, p.lockableTables())
 	if !ok {
 		return
 	}
@@ -694,7 +694,7 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 	out := &LockedError{Resource: r.resource, ID: r.id, Wanted: Write}
 	if r.id != "" {
 		o, _ := OwnerFrom(db.Statement.Context)
-		if locks, err := t.list(direct(p.background(db)), Filter{Resource: r.resource, ID: r.id}); err == nil {
+		if locks, err := t.List(direct(p.background(db)), Filter{Resource: r.resource, ID: r.id}); err == nil {
 			for _, l := range locks {
 				if l.Owner.Session != o.Session || o.Session == "" {
 					out.Holders = append(out.Holders, l)

@@ -22,17 +22,17 @@ import (
 
 var _ guardStore = (*mysqlStore)(nil)
 
-func (s *mysqlStore) quote(ident string) string {
+func (s *mysqlStore) Quote(ident string) string {
 	return "`" + strings.ReplaceAll(ident, "`", "``") + "`"
 }
 
-func (s *mysqlStore) backslash() string { return "CHAR(92 USING utf8mb4)" }
+func (s *mysqlStore) Backslash() string { return "CHAR(92 USING utf8mb4)" }
 
 func (s *mysqlStore) lockName() string { return strings.Trim(s.table, "`") }
 
 func (s *mysqlStore) guardPrefix() string { return "ol" + guardName(s.lockName()) }
 
-func (s *mysqlStore) spell(k keyKind, expr, colType string) string {
+func (s *mysqlStore) Spell(k keyKind, expr, colType string) string {
 	binary := strings.Contains(colType, "binary") || strings.Contains(colType, "blob")
 	text := "CONVERT(" + expr + " USING utf8mb4)"
 	switch k {
@@ -62,9 +62,9 @@ func (s *mysqlStore) spell(k keyKind, expr, colType string) string {
 // lock table's session column.
 const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709551614 | 576460752303423488)"
 
-func (s *mysqlStore) installGuardRoutine(c conn) error {
+func (s *mysqlStore) InstallGuardRoutine(c conn) error {
 	return s.withGuardLock(c, func(c conn) error {
-		proc := s.quote(s.guardPrefix() + "_check")
+		proc := s.Quote(s.guardPrefix() + "_check")
 		mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
 		body := `(res VARBINARY(512), id VARBINARY(1020))
 COMMENT '{version}'
@@ -151,7 +151,7 @@ func (s *mysqlStore) withGuardLock(c conn, fn func(conn) error) error {
 }
 
 func (s *mysqlStore) triggerSQL(plan guardPlan) (names []string, stmts []string) {
-	proc := s.quote(s.guardPrefix() + "_check")
+	proc := s.Quote(s.guardPrefix() + "_check")
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.table))
 	call := func(res, key string) string { return "CALL " + proc + "(" + sqlLiteral(res) + ", " + key + ");" }
 	var ins, upd, del []string
@@ -163,11 +163,11 @@ func (s *mysqlStore) triggerSQL(plan guardPlan) (names []string, stmts []string)
 	}
 	for _, cc := range plan.cascades {
 		for _, rec := range cc.records {
-			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.key("offlinelock_c")+" AS k FROM "+s.quote(cc.child)+" offlinelock_c WHERE offlinelock_c."+
-				s.quote(cc.column)+" = OLD."+s.quote(cc.parentColumn)+") DO "+call(rec.resource, "offlinelock_r.k")+" END FOR;")
+			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.key("offlinelock_c")+" AS k FROM "+s.Quote(cc.child)+" offlinelock_c WHERE offlinelock_c."+
+				s.Quote(cc.column)+" = OLD."+s.Quote(cc.parentColumn)+") DO "+call(rec.resource, "offlinelock_r.k")+" END FOR;")
 		}
 	}
-	table := s.quote(plan.table)
+	table := s.Quote(plan.table)
 	for _, tg := range []struct {
 		suffix, event string
 		body          []string
@@ -176,17 +176,17 @@ func (s *mysqlStore) triggerSQL(plan guardPlan) (names []string, stmts []string)
 			continue
 		}
 		names = append(names, base+tg.suffix)
-		stmts = append(stmts, "CREATE TRIGGER "+s.quote(base+tg.suffix)+" BEFORE "+tg.event+" ON "+table+
+		stmts = append(stmts, "CREATE TRIGGER "+s.Quote(base+tg.suffix)+" BEFORE "+tg.event+" ON "+table+
 			" FOR EACH ROW BEGIN /* offlinelock guard {version} */ "+strings.Join(tg.body, " ")+" END")
 	}
 	return names, stmts
 }
 
-func (s *mysqlStore) guardTable(c conn, plan guardPlan) error {
+func (s *mysqlStore) GuardTable(c conn, plan guardPlan) error {
 	names, stmts := s.triggerSQL(plan)
 	version := guardVersion(stmts...)
 	return s.withGuardLock(c, func(c conn) error {
-		have, err := s.guardedTables(c)
+		have, err := s.GuardedTables(c)
 		if err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (s *mysqlStore) guardTable(c conn, plan guardPlan) error {
 			q = strings.Replace(q, "{version}", version, 1)
 			if s.mariadb.Load() {
 				q = "CREATE OR REPLACE" + strings.TrimPrefix(q, "CREATE")
-			} else if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.quote(names[i])); err != nil {
+			} else if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.Quote(names[i])); err != nil {
 				return err
 			}
 			if _, err := c.exec(q); err != nil {
@@ -210,9 +210,9 @@ func (s *mysqlStore) guardTable(c conn, plan guardPlan) error {
 
 var guardVersionMark = regexp.MustCompile(`offlinelock guard ([0-9a-f]+)`)
 
-// guardedTables: the tables carrying a trigger of this guard, with the
+// GuardedTables: the tables carrying a trigger of this guard, with the
 // version the oldest of their triggers carries.
-func (s *mysqlStore) guardedTables(c conn) (map[string]string, error) {
+func (s *mysqlStore) GuardedTables(c conn) (map[string]string, error) {
 	out := map[string]string{}
 	_, err := c.query(`SELECT LOWER(EVENT_OBJECT_TABLE), ACTION_STATEMENT FROM information_schema.TRIGGERS
 		WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ? ORDER BY TRIGGER_NAME`,
@@ -234,7 +234,7 @@ func (s *mysqlStore) guardedTables(c conn) (map[string]string, error) {
 	return out, err
 }
 
-func (s *mysqlStore) removeGuard(c conn) error {
+func (s *mysqlStore) RemoveGuard(c conn) error {
 	return s.withGuardLock(c, func(c conn) error {
 		names, err := queryStrings(c, `SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ?`,
 			s.guardPrefix()+`\_%`)
@@ -242,22 +242,22 @@ func (s *mysqlStore) removeGuard(c conn) error {
 			return err
 		}
 		for _, n := range names {
-			if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.quote(n)); err != nil {
+			if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.Quote(n)); err != nil {
 				return err
 			}
 		}
-		_, err = c.exec("DROP PROCEDURE IF EXISTS " + s.quote(s.guardPrefix()+"_check"))
+		_, err = c.exec("DROP PROCEDURE IF EXISTS " + s.Quote(s.guardPrefix()+"_check"))
 		return err
 	})
 }
 
-func (s *mysqlStore) columnTypes(c conn, table string) (map[string]string, error) {
+func (s *mysqlStore) ColumnTypes(c conn, table string) (map[string]string, error) {
 	return queryPairs(c, `SELECT LOWER(COLUMN_NAME), LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 }
 
-// cascadesInto lists the one-column foreign keys of child table whose ON
+// CascadesInto lists the one-column foreign keys of child table whose ON
 // DELETE action changes its rows: InnoDB runs them without triggers.
-func (s *mysqlStore) cascadesInto(c conn, table string) ([]guardCascade, error) {
+func (s *mysqlStore) CascadesInto(c conn, table string) ([]guardCascade, error) {
 	var out []guardCascade
 	// Every information_schema table is filtered on its own schema and
 	// table name, so that MariaDB opens only this table's definition (a

@@ -20,9 +20,9 @@ const guardSQLState = "OL423"
 
 var _ guardStore = (*postgresStore)(nil)
 
-func (s *postgresStore) quote(ident string) string { return pgQuote(ident) }
+func (s *postgresStore) Quote(ident string) string { return pgQuote(ident) }
 
-func (s *postgresStore) backslash() string { return "chr(92)" }
+func (s *postgresStore) Backslash() string { return "chr(92)" }
 
 // pgQuote quotes an identifier, each part of a schema-qualified one.
 func pgQuote(ident string) string {
@@ -39,7 +39,7 @@ func (s *postgresStore) lockName() string { return strings.Trim(s.table, `"`) }
 // guardPrefix names every object of this lock table's guard.
 func (s *postgresStore) guardPrefix() string { return "ol" + guardName(s.lockName()) }
 
-func (s *postgresStore) spell(k keyKind, expr, colType string) string {
+func (s *postgresStore) Spell(k keyKind, expr, colType string) string {
 	text := "(" + expr + ")::text"
 	switch k {
 	case kindUUID:
@@ -71,7 +71,7 @@ func (s *postgresStore) schema(c conn) (string, error) {
 	return name, err
 }
 
-func (s *postgresStore) installGuardRoutine(c conn) error {
+func (s *postgresStore) InstallGuardRoutine(c conn) error {
 	return c.inTx(func(c conn) error {
 		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
 			return err
@@ -149,7 +149,7 @@ const pgDeclareWriter = `DECLARE
 // rolled back takes both back. The guard's fenced branch skips the probe
 // of a write whose every row is k (pgProved).
 func pgProof(session string, k key) string {
-	return strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.resource)) + ":" + k.resource + k.id
+	return strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
 }
 
 // pgProved is the SQL of a trigger's test that the transition tables hold
@@ -245,7 +245,7 @@ $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
 	return out
 }
 
-func (s *postgresStore) guardTable(c conn, plan guardPlan) error {
+func (s *postgresStore) GuardTable(c conn, plan guardPlan) error {
 	return c.inTx(func(c conn) error {
 		// CREATE TRIGGER waits for the table's writers; a caller's
 		// transaction that wrote it must not wait for this forever.
@@ -261,7 +261,7 @@ func (s *postgresStore) guardTable(c conn, plan guardPlan) error {
 		}
 		stmts := s.triggerSQL(pgQuote(schema), plan)
 		version := guardVersion(stmts...)
-		have, err := s.guardedTables(c)
+		have, err := s.GuardedTables(c)
 		if err != nil {
 			return err
 		}
@@ -279,9 +279,9 @@ func (s *postgresStore) guardTable(c conn, plan guardPlan) error {
 	})
 }
 
-// guardedTables: the tables that carry the four triggers of this guard,
+// GuardedTables: the tables that carry the four triggers of this guard,
 // with the version their UPDATE trigger's function carries (its comment).
-func (s *postgresStore) guardedTables(c conn) (map[string]string, error) {
+func (s *postgresStore) GuardedTables(c conn) (map[string]string, error) {
 	out := map[string]string{}
 	_, err := c.query(`SELECT lower(c.relname), max(coalesce(obj_description(t.tgfoid, 'pg_proc'), '')) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
 		WHERE t.tgname IN ($1, $2, $3, $4) GROUP BY 1 HAVING count(*) = 4`,
@@ -297,7 +297,7 @@ func (s *postgresStore) guardedTables(c conn) (map[string]string, error) {
 	return out, err
 }
 
-func (s *postgresStore) removeGuard(c conn) error {
+func (s *postgresStore) RemoveGuard(c conn) error {
 	return c.inTx(func(c conn) error {
 		prefix := s.guardPrefix() + `\_%`
 		// IF EXISTS: a table dropped meanwhile took its triggers with it.
@@ -320,14 +320,14 @@ func (s *postgresStore) removeGuard(c conn) error {
 	})
 }
 
-func (s *postgresStore) columnTypes(c conn, table string) (map[string]string, error) {
+func (s *postgresStore) ColumnTypes(c conn, table string) (map[string]string, error) {
 	return queryPairs(c, `SELECT lower(a.attname), format_type(a.atttypid, NULL) FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, pgQuote(table))
 }
 
-// cascadesInto: PostgreSQL fires a child's triggers for the rows its
+// CascadesInto: PostgreSQL fires a child's triggers for the rows its
 // foreign key actions change, so no parent needs a guard of its own.
-func (s *postgresStore) cascadesInto(conn, string) ([]guardCascade, error) { return nil, nil }
+func (s *postgresStore) CascadesInto(conn, string) ([]guardCascade, error) { return nil, nil }
 
 // guardRefusal recognises the guard's SQLSTATE, through the one method
 // pgconn.PgError has for it; the message names the record.

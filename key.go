@@ -22,7 +22,7 @@ const (
 )
 
 // key names one lockable row in the lock table.
-type key struct{ resource, id string }
+type key struct{ Resource, ID string }
 
 // targetKey finds the key target is locked by: its own table and primary
 // key, or, for a member of an aggregate, its root's.
@@ -55,8 +55,8 @@ func (p *Plugin) modelKey(db *gorm.DB, target any, m *model, stmt *gorm.Statemen
 		} else {
 			k, err = rowKey(db, target)
 		}
-		if tm := p.reg.tableModel(k.resource); tm != nil {
-			k.resource = tm.table // a DTO of a lockable table names its lock
+		if tm := p.reg.tableModel(k.Resource); tm != nil {
+			k.Resource = tm.table // a DTO of a lockable table names its lock
 		}
 		return k, err
 	}
@@ -111,15 +111,15 @@ func parsedKey(db *gorm.DB, stmt *gorm.Statement, target any) (key, error) {
 		}
 		parts[i] = id
 	}
-	k := key{resource: stmt.Table, id: encodeKey(parts)}
+	k := key{Resource: stmt.Table, ID: encodeKey(parts)}
 	return k, k.validate()
 }
 
 func (k key) validate() error {
-	if err := checkText("resource", k.resource, maxResourceLen, false); err != nil {
+	if err := checkText("resource", k.Resource, maxResourceLen, false); err != nil {
 		return err
 	}
-	return checkText("id", k.id, maxTextLen, false)
+	return checkText("id", k.ID, maxTextLen, false)
 }
 
 // checkText refuses strings the lock table cannot hold exactly: empty (unless

@@ -70,7 +70,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	switch {
 	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
 		st.fast = fastHeld
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.heldCondition(k, st.owner.Session, st.m.loadAccess(), ttl/2)}})
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.HeldCondition(k, st.owner.Session, st.m.loadAccess(), ttl/2)}})
 		st.heldPool = heldPool(db, st.t)
 	case grants && st.m.loadAccess() == Write:
 		st.fast = fastGrant
@@ -78,7 +78,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 			st.fail(db, err)
 			return true
 		}
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{ls.grantCondition()}})
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{ls.GrantCondition()}})
 		stmt.AddClause(clause.Locking{Strength: clause.LockingStrengthShare, Table: clause.Table{Name: clause.CurrentTable}})
 	default:
 		return false
@@ -86,7 +86,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	st.fastKey, st.fastRewrote = k, true
 	callbacks.BuildQuerySQL(db)
 	if st.fast == fastGrant {
-		prefix, vars := ls.grantPrefix(k, st.owner, st.fastTok, ttl, len(stmt.Vars))
+		prefix, vars := ls.GrantPrefix(k, st.owner, st.fastTok, ttl, len(stmt.Vars))
 		var sql strings.Builder
 		sql.Grow(len(prefix) + stmt.SQL.Len())
 		sql.WriteString(prefix)
@@ -101,7 +101,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 // connection could see an old snapshot (snapshotStore in a transaction).
 func staleInTx(t lockStore, stmt *gorm.Statement) bool {
 	ss, ok := t.(snapshotStore)
-	if !ok || !ss.snapshotReads() {
+	if !ok || !ss.SnapshotReads() {
 		return false
 	}
 	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
@@ -176,7 +176,7 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 	for _, k := range gone {
 		p.hints.drop(st.owner.Session, k)
 	}
-	if err := st.t.drop(direct(db), gone, st.owner.Session); err != nil {
+	if err := st.t.Drop(direct(db), gone, st.owner.Session); err != nil {
 		st.fail(db, err)
 	}
 }
@@ -222,7 +222,7 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 		return true
 	}
 	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: col[0].DBName}}, false)
-	grants, refused, err := ls.findAndLock(direct(db), q.SQL.String(), q.Vars, stmt.Quote(col[0].DBName), resource, st.owner, token, ttl)
+	grants, refused, err := ls.FindAndLock(direct(db), q.SQL.String(), q.Vars, stmt.Quote(col[0].DBName), resource, st.owner, token, ttl)
 	if refused {
 		return false // the general path names the holders
 	}
@@ -237,7 +237,7 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 	for _, g := range grants {
 		st.locked[g.k], st.newly[g.k] = true, g.fresh
 		if st.links != nil {
-			st.links[g.k.id] = true
+			st.links[g.k.ID] = true
 		}
 		p.hints.put(st.owner.Session, g.k, g.expires)
 	}

@@ -70,11 +70,11 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	keys := []key{k}
 	got, err := p.acquireMany(db, t, keys, o, access, ttl)
 	if err == nil && reason != "" {
-		err = t.setReason(direct(db), got[k].Lock, reason)
+		err = t.SetReason(direct(db), got[k].Lock, reason)
 	}
 	if err != nil {
 		err = unconfirmed(err)
-		p.tel.refused(ctxOf(db), db, modeExplicit, access, k.resource, err)
+		p.tel.refused(ctxOf(db), db, modeExplicit, access, k.Resource, err)
 		return nil, err
 	}
 	p.tel.granted(ctxOf(db), db, modeExplicit, access, keys)
@@ -87,7 +87,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 // model m (its own, and its root's, the lock's resource) to the catalog
 // before the lock exists.
 func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, m *model, k key) error {
-	for _, m := range []*model{p.reg.tableModel(k.resource), m} {
+	for _, m := range []*model{p.reg.tableModel(k.Resource), m} {
 		if m == nil {
 			continue
 		}
@@ -107,7 +107,7 @@ func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, m *model, k key) error
 // sortKeys. Each lock says whether it is fresh (not held by the session
 // before).
 func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
-	got, err := t.grant(direct(db), keys, o, access, ttl)
+	got, err := t.Grant(direct(db), keys, o, access, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -139,10 +139,10 @@ func (p *Plugin) Release(db *gorm.DB, target any) error {
 func (p *Plugin) release(db *gorm.DB, t lockStore, k key, o Owner) error {
 	p.hints.drop(o.Session, k)
 	c := direct(db)
-	held, err := t.release(c, k, o.Session)
+	held, err := t.Release(c, k, o.Session)
 	if err == nil {
-		p.tel.released(c.ctx, db, kindRelease, k.resource, 1)
-		p.tel.heldFor(c.ctx, db, k.resource, held)
+		p.tel.released(c.ctx, db, kindRelease, k.Resource, 1)
+		p.tel.heldFor(c.ctx, db, k.Resource, held)
 	}
 	return err
 }
@@ -150,7 +150,7 @@ func (p *Plugin) release(db *gorm.DB, t lockStore, k key, o Owner) error {
 // resourceOf is target's lock resource for a metric, "" when it has none.
 func (p *Plugin) resourceOf(db *gorm.DB, target any) string {
 	k, _ := p.targetKey(db, target)
-	return k.resource
+	return k.Resource
 }
 
 // Refused records a refusal decided outside the plugin's own calls (as
@@ -178,7 +178,7 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 	}
 	p.hints.dropSession(session)
 	c := direct(db)
-	n, err := t.releaseAll(c, session)
+	n, err := t.ReleaseAll(c, session)
 	p.tel.released(c.ctx, db, kindReleaseAll, "", n)
 	return n, err
 }
@@ -199,7 +199,7 @@ func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return t.renew(direct(db), session, ttl)
+	return t.Renew(direct(db), session, ttl)
 }
 
 // checkSessionAction allows a session-wide action on session when the caller
@@ -232,7 +232,7 @@ func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.list(direct(db), Filter{Resource: k.resource, ID: k.id})
+	return t.List(direct(db), Filter{Resource: k.Resource, ID: k.ID})
 }
 
 // List is the admin view of the lock table: the locks matching f, ordered
@@ -253,7 +253,7 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 	if f.Limit < 0 {
 		return nil, invalid("limit %d is negative", f.Limit)
 	}
-	return t.list(direct(db), f)
+	return t.List(direct(db), f)
 }
 
 // ForceRelease removes every lock on the record resource/id, whoever holds
@@ -267,7 +267,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	if err != nil {
 		return err
 	}
-	k := key{resource: resource, id: id}
+	k := key{Resource: resource, ID: id}
 	if err := k.validate(); err != nil {
 		return err
 	}
@@ -275,7 +275,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
 	var ended int
-	err = t.forceRelease(direct(db), k, func(now time.Time, held []Lock) error {
+	err = t.ForceRelease(direct(db), k, func(now time.Time, held []Lock) error {
 		for _, l := range held {
 			err := p.authorize(ctx, "force_release", l)
 			p.audit(ctx, "force_release", l, caller, now, err)
@@ -287,7 +287,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		return nil
 	})
 	if err == nil {
-		p.tel.released(ctxOf(db), db, kindForce, k.resource, int64(ended))
+		p.tel.released(ctxOf(db), db, kindForce, k.Resource, int64(ended))
 	}
 	return err
 }
@@ -342,7 +342,7 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 			return total, err
 		}
 		began := time.Now()
-		n, more, err := t.sweep(c, &cur)
+		n, more, err := t.Sweep(c, &cur)
 		p.tel.sweptRows(c.ctx, db, n)
 		total += n
 		if err != nil || !more {
@@ -390,7 +390,7 @@ func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error)
 		return "", "", err
 	}
 	k, err := p.targetKey(db, target)
-	return k.resource, k.id, err
+	return k.Resource, k.ID, err
 }
 
 // LockByToken returns the live lock that token is the capability for, with
@@ -410,7 +410,7 @@ func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
 	if len(token) != tokenLen || !isHex(token) {
 		return nil, fmt.Errorf("%w: not a lock token", ErrNotLocked)
 	}
-	return t.byToken(direct(db), token)
+	return t.ByToken(direct(db), token)
 }
 
 // ownerOf reads and checks the owner in db's context.

@@ -243,7 +243,7 @@ func (p *Plugin) Migrate(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	return t.migrate(direct(db))
+	return t.Migrate(direct(db))
 }
 
 // storeFor is the lock table of db's database.

@@ -168,7 +168,7 @@ func (p preparedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
 
 // stmtCacher is implemented by a store that keeps its statements prepared.
 type stmtCacher interface {
-	prepared() *stmtCache
+	Prepared() *stmtCache
 }
 
 // heldPool puts a preparedPool in place of db's pool for the holder's
@@ -184,7 +184,7 @@ func heldPool(db *gorm.DB, t lockStore) bool {
 	if !ok {
 		return false
 	}
-	db.Statement.ConnPool = preparedPool{DB: pool, cache: sc.prepared()}
+	db.Statement.ConnPool = preparedPool{DB: pool, cache: sc.Prepared()}
 	return true
 }
 

@@ -22,92 +22,92 @@ import (
 // statement that decides. Keys are taken in sortKeys order, so that two
 // statements never wait on each other in opposite orders.
 type lockStore interface {
-	// migrate creates the lock table, its indexes, its generation counter
+	// Migrate creates the lock table, its indexes, its generation counter
 	// and the catalog of lockable tables when they are missing. Several
 	// nodes may run it at once.
-	migrate(c conn) error
+	Migrate(c conn) error
 
-	// grant takes or refreshes access locks on keys for o, all or nothing:
+	// Grant takes or refreshes access locks on keys for o, all or nothing:
 	// on the first key another session holds it returns that key's
 	// *LockedError and grants none. Asking again for a lock o holds keeps
 	// its token and generation and never shortens its expiry; the only
 	// reader may upgrade to Write. Only a new token is returned (the table
 	// holds its hash alone).
-	grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error)
+	Grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error)
 
-	// check sorts keys into those o holds a live Write lock on and those
+	// Check sorts keys into those o holds a live Write lock on and those
 	// nobody holds; a key someone else holds, or reads, is a *LockedError.
 	// With fence, the keys' rows stay locked until the transaction ends, so
-	// that no takeover commits between the check and the write's commit.
-	check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error)
+	// that no takeover commits between the Check and the write's commit.
+	Check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error)
 
-	// release gives up session's lock on k, Write or Read: ErrNotLocked
+	// Release gives up session's lock on k, Write or Read: ErrNotLocked
 	// when it holds none, or when its lock had expired (it is removed all
 	// the same). It says how long the lock was held, on the database
 	// clock, where the store learns it without another statement
 	// (heldUnknown when not: MySQL's Write locks, freed by an UPDATE
 	// without RETURNING).
-	release(c conn, k key, session string) (time.Duration, error)
+	Release(c conn, k key, session string) (time.Duration, error)
 
-	// forceRelease removes every lock on k after allow approved each live
+	// ForceRelease removes every lock on k after allow approved each live
 	// holder; ErrNotLocked when nobody holds k.
-	forceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error
+	ForceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error
 
-	// drop deletes session's locks on keys, live or not: the undo of a
+	// Drop deletes session's locks on keys, live or not: the undo of a
 	// refused statement. dropGrant deletes the Write lock on k only if its
 	// token is still token (compared by hash), that is, if the grant being
 	// undone made it.
-	drop(c conn, keys []key, session string) error
-	dropGrant(c conn, k key, token string) error
+	Drop(c conn, keys []key, session string) error
+	DropGrant(c conn, k key, token string) error
 
-	// releaseAll deletes every lock row of session and says how many.
-	releaseAll(c conn, session string) (int64, error)
+	// ReleaseAll deletes every lock row of session and says how many.
+	ReleaseAll(c conn, session string) (int64, error)
 
-	// renew pushes session's live locks to expire no earlier than ttl from
+	// Renew pushes session's live locks to expire no earlier than ttl from
 	// now, and says how many it renewed; expired locks stay expired.
-	renew(c conn, session string, ttl time.Duration) (int64, error)
+	Renew(c conn, session string, ttl time.Duration) (int64, error)
 
-	// sweep deletes a batch of expired rows and says how many, and whether
+	// Sweep deletes a batch of expired rows and says how many, and whether
 	// that was a whole batch (more may be waiting); it never waits for a
 	// record whose locks another statement is changing. cur carries a
 	// store's place from one batch of a Sweep to the next; a store may
 	// ignore it.
-	sweep(c conn, cur *sweepCursor) (n int64, more bool, err error)
+	Sweep(c conn, cur *sweepCursor) (n int64, more bool, err error)
 
-	// list returns the live (or, with f.Expired, the expired) locks that
+	// List returns the live (or, with f.Expired, the expired) locks that
 	// match f, without tokens. byToken returns the live lock whose token is
 	// token (looked up by its hash), with its owner and without a token, or
 	// ErrNotLocked.
-	list(c conn, f Filter) ([]Lock, error)
+	List(c conn, f Filter) ([]Lock, error)
 
-	// setReason records reason with l, the lock just granted (its
+	// SetReason records reason with l, the lock just granted (its
 	// session's row of its generation: a later grant of the key hides it).
-	setReason(c conn, l Lock, reason string) error
-	byToken(c conn, token string) (*Lock, error)
+	SetReason(c conn, l Lock, reason string) error
+	ByToken(c conn, token string) (*Lock, error)
 
-	// stats counts the live locks, at most groups resources and users of
+	// Stats counts the live locks, at most groups resources and users of
 	// them, finds the oldest, and counts the expired rows (Plugin.Stats).
-	stats(c conn, groups int) (Stats, error)
+	Stats(c conn, groups int) (Stats, error)
 
-	// remember writes catalog rows; specs reads them all.
-	remember(c conn, specs []tableSpec) error
-	specs(c conn) ([]tableSpec, error)
+	// Remember writes catalog rows; specs reads them all.
+	Remember(c conn, specs []tableSpec) error
+	Specs(c conn) ([]tableSpec, error)
 
-	// rowLocks says whether the plugin's reads of the application's rows
+	// RowLocks says whether the plugin's reads of the application's rows
 	// must lock them (FOR UPDATE, FOR SHARE) to keep them from changing
 	// until the transaction ends. A database that serialises writers
 	// (SQLite) needs no row locks.
-	rowLocks() bool
+	RowLocks() bool
 }
 
 // heldStore is implemented by stores that check, in the read's own
 // statement, that the session still holds the lock of the record it
 // re-reads: the re-read is one read-only statement.
 type heldStore interface {
-	// heldCondition is a condition to add to a load of k that is true only
+	// HeldCondition is a condition to add to a load of k that is true only
 	// while session holds a fresh enough lock on k (more than margin left):
 	// the re-read of a record the session holds, read-only.
-	heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression
+	HeldCondition(k key, session string, access Access, margin time.Duration) clause.Expression
 }
 
 // snapshotStore is implemented by stores whose plain reads inside a
@@ -115,7 +115,7 @@ type heldStore interface {
 // committed rows (InnoDB under REPEATABLE READ): a heldCondition there is
 // used only outside transactions, where every statement reads afresh.
 type snapshotStore interface {
-	snapshotReads() bool
+	SnapshotReads() bool
 }
 
 // loadStore is implemented by stores that lock and read in the read's own
@@ -125,29 +125,29 @@ type loadStore interface {
 	lockStore
 	heldStore
 
-	// grantPrefix is a WITH clause to put before a load of k, its
+	// GrantPrefix is a WITH clause to put before a load of k, its
 	// parameters numbered after the load's own after: it takes the Write
 	// lock for o in the read's statement, with token's hash. The load adds grantCondition to
 	// its WHERE and reads FOR SHARE, so that the row is never older than
 	// the lock.
-	grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any)
-	grantCondition() clause.Expression
+	GrantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any)
+	GrantCondition() clause.Expression
 
-	// findAndLock locks, all or nothing, the Write locks of the keys that
+	// FindAndLock locks, all or nothing, the Write locks of the keys that
 	// keysSQL (a SELECT of one key column named column) finds, with the
 	// resource resource, in one statement. refused reports that some key
 	// is held: nothing was granted, and the general path names the holders.
-	findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []grantRow, refused bool, err error)
+	FindAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []grantRow, refused bool, err error)
 }
 
 // foldStore is implemented by stores that can check the fence in the
 // write's own statement (fence.go).
 type foldStore interface {
-	// fenceCondition is a condition to add to a write of k that is true
+	// FenceCondition is a condition to add to a write of k that is true
 	// only while session holds a valid Write lock on k, and that keeps k's
 	// key row from changing until the transaction ends (a row lock, or
 	// SQLite's one writer at a time).
-	fenceCondition(k key, session string) clause.Expression
+	FenceCondition(k key, session string) clause.Expression
 }
 
 // granted is one lock a grant took or refreshed.

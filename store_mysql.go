@@ -112,7 +112,7 @@ func newMySQLStore(name string) *mysqlStore {
 	return s
 }
 
-func (s *mysqlStore) rowLocks() bool { return true }
+func (s *mysqlStore) RowLocks() bool { return true }
 
 // upsertsOnAnyUnique: GORM renders every upsert as INSERT … ON DUPLICATE
 // KEY UPDATE, which updates the row of whichever unique key the new row
@@ -126,7 +126,7 @@ func (s *mysqlStore) shareLock() string { return mysqlShare }
 // trailing-space padding, byte order. Their lengths are PostgreSQL's in
 // characters times four (utf8mb4), and the primary key's 2552 bytes fit
 // InnoDB's 3072-byte limit.
-func (s *mysqlStore) migrate(c conn) error {
+func (s *mysqlStore) Migrate(c conn) error {
 	// CREATE TABLE IF NOT EXISTS is safe for nodes that start together:
 	// InnoDB's metadata lock serialises them, the later ones see the table.
 	for _, stmt := range []string{
@@ -304,7 +304,7 @@ func (s *mysqlStore) insertFree(keys []key) (string, []any) {
 			b.WriteString(", ")
 		}
 		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + mysqlClock + `, ` + mysqlFreeUntil + `)`)
-		args = append(args, k.resource, k.id)
+		args = append(args, k.Resource, k.ID)
 	}
 	return `INSERT IGNORE INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + b.String(), args
 }
@@ -315,12 +315,12 @@ func (s *mysqlStore) insertFree(keys []key) (string, []any) {
 func (s *mysqlStore) missingKeyRows(c conn, keys []key) ([]key, error) {
 	pks := make([]row, len(keys))
 	for i, k := range keys {
-		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
 	}
 	found := make(map[key]bool, len(keys))
 	_, err := c.query(`SELECT resource, lock_id FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks)), pkArgs(pks), func(r *sql.Rows) error {
 		var k key
-		err := r.Scan(&k.resource, &k.id)
+		err := r.Scan(&k.Resource, &k.ID)
 		found[k] = true
 		return err
 	})
@@ -371,7 +371,7 @@ func (s *mysqlStore) createKeyRows(c conn, keys []key) error {
 func (s *mysqlStore) selectKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
 	pks := make([]row, len(keys))
 	for i, k := range keys {
-		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
+		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
 	}
 	return queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+
 		mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id FOR UPDATE`, pkArgs(pks))
@@ -391,41 +391,41 @@ const (
 // valid, then if it is not, each an atomic statement (no RETURNING).
 func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, valid bool, err error) {
 	q := `UPDATE ` + s.table + mysqlPK + ` SET ` + mysqlFree + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
-	n, err := c.exec(q+` AND expires_at > `+mysqlClock, k.resource, k.id, session)
+	n, err := c.exec(q+` AND expires_at > `+mysqlClock, k.Resource, k.ID, session)
 	if err != nil || n > 0 {
 		return n > 0, n > 0, err
 	}
-	n, err = c.exec(q, k.resource, k.id, session)
+	n, err = c.exec(q, k.Resource, k.ID, session)
 	return n > 0, false, err
 }
 
 // freeKeyRow ends every lock on k: its reader rows go, its key row stays
 // free.
 func (s *mysqlStore) freeKeyRow(c conn, k key) (int64, error) {
-	n, err := c.exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.resource, k.id)
+	n, err := c.exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.Resource, k.ID)
 	if err != nil {
 		return n, err
 	}
-	m, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.resource, k.id)
+	m, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.Resource, k.ID)
 	return n + m, err
 }
 
-// dropGrant frees the Write lock on k if its token is still token.
-func (s *mysqlStore) dropGrant(c conn, k key, token string) error {
+// DropGrant frees the Write lock on k if its token is still token.
+func (s *mysqlStore) DropGrant(c conn, k key, token string) error {
 	_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`,
-		k.resource, k.id, tokenHash(token))
+		k.Resource, k.ID, tokenHash(token))
 	return err
 }
 
-// drop ends session's locks on keys: its Write key rows are freed and its
+// Drop ends session's locks on keys: its Write key rows are freed and its
 // reader rows deleted, each by whole primary keys.
-func (s *mysqlStore) drop(c conn, keys []key, session string) error {
+func (s *mysqlStore) Drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		keyRows := make([]row, len(batch))
 		readers := make([]row, len(batch))
 		for i, k := range batch {
-			keyRows[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}}
-			readers[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}, holder: session}
+			keyRows[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
+			readers[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}, holder: session}
 		}
 		_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE `+orPKs(len(keyRows))+` AND session = ?`,
 			append(pkArgs(keyRows), session)...)
@@ -524,15 +524,15 @@ func mysqlCode(err error) uint16 {
 	return 0
 }
 
-// grant decides every key through the serialised path: InnoDB has no
+// Grant decides every key through the serialised path: InnoDB has no
 // one-statement conditional upsert that reports which keys it refused.
-func (s *mysqlStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+func (s *mysqlStore) Grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	got, err := s.decide(c, keys, o, access, ttl)
 	return got, mysqlError(err)
 }
 
-func (s *mysqlStore) check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {
-	mine, free, err = s.sqlStore.check(c, keys, o, fence)
+func (s *mysqlStore) Check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {
+	mine, free, err = s.sqlStore.Check(c, keys, o, fence)
 	return mine, free, mysqlError(err)
 }
 
@@ -544,7 +544,7 @@ func (s *mysqlStore) keysLimit(c conn, cond, limit string, args ...any) ([]key, 
 	_, err := c.query(`SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args,
 		func(r *sql.Rows) error {
 			var k key
-			err := r.Scan(&k.resource, &k.id)
+			err := r.Scan(&k.Resource, &k.ID)
 			keys = append(keys, k)
 			return err
 		})
@@ -565,7 +565,7 @@ func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
 		}
 		_, err := c.query(q, args, func(r *sql.Rows) error {
 			var k key
-			err := r.Scan(&k.resource, &k.id)
+			err := r.Scan(&k.Resource, &k.ID)
 			out = append(out, k)
 			return err
 		})
@@ -576,11 +576,11 @@ func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
 	return out, nil
 }
 
-// releaseAll takes the key rows of the session's records, then deletes
+// ReleaseAll takes the key rows of the session's records, then deletes
 // its rows by whole primary key, chosen from the rows it holds. A
 // condition on session would let InnoDB walk the session index, whose
 // stale entries lead to rows other sessions hold now, out of key order.
-func (s *mysqlStore) releaseAll(c conn, session string) (int64, error) {
+func (s *mysqlStore) ReleaseAll(c conn, session string) (int64, error) {
 	var n int64
 	err := s.inOwnTx(c, func(c conn) error {
 		rows, err := s.sessionRows(c, session, time.Time{})
@@ -658,7 +658,7 @@ func (s *mysqlStore) sessionRows(c conn, session string, after time.Time) ([]row
 func (s *mysqlStore) readerRows(c conn, keys []key, session string) ([]row, error) {
 	pks := make([]row, len(keys))
 	for i, k := range keys {
-		pks[i] = row{Lock: Lock{Resource: k.resource, ID: k.id}, holder: session}
+		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}, holder: session}
 	}
 	var out []row
 	_, err := c.query(`SELECT `+lockColumns+` FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id`+s.readersRead(c),
@@ -690,10 +690,10 @@ func pkArgs(rows []row) []any {
 	return args
 }
 
-// renew takes the key rows of the session's live records, then pushes its
+// Renew takes the key rows of the session's live records, then pushes its
 // rows and the read-mode key rows of the records it reads, by whole
 // primary key.
-func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
+func (s *mysqlStore) Renew(c conn, session string, ttl time.Duration) (int64, error) {
 	var n int64
 	err := s.inOwnTx(c, func(c conn) error {
 		now, err := s.clockAt(c)
@@ -722,10 +722,10 @@ func (s *mysqlStore) renew(c conn, session string, ttl time.Duration) (int64, er
 	return n, err
 }
 
-// sweep deletes expired rows of records whose key rows no other
+// Sweep deletes expired rows of records whose key rows no other
 // transaction holds (SKIP LOCKED): those are being taken over or released
 // right now.
-func (s *mysqlStore) sweep(c conn, _ *sweepCursor) (int64, bool, error) {
+func (s *mysqlStore) Sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 	var n int64
 	more := false
 	err := s.inOwnTx(c, func(c conn) error {

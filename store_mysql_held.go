@@ -8,7 +8,7 @@ import (
 
 var _ heldStore = (*mysqlStore)(nil)
 
-// heldCondition lets the holder's re-read be one read-only statement, as
+// HeldCondition lets the holder's re-read be one read-only statement, as
 // on the other stores: a point lookup by the primary key's prefix
 // (resource, lock_id) and holder, against the database clock.
 //
@@ -16,7 +16,7 @@ var _ heldStore = (*mysqlStore)(nil)
 // snapshot, not the latest committed lock row, so the load uses this only
 // outside a transaction (snapshotReads), where each statement reads the
 // latest committed rows.
-func (s *mysqlStore) heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+func (s *mysqlStore) HeldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
 	held := `holder = '' AND access = 'write'`
 	if access == Read {
 		held = `holder IN ('', session) AND (holder = session OR access = 'write')`
@@ -24,7 +24,7 @@ func (s *mysqlStore) heldCondition(k key, session string, access Access, margin 
 	return clause.Expr{
 		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND session = ? AND ` + held +
 			` AND expires_at > ` + mysqlClock + ` + INTERVAL ? MICROSECOND)`,
-		Vars: []any{k.resource, k.id, session, margin.Microseconds()},
+		Vars: []any{k.Resource, k.ID, session, margin.Microseconds()},
 	}
 }
 

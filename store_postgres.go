@@ -90,12 +90,12 @@ func bindFrom(query string, after int) string {
 	}
 }
 
-func (s *postgresStore) rowLocks() bool { return true }
+func (s *postgresStore) RowLocks() bool { return true }
 
-// migrate creates what is missing; an advisory lock serialises nodes that
+// Migrate creates what is missing; an advisory lock serialises nodes that
 // start together, since CREATE … IF NOT EXISTS alone can race on the
 // catalog.
-func (s *postgresStore) migrate(c conn) error {
+func (s *postgresStore) Migrate(c conn) error {
 	return c.inTx(func(c conn) error {
 		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
 			return err
@@ -216,11 +216,11 @@ WHERE ` + writeGrantable + `
 RETURNING ` + returning
 }
 
-// grant takes Write locks in one statement per batch where each key is
+// Grant takes Write locks in one statement per batch where each key is
 // free, expired or the session's (grantBatch); the other keys, and Read
 // locks, go through the serialised path, which decides exactly and names
 // holders.
-func (s *postgresStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+func (s *postgresStore) Grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	if access != Write {
 		return s.decide(c, keys, o, access, ttl)
 	}
@@ -234,14 +234,14 @@ func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duratio
 	}
 	resources, ids, sent := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
-		resources[i], ids[i], sent[i] = k.resource, k.id, hashes[k]
+		resources[i], ids[i], sent[i] = k.Resource, k.ID, hashes[k]
 	}
 	// A granted row's owner and access are the ones asked for; only these
 	// columns come back, the rest is known (decoding ten columns per row
 	// is measurable beside a one-row upsert).
 	q, args := s.grantMany, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
 	if len(keys) == 1 {
-		q, args = s.grantOne, []any{keys[0].resource, keys[0].id, o.Session, o.User, sent[0], ttl.Microseconds()}
+		q, args = s.grantOne, []any{keys[0].Resource, keys[0].ID, o.Session, o.User, sent[0], ttl.Microseconds()}
 	}
 	_, err = c.query(q, args, func(r *sql.Rows) error {
 		l := Lock{Access: Write, Owner: o}
@@ -270,8 +270,8 @@ func (s *postgresStore) keyLocksOf(cond string, skipLocked bool) string {
 		s.table + ` WHERE ` + cond + `) c ON k.resource = c.resource AND k.lock_id = c.lock_id WHERE k.holder = '' ORDER BY k.resource, k.lock_id FOR UPDATE OF k` + skip + `) `
 }
 
-// drop deletes session's locks on keys with their key rows taken first.
-func (s *postgresStore) drop(c conn, keys []key, session string) error {
+// Drop deletes session's locks on keys with their key rows taken first.
+func (s *postgresStore) Drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
 		q := `WITH keys AS (SELECT resource, lock_id FROM ` + s.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list +
@@ -283,14 +283,14 @@ func (s *postgresStore) drop(c conn, keys []key, session string) error {
 	return nil
 }
 
-func (s *postgresStore) releaseAll(c conn, session string) (int64, error) {
+func (s *postgresStore) ReleaseAll(c conn, session string) (int64, error) {
 	return c.exec(s.keyLocksOf(`session = $1`, false)+
 		`DELETE FROM `+s.table+` l USING keys WHERE l.session = $1 AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, session)
 }
 
-// renew locks the key rows in order, then pushes the session's rows and
+// Renew locks the key rows in order, then pushes the session's rows and
 // the read-mode key rows of the records it reads, in one statement.
-func (s *postgresStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
+func (s *postgresStore) Renew(c conn, session string, ttl time.Duration) (int64, error) {
 	now, err := s.clockAt(c)
 	if err != nil {
 		return 0, err
@@ -312,7 +312,7 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 	return n, err
 }
 
-// sweep deletes the expired rows of postgresSweepBatch records at a time,
+// Sweep deletes the expired rows of postgresSweepBatch records at a time,
 // skipping records whose key rows others are changing (SKIP LOCKED): they
 // are being taken over or released right now.
 //
@@ -327,10 +327,10 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 //     (synchronous_commit off, for this transaction only; in a transaction
 //     of the caller's, the caller's commit decides). A batch lost in
 //     a crash leaves expired rows, which every grant already treats as
-//     free and the next sweep deletes; meanwhile the acquires running beside
-//     the sweep do not queue their commits behind the sweep's flushes
+//     free and the next Sweep deletes; meanwhile the acquires running beside
+//     the Sweep do not queue their commits behind the Sweep's flushes
 //     (BenchmarkSweep).
-func (s *postgresStore) sweep(c conn, cur *sweepCursor) (int64, bool, error) {
+func (s *postgresStore) Sweep(c conn, cur *sweepCursor) (int64, bool, error) {
 	var n, scanned int64
 	batch := func(c conn) error {
 		var last sql.NullTime
@@ -403,13 +403,13 @@ gone AS (
 SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM due), (SELECT max(expires_at) FROM due)`, s.table, postgresSweepBatch)
 }
 
-// heldCondition: the session holds a fresh lock on k. Read-only.
-func (s *postgresStore) heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+// HeldCondition: the session holds a fresh lock on k. Read-only.
+func (s *postgresStore) HeldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
 	q := s.heldWrite
 	if access == Read {
 		q = s.heldRead
 	}
-	return clause.Expr{SQL: q, Vars: []any{k.resource, k.id, session, margin.Microseconds()}}
+	return clause.Expr{SQL: q, Vars: []any{k.Resource, k.ID, session, margin.Microseconds()}}
 }
 
 // heldSQL is heldCondition's SQL for a lock that is the key row (Write) or,
@@ -419,32 +419,32 @@ func (s *postgresStore) heldSQL(held string) string {
 		` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`
 }
 
-func (s *postgresStore) fenceCondition(k key, session string) clause.Expression {
-	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(session, k), k.resource, k.id, session}}
+func (s *postgresStore) FenceCondition(k key, session string) clause.Expression {
+	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(session, k), k.Resource, k.ID, session}}
 }
 
 // grantCTE names the WITH clause of grantPrefix.
 const grantCTE = "offlinelock_grant"
 
-func (s *postgresStore) grantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
+func (s *postgresStore) GrantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
 	q := ""
 	if after < len(s.grantPrefixes) {
 		q = s.grantPrefixes[after]
 	} else {
 		q = s.grantPrefixSQL(after)
 	}
-	return q, []any{k.resource, k.id, o.Session, o.User, tokenDigest(token), ttl.Microseconds()}
+	return q, []any{k.Resource, k.ID, o.Session, o.User, tokenDigest(token), ttl.Microseconds()}
 }
 
 func (s *postgresStore) grantPrefixSQL(after int) string {
 	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.grantOneCTE, after) + `) `
 }
 
-func (s *postgresStore) grantCondition() clause.Expression {
+func (s *postgresStore) GrantCondition() clause.Expression {
 	return clause.Expr{SQL: `EXISTS (SELECT 1 FROM ` + grantCTE + `)`}
 }
 
-// findAndLock: a CTE finds the keys and notes which have a key row
+// FindAndLock: a CTE finds the keys and notes which have a key row
 // already; when none has, a plain INSERT takes them all, otherwise an
 // INSERT … ON CONFLICT does, in key order either way; and the statement
 // aborts itself (division by zero, SQLSTATE 22012) when any key is
@@ -462,7 +462,7 @@ func (s *postgresStore) grantCondition() clause.Expression {
 // never new keys by one INSERT and old ones by the other: two loads would
 // then take keys in two runs each, and deadlock (TestOverlappingLoads…
 // did, within seconds).
-func (s *postgresStore) findAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]grantRow, bool, error) {
+func (s *postgresStore) FindAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]grantRow, bool, error) {
 	hash := tokenHash(token)
 	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
 	var grants []grantRow

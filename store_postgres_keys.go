@@ -11,14 +11,14 @@ import (
 
 var _ keyColumnChecker = (*postgresStore)(nil)
 
-// checkKeyColumns refuses a lockable model whose text key column the
+// CheckKeyColumns refuses a lockable model whose text key column the
 // database compares inexactly where the model's key kind spells exactly:
 // a nondeterministic (ICU) collation takes "ABC" and "abc", or "é" and
 // "e", as one row, by rules only ICU knows, so no spelling of the lock
 // table can follow it; citext folds case, which the plugin spells (kindFold)
 // only when the model declares it. A table not created yet passes until it
 // exists: it has no rows to write.
-func (s *postgresStore) checkKeyColumns(c conn, m *model) error {
+func (s *postgresStore) CheckKeyColumns(c conn, m *model) error {
 	fields, kinds := m.pk, m.kinds
 	if m.root != nil {
 		fields, kinds = []*schema.Field{m.root.field}, []keyKind{kindOf(m.root.field)}

@@ -145,10 +145,10 @@ func scanRow(rows *sql.Rows, more ...any) (row, error) {
 func sortKeys(keys []key) []key {
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, func(a, b key) int {
-		if c := strings.Compare(a.resource, b.resource); c != 0 {
+		if c := strings.Compare(a.Resource, b.Resource); c != 0 {
 			return c
 		}
-		return strings.Compare(a.id, b.id)
+		return strings.Compare(a.ID, b.ID)
 	})
 	return slices.Compact(keys)
 }
@@ -174,7 +174,7 @@ func keyList(keys []key) (string, []any) {
 			b.WriteString(", ")
 		}
 		b.WriteString("(?, ?)")
-		args = append(args, k.resource, k.id)
+		args = append(args, k.Resource, k.ID)
 	}
 	return b.String(), args
 }
@@ -193,7 +193,7 @@ func (t *sqlStore) lockKeys(c conn, keys []key) (map[key]row, time.Time, error) 
 			b.WriteString(", ")
 		}
 		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + t.clock + `, ` + t.clock + `)`)
-		args = append(args, k.resource, k.id)
+		args = append(args, k.Resource, k.ID)
 	}
 	q := t.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `) VALUES ` + b.String() + `
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET holder = excluded.holder
@@ -340,10 +340,10 @@ func countPlans(c conn, plans []plan) {
 	tel := c.tel()
 	for _, pl := range plans {
 		if pl.upgrade {
-			tel.upgraded(c.ctx, c.db, pl.k.resource)
+			tel.upgraded(c.ctx, c.db, pl.k.Resource)
 		}
 		if pl.takeover {
-			tel.released(c.ctx, c.db, kindExpiryTakeover, pl.k.resource, 1)
+			tel.released(c.ctx, c.db, kindExpiryTakeover, pl.k.Resource, 1)
 		}
 	}
 }
@@ -389,7 +389,7 @@ func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time
 	if access == Write && len(others) > 0 {
 		return plan{}, refused(k, access, others)
 	}
-	pl := plan{k: k, lock: Lock{Resource: k.resource, ID: k.id, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}}
+	pl := plan{k: k, lock: Lock{Resource: k.Resource, ID: k.ID, Access: access, Owner: o, AcquiredAt: now, ExpiresAt: exp}}
 	pl.takeover = kr.Access == Write && kr.Owner.Session != o.Session
 	pl.upgrade = own != nil && access == Write
 	if own != nil && access == Read {
@@ -416,7 +416,7 @@ func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time
 	for _, r := range others {
 		keyExp = later(keyExp, r.ExpiresAt)
 	}
-	pl.keyRow = &row{Lock: Lock{Resource: k.resource, ID: k.id, Access: Read, AcquiredAt: now, ExpiresAt: keyExp}}
+	pl.keyRow = &row{Lock: Lock{Resource: k.Resource, ID: k.ID, Access: Read, AcquiredAt: now, ExpiresAt: keyExp}}
 	pl.dropExpired = expired
 	return pl, nil
 }
@@ -462,11 +462,11 @@ func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.T
 	return out, t.putRows(c, puts)
 }
 
-// check sorts keys into those the session holds a valid Write lock on and
+// Check sorts keys into those the session holds a valid Write lock on and
 // those nobody holds; a key someone else holds (or reads) is a
 // *LockedError. share (the fence) reads the key rows with fenceRead, which
 // row-locks them until the transaction ends where the database needs it.
-func (t *sqlStore) check(c conn, keys []key, o Owner, share bool) (mine, free []key, err error) {
+func (t *sqlStore) Check(c conn, keys []key, o Owner, share bool) (mine, free []key, err error) {
 	keys = sortKeys(keys)
 	for _, batch := range chunks(keys) {
 		krs, now, err := t.keyRows(c, batch, share, o.Session)
@@ -542,7 +542,7 @@ func (t *sqlStore) clockAt(c conn) (time.Time, error) {
 // deleteReaders removes the reader rows of k, or only those of one session.
 func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
 	q := t.deleting() + ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
-	args := []any{k.resource, k.id}
+	args := []any{k.Resource, k.ID}
 	if session != "" {
 		q += ` AND holder = ?`
 		args = append(args, session)
@@ -550,10 +550,10 @@ func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
 	return c.exec(t.bind(q), args...)
 }
 
-// dropGrant deletes the Write lock on k if its token is still token, that
+// DropGrant deletes the Write lock on k if its token is still token, that
 // is, if the grant that made it is the one being undone.
-func (t *sqlStore) dropGrant(c conn, k key, token string) error {
-	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.resource, k.id, tokenHash(token))
+func (t *sqlStore) DropGrant(c conn, k key, token string) error {
+	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.Resource, k.ID, tokenHash(token))
 	return err
 }
 
@@ -561,7 +561,7 @@ func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
 	if t.freeKey != nil {
 		return t.freeKey(c, k)
 	}
-	return c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ?`), k.resource, k.id)
+	return c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ?`), k.Resource, k.ID)
 }
 
 // releaseWrite deletes the session's Write lock on k in one statement and
@@ -573,7 +573,7 @@ func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid boo
 	}
 	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
 RETURNING expires_at, ` + t.clock + `, acquired_at`)
-	_, err = c.query(q, []any{k.resource, k.id, session}, func(r *sql.Rows) error {
+	_, err = c.query(q, []any{k.Resource, k.ID, session}, func(r *sql.Rows) error {
 		var exp, now, acq any
 		if err := r.Scan(&exp, &now, &acq); err != nil {
 			return err
@@ -587,8 +587,8 @@ RETURNING expires_at, ` + t.clock + `, acquired_at`)
 	return found, valid, held, err
 }
 
-// list returns the locks that match f, without their tokens.
-func (t *sqlStore) list(c conn, f Filter) ([]Lock, error) {
+// List returns the locks that match f, without their tokens.
+func (t *sqlStore) List(c conn, f Filter) ([]Lock, error) {
 	q := `SELECT ` + lockColumns + `, reason FROM ` + t.table + ` WHERE ` + isLockRow
 	var args []any
 	for _, cond := range []struct{ col, val string }{
@@ -624,7 +624,7 @@ func (t *sqlStore) list(c conn, f Filter) ([]Lock, error) {
 // key's rows do not touch it, so a reason stays with the generation it was
 // given for, and a later grant's lock shows none (reasonOf).
 
-func (t *sqlStore) setReason(c conn, l Lock, reason string) error {
+func (t *sqlStore) SetReason(c conn, l Lock, reason string) error {
 	_, err := c.exec(t.bind(`UPDATE `+t.table+` SET reason = ? WHERE resource = ? AND lock_id = ? AND `+t.eq("session")+` AND generation = ?`),
 		strconv.FormatInt(l.Generation, 10)+":"+reason, l.Resource, l.ID, l.Owner.Session, l.Generation)
 	return err
@@ -650,8 +650,8 @@ func reasonColumn(c conn, has func() (bool, error), ddl string) error {
 	return err
 }
 
-// remember writes the catalog rows of models.
-func (t *sqlStore) remember(c conn, specs []tableSpec) error {
+// Remember writes the catalog rows of models.
+func (t *sqlStore) Remember(c conn, specs []tableSpec) error {
 	for _, sp := range specs {
 		b, err := json.Marshal(sp)
 		if err != nil {
@@ -670,8 +670,8 @@ ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.s
 	return nil
 }
 
-// specs reads the catalog.
-func (t *sqlStore) specs(c conn) ([]tableSpec, error) {
+// Specs reads the catalog.
+func (t *sqlStore) Specs(c conn) ([]tableSpec, error) {
 	var out []tableSpec
 	_, err := c.query(`SELECT spec FROM `+t.catalog+` ORDER BY name`, nil, func(r *sql.Rows) error {
 		var text string
@@ -823,10 +823,10 @@ func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.D
 	return got, err
 }
 
-// release gives up session's lock on k: its Write lock in one statement,
+// Release gives up session's lock on k: its Write lock in one statement,
 // else its Read lock with the key row held (the last reader frees the
 // record).
-func (t *sqlStore) release(c conn, k key, session string) (time.Duration, error) {
+func (t *sqlStore) Release(c conn, k key, session string) (time.Duration, error) {
 	found, valid, held, err := t.releaseWrite(c, k, session)
 	if err != nil {
 		return 0, err
@@ -845,7 +845,7 @@ func (t *sqlStore) release(c conn, k key, session string) (time.Duration, error)
 		return 0, notHeld(k)
 	}
 	if !valid {
-		return 0, fmt.Errorf("%w: the lock on %s %s had expired", ErrNotLocked, k.resource, k.id)
+		return 0, fmt.Errorf("%w: the lock on %s %s had expired", ErrNotLocked, k.Resource, k.ID)
 	}
 	return held, nil
 }
@@ -880,12 +880,12 @@ func (t *sqlStore) releaseRead(c conn, k key, session string) (found, valid bool
 }
 
 func notHeld(k key) error {
-	return fmt.Errorf("%w: %s %s", ErrNotLocked, k.resource, k.id)
+	return fmt.Errorf("%w: %s %s", ErrNotLocked, k.Resource, k.ID)
 }
 
-// forceRelease removes every lock on k once allow approved its live
+// ForceRelease removes every lock on k once allow approved its live
 // holders.
-func (t *sqlStore) forceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error {
+func (t *sqlStore) ForceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error {
 	return t.inTx(c, func(c conn) error {
 		krs, now, err := t.lockKeys(c, []key{k})
 		if err != nil {
@@ -919,9 +919,9 @@ func (t *sqlStore) forceRelease(c conn, k key, allow func(now time.Time, held []
 	})
 }
 
-// byToken returns the live lock whose token is token, found by its hash
+// ByToken returns the live lock whose token is token, found by its hash
 // through the token index, without its token.
-func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
+func (t *sqlStore) ByToken(c conn, token string) (*Lock, error) {
 	var found *Lock
 	hash := tokenHash(token)
 	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+
@@ -943,9 +943,9 @@ func (t *sqlStore) byToken(c conn, token string) (*Lock, error) {
 	return found, nil
 }
 
-// drop deletes session's locks on keys, by plain DELETE: for databases
+// Drop deletes session's locks on keys, by plain DELETE: for databases
 // that serialise writers. PostgreSQL takes the key rows first (its own).
-func (t *sqlStore) drop(c conn, keys []key, session string) error {
+func (t *sqlStore) Drop(c conn, keys []key, session string) error {
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
 		q := t.deleting() + ` WHERE ` + t.inKeys(list) + ` AND ` + t.eq("session")

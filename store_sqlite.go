@@ -67,7 +67,7 @@ func SQLiteDSN(path string) string {
 		"?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=1"
 }
 
-func (s *sqliteStore) rowLocks() bool { return false }
+func (s *sqliteStore) RowLocks() bool { return false }
 
 func (s *sqliteStore) prepared() *stmtCache { return s.stmts }
 
@@ -78,7 +78,7 @@ func (s *sqliteStore) cached(c conn) conn {
 	return c
 }
 
-func (s *sqliteStore) migrate(c conn) error {
+func (s *sqliteStore) Migrate(c conn) error {
 	return c.inTx(func(c conn) error {
 		for _, stmt := range []string{
 			`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name TEXT PRIMARY KEY, spec TEXT NOT NULL)`,
@@ -174,13 +174,13 @@ func (s *sqliteStore) nextGenerations(c conn, n int) ([]int64, error) {
 	return gens, err
 }
 
-// grant takes Write locks without the serialised path where each key is
+// Grant takes Write locks without the serialised path where each key is
 // free, expired or the session's, as PostgreSQL does (SQLite runs one
 // writer at a time, so each statement is atomic): one key in one
 // statement, several with grantAll; everything else (Read locks, keys
 // with readers or another holder) takes the serialised path, which
 // decides exactly and names holders.
-func (s *sqliteStore) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+func (s *sqliteStore) Grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	switch {
 	case access != Write || len(keys) > 1 && !sqliteGrantAll:
 		return s.decide(c, keys, o, access, ttl)
@@ -242,7 +242,7 @@ func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (
 		hash := tokenHash(token)
 		pairs := make([][2]string, len(sorted))
 		for i, k := range sorted {
-			pairs[i] = [2]string{k.resource, k.id}
+			pairs[i] = [2]string{k.Resource, k.ID}
 		}
 		j, err := json.Marshal(pairs)
 		if err != nil {
@@ -250,7 +250,7 @@ func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (
 		}
 		first := last - int64(len(sorted)) // the batch's generations are first+1 … last
 		fresh := func(i int, k key) granted {
-			return granted{Lock: Lock{Resource: k.resource, ID: k.id, Access: Write, Owner: o, Token: token,
+			return granted{Lock: Lock{Resource: k.Resource, ID: k.ID, Access: Write, Owner: o, Token: token,
 				Generation: first + int64(i) + 1, AcquiredAt: now, ExpiresAt: exp}, fresh: true, hash: hash}
 		}
 		args := []any{o.Session, o.User, hash, first, now.Format(sqliteTime), exp.Format(sqliteTime), string(j)}
@@ -319,7 +319,7 @@ func (s *sqliteStore) grantKey(c conn, keys []key, o Owner, ttl time.Duration, g
 		return err
 	}
 	hash := tokenHash(token)
-	args := []any{k.resource, k.id, o.Session, o.User, hash, s.ttlText.text(ttl)}
+	args := []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.text(ttl)}
 	_, err = s.cached(c).query(s.grantOne, args, func(r *sql.Rows) error {
 		var acquired, expires string
 		l := Lock{Access: Write, Owner: o}
@@ -397,13 +397,13 @@ WHERE l.resource = json_extract(k.value, '$[0]') AND l.lock_id = json_extract(k.
 	return reserve, insertNew, writeAll, notFresh
 }
 
-func (s *sqliteStore) releaseAll(c conn, session string) (int64, error) {
+func (s *sqliteStore) ReleaseAll(c conn, session string) (int64, error) {
 	return c.exec(`DELETE FROM `+s.table+` WHERE session = ?`, session)
 }
 
-// renew pushes the session's rows, then the key rows of the records it
+// Renew pushes the session's rows, then the key rows of the records it
 // reads, in one transaction.
-func (s *sqliteStore) renew(c conn, session string, ttl time.Duration) (int64, error) {
+func (s *sqliteStore) Renew(c conn, session string, ttl time.Duration) (int64, error) {
 	var n int64
 	err := c.inTx(func(c conn) error {
 		now, err := s.clockAt(c)
@@ -424,10 +424,10 @@ WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resourc
 	return n, err
 }
 
-// sweep deletes fewer rows per statement than PostgreSQL's: SQLite has one
+// Sweep deletes fewer rows per statement than PostgreSQL's: SQLite has one
 // writer at a time, so every acquire waits for each batch to commit, and a
 // small batch keeps that wait short (see BenchmarkSweep).
-func (s *sqliteStore) sweep(c conn, _ *sweepCursor) (int64, bool, error) {
+func (s *sqliteStore) Sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 	n, err := c.exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
 		s.table, s.table, s.clock, sqliteSweepBatch))
 	return n, n >= sqliteSweepBatch, err
@@ -436,27 +436,27 @@ func (s *sqliteStore) sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 // sqliteSweepBatch is the rows one sweep statement deletes on SQLite.
 const sqliteSweepBatch = 100
 
-// fenceCondition needs no row lock: the write's transaction holds SQLite's
+// FenceCondition needs no row lock: the write's transaction holds SQLite's
 // write lock from the write to its commit, so no takeover can commit in
 // between.
-func (s *sqliteStore) fenceCondition(k key, session string) clause.Expression {
+func (s *sqliteStore) FenceCondition(k key, session string) clause.Expression {
 	return clause.Expr{
 		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
 			s.eq("session") + ` AND expires_at > ` + s.clock + `)`,
-		Vars: []any{k.resource, k.id, session},
+		Vars: []any{k.Resource, k.ID, session},
 	}
 }
 
-// heldCondition lets the holder's re-read be one read-only statement: the
+// HeldCondition lets the holder's re-read be one read-only statement: the
 // lock and the row are read in the same snapshot. Its SQL is built once
 // (heldSQL), so that the re-read's text, prepared once per connection
 // (stmtcache.go), is the same on every call.
-func (s *sqliteStore) heldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+func (s *sqliteStore) HeldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
 	q := &s.heldWrite
 	if access == Read {
 		q = &s.heldRead
 	}
-	return heldExpr{sql: q, vars: [4]any{k.resource, k.id, session, s.margin.text(margin)}}
+	return heldExpr{sql: q, vars: [4]any{k.Resource, k.ID, session, s.margin.text(margin)}}
 }
 
 // heldExpr is heldCondition's expression: its SQL in the pieces around

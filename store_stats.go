@@ -5,9 +5,9 @@ import (
 	"fmt"
 )
 
-// stats reads Stats in six statements: the live count, the two groupings
+// Stats reads Stats in six statements: the live count, the two groupings
 // (LIMIT groups each), the oldest live lock and the expired rows and locks.
-func (t *sqlStore) stats(c conn, groups int) (Stats, error) {
+func (t *sqlStore) Stats(c conn, groups int) (Stats, error) {
 	var s Stats
 	live := ` FROM ` + t.table + ` WHERE ` + isLockRow + ` AND expires_at > ` + t.clock
 	err := t.count(c, `SELECT COUNT(*)`+live, &s.Live)

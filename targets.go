@@ -214,7 +214,7 @@ func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
 		if err != nil {
 			return nil, false // the general path finds the rows the database matches
 		}
-		keys = append(keys, key{resource: m.table, id: id})
+		keys = append(keys, key{Resource: m.table, ID: id})
 	}
 	return keys, true
 }
@@ -496,7 +496,7 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		}
 		b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r.vals)), ", ") + ")")
 		args = append(args, r.vals...)
-		byText[r.k.id] = r.k
+		byText[r.k.ID] = r.k
 	}
 	colList := strings.Join(cols, ", ")
 	q := "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE (" + colList + ") IN (VALUES " + b.String() + ")"
@@ -563,13 +563,13 @@ func selectsRows(stmt *gorm.Statement) bool {
 // lock them until the transaction ends (lockStore.rowLocks).
 func (p *Plugin) lockRows(db *gorm.DB) bool {
 	t, err := p.storeFor(db)
-	return err == nil && t.rowLocks()
+	return err == nil && t.RowLocks()
 }
 
 // rowLockWords is implemented by a store whose database spells row locks
 // otherwise than PostgreSQL (FOR SHARE, FOR UPDATE OF t).
 type rowLockWords interface {
-	shareLock() string // a locking read in share mode, with a leading space
+	ShareLock() string // a locking read in share mode, with a leading space
 }
 
 // rowLockSQL is db's store's spelling of row locks, or nil for

@@ -309,17 +309,17 @@ func (t *telemetry) sweptRows(ctx context.Context, db *gorm.DB, n int64) {
 func eachResource(keys []key, fn func(resource string, n int)) {
 	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < len(keys) && keys[j].resource == keys[i].resource {
+		for j < len(keys) && keys[j].Resource == keys[i].Resource {
 			j++
 		}
-		fn(keys[i].resource, j-i)
+		fn(keys[i].Resource, j-i)
 		i = j
 	}
 }
 
 // liveCounter is implemented by the stores: live locks per resource.
 type liveCounter interface {
-	liveByResource(c conn) (map[string]int64, error)
+	LiveByResource(c conn) (map[string]int64, error)
 }
 
 // observeLive registers the live-locks gauge's callback for db: at each
@@ -333,7 +333,7 @@ func (t *telemetry) observeLive(db *gorm.DB, s lockStore) error {
 	db = db.Session(&gorm.Session{NewDB: true})
 	sys := dbSystem(db)
 	_, err := t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		counts, err := lc.liveByResource(direct(db.WithContext(ctx)))
+		counts, err := lc.LiveByResource(direct(db.WithContext(ctx)))
 		if err != nil {
 			return err
 		}

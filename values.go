@@ -90,7 +90,7 @@ func (m *model) pkRow(ctx context.Context, table string, v reflect.Value) (pkRow
 		}
 		vals[i], parts[i] = val, m.idText(i, val)
 	}
-	return pkRow{key{resource: m.table, id: encodeKey(parts)}, vals}, true
+	return pkRow{key{Resource: m.table, ID: encodeKey(parts)}, vals}, true
 }
 
 // valueRows reads the values of cols from every row v holds: a struct of
@@ -240,7 +240,7 @@ func (m *model) keyOf(vals []any) (key, error) {
 		}
 		parts[i] = id
 	}
-	k := key{resource: m.table, id: encodeKey(parts)}
+	k := key{Resource: m.table, ID: encodeKey(parts)}
 	return k, k.validate()
 }
 

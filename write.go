@@ -175,7 +175,7 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		}
 		return nil
 	}
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.Check(direct(db), keys, st.owner, false)
 	if err != nil {
 		return err
 	}
@@ -223,7 +223,7 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]
 // session holds a Write lock on every one of keys: the keys it holds, or
 // the refusal (a *LockedError, or ErrNotLocked naming a key nobody holds).
 func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.Check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
 		err = p.notLocked(db, st, op, free)
 	}
@@ -236,11 +236,11 @@ func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key
 func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
 	err := notLockedForWrite(op, free)
 	k := sortKeys(free)[0]
-	locks, lerr := st.t.list(direct(db), Filter{Resource: k.resource, ID: k.id, Session: st.owner.Session, Expired: true, Limit: 1})
+	locks, lerr := st.t.List(direct(db), Filter{Resource: k.Resource, ID: k.ID, Session: st.owner.Session, Expired: true, Limit: 1})
 	if lerr != nil || len(locks) == 0 {
 		return err
 	}
-	return &ExpiredError{Resource: k.resource, ID: k.id, Op: string(op), ExpiredAt: locks[0].ExpiresAt}
+	return &ExpiredError{Resource: k.Resource, ID: k.ID, Op: string(op), ExpiredAt: locks[0].ExpiresAt}
 }
 
 // writeRows finds the rows a write will change: by the primary keys of
@@ -457,13 +457,13 @@ func (p *Plugin) fence(db *gorm.DB) {
 		// (folded: the write's own statement found the lock valid and
 		// row-locked it until commit)
 		var free []key
-		_, free, err = st.t.check(direct(db), st.required, st.owner, true)
+		_, free, err = st.t.Check(direct(db), st.required, st.owner, true)
 		if err == nil && len(free) > 0 {
 			err = p.notLocked(db, st, st.op, free)
 		}
 	}
 	if c, ok := st.t.(certifier); ok && err == nil {
-		err = c.certify(direct(db), st.required, st.owner.Session)
+		err = c.Certify(direct(db), st.required, st.owner.Session)
 	}
 	if err != nil && !st.ifChanged {
 		err = fmt.Errorf("%w (the lock was lost before the %s committed)", err, st.op)
@@ -711,6 +711,6 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, _, err := st.t.check(direct(db), keys, st.owner, false)
+	_, _, err := st.t.Check(direct(db), keys, st.owner, false)
 	return err
 }
