@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -68,27 +69,6 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 
 const stateKey = "offlinelock:state"
 
-// savepointName is the one name the plugin's savepoints use: nested
-// statements nest them, and ROLLBACK TO and RELEASE take the newest, so a
-// fixed name keeps prepared-statement caches from growing.
-const savepointName = "offlinelock"
-
-// savepointNamer is implemented by a store whose database does not nest
-// savepoints of one name (MySQL: a SAVEPOINT replaces the older one of its
-// name, whose ROLLBACK TO then fails). It names them by depth in the
-// transaction pool, which keeps the names few.
-type savepointNamer interface {
-	SavepointIn(pool gorm.ConnPool) (name string, done func())
-}
-
-// ownTxBeginner is implemented by a store that begins the plugin's own
-// transactions its own way (MySQL: READ COMMITTED, so that its reads of
-// the lock table are the latest committed rows without locking reads, and
-// InnoDB takes no gap locks). done is called when the transaction ends.
-type ownTxBeginner interface {
-	BeginOwn(db *gorm.DB) (tx *gorm.DB, done func())
-}
-
 // state is what the plugin keeps about one statement, from its first
 // callback to its last. It lives in the statement's instance settings, so
 // nested statements (preloads, association saves) have their own.
@@ -102,8 +82,8 @@ type state struct {
 	pool          gorm.ConnPool // the connection before the plugin began a transaction
 	ownTx         bool          // the plugin began the transaction and ends it
 	savepoint     string        // in the caller's transaction: undo this statement's locks on refusal
-	savepointDone func()        // gives the savepoint's name back (savepointNamer)
-	txDone        func()        // ends what ownTxBeginner.beginOwn began keeping
+	savepointDone func()        // gives the savepoint's name back (Store.SavepointIn)
+	txDone        func()        // ends what lockstore.OwnTx began keeping
 	restore       func()        // puts the destination back as it was
 
 	locked      map[key]bool    // loads: keys this statement holds
@@ -115,7 +95,7 @@ type state struct {
 	fastTok     string
 	where       *clause.Clause // loads: the WHERE before a fast path changed it
 	fastRewrote bool           // loads: the fast path added WHERE and FOR to the statement
-	heldPool    bool           // loads: gorm:query runs on a preparedPool (stmtcache.go)
+	heldPool    bool           // loads: gorm:query runs on a preparedPool (lockstore.PreparedPool)
 	required    []key          // writes: keys whose Write lock must still hold at commit
 	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool           // writes: required only if the write changed a row
@@ -270,19 +250,18 @@ func (st *state) fail(db *gorm.DB, err error) {
 func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
-			st.savepoint = savepointName
-			if n, ok := st.t.(savepointNamer); ok {
-				st.savepoint, st.savepointDone = n.SavepointIn(db.Statement.ConnPool)
+			st.savepoint = lockstore.SavepointName
+			if st.t != nil {
+				st.savepoint, st.savepointDone = st.t.SavepointIn(db.Statement.ConnPool)
 			}
-			_, err := direct(db).exec("SAVEPOINT " + st.savepoint)
-			return err
+			return direct(db).Savepoint(st.savepoint)
 		}
 		return nil
 	}
 	fresh := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context})
 	var tx *gorm.DB
-	if b, ok := st.t.(ownTxBeginner); ok {
-		tx, st.txDone = b.BeginOwn(fresh)
+	if st.t != nil && st.t.caps.OwnTx != nil {
+		tx, st.txDone = st.t.caps.OwnTx.BeginOwn(fresh)
 	} else {
 		tx = fresh.Begin()
 	}
@@ -334,11 +313,11 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	case st.savepoint != "":
 		c := cleanup(db)
 		if db.Error != nil {
-			if _, err := c.exec("ROLLBACK TO SAVEPOINT " + st.savepoint); err != nil {
+			if err := c.RollbackTo(st.savepoint); err != nil {
 				db.AddError(err)
 			}
 		}
-		if _, err := c.exec("RELEASE SAVEPOINT " + st.savepoint); err != nil {
+		if err := c.ReleaseSavepoint(st.savepoint); err != nil {
 			db.AddError(err)
 		}
 		if st.savepointDone != nil {
@@ -346,7 +325,7 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		}
 	}
 	if db.Error != nil {
-		db.Error = readOnly(db.Error)
+		db.Error = lockstore.ReadOnly(db.Error)
 		p.clusterConflict(db, st)
 		p.giveBack(db, st)
 		p.lockedByGuard(db)

@@ -128,7 +128,7 @@ func (p *Plugin) childKeys(db *gorm.DB, child *model, column string, ids []any) 
 	}
 	q.Build(build...)
 	var out []any
-	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
+	_, err := direct(db).Query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
 		var v any
 		if err := r.Scan(&v); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
@@ -118,7 +119,7 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	specs, err := t.Specs(direct(db))
+	specs, err := t.specs(direct(db))
 	if err != nil {
 		return err
 	}
@@ -169,14 +170,13 @@ func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
 		return nil
 	}
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	c := direct(db)
-	c.ctx = context.WithoutCancel(c.ctx)
+	c := direct(db).WithoutCancel()
 	spec := p.specOf(m)
-	if stored, err := t.Specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
+	if stored, err := t.specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
 		m.saved.Store(true) // committed already: no write, no row lock held in the caller's transaction
 		return nil
 	}
-	if err := t.Remember(c, []tableSpec{spec}); err != nil {
+	if err := t.remember(c, []tableSpec{spec}); err != nil {
 		return fmt.Errorf("offlinelock: writing %s to the catalog of lockable tables: %w", m.table, err)
 	}
 	if !inTx {
@@ -185,23 +185,22 @@ func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
 	return nil
 }
 
-// keyColumnChecker is a store whose database may take two spellings of a
-// key as one row where the model's key kinds keep them apart (MySQL's
-// collations): it checks m's key columns as the database has them.
-type keyColumnChecker interface {
-	CheckKeyColumns(c conn, m *model) error
-}
-
 // checkKeyColumns refuses a model whose key columns the store finds the
 // lock table cannot spell as the database compares them.
 func checkKeyColumns(db *gorm.DB, t lockStore, m *model) error {
-	kc, ok := t.(keyColumnChecker)
-	if !ok || m == nil || !m.lockable {
+	kc := t.caps.KeyChecker
+	if kc == nil || m == nil || !m.lockable {
 		return nil
 	}
-	c := direct(db)
-	c.ctx = context.WithoutCancel(c.ctx)
-	return kc.CheckKeyColumns(c, m)
+	// A member's records are named by its key to its root, not its own.
+	cols := lockstore.KeyColumns{Table: m.table, Model: m.name, Kinds: m.kinds}
+	for _, f := range m.pk {
+		cols.Columns = append(cols.Columns, f.DBName)
+	}
+	if m.root != nil {
+		cols.Columns, cols.Kinds = []string{m.root.field.DBName}, []keyKind{kindOf(m.root.field)}
+	}
+	return kc.CheckKeyColumns(direct(db).WithoutCancel(), cols)
 }
 
 // sameSpec says whether two catalog rows say the same.
@@ -221,7 +220,7 @@ func (p *Plugin) saveModels(db *gorm.DB, ms ...*model) error {
 	for i, m := range ms {
 		specs[i] = p.specOf(m)
 	}
-	return t.Remember(direct(p.background(db)), specs)
+	return t.remember(direct(p.background(db)), specs)
 }
 
 // background is a session on db's pool, outside any transaction of the
@@ -230,4 +229,31 @@ func (p *Plugin) background(db *gorm.DB) *gorm.DB {
 	s := db.Session(&gorm.Session{NewDB: true, Context: context.Background()})
 	s.Statement.ConnPool = db.Config.ConnPool
 	return s
+}
+
+// remember writes specs to the catalog: the store keeps them as bytes.
+func (t *table) remember(c conn, specs []tableSpec) error {
+	rows := make([]lockstore.CatalogRow, len(specs))
+	for i, sp := range specs {
+		b, err := json.Marshal(sp)
+		if err != nil {
+			return err
+		}
+		rows[i] = lockstore.CatalogRow{Name: sp.Table, Spec: b}
+	}
+	return t.Remember(c, rows)
+}
+
+// specs reads the catalog; a row a newer version wrote, which this one
+// cannot read, is skipped.
+func (t *table) specs(c conn) ([]tableSpec, error) {
+	rows, err := t.Catalog(c)
+	out := make([]tableSpec, 0, len(rows))
+	for _, r := range rows {
+		var sp tableSpec
+		if json.Unmarshal(r.Spec, &sp) == nil {
+			out = append(out, sp)
+		}
+	}
+	return out, err
 }

@@ -79,7 +79,7 @@ func (p *Plugin) rootsOf(db *gorm.DB, m *model, links []any) ([]target, error) {
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, target{key{parent.table, id}, parent})
+				out = append(out, target{key{Resource: parent.table, ID: id}, parent})
 			}
 			return out, nil
 		}
@@ -104,14 +104,10 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
 			" WHERE " + db.Statement.Quote(m.pk[0].DBName) + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
 		if p.lockRows(db) {
 			// A parent cannot move to another root until the lock is taken.
-			if w := p.rowLockSQL(db); w != nil {
-				q += w.ShareLock()
-			} else {
-				q += " FOR SHARE"
-			}
+			q += p.rowLocking(db).ShareLock
 		}
 		q, args := gormBind(db, q, batch)
-		_, err := direct(db).query(q, args, func(r *sql.Rows) error {
+		_, err := direct(db).Query(q, args, func(r *sql.Rows) error {
 			var v any
 			if err := r.Scan(&v); err != nil {
 				return err

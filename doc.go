@@ -9,6 +9,22 @@
 //	tx := db.WithContext(offlinelock.WithOwner(ctx, offlinelock.Owner{Session: sid, User: "martin"}))
 //	tx.First(&customer, 129) // under lock:"exclusive_read", takes the lock
 //
+// The packages, and what each may import:
+//
+//   - offlinelock (this one): the GORM side: callbacks, loads, writes,
+//     aggregates, the registry of models, the catalog's specs, telemetry,
+//     and the public API. It imports the two below, GORM and
+//     OpenTelemetry, and no database driver.
+//   - internal/lockstore: the lock table in each database, every piece of
+//     its SQL, the guard's DDL, tokens and their hashes, the statement
+//     runner. It imports GORM (for the connection) and nothing of this
+//     module, so it cannot reach back into the plugin; telemetry is handed
+//     to it as an Observer.
+//   - internal/sqlscan: the SQL tokenizer the fail-closed checks read raw
+//     SQL with. It imports only the standard library.
+//   - httplock, cmd/offlinelock: the HTTP form and the command; they use
+//     the public API alone.
+//
 // Design decisions, for the next engineer (docs/fail-closed.md has more):
 //
 //   - Fail closed. A statement that reads or writes rows of a lockable table
@@ -49,8 +65,8 @@
 //     change to a record's locks writes it first, and every statement that
 //     touches several records takes their key rows in (resource, lock_id)
 //     byte order. That is what makes acquire atomic and batches deadlock-free.
-//   - All lock-table SQL lives behind lockStore (store.go), one file per
-//     database; the GORM side asks in keys and owners. Statements on the
+//   - All lock-table SQL lives behind lockstore.Store (internal/lockstore),
+//     one file per database; the GORM side asks in keys and owners. Statements on the
 //     application's own tables are built and bound by GORM.
 //   - Time is the database's (clock_timestamp(), strftime('now')), read in
 //     the statement that decides, never the application's: app nodes
@@ -77,7 +93,7 @@
 //     otherwise walks the session index through every lock the session
 //     holds. BenchmarkScale measures it.
 //   - A lock token is a bearer credential, so the lock table holds only its
-//     SHA-256 (tokenhash.go), and a re-acquire cannot return it (Token "").
+//     SHA-256 (internal/lockstore/token.go), and a re-acquire cannot return it (Token "").
 //     Tables of older versions are rewritten when the plugin registers.
 //   - The in-memory hints only choose between SQL paths; every path checks
 //     the lock table, so a wrong hint costs a round trip, never correctness.

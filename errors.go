@@ -9,6 +9,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 var (
@@ -19,7 +21,7 @@ var (
 
 	// ErrNotLocked reports that the session does not hold the lock it needs
 	// or tries to release: nobody holds it, or its lock has expired.
-	ErrNotLocked = errors.New("offlinelock: not locked by this session")
+	ErrNotLocked = lockstore.ErrNotLocked
 
 	// ErrExpired reports a write by a session whose own lock on the record
 	// has expired: errors.Is(err, ErrNotLocked) is true as well. The error
@@ -35,7 +37,7 @@ var (
 	// ErrInvalid reports bad input: a nil or non-pointer target, a model
 	// without a primary key value, an empty session, an over-long or
 	// malformed string, a zero or negative TTL. Nothing was changed.
-	ErrInvalid = errors.New("offlinelock: invalid input")
+	ErrInvalid = lockstore.ErrInvalid
 
 	// ErrForbidden reports an admin call (ForceRelease, or releasing or
 	// renewing another session's locks) that Config.Authorize did not allow.
@@ -58,7 +60,7 @@ var (
 	// begun on one. The plugin sends its own statements to a router's
 	// source (docs/scaling.md); a transaction begun on a replica stays
 	// there. Begin it on the primary (with dbresolver, dbresolver.Write).
-	ErrReadOnly = errors.New("offlinelock: lock statements need the primary, and this connection is read-only")
+	ErrReadOnly = lockstore.ErrReadOnly
 
 	// ErrUnconfirmed reports a grant whose commit was sent but not
 	// confirmed: the context ended, the connection broke, or a
@@ -68,20 +70,6 @@ var (
 	ErrUnconfirmed = errors.New("offlinelock: the grant was not confirmed, the lock may be held")
 )
 
-// readOnly is err, told as ErrReadOnly when a read-only server refused it
-// (PostgreSQL 25006; MySQL 1290 under --read-only, 1792 in a read-only
-// transaction).
-func readOnly(err error) error {
-	if err == nil || errors.Is(err, ErrReadOnly) {
-		return err
-	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
-		return fmt.Errorf("%w: %w", ErrReadOnly, err)
-	}
-	return err
-}
-
 // unconfirmed is err of a grant, told as ErrUnconfirmed when the database
 // gave no answer (a database's own error, or one of the plugin's, is an
 // answer: nothing was granted).
@@ -90,8 +78,7 @@ func unconfirmed(err error) error {
 		errors.Is(err, ErrNoOwner) || errors.Is(err, ErrReadOnly) || errors.Is(err, ErrForbidden) {
 		return err
 	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) || mysqlCode(err) != 0 {
+	if lockstore.IsServerError(err) {
 		return err
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, driver.ErrBadConn) ||
@@ -183,19 +170,10 @@ func unenforceable(table, what string) error {
 		ErrUnenforceable, what, table)
 }
 
-// refused is the refusal of wanted on k, naming its holders (never their
-// tokens).
-func refused(k key, wanted Access, holders []Lock) error {
-	for i := range holders {
-		holders[i].Token = ""
-	}
-	return &LockedError{Resource: k.Resource, ID: k.ID, Wanted: wanted, Holders: holders}
-}
-
 // notLockedForWrite is the refusal of a write of keys that the session
 // holds no Write lock on.
 func notLockedForWrite(op opKind, keys []key) error {
-	k := sortKeys(keys)[0]
+	k := lockstore.SortKeys(keys)[0]
 	more := ""
 	if len(keys) > 1 {
 		more = fmt.Sprintf(" and %d more", len(keys)-1)

@@ -1,10 +1,7 @@
 package offlinelock
 
 import (
-	"database/sql"
-	"strings"
-	"time"
-
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 )
 
@@ -26,33 +23,21 @@ func SetInstrumentation(p *Plugin, t Instrumentation) { p.tel = t }
 // PostgreSQL, and its arguments for resource, id and session: what
 // BenchmarkAcquireStatement sends raw.
 func GrantStatement(p *Plugin, resource, id, session string) (string, []any) {
-	return p.pg.grantOne, []any{resource, id, session, "martin", tokenHash("0123456789abcdef0123456789abcdef"), DefaultTTL.Microseconds()}
+	return lockstore.GrantStatement(p.pg.Store, resource, id, session, DefaultTTL)
 }
 
 // SweepPlan is the EXPLAIN of one batch of the sweep on PostgreSQL, planned
 // under the settings the sweep runs with, in a transaction rolled back.
-func SweepPlan(p *Plugin, db *gorm.DB) (string, error) {
-	var plan strings.Builder
-	err := db.Transaction(func(tx *gorm.DB) error {
-		return withSweepPlan(direct(tx), func(c conn) error {
-			_, err := c.query(`EXPLAIN `+p.pg.sweepSQL, []any{time.Time{}}, func(r *sql.Rows) error {
-				var line string
-				err := r.Scan(&line)
-				plan.WriteString(line + "\n")
-				return err
-			})
-			return err
-		})
+func SweepPlan(p *Plugin, db *gorm.DB) (plan string, err error) {
+	err = db.Transaction(func(tx *gorm.DB) error {
+		plan, err = lockstore.SweepPlan(p.pg.Store, direct(tx))
+		return err
 	})
-	return plan.String(), err
+	return plan, err
 }
 
 // SetSQLiteGrantAll sends SQLite grants of several Write locks through
 // grantAll (true, the default) or through the serialised path, and
 // returns a function that puts the default back. Not safe while the
 // plugin is in use.
-func SetSQLiteGrantAll(on bool) (restore func()) {
-	old := sqliteGrantAll
-	sqliteGrantAll = on
-	return func() { sqliteGrantAll = old }
-}
+func SetSQLiteGrantAll(on bool) (restore func()) { return lockstore.SetSQLiteGrantAll(on) }

@@ -32,8 +32,7 @@ import (
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
 func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
-	fs := st.t.(foldStore)
-	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{fs.FenceCondition(k, st.owner.Session)}})
+	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{st.caps().Folder.FenceCondition(k, st.owner.Session)}})
 	st.folded = true
 }
 
@@ -42,8 +41,7 @@ func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 // of its own, and nothing but GORM's own work runs between the write and
 // its commit.
 func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
-	_, ok := st.t.(foldStore)
-	return ok && (op == opUpdate || op == opDelete) && !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
+	return st.caps().Folder != nil && (op == opUpdate || op == opDelete) && !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
 }
 
 // runsHooks says whether GORM runs a hook of the model's for op, before

@@ -2,9 +2,6 @@ package offlinelock
 
 import (
 	"context"
-	"crypto/sha256"
-	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
@@ -29,90 +27,6 @@ import (
 // the plugin spell keys alike. The shared check of one record lives in one
 // routine per lock table; the per-table triggers only spell keys.
 
-// guardStore is implemented by the stores whose database can guard tables.
-type guardStore interface {
-	// InstallGuardRoutine creates or replaces the routine every guarded
-	// table's triggers call.
-	InstallGuardRoutine(c conn) error
-	// GuardTable creates or replaces plan's triggers, unless the table
-	// carries them at plan's version already. A table that does not exist
-	// is left alone (guarded before its first lock or write).
-	GuardTable(c conn, plan guardPlan) error
-	// GuardedTables lists the tables carrying this lock table's guard, with
-	// the version each carries.
-	GuardedTables(c conn) (map[string]string, error)
-	// RemoveGuard drops every trigger and routine of this lock table's guard.
-	RemoveGuard(c conn) error
-	// ColumnTypes reports the database's type of each column of table,
-	// lower case, by column name; nil when the table does not exist.
-	ColumnTypes(c conn, table string) (map[string]string, error)
-	// CascadesInto lists the foreign keys whose ON DELETE action changes
-	// rows of table without firing its triggers (MySQL); nil where the
-	// database fires them (PostgreSQL).
-	CascadesInto(c conn, table string) ([]guardCascade, error)
-	// Spell is the SQL spelling of one key column, as key.go spells it:
-	// expr is the column in a row, colType its database type.
-	Spell(k keyKind, expr, colType string) string
-	// Quote quotes an identifier; backslash is a backslash, as an
-	// expression that reads the same in every SQL mode.
-	Quote(ident string) string
-	Backslash() string
-}
-
-// queryStrings runs q and returns its one text column.
-func queryStrings(c conn, q string, args ...any) ([]string, error) {
-	var out []string
-	_, err := c.query(q, args, func(r *sql.Rows) error {
-		var v string
-		err := r.Scan(&v)
-		out = append(out, v)
-		return err
-	})
-	return out, err
-}
-
-// queryPairs runs q and returns its two text columns as a map, nil when it
-// returns no row.
-func queryPairs(c conn, q string, args ...any) (map[string]string, error) {
-	var out map[string]string
-	_, err := c.query(q, args, func(r *sql.Rows) error {
-		var k, v string
-		if err := r.Scan(&k, &v); err != nil {
-			return err
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[k] = v
-		return nil
-	})
-	return out, err
-}
-
-// guardPlan is what the triggers of one table check.
-type guardPlan struct {
-	table    string
-	records  []guardRecord  // how a row belongs to lockable records
-	cascades []guardCascade // children a delete of table's rows changes, unseen by their triggers
-	version  string         // a hash of what it checks: a changed catalog changes it
-}
-
-// guardRecord is one way a row of the table belongs to a record: resource
-// is the record's lock resource, key the SQL spelling of its lock_id from a
-// row alias (NULL when the row belongs to none).
-type guardRecord struct {
-	resource string
-	key      func(row string) string
-}
-
-// guardCascade is a foreign key whose ON DELETE action changes rows of
-// child when rows of parent are deleted: child's column holds parent's
-// parentColumn; records are the child rows' records.
-type guardCascade struct {
-	parent, parentColumn, child, column string
-	records                             []guardRecord
-}
-
 // guardWait bounds how long a statement outside a transaction waits for
 // its table's guard being installed in the background.
 const guardWait = 250 * time.Millisecond
@@ -125,37 +39,22 @@ type guardState struct {
 	pending map[string]chan struct{} // tables being guarded in the background: closed when done
 }
 
-// guardName derives a short, stable name for a guard object of a lock
-// table: identifiers are limited to 63 (PostgreSQL) and 64 (MySQL) bytes.
-func guardName(lockTable string, parts ...string) string {
-	h := sha256.Sum256([]byte(lockTable + "\x00" + strings.Join(parts, "\x00")))
-	return hex.EncodeToString(h[:5])
-}
-
-// guardVersion hashes generated SQL: a changed plugin or catalog changes it.
-func guardVersion(sql ...string) string {
-	h := sha256.Sum256([]byte(strings.Join(sql, "\x00")))
-	return hex.EncodeToString(h[:8])
-}
-
 // guardOn reports whether db's database is guarded: the store can, and
 // Config.DisableGuard is off.
-func (p *Plugin) guardOn(t lockStore) (guardStore, bool) {
+func (p *Plugin) guardOn(t lockStore) (lockstore.Guard, bool) {
 	if p.cfg.DisableGuard {
 		return nil, false
 	}
-	g, ok := t.(guardStore)
-	return g, ok
+	return t.caps.Guard, t.caps.Guard != nil
 }
 
 // guardStoreOf is db's lock store as a guard, or nil (SQLite has none).
-func (p *Plugin) guardStoreOf(db *gorm.DB) (lockStore, guardStore, error) {
+func (p *Plugin) guardStoreOf(db *gorm.DB) (lockStore, lockstore.Guard, error) {
 	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, nil, err
 	}
-	g, _ := t.(guardStore)
-	return t, g, nil
+	return t, t.caps.Guard, nil
 }
 
 // ensureGuards installs or upgrades the guard of every lockable table in
@@ -182,15 +81,15 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		return err
 	}
 	for _, plan := range plans {
-		if v, ok := p.guard.tables[strings.ToLower(plan.table)]; ok && v == plan.version {
+		if v, ok := p.guard.tables[strings.ToLower(plan.Table)]; ok && v == plan.Version {
 			continue
 		}
 		if err := g.GuardTable(c, plan); tableGone(err) {
 			continue // dropped since the plan was made: nothing to guard
 		} else if err != nil {
-			return guardInstallError("table "+plan.table, err)
+			return guardInstallError("table "+plan.Table, err)
 		}
-		p.guard.tables[strings.ToLower(plan.table)] = plan.version
+		p.guard.tables[strings.ToLower(plan.Table)] = plan.Version
 	}
 	return nil
 }
@@ -198,8 +97,7 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 // tableGone: err says the table does not exist (PostgreSQL 42P01, MySQL
 // 1146).
 func tableGone(err error) bool {
-	var coded interface{ SQLState() string }
-	return errors.As(err, &coded) && coded.SQLState() == "42P01" || mysqlCode(err) == 1146
+	return lockstore.IsMissingTable(err)
 }
 
 // forgetGuards makes the next ensureGuards look at the database again: a
@@ -236,7 +134,7 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 		if _, ok := p.guardOn(t); !ok {
 			return // SQLite has no guard, or it is turned off
 		}
-		if my, ok := t.(*mysqlStore); ok && my.galera.Load() {
+		if lockstore.IsGalera(t.Store) {
 			// On Galera CREATE TRIGGER is replicated DDL, ordered
 			// cluster-wide, and GET_LOCK is one node's: installs raced
 			// from several nodes under load stalled every writer. The
@@ -341,7 +239,7 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 	if _, ok := p.guardOn(t); !ok {
 		return nil
 	}
-	specs, err := t.Specs(direct(db))
+	specs, err := t.specs(direct(db))
 	if err != nil {
 		return err
 	}
@@ -364,7 +262,7 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 	if err != nil || g == nil {
 		return err
 	}
-	specs, err := t.Specs(direct(p.background(db)))
+	specs, err := t.specs(direct(p.background(db)))
 	if err != nil {
 		return err
 	}
@@ -411,7 +309,7 @@ func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
 
 // guardPlans are the plans of every table specs guard: the lockable
 // tables and their many2many join tables that exist.
-func guardPlans(c conn, g guardStore, specs []tableSpec) ([]guardPlan, error) {
+func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, error) {
 	b := planBuilder{c: c, g: g, specs: map[string]tableSpec{}, types: map[string]map[string]string{}}
 	for _, s := range specs {
 		b.specs[strings.ToLower(s.Table)] = s
@@ -422,11 +320,11 @@ func guardPlans(c conn, g guardStore, specs []tableSpec) ([]guardPlan, error) {
 		name := strings.ToLower(table)
 		pl, ok := byTable[name]
 		if !ok {
-			pl = &guardPlan{table: table}
+			pl = &guardPlan{Table: table}
 			byTable[name] = pl
 			order = append(order, name)
 		}
-		pl.records = append(pl.records, recs...)
+		pl.Records = append(pl.Records, recs...)
 	}
 	for _, s := range specs {
 		rec, err := b.record(s, s.Table)
@@ -460,24 +358,24 @@ func guardPlans(c conn, g guardStore, specs []tableSpec) ([]guardPlan, error) {
 			if err != nil || rec == nil {
 				return nil, err
 			}
-			cc.child, cc.records = s.Table, []guardRecord{*rec}
-			add(cc.parent, nil)
-			pl := byTable[strings.ToLower(cc.parent)]
-			pl.cascades = append(pl.cascades, cc)
+			cc.Child, cc.Records = s.Table, []guardRecord{*rec}
+			add(cc.Parent, nil)
+			pl := byTable[strings.ToLower(cc.Parent)]
+			pl.Cascades = append(pl.Cascades, cc)
 		}
 	}
 	var out []guardPlan
 	for _, name := range order {
 		pl := byTable[name]
-		slices.SortStableFunc(pl.records, func(a, b guardRecord) int { return strings.Compare(a.resource, b.resource) })
+		slices.SortStableFunc(pl.Records, func(a, b guardRecord) int { return strings.Compare(a.Resource, b.Resource) })
 		var fp []string
-		for _, r := range pl.records {
-			fp = append(fp, r.resource, r.key("r"))
+		for _, r := range pl.Records {
+			fp = append(fp, r.Resource, r.Key("r"))
 		}
-		for _, cc := range pl.cascades {
-			fp = append(fp, cc.child, cc.column, cc.parentColumn)
+		for _, cc := range pl.Cascades {
+			fp = append(fp, cc.Child, cc.Column, cc.ParentColumn)
 		}
-		pl.version = guardVersion(fp...)
+		pl.Version = lockstore.GuardVersion(fp...)
 		out = append(out, *pl)
 	}
 	return out, nil
@@ -487,7 +385,7 @@ func guardPlans(c conn, g guardStore, specs []tableSpec) ([]guardPlan, error) {
 // types the database reports.
 type planBuilder struct {
 	c     conn
-	g     guardStore
+	g     lockstore.Guard
 	specs map[string]tableSpec
 	types map[string]map[string]string
 }
@@ -519,7 +417,7 @@ func (b *planBuilder) record(s tableSpec, table string) (*guardRecord, error) {
 			kinds, cols = append(kinds, k.Kind), append(cols, k.Name)
 		}
 		g := b.g
-		return &guardRecord{resource: s.Table, key: func(row string) string {
+		return &guardRecord{Resource: s.Table, Key: func(row string) string {
 			parts := make([]string, len(cols))
 			for i, col := range cols {
 				parts[i] = g.Spell(kinds[i], row+"."+g.Quote(col), types[strings.ToLower(col)])
@@ -542,7 +440,7 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 	colType := types[strings.ToLower(column)]
 	if parent.Root == nil {
 		kind := parent.Key[0].Kind
-		return &guardRecord{resource: parent.Table, key: func(row string) string {
+		return &guardRecord{Resource: parent.Table, Key: func(row string) string {
 			return g.Spell(kind, row+"."+g.Quote(column), colType)
 		}}, nil
 	}
@@ -556,8 +454,8 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 	}
 	alias := fmt.Sprintf("offlinelock_p%d", depth)
 	pk := parent.Key[0].Name
-	return &guardRecord{resource: up.resource, key: func(row string) string {
-		return "(SELECT " + up.key(alias) + " FROM " + g.Quote(parent.Table) + " " + alias +
+	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
+		return "(SELECT " + up.Key(alias) + " FROM " + g.Quote(parent.Table) + " " + alias +
 			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(column) + ")"
 	}}, nil
 }
@@ -582,7 +480,7 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 		if len(parts) != len(s.Key) {
 			return nil, fmt.Errorf("offlinelock: guarding join table %s: it does not hold the whole key of %s", join, s.Table)
 		}
-		return &guardRecord{resource: s.Table, key: func(row string) string {
+		return &guardRecord{Resource: s.Table, Key: func(row string) string {
 			out := make([]string, len(parts))
 			for i, p := range parts {
 				out[i] = g.Spell(p.Kind, row+"."+g.Quote(p.Name), types[strings.ToLower(p.Name)])
@@ -603,8 +501,8 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 	}
 	const alias = "offlinelock_m"
 	col, pk := cols[0].Column, s.Key[0].Name
-	return &guardRecord{resource: up.resource, key: func(row string) string {
-		return "(SELECT " + up.key(alias) + " FROM " + g.Quote(s.Table) + " " + alias +
+	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
+		return "(SELECT " + up.Key(alias) + " FROM " + g.Quote(s.Table) + " " + alias +
 			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(col) + ")"
 	}}, nil
 }
@@ -622,49 +520,6 @@ func encodeKeySQL(parts []string, bs string) string {
 	return "CONCAT(" + strings.Join(esc, ", ',', ") + ")"
 }
 
-// sqlLiteral is s as a SQL string literal. DDL takes no parameters; the
-// names it carries are the catalog's table names.
-func sqlLiteral(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
-
-// guardRefusal is a refusal raised by the guard, as the database reports
-// it: the record and, where the message carried it whole, its key.
-type guardRefusal struct {
-	resource, id string
-}
-
-// parseRefusal reads the record out of a guard's message, "offlinelock:
-// <resource> <id> is locked by …": the resource is the longest known one
-// it starts with, the id runs to the last " is locked by " (MySQL cuts
-// messages at 128 characters: then the id is unknown).
-func parseRefusal(msg string, resources []string) guardRefusal {
-	_, rest, ok := strings.Cut(msg, "offlinelock: ")
-	if !ok {
-		return guardRefusal{}
-	}
-	best := ""
-	for _, r := range resources {
-		if strings.HasPrefix(rest, r+" ") && len(r) > len(best) {
-			best = r
-		}
-	}
-	if best == "" {
-		return guardRefusal{}
-	}
-	rest = rest[len(best)+1:]
-	i := strings.LastIndex(rest, " is locked by ")
-	if i < 0 {
-		return guardRefusal{resource: best}
-	}
-	return guardRefusal{resource: best, id: rest[:i]}
-}
-
-// guardRefusalOf recognises a guard's refusal in err.
-type guardRefusalOf interface {
-	GuardRefusal(err error, resources []string) (guardRefusal, bool)
-}
-
 // lockedByGuard turns the guard's refusal in db.Error into the
 // *LockedError a plugin caller expects, naming the holders as the lock
 // table has them now.
@@ -680,21 +535,21 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 	if err != nil {
 		return
 	}
-	rf, ok := t.(guardRefusalOf)
-	if !ok {
+	rf := t.caps.Guard
+	if rf == nil {
 		return
 	}
 	r, ok := rf.GuardRefusal(db.Error, p.lockableTables())
 	if !ok {
 		return
 	}
-	if r.resource == "" {
-		r.resource = db.Statement.Table // the message was cut: the statement's table is the best name
+	if r.Resource == "" {
+		r.Resource = db.Statement.Table // the message was cut: the statement's table is the best name
 	}
-	out := &LockedError{Resource: r.resource, ID: r.id, Wanted: Write}
-	if r.id != "" {
+	out := &LockedError{Resource: r.Resource, ID: r.ID, Wanted: Write}
+	if r.ID != "" {
 		o, _ := OwnerFrom(db.Statement.Context)
-		if locks, err := t.List(direct(p.background(db)), Filter{Resource: r.resource, ID: r.id}); err == nil {
+		if locks, err := t.list(direct(p.background(db)), Filter{Resource: r.Resource, ID: r.ID}); err == nil {
 			for _, l := range locks {
 				if l.Owner.Session != o.Session || o.Session == "" {
 					out.Holders = append(out.Holders, l)
@@ -702,7 +557,7 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 			}
 		}
 	}
-	p.tel.refused(ctxOf(db), db, modeImplicit, Write, r.resource, out)
+	p.tel.refused(ctxOf(db), db, modeImplicit, Write, r.Resource, out)
 	db.Error = out
 }
 

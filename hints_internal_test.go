@@ -16,7 +16,7 @@ func TestHintsStayBoundedOverManySessions(t *testing.T) {
 	most := 0
 	for i := 0; i < 1_000_000; i++ {
 		s := "s" + strconv.Itoa(i)
-		k := key{"docs", strconv.Itoa(i % 1000)}
+		k := key{Resource: "docs", ID: strconv.Itoa(i % 1000)}
 		h.put(s, k, exp)
 		switch i % 3 {
 		case 0:
@@ -32,8 +32,8 @@ func TestHintsStayBoundedOverManySessions(t *testing.T) {
 	if most > maxHints {
 		t.Fatalf("the table reached %d sessions", most)
 	}
-	h.put("last", key{"docs", "1"}, exp)
-	h.dropKey(key{"docs", "1"})
+	h.put("last", key{Resource: "docs", ID: "1"}, exp)
+	h.dropKey(key{Resource: "docs", ID: "1"})
 	if _, ok := h.m["last"]; ok {
 		t.Fatal("dropKey left an empty session behind")
 	}

@@ -1,14 +1,12 @@
 package offlinelock
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -89,9 +87,8 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 				} else {
 					b.WriteString(" RETURNING ")
 				}
-				b.WriteString("(SELECT set_config('offlinelock.session', ")
-				b.AddVar(b, pgIdentity(session, fenced))
-				b.WriteString(", true)) AS offlinelock_identity")
+				clause.Expr{SQL: lockstore.PostgresSetIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
+				b.WriteString(" AS offlinelock_identity")
 			}
 		case name == "WHERE" && stmt.Dialector.Name() == "postgres":
 			where, ok := c.Expression.(clause.Where)
@@ -101,17 +98,16 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			}
 			b.WriteString("WHERE (")
 			where.Build(b)
-			b.WriteString(") AND (SELECT set_config('offlinelock.session', ")
-			b.AddVar(b, pgIdentity(session, fenced))
-			b.WriteString(", true)) IS NOT NULL")
+			b.WriteString(") AND ")
+			clause.Expr{SQL: lockstore.PostgresSetIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
+			b.WriteString(" IS NOT NULL")
 		case stmt.Dialector.Name() == "mysql" && (name == "INSERT" || name == "UPDATE" || name == "DELETE"):
-			mark := strconv.FormatUint(sessionMark(session, fenced), 10)
-			if p.my.mariadb.Load() {
-				b.WriteString("SET STATEMENT max_join_size=" + mark + " FOR ")
+			if lockstore.IsMariaDB(p.my.Store) {
+				b.WriteString(lockstore.MariaDBIdentityPrefix(session, fenced))
 				build(c, b)
 				return
 			}
-			hint := "/*+ SET_VAR(max_join_size=" + mark + ") */ "
+			hint := lockstore.MySQLIdentityHint(session, fenced)
 			if name == "DELETE" {
 				b.WriteString("DELETE " + hint)
 				if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
@@ -165,27 +161,6 @@ func writerSession(stmt *gorm.Statement) string {
 	return o.Session
 }
 
-// sessionMark is the number a MySQL statement of session carries: 2^59,
-// plus 55 bits of SHA-256(session) as the guard's procedure computes them
-// (sessionMarkSQL), plus 1 when the plugin fences the write itself.
-func sessionMark(session string, fenced bool) uint64 {
-	h := sha256.Sum256([]byte(session))
-	m := (binary.BigEndian.Uint64(h[:8])>>8)&^1 | 1<<59
-	if fenced {
-		m |= 1
-	}
-	return m
-}
-
-// pgIdentity is the value of offlinelock.session for a write of session:
-// "f:" when the plugin fences the write itself (fence.go), else "s:".
-func pgIdentity(session string, fenced bool) string {
-	if fenced {
-		return "f:" + session
-	}
-	return "s:" + session
-}
-
 // rawIdentity gives a raw write (Exec) by a session its identity: on
 // MySQL/MariaDB the statement is prefixed; on PostgreSQL, inside a
 // transaction, set_config runs first (outside one, a raw write carries no
@@ -206,10 +181,10 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 	}
 	switch db.Dialector.Name() {
 	case "mysql":
-		if !p.my.mariadb.Load() || strings.Contains(strings.ToUpper(sql), ";") {
+		if !lockstore.IsMariaDB(p.my.Store) || strings.Contains(strings.ToUpper(sql), ";") {
 			return
 		}
-		mark := "SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(o.Session, false), 10) + " FOR "
+		mark := lockstore.MariaDBIdentityPrefix(o.Session, false)
 		db.Statement.SQL.Reset()
 		db.Statement.SQL.WriteString(mark + sql)
 	case "postgres":
@@ -223,7 +198,7 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 			db.InstanceSet(rawTxKey, rawTx{pool: db.Statement.ConnPool})
 			db.Statement.ConnPool = tx.Statement.ConnPool
 		}
-		if _, err := direct(db).exec(`SELECT set_config('offlinelock.session', $1, true)`, pgIdentity(o.Session, false)); err != nil {
+		if _, err := direct(db).Exec(lockstore.PostgresSetIdentityStatement, lockstore.PostgresIdentity(o.Session, false)); err != nil {
 			db.AddError(err)
 		}
 	}

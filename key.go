@@ -21,9 +21,6 @@ const (
 	maxTextLen     = 255
 )
 
-// key names one lockable row in the lock table.
-type key struct{ Resource, ID string }
-
 // targetKey finds the key target is locked by: its own table and primary
 // key, or, for a member of an aggregate, its root's.
 func (p *Plugin) targetKey(db *gorm.DB, target any) (key, error) {
@@ -112,10 +109,10 @@ func parsedKey(db *gorm.DB, stmt *gorm.Statement, target any) (key, error) {
 		parts[i] = id
 	}
 	k := key{Resource: stmt.Table, ID: encodeKey(parts)}
-	return k, k.validate()
+	return k, validateKey(k)
 }
 
-func (k key) validate() error {
+func validateKey(k key) error {
 	if err := checkText("resource", k.Resource, maxResourceLen, false); err != nil {
 		return err
 	}
@@ -170,21 +167,6 @@ func encodeKey(parts []string) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-// keyKind is how the values of one key column are spelled in the lock
-// table. The database takes "0129", 129 and int64(129) as the same row of
-// an integer column, so they must name the same lock: a key is rendered
-// from the column's type, never from the Go value's.
-type keyKind uint8
-
-const (
-	kindText  keyKind = iota // as given: text columns compare exactly
-	kindInt                  // decimal, no sign for positives, no leading zeros
-	kindUUID                 // lower-case, hyphenated 8-4-4-4-12
-	kindBytes                // hex
-	kindFold                 // lower-cased: a case-insensitive collation (NOCASE, citext, *_ci)
-	kindChar                 // trailing spaces dropped: char(n) pads, and compares without them; SQLite RTRIM
-)
 
 // kindOf is the key kind of a primary or foreign key column, from the
 // column type the model declares (its type: tag, else its Go type). A

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -353,7 +354,7 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 			st.locked[k] = true
 			// The fast path's grant, committed before this one saw the
 			// lock as the session's, is fresh too: the table has its hash.
-			st.newly[k] = got[k].fresh || (st.fastTok != "" && k == st.fastKey && got[k].hash == tokenHash(st.fastTok))
+			st.newly[k] = got[k].Fresh || (st.fastTok != "" && k == st.fastKey && got[k].Hash == lockstore.TokenHash(st.fastTok))
 		}
 	}
 	return true
@@ -505,15 +506,15 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		return
 	}
 	c := direct(db)
-	if _, err := c.exec("SAVEPOINT " + savepointName); err != nil {
+	if err := c.Savepoint(lockstore.SavepointName); err != nil {
 		st.fail(db, err)
 		return
 	}
 	p.lockAhead(db, st)
 	if db.Error != nil {
-		c.exec("ROLLBACK TO SAVEPOINT " + savepointName)
+		c.RollbackTo(lockstore.SavepointName)
 	}
-	c.exec("RELEASE SAVEPOINT " + savepointName)
+	c.ReleaseSavepoint(lockstore.SavepointName)
 }
 
 // beforeRawRows is beforeRow for Raw(…).Rows/Row/Scan: the caller reads

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
@@ -14,7 +15,7 @@ import (
 
 // fastPath is a one-statement way to load a single row by primary key, the
 // commonest load of all (First(&c, 129)), on a store that offers it
-// (loadStore). Both paths check
+// (lockstore.Loader). Both paths check
 // the lock in the very statement that reads the row, so neither can return
 // a row the session does not hold; when they return no row, the load falls
 // back to the general path, which decides exactly and names the holders.
@@ -36,8 +37,8 @@ const (
 // builds it, and reports whether it did.
 func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
-	hs, ok := st.t.(heldStore)
-	if !ok || st.m.root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
+	hs := st.caps().Held
+	if hs == nil || st.m.root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
 		return false
 	}
 	for _, name := range []string{"FOR", "GROUP BY"} {
@@ -66,15 +67,18 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	if where, ok := stmt.Clauses["WHERE"]; ok {
 		st.where = &where
 	}
-	ls, grants := st.t.(loadStore)
+	ls := st.caps().Loader
+	grants := ls != nil
 	switch {
 	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
 		st.fast = fastHeld
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.HeldCondition(k, st.owner.Session, st.m.loadAccess(), ttl/2)}})
-		st.heldPool = heldPool(db, st.t)
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.HeldCondition(k, st.owner.Session, lockstore.Access(st.m.loadAccess()), ttl/2)}})
+		if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
+			db.Statement.ConnPool, st.heldPool = pool, true
+		}
 	case grants && st.m.loadAccess() == Write:
 		st.fast = fastGrant
-		if st.fastTok, err = newToken(); err != nil {
+		if st.fastTok, err = lockstore.NewToken(); err != nil {
 			st.fail(db, err)
 			return true
 		}
@@ -86,7 +90,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	st.fastKey, st.fastRewrote = k, true
 	callbacks.BuildQuerySQL(db)
 	if st.fast == fastGrant {
-		prefix, vars := ls.GrantPrefix(k, st.owner, st.fastTok, ttl, len(stmt.Vars))
+		prefix, vars := ls.GrantPrefix(k, lockstore.Owner(st.owner), st.fastTok, ttl, len(stmt.Vars))
 		var sql strings.Builder
 		sql.Grow(len(prefix) + stmt.SQL.Len())
 		sql.WriteString(prefix)
@@ -98,10 +102,9 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 }
 
 // staleInTx reports that a plain read of the lock table in stmt's
-// connection could see an old snapshot (snapshotStore in a transaction).
+// connection could see an old snapshot (Traits.SnapshotReads, in a transaction).
 func staleInTx(t lockStore, stmt *gorm.Statement) bool {
-	ss, ok := t.(snapshotStore)
-	if !ok || !ss.SnapshotReads() {
+	if !t.caps.SnapshotReads {
 		return false
 	}
 	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
@@ -182,7 +185,7 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 }
 
 // findAndLock is, on a store that offers it, the general load's lock-ahead
-// in a single statement (loadStore.findAndLock): the keys the query will
+// in a single statement (lockstore.Loader.FindAndLock): the keys the query will
 // read, found by its WHERE as a key-only SELECT, Write-locked all or
 // nothing. It serves loads outside a transaction that take Write locks on a
 // single-column integer or text key: their own, or their root's one level
@@ -191,8 +194,8 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 // path, which names the holders.
 func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 	stmt, m := db.Statement, st.m
-	ls, ok := st.t.(loadStore)
-	if !ok || !m.lockable || m.loadAccess() != Write || len(p.lockableJoins(db)) > 0 {
+	ls := st.caps().Loader
+	if ls == nil || !m.lockable || m.loadAccess() != Write || len(p.lockableJoins(db)) > 0 {
 		return false
 	}
 	if _, grouped := stmt.Clauses["GROUP BY"]; grouped {
@@ -216,13 +219,13 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 		st.fail(db, err)
 		return true
 	}
-	token, err := newToken()
+	token, err := lockstore.NewToken()
 	if err != nil {
 		st.fail(db, err)
 		return true
 	}
 	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: col[0].DBName}}, false)
-	grants, refused, err := ls.FindAndLock(direct(db), q.SQL.String(), q.Vars, stmt.Quote(col[0].DBName), resource, st.owner, token, ttl)
+	grants, refused, err := ls.FindAndLock(direct(db), q.SQL.String(), q.Vars, stmt.Quote(col[0].DBName), resource, lockstore.Owner(st.owner), token, ttl)
 	if refused {
 		return false // the general path names the holders
 	}
@@ -235,11 +238,11 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 		st.links = map[string]bool{}
 	}
 	for _, g := range grants {
-		st.locked[g.k], st.newly[g.k] = true, g.fresh
+		st.locked[g.Key], st.newly[g.Key] = true, g.Fresh
 		if st.links != nil {
-			st.links[g.k.ID] = true
+			st.links[g.Key.ID] = true
 		}
-		p.hints.put(st.owner.Session, g.k, g.expires)
+		p.hints.put(st.owner.Session, g.Key, g.Expires)
 	}
 	return true
 }
@@ -249,4 +252,16 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 func textKeyKind(f *schema.Field) bool {
 	k := kindOf(f)
 	return k == kindInt || k == kindText
+}
+
+// unheldPool puts back the pool tryFast replaced with a prepared one for
+// the holder's re-read, if it is still there.
+func unheldPool(db *gorm.DB, st *state) {
+	if !st.heldPool {
+		return
+	}
+	st.heldPool = false
+	if pool, ok := lockstore.Unprepared(db.Statement.ConnPool); ok {
+		db.Statement.ConnPool = pool
+	}
 }

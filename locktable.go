@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 )
 
@@ -78,7 +79,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 		return nil, err
 	}
 	p.tel.granted(ctxOf(db), db, modeExplicit, access, keys)
-	l := got[k].Lock
+	l := publicLock(got[k].Lock)
 	l.Reason = reason
 	return &l, nil
 }
@@ -107,7 +108,7 @@ func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, m *model, k key) error
 // sortKeys. Each lock says whether it is fresh (not held by the session
 // before).
 func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
-	got, err := t.Grant(direct(db), keys, o, access, ttl)
+	got, err := t.grant(direct(db), keys, o, access, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +142,8 @@ func (p *Plugin) release(db *gorm.DB, t lockStore, k key, o Owner) error {
 	c := direct(db)
 	held, err := t.Release(c, k, o.Session)
 	if err == nil {
-		p.tel.released(c.ctx, db, kindRelease, k.Resource, 1)
-		p.tel.heldFor(c.ctx, db, k.Resource, held)
+		p.tel.released(c.Context(), dbSystem(db), kindRelease, k.Resource, 1)
+		p.tel.heldFor(c.Context(), db, k.Resource, held)
 	}
 	return err
 }
@@ -179,7 +180,7 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 	p.hints.dropSession(session)
 	c := direct(db)
 	n, err := t.ReleaseAll(c, session)
-	p.tel.released(c.ctx, db, kindReleaseAll, "", n)
+	p.tel.released(c.Context(), dbSystem(db), kindReleaseAll, "", n)
 	return n, err
 }
 
@@ -232,7 +233,7 @@ func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.List(direct(db), Filter{Resource: k.Resource, ID: k.ID})
+	return t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID})
 }
 
 // List is the admin view of the lock table: the locks matching f, ordered
@@ -253,7 +254,7 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 	if f.Limit < 0 {
 		return nil, invalid("limit %d is negative", f.Limit)
 	}
-	return t.List(direct(db), f)
+	return t.list(direct(db), f)
 }
 
 // ForceRelease removes every lock on the record resource/id, whoever holds
@@ -268,14 +269,14 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		return err
 	}
 	k := key{Resource: resource, ID: id}
-	if err := k.validate(); err != nil {
+	if err := validateKey(k); err != nil {
 		return err
 	}
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
 	var ended int
-	err = t.ForceRelease(direct(db), k, func(now time.Time, held []Lock) error {
+	err = t.forceRelease(direct(db), k, func(now time.Time, held []Lock) error {
 		for _, l := range held {
 			err := p.authorize(ctx, "force_release", l)
 			p.audit(ctx, "force_release", l, caller, now, err)
@@ -287,7 +288,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		return nil
 	})
 	if err == nil {
-		p.tel.released(ctxOf(db), db, kindForce, k.Resource, int64(ended))
+		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(ended))
 	}
 	return err
 }
@@ -338,21 +339,21 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 	var total int64
 	var cur sweepCursor
 	for {
-		if err := c.ctx.Err(); err != nil {
+		if err := c.Context().Err(); err != nil {
 			return total, err
 		}
 		began := time.Now()
 		n, more, err := t.Sweep(c, &cur)
-		p.tel.sweptRows(c.ctx, db, n)
+		p.tel.sweptRows(c.Context(), db, n)
 		total += n
 		if err != nil || !more {
 			return total, err
 		}
 		rest := time.NewTimer(2 * time.Since(began))
 		select {
-		case <-c.ctx.Done():
+		case <-c.Context().Done():
 			rest.Stop()
-			return total, c.ctx.Err()
+			return total, c.Context().Err()
 		case <-rest.C:
 		}
 	}
@@ -407,10 +408,10 @@ func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(token) != tokenLen || !isHex(token) {
+	if !lockstore.WellFormedToken(token) {
 		return nil, fmt.Errorf("%w: not a lock token", ErrNotLocked)
 	}
-	return t.ByToken(direct(db), token)
+	return t.byToken(direct(db), token)
 }
 
 // ownerOf reads and checks the owner in db's context.

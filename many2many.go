@@ -158,7 +158,7 @@ func (p *Plugin) columnValues(db *gorm.DB, columns []string, forUpdate bool) ([]
 	}
 	q := p.keySelect(db, cols, forUpdate)
 	var out [][]any
-	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
+	_, err := direct(db).Query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
 		vals, err := scanValues(r, len(cols))
 		if err == nil && !slices.Contains(vals, nil) {
 			out = append(out, vals)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
@@ -79,13 +80,13 @@ type Config struct {
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
 	cfg   Config
-	err   error          // a configuration error, reported by Initialize and every call
-	reg   *registry      // parsed models
-	tel   *telemetry     // OpenTelemetry instruments, made once
-	hints hints          // which locks this process granted: a routing guess, never trusted
-	pg    *postgresStore // the lock table on PostgreSQL
-	lite  *sqliteStore   // and on SQLite
-	my    *mysqlStore    // and on MySQL and MariaDB
+	err   error      // a configuration error, reported by Initialize and every call
+	reg   *registry  // parsed models
+	tel   *telemetry // OpenTelemetry instruments, made once
+	hints hints      // which locks this process granted: a routing guess, never trusted
+	pg    lockStore  // the lock table on PostgreSQL
+	lite  lockStore  // and on SQLite
+	my    lockStore  // and on MySQL and MariaDB
 
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 	chains    chainCache   // whether a callback chain is GORM's and the plugin's alone
@@ -129,9 +130,15 @@ func New(cfg Config) *Plugin {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
 	table, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
-	p.pg = newPostgresStore(table, seq, catalog)
-	p.lite = newSQLiteStore(table, seq, catalog)
-	p.my = newMySQLStore(p.cfg.Table)
+	p.pg = newTable(p, "postgresql", func(obs lockstore.Observer) lockstore.Store {
+		return lockstore.NewPostgres(table, seq, catalog, obs)
+	})
+	p.lite = newTable(p, "sqlite", func(obs lockstore.Observer) lockstore.Store {
+		return lockstore.NewSQLite(table, seq, catalog, obs)
+	})
+	p.my = newTable(p, "mysql", func(obs lockstore.Observer) lockstore.Store {
+		return lockstore.NewMySQL(p.cfg.Table, obs)
+	})
 	return p
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 )
 
@@ -18,13 +19,6 @@ import (
 // docs/scaling.md.
 var ErrPooler = errors.New("offlinelock: PostgreSQL is reached through a transaction-pooling proxy that cannot keep prepared statements")
 
-// poolerProbe is run on two connections of the pool held at once. Without
-// a pooler they are two server sessions, with two backend pids; behind
-// PgBouncer in transaction mode the second usually gets the session the
-// first has just given back, where pgx's statement cache has already
-// prepared the probe under its name.
-const poolerProbe = `SELECT pg_backend_pid() /* offlinelock: pooler probe */`
-
 // checkPooler fails db.Use on PostgreSQL behind a transaction pooler whose
 // client prepares named statements. It takes two connections for a moment;
 // a pool of one is not probed.
@@ -35,23 +29,8 @@ func checkPooler(db *gorm.DB) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	a, err := sqlDB.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	b, err := sqlDB.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	var pa, pb int
-	if err := a.QueryRowContext(ctx, poolerProbe).Scan(&pa); err != nil {
-		return err
-	}
-	err = b.QueryRowContext(ctx, poolerProbe).Scan(&pb)
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "42P05" {
+	pa, pb, err := lockstore.ServerSessions(ctx, sqlDB)
+	if errors.Is(err, lockstore.ErrPreparedTwice) {
 		return fmt.Errorf("%w: pgx's statement cache prepares named statements, and two connections met the same server session (42P05); open GORM with postgres.New(postgres.Config{DSN: dsn, PreferSimpleProtocol: true}), or add default_query_exec_mode=exec to the DSN", ErrPooler)
 	}
 	if err != nil {

@@ -55,5 +55,5 @@ func (p *Plugin) Stats(db *gorm.DB) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return t.Stats(direct(db), StatsGroups)
+	return t.stats(direct(db), StatsGroups)
 }

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -381,7 +382,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 		ptrs[i] = &vals[i]
 	}
 	var texts []string
-	_, err := direct(db).query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
+	_, err := direct(db).Query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
 		clear(vals)
 		if err := r.Scan(ptrs...); err != nil {
 			return err
@@ -399,7 +400,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 				i++
 			}
 			if !null { // a LEFT JOIN that found nothing
-				out = append(out, target{key{pt.res, encodeKey(texts)}, pt.m})
+				out = append(out, target{key{Resource: pt.res, ID: encodeKey(texts)}, pt.m})
 			}
 		}
 		return nil
@@ -417,7 +418,7 @@ func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, e
 		sqlText = "SELECT DISTINCT " + db.Statement.Quote(m.root.field.DBName) + " FROM (" + sqlText + ") offlinelock_links"
 	}
 	var out []any
-	_, err := direct(db).query(sqlText, q.Vars, func(r *sql.Rows) error {
+	_, err := direct(db).Query(sqlText, q.Vars, func(r *sql.Rows) error {
 		var v any
 		if err := r.Scan(&v); err != nil {
 			return err
@@ -465,7 +466,7 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 		// OF names the table as FROM does: its alias, or its bare name for
 		// a schema-qualified table (PostgreSQL refuses a qualified name).
 		lock := clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}}
-		if p.rowLockSQL(db) != nil {
+		if !p.rowLocking(db).UpdateOf {
 			lock.Table = clause.Table{} // MariaDB has no OF: the joined rows are locked too
 		}
 		q.AddClause(lock)
@@ -505,7 +506,7 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		q = strings.Replace(q, " IN (", " IN ((", 1) + ")"
 	}
 	q, args = gormBind(db, q, args)
-	_, err := direct(db).query(q, args, func(r *sql.Rows) error {
+	_, err := direct(db).Query(q, args, func(r *sql.Rows) error {
 		vals, err := scanValues(r, len(cols))
 		if err != nil {
 			return err
@@ -566,16 +567,11 @@ func (p *Plugin) lockRows(db *gorm.DB) bool {
 	return err == nil && t.RowLocks()
 }
 
-// rowLockWords is implemented by a store whose database spells row locks
-// otherwise than PostgreSQL (FOR SHARE, FOR UPDATE OF t).
-type rowLockWords interface {
-	ShareLock() string // a locking read in share mode, with a leading space
-}
-
-// rowLockSQL is db's store's spelling of row locks, or nil for
-// PostgreSQL's.
-func (p *Plugin) rowLockSQL(db *gorm.DB) rowLockWords {
-	t, _ := p.storeFor(db)
-	w, _ := t.(rowLockWords)
-	return w
+// rowLocking is what db's database can do with row locks.
+func (p *Plugin) rowLocking(db *gorm.DB) lockstore.Traits {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return lockstore.Traits{}
+	}
+	return t.caps
 }

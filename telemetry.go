@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -109,9 +110,6 @@ func dbSystem(db *gorm.DB) attribute.KeyValue {
 	}
 }
 
-// tel is the telemetry of the plugin registered on c's database.
-func (c conn) tel() *telemetry { return telemetryOf(c.db) }
-
 func telemetryOf(db *gorm.DB) *telemetry {
 	if db == nil || db.Config == nil {
 		return nil
@@ -122,24 +120,59 @@ func telemetryOf(db *gorm.DB) *telemetry {
 	return nil
 }
 
-// statement starts the span of one lock-table statement, a child of the
-// caller's span in ctx.
-func (t *telemetry) statement(ctx context.Context, query string) (context.Context, trace.Span) {
-	if t == nil || t.tracer == nil || deferred(ctx) != nil {
-		return ctx, nil
-	}
-	return t.tracer.Start(ctx, spanName(query), t.client...)
+// storeObserver is what one store tells the plugin's telemetry (the
+// store's lockstore.Observer, handed to it in New): its statements' spans
+// and latency, and the upgrades and takeovers its grants make. It reads
+// the plugin's instruments at each call, so a test can swap them.
+type storeObserver struct {
+	p      *Plugin
+	system attribute.KeyValue
 }
 
-// statementDone ends the span statement began and records the latency. The
-// SQL's arguments are never attributes: they hold session ids and tokens.
-func (t *telemetry) statementDone(ctx context.Context, span trace.Span, db *gorm.DB, query string, begin time.Time, rows int64, err error) {
+// observerOf is the Observer of db's store, for the plugin's own
+// statements on db (savepoints, reads of the application's rows); nil
+// where the plugin is not registered on db.
+func observerOf(db *gorm.DB) lockstore.Observer {
+	if db == nil || db.Config == nil {
+		return nil
+	}
+	p, ok := db.Config.Plugins["offlinelock"].(*Plugin)
+	if !ok {
+		return nil
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil
+	}
+	return t.obs
+}
+
+// stmtSpanKey marks the span StatementStart began, so that StatementEnd
+// ends that one and never the caller's.
+type stmtSpanKey struct{}
+
+// StatementStart starts the span of one lock-table statement, a child of
+// the caller's span in ctx.
+func (o *storeObserver) StatementStart(ctx context.Context, query string) context.Context {
+	t := o.p.tel
+	if t == nil || t.tracer == nil || deferred(ctx) != nil {
+		return ctx
+	}
+	ctx, span := t.tracer.Start(ctx, spanName(query), t.client...)
+	return context.WithValue(ctx, stmtSpanKey{}, span)
+}
+
+// StatementEnd ends the span StatementStart began and records the latency.
+// The SQL's arguments are never attributes: they hold session ids and
+// tokens.
+func (o *storeObserver) StatementEnd(ctx context.Context, query string, begin time.Time, rows int64, err error) {
+	t := o.p.tel
 	if t == nil {
 		return
 	}
-	if span != nil {
+	if span, ok := ctx.Value(stmtSpanKey{}).(trace.Span); ok {
 		if span.IsRecording() {
-			span.SetAttributes(statementAttrs(db, query, rows)...)
+			span.SetAttributes(statementAttrs(o.system, query, rows)...)
 			if err != nil {
 				span.RecordError(err)
 				span.SetStatus(codes.Error, "statement failed")
@@ -148,17 +181,29 @@ func (t *telemetry) statementDone(ctx context.Context, span trace.Span, db *gorm
 		span.End()
 	} else if t.tracer != nil {
 		if l := deferred(ctx); l != nil {
-			l.keep(pendingSpan{name: spanName(query), begin: begin, end: time.Now(), attrs: statementAttrs(db, query, rows), err: err})
+			l.keep(pendingSpan{name: spanName(query), begin: begin, end: time.Now(), attrs: statementAttrs(o.system, query, rows), err: err})
 		}
 	}
 	if t.latency.Enabled(ctx) {
-		t.latency.Record(ctx, time.Since(begin).Seconds(), metric.WithAttributes(dbSystem(db), attribute.String("db.operation.name", sqlOp(query))))
+		t.latency.Record(ctx, time.Since(begin).Seconds(), metric.WithAttributes(o.system, attribute.String("db.operation.name", sqlOp(query))))
 	}
 }
 
+// Upgraded counts a Read lock its only reader upgraded to Write.
+func (o *storeObserver) Upgraded(ctx context.Context, resource string) {
+	if t := o.p.tel; t != nil && t.upgrades.Enabled(ctx) {
+		t.upgrades.Add(ctx, 1, metric.WithAttributes(o.system, attribute.String("resource", resource)))
+	}
+}
+
+// TakenOver counts a grant of a record whose lock had expired.
+func (o *storeObserver) TakenOver(ctx context.Context, resource string) {
+	o.p.tel.released(ctx, o.system, kindExpiryTakeover, resource, 1)
+}
+
 // statementAttrs are the attributes of a lock-table statement's span.
-func statementAttrs(db *gorm.DB, query string, rows int64) []attribute.KeyValue {
-	return []attribute.KeyValue{dbSystem(db), attribute.String("db.operation.name", sqlOp(query)),
+func statementAttrs(sys attribute.KeyValue, query string, rows int64) []attribute.KeyValue {
+	return []attribute.KeyValue{sys, attribute.String("db.operation.name", sqlOp(query)),
 		attribute.Int64("db.response.returned_rows", rows)}
 }
 
@@ -252,13 +297,6 @@ func refusalReason(err error) string {
 	return ""
 }
 
-// upgraded counts a Read lock its only reader upgraded to Write.
-func (t *telemetry) upgraded(ctx context.Context, db *gorm.DB, resource string) {
-	if t != nil && t.upgrades.Enabled(ctx) {
-		t.upgrades.Add(ctx, 1, metric.WithAttributes(dbSystem(db), attribute.String("resource", resource)))
-	}
-}
-
 // fenceFailed counts a write refused at the fence.
 func (t *telemetry) fenceFailed(ctx context.Context, db *gorm.DB, resource string, op opKind) {
 	if t == nil {
@@ -272,19 +310,16 @@ func (t *telemetry) fenceFailed(ctx context.Context, db *gorm.DB, resource strin
 
 // released counts n locks ended by kind; resource is "" for session-wide
 // kinds (release_all, sweep), which do not learn the resources.
-func (t *telemetry) released(ctx context.Context, db *gorm.DB, kind, resource string, n int64) {
+func (t *telemetry) released(ctx context.Context, sys attribute.KeyValue, kind, resource string, n int64) {
 	if t == nil || n == 0 || !t.releases.Enabled(ctx) {
 		return
 	}
-	attrs := []attribute.KeyValue{dbSystem(db), attribute.String("kind", kind)}
+	attrs := []attribute.KeyValue{sys, attribute.String("kind", kind)}
 	if resource != "" {
 		attrs = append(attrs, attribute.String("resource", resource))
 	}
 	t.releases.Add(ctx, n, metric.WithAttributes(attrs...))
 }
-
-// heldUnknown is the hold time of a release whose store did not learn it.
-const heldUnknown time.Duration = -1
 
 // heldFor records how long a released lock was held, on the database
 // clock (0 is possible: the clock's resolution is a millisecond on SQLite).
@@ -302,7 +337,7 @@ func (t *telemetry) sweptRows(ctx context.Context, db *gorm.DB, n int64) {
 	if t.swept.Enabled(ctx) {
 		t.swept.Add(ctx, n, metric.WithAttributes(dbSystem(db)))
 	}
-	t.released(ctx, db, kindSweep, "", n)
+	t.released(ctx, dbSystem(db), kindSweep, "", n)
 }
 
 // eachResource calls fn once per run of keys of one resource.
@@ -317,23 +352,17 @@ func eachResource(keys []key, fn func(resource string, n int)) {
 	}
 }
 
-// liveCounter is implemented by the stores: live locks per resource.
-type liveCounter interface {
-	LiveByResource(c conn) (map[string]int64, error)
-}
-
 // observeLive registers the live-locks gauge's callback for db: at each
 // collection it counts the live locks by resource, one GROUP BY on the lock
 // table. The registration lasts as long as the MeterProvider.
 func (t *telemetry) observeLive(db *gorm.DB, s lockStore) error {
-	lc, ok := s.(liveCounter)
-	if t == nil || !ok {
+	if t == nil {
 		return nil
 	}
 	db = db.Session(&gorm.Session{NewDB: true})
 	sys := dbSystem(db)
 	_, err := t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		counts, err := lc.LiveByResource(direct(db.WithContext(ctx)))
+		counts, err := s.LiveByResource(direct(db.WithContext(ctx)))
 		if err != nil {
 			return err
 		}
@@ -406,5 +435,5 @@ func (p *Plugin) countStatement(db *gorm.DB, st *state) {
 			keys = append(keys, k)
 		}
 	}
-	p.tel.granted(ctx, db, modeImplicit, st.m.accessFor(st.op), sortKeys(keys))
+	p.tel.granted(ctx, db, modeImplicit, st.m.accessFor(st.op), lockstore.SortKeys(keys))
 }

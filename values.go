@@ -241,7 +241,7 @@ func (m *model) keyOf(vals []any) (key, error) {
 		parts[i] = id
 	}
 	k := key{Resource: m.table, ID: encodeKey(parts)}
-	return k, k.validate()
+	return k, validateKey(k)
 }
 
 // sqlValues are vals as the database compares them with m's key columns:

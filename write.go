@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -125,7 +126,7 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 	case op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m):
 		return fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
 			ErrInvalid, st.m.table)
-	case op == opCreate && upserts(db.Statement) && upsertsOnAnyUnique(st.t) && mayCollideBeyondKey(db, st.m):
+	case op == opCreate && upserts(db.Statement) && st.caps().UpsertsOnAnyUnique && mayCollideBeyondKey(db, st.m):
 		return fmt.Errorf("%w: an upsert (Save of new or unchanged rows, OnConflict) of lockable table %s is refused here: "+
 			"this database's upsert overwrites the row of any unique key, not only the primary key's, and %s has another unique key; "+
 			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
@@ -175,7 +176,7 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		}
 		return nil
 	}
-	mine, free, err := st.t.Check(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err != nil {
 		return err
 	}
@@ -223,7 +224,7 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]
 // session holds a Write lock on every one of keys: the keys it holds, or
 // the refusal (a *LockedError, or ErrNotLocked naming a key nobody holds).
 func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
-	mine, free, err := st.t.Check(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
 		err = p.notLocked(db, st, op, free)
 	}
@@ -235,8 +236,8 @@ func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key
 // row is still in the lock table). Only a refusal pays the lookup.
 func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
 	err := notLockedForWrite(op, free)
-	k := sortKeys(free)[0]
-	locks, lerr := st.t.List(direct(db), Filter{Resource: k.Resource, ID: k.ID, Session: st.owner.Session, Expired: true, Limit: 1})
+	k := lockstore.SortKeys(free)[0]
+	locks, lerr := st.t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID, Session: st.owner.Session, Expired: true, Limit: 1})
 	if lerr != nil || len(locks) == 0 {
 		return err
 	}
@@ -351,16 +352,6 @@ func conflictOnKey(stmt *gorm.Statement, m *model) bool {
 	return true
 }
 
-// anyUniqueUpserter is a store whose database runs every upsert on
-// whichever unique key the new row collides with, whatever conflict target
-// the statement names (MySQL's INSERT … ON DUPLICATE KEY UPDATE).
-type anyUniqueUpserter interface{ upsertsOnAnyUnique() bool }
-
-func upsertsOnAnyUnique(t lockStore) bool {
-	u, ok := t.(anyUniqueUpserter)
-	return ok && u.upsertsOnAnyUnique()
-}
-
 // mayCollideBeyondKey says whether a row written to m's table may collide
 // with another on a unique key that is not its primary key, by the
 // unique keys the statement's model declares and those the lockable model
@@ -457,12 +448,12 @@ func (p *Plugin) fence(db *gorm.DB) {
 		// (folded: the write's own statement found the lock valid and
 		// row-locked it until commit)
 		var free []key
-		_, free, err = st.t.Check(direct(db), st.required, st.owner, true)
+		_, free, err = st.t.check(direct(db), st.required, st.owner, true)
 		if err == nil && len(free) > 0 {
 			err = p.notLocked(db, st, st.op, free)
 		}
 	}
-	if c, ok := st.t.(certifier); ok && err == nil {
+	if c := st.caps().Certifier; c != nil && err == nil {
 		err = c.Certify(direct(db), st.required, st.owner.Session)
 	}
 	if err != nil && !st.ifChanged {
@@ -711,6 +702,6 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, _, err := st.t.Check(direct(db), keys, st.owner, false)
+	_, _, err := st.t.check(direct(db), keys, st.owner, false)
 	return err
 }

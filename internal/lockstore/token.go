@@ -1,4 +1,4 @@
-package offlinelock
+package lockstore
 
 import (
 	"crypto/sha256"

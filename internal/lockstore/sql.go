@@ -1,10 +1,9 @@
-package offlinelock
+package lockstore
 
 import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // sqlStore is the lock-table SQL that every store shares, built once per
@@ -28,7 +29,8 @@ import (
 // owner, and an expiry no earlier than any reader's, so the sweep never
 // removes it before its readers. A key row with access ” is free.
 type sqlStore struct {
-	table, seq, catalog string // quoted names
+	table, seq, catalog string   // quoted names
+	obs                 Observer // told of every statement (observer.go)
 
 	clock     string              // the database clock at the moment of the statement
 	bind      func(string) string // ? placeholders in the database's form
@@ -38,21 +40,21 @@ type sqlStore struct {
 	// database guard who writes (identity.go); "" where the check does not
 	// carry it.
 	identity string
-	nextGens func(conn, int) ([]int64, error)
+	nextGens func(Conn, int) ([]int64, error)
 
 	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
 	// no ON CONFLICT, no RETURNING, no IN (VALUES …)); nil or "" keeps the
 	// default SQL, which PostgreSQL and SQLite share.
 	keysIn      func(list string) string                          // (resource, lock_id) IN … for a keyList
-	readersRead func(conn) string                                 // appended to reads of reader rows
+	readersRead func(Conn) string                                 // appended to reads of reader rows
 	fromHint    string                                            // after the table in reads of key and reader rows
 	deleteFrom  string                                            // how DELETEs of lock rows begin
 	putConflict string                                            // what putRows does on a key that exists
 	rememberSQL string                                            // the catalog upsert, (name, spec) as ?
-	lockRows    func(conn, []key) (map[key]row, time.Time, error) // lockKeys
-	freeWrite   func(conn, key, string) (bool, bool, error)       // releaseWrite
-	freeKey     func(conn, key) (int64, error)                    // deleteKey
-	tx          func(conn, func(conn) error) error                // the store's own transactions
+	lockRows    func(Conn, []Key) (map[Key]row, time.Time, error) // lockKeys
+	freeWrite   func(Conn, Key, string) (bool, bool, error)       // releaseWrite
+	freeKey     func(Conn, Key) (int64, error)                    // deleteKey
+	tx          func(Conn, func(Conn) error) error                // the store's own transactions
 
 	// readersIfRead: reader rows exist only under a key row in read mode,
 	// so a decision reads them only there (MySQL, whose store keeps that
@@ -71,6 +73,11 @@ type sqlStore struct {
 	filter func(col string) string
 }
 
+// observed is c reporting its statements to the store's Observer: every
+// exported method that takes a Conn starts with it, since the Conn comes
+// from the plugin.
+func (t *sqlStore) observed(c Conn) Conn { return c.on(t.obs) }
+
 // inKeys is the condition that (resource, lock_id) is one of list.
 func (t *sqlStore) inKeys(list string) string {
 	if t.keysIn != nil {
@@ -88,7 +95,7 @@ func (t *sqlStore) deleting() string {
 }
 
 // inTx runs fn in c's transaction, or in one of the store's own.
-func (t *sqlStore) inTx(c conn, fn func(conn) error) error {
+func (t *sqlStore) inTx(c Conn, fn func(Conn) error) error {
 	if t.tx != nil {
 		return t.tx(c, fn)
 	}
@@ -142,9 +149,9 @@ func scanRow(rows *sql.Rows, more ...any) (row, error) {
 // sortKeys orders keys by resource, then id, and drops duplicates. Every
 // batch takes its key rows in this order, so two batches never wait on each
 // other in opposite orders.
-func sortKeys(keys []key) []key {
+func sortKeys(keys []Key) []Key {
 	keys = slices.Clone(keys)
-	slices.SortFunc(keys, func(a, b key) int {
+	slices.SortFunc(keys, func(a, b Key) int {
 		if c := strings.Compare(a.Resource, b.Resource); c != 0 {
 			return c
 		}
@@ -153,8 +160,8 @@ func sortKeys(keys []key) []key {
 	return slices.Compact(keys)
 }
 
-func chunks(keys []key) [][]key {
-	var out [][]key
+func chunks(keys []Key) [][]Key {
+	var out [][]Key
 	for len(keys) > batchSize {
 		out = append(out, keys[:batchSize])
 		keys = keys[batchSize:]
@@ -166,7 +173,7 @@ func chunks(keys []key) [][]key {
 }
 
 // keyList renders "(?, ?), (?, ?) …" for keys, with their arguments.
-func keyList(keys []key) (string, []any) {
+func keyList(keys []Key) (string, []any) {
 	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
 	for i, k := range keys {
@@ -182,7 +189,7 @@ func keyList(keys []key) (string, []any) {
 // lockKeys takes the key rows of keys for the rest of the transaction,
 // creating free ones where there are none, and returns them with the
 // database's clock.
-func (t *sqlStore) lockKeys(c conn, keys []key) (map[key]row, time.Time, error) {
+func (t *sqlStore) lockKeys(c Conn, keys []Key) (map[Key]row, time.Time, error) {
 	if t.lockRows != nil {
 		return t.lockRows(c, keys)
 	}
@@ -203,10 +210,10 @@ RETURNING ` + lockColumns + `, ` + t.clock)
 
 // queryKeyRows runs a query that returns key rows followed by the database
 // clock, and returns them by key with the latest clock reading.
-func queryKeyRows(c conn, q string, args []any) (map[key]row, time.Time, error) {
-	rows := map[key]row{}
+func queryKeyRows(c Conn, q string, args []any) (map[Key]row, time.Time, error) {
+	rows := map[Key]row{}
 	var now time.Time
-	_, err := c.query(q, args, func(r *sql.Rows) error {
+	_, err := c.Query(q, args, func(r *sql.Rows) error {
 		var kr row
 		var acquired, expires, clock any
 		err := r.Scan(&kr.Resource, &kr.ID, &kr.holder, &kr.Access, &kr.Owner.Session, &kr.Owner.User,
@@ -224,15 +231,15 @@ func queryKeyRows(c conn, q string, args []any) (map[key]row, time.Time, error) 
 		if n.After(now) {
 			now = n
 		}
-		rows[key{kr.Resource, kr.ID}] = kr
+		rows[Key{kr.Resource, kr.ID}] = kr
 		return err
 	})
 	return rows, now, err
 }
 
 // readersOf returns the reader rows of keys, live or not.
-func (t *sqlStore) readersOf(c conn, keys []key) (map[key][]row, error) {
-	out := make(map[key][]row)
+func (t *sqlStore) readersOf(c Conn, keys []Key) (map[Key][]row, error) {
+	out := make(map[Key][]row)
 	if len(keys) == 0 {
 		return out, nil
 	}
@@ -241,9 +248,9 @@ func (t *sqlStore) readersOf(c conn, keys []key) (map[key][]row, error) {
 	if t.readersRead != nil {
 		q += t.readersRead(c)
 	}
-	_, err := c.query(t.bind(q), args, func(r *sql.Rows) error {
+	_, err := c.Query(t.bind(q), args, func(r *sql.Rows) error {
 		rw, err := scanRow(r)
-		k := key{rw.Resource, rw.ID}
+		k := Key{rw.Resource, rw.ID}
 		out[k] = append(out[k], rw)
 		return err
 	})
@@ -251,7 +258,7 @@ func (t *sqlStore) readersOf(c conn, keys []key) (map[key][]row, error) {
 }
 
 // putRows writes key rows and reader rows, inserting or overwriting.
-func (t *sqlStore) putRows(c conn, rows []row) error {
+func (t *sqlStore) putRows(c Conn, rows []row) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -271,14 +278,14 @@ func (t *sqlStore) putRows(c conn, rows []row) error {
 	if t.putConflict != "" {
 		conflict = t.putConflict
 	}
-	_, err := c.exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
+	_, err := c.Exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
 `+conflict), args...)
 	return err
 }
 
 // dropReaders deletes the reader rows of keys: all of them, or (with a
 // non-zero before) only those expired by then.
-func (t *sqlStore) dropReaders(c conn, keys []key, before time.Time) error {
+func (t *sqlStore) dropReaders(c Conn, keys []Key, before time.Time) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -288,20 +295,20 @@ func (t *sqlStore) dropReaders(c conn, keys []key, before time.Time) error {
 		q += ` AND expires_at <= ?`
 		args = append(args, t.timeArg(before))
 	}
-	_, err := c.exec(t.bind(q), args...)
+	_, err := c.Exec(t.bind(q), args...)
 	return err
 }
 
 // decideMany grants, refreshes or refuses locks on sorted keys with their
 // key rows held, so that it sees every holder exactly, in a fixed number of
 // statements. It refuses all or nothing: on the first key held by someone
-// else it returns that key's *LockedError and writes no lock.
-func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl time.Duration) ([]granted, error) {
+// else it returns that key's *Conflict and writes no lock.
+func (t *sqlStore) decideMany(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) ([]Granted, error) {
 	krs, now, err := t.lockKeys(c, keys)
 	if err != nil {
 		return nil, err
 	}
-	var readKeys []key
+	var readKeys []Key
 	for _, k := range keys {
 		kr := krs[k]
 		if !(kr.Access == Write && kr.live(now)) && !(t.readersIfRead && kr.Access != Read) {
@@ -336,21 +343,21 @@ func (t *sqlStore) decideMany(c conn, keys []key, o Owner, access Access, ttl ti
 }
 
 // countPlans counts the upgrades and expiry takeovers among applied plans.
-func countPlans(c conn, plans []plan) {
-	tel := c.tel()
+func countPlans(c Conn, plans []plan) {
+	obs := observer(c.obs)
 	for _, pl := range plans {
 		if pl.upgrade {
-			tel.upgraded(c.ctx, c.db, pl.k.Resource)
+			obs.Upgraded(c.ctx, pl.k.Resource)
 		}
 		if pl.takeover {
-			tel.released(c.ctx, c.db, kindExpiryTakeover, pl.k.Resource, 1)
+			obs.TakenOver(c.ctx, pl.k.Resource)
 		}
 	}
 }
 
 // plan is what decideMany writes for one key.
 type plan struct {
-	k                    key
+	k                    Key
 	lock                 Lock   // as the table holds it: Token is a hash
 	token                string // a new grant's token, for its holder only
 	keyRow               *row   // the key row to write
@@ -361,9 +368,9 @@ type plan struct {
 }
 
 // planFor decides one key whose key row is kr and reader rows readers:
-// the lock o gets, or a *LockedError. The tokens of kr and readers are
+// the lock o gets, or a *Conflict. The tokens of kr and readers are
 // hashes, and so is the one the plan writes.
-func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time.Time) (plan, error) {
+func planFor(k Key, kr row, readers []row, o Owner, access Access, now, exp time.Time) (plan, error) {
 	if kr.Access == Write && kr.live(now) {
 		if kr.Owner.Session != o.Session {
 			return plan{}, refused(k, access, []Lock{kr.Lock})
@@ -423,10 +430,10 @@ func planFor(k key, kr row, readers []row, o Owner, access Access, now, exp time
 
 // apply writes plans, with gens as the fresh generations, and returns the
 // locks, with their tokens where they are new.
-func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.Time) ([]granted, error) {
-	var dropAll, dropExpired []key
+func (t *sqlStore) apply(c Conn, plans []plan, gens []int64, o Owner, now time.Time) ([]Granted, error) {
+	var dropAll, dropExpired []Key
 	var puts []row
-	out := make([]granted, 0, len(plans))
+	out := make([]Granted, 0, len(plans))
 	for i := range plans {
 		pl := &plans[i]
 		if pl.newGen {
@@ -449,7 +456,7 @@ func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.T
 		if pl.lock.Access == Read {
 			puts = append(puts, row{Lock: pl.lock, holder: o.Session})
 		}
-		g := granted{Lock: pl.lock, fresh: pl.newGen, hash: pl.lock.Token}
+		g := Granted{Lock: pl.lock, Fresh: pl.newGen, Hash: pl.lock.Token}
 		g.Token = pl.token
 		out = append(out, g)
 	}
@@ -464,16 +471,17 @@ func (t *sqlStore) apply(c conn, plans []plan, gens []int64, o Owner, now time.T
 
 // Check sorts keys into those the session holds a valid Write lock on and
 // those nobody holds; a key someone else holds (or reads) is a
-// *LockedError. share (the fence) reads the key rows with fenceRead, which
+// *Conflict. share (the fence) reads the key rows with fenceRead, which
 // row-locks them until the transaction ends where the database needs it.
-func (t *sqlStore) Check(c conn, keys []key, o Owner, share bool) (mine, free []key, err error) {
+func (t *sqlStore) Check(c Conn, keys []Key, o Owner, share bool) (mine, free []Key, err error) {
+	c = t.observed(c)
 	keys = sortKeys(keys)
 	for _, batch := range chunks(keys) {
 		krs, now, err := t.keyRows(c, batch, share, o.Session)
 		if err != nil {
 			return nil, nil, err
 		}
-		var reading []key
+		var reading []Key
 		for _, k := range batch {
 			kr, ok := krs[k]
 			switch {
@@ -514,12 +522,12 @@ func (t *sqlStore) Check(c conn, keys []key, o Owner, share bool) (mine, free []
 }
 
 // keyRows reads the key rows of keys with the database's clock.
-func (t *sqlStore) keyRows(c conn, keys []key, share bool, session string) (map[key]row, time.Time, error) {
+func (t *sqlStore) keyRows(c Conn, keys []Key, share bool, session string) (map[Key]row, time.Time, error) {
 	list, args := keyList(keys)
 	where := ` WHERE holder = '' AND `
 	if t.identity != "" && session != "" {
 		where += t.identity + ` AND `
-		args = append([]any{pgIdentity(session, true)}, args...) // the check's writes are fenced
+		args = append([]any{PostgresIdentity(session, true)}, args...) // the check's writes are fenced
 	}
 	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + t.fromHint + where + t.inKeys(list)
 	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in
@@ -530,9 +538,9 @@ func (t *sqlStore) keyRows(c conn, keys []key, share bool, session string) (map[
 }
 
 // clockAt reads the database clock.
-func (t *sqlStore) clockAt(c conn) (time.Time, error) {
+func (t *sqlStore) clockAt(c Conn) (time.Time, error) {
 	var v any
-	_, err := c.query(`SELECT `+t.clock, nil, func(r *sql.Rows) error { return r.Scan(&v) })
+	_, err := c.Query(`SELECT `+t.clock, nil, func(r *sql.Rows) error { return r.Scan(&v) })
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -540,40 +548,41 @@ func (t *sqlStore) clockAt(c conn) (time.Time, error) {
 }
 
 // deleteReaders removes the reader rows of k, or only those of one session.
-func (t *sqlStore) deleteReaders(c conn, k key, session string) (int64, error) {
+func (t *sqlStore) deleteReaders(c Conn, k Key, session string) (int64, error) {
 	q := t.deleting() + ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
 	args := []any{k.Resource, k.ID}
 	if session != "" {
 		q += ` AND holder = ?`
 		args = append(args, session)
 	}
-	return c.exec(t.bind(q), args...)
+	return c.Exec(t.bind(q), args...)
 }
 
 // DropGrant deletes the Write lock on k if its token is still token, that
 // is, if the grant that made it is the one being undone.
-func (t *sqlStore) DropGrant(c conn, k key, token string) error {
-	_, err := c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.Resource, k.ID, tokenHash(token))
+func (t *sqlStore) DropGrant(c Conn, k Key, token string) error {
+	c = t.observed(c)
+	_, err := c.Exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ? AND holder = '' AND `+t.eq("token")), k.Resource, k.ID, tokenHash(token))
 	return err
 }
 
-func (t *sqlStore) deleteKey(c conn, k key) (int64, error) {
+func (t *sqlStore) deleteKey(c Conn, k Key) (int64, error) {
 	if t.freeKey != nil {
 		return t.freeKey(c, k)
 	}
-	return c.exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ?`), k.Resource, k.ID)
+	return c.Exec(t.bind(t.deleting()+` WHERE resource = ? AND lock_id = ?`), k.Resource, k.ID)
 }
 
 // releaseWrite deletes the session's Write lock on k in one statement and
 // reports whether there was one and whether it was still valid.
-func (t *sqlStore) releaseWrite(c conn, k key, session string) (found, valid bool, held time.Duration, err error) {
+func (t *sqlStore) releaseWrite(c Conn, k Key, session string) (found, valid bool, held time.Duration, err error) {
 	if t.freeWrite != nil {
 		found, valid, err = t.freeWrite(c, k, session)
-		return found, valid, heldUnknown, err
+		return found, valid, HeldUnknown, err
 	}
 	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
 RETURNING expires_at, ` + t.clock + `, acquired_at`)
-	_, err = c.query(q, []any{k.Resource, k.ID, session}, func(r *sql.Rows) error {
+	_, err = c.Query(q, []any{k.Resource, k.ID, session}, func(r *sql.Rows) error {
 		var exp, now, acq any
 		if err := r.Scan(&exp, &now, &acq); err != nil {
 			return err
@@ -588,7 +597,8 @@ RETURNING expires_at, ` + t.clock + `, acquired_at`)
 }
 
 // List returns the locks that match f, without their tokens.
-func (t *sqlStore) List(c conn, f Filter) ([]Lock, error) {
+func (t *sqlStore) List(c Conn, f Filter) ([]Lock, error) {
+	c = t.observed(c)
 	q := `SELECT ` + lockColumns + `, reason FROM ` + t.table + ` WHERE ` + isLockRow
 	var args []any
 	for _, cond := range []struct{ col, val string }{
@@ -609,7 +619,7 @@ func (t *sqlStore) List(c conn, f Filter) ([]Lock, error) {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
 	var out []Lock
-	_, err := c.query(t.bind(q), args, func(r *sql.Rows) error {
+	_, err := c.Query(t.bind(q), args, func(r *sql.Rows) error {
 		var reason string
 		rw, err := scanRow(r, &reason)
 		rw.Token = ""
@@ -624,8 +634,9 @@ func (t *sqlStore) List(c conn, f Filter) ([]Lock, error) {
 // key's rows do not touch it, so a reason stays with the generation it was
 // given for, and a later grant's lock shows none (reasonOf).
 
-func (t *sqlStore) SetReason(c conn, l Lock, reason string) error {
-	_, err := c.exec(t.bind(`UPDATE `+t.table+` SET reason = ? WHERE resource = ? AND lock_id = ? AND `+t.eq("session")+` AND generation = ?`),
+func (t *sqlStore) SetReason(c Conn, l Lock, reason string) error {
+	c = t.observed(c)
+	_, err := c.Exec(t.bind(`UPDATE `+t.table+` SET reason = ? WHERE resource = ? AND lock_id = ? AND `+t.eq("session")+` AND generation = ?`),
 		strconv.FormatInt(l.Generation, 10)+":"+reason, l.Resource, l.ID, l.Owner.Session, l.Generation)
 	return err
 }
@@ -641,52 +652,47 @@ func reasonOf(v string, generation int64) string {
 
 // reasonColumn adds the reason column to a lock table an older version
 // made, when has says it lacks it (the DDL is each database's).
-func reasonColumn(c conn, has func() (bool, error), ddl string) error {
+func reasonColumn(c Conn, has func() (bool, error), ddl string) error {
 	ok, err := has()
 	if err != nil || ok {
 		return err
 	}
-	_, err = c.exec(ddl)
+	_, err = c.Exec(ddl)
 	return err
 }
 
-// Remember writes the catalog rows of models.
-func (t *sqlStore) Remember(c conn, specs []tableSpec) error {
-	for _, sp := range specs {
-		b, err := json.Marshal(sp)
-		if err != nil {
-			return err
-		}
-		q := `INSERT INTO ` + t.catalog + ` AS c (name, spec) VALUES (?, ?)
+// Remember writes catalog rows.
+func (t *sqlStore) Remember(c Conn, rows []CatalogRow) error {
+	c = t.observed(c)
+	q := `INSERT INTO ` + t.catalog + ` AS c (name, spec) VALUES (?, ?)
 ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.spec`
-		if t.rememberSQL != "" {
-			q = t.rememberSQL
-		}
-		_, err = c.exec(t.bind(q), strings.ToLower(sp.Table), string(b))
-		if err != nil {
+	if t.rememberSQL != "" {
+		q = t.rememberSQL
+	}
+	for _, r := range rows {
+		if _, err := c.Exec(t.bind(q), strings.ToLower(r.Name), string(r.Spec)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// Specs reads the catalog.
-func (t *sqlStore) Specs(c conn) ([]tableSpec, error) {
-	var out []tableSpec
-	_, err := c.query(`SELECT spec FROM `+t.catalog+` ORDER BY name`, nil, func(r *sql.Rows) error {
-		var text string
-		if err := r.Scan(&text); err != nil {
-			return err
-		}
-		var sp tableSpec
-		if err := json.Unmarshal([]byte(text), &sp); err != nil {
-			return nil // a row from a newer version: skip it, keep the rest
-		}
-		out = append(out, sp)
-		return nil
+// Catalog reads the catalog.
+func (t *sqlStore) Catalog(c Conn) ([]CatalogRow, error) {
+	c = t.observed(c)
+	var out []CatalogRow
+	_, err := c.Query(`SELECT name, spec FROM `+t.catalog+` ORDER BY name`, nil, func(r *sql.Rows) error {
+		var name, spec string
+		err := r.Scan(&name, &spec)
+		out = append(out, CatalogRow{Name: name, Spec: []byte(spec)})
+		return err
 	})
 	return out, err
 }
+
+// SavepointIn is the one name every savepoint of the plugin takes where
+// savepoints of one name nest.
+func (t *sqlStore) SavepointIn(gorm.ConnPool) (string, func()) { return SavepointName, noop }
 
 func newToken() (string, error) {
 	var b [tokenLen / 2]byte
@@ -745,12 +751,12 @@ func parseSQLiteTime(s string) (time.Time, error) {
 // free, expired or o's, and adds what it granted to got. It sends a new
 // token's hash for each key: a granted lock with another hash was o's
 // before (not fresh, no token returned).
-type batchGrant func(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error
+type batchGrant func(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error
 
 // batchTokens are the new tokens of a batch grant, one per key, and the
 // hashes it sends.
-func batchTokens(keys []key) (tokens, hashes map[key]string, err error) {
-	tokens, hashes = make(map[key]string, len(keys)), make(map[key]string, len(keys))
+func batchTokens(keys []Key) (tokens, hashes map[Key]string, err error) {
+	tokens, hashes = make(map[Key]string, len(keys)), make(map[Key]string, len(keys))
 	for _, k := range keys {
 		if tokens[k], err = newToken(); err != nil {
 			return nil, nil, err
@@ -763,11 +769,11 @@ func batchTokens(keys []key) (tokens, hashes map[key]string, err error) {
 // grantedRow is a row a batch grant returned, with hash in its Token, as
 // its holder sees it: with its token if the grant is fresh (the hash is
 // the one sent), without one if the session held it already.
-func grantedRow(l Lock, tokens, hashes map[key]string) granted {
-	k := key{l.Resource, l.ID}
-	g := granted{Lock: l, hash: l.Token, fresh: l.Token == hashes[k]}
+func grantedRow(l Lock, tokens, hashes map[Key]string) Granted {
+	k := Key{l.Resource, l.ID}
+	g := Granted{Lock: l, Hash: l.Token, Fresh: l.Token == hashes[k]}
 	g.Token = ""
-	if g.fresh {
+	if g.Fresh {
 		g.Token = tokens[k]
 	}
 	return g
@@ -777,10 +783,10 @@ func grantedRow(l Lock, tokens, hashes map[key]string) granted {
 // keys, in sortKeys order; the keys a batch did not grant go through the
 // serialised path. One key needs no transaction (the serialised path has
 // nothing of the call's to undo); several are all or nothing in one.
-func (t *sqlStore) grantWrites(c conn, keys []key, o Owner, ttl time.Duration, batch batchGrant) (map[key]granted, error) {
-	got := map[key]granted{}
-	run := func(c conn) error {
-		var rest []key
+func (t *sqlStore) grantWrites(c Conn, keys []Key, o Owner, ttl time.Duration, batch batchGrant) (map[Key]Granted, error) {
+	got := map[Key]Granted{}
+	run := func(c Conn) error {
+		var rest []Key
 		for _, b := range chunks(sortKeys(keys)) {
 			if err := batch(c, b, o, ttl, got); err != nil {
 				return err
@@ -806,16 +812,16 @@ func (t *sqlStore) grantWrites(c conn, keys []key, o Owner, ttl time.Duration, b
 
 // decide grants keys in batches through the serialised path, in c's
 // transaction (or one of its own): it sees every holder exactly.
-func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
-	got := make(map[key]granted, len(keys))
-	err := t.inTx(c, func(c conn) error {
+func (t *sqlStore) decide(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
+	got := make(map[Key]Granted, len(keys))
+	err := t.inTx(c, func(c Conn) error {
 		for _, batch := range chunks(sortKeys(keys)) {
 			gs, err := t.decideMany(c, batch, o, access, ttl)
 			if err != nil {
 				return err
 			}
 			for _, g := range gs {
-				got[key{g.Resource, g.ID}] = g
+				got[Key{g.Resource, g.ID}] = g
 			}
 		}
 		return nil
@@ -826,13 +832,14 @@ func (t *sqlStore) decide(c conn, keys []key, o Owner, access Access, ttl time.D
 // Release gives up session's lock on k: its Write lock in one statement,
 // else its Read lock with the key row held (the last reader frees the
 // record).
-func (t *sqlStore) Release(c conn, k key, session string) (time.Duration, error) {
+func (t *sqlStore) Release(c Conn, k Key, session string) (time.Duration, error) {
+	c = t.observed(c)
 	found, valid, held, err := t.releaseWrite(c, k, session)
 	if err != nil {
 		return 0, err
 	}
 	if !found {
-		err = t.inTx(c, func(c conn) error {
+		err = t.inTx(c, func(c Conn) error {
 			var err error
 			found, valid, held, err = t.releaseRead(c, k, session)
 			return err
@@ -850,12 +857,12 @@ func (t *sqlStore) Release(c conn, k key, session string) (time.Duration, error)
 	return held, nil
 }
 
-func (t *sqlStore) releaseRead(c conn, k key, session string) (found, valid bool, held time.Duration, err error) {
-	_, now, err := t.lockKeys(c, []key{k})
+func (t *sqlStore) releaseRead(c Conn, k Key, session string) (found, valid bool, held time.Duration, err error) {
+	_, now, err := t.lockKeys(c, []Key{k})
 	if err != nil {
 		return false, false, 0, err
 	}
-	readers, err := t.readersOf(c, []key{k})
+	readers, err := t.readersOf(c, []Key{k})
 	if err != nil {
 		return false, false, 0, err
 	}
@@ -879,15 +886,16 @@ func (t *sqlStore) releaseRead(c conn, k key, session string) (found, valid bool
 	return found, valid, held, err
 }
 
-func notHeld(k key) error {
+func notHeld(k Key) error {
 	return fmt.Errorf("%w: %s %s", ErrNotLocked, k.Resource, k.ID)
 }
 
 // ForceRelease removes every lock on k once allow approved its live
 // holders.
-func (t *sqlStore) ForceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error {
-	return t.inTx(c, func(c conn) error {
-		krs, now, err := t.lockKeys(c, []key{k})
+func (t *sqlStore) ForceRelease(c Conn, k Key, allow func(now time.Time, held []Lock) error) error {
+	c = t.observed(c)
+	return t.inTx(c, func(c Conn) error {
+		krs, now, err := t.lockKeys(c, []Key{k})
 		if err != nil {
 			return err
 		}
@@ -895,7 +903,7 @@ func (t *sqlStore) ForceRelease(c conn, k key, allow func(now time.Time, held []
 		if kr := krs[k]; kr.Access == Write && kr.live(now) {
 			held = []Lock{kr.Lock}
 		} else {
-			readers, err := t.readersOf(c, []key{k})
+			readers, err := t.readersOf(c, []Key{k})
 			if err != nil {
 				return err
 			}
@@ -921,10 +929,11 @@ func (t *sqlStore) ForceRelease(c conn, k key, allow func(now time.Time, held []
 
 // ByToken returns the live lock whose token is token, found by its hash
 // through the token index, without its token.
-func (t *sqlStore) ByToken(c conn, token string) (*Lock, error) {
+func (t *sqlStore) ByToken(c Conn, token string) (*Lock, error) {
+	c = t.observed(c)
 	var found *Lock
 	hash := tokenHash(token)
-	_, err := c.query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+
+	_, err := c.Query(t.bind(`SELECT `+lockColumns+` FROM `+t.table+
 		` WHERE token = ? AND expires_at > `+t.clock+` AND `+isLockRow+` ORDER BY resource, lock_id`),
 		[]any{hash}, func(r *sql.Rows) error {
 			rw, err := scanRow(r)
@@ -945,11 +954,12 @@ func (t *sqlStore) ByToken(c conn, token string) (*Lock, error) {
 
 // Drop deletes session's locks on keys, by plain DELETE: for databases
 // that serialise writers. PostgreSQL takes the key rows first (its own).
-func (t *sqlStore) Drop(c conn, keys []key, session string) error {
+func (t *sqlStore) Drop(c Conn, keys []Key, session string) error {
+	c = t.observed(c)
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
 		q := t.deleting() + ` WHERE ` + t.inKeys(list) + ` AND ` + t.eq("session")
-		if _, err := c.exec(t.bind(q), append(args, session)...); err != nil {
+		if _, err := c.Exec(t.bind(q), append(args, session)...); err != nil {
 			return err
 		}
 	}
@@ -963,9 +973,10 @@ var errGenerationCounter = errors.New("offlinelock: generation counter missing; 
 
 // liveByResource counts the live locks (Write locks and readers, not the
 // key rows of read locks) per resource: the live-locks gauge.
-func (t *sqlStore) liveByResource(c conn) (map[string]int64, error) {
+func (t *sqlStore) LiveByResource(c Conn) (map[string]int64, error) {
+	c = t.observed(c)
 	out := map[string]int64{}
-	_, err := c.query(`SELECT resource, COUNT(*) FROM `+t.table+` WHERE expires_at > `+t.clock+
+	_, err := c.Query(`SELECT resource, COUNT(*) FROM `+t.table+` WHERE expires_at > `+t.clock+
 		` AND ((holder = '' AND access = 'write') OR holder <> '') GROUP BY resource`, nil, func(r *sql.Rows) error {
 		var resource string
 		var n int64

@@ -1,12 +1,10 @@
-package offlinelock
+package lockstore
 
 import (
 	"time"
 
 	"gorm.io/gorm/clause"
 )
-
-var _ heldStore = (*mysqlStore)(nil)
 
 // HeldCondition lets the holder's re-read be one read-only statement, as
 // on the other stores: a point lookup by the primary key's prefix
@@ -16,7 +14,7 @@ var _ heldStore = (*mysqlStore)(nil)
 // snapshot, not the latest committed lock row, so the load uses this only
 // outside a transaction (snapshotReads), where each statement reads the
 // latest committed rows.
-func (s *mysqlStore) HeldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+func (s *mysqlStore) HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression {
 	held := `holder = '' AND access = 'write'`
 	if access == Read {
 		held = `holder IN ('', session) AND (holder = session OR access = 'write')`
@@ -29,4 +27,3 @@ func (s *mysqlStore) HeldCondition(k key, session string, access Access, margin 
 }
 
 // snapshotReads: InnoDB's plain reads in a transaction read its snapshot.
-func (s *mysqlStore) snapshotReads() bool { return true }

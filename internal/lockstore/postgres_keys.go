@@ -1,30 +1,22 @@
-package offlinelock
+package lockstore
 
 import (
 	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
-
-	"gorm.io/gorm/schema"
 )
-
-var _ keyColumnChecker = (*postgresStore)(nil)
 
 // CheckKeyColumns refuses a lockable model whose text key column the
 // database compares inexactly where the model's key kind spells exactly:
 // a nondeterministic (ICU) collation takes "ABC" and "abc", or "é" and
 // "e", as one row, by rules only ICU knows, so no spelling of the lock
-// table can follow it; citext folds case, which the plugin spells (kindFold)
+// table can follow it; citext folds case, which the plugin spells (KindFold)
 // only when the model declares it. A table not created yet passes until it
 // exists: it has no rows to write.
-func (s *postgresStore) CheckKeyColumns(c conn, m *model) error {
-	fields, kinds := m.pk, m.kinds
-	if m.root != nil {
-		fields, kinds = []*schema.Field{m.root.field}, []keyKind{kindOf(m.root.field)}
-	}
-	textual := func(k keyKind) bool { return k == kindText || k == kindFold || k == kindChar }
-	if _, ok := s.keysOK.Load(m.table); ok || !slices.ContainsFunc(kinds, textual) {
+func (s *postgresStore) CheckKeyColumns(c Conn, m KeyColumns) error {
+	c = s.observed(c)
+	if _, ok := s.keysOK.Load(m.Table); ok || !slices.ContainsFunc(m.Kinds, KeyKind.textual) {
 		return nil
 	}
 	type column struct {
@@ -32,9 +24,9 @@ func (s *postgresStore) CheckKeyColumns(c conn, m *model) error {
 		deterministic   bool
 	}
 	cols := map[string]column{}
-	_, err := c.query(`SELECT lower(a.attname), format_type(coalesce(nullif(t.typbasetype, 0), t.oid), NULL), coalesce(co.collname, ''), coalesce(co.collisdeterministic, true)
+	_, err := c.Query(`SELECT lower(a.attname), format_type(coalesce(nullif(t.typbasetype, 0), t.oid), NULL), coalesce(co.collname, ''), coalesce(co.collisdeterministic, true)
 		FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_collation co ON co.oid = a.attcollation
-		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{pgQuote(m.table)},
+		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, []any{pgQuote(m.Table)},
 		func(r *sql.Rows) error {
 			var name string
 			var col column
@@ -45,19 +37,19 @@ func (s *postgresStore) CheckKeyColumns(c conn, m *model) error {
 	if err != nil || len(cols) == 0 {
 		return err
 	}
-	for i, f := range fields {
-		col, ok := cols[strings.ToLower(f.DBName)]
+	for i, name := range m.Columns {
+		col, ok := cols[strings.ToLower(name)]
 		switch {
-		case !ok || !textual(kinds[i]):
+		case !ok || !m.Kinds[i].textual():
 		case !col.deterministic:
 			return fmt.Errorf("%w: key column %s.%s has the nondeterministic collation %q, which takes spellings the lock table keeps apart as one row by ICU's rules; "+
 				"give the key column a deterministic collation (the default), or, for keys that ignore letter case, declare it gorm:\"type:citext\"",
-				ErrInvalid, m.table, f.DBName, col.collation)
-		case col.base == "citext" && kinds[i] != kindFold:
+				ErrInvalid, m.Table, name, col.collation)
+		case col.base == "citext" && m.Kinds[i] != KindFold:
 			return fmt.Errorf("%w: key column %s.%s is citext, which ignores letter case, but model %s declares it as case-sensitive text; declare it gorm:\"type:citext\"",
-				ErrInvalid, m.table, f.DBName, m.name)
+				ErrInvalid, m.Table, name, m.Model)
 		}
 	}
-	s.keysOK.Store(m.table, true)
+	s.keysOK.Store(m.Table, true)
 	return nil
 }

@@ -1,4 +1,4 @@
-package offlinelock
+package lockstore
 
 import (
 	"database/sql"
@@ -30,13 +30,13 @@ type postgresStore struct {
 	keysOK        sync.Map // tables whose key columns checkKeyColumns passed
 }
 
-var (
-	_ loadStore = (*postgresStore)(nil)
-	_ foldStore = (*postgresStore)(nil)
-)
+var ()
 
-func newPostgresStore(table, seq, catalog string) *postgresStore {
-	s := &postgresStore{sqlStore: &sqlStore{table: table, seq: seq, catalog: catalog,
+// NewPostgres is the lock table on PostgreSQL, with its generation sequence
+// and catalog (quoted names); obs is told of every statement (nil: nothing
+// is).
+func NewPostgres(table, seq, catalog string, obs Observer) Store {
+	s := &postgresStore{sqlStore: &sqlStore{obs: obs, table: table, seq: seq, catalog: catalog,
 		clock: "clock_timestamp()", bind: dollarBind, fenceRead: " FOR SHARE",
 		timeArg: func(t time.Time) any { return t.UTC() },
 		// PostgreSQL's btree indexes cannot answer IS NOT DISTINCT FROM;
@@ -95,9 +95,10 @@ func (s *postgresStore) RowLocks() bool { return true }
 // Migrate creates what is missing; an advisory lock serialises nodes that
 // start together, since CREATE … IF NOT EXISTS alone can race on the
 // catalog.
-func (s *postgresStore) Migrate(c conn) error {
-	return c.inTx(func(c conn) error {
-		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
+func (s *postgresStore) Migrate(c Conn) error {
+	c = s.observed(c)
+	return c.inTx(func(c Conn) error {
+		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
 			return err
 		}
 		for _, stmt := range []string{
@@ -120,7 +121,7 @@ func (s *postgresStore) Migrate(c conn) error {
 			`CREATE INDEX IF NOT EXISTS ` + indexName(s.table, "token") + ` ON ` + s.table + ` (token)`,
 			`CREATE SEQUENCE IF NOT EXISTS ` + s.seq + ` AS bigint NO CYCLE`,
 		} {
-			if _, err := c.exec(stmt); err != nil {
+			if _, err := c.Exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 			}
 		}
@@ -139,8 +140,8 @@ func (s *postgresStore) Migrate(c conn) error {
 // holds (32 hex digits) by their hashes, as tokenHash computes them, in one
 // statement; a hash (64 digits) or no token is left alone, so running it
 // again changes nothing. sha256() is built into PostgreSQL 11 and later.
-func (s *postgresStore) hashTokens(c conn) error {
-	_, err := c.exec(`UPDATE ` + s.table + ` SET token = encode(sha256(convert_to(token, 'UTF8')), 'hex') WHERE length(token) = ` + strconv.Itoa(tokenLen))
+func (s *postgresStore) hashTokens(c Conn) error {
+	_, err := c.Exec(`UPDATE ` + s.table + ` SET token = encode(sha256(convert_to(token, 'UTF8')), 'hex') WHERE length(token) = ` + strconv.Itoa(tokenLen))
 	if err != nil {
 		return fmt.Errorf("offlinelock: hashing the tokens of lock table %s: %w", s.table, err)
 	}
@@ -160,12 +161,12 @@ func (s *postgresStore) generation() string {
 }
 
 // nextGenerations returns n fresh values of the generation sequence.
-func (s *postgresStore) nextGenerations(c conn, n int) ([]int64, error) {
+func (s *postgresStore) nextGenerations(c Conn, n int) ([]int64, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	gens := make([]int64, 0, n)
-	_, err := c.query(`SELECT `+s.generation()+` FROM generate_series(1, $1)`, []any{n}, func(r *sql.Rows) error {
+	_, err := c.Query(`SELECT `+s.generation()+` FROM generate_series(1, $1)`, []any{n}, func(r *sql.Rows) error {
 		var g int64
 		err := r.Scan(&g)
 		gens = append(gens, g)
@@ -220,14 +221,15 @@ RETURNING ` + returning
 // free, expired or the session's (grantBatch); the other keys, and Read
 // locks, go through the serialised path, which decides exactly and names
 // holders.
-func (s *postgresStore) Grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+func (s *postgresStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
+	c = s.observed(c)
 	if access != Write {
-		return s.decide(c, keys, o, access, ttl)
+		return allOrNothing(s.decide(c, keys, o, access, ttl))
 	}
-	return s.grantWrites(c, keys, o, ttl, s.grantBatch)
+	return allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantBatch))
 }
 
-func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error {
+func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error {
 	tokens, hashes, err := batchTokens(keys)
 	if err != nil {
 		return err
@@ -243,13 +245,13 @@ func (s *postgresStore) grantBatch(c conn, keys []key, o Owner, ttl time.Duratio
 	if len(keys) == 1 {
 		q, args = s.grantOne, []any{keys[0].Resource, keys[0].ID, o.Session, o.User, sent[0], ttl.Microseconds()}
 	}
-	_, err = c.query(q, args, func(r *sql.Rows) error {
+	_, err = c.Query(q, args, func(r *sql.Rows) error {
 		l := Lock{Access: Write, Owner: o}
 		if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &l.AcquiredAt, &l.ExpiresAt); err != nil {
 			return err
 		}
 		l.AcquiredAt, l.ExpiresAt = l.AcquiredAt.UTC(), l.ExpiresAt.UTC()
-		got[key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
+		got[Key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
 		return nil
 	})
 	return err
@@ -271,32 +273,35 @@ func (s *postgresStore) keyLocksOf(cond string, skipLocked bool) string {
 }
 
 // Drop deletes session's locks on keys with their key rows taken first.
-func (s *postgresStore) Drop(c conn, keys []key, session string) error {
+func (s *postgresStore) Drop(c Conn, keys []Key, session string) error {
+	c = s.observed(c)
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
 		q := `WITH keys AS (SELECT resource, lock_id FROM ` + s.table + ` WHERE holder = '' AND (resource, lock_id) IN (VALUES ` + list +
 			`) ORDER BY resource, lock_id FOR UPDATE) DELETE FROM ` + s.table + ` WHERE (resource, lock_id) IN (SELECT resource, lock_id FROM keys) AND ` + s.eq("session")
-		if _, err := c.exec(dollarBind(q), append(args, session)...); err != nil {
+		if _, err := c.Exec(dollarBind(q), append(args, session)...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (s *postgresStore) ReleaseAll(c conn, session string) (int64, error) {
-	return c.exec(s.keyLocksOf(`session = $1`, false)+
+func (s *postgresStore) ReleaseAll(c Conn, session string) (int64, error) {
+	c = s.observed(c)
+	return c.Exec(s.keyLocksOf(`session = $1`, false)+
 		`DELETE FROM `+s.table+` l USING keys WHERE l.session = $1 AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, session)
 }
 
 // Renew locks the key rows in order, then pushes the session's rows and
 // the read-mode key rows of the records it reads, in one statement.
-func (s *postgresStore) Renew(c conn, session string, ttl time.Duration) (int64, error) {
+func (s *postgresStore) Renew(c Conn, session string, ttl time.Duration) (int64, error) {
+	c = s.observed(c)
 	now, err := s.clockAt(c)
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	_, err = c.query(s.keyLocksOf(`session = $1 AND expires_at > $3`, false)+`, renewed AS (
+	_, err = c.Query(s.keyLocksOf(`session = $1 AND expires_at > $3`, false)+`, renewed AS (
 	UPDATE `+s.table+` l SET expires_at = GREATEST(l.expires_at, $2) FROM keys
 	WHERE l.session = $1 AND l.expires_at > $3 AND l.resource = keys.resource AND l.lock_id = keys.lock_id
 	RETURNING l.resource, l.lock_id, l.holder
@@ -330,13 +335,14 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 //     free and the next Sweep deletes; meanwhile the acquires running beside
 //     the Sweep do not queue their commits behind the Sweep's flushes
 //     (BenchmarkSweep).
-func (s *postgresStore) Sweep(c conn, cur *sweepCursor) (int64, bool, error) {
+func (s *postgresStore) Sweep(c Conn, cur *SweepCursor) (int64, bool, error) {
+	c = s.observed(c)
 	var n, scanned int64
-	batch := func(c conn) error {
+	batch := func(c Conn) error {
 		var last sql.NullTime
-		_, err := c.query(s.sweepSQL, []any{cur.after}, func(r *sql.Rows) error { return r.Scan(&n, &scanned, &last) })
+		_, err := c.Query(s.sweepSQL, []any{cur.After}, func(r *sql.Rows) error { return r.Scan(&n, &scanned, &last) })
 		if last.Valid {
-			cur.after = last.Time
+			cur.After = last.Time
 		}
 		return err
 	}
@@ -347,8 +353,8 @@ func (s *postgresStore) Sweep(c conn, cur *sweepCursor) (int64, bool, error) {
 		// put back as they were.
 		err = withSweepPlan(c, batch)
 	} else {
-		err = c.inTx(func(c conn) error {
-			if _, err := c.exec(`SELECT set_config('synchronous_commit', 'off', true), ` + sweepPlanSettings); err != nil {
+		err = c.inTx(func(c Conn) error {
+			if _, err := c.Exec(`SELECT set_config('synchronous_commit', 'off', true), ` + sweepPlanSettings); err != nil {
 				return err
 			}
 			return batch(c)
@@ -366,14 +372,14 @@ const sweepPlanSettings = `set_config('enable_bitmapscan', 'off', true), set_con
 
 // withSweepPlan runs fn under sweepPlanSettings in the caller's
 // transaction, and then sets them back to what they were.
-func withSweepPlan(c conn, fn func(conn) error) error {
+func withSweepPlan(c Conn, fn func(Conn) error) error {
 	var bitmap, seq string
-	if _, err := c.query(`SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan'), `+sweepPlanSettings, nil,
+	if _, err := c.Query(`SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan'), `+sweepPlanSettings, nil,
 		func(r *sql.Rows) error { var a, b string; return r.Scan(&bitmap, &seq, &a, &b) }); err != nil {
 		return err
 	}
 	err := fn(c)
-	if _, rerr := c.exec(`SELECT set_config('enable_bitmapscan', $1, true), set_config('enable_seqscan', $2, true)`, bitmap, seq); err == nil {
+	if _, rerr := c.Exec(`SELECT set_config('enable_bitmapscan', $1, true), set_config('enable_seqscan', $2, true)`, bitmap, seq); err == nil {
 		err = rerr
 	}
 	return err
@@ -404,7 +410,7 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM due), (SELECT max(expi
 }
 
 // HeldCondition: the session holds a fresh lock on k. Read-only.
-func (s *postgresStore) HeldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+func (s *postgresStore) HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression {
 	q := s.heldWrite
 	if access == Read {
 		q = s.heldRead
@@ -419,14 +425,14 @@ func (s *postgresStore) heldSQL(held string) string {
 		` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`
 }
 
-func (s *postgresStore) FenceCondition(k key, session string) clause.Expression {
+func (s *postgresStore) FenceCondition(k Key, session string) clause.Expression {
 	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(session, k), k.Resource, k.ID, session}}
 }
 
 // grantCTE names the WITH clause of grantPrefix.
 const grantCTE = "offlinelock_grant"
 
-func (s *postgresStore) GrantPrefix(k key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
+func (s *postgresStore) GrantPrefix(k Key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
 	q := ""
 	if after < len(s.grantPrefixes) {
 		q = s.grantPrefixes[after]
@@ -462,12 +468,13 @@ func (s *postgresStore) GrantCondition() clause.Expression {
 // never new keys by one INSERT and old ones by the other: two loads would
 // then take keys in two runs each, and deadlock (TestOverlappingLoads…
 // did, within seconds).
-func (s *postgresStore) FindAndLock(c conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]grantRow, bool, error) {
+func (s *postgresStore) FindAndLock(c Conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]GrantRow, bool, error) {
+	c = s.observed(c)
 	hash := tokenHash(token)
 	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
-	var grants []grantRow
+	var grants []GrantRow
 	c.answer = sendsToGeneralPath
-	_, err := c.query(s.findAndLockSQL(keysSQL, column, len(vars)), args, func(r *sql.Rows) error {
+	_, err := c.Query(s.findAndLockSQL(keysSQL, column, len(vars)), args, func(r *sql.Rows) error {
 		var id *string
 		var fresh *bool // NULL, with id, in the row that checks the count
 		var exp, check any
@@ -475,7 +482,7 @@ func (s *postgresStore) FindAndLock(c conn, keysSQL string, vars []any, column, 
 			return err
 		}
 		e, err := scanTime(exp)
-		grants = append(grants, grantRow{key{resource, *id}, *fresh, e})
+		grants = append(grants, GrantRow{Key{resource, *id}, *fresh, e})
 		return err
 	})
 	if sendsToGeneralPath(err) {

@@ -1,4 +1,4 @@
-package offlinelock
+package lockstore
 
 import (
 	"context"
@@ -166,35 +166,25 @@ func (p preparedPool) QueryContext(ctx context.Context, q string, args ...any) (
 // GetDBConn is gorm.GetDBConnector: db.DB() still finds the pool.
 func (p preparedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
 
-// stmtCacher is implemented by a store that keeps its statements prepared.
-type stmtCacher interface {
-	Prepared() *stmtCache
-}
-
-// heldPool puts a preparedPool in place of db's pool for the holder's
-// re-read, when the store keeps statements prepared and the statement
+// PreparedPool is db's pool with the statements of the holder's re-read
+// prepared once per connection, when s keeps statements prepared and db
 // runs on the pool itself (not in a transaction, not through another
-// plugin's pool). It reports whether it did.
-func heldPool(db *gorm.DB, t lockStore) bool {
-	sc, ok := t.(stmtCacher)
+// plugin's pool); ok says whether it is. Put it in place just for
+// gorm:query, and put back what Unprepared gives.
+func PreparedPool(db *gorm.DB, s Store) (pool gorm.ConnPool, ok bool) {
+	sc, ok := s.(*sqliteStore)
 	if !ok {
-		return false
+		return nil, false
 	}
-	pool, ok := db.Statement.ConnPool.(*sql.DB)
+	p, ok := db.Statement.ConnPool.(*sql.DB)
 	if !ok {
-		return false
+		return nil, false
 	}
-	db.Statement.ConnPool = preparedPool{DB: pool, cache: sc.Prepared()}
-	return true
+	return preparedPool{DB: p, cache: sc.stmts}, true
 }
 
-// unheldPool puts back the pool heldPool replaced, if it is still there.
-func unheldPool(db *gorm.DB, st *state) {
-	if !st.heldPool {
-		return
-	}
-	st.heldPool = false
-	if p, ok := db.Statement.ConnPool.(preparedPool); ok {
-		db.Statement.ConnPool = p.DB
-	}
+// Unprepared is the pool PreparedPool wrapped, if pool is one.
+func Unprepared(pool gorm.ConnPool) (*sql.DB, bool) {
+	p, ok := pool.(preparedPool)
+	return p.DB, ok
 }

@@ -1,4 +1,4 @@
-package offlinelock
+package lockstore
 
 import (
 	"database/sql"
@@ -7,7 +7,8 @@ import (
 
 // Stats reads Stats in six statements: the live count, the two groupings
 // (LIMIT groups each), the oldest live lock and the expired rows and locks.
-func (t *sqlStore) Stats(c conn, groups int) (Stats, error) {
+func (t *sqlStore) Stats(c Conn, groups int) (Stats, error) {
+	c = t.observed(c)
 	var s Stats
 	live := ` FROM ` + t.table + ` WHERE ` + isLockRow + ` AND expires_at > ` + t.clock
 	err := t.count(c, `SELECT COUNT(*)`+live, &s.Live)
@@ -32,17 +33,17 @@ func (t *sqlStore) Stats(c conn, groups int) (Stats, error) {
 	return s, nil
 }
 
-func (t *sqlStore) count(c conn, q string, n *int64) error {
-	_, err := c.query(t.bind(q), nil, func(r *sql.Rows) error { return r.Scan(n) })
+func (t *sqlStore) count(c Conn, q string, n *int64) error {
+	_, err := c.Query(t.bind(q), nil, func(r *sql.Rows) error { return r.Scan(n) })
 	return err
 }
 
 // countBy counts the live locks (from, a FROM … WHERE) per value of col,
 // most first, ties by value, at most limit groups.
-func (t *sqlStore) countBy(c conn, col, from string, limit int) ([]Count, error) {
+func (t *sqlStore) countBy(c Conn, col, from string, limit int) ([]Count, error) {
 	q := fmt.Sprintf(`SELECT %[1]s, COUNT(*) AS n%[2]s GROUP BY %[1]s ORDER BY n DESC, %[1]s LIMIT %[3]d`, col, from, limit)
 	out := []Count{}
-	_, err := c.query(t.bind(q), nil, func(r *sql.Rows) error {
+	_, err := c.Query(t.bind(q), nil, func(r *sql.Rows) error {
 		var g Count
 		err := r.Scan(&g.Name, &g.Locks)
 		out = append(out, g)
@@ -52,10 +53,10 @@ func (t *sqlStore) countBy(c conn, col, from string, limit int) ([]Count, error)
 }
 
 // oldest is the live lock (from, a FROM … WHERE) acquired first, or nil.
-func (t *sqlStore) oldest(c conn, from string) (*Lock, error) {
+func (t *sqlStore) oldest(c Conn, from string) (*Lock, error) {
 	var l *Lock
 	q := `SELECT ` + lockColumns + from + ` ORDER BY acquired_at, resource, lock_id, holder LIMIT 1`
-	_, err := c.query(t.bind(q), nil, func(r *sql.Rows) error {
+	_, err := c.Query(t.bind(q), nil, func(r *sql.Rows) error {
 		rw, err := scanRow(r)
 		rw.Token = ""
 		l = &rw.Lock

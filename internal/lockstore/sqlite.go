@@ -1,11 +1,10 @@
-package offlinelock
+package lockstore
 
 import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -33,18 +32,16 @@ type sqliteStore struct {
 	stmts *stmtCache
 }
 
-var (
-	_ lockStore = (*sqliteStore)(nil)
-	_ foldStore = (*sqliteStore)(nil)
-	_ heldStore = (*sqliteStore)(nil)
-)
+var ()
 
 // sqliteTime is how times are stored in SQLite: fixed-width UTC text that
 // sorts and compares as time does, at the millisecond SQLite's clock offers.
 const sqliteTime = "2006-01-02 15:04:05.000"
 
-func newSQLiteStore(table, seq, catalog string) *sqliteStore {
-	s := &sqliteStore{sqlStore: &sqlStore{table: table, seq: seq, catalog: catalog,
+// NewSQLite is the lock table on SQLite, with its generation counter and
+// catalog (quoted names); obs is told of every statement (nil: nothing is).
+func NewSQLite(table, seq, catalog string, obs Observer) Store {
+	s := &sqliteStore{sqlStore: &sqlStore{obs: obs, table: table, seq: seq, catalog: catalog,
 		clock: `strftime('%Y-%m-%d %H:%M:%f','now')`, bind: func(q string) string { return q },
 		timeArg: func(t time.Time) any { return t.UTC().Format(sqliteTime) },
 		// A unary + keeps SQLite from using the column's index.
@@ -57,29 +54,18 @@ func newSQLiteStore(table, seq, catalog string) *sqliteStore {
 	return s
 }
 
-// SQLiteDSN returns a DSN for gorm.io/driver/sqlite (mattn/go-sqlite3) that
-// the lock table needs under concurrency: WAL, so readers never block the
-// writer; a busy timeout, so a writer waits its turn instead of failing with
-// "database is locked"; and immediate transactions, so a transaction takes
-// the write lock when it begins rather than failing to upgrade later.
-func SQLiteDSN(path string) string {
-	return "file:" + (&url.URL{Path: path}).EscapedPath() +
-		"?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=1"
-}
-
 func (s *sqliteStore) RowLocks() bool { return false }
-
-func (s *sqliteStore) prepared() *stmtCache { return s.stmts }
 
 // cached is c with the store's statements kept prepared: for statements
 // of fixed text only.
-func (s *sqliteStore) cached(c conn) conn {
+func (s *sqliteStore) cached(c Conn) Conn {
 	c.stmts = s.stmts
 	return c
 }
 
-func (s *sqliteStore) Migrate(c conn) error {
-	return c.inTx(func(c conn) error {
+func (s *sqliteStore) Migrate(c Conn) error {
+	c = s.observed(c)
+	return c.inTx(func(c Conn) error {
 		for _, stmt := range []string{
 			`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name TEXT PRIMARY KEY, spec TEXT NOT NULL)`,
 			`CREATE TABLE IF NOT EXISTS ` + s.table + ` (
@@ -105,7 +91,7 @@ func (s *sqliteStore) Migrate(c conn) error {
 			s.generationTrigger("generation_insert", "INSERT"),
 			s.generationTrigger("generation_update", "UPDATE OF generation"),
 		} {
-			if _, err := c.exec(stmt); err != nil {
+			if _, err := c.Exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 			}
 		}
@@ -130,9 +116,9 @@ func (s *sqliteStore) Migrate(c conn) error {
 // and rewritten from Go, one UPDATE per legacy token, by tokenHash itself.
 // A hash (64 digits) or no token is left alone: running it again changes
 // nothing.
-func (s *sqliteStore) hashTokens(c conn) error {
+func (s *sqliteStore) hashTokens(c Conn) error {
 	var legacy []string
-	_, err := c.query(`SELECT DISTINCT token FROM `+s.table+` WHERE length(token) = ?`, []any{tokenLen}, func(r *sql.Rows) error {
+	_, err := c.Query(`SELECT DISTINCT token FROM `+s.table+` WHERE length(token) = ?`, []any{tokenLen}, func(r *sql.Rows) error {
 		var tok string
 		err := r.Scan(&tok)
 		if legacyToken(tok) {
@@ -144,7 +130,7 @@ func (s *sqliteStore) hashTokens(c conn) error {
 		if err != nil {
 			break
 		}
-		_, err = c.exec(`UPDATE `+s.table+` SET token = ? WHERE token = ?`, tokenHash(tok), tok)
+		_, err = c.Exec(`UPDATE `+s.table+` SET token = ? WHERE token = ?`, tokenHash(tok), tok)
 	}
 	return err
 }
@@ -158,12 +144,12 @@ BEGIN UPDATE ` + s.seq + ` SET n = NEW.generation WHERE id = 1; END`
 }
 
 // nextGenerations returns n fresh values of the generation counter.
-func (s *sqliteStore) nextGenerations(c conn, n int) ([]int64, error) {
+func (s *sqliteStore) nextGenerations(c Conn, n int) ([]int64, error) {
 	if n == 0 {
 		return nil, nil
 	}
 	var last int64
-	_, err := c.query(`UPDATE `+s.seq+` SET n = n + ? WHERE id = 1 RETURNING n`, []any{n}, func(r *sql.Rows) error { return r.Scan(&last) })
+	_, err := c.Query(`UPDATE `+s.seq+` SET n = n + ? WHERE id = 1 RETURNING n`, []any{n}, func(r *sql.Rows) error { return r.Scan(&last) })
 	gens := make([]int64, 0, n)
 	for g := last - int64(n) + 1; err == nil && g <= last; g++ {
 		gens = append(gens, g)
@@ -180,14 +166,15 @@ func (s *sqliteStore) nextGenerations(c conn, n int) ([]int64, error) {
 // statement, several with grantAll; everything else (Read locks, keys
 // with readers or another holder) takes the serialised path, which
 // decides exactly and names holders.
-func (s *sqliteStore) Grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
+	c = s.observed(c)
 	switch {
 	case access != Write || len(keys) > 1 && !sqliteGrantAll:
-		return s.decide(c, keys, o, access, ttl)
+		return allOrNothing(s.decide(c, keys, o, access, ttl))
 	case len(keys) > 1:
-		return s.grantAll(c, keys, o, ttl)
+		return allOrNothing(s.grantAll(c, keys, o, ttl))
 	}
-	return s.grantWrites(c, keys, o, ttl, s.grantKey)
+	return allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantKey))
 }
 
 // sqliteGrantAll sends grants of several Write locks through grantAll;
@@ -216,14 +203,14 @@ var sqliteGrantAll = true
 //     that do not carry the batch's token: keys the session held already
 //     (kept, with their token and generation) and keys it did not get.
 //     Every other key was granted fresh, as insertNewSQL was told.
-func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (map[key]granted, error) {
-	got := make(map[key]granted, len(keys))
-	err := c.inTx(func(c conn) error {
+func (s *sqliteStore) grantAll(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
+	got := make(map[Key]Granted, len(keys))
+	err := c.inTx(func(c Conn) error {
 		sorted := sortKeys(keys)
 		pc := s.cached(c)
 		var last int64
 		var clock string
-		n, err := pc.query(s.reserveSQL, []any{len(sorted)}, func(r *sql.Rows) error { return r.Scan(&last, &clock) })
+		n, err := pc.Query(s.reserveSQL, []any{len(sorted)}, func(r *sql.Rows) error { return r.Scan(&last, &clock) })
 		if err == nil && n != 1 {
 			err = errGenerationCounter
 		}
@@ -249,12 +236,12 @@ func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (
 			return err
 		}
 		first := last - int64(len(sorted)) // the batch's generations are first+1 … last
-		fresh := func(i int, k key) granted {
-			return granted{Lock: Lock{Resource: k.Resource, ID: k.ID, Access: Write, Owner: o, Token: token,
-				Generation: first + int64(i) + 1, AcquiredAt: now, ExpiresAt: exp}, fresh: true, hash: hash}
+		fresh := func(i int, k Key) Granted {
+			return Granted{Lock: Lock{Resource: k.Resource, ID: k.ID, Access: Write, Owner: o, Token: token,
+				Generation: first + int64(i) + 1, AcquiredAt: now, ExpiresAt: exp}, Fresh: true, Hash: hash}
 		}
 		args := []any{o.Session, o.User, hash, first, now.Format(sqliteTime), exp.Format(sqliteTime), string(j)}
-		inserted, err := pc.exec(s.insertNewSQL, args...)
+		inserted, err := pc.Exec(s.insertNewSQL, args...)
 		if err != nil {
 			return err
 		}
@@ -264,18 +251,18 @@ func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (
 			}
 			return nil
 		}
-		if _, err := pc.exec(s.writeAllSQL, args...); err != nil {
+		if _, err := pc.Exec(s.writeAllSQL, args...); err != nil {
 			return err
 		}
-		seen := make(map[key]bool)
-		var rest []key
-		_, err = pc.query(s.notFreshSQL, []any{string(j), hash}, func(r *sql.Rows) error {
+		seen := make(map[Key]bool)
+		var rest []Key
+		_, err = pc.Query(s.notFreshSQL, []any{string(j), hash}, func(r *sql.Rows) error {
 			l := Lock{Access: Write, Owner: o}
 			var access, session, acquired, expires string
 			if err := r.Scan(&l.Resource, &l.ID, &access, &session, &l.Token, &l.Generation, &acquired, &expires); err != nil {
 				return err
 			}
-			k := key{l.Resource, l.ID}
+			k := Key{l.Resource, l.ID}
 			seen[k] = true
 			if access != string(Write) || session != o.Session {
 				rest = append(rest, k) // not granted: the serialised path decides
@@ -286,7 +273,7 @@ func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (
 				return err
 			}
 			l.ExpiresAt, err = parseSQLiteTime(expires)
-			g := granted{Lock: l, hash: l.Token} // held already: no token, its hash kept
+			g := Granted{Lock: l, Hash: l.Token} // held already: no token, its hash kept
 			g.Token = ""
 			got[k] = g
 			return err
@@ -312,7 +299,7 @@ func (s *sqliteStore) grantAll(c conn, keys []key, o Owner, ttl time.Duration) (
 // grantKey is the batchGrant of SQLite, for the one key grantWrites
 // gives it (grant sends several to grantAll): grantOne, prepared once per
 // connection.
-func (s *sqliteStore) grantKey(c conn, keys []key, o Owner, ttl time.Duration, got map[key]granted) error {
+func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error {
 	k := keys[0]
 	token, err := newToken()
 	if err != nil {
@@ -320,7 +307,7 @@ func (s *sqliteStore) grantKey(c conn, keys []key, o Owner, ttl time.Duration, g
 	}
 	hash := tokenHash(token)
 	args := []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.text(ttl)}
-	_, err = s.cached(c).query(s.grantOne, args, func(r *sql.Rows) error {
+	_, err = s.cached(c).Query(s.grantOne, args, func(r *sql.Rows) error {
 		var acquired, expires string
 		l := Lock{Access: Write, Owner: o}
 		if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &acquired, &expires); err != nil {
@@ -332,12 +319,12 @@ func (s *sqliteStore) grantKey(c conn, keys []key, o Owner, ttl time.Duration, g
 		}
 		l.ExpiresAt, err = parseSQLiteTime(expires)
 		// As grantedRow: fresh when it carries the hash just sent.
-		g := granted{Lock: l, hash: l.Token, fresh: l.Token == hash}
+		g := Granted{Lock: l, Hash: l.Token, Fresh: l.Token == hash}
 		g.Token = ""
-		if g.fresh {
+		if g.Fresh {
 			g.Token = token
 		}
-		got[key{l.Resource, l.ID}] = g
+		got[Key{l.Resource, l.ID}] = g
 		return err
 	})
 	return err
@@ -397,26 +384,28 @@ WHERE l.resource = json_extract(k.value, '$[0]') AND l.lock_id = json_extract(k.
 	return reserve, insertNew, writeAll, notFresh
 }
 
-func (s *sqliteStore) ReleaseAll(c conn, session string) (int64, error) {
-	return c.exec(`DELETE FROM `+s.table+` WHERE session = ?`, session)
+func (s *sqliteStore) ReleaseAll(c Conn, session string) (int64, error) {
+	c = s.observed(c)
+	return c.Exec(`DELETE FROM `+s.table+` WHERE session = ?`, session)
 }
 
 // Renew pushes the session's rows, then the key rows of the records it
 // reads, in one transaction.
-func (s *sqliteStore) Renew(c conn, session string, ttl time.Duration) (int64, error) {
+func (s *sqliteStore) Renew(c Conn, session string, ttl time.Duration) (int64, error) {
+	c = s.observed(c)
 	var n int64
-	err := c.inTx(func(c conn) error {
+	err := c.inTx(func(c Conn) error {
 		now, err := s.clockAt(c)
 		if err != nil {
 			return err
 		}
 		until := now.Add(ttl)
-		n, err = c.exec(`UPDATE `+s.table+` SET expires_at = MAX(expires_at, ?) WHERE session = ? AND expires_at > ?`,
+		n, err = c.Exec(`UPDATE `+s.table+` SET expires_at = MAX(expires_at, ?) WHERE session = ? AND expires_at > ?`,
 			s.timeArg(until), session, s.timeArg(now))
 		if err != nil || n == 0 {
 			return err
 		}
-		_, err = c.exec(`UPDATE `+s.table+` SET expires_at = MAX(expires_at, ?)
+		_, err = c.Exec(`UPDATE `+s.table+` SET expires_at = MAX(expires_at, ?)
 WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resource, lock_id FROM `+s.table+` WHERE holder = ?)`,
 			s.timeArg(until), session)
 		return err
@@ -427,8 +416,9 @@ WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resourc
 // Sweep deletes fewer rows per statement than PostgreSQL's: SQLite has one
 // writer at a time, so every acquire waits for each batch to commit, and a
 // small batch keeps that wait short (see BenchmarkSweep).
-func (s *sqliteStore) Sweep(c conn, _ *sweepCursor) (int64, bool, error) {
-	n, err := c.exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
+func (s *sqliteStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
+	c = s.observed(c)
+	n, err := c.Exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
 		s.table, s.table, s.clock, sqliteSweepBatch))
 	return n, n >= sqliteSweepBatch, err
 }
@@ -439,7 +429,7 @@ const sqliteSweepBatch = 100
 // FenceCondition needs no row lock: the write's transaction holds SQLite's
 // write lock from the write to its commit, so no takeover can commit in
 // between.
-func (s *sqliteStore) FenceCondition(k key, session string) clause.Expression {
+func (s *sqliteStore) FenceCondition(k Key, session string) clause.Expression {
 	return clause.Expr{
 		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
 			s.eq("session") + ` AND expires_at > ` + s.clock + `)`,
@@ -451,7 +441,7 @@ func (s *sqliteStore) FenceCondition(k key, session string) clause.Expression {
 // lock and the row are read in the same snapshot. Its SQL is built once
 // (heldSQL), so that the re-read's text, prepared once per connection
 // (stmtcache.go), is the same on every call.
-func (s *sqliteStore) HeldCondition(k key, session string, access Access, margin time.Duration) clause.Expression {
+func (s *sqliteStore) HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression {
 	q := &s.heldWrite
 	if access == Read {
 		q = &s.heldRead

@@ -1,12 +1,10 @@
-package offlinelock
+package lockstore
 
 import (
 	"database/sql"
-	"errors"
 	"regexp"
 	"strings"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 )
 
@@ -20,8 +18,6 @@ import (
 // not guarded. The writer's session reaches the triggers as the statement's
 // own max_join_size (identity.go).
 
-var _ guardStore = (*mysqlStore)(nil)
-
 func (s *mysqlStore) Quote(ident string) string {
 	return "`" + strings.ReplaceAll(ident, "`", "``") + "`"
 }
@@ -32,24 +28,24 @@ func (s *mysqlStore) lockName() string { return strings.Trim(s.table, "`") }
 
 func (s *mysqlStore) guardPrefix() string { return "ol" + guardName(s.lockName()) }
 
-func (s *mysqlStore) Spell(k keyKind, expr, colType string) string {
+func (s *mysqlStore) Spell(k KeyKind, expr, colType string) string {
 	binary := strings.Contains(colType, "binary") || strings.Contains(colType, "blob")
 	text := "CONVERT(" + expr + " USING utf8mb4)"
 	switch k {
-	case kindInt:
+	case KindInt:
 		return "CAST(" + expr + " AS CHAR)"
-	case kindUUID:
+	case KindUUID:
 		h := "LOWER(REPLACE(REPLACE(REPLACE(TRIM(" + text + "), '-', ''), '{', ''), '}', ''))"
 		if binary {
 			h = "IF(LENGTH(" + expr + ") = 16, LOWER(HEX(" + expr + ")), " + h + ")"
 		}
 		return "(SELECT IF(LENGTH(h) = 32, CONCAT_WS('-', SUBSTR(h, 1, 8), SUBSTR(h, 9, 4), SUBSTR(h, 13, 4), SUBSTR(h, 17, 4), SUBSTR(h, 21, 12)), h) " +
 			"FROM (SELECT " + h + " AS h) offlinelock_u)"
-	case kindBytes:
+	case KindBytes:
 		return "LOWER(HEX(" + expr + "))"
-	case kindFold:
+	case KindFold:
 		return "LOWER(" + text + ")"
-	case kindChar:
+	case KindChar:
 		return "TRIM(TRAILING ' ' FROM " + text + ")"
 	}
 	return text
@@ -62,8 +58,9 @@ func (s *mysqlStore) Spell(k keyKind, expr, colType string) string {
 // lock table's session column.
 const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709551614 | 576460752303423488)"
 
-func (s *mysqlStore) InstallGuardRoutine(c conn) error {
-	return s.withGuardLock(c, func(c conn) error {
+func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
+	c = s.observed(c)
+	return s.withGuardLock(c, func(c Conn) error {
 		proc := s.Quote(s.guardPrefix() + "_check")
 		mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
 		body := `(res VARBINARY(512), id VARBINARY(1020))
@@ -120,7 +117,7 @@ END`
 			stmts = []string{"CREATE OR REPLACE PROCEDURE " + proc + body}
 		}
 		for _, q := range stmts {
-			if _, err := c.exec(q); err != nil {
+			if _, err := c.Exec(q); err != nil {
 				return err
 			}
 		}
@@ -130,44 +127,43 @@ END`
 
 // withGuardLock serialises the guard's DDL between nodes (a named lock;
 // DDL commits implicitly, so there is no transaction to hold it).
-func (s *mysqlStore) withGuardLock(c conn, fn func(conn) error) error {
+func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 	return c.db.Connection(func(tx *gorm.DB) error {
-		cc := direct(tx)
-		cc.ctx = c.ctx
+		cc := NewConn(tx, c.ctx).on(c.obs)
 		name := "offlinelock:guard:" + s.lockName()
-		if _, err := cc.exec(`SELECT GET_LOCK(?, 30)`, name); err != nil {
+		if _, err := cc.Exec(`SELECT GET_LOCK(?, 30)`, name); err != nil {
 			return err
 		}
-		defer cc.exec(`SELECT RELEASE_LOCK(?)`, name)
+		defer cc.Exec(`SELECT RELEASE_LOCK(?)`, name)
 		// DDL waits for the metadata lock of every open transaction that
 		// touched the table, and new writes of the table queue behind it:
 		// a caller's transaction must not make either wait long.
-		if _, err := cc.exec(`SET SESSION lock_wait_timeout = 5`); err != nil {
+		if _, err := cc.Exec(`SET SESSION lock_wait_timeout = 5`); err != nil {
 			return err
 		}
-		defer cc.exec(`SET SESSION lock_wait_timeout = DEFAULT`)
+		defer cc.Exec(`SET SESSION lock_wait_timeout = DEFAULT`)
 		return fn(cc)
 	})
 }
 
-func (s *mysqlStore) triggerSQL(plan guardPlan) (names []string, stmts []string) {
+func (s *mysqlStore) triggerSQL(plan GuardPlan) (names []string, stmts []string) {
 	proc := s.Quote(s.guardPrefix() + "_check")
-	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.table))
+	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
 	call := func(res, key string) string { return "CALL " + proc + "(" + sqlLiteral(res) + ", " + key + ");" }
 	var ins, upd, del []string
-	for _, rec := range plan.records {
-		ins = append(ins, call(rec.resource, rec.key("NEW")))
-		upd = append(upd, call(rec.resource, rec.key("OLD")),
-			"IF NOT ("+rec.key("NEW")+" <=> "+rec.key("OLD")+") THEN "+call(rec.resource, rec.key("NEW"))+" END IF;")
-		del = append(del, call(rec.resource, rec.key("OLD")))
+	for _, rec := range plan.Records {
+		ins = append(ins, call(rec.Resource, rec.Key("NEW")))
+		upd = append(upd, call(rec.Resource, rec.Key("OLD")),
+			"IF NOT ("+rec.Key("NEW")+" <=> "+rec.Key("OLD")+") THEN "+call(rec.Resource, rec.Key("NEW"))+" END IF;")
+		del = append(del, call(rec.Resource, rec.Key("OLD")))
 	}
-	for _, cc := range plan.cascades {
-		for _, rec := range cc.records {
-			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.key("offlinelock_c")+" AS k FROM "+s.Quote(cc.child)+" offlinelock_c WHERE offlinelock_c."+
-				s.Quote(cc.column)+" = OLD."+s.Quote(cc.parentColumn)+") DO "+call(rec.resource, "offlinelock_r.k")+" END FOR;")
+	for _, cc := range plan.Cascades {
+		for _, rec := range cc.Records {
+			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.Key("offlinelock_c")+" AS k FROM "+s.Quote(cc.Child)+" offlinelock_c WHERE offlinelock_c."+
+				s.Quote(cc.Column)+" = OLD."+s.Quote(cc.ParentColumn)+") DO "+call(rec.Resource, "offlinelock_r.k")+" END FOR;")
 		}
 	}
-	table := s.Quote(plan.table)
+	table := s.Quote(plan.Table)
 	for _, tg := range []struct {
 		suffix, event string
 		body          []string
@@ -182,25 +178,26 @@ func (s *mysqlStore) triggerSQL(plan guardPlan) (names []string, stmts []string)
 	return names, stmts
 }
 
-func (s *mysqlStore) GuardTable(c conn, plan guardPlan) error {
+func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
+	c = s.observed(c)
 	names, stmts := s.triggerSQL(plan)
 	version := guardVersion(stmts...)
-	return s.withGuardLock(c, func(c conn) error {
+	return s.withGuardLock(c, func(c Conn) error {
 		have, err := s.GuardedTables(c)
 		if err != nil {
 			return err
 		}
-		if have[strings.ToLower(plan.table)] == version {
+		if have[strings.ToLower(plan.Table)] == version {
 			return nil
 		}
 		for i, q := range stmts {
 			q = strings.Replace(q, "{version}", version, 1)
 			if s.mariadb.Load() {
 				q = "CREATE OR REPLACE" + strings.TrimPrefix(q, "CREATE")
-			} else if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.Quote(names[i])); err != nil {
+			} else if _, err := c.Exec("DROP TRIGGER IF EXISTS " + s.Quote(names[i])); err != nil {
 				return err
 			}
-			if _, err := c.exec(q); err != nil {
+			if _, err := c.Exec(q); err != nil {
 				return err
 			}
 		}
@@ -212,9 +209,10 @@ var guardVersionMark = regexp.MustCompile(`offlinelock guard ([0-9a-f]+)`)
 
 // GuardedTables: the tables carrying a trigger of this guard, with the
 // version the oldest of their triggers carries.
-func (s *mysqlStore) GuardedTables(c conn) (map[string]string, error) {
+func (s *mysqlStore) GuardedTables(c Conn) (map[string]string, error) {
+	c = s.observed(c)
 	out := map[string]string{}
-	_, err := c.query(`SELECT LOWER(EVENT_OBJECT_TABLE), ACTION_STATEMENT FROM information_schema.TRIGGERS
+	_, err := c.Query(`SELECT LOWER(EVENT_OBJECT_TABLE), ACTION_STATEMENT FROM information_schema.TRIGGERS
 		WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ? ORDER BY TRIGGER_NAME`,
 		[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
 			var table, body string
@@ -234,35 +232,38 @@ func (s *mysqlStore) GuardedTables(c conn) (map[string]string, error) {
 	return out, err
 }
 
-func (s *mysqlStore) RemoveGuard(c conn) error {
-	return s.withGuardLock(c, func(c conn) error {
+func (s *mysqlStore) RemoveGuard(c Conn) error {
+	c = s.observed(c)
+	return s.withGuardLock(c, func(c Conn) error {
 		names, err := queryStrings(c, `SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ?`,
 			s.guardPrefix()+`\_%`)
 		if err != nil {
 			return err
 		}
 		for _, n := range names {
-			if _, err := c.exec("DROP TRIGGER IF EXISTS " + s.Quote(n)); err != nil {
+			if _, err := c.Exec("DROP TRIGGER IF EXISTS " + s.Quote(n)); err != nil {
 				return err
 			}
 		}
-		_, err = c.exec("DROP PROCEDURE IF EXISTS " + s.Quote(s.guardPrefix()+"_check"))
+		_, err = c.Exec("DROP PROCEDURE IF EXISTS " + s.Quote(s.guardPrefix()+"_check"))
 		return err
 	})
 }
 
-func (s *mysqlStore) ColumnTypes(c conn, table string) (map[string]string, error) {
+func (s *mysqlStore) ColumnTypes(c Conn, table string) (map[string]string, error) {
+	c = s.observed(c)
 	return queryPairs(c, `SELECT LOWER(COLUMN_NAME), LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 }
 
 // CascadesInto lists the one-column foreign keys of child table whose ON
 // DELETE action changes its rows: InnoDB runs them without triggers.
-func (s *mysqlStore) CascadesInto(c conn, table string) ([]guardCascade, error) {
-	var out []guardCascade
+func (s *mysqlStore) CascadesInto(c Conn, table string) ([]GuardCascade, error) {
+	c = s.observed(c)
+	var out []GuardCascade
 	// Every information_schema table is filtered on its own schema and
 	// table name, so that MariaDB opens only this table's definition (a
 	// join on constraint names alone opens every table of the schema).
-	_, err := c.query(`SELECT k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.COLUMN_NAME
+	_, err := c.Query(`SELECT k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.COLUMN_NAME
 		FROM information_schema.KEY_COLUMN_USAGE k
 		JOIN information_schema.REFERENTIAL_CONSTRAINTS rc ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME
 		WHERE k.TABLE_SCHEMA = DATABASE() AND k.TABLE_NAME = ? AND k.REFERENCED_TABLE_NAME IS NOT NULL
@@ -271,8 +272,8 @@ func (s *mysqlStore) CascadesInto(c conn, table string) ([]guardCascade, error) 
 				AND k2.CONSTRAINT_NAME = k.CONSTRAINT_NAME) = 1
 		ORDER BY k.CONSTRAINT_NAME`,
 		[]any{table, table, table}, func(r *sql.Rows) error {
-			var cc guardCascade
-			err := r.Scan(&cc.parent, &cc.parentColumn, &cc.column)
+			var cc GuardCascade
+			err := r.Scan(&cc.Parent, &cc.ParentColumn, &cc.Column)
 			out = append(out, cc)
 			return err
 		})
@@ -281,10 +282,10 @@ func (s *mysqlStore) CascadesInto(c conn, table string) ([]guardCascade, error) 
 
 // guardRefusal recognises the guard's SIGNAL: SQLSTATE OL423, and the
 // message names the record (cut at 128 characters, MySQL's limit).
-func (s *mysqlStore) guardRefusal(err error, resources []string) (guardRefusal, bool) {
-	var me *mysql.MySQLError
-	if !errors.As(err, &me) || string(me.SQLState[:]) != guardSQLState {
-		return guardRefusal{}, false
+func (s *mysqlStore) GuardRefusal(err error, resources []string) (GuardRefusal, bool) {
+	me, ok := mysqlErrorOf(err)
+	if !ok || me.sqlState != guardSQLState {
+		return GuardRefusal{}, false
 	}
-	return parseRefusal(me.Message, resources), true
+	return parseRefusal(me.message, resources), true
 }

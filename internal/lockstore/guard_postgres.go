@@ -1,4 +1,4 @@
-package offlinelock
+package lockstore
 
 import (
 	"database/sql"
@@ -17,8 +17,6 @@ import (
 
 // guardSQLState is the SQLSTATE of a guard's refusal, on both servers.
 const guardSQLState = "OL423"
-
-var _ guardStore = (*postgresStore)(nil)
 
 func (s *postgresStore) Quote(ident string) string { return pgQuote(ident) }
 
@@ -39,31 +37,31 @@ func (s *postgresStore) lockName() string { return strings.Trim(s.table, `"`) }
 // guardPrefix names every object of this lock table's guard.
 func (s *postgresStore) guardPrefix() string { return "ol" + guardName(s.lockName()) }
 
-func (s *postgresStore) Spell(k keyKind, expr, colType string) string {
+func (s *postgresStore) Spell(k KeyKind, expr, colType string) string {
 	text := "(" + expr + ")::text"
 	switch k {
-	case kindUUID:
+	case KindUUID:
 		if colType == "uuid" {
 			return text
 		}
 		return `(SELECT CASE WHEN length(h) = 32 THEN concat_ws('-', substr(h, 1, 8), substr(h, 9, 4), substr(h, 13, 4), substr(h, 17, 4), substr(h, 21, 12)) ELSE h END ` +
 			`FROM (SELECT lower(replace(replace(replace(btrim(` + text + `), '-', ''), '{', ''), '}', '')) AS h) offlinelock_u)`
-	case kindBytes:
+	case KindBytes:
 		if colType == "bytea" {
 			return "encode(" + expr + ", 'hex')"
 		}
-	case kindFold:
+	case KindFold:
 		return "lower(" + text + ")"
-	case kindChar:
+	case KindChar:
 		return "rtrim(" + text + ", ' ')"
 	}
 	return text
 }
 
 // schema is the schema the guard's routines live in: the lock table's.
-func (s *postgresStore) schema(c conn) (string, error) {
+func (s *postgresStore) schema(c Conn) (string, error) {
 	var name string
-	_, err := c.query(`SELECT n.nspname FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace WHERE t.oid = to_regclass($1)`,
+	_, err := c.Query(`SELECT n.nspname FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace WHERE t.oid = to_regclass($1)`,
 		[]any{s.table}, func(r *sql.Rows) error { return r.Scan(&name) })
 	if err == nil && name == "" {
 		err = errors.New("the lock table " + s.table + " does not exist")
@@ -71,9 +69,10 @@ func (s *postgresStore) schema(c conn) (string, error) {
 	return name, err
 }
 
-func (s *postgresStore) InstallGuardRoutine(c conn) error {
-	return c.inTx(func(c conn) error {
-		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
+func (s *postgresStore) InstallGuardRoutine(c Conn) error {
+	c = s.observed(c)
+	return c.inTx(func(c Conn) error {
+		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
 			return err
 		}
 		schema, err := s.schema(c)
@@ -81,7 +80,7 @@ func (s *postgresStore) InstallGuardRoutine(c conn) error {
 			return err
 		}
 		for _, q := range s.routineSQL(pgQuote(schema)) {
-			if _, err := c.exec(q); err != nil {
+			if _, err := c.Exec(q); err != nil {
 				return err
 			}
 		}
@@ -141,28 +140,28 @@ const pgDeclareWriter = `DECLARE
 	proof text := nullif(current_setting('offlinelock.proof', true), '');
 `
 
-// pgProof is what a folded fence (store_postgres.go) leaves in
+// pgProof is what a folded fence (postgres.go) leaves in
 // offlinelock.proof when it finds and row-locks session's Write lock of k:
 // the session, the resource (each prefixed by its length in bytes, so
 // that no two triples spell the same text) and the lock id. The row lock
 // lasts until the transaction ends, and with it the proof: a savepoint
 // rolled back takes both back. The guard's fenced branch skips the probe
 // of a write whose every row is k (pgProved).
-func pgProof(session string, k key) string {
+func pgProof(session string, k Key) string {
 	return strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
 }
 
 // pgProved is the SQL of a trigger's test that the transition tables hold
 // rows of the proved record only: every key of every row, for every
 // record, is the proof's.
-func pgProved(records []guardRecord, rows []string) string {
+func pgProved(records []GuardRecord, rows []string) string {
 	var alts []string
 	for _, row := range rows {
 		alias := row[:len("offlinelock_")+1]
 		var differs []string
 		for _, rec := range records {
-			prefix := strconv.Itoa(len(rec.resource)) + ":" + rec.resource
-			differs = append(differs, "(octet_length(me) || ':' || me || "+sqlLiteral(prefix)+" || "+rec.key(alias)+") IS DISTINCT FROM proof")
+			prefix := strconv.Itoa(len(rec.Resource)) + ":" + rec.Resource
+			differs = append(differs, "(octet_length(me) || ':' || me || "+sqlLiteral(prefix)+" || "+rec.Key(alias)+") IS DISTINCT FROM proof")
 		}
 		alts = append(alts, "SELECT 1 FROM "+row+" "+alias+" WHERE "+strings.Join(differs, " OR "))
 	}
@@ -188,27 +187,27 @@ func pgHeld(lt string) string {
 // order, until the transaction ends. The writer is read once, into me;
 // the keys are an array (= ANY), which needs no sort to be probed: a
 // single-row write costs one index probe per record kind (docs/guard.md).
-func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
-	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.table))
+func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
+	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
 	refuse := schema + "." + pgQuote(s.guardPrefix()+"_refuse")
 	trunc := schema + "." + pgQuote(s.guardPrefix()+"_truncate")
 	lt := schema + "." + s.table
 	held := pgHeld(lt)
 	checks := func(rows ...string) string {
 		var fenced, locked strings.Builder
-		for _, rec := range plan.records {
+		for _, rec := range plan.Records {
 			var sel []string
 			for _, row := range rows {
 				alias := row[:len("offlinelock_")+1] // offlinelock_n, offlinelock_o: NEW and OLD are PL/pgSQL's
-				sel = append(sel, "SELECT "+rec.key(alias)+" FROM "+row+" "+alias)
+				sel = append(sel, "SELECT "+rec.Key(alias)+" FROM "+row+" "+alias)
 			}
-			res := sqlLiteral(rec.resource)
+			res := sqlLiteral(rec.Resource)
 			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
 			fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
 			locked.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
 				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n")
 		}
-		return `	IF ` + pgProved(plan.records, rows) + ` THEN
+		return `	IF ` + pgProved(plan.Records, rows) + ` THEN
 		RETURN NULL; -- only what the plugin's fence proved (pgProof)
 	ELSIF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
 		RETURN NULL; -- no lock table, no locks
@@ -219,13 +218,13 @@ func (s *postgresStore) triggerSQL(schema string, plan guardPlan) []string {
 	}
 	var tr strings.Builder
 	seen := map[string]bool{}
-	for _, rec := range plan.records {
-		if !seen[rec.resource] {
-			seen[rec.resource] = true
-			tr.WriteString("\tPERFORM " + trunc + "(" + sqlLiteral(rec.resource) + ");\n")
+	for _, rec := range plan.Records {
+		if !seen[rec.Resource] {
+			seen[rec.Resource] = true
+			tr.WriteString("\tPERFORM " + trunc + "(" + sqlLiteral(rec.Resource) + ");\n")
 		}
 	}
-	table := pgQuote(plan.table)
+	table := pgQuote(plan.Table)
 	var out []string
 	for _, tg := range []struct{ suffix, when, body string }{
 		{"_ins", "AFTER INSERT ON " + table + " REFERENCING NEW TABLE AS offlinelock_new FOR EACH STATEMENT", checks("offlinelock_new")},
@@ -245,14 +244,15 @@ $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
 	return out
 }
 
-func (s *postgresStore) GuardTable(c conn, plan guardPlan) error {
-	return c.inTx(func(c conn) error {
+func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
+	c = s.observed(c)
+	return c.inTx(func(c Conn) error {
 		// CREATE TRIGGER waits for the table's writers; a caller's
 		// transaction that wrote it must not wait for this forever.
-		if _, err := c.exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
+		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
 			return err
 		}
-		if _, err := c.exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
+		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
 			return err
 		}
 		schema, err := s.schema(c)
@@ -265,13 +265,13 @@ func (s *postgresStore) GuardTable(c conn, plan guardPlan) error {
 		if err != nil {
 			return err
 		}
-		if have[strings.ToLower(plan.table)] == version {
+		if have[strings.ToLower(plan.Table)] == version {
 			return nil
 		}
-		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.table))+"_upd")
+		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.Table))+"_upd")
 		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
 		for _, q := range stmts {
-			if _, err := c.exec(q); err != nil {
+			if _, err := c.Exec(q); err != nil {
 				return err
 			}
 		}
@@ -281,9 +281,10 @@ func (s *postgresStore) GuardTable(c conn, plan guardPlan) error {
 
 // GuardedTables: the tables that carry the four triggers of this guard,
 // with the version their UPDATE trigger's function carries (its comment).
-func (s *postgresStore) GuardedTables(c conn) (map[string]string, error) {
+func (s *postgresStore) GuardedTables(c Conn) (map[string]string, error) {
+	c = s.observed(c)
 	out := map[string]string{}
-	_, err := c.query(`SELECT lower(c.relname), max(coalesce(obj_description(t.tgfoid, 'pg_proc'), '')) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+	_, err := c.Query(`SELECT lower(c.relname), max(coalesce(obj_description(t.tgfoid, 'pg_proc'), '')) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
 		WHERE t.tgname IN ($1, $2, $3, $4) GROUP BY 1 HAVING count(*) = 4`,
 		[]any{s.guardPrefix() + "_ins", s.guardPrefix() + "_upd", s.guardPrefix() + "_del", s.guardPrefix() + "_trunc"},
 		func(r *sql.Rows) error {
@@ -297,8 +298,9 @@ func (s *postgresStore) GuardedTables(c conn) (map[string]string, error) {
 	return out, err
 }
 
-func (s *postgresStore) RemoveGuard(c conn) error {
-	return c.inTx(func(c conn) error {
+func (s *postgresStore) RemoveGuard(c Conn) error {
+	c = s.observed(c)
+	return c.inTx(func(c Conn) error {
 		prefix := s.guardPrefix() + `\_%`
 		// IF EXISTS: a table dropped meanwhile took its triggers with it.
 		drops, err := queryStrings(c, `SELECT format('DROP TRIGGER IF EXISTS %I ON %I.%I', t.tgname, n.nspname, r.relname)
@@ -312,7 +314,7 @@ func (s *postgresStore) RemoveGuard(c conn) error {
 		}
 		drops = append(drops, functions...)
 		for _, q := range drops {
-			if _, err := c.exec(q); err != nil {
+			if _, err := c.Exec(q); err != nil {
 				return err
 			}
 		}
@@ -320,21 +322,22 @@ func (s *postgresStore) RemoveGuard(c conn) error {
 	})
 }
 
-func (s *postgresStore) ColumnTypes(c conn, table string) (map[string]string, error) {
+func (s *postgresStore) ColumnTypes(c Conn, table string) (map[string]string, error) {
+	c = s.observed(c)
 	return queryPairs(c, `SELECT lower(a.attname), format_type(a.atttypid, NULL) FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, pgQuote(table))
 }
 
 // CascadesInto: PostgreSQL fires a child's triggers for the rows its
 // foreign key actions change, so no parent needs a guard of its own.
-func (s *postgresStore) CascadesInto(conn, string) ([]guardCascade, error) { return nil, nil }
+func (s *postgresStore) CascadesInto(Conn, string) ([]GuardCascade, error) { return nil, nil }
 
 // guardRefusal recognises the guard's SQLSTATE, through the one method
 // pgconn.PgError has for it; the message names the record.
-func (s *postgresStore) guardRefusal(err error, resources []string) (guardRefusal, bool) {
+func (s *postgresStore) GuardRefusal(err error, resources []string) (GuardRefusal, bool) {
 	var se interface{ SQLState() string }
 	if !errors.As(err, &se) || se.SQLState() != guardSQLState {
-		return guardRefusal{}, false
+		return GuardRefusal{}, false
 	}
 	return parseRefusal(se.(error).Error(), resources), true
 }

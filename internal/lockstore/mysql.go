@@ -1,4 +1,4 @@
-package offlinelock
+package lockstore
 
 import (
 	"context"
@@ -14,9 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/schema"
 )
 
 // mysqlStore is the lock table on MySQL 8.0 and MariaDB (InnoDB). It shares
@@ -52,7 +50,7 @@ type mysqlStore struct {
 	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
 }
 
-var _ lockStore = (*mysqlStore)(nil)
+var _ Store = (*mysqlStore)(nil)
 
 // mysqlClock is the database clock: UTC whatever the session's time_zone,
 // to the microsecond, fixed for the statement.
@@ -85,16 +83,19 @@ func orPKs(n int) string {
 // (MariaDB 10.11 has no FOR SHARE).
 const mysqlShare = " LOCK IN SHARE MODE"
 
-func newMySQLStore(name string) *mysqlStore {
+// NewMySQL is the lock table named name on MySQL and MariaDB, its
+// generation counter and catalog beside it; obs is told of every statement
+// (nil: nothing is).
+func NewMySQL(name string, obs Observer) Store {
 	q := func(s string) string { return "`" + s + "`" }
-	s := &mysqlStore{sqlStore: &sqlStore{table: q(name), seq: q(name + "_generation"), catalog: q(name + "_tables"),
+	s := &mysqlStore{sqlStore: &sqlStore{obs: obs, table: q(name), seq: q(name + "_generation"), catalog: q(name + "_tables"),
 		clock: mysqlClock, bind: func(q string) string { return q }, fenceRead: mysqlShare,
 		timeArg: func(t time.Time) any { return t.UTC().Format(mysqlTime) }}}
 	s.nextGens = s.nextGenerations
 	s.keysIn = orKeys
 	s.fromHint = mysqlPK
 	s.deleteFrom = "DELETE " + s.table + " FROM " + s.table + mysqlPK // the multi-table form takes an index hint
-	s.readersRead = func(c conn) string {
+	s.readersRead = func(c Conn) string {
 		if _, ok := s.rc.Load(c.db.Statement.ConnPool); ok {
 			return "" // the latest committed rows; the key rows are held
 		}
@@ -117,16 +118,15 @@ func (s *mysqlStore) RowLocks() bool { return true }
 // upsertsOnAnyUnique: GORM renders every upsert as INSERT … ON DUPLICATE
 // KEY UPDATE, which updates the row of whichever unique key the new row
 // collides with; the conflict columns the statement names are not sent.
-func (s *mysqlStore) upsertsOnAnyUnique() bool { return true }
 
 // shareLock: MariaDB has no FOR SHARE, MySQL 8.0 still takes this.
-func (s *mysqlStore) shareLock() string { return mysqlShare }
 
 // The key columns are VARBINARY: byte comparison, no case folding, no
 // trailing-space padding, byte order. Their lengths are PostgreSQL's in
 // characters times four (utf8mb4), and the primary key's 2552 bytes fit
 // InnoDB's 3072-byte limit.
-func (s *mysqlStore) Migrate(c conn) error {
+func (s *mysqlStore) Migrate(c Conn) error {
+	c = s.observed(c)
 	// CREATE TABLE IF NOT EXISTS is safe for nodes that start together:
 	// InnoDB's metadata lock serialises them, the later ones see the table.
 	for _, stmt := range []string{
@@ -149,12 +149,12 @@ func (s *mysqlStore) Migrate(c conn) error {
 	KEY ` + s.index("token") + ` (token)) ENGINE=InnoDB`,
 		`CREATE TABLE IF NOT EXISTS ` + s.seq + ` (n BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB`,
 	} {
-		if _, err := c.exec(stmt); err != nil {
+		if _, err := c.Exec(stmt); err != nil {
 			return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
 		}
 	}
 	var version string
-	if _, err := c.query(`SELECT VERSION()`, nil, func(r *sql.Rows) error { return r.Scan(&version) }); err != nil {
+	if _, err := c.Query(`SELECT VERSION()`, nil, func(r *sql.Rows) error { return r.Scan(&version) }); err != nil {
 		return err
 	}
 	s.mariadb.Store(strings.Contains(strings.ToLower(version), "mariadb"))
@@ -180,13 +180,13 @@ func (s *mysqlStore) Migrate(c conn) error {
 // changes nothing. A plain read (no lock) finds out first whether there is
 // anything to do: the UPDATE scans the table, and runs in a READ COMMITTED
 // transaction, where InnoDB keeps no lock on the rows it does not change.
-func (s *mysqlStore) hashTokens(c conn) error {
+func (s *mysqlStore) hashTokens(c Conn) error {
 	legacy := `LENGTH(token) = ` + strconv.Itoa(tokenLen)
 	found := false
-	_, err := c.query(`SELECT 1 FROM `+s.table+` WHERE `+legacy+` LIMIT 1`, nil, func(*sql.Rows) error { found = true; return nil })
+	_, err := c.Query(`SELECT 1 FROM `+s.table+` WHERE `+legacy+` LIMIT 1`, nil, func(*sql.Rows) error { found = true; return nil })
 	if err == nil && found {
-		err = s.inOwnTx(c, func(c conn) error {
-			_, err := c.exec(`UPDATE ` + s.table + ` SET token = SHA2(token, 256) WHERE ` + legacy)
+		err = s.inOwnTx(c, func(c Conn) error {
+			_, err := c.Exec(`UPDATE ` + s.table + ` SET token = SHA2(token, 256) WHERE ` + legacy)
 			return err
 		})
 	}
@@ -204,10 +204,10 @@ func (s *mysqlStore) index(suffix string) string {
 // as the UTC times they are: without parseTime=true they are text, and
 // with a loc other than UTC the driver shifts them, and every expiry would
 // be judged wrong.
-func (s *mysqlStore) checkTimes(c conn) error {
+func (s *mysqlStore) checkTimes(c Conn) error {
 	var v any
 	var text string
-	_, err := c.query(`SELECT `+mysqlClock+`, DATE_FORMAT(`+mysqlClock+`, '%Y-%m-%d %H:%i:%s.%f')`, nil,
+	_, err := c.Query(`SELECT `+mysqlClock+`, DATE_FORMAT(`+mysqlClock+`, '%Y-%m-%d %H:%i:%s.%f')`, nil,
 		func(r *sql.Rows) error { return r.Scan(&v, &text) })
 	if err != nil {
 		return err
@@ -226,7 +226,7 @@ func (s *mysqlStore) checkTimes(c conn) error {
 // need not get consecutive values (innodb_autoinc_lock_mode=2), so one row
 // stands for a whole batch. The row is deleted at once by its primary key
 // (a record lock on a row nobody else sees).
-func (s *mysqlStore) nextGenerations(c conn, n int) ([]int64, error) {
+func (s *mysqlStore) nextGenerations(c Conn, n int) ([]int64, error) {
 	if n == 0 {
 		return nil, nil
 	}
@@ -247,7 +247,7 @@ func (s *mysqlStore) nextGenerations(c conn, n int) ([]int64, error) {
 	if g <= 0 {
 		return nil, errGenerationCounter
 	}
-	if _, err := c.exec(`DELETE FROM `+s.seq+` WHERE n = ?`, g); err != nil {
+	if _, err := c.Exec(`DELETE FROM `+s.seq+` WHERE n = ?`, g); err != nil {
 		return nil, err
 	}
 	gens := make([]int64, n)
@@ -266,7 +266,7 @@ func (s *mysqlStore) nextGenerations(c conn, n int) ([]int64, error) {
 // and rolled back with it (a refused load) hands the locks of the sessions
 // waiting for it to the gap before the next record, and those gaps
 // deadlock the next inserts there.
-func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
+func (s *mysqlStore) lockKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, error) {
 	missing, err := s.missingKeyRows(c, keys)
 	if err == nil && len(missing) > 0 {
 		err = s.createKeyRows(c, missing)
@@ -287,7 +287,7 @@ func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, er
 		}
 	}
 	q, args := s.insertFree(missing)
-	if _, err := c.exec(q, args...); err != nil {
+	if _, err := c.Exec(q, args...); err != nil {
 		return nil, time.Time{}, err
 	}
 	more, later, err := s.selectKeyRows(c, missing)
@@ -296,7 +296,7 @@ func (s *mysqlStore) lockKeyRows(c conn, keys []key) (map[key]row, time.Time, er
 }
 
 // insertFree is the INSERT IGNORE of free key rows for keys.
-func (s *mysqlStore) insertFree(keys []key) (string, []any) {
+func (s *mysqlStore) insertFree(keys []Key) (string, []any) {
 	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
 	for i, k := range keys {
@@ -312,19 +312,19 @@ func (s *mysqlStore) insertFree(keys []key) (string, []any) {
 // missingKeyRows are the keys that have no key row, by a plain read: no
 // lock, and in the caller's REPEATABLE READ transaction its snapshot,
 // which is enough to know what to create.
-func (s *mysqlStore) missingKeyRows(c conn, keys []key) ([]key, error) {
+func (s *mysqlStore) missingKeyRows(c Conn, keys []Key) ([]Key, error) {
 	pks := make([]row, len(keys))
 	for i, k := range keys {
 		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
 	}
-	found := make(map[key]bool, len(keys))
-	_, err := c.query(`SELECT resource, lock_id FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks)), pkArgs(pks), func(r *sql.Rows) error {
-		var k key
+	found := make(map[Key]bool, len(keys))
+	_, err := c.Query(`SELECT resource, lock_id FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks)), pkArgs(pks), func(r *sql.Rows) error {
+		var k Key
 		err := r.Scan(&k.Resource, &k.ID)
 		found[k] = true
 		return err
 	})
-	var missing []key
+	var missing []Key
 	for _, k := range keys {
 		if !found[k] {
 			missing = append(missing, k)
@@ -342,7 +342,7 @@ const mysqlCreateWait = time.Second
 // committed at once. It waits for a row lock only where another session
 // created one of these rows since missingKeyRows and holds it; MariaDB
 // bounds that wait. A failure leaves the creation to lockKeyRows.
-func (s *mysqlStore) createKeyRows(c conn, keys []key) error {
+func (s *mysqlStore) createKeyRows(c Conn, keys []Key) error {
 	pool := c.db.Config.ConnPool
 	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil {
 		return nil
@@ -368,7 +368,7 @@ func (s *mysqlStore) createKeyRows(c conn, keys []key) error {
 
 // selectKeyRows reads the existing key rows of keys with a locking read by
 // whole primary keys, in key order.
-func (s *mysqlStore) selectKeyRows(c conn, keys []key) (map[key]row, time.Time, error) {
+func (s *mysqlStore) selectKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, error) {
 	pks := make([]row, len(keys))
 	for i, k := range keys {
 		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
@@ -389,37 +389,39 @@ const (
 
 // releaseWriteLock frees session's Write lock on k: first if it is still
 // valid, then if it is not, each an atomic statement (no RETURNING).
-func (s *mysqlStore) releaseWriteLock(c conn, k key, session string) (found, valid bool, err error) {
+func (s *mysqlStore) releaseWriteLock(c Conn, k Key, session string) (found, valid bool, err error) {
 	q := `UPDATE ` + s.table + mysqlPK + ` SET ` + mysqlFree + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND session = ?`
-	n, err := c.exec(q+` AND expires_at > `+mysqlClock, k.Resource, k.ID, session)
+	n, err := c.Exec(q+` AND expires_at > `+mysqlClock, k.Resource, k.ID, session)
 	if err != nil || n > 0 {
 		return n > 0, n > 0, err
 	}
-	n, err = c.exec(q, k.Resource, k.ID, session)
+	n, err = c.Exec(q, k.Resource, k.ID, session)
 	return n > 0, false, err
 }
 
 // freeKeyRow ends every lock on k: its reader rows go, its key row stays
 // free.
-func (s *mysqlStore) freeKeyRow(c conn, k key) (int64, error) {
-	n, err := c.exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.Resource, k.ID)
+func (s *mysqlStore) freeKeyRow(c Conn, k Key) (int64, error) {
+	n, err := c.Exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.Resource, k.ID)
 	if err != nil {
 		return n, err
 	}
-	m, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.Resource, k.ID)
+	m, err := c.Exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.Resource, k.ID)
 	return n + m, err
 }
 
 // DropGrant frees the Write lock on k if its token is still token.
-func (s *mysqlStore) DropGrant(c conn, k key, token string) error {
-	_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`,
+func (s *mysqlStore) DropGrant(c Conn, k Key, token string) error {
+	c = s.observed(c)
+	_, err := c.Exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND token = ?`,
 		k.Resource, k.ID, tokenHash(token))
 	return err
 }
 
 // Drop ends session's locks on keys: its Write key rows are freed and its
 // reader rows deleted, each by whole primary keys.
-func (s *mysqlStore) Drop(c conn, keys []key, session string) error {
+func (s *mysqlStore) Drop(c Conn, keys []Key, session string) error {
+	c = s.observed(c)
 	for _, batch := range chunks(sortKeys(keys)) {
 		keyRows := make([]row, len(batch))
 		readers := make([]row, len(batch))
@@ -427,10 +429,10 @@ func (s *mysqlStore) Drop(c conn, keys []key, session string) error {
 			keyRows[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
 			readers[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}, holder: session}
 		}
-		_, err := c.exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE `+orPKs(len(keyRows))+` AND session = ?`,
+		_, err := c.Exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE `+orPKs(len(keyRows))+` AND session = ?`,
 			append(pkArgs(keyRows), session)...)
 		if err == nil {
-			_, err = c.exec(s.deleting()+` WHERE `+orPKs(len(readers)), pkArgs(readers)...)
+			_, err = c.Exec(s.deleting()+` WHERE `+orPKs(len(readers)), pkArgs(readers)...)
 		}
 		if err != nil {
 			return err
@@ -444,7 +446,7 @@ var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
 // beginOwn begins a READ COMMITTED transaction and remembers it until
 // done: in it a plain read of reader rows is the latest committed one.
-func (s *mysqlStore) beginOwn(db *gorm.DB) (*gorm.DB, func()) {
+func (s *mysqlStore) BeginOwn(db *gorm.DB) (*gorm.DB, func()) {
 	tx := db.Begin(readCommitted)
 	if tx.Error != nil {
 		return tx, func() {}
@@ -462,7 +464,7 @@ const mysqlRetries = 20
 // own, retried when InnoDB rolls it back as a deadlock victim. In the
 // caller's transaction a deadlock has rolled the caller's work back too:
 // it is reported, never retried.
-func (s *mysqlStore) inOwnTx(c conn, fn func(conn) error) error {
+func (s *mysqlStore) inOwnTx(c Conn, fn func(Conn) error) error {
 	if _, ok := c.db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		return mysqlError(fn(c))
 	}
@@ -478,8 +480,8 @@ func (s *mysqlStore) inOwnTx(c conn, fn func(conn) error) error {
 	return mysqlError(err)
 }
 
-func (s *mysqlStore) ownTx(c conn, fn func(conn) error) (err error) {
-	tx, done := s.beginOwn(c.db.Session(&gorm.Session{NewDB: true, Context: c.ctx}))
+func (s *mysqlStore) ownTx(c Conn, fn func(Conn) error) (err error) {
+	tx, done := s.BeginOwn(c.db.Session(&gorm.Session{NewDB: true, Context: c.ctx}))
 	if tx.Error != nil {
 		return tx.Error
 	}
@@ -490,7 +492,7 @@ func (s *mysqlStore) ownTx(c conn, fn func(conn) error) (err error) {
 			tx.Rollback()
 		}
 	}()
-	if err = fn(conn{db: tx, ctx: c.ctx}); err != nil {
+	if err = fn(Conn{db: tx, ctx: c.ctx, obs: c.obs}); err != nil {
 		return err
 	}
 	committed = true
@@ -515,23 +517,16 @@ func mysqlError(err error) error {
 	return err
 }
 
-// mysqlCode is the MySQL error number of err, or 0.
-func mysqlCode(err error) uint16 {
-	var my *mysql.MySQLError
-	if errors.As(err, &my) {
-		return my.Number
-	}
-	return 0
-}
-
 // Grant decides every key through the serialised path: InnoDB has no
 // one-statement conditional upsert that reports which keys it refused.
-func (s *mysqlStore) Grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
+	c = s.observed(c)
 	got, err := s.decide(c, keys, o, access, ttl)
-	return got, mysqlError(err)
+	return allOrNothing(got, mysqlError(err))
 }
 
-func (s *mysqlStore) Check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {
+func (s *mysqlStore) Check(c Conn, keys []Key, o Owner, fence bool) (mine, free []Key, err error) {
+	c = s.observed(c)
 	mine, free, err = s.sqlStore.Check(c, keys, o, fence)
 	return mine, free, mysqlError(err)
 }
@@ -539,11 +534,11 @@ func (s *mysqlStore) Check(c conn, keys []key, o Owner, fence bool) (mine, free 
 // keysLimit reads the distinct records that rows matching cond (with args)
 // touch, in key order, with a LIMIT clause after the ORDER BY: a plain
 // read, for the locking read that follows.
-func (s *mysqlStore) keysLimit(c conn, cond, limit string, args ...any) ([]key, error) {
-	var keys []key
-	_, err := c.query(`SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args,
+func (s *mysqlStore) keysLimit(c Conn, cond, limit string, args ...any) ([]Key, error) {
+	var keys []Key
+	_, err := c.Query(`SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args,
 		func(r *sql.Rows) error {
-			var k key
+			var k Key
 			err := r.Scan(&k.Resource, &k.ID)
 			keys = append(keys, k)
 			return err
@@ -555,16 +550,16 @@ func (s *mysqlStore) keysLimit(c conn, cond, limit string, args ...any) ([]key, 
 // order, as every statement that changes several records' locks does;
 // with skip, those another transaction holds are skipped (and not
 // returned).
-func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
-	var out []key
+func (s *mysqlStore) lockKeysOf(c Conn, keys []Key, skip bool) ([]Key, error) {
+	var out []Key
 	for _, batch := range chunks(sortKeys(keys)) {
 		list, args := keyList(batch)
 		q := `SELECT resource, lock_id FROM ` + s.table + mysqlPK + ` WHERE holder = '' AND ` + s.inKeys(list) + ` ORDER BY resource, lock_id FOR UPDATE`
 		if skip {
 			q += ` SKIP LOCKED`
 		}
-		_, err := c.query(q, args, func(r *sql.Rows) error {
-			var k key
+		_, err := c.Query(q, args, func(r *sql.Rows) error {
+			var k Key
 			err := r.Scan(&k.Resource, &k.ID)
 			out = append(out, k)
 			return err
@@ -580,9 +575,10 @@ func (s *mysqlStore) lockKeysOf(c conn, keys []key, skip bool) ([]key, error) {
 // its rows by whole primary key, chosen from the rows it holds. A
 // condition on session would let InnoDB walk the session index, whose
 // stale entries lead to rows other sessions hold now, out of key order.
-func (s *mysqlStore) ReleaseAll(c conn, session string) (int64, error) {
+func (s *mysqlStore) ReleaseAll(c Conn, session string) (int64, error) {
+	c = s.observed(c)
 	var n int64
-	err := s.inOwnTx(c, func(c conn) error {
+	err := s.inOwnTx(c, func(c Conn) error {
 		rows, err := s.sessionRows(c, session, time.Time{})
 		// By whole primary keys, a batch at a time, as renew does: a DELETE
 		// or UPDATE by exact primary keys reads no record beyond them, where
@@ -608,7 +604,7 @@ func (s *mysqlStore) ReleaseAll(c conn, session string) (int64, error) {
 					continue
 				}
 				var m int64
-				m, err = c.exec(part.head+` WHERE `+orPKs(len(part.rows)), pkArgs(part.rows)...)
+				m, err = c.Exec(part.head+` WHERE `+orPKs(len(part.rows)), pkArgs(part.rows)...)
 				n += m
 			}
 		}
@@ -620,7 +616,7 @@ func (s *mysqlStore) ReleaseAll(c conn, session string) (int64, error) {
 // sessionRows takes, in key order, the key rows of the records session
 // has rows on (live at after, if after is set), and returns its rows: its
 // Write key rows and its reader rows, read by primary key.
-func (s *mysqlStore) sessionRows(c conn, session string, after time.Time) ([]row, error) {
+func (s *mysqlStore) sessionRows(c Conn, session string, after time.Time) ([]row, error) {
 	cond, args := `session = ?`, []any{session}
 	if !after.IsZero() {
 		cond, args = cond+` AND expires_at > ?`, append(args, s.timeArg(after))
@@ -655,13 +651,13 @@ func (s *mysqlStore) sessionRows(c conn, session string, after time.Time) ([]row
 }
 
 // readerRows reads session's reader rows on keys by primary key.
-func (s *mysqlStore) readerRows(c conn, keys []key, session string) ([]row, error) {
+func (s *mysqlStore) readerRows(c Conn, keys []Key, session string) ([]row, error) {
 	pks := make([]row, len(keys))
 	for i, k := range keys {
 		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}, holder: session}
 	}
 	var out []row
-	_, err := c.query(`SELECT `+lockColumns+` FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id`+s.readersRead(c),
+	_, err := c.Query(`SELECT `+lockColumns+` FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id`+s.readersRead(c),
 		pkArgs(pks), func(r *sql.Rows) error {
 			rw, err := scanRow(r)
 			out = append(out, rw)
@@ -693,9 +689,10 @@ func pkArgs(rows []row) []any {
 // Renew takes the key rows of the session's live records, then pushes its
 // rows and the read-mode key rows of the records it reads, by whole
 // primary key.
-func (s *mysqlStore) Renew(c conn, session string, ttl time.Duration) (int64, error) {
+func (s *mysqlStore) Renew(c Conn, session string, ttl time.Duration) (int64, error) {
+	c = s.observed(c)
 	var n int64
-	err := s.inOwnTx(c, func(c conn) error {
+	err := s.inOwnTx(c, func(c Conn) error {
 		now, err := s.clockAt(c)
 		if err != nil {
 			return err
@@ -713,7 +710,7 @@ func (s *mysqlStore) Renew(c conn, session string, ttl time.Duration) (int64, er
 					pks = append(pks, row{Lock: Lock{Resource: r.Resource, ID: r.ID}})
 				}
 			}
-			_, err = c.exec(`UPDATE `+s.table+mysqlPK+` SET expires_at = GREATEST(expires_at, ?) WHERE `+orPKs(len(pks)),
+			_, err = c.Exec(`UPDATE `+s.table+mysqlPK+` SET expires_at = GREATEST(expires_at, ?) WHERE `+orPKs(len(pks)),
 				append([]any{until}, pkArgs(pks)...)...)
 		}
 		n = int64(len(rows))
@@ -725,10 +722,11 @@ func (s *mysqlStore) Renew(c conn, session string, ttl time.Duration) (int64, er
 // Sweep deletes expired rows of records whose key rows no other
 // transaction holds (SKIP LOCKED): those are being taken over or released
 // right now.
-func (s *mysqlStore) Sweep(c conn, _ *sweepCursor) (int64, bool, error) {
+func (s *mysqlStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
+	c = s.observed(c)
 	var n int64
 	more := false
-	err := s.inOwnTx(c, func(c conn) error {
+	err := s.inOwnTx(c, func(c Conn) error {
 		keys, err := s.keysLimit(c, `expires_at <= `+mysqlClock, fmt.Sprintf(` LIMIT %d`, sweepBatch))
 		more = len(keys) >= sweepBatch
 		if err == nil {
@@ -740,7 +738,7 @@ func (s *mysqlStore) Sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 			}
 			list, args := keyList(batch)
 			var m int64
-			m, err = c.exec(s.deleting()+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
+			m, err = c.Exec(s.deleting()+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
 			n += m
 		}
 		return err
@@ -752,11 +750,11 @@ func (s *mysqlStore) Sweep(c conn, _ *sweepCursor) (int64, bool, error) {
 // depth: offlinelock_1, offlinelock_2 … A statement nested in another (a
 // preload in a load) opens the next one; MySQL would otherwise replace the
 // outer savepoint with the inner one of the same name.
-func (s *mysqlStore) savepointIn(pool gorm.ConnPool) (string, func()) {
+func (s *mysqlStore) SavepointIn(pool gorm.ConnPool) (string, func()) {
 	v, _ := s.depth.LoadOrStore(pool, new(atomic.Int32))
 	d := v.(*atomic.Int32)
 	n := d.Add(1)
-	return savepointName + "_" + strconv.Itoa(int(n)), func() {
+	return SavepointName + "_" + strconv.Itoa(int(n)), func() {
 		if d.Add(-1) == 0 {
 			s.depth.CompareAndDelete(pool, d)
 		}
@@ -771,44 +769,39 @@ func (s *mysqlStore) savepointIn(pool gorm.ConnPool) (string, func()) {
 // (MariaDB's *_nopad_bin, MySQL's utf8mb4_0900_bin), or a binary one that
 // pads with a key the plugin trims (char(n)). A table not created yet
 // passes until it exists: it has no rows to write.
-func (s *mysqlStore) checkKeyColumns(c conn, m *model) error {
-	// A member's records are named by its key to its root, not its own.
-	fields, kinds := m.pk, m.kinds
-	if m.root != nil {
-		fields, kinds = []*schema.Field{m.root.field}, []keyKind{kindOf(m.root.field)}
-	}
-	textual := func(k keyKind) bool { return k == kindText || k == kindFold || k == kindChar }
-	if _, ok := s.keysOK.Load(m.table); ok || !slices.ContainsFunc(kinds, textual) {
+func (s *mysqlStore) CheckKeyColumns(c Conn, m KeyColumns) error {
+	c = s.observed(c)
+	if _, ok := s.keysOK.Load(m.Table); ok || !slices.ContainsFunc(m.Kinds, KeyKind.textual) {
 		return nil
 	}
-	coll, err := s.collations(c, m.table)
+	coll, err := s.collations(c, m.Table)
 	if err != nil || len(coll) == 0 {
 		return err
 	}
-	for i, f := range fields {
-		cn, ok := coll[strings.ToLower(f.DBName)]
-		if !ok || cn == nil || !textual(kinds[i]) {
+	for i, col := range m.Columns {
+		cn, ok := coll[strings.ToLower(col)]
+		if !ok || cn == nil || !m.Kinds[i].textual() {
 			continue
 		}
 		name := strings.ToLower(*cn)
 		binary := strings.HasSuffix(name, "_bin") || name == "binary"
 		noPad := strings.Contains(name, "nopad") || strings.Contains(name, "_0900_")
-		if binary && (noPad || kinds[i] == kindChar) {
+		if binary && (noPad || m.Kinds[i] == KindChar) {
 			continue
 		}
 		return fmt.Errorf("%w: key column %s.%s has collation %s, which takes spellings the lock table keeps apart (letter case, accents, trailing spaces) as one row; "+
 			"declare it with a binary collation that does not pad, e.g. gorm:\"type:varchar(64) COLLATE utf8mb4_nopad_bin\" (MariaDB) or utf8mb4_0900_bin (MySQL 8.0), or as VARBINARY",
-			ErrInvalid, m.table, f.DBName, *cn)
+			ErrInvalid, m.Table, col, *cn)
 	}
-	s.keysOK.Store(m.table, true)
+	s.keysOK.Store(m.Table, true)
 	return nil
 }
 
 // collations are the collations of table's columns by lower-cased name,
 // nil for a column without one (binary and numeric types).
-func (s *mysqlStore) collations(c conn, table string) (map[string]*string, error) {
+func (s *mysqlStore) collations(c Conn, table string) (map[string]*string, error) {
 	coll := map[string]*string{}
-	_, err := c.query(`SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
+	_, err := c.Query(`SELECT COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
 		[]any{table}, func(r *sql.Rows) error {
 			var name string
 			var cn sql.NullString

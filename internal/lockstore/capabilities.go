@@ -1,0 +1,178 @@
+package lockstore
+
+import (
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Every store is a Store; what else one can do is declared here, in one
+// place, and resolved once when the store is made (Traits), so the plugin
+// asks a field instead of asserting an interface on every statement, and
+// a store that stops implementing a capability fails to compile (the
+// assertions at the end) instead of silently losing it.
+
+// Traits is what one store's database can do, resolved once by TraitsOf.
+// A nil interface is a capability the database lacks.
+type Traits struct {
+	// RowLocks: the plugin's reads of the application's rows must lock
+	// them (FOR UPDATE, FOR SHARE) to keep them until the transaction
+	// ends. A database that serialises writers (SQLite) needs none.
+	RowLocks bool
+	// ShareLock is a locking read in share mode, with a leading space
+	// (" FOR SHARE"); "" where RowLocks is false.
+	ShareLock string
+	// UpdateOf: FOR UPDATE OF t locks the rows of t alone (PostgreSQL);
+	// without it (MariaDB) a joined read locks every table's rows.
+	UpdateOf bool
+	// SnapshotReads: plain reads inside a transaction see its snapshot,
+	// not the latest committed rows (InnoDB under REPEATABLE READ), so
+	// Held is used only outside transactions.
+	SnapshotReads bool
+	// UpsertsOnAnyUnique: an upsert runs on whichever unique key the new
+	// row collides with, whatever conflict target the statement names
+	// (MySQL's INSERT … ON DUPLICATE KEY UPDATE).
+	UpsertsOnAnyUnique bool
+
+	Held       Held       // the holder's re-read checks its lock in its own statement
+	Loader     Loader     // lock and read in the read's own statement (PostgreSQL)
+	Folder     Folder     // the fence in the write's own statement
+	Guard      Guard      // triggers that refuse writes of held records
+	Certifier  Certifier  // the fence takes part in a cluster's certification (Galera)
+	KeyChecker KeyChecker // key columns checked against the database's collations
+	OwnTx      OwnTx      // the plugin's own transactions begun the store's way
+}
+
+// TraitsOf resolves s's capabilities.
+func TraitsOf(s Store) Traits {
+	t := Traits{RowLocks: s.RowLocks()}
+	if t.RowLocks {
+		t.ShareLock, t.UpdateOf = " FOR SHARE", true
+	}
+	if _, ok := s.(*mysqlStore); ok {
+		t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
+	}
+	t.Held, _ = s.(Held)
+	t.Loader, _ = s.(Loader)
+	t.Folder, _ = s.(Folder)
+	t.Guard, _ = s.(Guard)
+	t.Certifier, _ = s.(Certifier)
+	t.KeyChecker, _ = s.(KeyChecker)
+	t.OwnTx, _ = s.(OwnTx)
+	return t
+}
+
+// Held is implemented by stores that check, in the read's own statement,
+// that the session still holds the lock of the record it re-reads: the
+// re-read is one read-only statement.
+type Held interface {
+	// HeldCondition is a condition to add to a load of k that is true only
+	// while session holds a fresh enough lock on k (more than margin left).
+	HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression
+}
+
+// Loader is implemented by stores that lock and read in the read's own
+// statement (PostgreSQL): the commonest loads, by key and by WHERE, cost one
+// round trip. The other stores take the general path.
+type Loader interface {
+	// GrantPrefix is a WITH clause to put before a load of k, its
+	// parameters numbered after the load's own after: it takes the Write
+	// lock for o in the read's statement, with token's hash. The load adds
+	// GrantCondition to its WHERE and reads FOR SHARE, so that the row is
+	// never older than the lock.
+	GrantPrefix(k Key, o Owner, token string, ttl time.Duration, after int) (string, []any)
+	GrantCondition() clause.Expression
+
+	// FindAndLock locks, all or nothing, the Write locks of the keys that
+	// keysSQL (a SELECT of one key column named column) finds, with the
+	// resource resource, in one statement. refused reports that some key
+	// is held: nothing was granted, and the general path names the holders.
+	FindAndLock(c Conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []GrantRow, refused bool, err error)
+}
+
+// Folder is implemented by stores that can check the fence in the write's
+// own statement (the root's fence.go).
+type Folder interface {
+	// FenceCondition is a condition to add to a write of k that is true
+	// only while session holds a valid Write lock on k, and that keeps k's
+	// key row from changing until the transaction ends (a row lock, or
+	// SQLite's one writer at a time).
+	FenceCondition(k Key, session string) clause.Expression
+}
+
+// Guard is implemented by the stores whose database can guard tables.
+type Guard interface {
+	// InstallGuardRoutine creates or replaces the routine every guarded
+	// table's triggers call.
+	InstallGuardRoutine(c Conn) error
+	// GuardTable creates or replaces plan's triggers, unless the table
+	// carries them at plan's version already. A table that does not exist
+	// is left alone (guarded before its first lock or write).
+	GuardTable(c Conn, plan GuardPlan) error
+	// GuardedTables lists the tables carrying this lock table's guard, with
+	// the version each carries.
+	GuardedTables(c Conn) (map[string]string, error)
+	// RemoveGuard drops every trigger and routine of this lock table's guard.
+	RemoveGuard(c Conn) error
+	// ColumnTypes reports the database's type of each column of table,
+	// lower case, by column name; nil when the table does not exist.
+	ColumnTypes(c Conn, table string) (map[string]string, error)
+	// CascadesInto lists the foreign keys whose ON DELETE action changes
+	// rows of table without firing its triggers (MySQL); nil where the
+	// database fires them (PostgreSQL).
+	CascadesInto(c Conn, table string) ([]GuardCascade, error)
+	// Spell is the SQL spelling of one key column, as the root's key.go
+	// spells it: expr is the column in a row, colType its database type.
+	Spell(k KeyKind, expr, colType string) string
+	// Quote quotes an identifier; Backslash is a backslash, as an
+	// expression that reads the same in every SQL mode.
+	Quote(ident string) string
+	Backslash() string
+	// GuardRefusal recognises a guard's refusal in err, naming the record
+	// where the message carried it (resources are the known resources).
+	GuardRefusal(err error, resources []string) (GuardRefusal, bool)
+}
+
+// Certifier is a store that makes the fence take part in a cluster's
+// certification (MariaDB Galera).
+type Certifier interface {
+	Certify(c Conn, keys []Key, session string) error
+}
+
+// KeyChecker is a store whose database may take two spellings of a key as
+// one row where the model's key kinds keep them apart (collations): it
+// checks a model's key columns as the database has them, and refuses them
+// with ErrInvalid, naming the table and column.
+type KeyChecker interface {
+	CheckKeyColumns(c Conn, cols KeyColumns) error
+}
+
+// OwnTx is implemented by a store that begins the plugin's own
+// transactions its own way (MySQL: READ COMMITTED, so that its reads of
+// the lock table are the latest committed rows without locking reads, and
+// InnoDB takes no gap locks). done is called when the transaction ends.
+type OwnTx interface {
+	BeginOwn(db *gorm.DB) (tx *gorm.DB, done func())
+}
+
+// The capabilities each store has: a store that loses one fails here.
+var (
+	_ Store      = (*postgresStore)(nil)
+	_ Held       = (*postgresStore)(nil)
+	_ Loader     = (*postgresStore)(nil)
+	_ Folder     = (*postgresStore)(nil)
+	_ Guard      = (*postgresStore)(nil)
+	_ KeyChecker = (*postgresStore)(nil)
+
+	_ Store      = (*mysqlStore)(nil)
+	_ Held       = (*mysqlStore)(nil)
+	_ Guard      = (*mysqlStore)(nil)
+	_ Certifier  = (*mysqlStore)(nil)
+	_ KeyChecker = (*mysqlStore)(nil)
+	_ OwnTx      = (*mysqlStore)(nil)
+
+	_ Store  = (*sqliteStore)(nil)
+	_ Held   = (*sqliteStore)(nil)
+	_ Folder = (*sqliteStore)(nil)
+)
