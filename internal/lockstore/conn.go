@@ -3,8 +3,6 @@ package lockstore
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	mrand "math/rand/v2"
 	"strings"
 	"time"
@@ -239,20 +237,6 @@ func (c Conn) again(err error, i int) bool {
 func (c Conn) failure(err error) error {
 	if err != nil && c.answer != nil && c.answer(err) {
 		return nil
-	}
-	return err
-}
-
-// ReadOnly is err, told as ErrReadOnly when a read-only server refused it
-// (PostgreSQL 25006; MySQL 1290 under --read-only, 1792 in a read-only
-// transaction).
-func ReadOnly(err error) error {
-	if err == nil || errors.Is(err, ErrReadOnly) {
-		return err
-	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
-		return fmt.Errorf("%w: %w", ErrReadOnly, err)
 	}
 	return err
 }

@@ -32,3 +32,10 @@ func (s *mysqlStore) Certify(c Conn, keys []Key, session string) error {
 		orKeys(strings.Repeat("(", len(keys)))+` AND holder = '' AND session = ?`, args...)
 	return err
 }
+
+// IsGalera says whether s is on a node of a Galera cluster with
+// replication on (detected by Migrate).
+func IsGalera(s Store) bool {
+	my, ok := s.(*mysqlStore)
+	return ok && my.galera.Load()
+}

@@ -111,3 +111,6 @@ func parseRefusal(msg string, resources []string) GuardRefusal {
 	}
 	return GuardRefusal{Resource: best, ID: rest[:i]}
 }
+
+// GuardVersion hashes generated SQL: a changed plugin or catalog changes it.
+func GuardVersion(sql ...string) string { return guardVersion(sql...) }

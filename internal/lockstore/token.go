@@ -39,3 +39,12 @@ func tokenDigest(token string) []byte {
 func legacyToken(v string) bool {
 	return len(v) == tokenLen && isHex(v)
 }
+
+// NewToken is a new lock token: 128 bits from crypto/rand, in hex.
+func NewToken() (string, error) { return newToken() }
+
+// TokenHash is the hash of token the lock table keeps instead of it.
+func TokenHash(token string) string { return tokenHash(token) }
+
+// WellFormedToken says whether token is spelt as NewToken spells tokens.
+func WellFormedToken(token string) bool { return len(token) == tokenLen && isHex(token) }

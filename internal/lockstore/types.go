@@ -1,7 +1,6 @@
 package lockstore
 
 import (
-	"errors"
 	"time"
 )
 
@@ -95,39 +94,15 @@ type KeyColumns struct {
 	Kinds        []KeyKind
 }
 
-// The errors the store returns as values; the root package's exported
-// errors are these same values, so errors.Is holds across the boundary.
-var (
-	// ErrNotLocked: the session holds no (live) lock where it claimed one.
-	ErrNotLocked = errors.New("offlinelock: not locked by this session")
-	// ErrInvalid: bad input, refused before any statement changed anything.
-	ErrInvalid = errors.New("offlinelock: invalid input")
-	// ErrReadOnly: a read-only server refused a lock statement.
-	ErrReadOnly = errors.New("offlinelock: lock statements need the primary, and this connection is read-only")
-)
-
-// Conflict is a refusal: other sessions hold key, so wanted cannot be
-// granted. Holders never carry tokens. The root package turns it into its
-// *Conflict.
-type Conflict struct {
-	Resource, ID string
-	Wanted       Access
-	Holders      []Lock
-}
-
-func (e *Conflict) Error() string {
-	return "offlinelock: " + e.Resource + " " + e.ID + " is locked"
-}
-
-// refused is the refusal of wanted on k, naming its holders (never their
-// tokens).
-func refused(k Key, wanted Access, holders []Lock) error {
-	for i := range holders {
-		holders[i].Token = ""
-	}
-	return &Conflict{Resource: k.Resource, ID: k.ID, Wanted: wanted, Holders: holders}
-}
-
 // HeldUnknown is the hold time Release reports where the store did not
 // learn it without another statement (MySQL's Write locks).
 const HeldUnknown time.Duration = -1
+
+// BatchSize bounds the keys or rows one statement carries: a load of many
+// rows locks them in a number of statements that grows with
+// rows/BatchSize, not with rows.
+const BatchSize = batchSize
+
+// SortKeys sorts keys in place in the one order every statement takes key
+// rows in, (resource, lock_id) byte order, and returns them.
+func SortKeys(keys []Key) []Key { return sortKeys(keys) }

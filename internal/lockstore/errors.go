@@ -1,0 +1,71 @@
+package lockstore
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The errors the store returns as values; the root package's exported
+// errors are these same values, so errors.Is holds across the boundary.
+var (
+	// ErrNotLocked: the session holds no (live) lock where it claimed one.
+	ErrNotLocked = errors.New("offlinelock: not locked by this session")
+	// ErrInvalid: bad input, refused before any statement changed anything.
+	ErrInvalid = errors.New("offlinelock: invalid input")
+	// ErrReadOnly: a read-only server refused a lock statement.
+	ErrReadOnly = errors.New("offlinelock: lock statements need the primary, and this connection is read-only")
+)
+
+// Conflict is a refusal: other sessions hold key, so wanted cannot be
+// granted. Holders never carry tokens. The root package turns it into its
+// *Conflict.
+type Conflict struct {
+	Resource, ID string
+	Wanted       Access
+	Holders      []Lock
+}
+
+func (e *Conflict) Error() string {
+	return "offlinelock: " + e.Resource + " " + e.ID + " is locked"
+}
+
+// refused is the refusal of wanted on k, naming its holders (never their
+// tokens).
+func refused(k Key, wanted Access, holders []Lock) error {
+	for i := range holders {
+		holders[i].Token = ""
+	}
+	return &Conflict{Resource: k.Resource, ID: k.ID, Wanted: wanted, Holders: holders}
+}
+
+// ReadOnly is err, told as ErrReadOnly when a read-only server refused it
+// (PostgreSQL 25006; MySQL 1290 under --read-only, 1792 in a read-only
+// transaction).
+func ReadOnly(err error) error {
+	if err == nil || errors.Is(err, ErrReadOnly) {
+		return err
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
+		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
+	return err
+}
+
+// IsServerError says whether err is the database server's own answer
+// (an error it raised with a code), not a failure to reach it.
+func IsServerError(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) || mysqlCode(err) != 0
+}
+
+// IsMissingTable says whether err reports a table that does not exist.
+func IsMissingTable(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) && coded.SQLState() == "42P01" || mysqlCode(err) == 1146
+}
+
+// IsDeadlock says whether err is MySQL's or MariaDB's 1213: InnoDB chose
+// the statement's transaction as a deadlock's victim, or Galera refused it
+// at COMMIT, and rolled the whole transaction back.
+func IsDeadlock(err error) bool { return mysqlCode(err) == 1213 }
