@@ -310,6 +310,12 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 			st.txDone()
 		}
 		db.Statement.ConnPool = st.pool
+	case st.savepoint != "" && lockstore.TxRolledBack(db.Error):
+		// The savepoint went with the caller's transaction: the error says
+		// so, and a ROLLBACK TO it would only add "does not exist".
+		if st.savepointDone != nil {
+			st.savepointDone()
+		}
 	case st.savepoint != "":
 		c := cleanup(db)
 		if db.Error != nil {

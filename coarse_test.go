@@ -184,7 +184,10 @@ func TestManyMembersAreOneLockPerRoot(t *testing.T) {
 		orders = c.n.Load()
 		t.Logf("statements: %d for 1000 lines of one order, %d for lines of 20 orders, %d for the 20 orders themselves", n1000, n20, orders)
 		assert.Equal(t, orders, n20, "the root key in the member's row costs no extra query")
-		assert.LessOrEqual(t, n1000, n20+2)
+		// Constant in the members: on MariaDB one key takes the general
+		// grant (five statements; it tells expiry takeovers), 20 keys the
+		// three-statement bulk grant (internal/lockstore/mysql_grant.go).
+		assert.LessOrEqual(t, n1000, n20+3)
 	})
 }
 

@@ -41,3 +41,16 @@ func SweepPlan(p *Plugin, db *gorm.DB) (plan string, err error) {
 // returns a function that puts the default back. Not safe while the
 // plugin is in use.
 func SetSQLiteGrantAll(on bool) (restore func()) { return lockstore.SetSQLiteGrantAll(on) }
+
+// MySQLPlanStep is one line of MariaDB's EXPLAIN.
+type MySQLPlanStep = lockstore.MySQLPlanStep
+
+// MySQLSessionPlans is the EXPLAIN, on MariaDB, of each statement Renew
+// and ReleaseAll send for session (lockstore.MySQLSessionPlans).
+func MySQLSessionPlans(p *Plugin, db *gorm.DB, session string) (map[string][]MySQLPlanStep, error) {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, err
+	}
+	return lockstore.MySQLSessionPlans(t.Store, direct(db), session)
+}

@@ -511,6 +511,9 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		return
 	}
 	p.lockAhead(db, st)
+	if lockstore.TxRolledBack(db.Error) {
+		return // the savepoint went with the transaction
+	}
 	if db.Error != nil {
 		c.RollbackTo(lockstore.SavepointName)
 	}

@@ -65,6 +65,11 @@ func IsMissingTable(err error) bool {
 	return errors.As(err, &coded) && coded.SQLState() == "42P01" || mysqlCode(err) == 1146
 }
 
+// TxRolledBack says whether err rolled the whole transaction back, its
+// savepoints with it: InnoDB undoes a deadlock's victim whole (1213), so a
+// ROLLBACK TO a savepoint would only add "does not exist".
+func TxRolledBack(err error) bool { return mysqlCode(err) == 1213 }
+
 // IsDeadlock says whether err is MySQL's or MariaDB's 1213: InnoDB chose
 // the statement's transaction as a deadlock's victim, or Galera refused it
 // at COMMIT, and rolled the whole transaction back.

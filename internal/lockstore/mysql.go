@@ -24,7 +24,10 @@ import (
 //   - There is no ON CONFLICT, RETURNING or IN (VALUES …): key rows are
 //     taken by INSERT … ON DUPLICATE KEY UPDATE, which locks an existing
 //     primary-key row exclusively (a record lock, no gap), and then read
-//     with a locking read; key lists are row constructors.
+//     with a locking read; key lists are row constructors. MariaDB 10.6+
+//     has INSERT … RETURNING and JSON_TABLE: there, grants of many keys,
+//     Renew and ReleaseAll take a list of any length as one JSON
+//     parameter, in a bounded number of statements (mysql_bulk.go).
 //   - A plain SELECT in a REPEATABLE READ transaction reads the snapshot,
 //     not the latest committed rows, so every read that decides is a
 //     locking read, or runs in a READ COMMITTED transaction of the store's
@@ -48,6 +51,20 @@ type mysqlStore struct {
 	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
 	galera  atomic.Bool // the server is a Galera node (galera.go)
 	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
+
+	// stmts keeps the statements of fixed text prepared: go-sql-driver,
+	// without interpolateParams, prepares, runs and closes every statement
+	// with arguments, two round trips where a prepared one takes one. The
+	// holder's re-read (PreparedPool) uses it, outside a transaction.
+	stmts *stmtCache
+
+	// bulk: the server is MariaDB 10.6 or later, which has JSON_TABLE and
+	// INSERT … RETURNING, and not a Galera node: grants of many keys,
+	// Renew and ReleaseAll take a bounded number of statements
+	// (mysql_grant.go, mysql_session.go). MySQL 8.0 has no
+	// RETURNING, and it and Galera keep the batches of batchSize keys.
+	bulk                atomic.Bool
+	grantSQL, createSQL string // mysqlGrantSQL, mysqlCreateSQL
 }
 
 var _ Store = (*mysqlStore)(nil)
@@ -110,6 +127,8 @@ func NewMySQL(name string, obs Observer) Store {
 	s.freeKey = s.freeKeyRow
 	s.readersIfRead = true
 	s.tx = s.inOwnTx
+	s.grantSQL, s.createSQL = s.mysqlGrantSQL(), s.mysqlCreateSQL()
+	s.stmts = newStmtCache()
 	return s
 }
 
@@ -161,6 +180,11 @@ func (s *mysqlStore) Migrate(c Conn) error {
 	if err := s.detectGalera(c); err != nil {
 		return err
 	}
+	// Not on Galera: there grants by INSERT … ON DUPLICATE KEY UPDATE
+	// without a locking read of the key rows first let two sessions hold
+	// one record at once, and a node's counter lags the generations other
+	// nodes gave (TestMySQLGalera).
+	s.bulk.Store(s.mariadb.Load() && mysqlVersionAtLeast(version, 10, 6) && !s.galera.Load())
 	if err := s.checkTimes(c); err != nil {
 		return err
 	}
@@ -377,14 +401,17 @@ func (s *mysqlStore) selectKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, 
 		mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id FOR UPDATE`, pkArgs(pks))
 }
 
-// Key rows stay when their lock ends, free (empty access), for a day after
+// key rows stay when their lock ends, free (empty access), for a day after
 // they were last used: the sweep deletes them then. A record locked again
 // finds its key row and takes it with a record lock; only a record's first
 // lock in a day inserts one, and only an insert can meet another session's
-// new row and lock a gap.
+// new row and lock a gap. A free key row keeps the generation of the
+// record's last lock: a grant whose generations were taken before it
+// locked the row (grantBulk) sees from it whether they are still above
+// every earlier lock's.
 const (
 	mysqlFreeUntil = "DATE_ADD(" + mysqlClock + ", INTERVAL 1 DAY)"
-	mysqlFree      = "access = '', session = '', user_name = '', token = '', generation = 0, expires_at = " + mysqlFreeUntil
+	mysqlFree      = "access = '', session = '', user_name = '', token = '', expires_at = " + mysqlFreeUntil
 )
 
 // releaseWriteLock frees session's Write lock on k: first if it is still
@@ -399,14 +426,38 @@ func (s *mysqlStore) releaseWriteLock(c Conn, k Key, session string) (found, val
 	return n > 0, false, err
 }
 
-// freeKeyRow ends every lock on k: its reader rows go, its key row stays
-// free.
+// freeKeyRow ends every lock on k: its reader rows go, then its key row
+// stays free, with the largest generation of its locks (a read-mode key
+// row has none of its own). The readers' generations come back from the
+// DELETE (RETURNING, MariaDB): a read of them inside the key row's UPDATE
+// (a derived table) share-locked the record past their range, the next
+// record's key row, and the DELETE then had to upgrade that lock to
+// exclusive: a deadlock with any session queued for that key row
+// (TestNoLostUpdateManyProcesses/mysql). MySQL 8.0 has no RETURNING; its
+// grants never read a free key row's generation (no grantBulk).
 func (s *mysqlStore) freeKeyRow(c Conn, k Key) (int64, error) {
-	n, err := c.Exec(s.deleting()+` WHERE resource = ? AND lock_id = ? AND holder <> ''`, k.Resource, k.ID)
+	q := ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
+	var gen int64
+	var n int64
+	var err error
+	if s.mariadb.Load() {
+		// The single-table form: the multi-table one (which takes the index
+		// hint) has no RETURNING. Equality on the primary key's prefix reads
+		// by the primary key anyway.
+		n, err = c.Query(`DELETE FROM `+s.table+q+` RETURNING generation`, []any{k.Resource, k.ID}, func(r *sql.Rows) error {
+			var g int64
+			err := r.Scan(&g)
+			gen = max(gen, g)
+			return err
+		})
+	} else {
+		n, err = c.Exec(s.deleting()+q, k.Resource, k.ID)
+	}
 	if err != nil {
 		return n, err
 	}
-	m, err := c.Exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, k.Resource, k.ID)
+	m, err := c.Exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+`, generation = GREATEST(generation, ?)
+WHERE resource = ? AND lock_id = ? AND holder = '' AND access <> ''`, gen, k.Resource, k.ID)
 	return n + m, err
 }
 
@@ -510,17 +561,24 @@ func mysqlError(err error) error {
 	}
 	switch mysqlCode(err) {
 	case 1213:
-		return fmt.Errorf("%w: the lock table deadlocked with another transaction, which rolled this transaction back; retry it: %w", errMySQLWait, err)
+		return fmt.Errorf("%w: the lock table deadlocked with another transaction, which rolled this transaction back whole; retry it: %w", errMySQLWait, err)
 	case 1205:
 		return fmt.Errorf("%w: waited innodb_lock_wait_timeout for a lock-table row another transaction holds; retry, and keep transactions that hold locks short: %w", errMySQLWait, err)
 	}
 	return err
 }
 
-// Grant decides every key through the serialised path: InnoDB has no
-// one-statement conditional upsert that reports which keys it refused.
+// grant takes the Write locks of several keys in a bounded number of
+// statements on MariaDB (grantBulk); Read locks, a single key (whose
+// serialised grant tells upgrades and expiry takeovers to the metrics)
+// and MySQL 8.0 go through the serialised path, which decides each key
+// with its key row held.
 func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
+	if keys = sortKeys(keys); access == Write && len(keys) > 1 && s.bulk.Load() {
+		got, err := s.grantBulk(c, keys, o, ttl)
+		return allOrNothing(got, mysqlError(err))
+	}
 	got, err := s.decide(c, keys, o, access, ttl)
 	return allOrNothing(got, mysqlError(err))
 }
@@ -575,8 +633,13 @@ func (s *mysqlStore) lockKeysOf(c Conn, keys []Key, skip bool) ([]Key, error) {
 // its rows by whole primary key, chosen from the rows it holds. A
 // condition on session would let InnoDB walk the session index, whose
 // stale entries lead to rows other sessions hold now, out of key order.
+// MariaDB does the same in a bounded number of statements
+// (releaseAllBulk); MySQL 8.0, batchSize keys at a time.
 func (s *mysqlStore) ReleaseAll(c Conn, session string) (int64, error) {
 	c = s.observed(c)
+	if s.bulk.Load() {
+		return s.releaseAllBulk(c, session)
+	}
 	var n int64
 	err := s.inOwnTx(c, func(c Conn) error {
 		rows, err := s.sessionRows(c, session, time.Time{})
@@ -686,11 +749,15 @@ func pkArgs(rows []row) []any {
 	return args
 }
 
-// Renew takes the key rows of the session's live records, then pushes its
+// renew takes the key rows of the session's live records, then pushes its
 // rows and the read-mode key rows of the records it reads, by whole
-// primary key.
+// primary key: on MariaDB in two statements (renewBulk), on MySQL 8.0
+// batchSize keys at a time.
 func (s *mysqlStore) Renew(c Conn, session string, ttl time.Duration) (int64, error) {
 	c = s.observed(c)
+	if s.bulk.Load() {
+		return s.renewBulk(c, session, ttl)
+	}
 	var n int64
 	err := s.inOwnTx(c, func(c Conn) error {
 		now, err := s.clockAt(c)
@@ -721,7 +788,8 @@ func (s *mysqlStore) Renew(c Conn, session string, ttl time.Duration) (int64, er
 
 // Sweep deletes expired rows of records whose key rows no other
 // transaction holds (SKIP LOCKED): those are being taken over or released
-// right now.
+// right now. On MariaDB it also deletes the generation counter rows the
+// grants of many keys left (purgeGenerations).
 func (s *mysqlStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
 	c = s.observed(c)
 	var n int64
@@ -740,6 +808,9 @@ func (s *mysqlStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
 			var m int64
 			m, err = c.Exec(s.deleting()+` WHERE expires_at <= `+mysqlClock+` AND `+s.inKeys(list), args...)
 			n += m
+		}
+		if err == nil && s.bulk.Load() {
+			err = s.purgeGenerations(c)
 		}
 		return err
 	})

@@ -150,7 +150,7 @@ func (sc *stmtCache) exec(ctx context.Context, db *gorm.DB, q string, args []any
 // for gorm:query alone: the re-read's statement, which carries the lock
 // check, is prepared once per connection and text. The plugin puts it in
 // place just before gorm:query and takes it away just after
-// (heldPool, unheldPool).
+// (PreparedPool, Unprepared).
 type preparedPool struct {
 	*sql.DB
 	cache *stmtCache
@@ -172,15 +172,18 @@ func (p preparedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
 // plugin's pool); ok says whether it is. Put it in place just for
 // gorm:query, and put back what Unprepared gives.
 func PreparedPool(db *gorm.DB, s Store) (pool gorm.ConnPool, ok bool) {
-	sc, ok := s.(*sqliteStore)
-	if !ok {
-		return nil, false
+	var cache *stmtCache
+	switch st := s.(type) {
+	case *sqliteStore:
+		cache = st.stmts
+	case *mysqlStore:
+		cache = st.stmts
 	}
 	p, ok := db.Statement.ConnPool.(*sql.DB)
-	if !ok {
+	if cache == nil || !ok {
 		return nil, false
 	}
-	return preparedPool{DB: p, cache: sc.stmts}, true
+	return preparedPool{DB: p, cache: cache}, true
 }
 
 // Unprepared is the pool PreparedPool wrapped, if pool is one.

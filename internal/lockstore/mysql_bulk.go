@@ -1,0 +1,103 @@
+package lockstore
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Statements about many lock rows on MariaDB take their keys as one JSON
+// array, read with JSON_TABLE (MariaDB 10.6+, MySQL 8.0), instead of a
+// placeholder per column and key: MariaDB refuses more than 65,535
+// placeholders in a statement, and a disjunction of thousands of primary
+// keys makes its range optimizer give up and scan the table, locking
+// every row it passes. Joined to the lock table by its whole primary key
+// (STRAIGHT_JOIN, JSON_TABLE first), each key is one eq_ref lookup, taken
+// in the array's order, which is sortKeys order. keys are hex in the JSON:
+// the key columns are bytes, and JSON text is UTF-8.
+
+// mysqlJSONMax bounds the bytes of one statement's JSON array, so that it
+// stays well inside max_allowed_packet (16 MiB on MariaDB 10.6+): about
+// 20,000 keys of usual length. More keys take one statement per 2 MiB.
+const mysqlJSONMax = 2 << 20
+
+// mysqlPKColumns are the JSON_TABLE columns of a list of whole primary
+// keys, [resource, lock_id, holder] in hex.
+const mysqlPKColumns = `r VARCHAR(1024) PATH '$[0]', i VARCHAR(2040) PATH '$[1]', h VARCHAR(2040) PATH '$[2]'`
+
+// jsonTable is JSON_TABLE over the one ? parameter with columns, as k.
+func jsonTable(columns string) string {
+	return `JSON_TABLE(?, '$[*]' COLUMNS (` + columns + `)) k`
+}
+
+// joinPKs is the list of whole primary keys (mysqlPKColumns) joined to
+// the lock table l by primary key, in the list's order.
+func (s *mysqlStore) joinPKs() string {
+	return jsonTable(mysqlPKColumns) + ` STRAIGHT_JOIN ` + s.table + ` l` + mysqlPK +
+		` ON l.Resource = UNHEX(k.r) AND l.lock_id = UNHEX(k.i) AND l.holder = UNHEX(k.h)`
+}
+
+// jsonArrays renders items as JSON arrays of at most mysqlJSONMax bytes
+// each: one per statement.
+func jsonArrays(items [][]string) []string {
+	var out []string
+	var b strings.Builder
+	for _, it := range items {
+		enc, _ := json.Marshal(it) // hex and digits only: never fails
+		if b.Len() > 0 && b.Len()+len(enc)+2 > mysqlJSONMax {
+			out = append(out, b.String()+"]")
+			b.Reset()
+		}
+		if b.Len() == 0 {
+			b.WriteByte('[')
+		} else {
+			b.WriteByte(',')
+		}
+		b.Write(enc)
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String()+"]")
+	}
+	return out
+}
+
+// pkJSON is rows' whole primary keys as JSON arrays (joinPKs).
+func pkJSON(rows []row) []string {
+	items := make([][]string, len(rows))
+	for i, r := range rows {
+		items[i] = []string{hexOf(r.Resource), hexOf(r.ID), hexOf(r.holder)}
+	}
+	return jsonArrays(items)
+}
+
+func hexOf(s string) string { return hex.EncodeToString([]byte(s)) }
+
+// keyRowsOf are the key rows (holder ”) of the records of rows, once
+// each, in rows' order.
+func keyRowsOf(rows []row) []row {
+	var out []row
+	seen := map[Key]bool{}
+	for _, r := range rows {
+		if k := (Key{r.Resource, r.ID}); !seen[k] {
+			seen[k] = true
+			out = append(out, row{Lock: Lock{Resource: r.Resource, ID: r.ID}})
+		}
+	}
+	return out
+}
+
+// mysqlVersionAtLeast says whether VERSION()'s answer v is major.minor or
+// later ("10.11.19-MariaDB-0+deb12u1" is 10.11).
+func mysqlVersionAtLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	mnr, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return maj > major || maj == major && mnr >= minor
+}

@@ -1,0 +1,314 @@
+package lockstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// grantBulk takes Write locks on keys (sorted, more than one) on MariaDB
+// in three statements for up to mysqlGrantKeys keys:
+//
+//  1. createMissing creates the free key rows that are missing, on a
+//     connection of its own, committed at once (one statement per
+//     mysqlJSONMax bytes of keys);
+//  2. bulkGenerations takes one generation counter value per batchSize
+//     keys, all in one statement;
+//  3. upsertWrites writes every key's lock in one INSERT … ON DUPLICATE
+//     KEY UPDATE and reads them back with RETURNING (one statement per
+//     mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most).
+//
+// The third statement is all or nothing: when a key is held by another
+// session, or is under Read locks, or its last lock has a generation as
+// large as the one taken for it, it fails on purpose and changes nothing.
+// The serialised path (decide) then decides each key exactly, in the same
+// transaction: it names the holders, upgrades the only reader, or takes
+// larger generations.
+func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
+	if err := s.createMissing(c, keys); err != nil {
+		return nil, err
+	}
+	var got map[Key]Granted
+	err := s.inOwnTx(c, func(c Conn) error {
+		var refused bool
+		var err error
+		if got, refused, err = s.upsertWrites(c, keys, o, ttl); err != nil || !refused {
+			return err
+		}
+		got, err = s.decide(c, keys, o, Write, ttl)
+		return err
+	})
+	return got, err
+}
+
+// The conditions of mysqlGrantSQL on a key row as it was. MariaDB assigns
+// ON DUPLICATE KEY UPDATE's columns left to right, each seeing the ones
+// before, so every assignment that reads access, session or expires_at
+// comes before the ones that change them.
+const (
+	// bulkSame: o's live Write lock, refreshed: it keeps its token,
+	// generation and acquisition time.
+	bulkSame = `access = 'write' AND session = VALUES(session) AND expires_at > ` + mysqlClock
+	// bulkTakes: the key row is free, o's Write lock, or an expired Write
+	// lock; anything else (another session's live Write lock, Read locks)
+	// is refused. A new lock's generation was taken before the statement
+	// locked the row: when the row's last lock has one as large (granted
+	// meanwhile, or on a Galera node whose counter had not yet seen
+	// it), the grant is refused too, and the serialised path, which takes
+	// generations after the key rows, grants it.
+	bulkTakes = `(access = '' OR (access = 'write' AND (session = VALUES(session) OR expires_at <= ` + mysqlClock + `))) AND
+		((` + bulkSame + `) OR generation < VALUES(generation))`
+	// bulkMine: o's Write lock, live or not: its expiry is never shortened.
+	bulkMine = `access = 'write' AND session = VALUES(session)`
+	// mysqlRefuse fails the statement, and so undoes all of it: BIGINT
+	// overflow is an error in every sql_mode, and the column in it keeps
+	// it from being evaluated before a refused row is reached.
+	mysqlRefuse = `9223372036854775807 + (generation >= 0)`
+)
+
+// mysqlGrantSQL is upsertWrites' statement after its VALUES (mysqlGrantRow):
+// every key's Write lock, written or refused as bulkTakes says, in the
+// order of the rows, which is sortKeys order, the order it takes the key
+// rows in. (An INSERT … SELECT from JSON_TABLE would take any number of
+// keys as one parameter, but MariaDB's Galera replication does not
+// certify the rows its ON DUPLICATE KEY UPDATE changes: two nodes granted
+// the same record at once, TestMySQLGaleraOneWinner.)
+func (s *mysqlStore) mysqlGrantSQL() string {
+	return `
+ON DUPLICATE KEY UPDATE
+	token       = IF(` + bulkTakes + `, IF(` + bulkSame + `, token, VALUES(token)), ` + mysqlRefuse + `),
+	generation  = IF(` + bulkSame + `, generation, VALUES(generation)),
+	acquired_at = IF(` + bulkSame + `, acquired_at, VALUES(acquired_at)),
+	expires_at  = IF(` + bulkMine + `, GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at)),
+	user_name = VALUES(user_name), access = 'write', session = VALUES(session)
+RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
+}
+
+// mysqlGrantRow is a row of mysqlGrantSQL's VALUES; its ? are the resource, id,
+// session, user, token hash, generation and TTL in microseconds.
+const mysqlGrantRow = `(?, ?, '', 'write', ?, ?, ?, ?, ` + mysqlClock + `, ` + mysqlClock + ` + INTERVAL ? MICROSECOND)`
+
+// mysqlGrantKeys bounds the keys of one grant statement: 7 placeholders
+// each, under MariaDB's 65,535 a statement.
+const mysqlGrantKeys = 9000
+
+// isBulkRefusal tells mysqlRefuse's error: the grant's answer that some
+// key is not o's to take.
+func isBulkRefusal(err error) bool {
+	return mysqlCode(err) == 1690 && strings.Contains(err.Error(), "9223372036854775807")
+}
+
+// upsertWrites writes the Write locks of keys (mysqlGrantSQL) and returns
+// them. refused says that some key was not o's to take: nothing was
+// written.
+func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration) (got map[Key]Granted, refused bool, err error) {
+	gens, err := s.bulkGenerations(c, len(keys))
+	if err != nil {
+		return nil, false, err
+	}
+	tokens, hashes, err := batchTokens(keys)
+	if err != nil {
+		return nil, false, err
+	}
+	got = make(map[Key]Granted, len(keys))
+	c.answer = isBulkRefusal
+	for from := 0; from < len(keys); from += mysqlGrantKeys {
+		batch := keys[from:min(from+mysqlGrantKeys, len(keys))]
+		args := make([]any, 0, 7*len(batch))
+		for i, k := range batch {
+			args = append(args, k.Resource, k.ID, o.Session, o.User, hashes[k], gens[from+i], ttl.Microseconds())
+		}
+		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", ") + s.grantSQL
+		_, err = c.Query(q, args, func(r *sql.Rows) error {
+			l, err := scanGrantRow(r, o)
+			got[Key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
+			return err
+		})
+		if isBulkRefusal(err) {
+			return nil, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	if len(got) != len(keys) {
+		return nil, false, fmt.Errorf("offlinelock: a grant of %d keys returned %d locks", len(keys), len(got))
+	}
+	return got, false, nil
+}
+
+// scanGrantRow reads a row mysqlGrantSQL returned: o's Write lock, with
+// its token's hash in Token.
+func scanGrantRow(r *sql.Rows, o Owner) (Lock, error) {
+	l := Lock{Access: Write, Owner: o}
+	var acquired, expires any
+	if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &acquired, &expires); err != nil {
+		return l, err
+	}
+	var err1, err2 error
+	l.AcquiredAt, err1 = scanTime(acquired)
+	l.ExpiresAt, err2 = scanTime(expires)
+	return l, errors.Join(err1, err2)
+}
+
+// bulkGenerations takes n fresh generations in one statement: a counter
+// value g per batchSize keys stands for g*batchSize … g*batchSize+399, as
+// in nextGenerations, and RETURNING names every value, consecutive or
+// not. The counter rows are inserted in the grant's transaction, so that
+// on Galera they travel with its locks and every node's counter passes
+// them; they are left for the sweep to delete (purgeGenerations), which
+// saves the grant a statement.
+func (s *mysqlStore) bulkGenerations(c Conn, n int) ([]int64, error) {
+	m := (n + batchSize - 1) / batchSize
+	q := `INSERT INTO ` + s.seq + ` () VALUES ` + strings.TrimSuffix(strings.Repeat("(), ", m), ", ") + ` RETURNING n`
+	var blocks []int64
+	_, err := c.Query(q, nil, func(r *sql.Rows) error {
+		var g int64
+		err := r.Scan(&g)
+		blocks = append(blocks, g)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(blocks)
+	if len(blocks) != m || blocks[0] <= 0 {
+		return nil, errGenerationCounter
+	}
+	gens := make([]int64, n)
+	for i := range gens {
+		gens[i] = blocks[i/batchSize]*batchSize + int64(i%batchSize)
+	}
+	return gens, nil
+}
+
+// mysqlCreateSQL is createMissing's statement: the free key rows of a
+// JSON array of whole primary keys (joinPKs' form) that have none. Under
+// READ COMMITTED, NOT EXISTS reads the latest committed rows without
+// locking them; the wait for a row another session created meanwhile
+// (INSERT IGNORE's duplicate check) is bounded.
+func (s *mysqlStore) mysqlCreateSQL() string {
+	return fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d FOR ", int(mysqlCreateWait/time.Second)) +
+		`INSERT IGNORE INTO ` + s.table + ` (` + lockColumns + `)
+SELECT UNHEX(k.r), UNHEX(k.i), '', '', '', '', '', 0, ` + mysqlClock + `, ` + mysqlFreeUntil + `
+FROM ` + jsonTable(`n FOR ORDINALITY, `+mysqlPKColumns) + `
+WHERE NOT EXISTS (SELECT 1 FROM ` + s.table + ` e` + mysqlPK + ` WHERE e.Resource = UNHEX(k.r) AND e.lock_id = UNHEX(k.i) AND e.holder = '')
+ORDER BY k.n`
+}
+
+// createMissing creates the free key rows that keys lack, as
+// createKeyRows does and for the same reason (a key row the grant's
+// transaction inserted, then rolled back with a refused load, would hand
+// gap locks to the sessions waiting for it), but without reading first
+// which are missing: one statement, in a READ COMMITTED transaction of
+// its own on another connection, committed at once. (Under REPEATABLE
+// READ, the default of a plain connection, an INSERT … SELECT
+// share-locks every row it reads, and would wait for each key row another
+// transaction holds.) It is best effort: a key row it did not create the
+// grant inserts in its transaction.
+func (s *mysqlStore) createMissing(c Conn, keys []Key) error {
+	pool := c.db.Config.ConnPool
+	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil || s.poolIsTaken(c, pool) {
+		return nil
+	}
+	rows := make([]row, len(keys))
+	for i, k := range keys {
+		rows[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, mysqlCreateWait)
+	defer cancel()
+	for _, list := range pkJSON(rows) {
+		begin := time.Now()
+		n, err := execCommitted(ctx, pool, s.createSQL, list)
+		c.trace(begin, s.createSQL, []any{list}, n, err)
+		if err != nil && c.ctx.Err() != nil {
+			return c.ctx.Err() // the caller gave up, not the pool
+		}
+		if err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// poolIsTaken says whether pool has a single connection, which c's
+// transaction holds: a statement on another connection would wait for it
+// until mysqlCreateWait, every time.
+func (s *mysqlStore) poolIsTaken(c Conn, pool gorm.ConnPool) bool {
+	db, ok := pool.(*sql.DB)
+	_, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter)
+	return ok && inTx && db.Stats().MaxOpenConnections == 1
+}
+
+// errNoCommittedTx: the pool begins no transactions.
+var errNoCommittedTx = errors.New("offlinelock: the connection pool begins no transactions")
+
+// execCommitted runs q in a READ COMMITTED transaction of its own on
+// pool, and commits it.
+func execCommitted(ctx context.Context, pool gorm.ConnPool, q string, args ...any) (int64, error) {
+	var tx gorm.ConnPool
+	var err error
+	switch p := pool.(type) {
+	case gorm.TxBeginner:
+		var t *sql.Tx
+		if t, err = p.BeginTx(ctx, readCommitted); err == nil {
+			tx = t
+		}
+	case gorm.ConnPoolBeginner:
+		tx, err = p.BeginTx(ctx, readCommitted)
+	default:
+		err = errNoCommittedTx
+	}
+	if err != nil {
+		return 0, err
+	}
+	end, ok := tx.(gorm.TxCommitter)
+	if !ok {
+		return 0, errNoCommittedTx
+	}
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		end.Rollback()
+		return 0, err
+	}
+	n, _ := res.RowsAffected()
+	return n, end.Commit()
+}
+
+// mysqlPurgeBatch bounds the counter rows one sweep batch deletes.
+const mysqlPurgeBatch = 10_000
+
+// purgeGenerations deletes counter rows that bulkGenerations left, except
+// those of transactions still open (SKIP LOCKED: a DELETE by range would
+// wait for them). The counter survives an empty table: InnoDB persists
+// AUTO_INCREMENT (MariaDB 10.2.4+), as it does when nextGenerations
+// deletes its row at once.
+func (s *mysqlStore) purgeGenerations(c Conn) error {
+	var ns []int64
+	_, err := c.Query(`SELECT n FROM `+s.seq+` ORDER BY n LIMIT ? FOR UPDATE SKIP LOCKED`, []any{mysqlPurgeBatch}, func(r *sql.Rows) error {
+		var n int64
+		err := r.Scan(&n)
+		ns = append(ns, n)
+		return err
+	})
+	if err != nil || len(ns) == 0 {
+		return err
+	}
+	// By primary key, the rows just locked alone: a range would wait for
+	// the rows it skipped.
+	_, err = c.Exec(`DELETE q FROM `+jsonTable(`n BIGINT PATH '$'`)+` STRAIGHT_JOIN `+s.seq+` q ON q.n = k.n`, int64sJSON(ns))
+	return err
+}
+
+// int64sJSON is ns as a JSON array.
+func int64sJSON(ns []int64) string {
+	b, _ := json.Marshal(ns)
+	return string(b)
+}
