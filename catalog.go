@@ -192,15 +192,7 @@ func checkKeyColumns(db *gorm.DB, t lockStore, m *model) error {
 	if kc == nil || m == nil || !m.lockable {
 		return nil
 	}
-	// A member's records are named by its key to its root, not its own.
-	cols := lockstore.KeyColumns{Table: m.table, Model: m.name, Kinds: m.kinds}
-	for _, f := range m.pk {
-		cols.Columns = append(cols.Columns, f.DBName)
-	}
-	if m.root != nil {
-		cols.Columns, cols.Kinds = []string{m.root.field.DBName}, []keyKind{kindOf(m.root.field)}
-	}
-	return kc.CheckKeyColumns(direct(db).WithoutCancel(), cols)
+	return kc.CheckKeyColumns(direct(db).WithoutCancel(), m.keyColumns())
 }
 
 // sameSpec says whether two catalog rows say the same.
@@ -256,4 +248,20 @@ func (t *table) specs(c conn) ([]tableSpec, error) {
 		}
 	}
 	return out, err
+}
+
+// keyColumns is what a store's key column check sees of m, made once: a
+// member's records are named by its link to its root, not by its own key.
+func (m *model) keyColumns() lockstore.KeyColumns {
+	m.keyColsOnce.Do(func() {
+		cols := lockstore.KeyColumns{Table: m.table, Model: m.name, Kinds: m.kinds}
+		for _, f := range m.pk {
+			cols.Columns = append(cols.Columns, f.DBName)
+		}
+		if m.root != nil {
+			cols.Columns, cols.Kinds = []string{m.root.field.DBName}, []keyKind{kindOf(m.root.field)}
+		}
+		m.keyCols = cols
+	})
+	return m.keyCols
 }

@@ -91,8 +91,11 @@ func inTx(db *gorm.DB, fn func(conn) error) error {
 // (*lockstore.Conflict) becomes the *LockedError naming the holders. The
 // store's sentinel errors are the root's own values (errors.go).
 func public(err error) error {
+	if err == nil {
+		return nil // before c, whose address escapes: no allocation per grant
+	}
 	var c *lockstore.Conflict
-	if err == nil || !errors.As(err, &c) {
+	if !errors.As(err, &c) {
 		return err
 	}
 	holders := make([]Lock, len(c.Holders))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
@@ -33,6 +34,9 @@ type model struct {
 	lockable bool         // has a mode or is a member
 
 	saved atomic.Bool // written to the catalog by this node
+
+	keyColsOnce sync.Once
+	keyCols     lockstore.KeyColumns // what a store's key column check sees of it (keyColumns)
 
 	mu    sync.Mutex
 	chain []*model // members: the parents up to and including the root
