@@ -147,30 +147,26 @@ func observerOf(db *gorm.DB) lockstore.Observer {
 	return t.obs
 }
 
-// stmtSpanKey marks the span StatementStart began, so that StatementEnd
-// ends that one and never the caller's.
-type stmtSpanKey struct{}
-
 // StatementStart starts the span of one lock-table statement, a child of
 // the caller's span in ctx.
-func (o *storeObserver) StatementStart(ctx context.Context, query string) context.Context {
+func (o *storeObserver) StatementStart(ctx context.Context, query string) (context.Context, any) {
 	t := o.p.tel
 	if t == nil || t.tracer == nil || deferred(ctx) != nil {
-		return ctx
+		return ctx, nil
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(query), t.client...)
-	return context.WithValue(ctx, stmtSpanKey{}, span)
+	return ctx, span
 }
 
 // StatementEnd ends the span StatementStart began and records the latency.
 // The SQL's arguments are never attributes: they hold session ids and
 // tokens.
-func (o *storeObserver) StatementEnd(ctx context.Context, query string, begin time.Time, rows int64, err error) {
+func (o *storeObserver) StatementEnd(ctx context.Context, started any, query string, begin time.Time, rows int64, err error) {
 	t := o.p.tel
 	if t == nil {
 		return
 	}
-	if span, ok := ctx.Value(stmtSpanKey{}).(trace.Span); ok {
+	if span, ok := started.(trace.Span); ok {
 		if span.IsRecording() {
 			span.SetAttributes(statementAttrs(o.system, query, rows)...)
 			if err != nil {

@@ -36,8 +36,8 @@ func BenchmarkOtelStatementOverhead(b *testing.B) {
 			const q = "SELECT 1 FROM offline_locks WHERE resource = ?"
 			b.ReportAllocs()
 			for b.Loop() {
-				ctx := obs.StatementStart(context.Background(), q)
-				obs.StatementEnd(ctx, q, time.Time{}, 1, nil)
+				ctx, started := obs.StatementStart(context.Background(), q)
+				obs.StatementEnd(ctx, started, q, time.Time{}, 1, nil)
 			}
 		})
 	}

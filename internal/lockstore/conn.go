@@ -144,7 +144,7 @@ func redactText(s string) string {
 func (c Conn) Exec(query string, args ...any) (int64, error) {
 	begin := time.Now()
 	obs := observer(c.obs)
-	ctx := obs.StatementStart(c.ctx, query)
+	ctx, started := obs.StatementStart(c.ctx, query)
 	var n int64
 	var err error
 	for i := 0; ; i++ {
@@ -157,7 +157,7 @@ func (c Conn) Exec(query string, args ...any) (int64, error) {
 		}
 	}
 	err = ReadOnly(err)
-	obs.StatementEnd(ctx, query, begin, n, c.failure(err))
+	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
 }
@@ -166,7 +166,7 @@ func (c Conn) Exec(query string, args ...any) (int64, error) {
 func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64, error) {
 	begin := time.Now()
 	obs := observer(c.obs)
-	ctx := obs.StatementStart(c.ctx, query)
+	ctx, started := obs.StatementStart(c.ctx, query)
 	rows, done, err := c.queryContext(ctx, query, args)
 	for i := 0; c.again(err, i); i++ {
 		rows, done, err = c.queryContext(ctx, query, args)
@@ -188,7 +188,7 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 		done()
 	}
 	err = ReadOnly(err)
-	obs.StatementEnd(ctx, query, begin, n, c.failure(err))
+	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
 }

@@ -12,11 +12,12 @@ import (
 type Observer interface {
 	// StatementStart is called before each statement on the lock table
 	// (and each the plugin runs through a Conn); the context it returns is
-	// the statement's, and reaches StatementEnd.
-	StatementStart(ctx context.Context, query string) context.Context
+	// the statement's, and it and started (the observer's own, a span say)
+	// reach StatementEnd.
+	StatementStart(ctx context.Context, query string) (stmtCtx context.Context, started any)
 	// StatementEnd is called when the statement is done: rows it returned
 	// or changed, and its error (nil for a refusal it raised on purpose).
-	StatementEnd(ctx context.Context, query string, begin time.Time, rows int64, err error)
+	StatementEnd(ctx context.Context, started any, query string, begin time.Time, rows int64, err error)
 	// Upgraded is called when a grant upgraded its session's Read lock on
 	// a record of resource to Write.
 	Upgraded(ctx context.Context, resource string)
@@ -28,10 +29,13 @@ type Observer interface {
 // nopObserver is the Observer of a store made without one.
 type nopObserver struct{}
 
-func (nopObserver) StatementStart(ctx context.Context, _ string) context.Context  { return ctx }
-func (nopObserver) StatementEnd(context.Context, string, time.Time, int64, error) {}
-func (nopObserver) Upgraded(context.Context, string)                              {}
-func (nopObserver) TakenOver(context.Context, string)                             {}
+func (nopObserver) StatementStart(ctx context.Context, _ string) (context.Context, any) {
+	return ctx, nil
+}
+
+func (nopObserver) StatementEnd(context.Context, any, string, time.Time, int64, error) {}
+func (nopObserver) Upgraded(context.Context, string)                                   {}
+func (nopObserver) TakenOver(context.Context, string)                                  {}
 
 // observer is obs, or one that ignores everything.
 func observer(obs Observer) Observer {
