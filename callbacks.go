@@ -304,6 +304,8 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 				tx.Rollback()
 			} else if err := tx.Commit(); err != nil {
 				db.AddError(err)
+			} else if err := p.confirmGrants(db, st); err != nil {
+				db.AddError(err)
 			}
 		}
 		if st.txDone != nil {

@@ -43,3 +43,27 @@ func (p *Plugin) clusterConflict(db *gorm.DB, st *state) {
 	}
 	db.Error = fmt.Errorf("offlinelock: the %s of %s lost the Galera cluster's certification to a conflicting write on another node and was rolled back; the lock still holds: retry it: %w", st.op, db.Statement.Table, db.Error)
 }
+
+// confirmGrants reads back, after the plugin's own transaction of a load
+// committed, the locks the load newly took, on Galera: a node that rolled
+// the transaction back for another node's conflicting write while a SELECT
+// of it ran reports that as a warning, and the COMMIT that follows
+// succeeds with nothing to commit (internal/lockstore/galera.go). A lock
+// another session holds is refused with its holders, as if the load had
+// met it.
+func (p *Plugin) confirmGrants(db *gorm.DB, st *state) error {
+	c := st.caps().Certifier
+	if c == nil || st.op != opLoad || st.m == nil {
+		return nil
+	}
+	var keys []key
+	for k, n := range st.newly {
+		if n {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return public(c.Confirm(direct(p.background(db)), keys, lockstore.Owner(st.owner), lockstore.Access(st.m.loadAccess())))
+}

@@ -138,6 +138,11 @@ type Guard interface {
 // certification (MariaDB Galera).
 type Certifier interface {
 	Certify(c Conn, keys []Key, session string) error
+	// Confirm reads back, after the COMMIT of the plugin's own
+	// transaction, the locks on keys it granted o (galera.go): a node can
+	// roll a transaction back without reporting it, and COMMIT then
+	// succeeds with nothing to commit.
+	Confirm(c Conn, keys []Key, o Owner, access Access) error
 }
 
 // KeyChecker is a store whose database may take two spellings of a key as

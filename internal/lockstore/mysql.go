@@ -121,6 +121,12 @@ func NewMySQL(name string, obs Observer) Store {
 	s.putConflict = `ON DUPLICATE KEY UPDATE access = VALUES(access), session = VALUES(session),
 	user_name = VALUES(user_name), token = VALUES(token), generation = VALUES(generation),
 	acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at)`
+	s.putConflictNow = func() string {
+		if s.galera.Load() {
+			return galeraPutConflict
+		}
+		return s.putConflict
+	}
 	s.rememberSQL = `INSERT INTO ` + s.catalog + ` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`
 	s.lockRows = s.lockKeyRows
 	s.freeWrite = s.releaseWriteLock
@@ -521,7 +527,7 @@ func (s *mysqlStore) inOwnTx(c Conn, fn func(Conn) error) error {
 	}
 	var err error
 	for i := range mysqlRetries {
-		if err = s.ownTx(c, fn); mysqlCode(err) != 1213 {
+		if err = s.txLost(s.ownTx(c, fn)); !IsDeadlock(err) {
 			break
 		}
 		// InnoDB found the cycle at once; a short random pause keeps the
@@ -580,6 +586,12 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 		return allOrNothing(got, mysqlError(err))
 	}
 	got, err := s.decide(c, keys, o, access, ttl)
+	err = s.txLost(err)
+	if _, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter); err == nil && !inTx {
+		// The store's own transaction committed: on Galera, its grants
+		// are read back (galera.go).
+		err = s.Confirm(c, keys, o, access)
+	}
 	return allOrNothing(got, mysqlError(err))
 }
 

@@ -45,16 +45,17 @@ type sqlStore struct {
 	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
 	// no ON CONFLICT, no RETURNING, no IN (VALUES …)); nil or "" keeps the
 	// default SQL, which PostgreSQL and SQLite share.
-	keysIn      func(list string) string                          // (resource, lock_id) IN … for a keyList
-	readersRead func(Conn) string                                 // appended to reads of reader rows
-	fromHint    string                                            // after the table in reads of key and reader rows
-	deleteFrom  string                                            // how DELETEs of lock rows begin
-	putConflict string                                            // what putRows does on a key that exists
-	rememberSQL string                                            // the catalog upsert, (name, spec) as ?
-	lockRows    func(Conn, []Key) (map[Key]row, time.Time, error) // lockKeys
-	freeWrite   func(Conn, Key, string) (bool, bool, error)       // releaseWrite
-	freeKey     func(Conn, Key) (int64, error)                    // deleteKey
-	tx          func(Conn, func(Conn) error) error                // the store's own transactions
+	keysIn         func(list string) string                          // (resource, lock_id) IN … for a keyList
+	readersRead    func(Conn) string                                 // appended to reads of reader rows
+	fromHint       string                                            // after the table in reads of key and reader rows
+	deleteFrom     string                                            // how DELETEs of lock rows begin
+	putConflict    string                                            // what putRows does on a key that exists
+	putConflictNow func() string                                     // putConflict as it is now (MySQL: on Galera, galeraPutConflict)
+	rememberSQL    string                                            // the catalog upsert, (name, spec) as ?
+	lockRows       func(Conn, []Key) (map[Key]row, time.Time, error) // lockKeys
+	freeWrite      func(Conn, Key, string) (bool, bool, error)       // releaseWrite
+	freeKey        func(Conn, Key) (int64, error)                    // deleteKey
+	tx             func(Conn, func(Conn) error) error                // the store's own transactions
 
 	// readersIfRead: reader rows exist only under a key row in read mode,
 	// so a decision reads them only there (MySQL, whose store keeps that
@@ -277,6 +278,9 @@ func (t *sqlStore) putRows(c Conn, rows []row) error {
 	acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`
 	if t.putConflict != "" {
 		conflict = t.putConflict
+	}
+	if t.putConflictNow != nil {
+		conflict = t.putConflictNow()
 	}
 	_, err := c.Exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
 `+conflict), args...)
