@@ -79,7 +79,7 @@ const (
 // rows in. (An INSERT … SELECT from JSON_TABLE would take any number of
 // keys as one parameter, but MariaDB's Galera replication does not
 // certify the rows its ON DUPLICATE KEY UPDATE changes: two nodes granted
-// the same record at once, TestMySQLGaleraOneWinner.)
+// the same record at once, TestMySQLGalera.)
 func (s *mysqlStore) mysqlGrantSQL() string {
 	return `
 ON DUPLICATE KEY UPDATE
