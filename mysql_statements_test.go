@@ -155,6 +155,70 @@ func TestMySQLFindKeepsGenerationAndExpiry(t *testing.T) {
 	assert.Equal(t, before["20"].Generation, locksByID(t, db, p, martin)["20"].Generation)
 }
 
+// TestMySQLAcquireInTwoStatements: on MariaDB an Acquire of a Write lock
+// outside a transaction is two lock-table statements (a generation, the
+// upsert that returns the lock), whether it creates the key row, takes a
+// free one or refreshes the session's own lock; a re-acquire keeps token,
+// generation and acquisition time and never shortens the expiry. What the
+// upsert refuses (another session's lock, live or expired, and an upgrade)
+// the serialised path decides: it names the holder, takes an expired lock
+// over with a larger generation, upgrades the only reader.
+func TestMySQLAcquireInTwoStatements(t *testing.T) {
+	db, p := setupModels(t, mysqlDatabase(), offlinelock.Config{})
+	table := lockTableName(t, db, p)
+	log := &statementLog{Interface: logger.Discard}
+	quiet := func(o offlinelock.Owner, ttl time.Duration) *gorm.DB {
+		return withTTL(db, o, ttl).Session(&gorm.Session{Logger: log})
+	}
+	statements := func() int { n, _ := log.on(table); return n }
+	c := &Customer{ID: 7}
+
+	first, err := p.Acquire(quiet(martin, time.Hour), c, offlinelock.Write)
+	require.NoError(t, err)
+	assert.Equal(t, 2, statements(), "a record's first lock, its key row created by the upsert")
+	assert.NotEmpty(t, first.Token)
+	again, err := p.Acquire(quiet(martin, time.Minute), c, offlinelock.Write)
+	require.NoError(t, err)
+	assert.Equal(t, 2, statements(), "a re-acquire")
+	assert.Empty(t, again.Token, "the holder keeps the token the first Acquire gave it")
+	assert.Equal(t, first.Generation, again.Generation)
+	assert.Equal(t, first.AcquiredAt, again.AcquiredAt)
+	assert.Equal(t, first.ExpiresAt, again.ExpiresAt, "a shorter TTL does not shorten the lock")
+	held := locksByID(t, db, p, martin)["7"]
+	assert.Equal(t, first.Generation, held.Generation)
+	assert.Equal(t, first.ExpiresAt, held.ExpiresAt)
+
+	_, err = p.Acquire(quiet(david, time.Hour), c, offlinelock.Write)
+	var le *offlinelock.LockedError
+	require.True(t, errors.As(err, &le), "%v", err)
+	require.Len(t, le.Holders, 1)
+	assert.Equal(t, martin, le.Holders[0].Owner, "the serialised path names the holder")
+	assert.Equal(t, first.Generation, locksByID(t, db, p, martin)["7"].Generation, "the refusal changed nothing")
+
+	require.NoError(t, p.Release(as(db, martin), c))
+	log.on(table)
+	freed, err := p.Acquire(quiet(david, time.Second), c, offlinelock.Write)
+	require.NoError(t, err)
+	assert.Equal(t, 2, statements(), "a free key row")
+	assert.Greater(t, freed.Generation, first.Generation)
+
+	waitPast(t, db, freed.ExpiresAt)
+	log.on(table)
+	taken, err := p.Acquire(quiet(martin, time.Hour), c, offlinelock.Write)
+	require.NoError(t, err)
+	assert.Greater(t, statements(), 2, "a takeover goes through the serialised path, which tells it")
+	assert.Greater(t, taken.Generation, freed.Generation, "an expired lock is taken over with a larger generation")
+	assert.NotEmpty(t, taken.Token)
+
+	require.NoError(t, p.Release(as(db, martin), c))
+	_, err = p.Acquire(as(db, martin), c, offlinelock.Read)
+	require.NoError(t, err)
+	up, err := p.Acquire(as(db, martin), c, offlinelock.Write)
+	require.NoError(t, err, "the only reader upgrades")
+	assert.Equal(t, offlinelock.Write, up.Access)
+	assert.Equal(t, offlinelock.Write, locksByID(t, db, p, martin)["7"].Access)
+}
+
 func locksByID(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, o offlinelock.Owner) map[string]offlinelock.Lock {
 	t.Helper()
 	locks, err := p.List(db, offlinelock.Filter{Session: o.Session})

@@ -63,8 +63,8 @@ type mysqlStore struct {
 	// Renew and ReleaseAll take a bounded number of statements
 	// (mysql_grant.go, mysql_session.go). MySQL 8.0 has no
 	// RETURNING, and it and Galera keep the batches of batchSize keys.
-	bulk                atomic.Bool
-	grantSQL, createSQL string // mysqlGrantSQL, mysqlCreateSQL
+	bulk                             atomic.Bool
+	grantSQL, grantOneSQL, createSQL string // mysqlGrantSQL (bulkTakes, oneTakes), mysqlCreateSQL
 }
 
 var _ Store = (*mysqlStore)(nil)
@@ -133,7 +133,7 @@ func NewMySQL(name string, obs Observer) Store {
 	s.freeKey = s.freeKeyRow
 	s.readersIfRead = true
 	s.tx = s.inOwnTx
-	s.grantSQL, s.createSQL = s.mysqlGrantSQL(), s.mysqlCreateSQL()
+	s.grantSQL, s.grantOneSQL, s.createSQL = s.mysqlGrantSQL(bulkTakes), s.mysqlGrantSQL(oneTakes), s.mysqlCreateSQL()
 	s.stmts = newStmtCache()
 	return s
 }
@@ -575,14 +575,20 @@ func mysqlError(err error) error {
 }
 
 // grant takes the Write locks of several keys in a bounded number of
-// statements on MariaDB (grantBulk); Read locks, a single key (whose
-// serialised grant tells upgrades and expiry takeovers to the metrics)
-// and MySQL 8.0 go through the serialised path, which decides each key
-// with its key row held.
+// statements on MariaDB (grantBulk), and the Write lock of one key outside
+// a transaction in two (grantOne); Read locks, a single key in the
+// caller's transaction and MySQL 8.0 go through the serialised path,
+// which decides each key with its key row held, and so do upgrades and
+// takeovers of expired locks, whose counts it tells the Observer.
 func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
-	if keys = sortKeys(keys); access == Write && len(keys) > 1 && s.bulk.Load() {
-		got, err := s.grantBulk(c, keys, o, ttl)
+	_, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter)
+	if keys = sortKeys(keys); access == Write && s.bulk.Load() && (len(keys) > 1 || !inTx) {
+		grant := s.grantBulk
+		if len(keys) == 1 {
+			grant = s.grantOne
+		}
+		got, err := grant(c, keys, o, ttl)
 		return allOrNothing(got, mysqlError(err))
 	}
 	got, err := s.decide(c, keys, o, access, ttl)

@@ -39,13 +39,39 @@ func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (
 	err := s.inOwnTx(c, func(c Conn) error {
 		var refused bool
 		var err error
-		if got, refused, err = s.upsertWrites(c, keys, o, ttl); err != nil || !refused {
+		if got, refused, err = s.upsertWrites(c, keys, o, ttl, s.grantSQL); err != nil || !refused {
 			return err
 		}
 		got, err = s.decide(c, keys, o, Write, ttl)
 		return err
 	})
 	return got, err
+}
+
+// grantOne takes the Write lock of one key (a slice of one) outside a
+// transaction in two statements, each committed on its own: a generation
+// counter value (bulkGenerations), then the one-key upsert of
+// mysqlGrantSQL(oneTakes), which reads and returns the lock. The upsert
+// runs prepared (stmtCache): go-sql-driver would otherwise prepare and
+// close it around every run, a round trip more each time.
+//
+// Where the key row is missing, the upsert inserts it and commits it with
+// the lock. That keeps the rule createKeyRows is for (no key row inserted
+// and then rolled back, which would hand the locks of the sessions
+// waiting for it to the gap before the next record): a refusal is an
+// answer about a row that exists, so a statement that inserted one was
+// not refused, and it commits as it ends. A refusal (the key held by
+// another session, in read mode, another session's expired lock, a
+// generation not above the row's) changed nothing, and the serialised
+// path decides, naming the holders and telling upgrades and takeovers.
+func (s *mysqlStore) grantOne(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
+	prepared := c
+	prepared.stmts = s.stmts
+	got, refused, err := s.upsertWrites(prepared, keys, o, ttl, s.grantOneSQL)
+	if err != nil || !refused {
+		return got, err
+	}
+	return s.decide(c, keys, o, Write, ttl)
 }
 
 // The conditions of mysqlGrantSQL on a key row as it was. MariaDB assigns
@@ -73,17 +99,25 @@ const (
 	mysqlRefuse = `9223372036854775807 + (generation >= 0)`
 )
 
+// oneTakes is bulkTakes without the takeover of another session's
+// expired lock: grantOne leaves that to the serialised path, which tells
+// the Observer of it (TakenOver), as it tells upgrades; a takeover is
+// rare, and costs one refused statement more.
+const oneTakes = `(access = '' OR (access = 'write' AND session = VALUES(session))) AND
+		((` + bulkSame + `) OR generation < VALUES(generation))`
+
 // mysqlGrantSQL is upsertWrites' statement after its VALUES (mysqlGrantRow):
-// every key's Write lock, written or refused as bulkTakes says, in the
-// order of the rows, which is sortKeys order, the order it takes the key
-// rows in. (An INSERT … SELECT from JSON_TABLE would take any number of
-// keys as one parameter, but MariaDB's Galera replication does not
-// certify the rows its ON DUPLICATE KEY UPDATE changes: two nodes granted
-// the same record at once, TestMySQLGalera.)
-func (s *mysqlStore) mysqlGrantSQL() string {
+// every key's Write lock, written or refused as takes (bulkTakes,
+// oneTakes) says, in the order of the rows, which is sortKeys order, the
+// order it takes the key rows in. (An INSERT … SELECT from JSON_TABLE
+// would take any number of keys as one parameter, but MariaDB's Galera
+// replication does not certify the rows its ON DUPLICATE KEY UPDATE
+// changes: two nodes granted the same record at once,
+// TestMySQLGalera.)
+func (s *mysqlStore) mysqlGrantSQL(takes string) string {
 	return `
 ON DUPLICATE KEY UPDATE
-	token       = IF(` + bulkTakes + `, IF(` + bulkSame + `, token, VALUES(token)), ` + mysqlRefuse + `),
+	token       = IF(` + takes + `, IF(` + bulkSame + `, token, VALUES(token)), ` + mysqlRefuse + `),
 	generation  = IF(` + bulkSame + `, generation, VALUES(generation)),
 	acquired_at = IF(` + bulkSame + `, acquired_at, VALUES(acquired_at)),
 	expires_at  = IF(` + bulkMine + `, GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at)),
@@ -105,10 +139,10 @@ func isBulkRefusal(err error) bool {
 	return mysqlCode(err) == 1690 && strings.Contains(err.Error(), "9223372036854775807")
 }
 
-// upsertWrites writes the Write locks of keys (mysqlGrantSQL) and returns
-// them. refused says that some key was not o's to take: nothing was
+// upsertWrites writes the Write locks of keys (mysqlGrantSQL ending in
+// tail) and returns them. refused says that some key was not o's to take: nothing was
 // written.
-func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration) (got map[Key]Granted, refused bool, err error) {
+func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration, tail string) (got map[Key]Granted, refused bool, err error) {
 	gens, err := s.bulkGenerations(c, len(keys))
 	if err != nil {
 		return nil, false, err
@@ -125,7 +159,7 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 		for i, k := range batch {
 			args = append(args, k.Resource, k.ID, o.Session, o.User, hashes[k], gens[from+i], ttl.Microseconds())
 		}
-		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", ") + s.grantSQL
+		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", ") + tail
 		_, err = c.Query(q, args, func(r *sql.Rows) error {
 			l, err := scanGrantRow(r, o)
 			got[Key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
