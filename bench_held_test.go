@@ -73,9 +73,18 @@ func BenchmarkHeldFirstOverGORM(b *testing.B) {
 
 // BenchmarkVerifiedSave: the holder's Save through the plugin, on the
 // guarded table, against a plain Save on an unguarded twin of it.
-func BenchmarkVerifiedSave(b *testing.B) {
+func BenchmarkVerifiedSave(b *testing.B) { verifiedSave(b, offlinelock.Config{}) }
+
+// BenchmarkVerifiedSaveGuardOff: the same with the database guard off
+// (Config.DisableGuard): what the guard's triggers cost the holder's Save,
+// beside BenchmarkVerifiedSave.
+func BenchmarkVerifiedSaveGuardOff(b *testing.B) {
+	verifiedSave(b, offlinelock.Config{DisableGuard: true})
+}
+
+func verifiedSave(b *testing.B, cfg offlinelock.Config) {
 	eachBenchDB(b, func(b *testing.B, d database) {
-		db, plain, p := benchDBs(b, d)
+		db, plain, p := benchDBsWith(b, d, cfg)
 		const twin = "bench_docs_unguarded"
 		unguardedTwin(b, db, plain, twin, 64)
 		for i := uint(1); i <= 64; i++ {

@@ -57,7 +57,12 @@ func eachBenchDB(b *testing.B, fn func(b *testing.B, d database)) {
 // benchDBs opens d twice: with the plugin (and fresh model tables), and
 // plain, on the same database.
 func benchDBs(b *testing.B, d database) (with *gorm.DB, plain *gorm.DB, p *offlinelock.Plugin) {
-	with, p = setupModels(b, d, offlinelock.Config{})
+	return benchDBsWith(b, d, offlinelock.Config{})
+}
+
+// benchDBsWith is benchDBs with the plugin configured by cfg.
+func benchDBsWith(b *testing.B, d database, cfg offlinelock.Config) (with *gorm.DB, plain *gorm.DB, p *offlinelock.Plugin) {
+	with, p = setupModels(b, d, cfg)
 	if d.name == "sqlite" {
 		return with, openSQLiteLike(b, with), p
 	}
