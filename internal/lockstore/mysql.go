@@ -55,7 +55,8 @@ type mysqlStore struct {
 	// stmts keeps the statements of fixed text prepared: go-sql-driver,
 	// without interpolateParams, prepares, runs and closes every statement
 	// with arguments, two round trips where a prepared one takes one. The
-	// holder's re-read (PreparedPool) uses it, outside a transaction.
+	// holder's re-read (PreparedPool) and the one-key grant (grantOne) use
+	// it, outside a transaction.
 	stmts *stmtCache
 
 	// bulk: the server is MariaDB 10.6 or later, which has JSON_TABLE and

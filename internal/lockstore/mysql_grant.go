@@ -140,8 +140,8 @@ func isBulkRefusal(err error) bool {
 }
 
 // upsertWrites writes the Write locks of keys (mysqlGrantSQL ending in
-// tail) and returns them. refused says that some key was not o's to take: nothing was
-// written.
+// tail) and returns them. refused says that some key was not o's to
+// take: nothing was written.
 func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration, tail string) (got map[Key]Granted, refused bool, err error) {
 	gens, err := s.bulkGenerations(c, len(keys))
 	if err != nil {

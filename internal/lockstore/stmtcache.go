@@ -17,8 +17,9 @@ import (
 // transaction of that pool (Tx.StmtContext).
 //
 // Only statements whose text is fixed go through it (the SQLite store's
-// grants, the holder's re-read), and at most maxCachedStmts of them: a
-// text past the bound runs unprepared, as before. A statement run through
+// grants, MariaDB's one-key grant, the holder's re-read), and at most
+// maxCachedStmts of them: a text past the bound runs unprepared, as
+// before. A statement run through
 // Exec must have no RETURNING: the driver steps it once and leaves it
 // unreset, which for a RETURNING statement would keep its transaction
 // open.
