@@ -594,7 +594,7 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 	}
 	got, err := s.decide(c, keys, o, access, ttl)
 	err = s.txLost(err)
-	if _, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter); err == nil && !inTx {
+	if err == nil && !inTx {
 		// The store's own transaction committed: on Galera, its grants
 		// are read back (galera.go).
 		err = s.Confirm(c, keys, o, access)
