@@ -17,16 +17,13 @@ import (
 
 // The store's types, under the names the plugin's code uses.
 type (
-	key          = lockstore.Key
-	conn         = lockstore.Conn
-	keyKind      = lockstore.KeyKind
-	granted      = lockstore.Granted
-	grantRow     = lockstore.GrantRow
-	sweepCursor  = lockstore.SweepCursor
-	guardPlan    = lockstore.GuardPlan
-	guardRecord  = lockstore.GuardRecord
-	guardCascade = lockstore.GuardCascade
-	guardRefusal = lockstore.GuardRefusal
+	key         = lockstore.Key
+	conn        = lockstore.Conn
+	keyKind     = lockstore.KeyKind
+	granted     = lockstore.Granted
+	sweepCursor = lockstore.SweepCursor
+	guardPlan   = lockstore.GuardPlan
+	guardRecord = lockstore.GuardRecord
 )
 
 const (
@@ -37,8 +34,7 @@ const (
 	kindFold  = lockstore.KindFold
 	kindChar  = lockstore.KindChar
 
-	batchSize   = lockstore.BatchSize
-	heldUnknown = lockstore.HeldUnknown
+	batchSize = lockstore.BatchSize
 )
 
 // lockStore is a store and what its database can do, resolved once in New.
@@ -52,9 +48,9 @@ type table struct {
 
 // newTable makes p's store on system (its name in telemetry), handing it
 // its observer.
-func newTable(p *Plugin, system string, make func(lockstore.Observer) lockstore.Store) *table {
+func newTable(p *Plugin, system string, open func(lockstore.Observer) lockstore.Store) *table {
 	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
-	s := make(obs)
+	s := open(obs)
 	return &table{Store: s, caps: lockstore.TraitsOf(s), obs: obs}
 }
 
