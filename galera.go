@@ -24,7 +24,7 @@ import (
 // the lock still holds, the conflict was over the data, and the error says
 // to retry.
 func (p *Plugin) clusterConflict(db *gorm.DB, st *state) {
-	if st.t == nil || !lockstore.IsGalera(st.t.Store) || !lockstore.IsDeadlock(db.Error) || len(st.required) == 0 {
+	if st.t == nil || !lockstore.IsGalera(st.t.Store) || !lockstore.TxRolledBack(db.Error) || len(st.required) == 0 {
 		return
 	}
 	_, free, err := st.t.check(direct(p.background(db)), st.required, st.owner, false)

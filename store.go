@@ -76,13 +76,6 @@ func cleanup(db *gorm.DB) conn {
 	return direct(db).WithoutCancel()
 }
 
-// inTx runs fn in the caller's transaction if db is in one, else in a new
-// transaction that commits when fn returns nil.
-func inTx(db *gorm.DB, fn func(conn) error) error {
-	obs := observerOf(db)
-	return lockstore.InTx(db, connCtx(db), func(c conn) error { return fn(c.Observed(obs)) })
-}
-
 // public is err as the plugin's callers see it: the store's refusal
 // (*lockstore.Conflict) becomes the *LockedError naming the holders. The
 // store's sentinel errors are the root's own values (errors.go).
@@ -105,12 +98,6 @@ func public(err error) error {
 func publicLock(l lockstore.Lock) Lock {
 	return Lock{Resource: l.Resource, ID: l.ID, Access: Access(l.Access), Owner: Owner(l.Owner), Token: l.Token,
 		Generation: l.Generation, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, Reason: l.Reason}
-}
-
-// storeLock is l as the store has it.
-func storeLock(l Lock) lockstore.Lock {
-	return lockstore.Lock{Resource: l.Resource, ID: l.ID, Access: lockstore.Access(l.Access), Owner: lockstore.Owner(l.Owner),
-		Token: l.Token, Generation: l.Generation, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, Reason: l.Reason}
 }
 
 // publicLocks is publicLock of each.

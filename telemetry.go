@@ -110,16 +110,6 @@ func dbSystem(db *gorm.DB) attribute.KeyValue {
 	}
 }
 
-func telemetryOf(db *gorm.DB) *telemetry {
-	if db == nil || db.Config == nil {
-		return nil
-	}
-	if p, ok := db.Config.Plugins["offlinelock"].(*Plugin); ok {
-		return p.tel
-	}
-	return nil
-}
-
 // storeObserver is what one store tells the plugin's telemetry (the
 // store's lockstore.Observer, handed to it in New): its statements' spans
 // and latency, and the upgrades and takeovers its grants make. It reads

@@ -71,7 +71,7 @@ func InTx(db *gorm.DB, ctx context.Context, fn func(Conn) error) error {
 		// A deadlock, or on Galera a certification failure at COMMIT
 		// (both 1213): the transaction was rolled back whole, and is
 		// the plugin's own, so it runs again.
-		if !IsDeadlock(err) || ctx.Err() != nil {
+		if !TxRolledBack(err) || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(time.Duration(1+mrand.IntN(1<<min(i, 5))) * time.Millisecond)

@@ -66,12 +66,9 @@ func IsMissingTable(err error) bool {
 }
 
 // TxRolledBack says whether err rolled the whole transaction back, its
-// savepoints with it: InnoDB undoes a deadlock's victim whole (1213), so a
-// ROLLBACK TO a savepoint would only add "does not exist".
-func TxRolledBack(err error) bool { return IsDeadlock(err) }
-
-// IsDeadlock says whether err is MySQL's or MariaDB's 1213: InnoDB chose
-// the statement's transaction as a deadlock's victim, or Galera refused it
-// at COMMIT, and rolled the whole transaction back; or a Galera node
-// rolled it back without telling the statement then running (ErrTxLost).
-func IsDeadlock(err error) bool { return mysqlCode(err) == 1213 || errors.Is(err, ErrTxLost) }
+// savepoints with it, so that a ROLLBACK TO a savepoint would only add
+// "does not exist", and a transaction of the plugin's own may run again:
+// MySQL's and MariaDB's 1213 (InnoDB chose it as a deadlock's victim, or
+// Galera refused it at COMMIT), or a Galera node rolled it back without
+// telling the statement then running (ErrTxLost).
+func TxRolledBack(err error) bool { return mysqlCode(err) == 1213 || errors.Is(err, ErrTxLost) }

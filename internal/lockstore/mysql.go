@@ -528,7 +528,7 @@ func (s *mysqlStore) inOwnTx(c Conn, fn func(Conn) error) error {
 	}
 	var err error
 	for i := range mysqlRetries {
-		if err = s.txLost(s.ownTx(c, fn)); !IsDeadlock(err) {
+		if err = s.txLost(s.ownTx(c, fn)); !TxRolledBack(err) {
 			break
 		}
 		// InnoDB found the cycle at once; a short random pause keeps the
