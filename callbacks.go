@@ -93,27 +93,32 @@ type state struct {
 	fast        fastPath        // loads: the one-statement path being tried
 	fastKey     key
 	fastTok     string
-	where       *clause.Clause // loads: the WHERE before a fast path changed it
-	fastRewrote bool           // loads: the fast path added WHERE and FOR to the statement
-	heldPool    bool           // loads: gorm:query runs on a preparedPool (lockstore.PreparedPool)
-	required    []key          // writes: keys whose Write lock must still hold at commit
-	bulk        int64          // writes by WHERE: rows found; -1 for writes by key
-	ifChanged   bool           // writes: required only if the write changed a row
-	folded      bool           // writes: the fence is in the write's own WHERE (fence.go)
-	rekey       bool           // writes: check again if keysRead changed (rekey.go)
-	keysRead    string         // writes: the keys and links the check read
-	fenceFailed bool           // writes: refused at the fence, counted as such
-	detached    bool           // a load that locked outside any transaction
-	raw         bool           // loads: Raw SQL, whose rows can only be seen once read
-	err         error          // the plugin's own error, kept visible under GORM's
+	where       *clause.Clause    // loads: the WHERE before a fast path changed it
+	fastRewrote bool              // loads: the fast path added WHERE and FOR to the statement
+	heldPool    bool              // loads: gorm:query runs on a preparedPool (lockstore.PreparedPool)
+	required    []key             // writes: keys whose Write lock must still hold at commit
+	bulk        int64             // writes by WHERE: rows found; -1 for writes by key
+	ifChanged   bool              // writes: required only if the write changed a row
+	folded      bool              // writes: the fence is in the write's own WHERE (fence.go)
+	foldRefuses bool              // writes: and it refuses with an error (lockstore.FenceCall)
+	upsertFence clause.Expression // upserts: the fence folded into the UPDATE part (fence.go)
+	rekey       bool              // writes: check again if keysRead changed (rekey.go)
+	keysRead    string            // writes: the keys and links the check read
+	fenceFailed bool              // writes: refused at the fence, counted as such
+	detached    bool              // a load that locked outside any transaction
+	raw         bool              // loads: Raw SQL, whose rows can only be seen once read
+	err         error             // the plugin's own error, kept visible under GORM's
 }
 
-func stateOf(db *gorm.DB) *state {
+func stateOf(db *gorm.DB) *state { return statementState(db.Statement) }
+
+// statementState is stmt's state, or nil.
+func statementState(stmt *gorm.Statement) *state {
 	// Statement.Settings directly, not InstanceGet, which formats a key
 	// per call: the state names its statement, so a clone that copied the
 	// settings does not take it for its own.
-	if v, ok := db.Statement.Settings.Load(stateKey); ok {
-		if st, _ := v.(*state); st != nil && st.stmt == db.Statement {
+	if v, ok := stmt.Settings.Load(stateKey); ok {
+		if st, _ := v.(*state); st != nil && st.stmt == stmt {
 			return st
 		}
 	}

@@ -32,8 +32,45 @@ import (
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
 func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
-	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{st.caps().Folder.FenceCondition(k, st.owner.Session)}})
+	caps := st.caps()
+	var cond clause.Expression
+	if caps.Folder != nil {
+		cond = caps.Folder.FenceCondition(k, st.owner.Session)
+	} else if c, ok := caps.FenceCall.FenceCall(k, st.owner.Session); ok {
+		cond, st.foldRefuses = c, true
+	} else {
+		return
+	}
 	st.folded = true
+	if st.op == opCreate {
+		st.upsertFence = cond // in the upsert's UPDATE part (foldIntoUpsert)
+		return
+	}
+	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{cond}})
+}
+
+// foldIntoUpsert ends the UPDATE part of a MySQL upsert of one record by
+// key (ON DUPLICATE KEY UPDATE …) with its fence:
+//
+//	…, id = IF(`ol…_fence`('docs', '7', 'M1') = 1, id, NULL)
+//
+// MySQL evaluates that part only when the row exists, so the fence runs
+// exactly when an existing row is written (a new row needs no lock), and
+// refuses even when the row is left as it was. It assigns the key to
+// itself; the NULL is never reached (the fence refuses with an error).
+func foldIntoUpsert(stmt *gorm.Statement, b clause.Builder) {
+	st := statementState(stmt)
+	if st == nil || st.upsertFence == nil || len(st.m.pk) == 0 {
+		return
+	}
+	col := clause.Column{Name: st.m.pk[0].DBName}
+	b.WriteByte(',')
+	b.WriteQuoted(col)
+	b.WriteString("=IF(")
+	st.upsertFence.Build(b)
+	b.WriteString(", ")
+	b.WriteQuoted(col)
+	b.WriteString(", NULL)")
 }
 
 // canFold says whether the fence of a write of one record by key can ride
@@ -41,7 +78,39 @@ func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 // of its own, and nothing but GORM's own work runs between the write and
 // its commit.
 func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
-	return st.caps().Folder != nil && (op == opUpdate || op == opDelete) && !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
+	caps := st.caps()
+	switch {
+	case op == opCreate: // an upsert (write.go's hint path): MySQL's, into its UPDATE part
+		if caps.FenceCall == nil || p.cfg.DisableGuard {
+			return false
+		}
+	case caps.Folder == nil && (caps.FenceCall == nil || p.cfg.DisableGuard):
+		return false
+	}
+	return !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
+}
+
+// refusedAtFence turns the refusal of a folded fence that refuses with an
+// error (lockstore.FenceCall) into the error the fence's own statement
+// would have given, naming the holder; the write changed nothing. It
+// reports whether it did.
+func (p *Plugin) refusedAtFence(db *gorm.DB, st *state) bool {
+	fc := st.caps().FenceCall
+	if !st.foldRefuses || db.Error == nil || fc == nil || !fc.FenceRefused(db.Error) {
+		return false
+	}
+	_, free, err := st.t.check(direct(db), st.required, st.owner, false)
+	switch {
+	case err != nil:
+	case len(free) > 0:
+		err = p.notLocked(db, st, st.op, free)
+	default: // valid again by now, but not when the write looked
+		err = notLockedForWrite(st.op, st.required)
+	}
+	st.fenceFailed = true
+	p.tel.fenceFailed(ctxOf(db), db, st.m.lockResource(), st.op)
+	st.err, db.Error = err, err
+	return true
 }
 
 // runsHooks says whether GORM runs a hook of the model's for op, before
@@ -53,7 +122,10 @@ func runsHooks(db *gorm.DB, op opKind) bool {
 	if s == nil || db.Statement.SkipHooks {
 		return false
 	}
-	if op == opUpdate {
+	switch op {
+	case opCreate:
+		return s.BeforeSave || s.BeforeCreate || s.AfterCreate || s.AfterSave
+	case opUpdate:
 		return s.BeforeSave || s.BeforeUpdate || s.AfterUpdate || s.AfterSave
 	}
 	return s.BeforeDelete || s.AfterDelete
@@ -83,12 +155,19 @@ func (c *chainCache) onlyGORMBetween(db *gorm.DB, op opKind) bool {
 	if s == nil || len(s.Relationships.Relations) > 0 {
 		return false
 	}
-	proc := any(db.Callback().Update())
-	if op == opUpdate {
+	var proc any
+	switch op {
+	case opCreate:
+		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterCreate) {
+			return false
+		}
+		proc = db.Callback().Create()
+	case opUpdate:
 		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterUpdate) {
 			return false
 		}
-	} else {
+		proc = db.Callback().Update()
+	default:
 		if !db.Statement.SkipHooks && s.AfterDelete {
 			return false
 		}

@@ -8,6 +8,7 @@ package offlinelock_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
@@ -64,10 +66,7 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 				require.NoError(t, write(as(db, martin).Session(&gorm.Session{Logger: c})))
 				return c.n.Load()
 			}
-			folded := int64(1)
-			if d.name == "mysql" {
-				folded = 2 // no fold on MySQL: its fence keeps a statement of its own
-			}
+			const folded int64 = 1 // on MySQL the guard's fence function (fence_mysql.go)
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "a"}).Error }), "Save")
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Update("title", "b").Error }), "Update")
 			assert.Equal(t, int64(3), statements(func(tx *gorm.DB) error { return tx.Save(&FoldAfterHooked{ID: 1, Title: "a"}).Error }),
@@ -133,30 +132,36 @@ func TestFoldedFenceRefusesALockTakenOverBeforeTheWrite(t *testing.T) {
 // transaction, the lock's key row is row-locked until that transaction
 // ends, so a takeover cannot commit between the write and its commit.
 func TestFoldedFenceRowLocksTheLockUntilCommit(t *testing.T) {
-	d := databases()[1]
-	db, p := setupModels(t, d, offlinelock.Config{})
-	table := lockTableName(t, db, p)
-	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
-	_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
-	require.NoError(t, err)
-	other := d.open(t)
-	probe := func() error {
-		return other.Transaction(func(tx *gorm.DB) error {
-			var n int
-			return tx.Raw(`SELECT 1 FROM ` + table + ` WHERE resource = 'docs' AND lock_id = '1' AND holder = '' FOR UPDATE NOWAIT`).Scan(&n).Error
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := setupModels(t, d, offlinelock.Config{})
+			table := lockTableName(t, db, p)
+			require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+			_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+			other := d.open(t)
+			probe := func() error {
+				return other.Transaction(func(tx *gorm.DB) error {
+					var n int
+					return tx.Raw(`SELECT 1 FROM ` + table + ` WHERE resource = 'docs' AND lock_id = '1' AND holder = '' FOR UPDATE NOWAIT`).Scan(&n).Error
+				})
+			}
+			busy := map[string]string{"postgres": "55P03", "mysql": "1205"}[d.name] // lock_not_available; MariaDB's NOWAIT
+			require.NoError(t, probe(), "before the save nothing holds the key row")
+			for _, isolation := range []sql.IsolationLevel{sql.LevelDefault, sql.LevelReadCommitted} {
+				require.NoError(t, as(db, martin).Transaction(func(tx *gorm.DB) error {
+					c := &counter{Interface: logger.Discard}
+					require.NoError(t, tx.Session(&gorm.Session{Logger: c}).Save(&Doc{ID: 1, Title: "saved " + isolation.String()}).Error)
+					require.Equal(t, int64(3), c.n.Load(), "savepoint, the folded UPDATE, release")
+					err := probe()
+					require.Error(t, err, "%s: between the write and its commit the key row is row-locked", isolation)
+					assert.Contains(t, err.Error(), busy)
+					return nil
+				}, &sql.TxOptions{Isolation: isolation}))
+				require.NoError(t, probe(), "after the commit the key row is free again")
+			}
 		})
 	}
-	require.NoError(t, probe(), "before the save nothing holds the key row")
-	require.NoError(t, as(db, martin).Transaction(func(tx *gorm.DB) error {
-		c := &counter{Interface: logger.Discard}
-		require.NoError(t, tx.Session(&gorm.Session{Logger: c}).Save(&Doc{ID: 1, Title: "saved"}).Error)
-		require.Equal(t, int64(3), c.n.Load(), "savepoint, the folded UPDATE, release")
-		err := probe()
-		require.Error(t, err, "between the write and its commit the key row is row-locked")
-		assert.Contains(t, err.Error(), "55P03")
-		return nil
-	}))
-	require.NoError(t, probe(), "after the commit the key row is free again")
 }
 
 // TestFoldedFenceIsNotSplicedAway: the holder's lock was lost on another
@@ -270,4 +275,91 @@ func TestHintPathRefusedWritesRunNoHooks(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestFoldedFenceRefusesALostLock: the holder's lock was force-released
+// or taken over on another node (this node's hint still says he holds
+// it), and he writes the record by key with no WHERE of his own, the
+// path whose fence is folded into the write: every write fails with the
+// error the fence names (the other holder, or ErrNotLocked) and changes
+// nothing, including a Save of the row as it is (on MySQL an UPDATE that
+// reports no row, then GORM's upsert).
+func TestFoldedFenceRefusesALostLock(t *testing.T) {
+	writes := []struct {
+		name  string
+		write func(tx *gorm.DB) error
+	}{
+		{"Save", func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "x"}).Error }},
+		{"Save unchanged", func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "t"}).Error }},
+		{"Update", func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Update("title", "x").Error }},
+		{"Updates", func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Updates(map[string]any{"title": "x"}).Error }},
+		{"Delete", func(tx *gorm.DB) error { return tx.Delete(&Doc{ID: 1}).Error }},
+		{"Upsert", func(tx *gorm.DB) error {
+			return tx.Clauses(clause.OnConflict{UpdateAll: true}).Create(&Doc{ID: 1, Title: "x"}).Error
+		}},
+	}
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			cfg := offlinelock.Config{Table: "ol_" + randomHex(6), Authorize: func(context.Context, string, offlinelock.Lock) error { return nil }}
+			db, p := setupModels(t, d, cfg)
+			other, q := setup(t, d, cfg) // another node on the same lock table
+			require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+			for _, w := range writes {
+				for _, taken := range []bool{true, false} {
+					_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+					require.NoError(t, err)
+					require.NoError(t, q.ForceRelease(as(other, offlinelock.Owner{Session: "A1", User: "admin"}), "docs", "1"))
+					if taken {
+						_, err = q.Acquire(as(other, david), &Doc{ID: 1}, offlinelock.Write)
+						require.NoError(t, err)
+					}
+					err = w.write(as(db, martin))
+					if taken {
+						var le *offlinelock.LockedError
+						if assert.ErrorAs(t, err, &le, "%s", w.name) && assert.Len(t, le.Holders, 1, w.name) {
+							assert.Equal(t, david.Session, le.Holders[0].Owner.Session, w.name)
+						}
+					} else {
+						assert.ErrorIs(t, err, offlinelock.ErrNotLocked, w.name)
+					}
+					var got Doc
+					require.NoError(t, admin(db).First(&got, 1).Error)
+					assert.Equal(t, "t", got.Title, "%s changed the row", w.name)
+					if taken {
+						require.NoError(t, q.Release(as(other, david), &Doc{ID: 1}))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFoldedFenceFailsClosedWithoutItsFunction (MySQL/MariaDB): the
+// guard's fence function dropped behind the plugin's back fails the write
+// that called it, changing nothing; the next write takes the fence's own
+// statement, and the holder's save lands.
+func TestFoldedFenceFailsClosedWithoutItsFunction(t *testing.T) {
+	d := database{"mysql", openMySQL}
+	db, p := setupModels(t, d, offlinelock.Config{})
+	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+	_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+	require.NoError(t, err)
+	var fn string
+	require.NoError(t, admin(db).Raw(`SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_NAME LIKE ?`,
+		"ol%\\_fence").Scan(&fn).Error)
+	require.NotEmpty(t, fn, "no fence function: the test proves nothing")
+	require.NoError(t, admin(db).Exec("DROP FUNCTION `"+fn+"`").Error)
+
+	err = as(db, martin).Save(&Doc{ID: 1, Title: "x"}).Error
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "1305")
+	var got Doc
+	require.NoError(t, admin(db).First(&got, 1).Error)
+	assert.Equal(t, "t", got.Title)
+
+	c := &counter{Interface: logger.Discard}
+	require.NoError(t, as(db, martin).Session(&gorm.Session{Logger: c}).Save(&Doc{ID: 1, Title: "y"}).Error)
+	assert.Equal(t, int64(2), c.n.Load(), "the UPDATE, then the fence's own statement")
+	require.NoError(t, admin(db).First(&got, 1).Error)
+	assert.Equal(t, "y", got.Title)
 }

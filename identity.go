@@ -117,6 +117,9 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			}
 			b.WriteString(name + " " + hint)
 			c.Expression.Build(b)
+		case name == "ON CONFLICT" && stmt.Dialector.Name() == "mysql":
+			build(c, b)
+			foldIntoUpsert(stmt, b)
 		default:
 			build(c, b)
 		}

@@ -161,14 +161,16 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	for i, r := range rows {
 		keys[i] = r.k
 	}
-	if byKey && len(keys) == 1 && len(st.required) == 0 && (op == opUpdate || op == opDelete) && !runsHooks(db, op) &&
+	if byKey && len(keys) == 1 && len(st.required) == 0 && (op == opUpdate || op == opDelete || upserts(db.Statement)) && !runsHooks(db, op) &&
 		p.hints.fresh(st.owner.Session, keys[0], time.Second) {
-		// One row by its key (Save, Update, Delete of a loaded record) whose
-		// Write lock this node granted to the session, and no hook of the
-		// model's to run: checked once, by the fence (folded into the write
-		// where it can be), if the write changed it. It saves a round trip
-		// on the commonest write, and a refused one has run no code of the
-		// caller's. Anyone else is checked here, before the hooks.
+		// One row by its key (Save, Update, Delete of a loaded record, or
+		// the upsert MySQL's Save sends when its UPDATE reported no row
+		// changed) whose Write lock this node granted to the session, and
+		// no hook of the model's to run: checked once, by the fence (folded
+		// into the write where it can be), if the write changed it. It
+		// saves a round trip on the commonest write, and a refused one has
+		// run no code of the caller's. Anyone else is checked here, before
+		// the hooks.
 		st.ifChanged = true
 		st.required = append(st.required, keys...)
 		if p.canFold(db, st, op) {
@@ -432,7 +434,7 @@ func upserts(stmt *gorm.Statement) bool {
 func (p *Plugin) fence(db *gorm.DB) {
 	adoptSpan(db)
 	st := stateOf(db)
-	if st == nil || db.Error != nil {
+	if st == nil || p.refusedAtFence(db, st) || db.Error != nil {
 		return
 	}
 	if st.bulk >= 0 && db.Statement.RowsAffected > st.bulk {
@@ -444,9 +446,10 @@ func (p *Plugin) fence(db *gorm.DB) {
 		return
 	}
 	var err error
-	if !st.folded || db.Statement.RowsAffected == 0 {
+	if !st.folded || db.Statement.RowsAffected == 0 && !st.foldRefuses {
 		// (folded: the write's own statement found the lock valid and
-		// row-locked it until commit)
+		// row-locked it until commit; with a fold that refuses, 0 rows is a
+		// missing or unchanged row, never a lost lock)
 		var free []key
 		_, free, err = st.t.check(direct(db), st.required, st.owner, true)
 		if err == nil && len(free) > 0 {

@@ -38,6 +38,7 @@ type Traits struct {
 	Held       Held       // the holder's re-read checks its lock in its own statement
 	Loader     Loader     // lock and read in the read's own statement (PostgreSQL)
 	Folder     Folder     // the fence in the write's own statement
+	FenceCall  FenceCall  // the fence in the write's own statement, refusing with an error (MySQL)
 	Guard      Guard      // triggers that refuse writes of held records
 	Certifier  Certifier  // the fence takes part in a cluster's certification (Galera)
 	KeyChecker KeyChecker // key columns checked against the database's collations
@@ -56,6 +57,7 @@ func TraitsOf(s Store) Traits {
 	t.Held, _ = s.(Held)
 	t.Loader, _ = s.(Loader)
 	t.Folder, _ = s.(Folder)
+	t.FenceCall, _ = s.(FenceCall)
 	t.Guard, _ = s.(Guard)
 	t.Certifier, _ = s.(Certifier)
 	t.KeyChecker, _ = s.(KeyChecker)
@@ -99,6 +101,25 @@ type Folder interface {
 	// key row from changing until the transaction ends (a row lock, or
 	// SQLite's one writer at a time).
 	FenceCondition(k Key, session string) clause.Expression
+}
+
+// FenceCall is implemented by stores whose fence in the write's own
+// statement is a routine of the guard's that refuses with an error rather
+// than matching no row (MySQL/MariaDB, fence_mysql.go): there a write that
+// leaves its row as it was reports 0 rows, so only an error tells a lost
+// lock from an unchanged row without another statement.
+type FenceCall interface {
+	// FenceCall is a condition for a write of k by session that holds
+	// while session holds a valid Write lock on k and keeps k's key row
+	// share-locked until the transaction ends; otherwise the write fails
+	// with an error FenceRefused recognises. ok is false while the routine
+	// is not installed (the guard off, or not yet installed).
+	FenceCall(k Key, session string) (cond clause.Expression, ok bool)
+	// FenceRefused reports whether err is the fence routine's refusal. An
+	// error saying the routine is gone is not (the write fails as it is),
+	// and FenceCall answers false from then until the guard is installed
+	// again.
+	FenceRefused(err error) bool
 }
 
 // Guard is implemented by the stores whose database can guard tables.
@@ -173,6 +194,7 @@ var (
 	_ Store      = (*mysqlStore)(nil)
 	_ Held       = (*mysqlStore)(nil)
 	_ Guard      = (*mysqlStore)(nil)
+	_ FenceCall  = (*mysqlStore)(nil)
 	_ Certifier  = (*mysqlStore)(nil)
 	_ KeyChecker = (*mysqlStore)(nil)
 	_ OwnTx      = (*mysqlStore)(nil)

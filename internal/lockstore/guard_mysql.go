@@ -61,7 +61,6 @@ const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return s.withGuardLock(c, func(c Conn) error {
-		proc := s.Quote(s.guardPrefix() + "_check")
 		mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
 		body := `(res VARBINARY(512), id VARBINARY(1020))
 COMMENT '{version}'
@@ -102,27 +101,40 @@ offlinelock: BEGIN
 		SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
 	END IF;
 END`
-		// Every node runs this at db.Use: a procedure that is already this
-		// one stays, since replacing it would fail the triggers that call
-		// it meanwhile (1305); MariaDB replaces one atomically.
-		version := "offlinelock guard " + guardVersion(body)
-		body = strings.Replace(body, "{version}", version, 1)
-		have, err := queryStrings(c, `SELECT ROUTINE_COMMENT FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME = ?`,
-			s.guardPrefix()+"_check")
-		if err != nil || len(have) == 1 && have[0] == version {
+		if err := s.installRoutine(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil {
 			return err
 		}
-		stmts := []string{"DROP PROCEDURE IF EXISTS " + proc, "CREATE PROCEDURE " + proc + body}
-		if s.mariadb.Load() {
-			stmts = []string{"CREATE OR REPLACE PROCEDURE " + proc + body}
+		if err := s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody()); err != nil {
+			return err
 		}
-		for _, q := range stmts {
-			if _, err := c.Exec(q); err != nil {
-				return err
-			}
-		}
+		s.fenceFn.Store(true)
 		return nil
 	})
+}
+
+// installRoutine creates routine name of kind (PROCEDURE or FUNCTION)
+// with body, whose {version} it fills in. Every node runs this at db.Use:
+// a routine that is already this one stays, since replacing it would fail
+// the statements that call it meanwhile (1305); MariaDB replaces one
+// atomically.
+func (s *mysqlStore) installRoutine(c Conn, kind, name, body string) error {
+	version := "offlinelock guard " + guardVersion(body)
+	body = strings.Replace(body, "{version}", version, 1)
+	have, err := queryStrings(c, `SELECT ROUTINE_COMMENT FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = ? AND ROUTINE_NAME = ?`,
+		kind, name)
+	if err != nil || len(have) == 1 && have[0] == version {
+		return err
+	}
+	stmts := []string{"DROP " + kind + " IF EXISTS " + s.Quote(name), "CREATE " + kind + " " + s.Quote(name) + body}
+	if s.mariadb.Load() {
+		stmts = []string{"CREATE OR REPLACE " + kind + " " + s.Quote(name) + body}
+	}
+	for _, q := range stmts {
+		if _, err := c.Exec(q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // withGuardLock serialises the guard's DDL between nodes (a named lock;
@@ -244,6 +256,10 @@ func (s *mysqlStore) RemoveGuard(c Conn) error {
 			if _, err := c.Exec("DROP TRIGGER IF EXISTS " + s.Quote(n)); err != nil {
 				return err
 			}
+		}
+		s.fenceFn.Store(false)
+		if _, err := c.Exec("DROP FUNCTION IF EXISTS " + s.Quote(s.fenceName())); err != nil {
+			return err
 		}
 		_, err = c.Exec("DROP PROCEDURE IF EXISTS " + s.Quote(s.guardPrefix()+"_check"))
 		return err

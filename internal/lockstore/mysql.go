@@ -51,6 +51,7 @@ type mysqlStore struct {
 	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
 	galera  atomic.Bool // the server is a Galera node (galera.go)
 	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
+	fenceFn atomic.Bool // the guard's fence function is installed (fence_mysql.go)
 
 	// stmts keeps the statements of fixed text prepared: go-sql-driver,
 	// without interpolateParams, prepares, runs and closes every statement
