@@ -50,7 +50,7 @@ func (s *mysqlStore) FenceCall(k Key, session string) (clause.Expression, bool) 
 	if !s.fenceFn.Load() {
 		return nil, false
 	}
-	return clause.Expr{SQL: s.Quote(s.fenceName()) + "(?, ?, ?) = 1", Vars: []any{k.Resource, k.ID, session}}, true
+	return clause.Expr{SQL: s.fenceCallSQL, Vars: []any{k.Resource, k.ID, session}}, true
 }
 
 // FenceRefused: err is the fence function's refusal. An error saying the

@@ -48,10 +48,11 @@ type mysqlStore struct {
 	depth sync.Map // transaction pool → *atomic.Int32: the plugin's savepoints open in it
 	rc    sync.Map // transaction pools the store began READ COMMITTED
 
-	mariadb atomic.Bool // the server is MariaDB, which takes SET STATEMENT
-	galera  atomic.Bool // the server is a Galera node (galera.go)
-	keysOK  sync.Map    // tables whose key columns checkKeyColumns passed
-	fenceFn atomic.Bool // the guard's fence function is installed (fence_mysql.go)
+	mariadb      atomic.Bool // the server is MariaDB, which takes SET STATEMENT
+	galera       atomic.Bool // the server is a Galera node (galera.go)
+	keysOK       sync.Map    // tables whose key columns checkKeyColumns passed
+	fenceFn      atomic.Bool // the guard's fence function is installed (fence_mysql.go)
+	fenceCallSQL string      // its call, with the record and the session as arguments
 
 	// stmts keeps the statements of fixed text prepared: go-sql-driver,
 	// without interpolateParams, prepares, runs and closes every statement
@@ -111,6 +112,7 @@ func NewMySQL(name string, obs Observer) Store {
 		clock: mysqlClock, bind: func(q string) string { return q }, fenceRead: mysqlShare,
 		timeArg: func(t time.Time) any { return t.UTC().Format(mysqlTime) }}}
 	s.nextGens = s.nextGenerations
+	s.fenceCallSQL = s.Quote(s.fenceName()) + "(?, ?, ?) = 1"
 	s.keysIn = orKeys
 	s.fromHint = mysqlPK
 	s.deleteFrom = "DELETE " + s.table + " FROM " + s.table + mysqlPK // the multi-table form takes an index hint
