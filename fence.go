@@ -28,6 +28,13 @@ import (
 // (a hook or another plugin's callback could run for as long as it likes
 // with the row locked). A write that changes no row is checked on its own,
 // to tell a missing row from a lost lock.
+//
+// On MySQL the fold is the guard's fence function (lockstore.FenceCall),
+// which refuses with an error rather than matching no row: MySQL reports
+// an unchanged row as 0 rows, so only an error tells a lost lock from an
+// unchanged row without another statement. There it also rides in the
+// upsert MySQL's Save sends for an unchanged row, in its ON DUPLICATE KEY
+// UPDATE part, which runs only for a row that exists (foldIntoUpsert).
 
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
