@@ -60,7 +60,8 @@ func (l *statementLog) on(quoted string) (lockTable, all int) {
 
 // mysqlFindStatements is how many lock-table statements a Find of any
 // number of rows sends on MariaDB: create the missing key rows, take the
-// generations, write the locks.
+// generations, write the locks. Where the plugin granted every key lately
+// it knows their key rows exist, and leaves the first out.
 const mysqlFindStatements = 3
 
 func TestMySQLFindLocksInConstantStatements(t *testing.T) {
@@ -86,8 +87,13 @@ func TestMySQLFindLocksInConstantStatements(t *testing.T) {
 	}
 	for _, round := range []string{"first locks of the records", "records locked before (free key rows)"} {
 		for _, n := range []int{10, 100, 1000} {
-			assert.Equal(t, mysqlFindStatements, find(n), "%s: Find of %d rows", round, n)
-			assert.Equal(t, mysqlFindStatements, find(n), "%s: Find of %d rows held already", round, n)
+			// In the first round the plugin has not granted rows 11…n yet.
+			first := mysqlFindStatements - 1
+			if round == "first locks of the records" {
+				first = mysqlFindStatements
+			}
+			assert.Equal(t, first, find(n), "%s: Find of %d rows", round, n)
+			assert.Equal(t, mysqlFindStatements-1, find(n), "%s: Find of %d rows held already", round, n)
 			_, err := p.ReleaseAll(db, martin.Session)
 			require.NoError(t, err)
 		}

@@ -67,7 +67,8 @@ type mysqlStore struct {
 	// (mysql_grant.go, mysql_session.go). MySQL 8.0 has no
 	// RETURNING, and it and Galera keep the batches of batchSize keys.
 	bulk                             atomic.Bool
-	grantSQL, grantOneSQL, createSQL string // mysqlGrantSQL (bulkTakes, oneTakes), mysqlCreateSQL
+	grantSQL, grantOneSQL, createSQL string      // mysqlGrantSQL (bulkTakes, oneTakes), mysqlCreateSQL
+	keyRows                          keyRowHints // keys whose key rows grantBulk need not create
 }
 
 var _ Store = (*mysqlStore)(nil)

@@ -42,31 +42,66 @@ func (s *mysqlStore) joinPKs() string {
 // each: one per statement.
 func jsonArrays(items [][]string) []string {
 	var out []string
-	var b strings.Builder
+	var b, enc []byte
 	for _, it := range items {
-		enc, _ := json.Marshal(it) // hex and digits only: never fails
-		if b.Len() > 0 && b.Len()+len(enc)+2 > mysqlJSONMax {
-			out = append(out, b.String()+"]")
-			b.Reset()
+		enc = appendJSONItem(enc[:0], it)
+		if len(b) > 0 && len(b)+len(enc)+2 > mysqlJSONMax {
+			out = append(out, string(append(b, ']')))
+			b = b[:0]
 		}
-		if b.Len() == 0 {
-			b.WriteByte('[')
+		if len(b) == 0 {
+			b = append(b, '[')
 		} else {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.Write(enc)
+		b = append(b, enc...)
 	}
-	if b.Len() > 0 {
-		out = append(out, b.String()+"]")
+	if len(b) > 0 {
+		out = append(out, string(append(b, ']')))
 	}
 	return out
+}
+
+// appendJSONItem appends it as a JSON array of strings. The strings are hex
+// and digits, which JSON takes as they are; anything else json.Marshal
+// escapes.
+func appendJSONItem(b []byte, it []string) []byte {
+	b = append(b, '[')
+	for i, v := range it {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if !plainJSON(v) {
+			enc, _ := json.Marshal(v) // a string: never fails
+			b = append(b, enc...)
+			continue
+		}
+		b = append(b, '"')
+		b = append(b, v...)
+		b = append(b, '"')
+	}
+	return append(b, ']')
+}
+
+// plainJSON says whether s needs no escaping in a JSON string: ASCII
+// letters and digits only.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // pkJSON is rows' whole primary keys as JSON arrays (joinPKs).
 func pkJSON(rows []row) []string {
 	items := make([][]string, len(rows))
+	flat := make([]string, 3*len(rows))
 	for i, r := range rows {
-		items[i] = []string{hexOf(r.Resource), hexOf(r.ID), hexOf(r.holder)}
+		it := flat[3*i : 3*i+3 : 3*i+3]
+		it[0], it[1], it[2] = hexOf(r.Resource), hexOf(r.ID), hexOf(r.holder)
+		items[i] = it
 	}
 	return jsonArrays(items)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -156,4 +157,69 @@ func TestMySQLSweepDeletesGenerationRows(t *testing.T) {
 	again, err := s.Grant(c, keys, o, Write, time.Minute)
 	require.NoError(t, err)
 	assert.Greater(t, again[keys[0]].Generation, first[keys[1]].Generation)
+}
+
+func TestJSONArraysEscapeWhatIsNotHex(t *testing.T) {
+	got := jsonArrays([][]string{{"6162", "", "12"}, {`a"b\c`, "é"}})
+	require.Len(t, got, 1)
+	assert.Equal(t, `[["6162","","12"],["a\"b\\c","é"]]`, got[0])
+	var back [][]string
+	require.NoError(t, json.Unmarshal([]byte(got[0]), &back))
+	assert.Equal(t, [][]string{{"6162", "", "12"}, {`a"b\c`, "é"}}, back)
+}
+
+func TestGrantValuesInline(t *testing.T) {
+	keys := []Key{{"acc'ounts", "1"}, {"r", "\x00\xff"}}
+	hashes := map[Key]string{keys[0]: "aa", keys[1]: "bb"}
+	o := Owner{Session: "S'1", User: "märtin"}
+	q, args := grantValues(keys, o, hashes, []int64{7, 8}, time.Second, true)
+	assert.Empty(t, args)
+	assert.Equal(t, "(X'616363276f756e7473', X'31', '', 'write', X'532731', _utf8mb4 X'6dc3a47274696e', 'aa', 7, "+mysqlClock+", "+mysqlClock+" + INTERVAL 1000000 MICROSECOND), "+
+		"(X'72', X'00ff', '', 'write', X'532731', _utf8mb4 X'6dc3a47274696e', 'bb', 8, "+mysqlClock+", "+mysqlClock+" + INTERVAL 1000000 MICROSECOND)", q)
+	_, args = grantValues(keys, Owner{Session: "S", User: "\xff"}, hashes, []int64{7, 8}, time.Second, true)
+	assert.Len(t, args, 14, "a user name that is not UTF-8 is an argument")
+	_, args = grantValues(keys, o, hashes, []int64{7, 8}, time.Second, false)
+	assert.Len(t, args, 14)
+}
+
+func TestKeyRowHints(t *testing.T) {
+	var h keyRowHints
+	keys := []Key{{"r", "1"}, {"r", "2"}, {"r", "3"}}
+	assert.Equal(t, keys, h.unknown(keys))
+	h.granted(keys[1:2], time.Hour)
+	assert.Equal(t, []Key{keys[0], keys[2]}, h.unknown(keys))
+	h.granted(keys, time.Hour)
+	assert.Empty(t, h.unknown(keys))
+	h.granted(keys[:1], 0)
+	h.until[keys[0]] = time.Now().Add(-time.Second)
+	assert.Equal(t, keys[:1], h.unknown(keys), "a hint past its time is forgotten")
+}
+
+// TestMySQLBulkGrantOddBytes: the bulk grant writes its values into the
+// statement's text (grantValues): keys and owners with quotes,
+// backslashes, bytes that are not UTF-8 and NULs come back as they were,
+// and a second grant of the same keys (their key rows known, keyRowHints)
+// refreshes them.
+func TestMySQLBulkGrantOddBytes(t *testing.T) {
+	s, db := bulkStore(t)
+	c := NewConn(db, context.Background())
+	keys := []Key{{`it's`, `a\b`}, {"r\x00", "\xff\xfe"}, {"r", `'); DROP TABLE x; --`}}
+	for _, o := range []Owner{{Session: `S'\1`, User: "märtin's"}, {Session: "S\xff", User: `back\slash`}} {
+		for round := range 2 {
+			got, err := s.Grant(c, keys, o, Write, time.Minute)
+			require.NoError(t, err)
+			require.Len(t, got, len(keys))
+			for _, k := range keys {
+				g, ok := got[k]
+				require.True(t, ok, "%q", k)
+				assert.Equal(t, o, g.Owner)
+				assert.Equal(t, round == 0, g.Fresh, "round %d", round)
+			}
+			mine, _, err := s.Check(c, keys, o, false)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, keys, mine)
+		}
+		_, err := s.ReleaseAll(c, o.Session)
+		require.NoError(t, err)
+	}
 }

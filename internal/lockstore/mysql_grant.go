@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -18,12 +21,15 @@ import (
 //
 //  1. createMissing creates the free key rows that are missing, on a
 //     connection of its own, committed at once (one statement per
-//     mysqlJSONMax bytes of keys);
+//     mysqlJSONMax bytes of keys), for the keys it has not made sure of
+//     lately (keyRowHints): none, and no statement, where the store
+//     granted them all within half their TTL;
 //  2. bulkGenerations takes one generation counter value per batchSize
 //     keys, all in one statement;
 //  3. upsertWrites writes every key's lock in one INSERT … ON DUPLICATE
 //     KEY UPDATE and reads them back with RETURNING (one statement per
-//     mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most).
+//     mysqlGrantKeys keys), its values written into the text
+//     (grantValues).
 //
 // The third statement is all or nothing: when a key is held by another
 // session, or is under Read locks, or its last lock has a generation as
@@ -32,11 +38,13 @@ import (
 // transaction: it names the holders, upgrades the only reader, or takes
 // larger generations.
 func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
-	if err := s.createMissing(c, keys); err != nil {
+	unknown := s.keyRows.unknown(keys)
+	created, err := s.createMissing(c, unknown)
+	if err != nil {
 		return nil, err
 	}
 	var got map[Key]Granted
-	err := s.inOwnTx(c, func(c Conn) error {
+	err = s.inOwnTx(c, func(c Conn) error {
 		var refused bool
 		var err error
 		if got, refused, err = s.upsertWrites(c, keys, o, ttl, s.grantSQL); err != nil || !refused {
@@ -45,7 +53,72 @@ func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (
 		got, err = s.decide(c, keys, o, Write, ttl)
 		return err
 	})
+	if err == nil && created {
+		s.keyRows.granted(unknown, ttl)
+	}
 	return got, err
+}
+
+// keyRowHints remembers, for a while, which keys have a key row: those
+// createMissing made sure of (committed) for a grant that succeeded,
+// until half the grant's TTL has passed. A key row lives at least as long
+// as its lock (the sweep deletes rows whose expiry has passed; a release
+// frees the row for a day), so createMissing would have nothing to create
+// for them, and leaves them out. A hint is only that: a key row deleted
+// meanwhile (a grant rolled back with the caller's transaction leaves
+// the row's expiry as it was, and the sweep may take it if that had
+// passed; a clock far off the database's) is inserted by the grant in
+// its transaction, as any key row createMissing could not create.
+type keyRowHints struct {
+	mu    sync.Mutex
+	until map[Key]time.Time
+}
+
+// keyRowHintsMax bounds the keys remembered; past it they are forgotten
+// at once.
+const keyRowHintsMax = 1 << 16
+
+// unknown are the keys of keys without a live hint, in keys' order.
+func (h *keyRowHints) unknown(keys []Key) []Key {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.until) == 0 {
+		return keys
+	}
+	var out []Key
+	for i, k := range keys {
+		if until, ok := h.until[k]; ok && now.Before(until) {
+			if out == nil {
+				out = append(make([]Key, 0, len(keys)), keys[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, k)
+		}
+	}
+	if out == nil {
+		return keys // no hint for any
+	}
+	return out
+}
+
+// granted remembers keys, whose Write locks of ttl were granted and
+// committed just now.
+func (h *keyRowHints) granted(keys []Key, ttl time.Duration) {
+	if ttl/2 <= 0 {
+		return
+	}
+	until := time.Now().Add(ttl / 2)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.until == nil || len(h.until)+len(keys) > keyRowHintsMax {
+		h.until = make(map[Key]time.Time, len(keys))
+	}
+	for _, k := range keys {
+		h.until[k] = until
+	}
 }
 
 // grantOne takes the Write lock of one key (a slice of one) outside a
@@ -155,11 +228,8 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 	c.answer = isBulkRefusal
 	for from := 0; from < len(keys); from += mysqlGrantKeys {
 		batch := keys[from:min(from+mysqlGrantKeys, len(keys))]
-		args := make([]any, 0, 7*len(batch))
-		for i, k := range batch {
-			args = append(args, k.Resource, k.ID, o.Session, o.User, hashes[k], gens[from+i], ttl.Microseconds())
-		}
-		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", ") + tail
+		values, args := grantValues(batch, o, hashes, gens[from:], ttl, c.stmts == nil)
+		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + values + tail
 		_, err = c.Query(q, args, func(r *sql.Rows) error {
 			l, err := scanGrantRow(r, o)
 			got[Key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
@@ -176,6 +246,62 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 		return nil, false, fmt.Errorf("offlinelock: a grant of %d keys returned %d locks", len(keys), len(got))
 	}
 	return got, false, nil
+}
+
+// grantValues are the rows of mysqlGrantSQL's VALUES for batch, with gens
+// the generations of its keys. Inline (and the owner's user name valid
+// UTF-8), every value is written into the text as a literal that cannot
+// be anything else (bytes as hex, hashes as hex digits, integers as
+// digits), and args is empty: go-sql-driver then sends the statement as
+// it is, one round trip, where a statement with arguments is prepared,
+// run and closed (three), and the server binds no placeholders (7 a key).
+// Otherwise the rows are mysqlGrantRow, for a prepared statement.
+func grantValues(batch []Key, o Owner, hashes map[Key]string, gens []int64, ttl time.Duration, inline bool) (string, []any) {
+	if !inline || !utf8.ValidString(o.User) {
+		args := make([]any, 0, 7*len(batch))
+		for i, k := range batch {
+			args = append(args, k.Resource, k.ID, o.Session, o.User, hashes[k], gens[i], ttl.Microseconds())
+		}
+		return strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", "), args
+	}
+	// the literals every row shares: session, user, and the row's tail
+	owner := ", '', 'write', " + hexLiteral(o.Session) + ", _utf8mb4 " + hexLiteral(o.User) + ", '"
+	after := ", " + mysqlClock + ", " + mysqlClock + " + INTERVAL " + strconv.FormatInt(ttl.Microseconds(), 10) + " MICROSECOND)"
+	var b strings.Builder
+	b.Grow(len(batch) * (len(owner) + len(after) + 120))
+	for i, k := range batch {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		writeHexLiteral(&b, k.Resource)
+		b.WriteString(", ")
+		writeHexLiteral(&b, k.ID)
+		b.WriteString(owner)
+		b.WriteString(hashes[k]) // hex digits (tokenHash)
+		b.WriteString("', ")
+		b.WriteString(strconv.FormatInt(gens[i], 10))
+		b.WriteString(after)
+	}
+	return b.String(), nil
+}
+
+// hexLiteral is s as a hexadecimal string literal, X'…': its bytes, whatever
+// they are.
+func hexLiteral(s string) string {
+	var b strings.Builder
+	writeHexLiteral(&b, s)
+	return b.String()
+}
+
+func writeHexLiteral(b *strings.Builder, s string) {
+	const digits = "0123456789abcdef"
+	b.WriteString("X'")
+	for i := 0; i < len(s); i++ {
+		b.WriteByte(digits[s[i]>>4])
+		b.WriteByte(digits[s[i]&0x0f])
+	}
+	b.WriteByte('\'')
 }
 
 // scanGrantRow reads a row mysqlGrantSQL returned: o's Write lock, with
@@ -246,11 +372,15 @@ ORDER BY k.n`
 // READ, the default of a plain connection, an INSERT … SELECT
 // share-locks every row it reads, and would wait for each key row another
 // transaction holds.) It is best effort: a key row it did not create the
-// grant inserts in its transaction.
-func (s *mysqlStore) createMissing(c Conn, keys []Key) error {
+// grant inserts in its transaction. created says that every key has a
+// committed key row now (none was missing, or all were created).
+func (s *mysqlStore) createMissing(c Conn, keys []Key) (created bool, err error) {
 	pool := c.db.Config.ConnPool
+	if len(keys) == 0 {
+		return true, nil
+	}
 	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil || s.poolIsTaken(c, pool) {
-		return nil
+		return false, nil
 	}
 	rows := make([]row, len(keys))
 	for i, k := range keys {
@@ -259,17 +389,30 @@ func (s *mysqlStore) createMissing(c Conn, keys []Key) error {
 	ctx, cancel := context.WithTimeout(c.ctx, mysqlCreateWait)
 	defer cancel()
 	for _, list := range pkJSON(rows) {
+		q, args := inlineJSON(s.createSQL, list)
 		begin := time.Now()
-		n, err := execCommitted(ctx, pool, s.createSQL, list)
-		c.trace(begin, s.createSQL, []any{list}, n, err)
+		n, err := execCommitted(ctx, pool, q, args...)
+		c.trace(begin, q, args, n, err)
 		if err != nil && c.ctx.Err() != nil {
-			return c.ctx.Err() // the caller gave up, not the pool
+			return false, c.ctx.Err() // the caller gave up, not the pool
 		}
 		if err != nil {
-			return nil
+			return false, nil
 		}
 	}
-	return nil
+	return true, nil
+}
+
+// inlineJSON puts list, a JSON array of hex and digits (pkJSON), into q's
+// JSON_TABLE as a string literal, so that go-sql-driver sends q as it is,
+// in one round trip (a statement with arguments is prepared, run and
+// closed). A list with a quote or a backslash in it, which the server's
+// sql_mode could read either way, stays an argument.
+func inlineJSON(q, list string) (string, []any) {
+	if strings.ContainsAny(list, `'\`) {
+		return q, []any{list}
+	}
+	return strings.Replace(q, "JSON_TABLE(?", "JSON_TABLE('"+list+"'", 1), nil
 }
 
 // poolIsTaken says whether pool has a single connection, which c's
