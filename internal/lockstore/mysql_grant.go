@@ -230,8 +230,9 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 		batch := keys[from:min(from+mysqlGrantKeys, len(keys))]
 		values, args := grantValues(batch, o, hashes, gens[from:], ttl, c.stmts == nil)
 		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + values + tail
+		sc := &grantScan{batch: batch}
 		_, err = c.Query(q, args, func(r *sql.Rows) error {
-			l, err := scanGrantRow(r, o)
+			l, err := sc.scan(r, o, hashes)
 			got[Key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
 			return err
 		})
@@ -304,17 +305,40 @@ func writeHexLiteral(b *strings.Builder, s string) {
 	b.WriteByte('\'')
 }
 
-// scanGrantRow reads a row mysqlGrantSQL returned: o's Write lock, with
-// its token's hash in Token.
-func scanGrantRow(r *sql.Rows, o Owner) (Lock, error) {
+// grantScan reads the rows mysqlGrantSQL returns for batch, into the
+// same variables each time.
+type grantScan struct {
+	batch              []Key
+	next               int // the index in batch of the row expected next
+	resource, id, hash sql.RawBytes
+	generation         int64
+	acquired, expires  any
+}
+
+// scan reads a row: o's Write lock, with its token's hash in Token. The
+// rows come in the order of batch, the statement's VALUES: where the row
+// is batch[next]'s, as it is, its key and (fresh) hash are the strings
+// the caller has, not copies.
+func (sc *grantScan) scan(r *sql.Rows, o Owner, hashes map[Key]string) (Lock, error) {
 	l := Lock{Access: Write, Owner: o}
-	var acquired, expires any
-	if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &acquired, &expires); err != nil {
+	if err := r.Scan(&sc.resource, &sc.id, &sc.hash, &sc.generation, &sc.acquired, &sc.expires); err != nil {
 		return l, err
 	}
+	l.Generation = sc.generation
+	if i := sc.next; i < len(sc.batch) && string(sc.resource) == sc.batch[i].Resource && string(sc.id) == sc.batch[i].ID {
+		sc.next++
+		l.Resource, l.ID = sc.batch[i].Resource, sc.batch[i].ID
+	} else {
+		l.Resource, l.ID = string(sc.resource), string(sc.id)
+	}
+	if h := hashes[Key{l.Resource, l.ID}]; string(sc.hash) == h {
+		l.Token = h
+	} else {
+		l.Token = string(sc.hash)
+	}
 	var err1, err2 error
-	l.AcquiredAt, err1 = scanTime(acquired)
-	l.ExpiresAt, err2 = scanTime(expires)
+	l.AcquiredAt, err1 = scanTime(sc.acquired)
+	l.ExpiresAt, err2 = scanTime(sc.expires)
 	return l, errors.Join(err1, err2)
 }
 
