@@ -168,20 +168,6 @@ func TestJSONArraysEscapeWhatIsNotHex(t *testing.T) {
 	assert.Equal(t, [][]string{{"6162", "", "12"}, {`a"b\c`, "é"}}, back)
 }
 
-func TestGrantValuesInline(t *testing.T) {
-	keys := []Key{{"acc'ounts", "1"}, {"r", "\x00\xff"}}
-	hashes := map[Key]string{keys[0]: "aa", keys[1]: "bb"}
-	o := Owner{Session: "S'1", User: "märtin"}
-	q, args := grantValues(keys, o, hashes, []int64{7, 8}, time.Second, true)
-	assert.Empty(t, args)
-	assert.Equal(t, "(X'616363276f756e7473', X'31', '', 'write', X'532731', _utf8mb4 X'6dc3a47274696e', 'aa', 7, "+mysqlClock+", "+mysqlClock+" + INTERVAL 1000000 MICROSECOND), "+
-		"(X'72', X'00ff', '', 'write', X'532731', _utf8mb4 X'6dc3a47274696e', 'bb', 8, "+mysqlClock+", "+mysqlClock+" + INTERVAL 1000000 MICROSECOND)", q)
-	_, args = grantValues(keys, Owner{Session: "S", User: "\xff"}, hashes, []int64{7, 8}, time.Second, true)
-	assert.Len(t, args, 14, "a user name that is not UTF-8 is an argument")
-	_, args = grantValues(keys, o, hashes, []int64{7, 8}, time.Second, false)
-	assert.Len(t, args, 14)
-}
-
 func TestKeyRowHints(t *testing.T) {
 	var h keyRowHints
 	keys := []Key{{"r", "1"}, {"r", "2"}, {"r", "3"}}
@@ -195,9 +181,9 @@ func TestKeyRowHints(t *testing.T) {
 	assert.Equal(t, keys[:1], h.unknown(keys), "a hint past its time is forgotten")
 }
 
-// TestMySQLBulkGrantOddBytes: the bulk grant writes its values into the
-// statement's text (grantValues): keys and owners with quotes,
-// backslashes, bytes that are not UTF-8 and NULs come back as they were,
+// TestMySQLBulkGrantOddBytes: keys and owners with quotes, backslashes,
+// bytes that are not UTF-8 and NULs come back from the bulk grant as they
+// were,
 // and a second grant of the same keys (their key rows known, keyRowHints)
 // refreshes them.
 func TestMySQLBulkGrantOddBytes(t *testing.T) {

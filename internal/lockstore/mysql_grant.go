@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -28,8 +26,7 @@ import (
 //     keys, all in one statement;
 //  3. upsertWrites writes every key's lock in one INSERT … ON DUPLICATE
 //     KEY UPDATE and reads them back with RETURNING (one statement per
-//     mysqlGrantKeys keys), its values written into the text
-//     (grantValues).
+//     mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most).
 //
 // The third statement is all or nothing: when a key is held by another
 // session, or is under Read locks, or its last lock has a generation as
@@ -228,8 +225,11 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 	c.answer = isBulkRefusal
 	for from := 0; from < len(keys); from += mysqlGrantKeys {
 		batch := keys[from:min(from+mysqlGrantKeys, len(keys))]
-		values, args := grantValues(batch, o, hashes, gens[from:], ttl, c.stmts == nil)
-		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + values + tail
+		args := make([]any, 0, 7*len(batch))
+		for i, k := range batch {
+			args = append(args, k.Resource, k.ID, o.Session, o.User, hashes[k], gens[from+i], ttl.Microseconds())
+		}
+		q := `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", ") + tail
 		sc := &grantScan{batch: batch}
 		_, err = c.Query(q, args, func(r *sql.Rows) error {
 			l, err := sc.scan(r, o, hashes)
@@ -247,62 +247,6 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 		return nil, false, fmt.Errorf("offlinelock: a grant of %d keys returned %d locks", len(keys), len(got))
 	}
 	return got, false, nil
-}
-
-// grantValues are the rows of mysqlGrantSQL's VALUES for batch, with gens
-// the generations of its keys. Inline (and the owner's user name valid
-// UTF-8), every value is written into the text as a literal that cannot
-// be anything else (bytes as hex, hashes as hex digits, integers as
-// digits), and args is empty: go-sql-driver then sends the statement as
-// it is, one round trip, where a statement with arguments is prepared,
-// run and closed (three), and the server binds no placeholders (7 a key).
-// Otherwise the rows are mysqlGrantRow, for a prepared statement.
-func grantValues(batch []Key, o Owner, hashes map[Key]string, gens []int64, ttl time.Duration, inline bool) (string, []any) {
-	if !inline || !utf8.ValidString(o.User) {
-		args := make([]any, 0, 7*len(batch))
-		for i, k := range batch {
-			args = append(args, k.Resource, k.ID, o.Session, o.User, hashes[k], gens[i], ttl.Microseconds())
-		}
-		return strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", "), args
-	}
-	// the literals every row shares: session, user, and the row's tail
-	owner := ", '', 'write', " + hexLiteral(o.Session) + ", _utf8mb4 " + hexLiteral(o.User) + ", '"
-	after := ", " + mysqlClock + ", " + mysqlClock + " + INTERVAL " + strconv.FormatInt(ttl.Microseconds(), 10) + " MICROSECOND)"
-	var b strings.Builder
-	b.Grow(len(batch) * (len(owner) + len(after) + 120))
-	for i, k := range batch {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		writeHexLiteral(&b, k.Resource)
-		b.WriteString(", ")
-		writeHexLiteral(&b, k.ID)
-		b.WriteString(owner)
-		b.WriteString(hashes[k]) // hex digits (tokenHash)
-		b.WriteString("', ")
-		b.WriteString(strconv.FormatInt(gens[i], 10))
-		b.WriteString(after)
-	}
-	return b.String(), nil
-}
-
-// hexLiteral is s as a hexadecimal string literal, X'…': its bytes, whatever
-// they are.
-func hexLiteral(s string) string {
-	var b strings.Builder
-	writeHexLiteral(&b, s)
-	return b.String()
-}
-
-func writeHexLiteral(b *strings.Builder, s string) {
-	const digits = "0123456789abcdef"
-	b.WriteString("X'")
-	for i := 0; i < len(s); i++ {
-		b.WriteByte(digits[s[i]>>4])
-		b.WriteByte(digits[s[i]&0x0f])
-	}
-	b.WriteByte('\'')
 }
 
 // grantScan reads the rows mysqlGrantSQL returns for batch, into the
@@ -413,10 +357,9 @@ func (s *mysqlStore) createMissing(c Conn, keys []Key) (created bool, err error)
 	ctx, cancel := context.WithTimeout(c.ctx, mysqlCreateWait)
 	defer cancel()
 	for _, list := range pkJSON(rows) {
-		q, args := inlineJSON(s.createSQL, list)
 		begin := time.Now()
-		n, err := execCommitted(ctx, pool, q, args...)
-		c.trace(begin, q, args, n, err)
+		n, err := execCommitted(ctx, pool, s.createSQL, list)
+		c.trace(begin, s.createSQL, []any{list}, n, err)
 		if err != nil && c.ctx.Err() != nil {
 			return false, c.ctx.Err() // the caller gave up, not the pool
 		}
@@ -425,18 +368,6 @@ func (s *mysqlStore) createMissing(c Conn, keys []Key) (created bool, err error)
 		}
 	}
 	return true, nil
-}
-
-// inlineJSON puts list, a JSON array of hex and digits (pkJSON), into q's
-// JSON_TABLE as a string literal, so that go-sql-driver sends q as it is,
-// in one round trip (a statement with arguments is prepared, run and
-// closed). A list with a quote or a backslash in it, which the server's
-// sql_mode could read either way, stays an argument.
-func inlineJSON(q, list string) (string, []any) {
-	if strings.ContainsAny(list, `'\`) {
-		return q, []any{list}
-	}
-	return strings.Replace(q, "JSON_TABLE(?", "JSON_TABLE('"+list+"'", 1), nil
 }
 
 // poolIsTaken says whether pool has a single connection, which c's
