@@ -102,6 +102,8 @@ type state struct {
 	folded      bool              // writes: the fence is in the write's own WHERE (fence.go)
 	foldRefuses bool              // writes: and it refuses with an error (lockstore.FenceCall)
 	upsertFence clause.Expression // upserts: the fence folded into the UPDATE part (fence.go)
+	valuesFence clause.Expression // upserts: and into the key's value
+	upsertFolds int               // upserts: which of the two the statement carries
 	rekey       bool              // writes: check again if keysRead changed (rekey.go)
 	keysRead    string            // writes: the keys and links the check read
 	fenceFailed bool              // writes: refused at the fence, counted as such

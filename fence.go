@@ -2,6 +2,7 @@ package offlinelock
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -32,9 +33,8 @@ import (
 // On MySQL the fold is the guard's fence function (lockstore.FenceCall),
 // which refuses with an error rather than matching no row: MySQL reports
 // an unchanged row as 0 rows, so only an error tells a lost lock from an
-// unchanged row without another statement. There it also rides in the
-// upsert MySQL's Save sends for an unchanged row, in its ON DUPLICATE KEY
-// UPDATE part, which runs only for a row that exists (foldIntoUpsert).
+// unchanged row without another statement. There it also rides, twice, in
+// the holder's upsert of one record (foldUpsert).
 
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
@@ -43,28 +43,82 @@ func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 	var cond clause.Expression
 	if caps.Folder != nil {
 		cond = caps.Folder.FenceCondition(k, st.owner.Session)
-	} else if c, ok := caps.FenceCall.FenceCall(k, st.owner.Session); ok {
+	} else if c, ok := caps.FenceCall.FenceCall(k, st.owner.Session, false); ok {
 		cond, st.foldRefuses = c, true
 	} else {
 		return
 	}
-	st.folded = true
-	if st.op == opCreate {
-		st.upsertFence = cond // in the upsert's UPDATE part (foldIntoUpsert)
-		return
-	}
 	db.Statement.AddClause(clause.Where{Exprs: []clause.Expression{cond}})
+	st.folded = true
 }
 
-// foldIntoUpsert ends the UPDATE part of a MySQL upsert of one record by
-// key (ON DUPLICATE KEY UPDATE …) with its fence:
+// foldUpsert folds the fence of a MySQL upsert of one record by key (the
+// hint path) into the statement, twice, when canFold says it may and the
+// store has its fence function: in the key's value, the record must not be
+// another session's (a new row needs no lock); in the ON DUPLICATE KEY
+// UPDATE part, which MySQL runs only for a row that exists, it must be the
+// session's:
 //
-//	…, id = IF(`ol…_fence`('docs', '7', 'M1') = 1, id, NULL)
+//	INSERT INTO docs (title, id) VALUES ('t', IF(fence('docs', '7', 'M1', 1) = 1, 7, NULL))
+//	ON DUPLICATE KEY UPDATE title = VALUES(title), id = IF(fence('docs', '7', 'M1', 0) = 1, id, NULL)
 //
-// MySQL evaluates that part only when the row exists, so the fence runs
-// exactly when an existing row is written (a new row needs no lock), and
-// refuses even when the row is left as it was. It assigns the key to
-// itself; the NULL is never reached (the fence refuses with an error).
+// Each refuses with an error, so the write fails whatever its row count
+// says (an upsert's cannot tell an insert from an update). It reports
+// whether it folded; the identity's clause builders write both
+// (foldIntoValues, foldIntoUpsert), and the fence trusts the fold only if
+// they did.
+func (p *Plugin) foldUpsert(db *gorm.DB, st *state, k key) bool {
+	fc := st.caps().FenceCall
+	if fc == nil || !p.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
+		return false
+	}
+	mine, ok := fc.FenceCall(k, st.owner.Session, false)
+	notTheirs, _ := fc.FenceCall(k, st.owner.Session, true)
+	if !ok {
+		return false
+	}
+	st.upsertFence, st.valuesFence = mine, notTheirs
+	st.folded, st.foldRefuses = true, true
+	return true
+}
+
+// oneValue: v is one record (not a slice or array of several).
+func oneValue(v reflect.Value) bool {
+	k := v.Kind()
+	return k != reflect.Slice && k != reflect.Array || v.Len() == 1
+}
+
+// Which of an upsert's two folded fences its statement carries.
+const (
+	foldedValues = 1 << iota
+	foldedUpdate
+)
+
+// foldIntoValues writes a folded upsert's VALUES (foldUpsert) with its key
+// passed through the fence that refuses a record another session holds.
+func foldIntoValues(stmt *gorm.Statement, c clause.Clause, b clause.Builder, build func(clause.Clause, clause.Builder)) {
+	st := statementState(stmt)
+	vals, ok := c.Expression.(clause.Values)
+	if st == nil || st.valuesFence == nil || !ok || len(vals.Values) != 1 || len(st.m.pk) == 0 {
+		build(c, b)
+		return
+	}
+	i := slices.IndexFunc(vals.Columns, func(col clause.Column) bool { return col.Name == st.m.pk[0].DBName })
+	if i < 0 {
+		build(c, b)
+		return
+	}
+	row := slices.Clone(vals.Values[0])
+	row[i] = clause.Expr{SQL: "IF(?, ?, NULL)", Vars: []any{st.valuesFence, row[i]}}
+	vals.Values = [][]any{row}
+	c.Expression = vals
+	build(c, b)
+	st.upsertFolds |= foldedValues
+}
+
+// foldIntoUpsert ends a folded upsert's ON DUPLICATE KEY UPDATE part
+// (foldUpsert) with the fence that requires the session's lock: the key
+// assigned to itself, or NULL, never reached, where the fence refuses.
 func foldIntoUpsert(stmt *gorm.Statement, b clause.Builder) {
 	st := statementState(stmt)
 	if st == nil || st.upsertFence == nil || len(st.m.pk) == 0 {
@@ -78,6 +132,7 @@ func foldIntoUpsert(stmt *gorm.Statement, b clause.Builder) {
 	b.WriteString(", ")
 	b.WriteQuoted(col)
 	b.WriteString(", NULL)")
+	st.upsertFolds |= foldedUpdate
 }
 
 // canFold says whether the fence of a write of one record by key can ride

@@ -69,10 +69,12 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 			const folded int64 = 1 // on MySQL the guard's fence function (fence_mysql.go)
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "a"}).Error }), "Save")
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Model(&Doc{ID: 1}).Update("title", "b").Error }), "Update")
-			unchanged, upsert := int64(1), int64(2) // an upsert reports a row whether it changed one or not: the fence follows
+			// An upsert is checked before and fenced after: its row count
+			// cannot tell a new row (no lock needed) from an existing one.
+			unchanged, upsert := int64(1), int64(3)
 			if d.name == "mysql" {
 				// An unchanged row reports 0 rows: Save's UPDATE, then GORM's
-				// upsert, each with the fence inside (in ON DUPLICATE KEY UPDATE).
+				// upsert, each with its fences inside (foldUpsert).
 				unchanged, upsert = 2, 1
 			}
 			assert.Equal(t, unchanged, statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "b"}).Error }), "Save of the row as it is")
@@ -372,4 +374,25 @@ func TestFoldedFenceFailsClosedWithoutItsFunction(t *testing.T) {
 	assert.Equal(t, int64(2), c.n.Load(), "the UPDATE, then the fence's own statement")
 	require.NoError(t, admin(db).First(&got, 1).Error)
 	assert.Equal(t, "y", got.Title)
+}
+
+// TestFoldedUpsertFailsClosedWithoutItsFences (MySQL/MariaDB): a clause
+// builder of someone else's that replaces the plugin's after db.Use drops
+// a folded upsert's fence from its statement; the fence sees that the
+// statement did not carry it, and the upsert fails, changing nothing.
+func TestFoldedUpsertFailsClosedWithoutItsFences(t *testing.T) {
+	d := database{"mysql", openMySQL}
+	db, p := setupModels(t, d, offlinelock.Config{})
+	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
+	_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+	require.NoError(t, err)
+	ours := db.ClauseBuilders["VALUES"]
+	db.ClauseBuilders["VALUES"] = func(c clause.Clause, b clause.Builder) { c.Build(b) }
+	t.Cleanup(func() { db.ClauseBuilders["VALUES"] = ours })
+
+	err = as(db, martin).Clauses(clause.OnConflict{UpdateAll: true}).Create(&Doc{ID: 1, Title: "x"}).Error
+	require.ErrorIs(t, err, offlinelock.ErrNotLocked)
+	var got Doc
+	require.NoError(t, admin(db).First(&got, 1).Error)
+	assert.Equal(t, "t", got.Title)
 }

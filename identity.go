@@ -117,6 +117,8 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			}
 			b.WriteString(name + " " + hint)
 			c.Expression.Build(b)
+		case name == "VALUES" && stmt.Dialector.Name() == "mysql":
+			foldIntoValues(stmt, c, b, build)
 		case name == "ON CONFLICT" && stmt.Dialector.Name() == "mysql":
 			build(c, b)
 			foldIntoUpsert(stmt, b)

@@ -161,22 +161,22 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	for i, r := range rows {
 		keys[i] = r.k
 	}
-	if byKey && len(keys) == 1 && len(st.required) == 0 && (op == opUpdate || op == opDelete || upserts(db.Statement)) && !runsHooks(db, op) &&
-		p.hints.fresh(st.owner.Session, keys[0], time.Second) {
-		// One row by its key (Save, Update, Delete of a loaded record, or
-		// the upsert MySQL's Save sends when its UPDATE reported no row
-		// changed) whose Write lock this node granted to the session, and
-		// no hook of the model's to run: checked once, by the fence (folded
-		// into the write where it can be), if the write changed it. It
-		// saves a round trip on the commonest write, and a refused one has
-		// run no code of the caller's. Anyone else is checked here, before
-		// the hooks.
-		st.ifChanged = true
-		st.required = append(st.required, keys...)
-		if p.canFold(db, st, op) {
-			p.foldFence(db, st, keys[0])
+	if byKey && len(keys) == 1 && len(st.required) == 0 && !runsHooks(db, op) && p.hints.fresh(st.owner.Session, keys[0], time.Second) {
+		// One row by its key (Save, Update, Delete of a loaded record)
+		// whose Write lock this node granted to the session, and no hook of
+		// the model's to run: checked once, by the fence (folded into the
+		// write where it can be), if the write changed it. It saves a round
+		// trip on the commonest write, and a refused one has run no code of
+		// the caller's. Anyone else is checked here, before the hooks. An
+		// upsert (MySQL's Save sends one when its UPDATE reported no row
+		// changed) takes this path only with both its fences folded in
+		// (foldUpsert): its row count cannot tell a new row, which needs
+		// no lock, from an existing one, which does.
+		if p.foldHintPath(db, st, op, keys[0]) {
+			st.ifChanged = true
+			st.required = append(st.required, keys...)
+			return nil
 		}
-		return nil
 	}
 	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
 	if err != nil {
@@ -195,6 +195,22 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		return p.notLocked(db, st, op, free)
 	}
 	return nil
+}
+
+// foldHintPath says whether a write of one record by key takes the hint
+// path, folding its fence into it where it can: an update or a delete
+// always, an upsert only with its fences folded.
+func (p *Plugin) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
+	switch {
+	case op == opUpdate || op == opDelete:
+		if p.canFold(db, st, op) {
+			p.foldFence(db, st, k)
+		}
+		return true
+	case op == opCreate && upserts(db.Statement):
+		return p.foldUpsert(db, st, k)
+	}
+	return false
 }
 
 // existingOf keeps, of free, the keys whose rows exist.
@@ -443,6 +459,13 @@ func (p *Plugin) fence(db *gorm.DB) {
 		return
 	}
 	if len(st.required) == 0 || st.ifChanged && db.Statement.RowsAffected == 0 && !st.folded {
+		return
+	}
+	if st.upsertFence != nil && st.upsertFolds != foldedValues|foldedUpdate {
+		// A clause builder of someone else's replaced the identity's: the
+		// statement did not carry what the fence counts on.
+		st.fenceFailed = true
+		st.fail(db, fmt.Errorf("%w: the fence of the upsert of %s was not written into its statement (a clause builder was replaced)", ErrNotLocked, st.m.table))
 		return
 	}
 	var err error

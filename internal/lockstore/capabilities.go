@@ -110,11 +110,13 @@ type Folder interface {
 // lock from an unchanged row without another statement.
 type FenceCall interface {
 	// FenceCall is a condition for a write of k by session that holds
-	// while session holds a valid Write lock on k and keeps k's key row
-	// share-locked until the transaction ends; otherwise the write fails
-	// with an error FenceRefused recognises. ok is false while the routine
-	// is not installed (the guard off, or not yet installed).
-	FenceCall(k Key, session string) (cond clause.Expression, ok bool)
+	// while session holds a valid Write lock on k (or, with orFree, for a
+	// row the write may create, while no other session holds a live lock
+	// on k) and keeps k's key row share-locked until the transaction ends;
+	// otherwise the write fails with an error FenceRefused recognises. ok
+	// is false while the routine is not installed (the guard off, or not
+	// yet installed).
+	FenceCall(k Key, session string, orFree bool) (cond clause.Expression, ok bool)
 	// FenceRefused reports whether err is the fence routine's refusal. An
 	// error saying the routine is gone is not (the write fails as it is),
 	// and FenceCall answers false from then until the guard is installed

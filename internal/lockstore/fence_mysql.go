@@ -13,8 +13,10 @@ import (
 //
 // It reads the record's key row LOCK IN SHARE MODE (a locking read
 // whatever the transaction's isolation level, held until it ends) and
-// returns 1 while the session holds a valid Write lock on it; otherwise it
-// SIGNALs fenceSQLState, and the write fails, having changed nothing.
+// returns 1 while the session holds a valid Write lock on it, or, asked
+// with or_free for a row the write may create, while no other session
+// holds a live lock on it; otherwise it SIGNALs fenceSQLState, and the
+// write fails, having changed nothing.
 //
 // Why a function that refuses, where PostgreSQL's fold is a condition
 // that matches no row: MySQL reports a row that a write leaves as it was
@@ -29,28 +31,45 @@ const fenceSQLState = "OL428"
 func (s *mysqlStore) fenceName() string { return s.guardPrefix() + "_fence" }
 
 func (s *mysqlStore) fenceBody() string {
-	return `(res VARBINARY(512), id VARBINARY(1020), me VARBINARY(1020)) RETURNS TINYINT
+	return `(res VARBINARY(512), id VARBINARY(1020), me VARBINARY(1020), or_free TINYINT) RETURNS TINYINT
 COMMENT '{version}'
 NOT DETERMINISTIC READS SQL DATA
 BEGIN
-	DECLARE held TINYINT DEFAULT 0;
-	DECLARE CONTINUE HANDLER FOR NOT FOUND SET held = 0;
-	SELECT 1 INTO held FROM ` + s.table + mysqlPK + `
-		WHERE resource = res AND lock_id = id AND holder = '' AND access = 'write' AND session = me AND expires_at > ` + mysqlClock + mysqlShare + `;
-	IF held = 0 THEN
-		SIGNAL SQLSTATE '` + fenceSQLState + `' SET MESSAGE_TEXT = 'offlinelock: the writer holds no valid Write lock on the record';
+	DECLARE a VARCHAR(5) DEFAULT NULL;
+	DECLARE s VARBINARY(1020);
+	DECLARE until DATETIME(6);
+	DECLARE other TINYINT DEFAULT 0;
+	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
+	SELECT access, session, expires_at INTO a, s, until FROM ` + s.table + mysqlPK + `
+		WHERE resource = res AND lock_id = id AND holder = ''` + mysqlShare + `;
+	IF a = 'write' AND s = me AND until > ` + mysqlClock + ` THEN
+		RETURN 1;
 	END IF;
-	RETURN 1;
+	IF or_free AND (a IS NULL OR a = '' OR a = 'write' AND until <= ` + mysqlClock + `) THEN
+		RETURN 1;
+	END IF;
+	IF or_free AND a = 'read' THEN
+		SELECT 1 INTO other FROM ` + s.table + mysqlPK + `
+			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > ` + mysqlClock + ` AND session <> me LIMIT 1` + mysqlShare + `;
+		IF other = 0 THEN
+			RETURN 1;
+		END IF;
+	END IF;
+	SIGNAL SQLSTATE '` + fenceSQLState + `' SET MESSAGE_TEXT = 'offlinelock: the writer holds no valid Write lock on the record';
 END`
 }
 
 // FenceCall: the fence function's call for a write of k by session, once
 // InstallGuardRoutine installed it.
-func (s *mysqlStore) FenceCall(k Key, session string) (clause.Expression, bool) {
+func (s *mysqlStore) FenceCall(k Key, session string, orFree bool) (clause.Expression, bool) {
 	if !s.fenceFn.Load() {
 		return nil, false
 	}
-	return clause.Expr{SQL: s.fenceCallSQL, Vars: []any{k.Resource, k.ID, session}}, true
+	free := 0
+	if orFree {
+		free = 1
+	}
+	return clause.Expr{SQL: s.fenceCallSQL, Vars: []any{k.Resource, k.ID, session, free}}, true
 }
 
 // FenceRefused: err is the fence function's refusal. An error saying the

@@ -104,10 +104,9 @@ END`
 		if err := s.installRoutine(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil {
 			return err
 		}
-		if err := s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody()); err != nil {
-			return err
-		}
-		s.fenceFn.Store(true)
+		// The fence function only saves the fence a statement: without it
+		// (a privilege the procedure did not need), the fence keeps its own.
+		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody()) == nil)
 		return nil
 	})
 }
