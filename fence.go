@@ -104,7 +104,7 @@ func foldIntoValues(stmt *gorm.Statement, c clause.Clause, b clause.Builder, bui
 		return
 	}
 	i := slices.IndexFunc(vals.Columns, func(col clause.Column) bool { return col.Name == st.m.pk[0].DBName })
-	if i < 0 {
+	if i < 0 { // the key omitted: the fence sees the fold missing, and refuses
 		build(c, b)
 		return
 	}
@@ -142,7 +142,7 @@ func foldIntoUpsert(stmt *gorm.Statement, b clause.Builder) {
 func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
 	caps := st.caps()
 	switch {
-	case op == opCreate: // an upsert (write.go's hint path): MySQL's, into its UPDATE part
+	case op == opCreate: // an upsert (write.go's hint path): MySQL's only (foldUpsert)
 		if caps.FenceCall == nil || p.cfg.DisableGuard {
 			return false
 		}

@@ -377,9 +377,10 @@ func TestFoldedFenceFailsClosedWithoutItsFunction(t *testing.T) {
 }
 
 // TestFoldedUpsertFailsClosedWithoutItsFences (MySQL/MariaDB): a clause
-// builder of someone else's that replaces the plugin's after db.Use drops
-// a folded upsert's fence from its statement; the fence sees that the
-// statement did not carry it, and the upsert fails, changing nothing.
+// builder of someone else's that replaces the plugin's after db.Use, or a
+// key omitted from VALUES, keeps a folded upsert's fence out of its
+// statement; the fence sees that the statement did not carry it, and the
+// upsert fails, changing nothing.
 func TestFoldedUpsertFailsClosedWithoutItsFences(t *testing.T) {
 	d := database{"mysql", openMySQL}
 	db, p := setupModels(t, d, offlinelock.Config{})
@@ -395,4 +396,12 @@ func TestFoldedUpsertFailsClosedWithoutItsFences(t *testing.T) {
 	var got Doc
 	require.NoError(t, admin(db).First(&got, 1).Error)
 	assert.Equal(t, "t", got.Title)
+
+	// The key omitted from VALUES: the fold has nowhere to go either.
+	db.ClauseBuilders["VALUES"] = ours
+	err = as(db, martin).Omit("id").Clauses(clause.OnConflict{UpdateAll: true}).Create(&Doc{ID: 1, Title: "y"}).Error
+	require.ErrorIs(t, err, offlinelock.ErrNotLocked)
+	var n int64
+	require.NoError(t, admin(db).Model(&Doc{}).Count(&n).Error)
+	assert.Equal(t, int64(1), n, "nothing inserted")
 }

@@ -462,10 +462,12 @@ func (p *Plugin) fence(db *gorm.DB) {
 		return
 	}
 	if st.upsertFence != nil && st.upsertFolds != foldedValues|foldedUpdate {
-		// A clause builder of someone else's replaced the identity's: the
-		// statement did not carry what the fence counts on.
+		// The statement did not carry what the fence counts on: the key was
+		// omitted from VALUES, or a clause builder of someone else's
+		// replaced the identity's.
 		st.fenceFailed = true
-		st.fail(db, fmt.Errorf("%w: the fence of the upsert of %s was not written into its statement (a clause builder was replaced)", ErrNotLocked, st.m.table))
+		st.fail(db, fmt.Errorf("%w: the fence of the upsert of %s could not be written into its statement (its primary key omitted, or a clause builder replaced); "+
+			"write the record with Updates, or Create it", ErrNotLocked, st.m.table))
 		return
 	}
 	var err error
