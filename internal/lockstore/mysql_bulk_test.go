@@ -62,9 +62,9 @@ func (c *statementCount) Trace(context.Context, time.Time, func() (string, int64
 
 // TestMySQLBulkGrantSpansStatementsAllOrNothing grants more keys than one
 // statement of each kind takes (mysqlJSONMax bytes to create, and
-// mysqlGrantKeys keys to grant): two statements create the Key rows, two
-// write the locks, one takes the generations; and a Key held by another
-// session in the second half refuses them all.
+// mysqlGrantKeys keys to grant): at most two statements create the Key
+// rows, two write the locks, one takes the generations; and a Key held by
+// another session in the second half refuses them all.
 func TestMySQLBulkGrantSpansStatementsAllOrNothing(t *testing.T) {
 	s, db := bulkStore(t)
 	keys := make([]Key, mysqlGrantKeys+500)
@@ -81,7 +81,10 @@ func TestMySQLBulkGrantSpansStatementsAllOrNothing(t *testing.T) {
 	got, err := s.Grant(c, keys, martin, Write, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, got, len(keys))
-	assert.EqualValues(t, 5, count.n.Load(), "2 creations, 1 generation statement, 2 grants")
+	// The creations are best effort, each bounded by mysqlCreateWait (a
+	// loaded machine can pass it, and the grant then inserts the rest).
+	assert.GreaterOrEqual(t, count.n.Load(), int64(3), "1 generation statement, 2 grants")
+	assert.LessOrEqual(t, count.n.Load(), int64(5), "at most 2 creations, 1 generation statement, 2 grants")
 	last := keys[len(keys)-1]
 	gens := map[int64]bool{}
 	for _, k := range keys {
