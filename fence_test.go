@@ -312,19 +312,13 @@ func TestFoldedFenceRefusesALostLock(t *testing.T) {
 	}
 	for _, d := range serverDatabases() {
 		t.Run(d.name, func(t *testing.T) {
-			cfg := offlinelock.Config{Table: "ol_" + randomHex(6), Authorize: func(context.Context, string, offlinelock.Lock) error { return nil }}
-			db, p := setupModels(t, d, cfg)
-			other, q := setup(t, d, cfg) // another node on the same lock table
+			db, p, other, q := atkTwoNodes(t, d) // another node on the same lock table
 			require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
 			for _, w := range writes {
 				for _, taken := range []bool{true, false} {
 					_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
 					require.NoError(t, err)
-					require.NoError(t, q.ForceRelease(as(other, offlinelock.Owner{Session: "A1", User: "admin"}), "docs", "1"))
-					if taken {
-						_, err = q.Acquire(as(other, david), &Doc{ID: 1}, offlinelock.Write)
-						require.NoError(t, err)
-					}
+					atkLose(t, other, q, "docs", "1", &Doc{ID: 1}, taken)
 					err = w.write(as(db, martin))
 					if taken {
 						var le *offlinelock.LockedError

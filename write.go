@@ -161,7 +161,8 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	for i, r := range rows {
 		keys[i] = r.k
 	}
-	if byKey && len(keys) == 1 && len(st.required) == 0 && !runsHooks(db, op) && p.hints.fresh(st.owner.Session, keys[0], time.Second) {
+	if byKey && len(keys) == 1 && len(st.required) == 0 && (op != opCreate || upserts(db.Statement)) && !runsHooks(db, op) &&
+		p.hints.fresh(st.owner.Session, keys[0], time.Second) {
 		// One row by its key (Save, Update, Delete of a loaded record)
 		// whose Write lock this node granted to the session, and no hook of
 		// the model's to run: checked once, by the fence (folded into the
