@@ -3,6 +3,7 @@ package offlinelock_test
 import (
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // TestGuardProofCoversOnlyWhatTheFenceProved (PostgreSQL): a folded
@@ -69,6 +71,96 @@ func TestGuardProofCoversOnlyWhatTheFenceProved(t *testing.T) {
 	var c GdCustomer
 	require.NoError(t, plainGORM(t, db).First(&c, 129).Error)
 	assert.Equal(t, 102, c.Credit)
+}
+
+// TestMySQLFenceProofCoversOnlyWhatTheFenceProved (MariaDB): the fence
+// function leaves its proof in the statement (sql_select_limit, put back
+// by SET STATEMENT when the statement ends), and the guard's triggers skip
+// their procedure for the record it proved. The count of procedure calls
+// (Com_call_procedure counts those in triggers) shows the skip; a row of
+// another record in the same statement, a write without the fence, and a
+// fence without the blank are checked as before, and no proof outlives its
+// statement.
+func TestMySQLFenceProofCoversOnlyWhatTheFenceProved(t *testing.T) {
+	db, p := gdSetup(t, database{"mysql", openMySQL}, offlinelock.Config{})
+	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err)
+	var fence string
+	require.NoError(t, db.Raw(`SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()
+		AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_NAME LIKE ?`, "ol%_fence").Scan(&fence).Error)
+	require.NotEmpty(t, fence)
+	call := func(id string) string { return "`" + fence + "`('gd_customers', '" + id + "', '" + martin.Session + "', 0) = 1" }
+
+	tx := as(db, martin).Begin()
+	require.NoError(t, tx.Error)
+	defer tx.Rollback()
+	c := tx.Statement.ConnPool.(*sql.Tx)
+	// calls runs fn and returns how many procedures the statement called,
+	// and checks that no proof outlived it.
+	calls := func(fn func() error) (int, error) {
+		var name string
+		var before, after int
+		require.NoError(t, c.QueryRow(`SHOW SESSION STATUS LIKE 'Com_call_procedure'`).Scan(&name, &before))
+		err := fn()
+		require.NoError(t, c.QueryRow(`SHOW SESSION STATUS LIKE 'Com_call_procedure'`).Scan(&name, &after))
+		var limit string
+		require.NoError(t, c.QueryRow(`SELECT @@session.sql_select_limit`).Scan(&limit))
+		require.Equal(t, "18446744073709551615", limit, "a proof outlived its statement")
+		return after - before, err
+	}
+	// raw writes on tx's connection, in a savepoint, so that a refusal
+	// leaves tx usable; blank says whether the statement carries the blank.
+	raw := func(blank bool, update string) (int, error) {
+		prefix := lockstore.MariaDBIdentityPrefix(martin.Session, true)
+		if !blank {
+			prefix = "SET STATEMENT max_join_size=" + strconv.FormatUint(lockstore.SessionMark(martin.Session, true), 10) + " FOR "
+		}
+		return calls(func() error {
+			_, err := c.Exec(`SAVEPOINT proof`)
+			require.NoError(t, err)
+			if _, err = c.Exec(prefix + update); err != nil {
+				_, rerr := c.Exec(`ROLLBACK TO SAVEPOINT proof`)
+				require.NoError(t, rerr)
+			}
+			return err
+		})
+	}
+
+	n, err := calls(func() error { return tx.Save(&GdCustomer{ID: 129, Name: "Acme", Credit: 101}).Error })
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "the holder's folded Save: its trigger skips the procedure")
+	n, err = calls(func() error { return tx.Save(&GdCustomer{ID: 129, Name: "Acme", Credit: 101}).Error })
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "the same Save of the row as it is: the UPDATE, then the upsert with both fences")
+
+	n, err = raw(true, `UPDATE gd_customers SET credit = 102 WHERE `+call("129")+` AND id = 129`)
+	assert.NoError(t, err)
+	assert.Equal(t, 0, n, "the proved record")
+	n, err = raw(true, `UPDATE gd_customers SET credit = 1 WHERE `+call("129")+` AND id IN (129, 130)`)
+	assert.True(t, refusedBy(err, "gd_customers", "130", "david"), "the proved record and another: %v", err)
+	assert.Positive(t, n, "the other record is checked")
+	n, err = raw(true, `UPDATE gd_customers SET credit = 103 WHERE id = 129`)
+	assert.NoError(t, err)
+	assert.Equal(t, 1, n, "a fenced write without the fence function: the trigger checks it")
+	n, err = raw(false, `UPDATE gd_customers SET credit = 104 WHERE `+call("129")+` AND id = 129`)
+	assert.NoError(t, err)
+	assert.Equal(t, 1, n, "a fence without the blank leaves no proof")
+	n, err = calls(func() error {
+		var one int
+		return c.QueryRow(`SELECT ` + call("129")).Scan(&one)
+	})
+	assert.NoError(t, err, "the fence called outside a write, no blank: nothing to overwrite")
+	assert.Equal(t, 0, n)
+	n, err = raw(true, `UPDATE gd_customers SET credit = 1 WHERE `+strings.Replace(call("130"), "0) = 1", "1) = 1", 1)+` AND id = 130`)
+	assert.ErrorContains(t, err, "OL428", "a fence that refuses")
+	assert.Equal(t, 0, n)
+	require.NoError(t, tx.Commit().Error)
+	var got GdCustomer
+	require.NoError(t, plainGORM(t, db).First(&got, 129).Error)
+	assert.Equal(t, 104, got.Credit)
+	var other GdCustomer
+	require.NoError(t, plainGORM(t, db).First(&other, 130).Error)
+	assert.Equal(t, 100, other.Credit)
 }
 
 // refusedBy: err is the guard's refusal of resource id, held by user, as a

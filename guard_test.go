@@ -99,14 +99,18 @@ func plainGORM(t *testing.T, db *gorm.DB) *gorm.DB {
 	return other
 }
 
-// cli runs sql in the database's command-line client: a second process.
+// cli runs sql in the database's command-line client: a second process,
+// on the database db is connected to.
 func cli(t *testing.T, db *gorm.DB, sql string) error {
 	t.Helper()
+	var name string
 	var cmd *exec.Cmd
 	if db.Dialector.Name() == "mysql" {
-		cmd = exec.Command("mysql", "-h127.0.0.1", "-uroot", "test", "-e", sql)
+		require.NoError(t, db.Raw(`SELECT DATABASE()`).Scan(&name).Error)
+		cmd = exec.Command("mysql", "-h127.0.0.1", "-uroot", name, "-e", sql)
 	} else {
-		cmd = exec.Command("psql", "-h", "127.0.0.1", "-U", "postgres", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose", "test", "-c", sql)
+		require.NoError(t, db.Raw(`SELECT current_database()`).Scan(&name).Error)
+		cmd = exec.Command("psql", "-h", "127.0.0.1", "-U", "postgres", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose", name, "-c", sql)
 	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -160,7 +160,9 @@ func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 func (s *mysqlStore) triggerSQL(plan GuardPlan) (names []string, stmts []string) {
 	proc := s.Quote(s.guardPrefix() + "_check")
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
-	call := func(res, key string) string { return "CALL " + proc + "(" + sqlLiteral(res) + ", " + key + ");" }
+	call := func(res, key string) string {
+		return "IF " + unproved(sqlLiteral(res), key) + " THEN CALL " + proc + "(" + sqlLiteral(res) + ", " + key + "); END IF;"
+	}
 	var ins, upd, del []string
 	for _, rec := range plan.Records {
 		ins = append(ins, call(rec.Resource, rec.Key("NEW")))

@@ -22,9 +22,16 @@ const PostgresSetIdentity = "(SELECT set_config('offlinelock.session', ?, true))
 const PostgresSetIdentityStatement = "SELECT set_config('offlinelock.session', $1, true)"
 
 // MariaDBIdentityPrefix begins a MariaDB write of session: SET STATEMENT
-// gives it the session's mark for that statement alone.
+// gives it the session's mark for that statement alone. A write the
+// plugin fences also carries the proof's blank (proofBlank): the fence
+// function writes its proof there, and the server puts the variable back
+// when the statement ends (fence_mysql.go).
 func MariaDBIdentityPrefix(session string, fenced bool) string {
-	return "SET STATEMENT max_join_size=" + strconv.FormatUint(SessionMark(session, fenced), 10) + " FOR "
+	prefix := "SET STATEMENT max_join_size=" + strconv.FormatUint(SessionMark(session, fenced), 10)
+	if fenced {
+		prefix += ", sql_select_limit=" + proofBlank
+	}
+	return prefix + " FOR "
 }
 
 // MySQLIdentityHint follows the first word of a MySQL 8.0 write of
