@@ -89,7 +89,9 @@ func TestMySQLFenceProofCoversOnlyWhatTheFenceProved(t *testing.T) {
 	require.NoError(t, db.Raw(`SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()
 		AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_NAME LIKE ?`, "ol%_fence").Scan(&fence).Error)
 	require.NotEmpty(t, fence)
-	call := func(id string) string { return "`" + fence + "`('gd_customers', '" + id + "', '" + martin.Session + "', 0) = 1" }
+	call := func(id string) string {
+		return "`" + fence + "`('gd_customers', '" + id + "', '" + martin.Session + "', 0) = 1"
+	}
 
 	tx := as(db, martin).Begin()
 	require.NoError(t, tx.Error)

@@ -82,7 +82,7 @@ END`
 // code paths that never ask, not a client bent on getting past it
 // (docs/guard.md).
 const (
-	proofBlank    = "9223372036854775808" // 2^63, even: never a proof
+	proofBlank = "9223372036854775808" // 2^63, even: never a proof
 )
 
 // proofOf is the proof of the record (res, id), as SQL: 2^63, plus 60 bits
