@@ -27,6 +27,8 @@ import (
 //	Create, Update, Delete:
 //	        offlinelock:before_<op>   check the Write locks of the rows it touches (after begin)
 //	        offlinelock:rekey_<op>    check again if hooks changed the keys (rekey.go)
+//	        offlinelock:prepare_update, unprepare_update: around gorm:update, run a
+//	                                  folded write prepared (SQLite; lockstore.PreparedWriteTx)
 //	        offlinelock:fence_<op>    check them again, row-locked, just before commit
 //	        offlinelock:end_<op>      commit a transaction the plugin began
 func (p *Plugin) registerCallbacks(db *gorm.DB) error {
@@ -53,6 +55,8 @@ func (p *Plugin) registerCallbacks(db *gorm.DB) error {
 		{"offlinelock:end_create", cb.Create().After("*"), p.endStatement},
 		{"offlinelock:before_update", cb.Update().After("gorm:setup_reflect_value").Before("gorm:before_update"), p.beforeWrite(opUpdate)},
 		{"offlinelock:rekey_update", cb.Update().After("gorm:save_before_associations").Before("gorm:update"), p.rekey(opUpdate)},
+		{"offlinelock:prepare_update", cb.Update().After("offlinelock:rekey_update").Before("gorm:update"), p.prepareWrite},
+		{"offlinelock:unprepare_update", cb.Update().After("gorm:update").Before("gorm:save_after_associations"), unpreparedWrite},
 		{"offlinelock:fence_update", cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction"), p.fence},
 		{"offlinelock:end_update", cb.Update().After("*"), p.endStatement},
 		{"offlinelock:before_delete", cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete"), p.beforeWrite(opDelete)},
@@ -90,12 +94,14 @@ type state struct {
 	newly       map[key]bool    // loads: keys this statement newly locked
 	links       map[string]bool // member loads: foreign keys whose roots are locked
 	known       []key           // loads: keys the WHERE pins the rows to
+	knownOne    [1]key          // loads: known's array when a fast path pins one key
 	fast        fastPath        // loads: the one-statement path being tried
 	fastKey     key
 	fastTok     string
-	where       *clause.Clause    // loads: the WHERE before a fast path changed it
+	where       clause.Clause     // loads: the WHERE before a fast path changed it
+	hadWhere    bool              // loads: and there was one
 	fastRewrote bool              // loads: the fast path added WHERE and FOR to the statement
-	heldPool    bool              // loads: gorm:query runs on a preparedPool (lockstore.PreparedPool)
+	prepared    bool              // gorm:query or gorm:update runs on the store's prepared statements (lockstore.PreparedPool, PreparedWriteTx)
 	required    []key             // writes: keys whose Write lock must still hold at commit
 	bulk        int64             // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool              // writes: required only if the write changed a row
@@ -293,10 +299,10 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
 	setState(db, nil)
-	unheldPool(db, st)
+	unpreparedPool(db, st)
 	if st.fastRewrote || st.folded {
-		if st.where != nil {
-			db.Statement.Clauses["WHERE"] = *st.where
+		if st.hadWhere {
+			db.Statement.Clauses["WHERE"] = st.where
 		} else {
 			delete(db.Statement.Clauses, "WHERE")
 		}

@@ -54,3 +54,13 @@ func MySQLSessionPlans(p *Plugin, db *gorm.DB, session string) (map[string][]MyS
 	}
 	return lockstore.MySQLSessionPlans(t.Store, direct(db), session)
 }
+
+// SQLiteCachedStatements is the texts the plugin's SQLite store for db
+// keeps prepared (lockstore.SQLiteCachedStatements).
+func SQLiteCachedStatements(p *Plugin, db *gorm.DB) ([]string, error) {
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, err
+	}
+	return lockstore.SQLiteCachedStatements(t.Store), nil
+}

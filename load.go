@@ -370,7 +370,7 @@ func (p *Plugin) afterQuery(db *gorm.DB) {
 	if st == nil || st.locked == nil {
 		return
 	}
-	unheldPool(db, st)
+	unpreparedPool(db, st)
 	if st.fast != fastNone {
 		if ok, fellBack := p.fastDone(db, st); !ok || !fellBack {
 			// The fast path's row is its key's, which it holds: the

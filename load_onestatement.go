@@ -64,17 +64,15 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		st.fail(db, err)
 		return true
 	}
-	if where, ok := stmt.Clauses["WHERE"]; ok {
-		st.where = &where
-	}
+	st.where, st.hadWhere = stmt.Clauses["WHERE"]
 	ls := st.caps().Loader
 	grants := ls != nil
 	switch {
 	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
 		st.fast = fastHeld
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{hs.HeldCondition(k, st.owner.Session, lockstore.Access(st.m.loadAccess()), ttl/2)}})
+		andWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(st.m.loadAccess()), ttl/2))
 		if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
-			db.Statement.ConnPool, st.heldPool = pool, true
+			db.Statement.ConnPool, st.prepared = pool, true
 		}
 	case grants && st.m.loadAccess() == Write:
 		st.fast = fastGrant
@@ -88,6 +86,12 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		return false
 	}
 	st.fastKey, st.fastRewrote = k, true
+	// Room for the lock check's text and arguments up front: growing them
+	// piece by piece as GORM writes costs an allocation per doubling.
+	stmt.SQL.Grow(fastSQLRoom)
+	if cap(stmt.Vars) == 0 {
+		stmt.Vars = make([]any, 0, 8)
+	}
 	callbacks.BuildQuerySQL(db)
 	if st.fast == fastGrant {
 		prefix, vars := ls.GrantPrefix(k, lockstore.Owner(st.owner), st.fastTok, ttl, len(stmt.Vars))
@@ -99,6 +103,24 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		stmt.Vars = append(stmt.Vars, vars...)
 	}
 	return true
+}
+
+// fastSQLRoom is the text a fast path's statement is given room for
+// before GORM builds it: a one-row SELECT by key with the lock check.
+const fastSQLRoom = 512
+
+// andWhere adds cond to stmt's WHERE, as AddClause(clause.Where{…}) does,
+// without the intermediate slices and boxes AddClause's MergeClause makes.
+// The existing conditions' slice is copied, never appended to: a fallback
+// puts the original WHERE back (fastDone).
+func andWhere(stmt *gorm.Statement, cond clause.Expression) {
+	c := stmt.Clauses["WHERE"]
+	w, _ := c.Expression.(clause.Where)
+	exprs := make([]clause.Expression, len(w.Exprs)+1)
+	copy(exprs, w.Exprs)
+	exprs[len(w.Exprs)] = cond
+	c.Name, c.Expression = "WHERE", clause.Where{Exprs: exprs}
+	stmt.Clauses["WHERE"] = c
 }
 
 // staleInTx reports that a plain read of the lock table in stmt's
@@ -124,7 +146,8 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
 	}
 	if db.Error == nil && db.RowsAffected > 0 {
 		st.locked[st.fastKey] = true
-		st.known = []key{st.fastKey} // the WHERE pins the row to its key
+		st.knownOne[0] = st.fastKey
+		st.known = st.knownOne[:] // the WHERE pins the row to its key
 		if path == fastGrant {
 			ttl, _ := p.ttlFor(db, st.m)
 			p.hints.put(st.owner.Session, st.fastKey, time.Now().Add(ttl))
@@ -138,8 +161,8 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
 		st.restore()
 	}
 	stmt := db.Statement
-	if st.where != nil {
-		stmt.Clauses["WHERE"] = *st.where
+	if st.hadWhere {
+		stmt.Clauses["WHERE"] = st.where
 	} else {
 		delete(stmt.Clauses, "WHERE")
 	}
@@ -254,14 +277,36 @@ func textKeyKind(f *schema.Field) bool {
 	return k == kindInt || k == kindText
 }
 
-// unheldPool puts back the pool tryFast replaced with a prepared one for
-// the holder's re-read, if it is still there.
-func unheldPool(db *gorm.DB, st *state) {
-	if !st.heldPool {
+// unpreparedPool puts back the pool tryFast or prepareWrite replaced with
+// one of prepared statements, if it is still there.
+func unpreparedPool(db *gorm.DB, st *state) {
+	if !st.prepared {
 		return
 	}
-	st.heldPool = false
+	st.prepared = false
 	if pool, ok := lockstore.Unprepared(db.Statement.ConnPool); ok {
 		db.Statement.ConnPool = pool
+	}
+}
+
+// prepareWrite runs a write whose fence rides in its WHERE (st.folded)
+// prepared, on a store that keeps statements prepared: on SQLite,
+// compiling the write's lock-check subquery costs more than running it.
+// Just before gorm:update; unpreparedWrite puts the transaction back just
+// after, before anything else (associations, hooks, commit) runs on it.
+func (p *Plugin) prepareWrite(db *gorm.DB) {
+	st := stateOf(db)
+	if st == nil || !st.folded || st.prepared || db.Error != nil || db.DryRun {
+		return
+	}
+	if pool, ok := lockstore.PreparedWriteTx(db, st.t.Store); ok {
+		db.Statement.ConnPool, st.prepared = pool, true
+	}
+}
+
+// unpreparedWrite is prepareWrite's undoing, just after gorm:update.
+func unpreparedWrite(db *gorm.DB) {
+	if st := stateOf(db); st != nil {
+		unpreparedPool(db, st)
 	}
 }

@@ -19,8 +19,9 @@ import (
 // that decides (grant); the rest take the serialised path.
 type sqliteStore struct {
 	*sqlStore
-	grantOne            string    // grantKey's statement, built once
-	heldWrite, heldRead [5]string // heldCondition's SQL, built once
+	grantOne            string   // grantKey's statement, built once
+	heldWrite, heldRead []string // HeldCondition's SQL, built once (sqlPieces)
+	fence               []string // FenceCondition's SQL, built once
 	margin, ttlText     offsetText
 
 	// grantAll's statements, built once
@@ -49,7 +50,8 @@ func NewSQLite(table, seq, catalog string, obs Observer) Store {
 		stmts: newStmtCache()}
 	s.nextGens = s.nextGenerations
 	s.grantOne = s.grantOneSQL()
-	s.heldWrite, s.heldRead = heldPieces(s.heldSQL(Write)), heldPieces(s.heldSQL(Read))
+	s.heldWrite, s.heldRead = sqlPieces(s.heldSQL(Write)), sqlPieces(s.heldSQL(Read))
+	s.fence = sqlPieces(s.fenceSQL())
 	s.reserveSQL, s.insertNewSQL, s.writeAllSQL, s.notFreshSQL = s.grantAllSQL()
 	return s
 }
@@ -306,7 +308,7 @@ func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, g
 		return err
 	}
 	hash := tokenHash(token)
-	args := []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.text(ttl)}
+	args := []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.value(ttl)}
 	_, err = s.cached(c).Query(s.grantOne, args, func(r *sql.Rows) error {
 		var acquired, expires string
 		l := Lock{Access: Write, Owner: o}
@@ -428,13 +430,17 @@ const sqliteSweepBatch = 100
 
 // FenceCondition needs no row lock: the write's transaction holds SQLite's
 // write lock from the write to its commit, so no takeover can commit in
-// between.
+// between. Its SQL is built once (fenceSQL), so that the folded write's
+// text is the same on every call and can be kept prepared
+// (PreparedWriteTx).
 func (s *sqliteStore) FenceCondition(k Key, session string) clause.Expression {
-	return clause.Expr{
-		SQL: `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
-			s.eq("session") + ` AND expires_at > ` + s.clock + `)`,
-		Vars: []any{k.Resource, k.ID, session},
-	}
+	return &piecesExpr{sql: s.fence, vars: [4]any{k.Resource, k.ID, session}}
+}
+
+// fenceSQL is FenceCondition's SQL.
+func (s *sqliteStore) fenceSQL() string {
+	return `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
+		s.eq("session") + ` AND expires_at > ` + s.clock + `)`
 }
 
 // HeldCondition lets the holder's re-read be one read-only statement: the
@@ -442,39 +448,41 @@ func (s *sqliteStore) FenceCondition(k Key, session string) clause.Expression {
 // (heldSQL), so that the re-read's text, prepared once per connection
 // (stmtcache.go), is the same on every call.
 func (s *sqliteStore) HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression {
-	q := &s.heldWrite
+	q := s.heldWrite
 	if access == Read {
-		q = &s.heldRead
+		q = s.heldRead
 	}
-	return heldExpr{sql: q, vars: [4]any{k.Resource, k.ID, session, s.margin.text(margin)}}
+	return &piecesExpr{sql: q, vars: [4]any{k.Resource, k.ID, session, s.margin.value(margin)}}
 }
 
-// heldExpr is heldCondition's expression: its SQL in the pieces around
-// its four placeholders, each written whole (a clause.Expr copies its SQL
-// byte by byte and, beside another condition, upper-cases all of it to
-// decide on parentheses; the pieces carry their own).
-type heldExpr struct {
-	sql  *[5]string
+// piecesExpr is a condition of fixed SQL: its text in the pieces around
+// its placeholders (at most four), each written whole (a clause.Expr
+// copies its SQL byte by byte and, beside another condition, upper-cases
+// all of it to decide on parentheses; the pieces carry their own). A
+// pointer, so that each AddVar takes a slice of vars in place rather
+// than a new one.
+type piecesExpr struct {
+	sql  []string // len(placeholders)+1 pieces, built once (sqlPieces)
 	vars [4]any
 }
 
-func (e heldExpr) Build(b clause.Builder) {
-	for i, v := range e.vars {
+func (e *piecesExpr) Build(b clause.Builder) {
+	n := len(e.sql) - 1
+	for i := 0; i < n; i++ {
 		b.WriteString(e.sql[i])
-		b.AddVar(b, v)
+		b.AddVar(b, e.vars[i:i+1]...)
 	}
-	b.WriteString(e.sql[4])
+	b.WriteString(e.sql[n])
 }
 
-// heldPieces splits heldSQL's text at its four placeholders, in
-// parentheses, as GORM writes a condition beside another.
-func heldPieces(q string) (p [5]string) {
+// sqlPieces splits q at its placeholders, in parentheses, as GORM writes
+// a condition beside another.
+func sqlPieces(q string) []string {
 	parts := strings.Split("("+q+")", "?")
-	if len(parts) != len(p) {
-		panic("offlinelock: heldSQL has " + strconv.Itoa(len(parts)-1) + " placeholders")
+	if n := len(parts) - 1; n > len(piecesExpr{}.vars) {
+		panic("offlinelock: a condition of " + strconv.Itoa(n) + " placeholders")
 	}
-	copy(p[:], parts)
-	return p
+	return parts
 }
 
 // heldSQL is heldCondition's SQL for access.
@@ -494,15 +502,22 @@ type offsetText struct {
 }
 
 type offsetOf struct {
-	d    time.Duration
-	text string
+	d     time.Duration
+	text  string
+	value any // text as a statement's argument, boxed once
 }
 
-func (o *offsetText) text(d time.Duration) string {
+func (o *offsetText) text(d time.Duration) string { return o.of(d).text }
+
+// value is text(d) as an argument, without boxing it on every call.
+func (o *offsetText) value(d time.Duration) any { return o.of(d).value }
+
+func (o *offsetText) of(d time.Duration) *offsetOf {
 	if l := o.last.Load(); l != nil && l.d == d {
-		return l.text
+		return l
 	}
 	t := sqliteOffset(d)
-	o.last.Store(&offsetOf{d, t})
-	return t
+	l := &offsetOf{d: d, text: t, value: t}
+	o.last.Store(l)
+	return l
 }

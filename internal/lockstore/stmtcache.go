@@ -3,7 +3,9 @@ package lockstore
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"gorm.io/gorm"
 )
@@ -27,6 +29,9 @@ type stmtCache struct {
 	mu        sync.RWMutex
 	stmts     map[stmtKey]*sql.Stmt
 	preparing map[stmtKey]bool // texts a goroutine is preparing right now
+	// pool is the preparedPool last handed out (PreparedPool), kept so
+	// that a re-read on the same pool allocates none.
+	pool atomic.Pointer[preparedPool]
 }
 
 type stmtKey struct {
@@ -184,11 +189,68 @@ func PreparedPool(db *gorm.DB, s Store) (pool gorm.ConnPool, ok bool) {
 	if cache == nil || !ok {
 		return nil, false
 	}
-	return preparedPool{DB: p, cache: cache}, true
+	if last := cache.pool.Load(); last != nil && last.DB == p {
+		return last, true
+	}
+	pp := &preparedPool{DB: p, cache: cache}
+	cache.pool.Store(pp)
+	return pp, true
 }
 
-// Unprepared is the pool PreparedPool wrapped, if pool is one.
-func Unprepared(pool gorm.ConnPool) (*sql.DB, bool) {
-	p, ok := pool.(preparedPool)
-	return p.DB, ok
+// preparedTx is the transaction of a write by key on SQLite whose fence
+// rides in its WHERE (the fold), for gorm:update alone: the write's text,
+// which carries the lock check, is prepared once per connection and text
+// (Tx.StmtContext on the cache's statement), where mattn/go-sqlite3 would
+// compile it, subquery and all, on every call. Everything else runs on
+// the transaction itself.
+type preparedTx struct {
+	*sql.Tx
+	parent *sql.DB // the pool the transaction began on
+	cache  *stmtCache
+}
+
+// ExecContext runs q prepared when the cache has or can prepare it, and
+// unprepared otherwise (see stmtCache.stmt), or when q returns rows: a
+// statement run through Exec must have no RETURNING.
+func (p *preparedTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if strings.Contains(q, "RETURNING") {
+		return p.Tx.ExecContext(ctx, q, args...)
+	}
+	if s := p.cache.stmt(ctx, p.parent, q, true); s != nil {
+		ts := p.Tx.StmtContext(ctx, s)
+		res, err := ts.ExecContext(ctx, args...)
+		ts.Close()
+		if err == nil || err.Error() != errStmtOtherDB {
+			return res, err
+		}
+	}
+	return p.Tx.ExecContext(ctx, q, args...)
+}
+
+// PreparedWriteTx is db's transaction with its write prepared once per
+// connection, when s is the SQLite store and db runs in a transaction of
+// its own pool (not through another plugin's pool, not GORM's
+// PreparedStmt mode, which prepares by itself); ok says whether it is.
+// Put it in place just for gorm:update, and put back what Unprepared
+// gives.
+func PreparedWriteTx(db *gorm.DB, s Store) (pool gorm.ConnPool, ok bool) {
+	st, isSQLite := s.(*sqliteStore)
+	tx, inTx := db.Statement.ConnPool.(*sql.Tx)
+	parent, onPool := db.ConnPool.(*sql.DB)
+	if !isSQLite || !inTx || !onPool {
+		return nil, false
+	}
+	return &preparedTx{Tx: tx, parent: parent, cache: st.stmts}, true
+}
+
+// Unprepared is the pool PreparedPool or PreparedWriteTx wrapped, if pool
+// is one.
+func Unprepared(pool gorm.ConnPool) (gorm.ConnPool, bool) {
+	switch p := pool.(type) {
+	case *preparedPool:
+		return p.DB, true
+	case *preparedTx:
+		return p.Tx, true
+	}
+	return nil, false
 }

@@ -120,3 +120,19 @@ func explain(c Conn, q string, args []any) ([]MySQLPlanStep, error) {
 	})
 	return steps, err
 }
+
+// SQLiteCachedStatements is the texts a SQLite store keeps prepared (its
+// statement cache), nil for any other store.
+func SQLiteCachedStatements(s Store) []string {
+	st, ok := s.(*sqliteStore)
+	if !ok {
+		return nil
+	}
+	st.stmts.mu.RLock()
+	defer st.stmts.mu.RUnlock()
+	var texts []string
+	for k := range st.stmts.stmts {
+		texts = append(texts, k.query)
+	}
+	return texts
+}
