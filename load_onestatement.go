@@ -69,11 +69,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	grants := ls != nil
 	switch {
 	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
-		st.fast = fastHeld
-		andWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(st.m.loadAccess()), ttl/2))
-		if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
-			db.Statement.ConnPool, st.prepared = pool, true
-		}
+		rewriteHeld(db, st, hs, k, ttl)
 	case grants && st.m.loadAccess() == Write:
 		st.fast = fastGrant
 		if st.fastTok, err = lockstore.NewToken(); err != nil {
@@ -86,12 +82,6 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		return false
 	}
 	st.fastKey, st.fastRewrote = k, true
-	// Room for the lock check's text and arguments up front: growing them
-	// piece by piece as GORM writes costs an allocation per doubling.
-	stmt.SQL.Grow(fastSQLRoom)
-	if cap(stmt.Vars) == 0 {
-		stmt.Vars = make([]any, 0, 8)
-	}
 	callbacks.BuildQuerySQL(db)
 	if st.fast == fastGrant {
 		prefix, vars := ls.GrantPrefix(k, lockstore.Owner(st.owner), st.fastTok, ttl, len(stmt.Vars))
@@ -103,6 +93,24 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		stmt.Vars = append(stmt.Vars, vars...)
 	}
 	return true
+}
+
+// rewriteHeld makes stmt the holder's re-read of k: its WHERE also
+// requires the session's fresh lock, and it runs prepared where the store
+// keeps statements prepared.
+func rewriteHeld(db *gorm.DB, st *state, hs lockstore.Held, k key, ttl time.Duration) {
+	stmt := db.Statement
+	st.fast = fastHeld
+	andWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(st.m.loadAccess()), ttl/2))
+	if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
+		stmt.ConnPool, st.prepared = pool, true
+	}
+	// Room for the lock check's text and arguments up front: growing them
+	// piece by piece as GORM writes costs an allocation per doubling.
+	stmt.SQL.Grow(fastSQLRoom)
+	if cap(stmt.Vars) == 0 {
+		stmt.Vars = make([]any, 0, 8)
+	}
 }
 
 // fastSQLRoom is the text a fast path's statement is given room for
