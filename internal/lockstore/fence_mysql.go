@@ -54,7 +54,7 @@ BEGIN
 	END IF;
 	IF ok THEN
 		IF @@session.sql_select_limit = ` + proofBlank + ` THEN
-			SET SESSION sql_select_limit = ` + proofOf("res", "id") + `;
+			SET SESSION sql_select_limit = ` + s.proofOf("res", "id") + `;
 		END IF;
 		RETURN 1;
 	END IF;
@@ -85,17 +85,21 @@ const (
 	proofBlank = "9223372036854775808" // 2^63, even: never a proof
 )
 
-// proofOf is the proof of the record (res, id), as SQL: 2^63, plus 60 bits
-// of SHA-256(res NUL id) shifted left once, plus 1.
-func proofOf(res, id string) string {
-	return "(CONV(LEFT(SHA2(CONCAT(" + res + ", 0x00, " + id + "), 256), 15), 16, 10) << 1 | 9223372036854775809)"
+// proofOf is the proof of the record (res, id) in this store's lock table,
+// as SQL: 2^63, plus 60 bits of SHA-256(lock table NUL res NUL id) shifted
+// left once, plus 1. The lock table is part of it because several lock
+// tables can guard one table side by side (docs/guard.md): a record one
+// lock table's fence proved may be another session's in the other, whose
+// triggers must still call their procedure.
+func (s *mysqlStore) proofOf(res, id string) string {
+	return "(CONV(LEFT(SHA2(CONCAT(" + sqlLiteral(s.lockName()) + ", 0x00, " + res + ", 0x00, " + id + "), 256), 15), 16, 10) << 1 | 9223372036854775809)"
 }
 
 // unproved is the trigger's condition for calling the guard's procedure
 // on the record (res, id): the statement holds no proof of it. The first
 // test spares writes that carry no proof the hash.
-func unproved(res, id string) string {
-	return "(@@session.sql_select_limit >> 62 <> 2 OR NOT (@@session.sql_select_limit <=> " + proofOf(res, id) + "))"
+func (s *mysqlStore) unproved(res, id string) string {
+	return "(@@session.sql_select_limit >> 62 <> 2 OR NOT (@@session.sql_select_limit <=> " + s.proofOf(res, id) + "))"
 }
 
 // FenceCall: the fence function's call for a write of k by session, once

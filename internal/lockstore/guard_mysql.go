@@ -161,7 +161,7 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan) (names []string, stmts []string)
 	proc := s.Quote(s.guardPrefix() + "_check")
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
 	call := func(res, key string) string {
-		return "IF " + unproved(sqlLiteral(res), key) + " THEN CALL " + proc + "(" + sqlLiteral(res) + ", " + key + "); END IF;"
+		return "IF " + s.unproved(sqlLiteral(res), key) + " THEN CALL " + proc + "(" + sqlLiteral(res) + ", " + key + "); END IF;"
 	}
 	var ins, upd, del []string
 	for _, rec := range plan.Records {
