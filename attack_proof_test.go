@@ -29,8 +29,15 @@ import (
 // function. A fence of one lock table proves the record in that lock table
 // only: the other guard's triggers must still call their procedure, which
 // refuses a record another session holds in the other lock table.
-func TestMySQLProofIsOneGuardsOnly(t *testing.T) {
-	d := database{"mysql", openMySQL}
+func TestMySQLProofIsOneGuardsOnly(t *testing.T) { pfOneGuardsOnly(t, database{"mysql", openMySQL}) }
+
+// TestGuardProofIsOneGuardsOnly: the same on PostgreSQL, whose fence
+// leaves its proof in offlinelock.proof.
+func TestGuardProofIsOneGuardsOnly(t *testing.T) {
+	pfOneGuardsOnly(t, database{"postgres", openPostgres})
+}
+
+func pfOneGuardsOnly(t *testing.T, d database) {
 	db, _ := gdSetup(t, d, offlinelock.Config{}) // martin holds customer 129 in the first lock table
 	cfg2 := offlinelock.Config{Table: "ol_" + randomHex(6), Models: []any{&GdCustomer{}},
 		Authorize: func(context.Context, string, offlinelock.Lock) error { return nil }, Logger: slog.New(slog.DiscardHandler)}
@@ -41,7 +48,7 @@ func TestMySQLProofIsOneGuardsOnly(t *testing.T) {
 
 	// Control: martin's unfolded write (a raw Exec: his mark, no fence) is
 	// refused by the second guard.
-	err = as(db, martin).Exec(`UPDATE gd_customers SET credit = 1 WHERE id = 129`).Error
+	err = as(db, martin).Transaction(func(tx *gorm.DB) error { return tx.Exec(`UPDATE gd_customers SET credit = 1 WHERE id = 129`).Error })
 	require.Error(t, err, "the second guard lets martin's raw write through: the test proves nothing")
 
 	// martin's folded Save: the first lock table's fence proves 129.

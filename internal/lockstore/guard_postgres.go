@@ -142,26 +142,31 @@ const pgDeclareWriter = `DECLARE
 
 // pgProof is what a folded fence (postgres.go) leaves in
 // offlinelock.proof when it finds and row-locks session's Write lock of k:
-// the session, the resource (each prefixed by its length in bytes, so
-// that no two triples spell the same text) and the lock id. The row lock
+// the lock table, the session, the resource (each prefixed by its length
+// in bytes, so that no two spell the same text) and the lock id. The lock
+// table is in it because several lock tables can guard one table side by
+// side: a record one lock table's fence proved may be another session's in
+// the other, whose triggers must still probe it. The row lock
 // lasts until the transaction ends, and with it the proof: a savepoint
 // rolled back takes both back. The guard's fenced branch skips the probe
 // of a write whose every row is k (pgProved).
-func pgProof(session string, k Key) string {
-	return strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
+func pgProof(lock, session string, k Key) string {
+	return pgProofLock(lock) + strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
 }
 
 // pgProved is the SQL of a trigger's test that the transition tables hold
 // rows of the proved record only: every key of every row, for every
 // record, is the proof's.
-func pgProved(records []GuardRecord, rows []string) string {
+func pgProofLock(lock string) string { return strconv.Itoa(len(lock)) + ":" + lock }
+
+func pgProved(lock string, records []GuardRecord, rows []string) string {
 	var alts []string
 	for _, row := range rows {
 		alias := row[:len("offlinelock_")+1]
 		var differs []string
 		for _, rec := range records {
 			prefix := strconv.Itoa(len(rec.Resource)) + ":" + rec.Resource
-			differs = append(differs, "(octet_length(me) || ':' || me || "+sqlLiteral(prefix)+" || "+rec.Key(alias)+") IS DISTINCT FROM proof")
+			differs = append(differs, "("+sqlLiteral(pgProofLock(lock))+" || octet_length(me) || ':' || me || "+sqlLiteral(prefix)+" || "+rec.Key(alias)+") IS DISTINCT FROM proof")
 		}
 		alts = append(alts, "SELECT 1 FROM "+row+" "+alias+" WHERE "+strings.Join(differs, " OR "))
 	}
@@ -207,7 +212,7 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 			locked.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
 				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n")
 		}
-		return `	IF ` + pgProved(plan.Records, rows) + ` THEN
+		return `	IF ` + pgProved(s.lockName(), plan.Records, rows) + ` THEN
 		RETURN NULL; -- only what the plugin's fence proved (pgProof)
 	ELSIF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
 		RETURN NULL; -- no lock table, no locks

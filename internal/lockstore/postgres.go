@@ -426,7 +426,7 @@ func (s *postgresStore) heldSQL(held string) string {
 }
 
 func (s *postgresStore) FenceCondition(k Key, session string) clause.Expression {
-	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(session, k), k.Resource, k.ID, session}}
+	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(s.lockName(), session, k), k.Resource, k.ID, session}}
 }
 
 // grantCTE names the WITH clause of grantPrefix.
