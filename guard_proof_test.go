@@ -85,10 +85,7 @@ func TestMySQLFenceProofCoversOnlyWhatTheFenceProved(t *testing.T) {
 	db, p := gdSetup(t, database{"mysql", openMySQL}, offlinelock.Config{})
 	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
 	require.NoError(t, err)
-	var fence string
-	require.NoError(t, db.Raw(`SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE()
-		AND ROUTINE_TYPE = 'FUNCTION' AND ROUTINE_NAME LIKE ?`, "ol%_fence").Scan(&fence).Error)
-	require.NotEmpty(t, fence)
+	fence := pfFence(t, db, p)
 	call := func(id string) string {
 		return "`" + fence + "`('gd_customers', '" + id + "', '" + martin.Session + "', 0) = 1"
 	}
