@@ -68,6 +68,12 @@ var (
 	// Holders, or Release it, once the database answers again. The error
 	// also wraps its cause (context.DeadlineExceeded, …).
 	ErrUnconfirmed = errors.New("offlinelock: the grant was not confirmed, the lock may be held")
+
+	// ErrTxLost reports, on a Galera cluster, a transaction the node rolled
+	// back for another node's conflicting write without telling the
+	// statement then running (docs/scaling.md). Nothing of it was
+	// committed, its locks included: run the whole transaction again.
+	ErrTxLost = lockstore.ErrTxLost
 )
 
 // unconfirmed is err of a grant, told as ErrUnconfirmed when the database

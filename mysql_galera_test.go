@@ -15,7 +15,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
-	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // TestMySQLGalera: sessions on the three nodes of a Galera cluster load
@@ -67,7 +66,7 @@ func TestMySQLGalera(t *testing.T) {
 					continue
 				}
 				require.Empty(t, held, "round %d: node %d's refused load", round, n+1)
-				if !errors.Is(err, offlinelock.ErrLocked) && !strings.Contains(err.Error(), "1213") && !errors.Is(err, lockstore.ErrTxLost) {
+				if !errors.Is(err, offlinelock.ErrLocked) && !strings.Contains(err.Error(), "1213") && !errors.Is(err, offlinelock.ErrTxLost) {
 					t.Fatalf("round %d: node %d: %v", round, n+1, err)
 				}
 			}
@@ -159,7 +158,7 @@ func manyRowLoads(t *testing.T, dbs []*gorm.DB, ps []*offlinelock.Plugin, where 
 				case errors.Is(err, offlinelock.ErrLocked):
 					refusals.Add(1)
 					continue
-				case err != nil && (strings.Contains(err.Error(), "1213") || errors.Is(err, lockstore.ErrTxLost)):
+				case err != nil && (strings.Contains(err.Error(), "1213") || errors.Is(err, offlinelock.ErrTxLost)):
 					conflicts.Add(1)
 					continue
 				case err != nil:
