@@ -81,9 +81,7 @@ END`
 // claims the holder's session passes it. The guard stops mistakes and
 // code paths that never ask, not a client bent on getting past it
 // (docs/guard.md).
-const (
-	proofBlank = "9223372036854775808" // 2^63, even: never a proof
-)
+const proofBlank = "9223372036854775808" // 2^63, even: never a proof
 
 // proofOf is the proof of the record (res, id) in this store's lock table,
 // as SQL: 2^63, plus 60 bits of SHA-256(lock table NUL res NUL id) shifted
