@@ -122,8 +122,12 @@ const fastSQLRoom = 512
 // The existing conditions' slice is copied, never appended to: a fallback
 // puts the original WHERE back (fastDone).
 func andWhere(stmt *gorm.Statement, cond clause.Expression) {
-	c := stmt.Clauses["WHERE"]
-	w, _ := c.Expression.(clause.Where)
+	c, had := stmt.Clauses["WHERE"]
+	w, ok := c.Expression.(clause.Where)
+	if had && !ok { // a WHERE of another shape: let GORM merge it
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond}})
+		return
+	}
 	exprs := make([]clause.Expression, len(w.Exprs)+1)
 	copy(exprs, w.Exprs)
 	exprs[len(w.Exprs)] = cond
