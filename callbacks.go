@@ -351,6 +351,9 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		p.giveBack(db, st)
 		p.lockedByGuard(db)
 	}
+	if db.Error == nil {
+		watchCommit(db, st)
+	}
 	p.countStatement(db, st)
 	if db.Error != nil && st.restore != nil {
 		st.restore()

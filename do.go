@@ -56,7 +56,7 @@ func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err 
 			}
 		}
 	}()
-	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = p.Transaction(db.WithContext(ctx), func(tx *gorm.DB) error {
 		// A renewal waiting for the edit's row lock is cancelled with stop:
 		// never a wait for the commit that waits for it. Deferred, so that a
 		// panicking edit stops it too.

@@ -1,8 +1,12 @@
 package offlinelock
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
@@ -66,4 +70,83 @@ func (p *Plugin) confirmGrants(db *gorm.DB, st *state) error {
 		return nil
 	}
 	return public(c.Confirm(direct(p.background(db)), keys, lockstore.Owner(st.owner), lockstore.Access(st.m.loadAccess())))
+}
+
+// commitWatch collects, inside a transaction whose COMMIT the plugin sends
+// for its caller (Do, Transaction), the records each fenced write of it
+// needed on Galera: a certification failure comes only at that COMMIT,
+// after every statement's callbacks have returned, so this is what tells
+// it as the lock answer it is. GORM commits a caller's own transaction
+// (db.Transaction, Begin and Commit) through the driver with no callback,
+// so there the plugin cannot see it (docs/scaling.md).
+type commitWatch struct {
+	mu     sync.Mutex
+	writes []watchedWrite
+}
+
+// watchedWrite is one fenced write of a watched transaction.
+type watchedWrite struct {
+	t     lockStore
+	keys  []key
+	owner Owner
+	op    opKind
+}
+
+// commitWatchKey is the context key of a transaction's commitWatch.
+type commitWatchKey struct{}
+
+// watchCommit records st's fenced write in the watch of db's context, if
+// any, on Galera, once the statement succeeded in its caller's transaction.
+func watchCommit(db *gorm.DB, st *state) {
+	if st.ownTx || st.t == nil || len(st.required) == 0 || !lockstore.IsGalera(st.t.Store) {
+		return
+	}
+	w, _ := ctxOf(db).Value(commitWatchKey{}).(*commitWatch)
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.writes = append(w.writes, watchedWrite{t: st.t, keys: slices.Clone(st.required), owner: st.owner, op: st.op})
+	w.mu.Unlock()
+}
+
+// commitConflict tells err, the error of a watched transaction, as
+// ErrNotLocked when it is a rollback at COMMIT (1213, or ErrTxLost) and a
+// lock one of its fenced writes needed is gone: another node took it over
+// or released it, and the cluster refused this transaction for it.
+func (p *Plugin) commitConflict(db *gorm.DB, w *commitWatch, err error) error {
+	if !lockstore.TxRolledBack(err) || errors.Is(err, ErrNotLocked) || errors.Is(err, ErrLocked) {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wr := range w.writes {
+		_, free, cerr := wr.t.check(direct(p.background(db)), wr.keys, wr.owner, false)
+		var le *LockedError
+		switch {
+		case errors.As(cerr, &le):
+			free = []key{{Resource: le.Resource, ID: le.ID}}
+		case cerr != nil:
+			continue
+		}
+		if len(free) > 0 {
+			return fmt.Errorf("%w; the transaction was rolled back at COMMIT: another node of the Galera cluster committed a conflicting write of the lock first (a takeover or a release), and the cluster refused this one: %w",
+				notLockedForWrite(wr.op, free), err)
+		}
+	}
+	return err
+}
+
+// Transaction runs fn in a transaction on db, as db.Transaction does, and
+// tells a Galera cluster's refusal of its COMMIT as the lock answer it is:
+// ErrNotLocked (naming the record) when a lock one of its writes needed
+// was taken over or released on another node meanwhile. Elsewhere, and
+// for any other error, it returns what db.Transaction returns.
+func (p *Plugin) Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+	w := &commitWatch{}
+	err := db.WithContext(context.WithValue(ctxOf(db), commitWatchKey{}, w)).Transaction(fn, opts...)
+	if err != nil {
+		err = p.commitConflict(db, w, err)
+	}
+	return err
 }
