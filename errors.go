@@ -194,5 +194,5 @@ func guardInstallError(what string, err error) error {
 		"the database role needs to create triggers on the lockable tables and functions or procedures in their schema "+
 		"(PostgreSQL: own the tables and have CREATE on the schema; MySQL/MariaDB: the TRIGGER and CREATE ROUTINE privileges, "+
 		"and SUPER or log_bin_trust_function_creators=1 when binary logging is on), "+
-		"or set Config.DisableGuard to run without it (then writes that do not pass through the plugin are not checked)", what, err)
+		"or set Config.DisableGuard to run without it (then writes that do not pass through the plugin are not checked)%s", what, err, lockstore.OwnerHint(err))
 }

@@ -452,10 +452,14 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 	if err != nil {
 		return nil, err
 	}
+	from, err := b.g.QualifiedName(b.c, parent.Table)
+	if err != nil {
+		return nil, err
+	}
 	alias := fmt.Sprintf("offlinelock_p%d", depth)
 	pk := parent.Key[0].Name
 	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
-		return "(SELECT " + up.Key(alias) + " FROM " + g.Quote(parent.Table) + " " + alias +
+		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
 			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(column) + ")"
 	}}, nil
 }
@@ -499,10 +503,14 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 	if err != nil {
 		return nil, err
 	}
+	from, err := b.g.QualifiedName(b.c, s.Table)
+	if err != nil {
+		return nil, err
+	}
 	const alias = "offlinelock_m"
 	col, pk := cols[0].Column, s.Key[0].Name
 	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
-		return "(SELECT " + up.Key(alias) + " FROM " + g.Quote(s.Table) + " " + alias +
+		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
 			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(col) + ")"
 	}}, nil
 }

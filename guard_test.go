@@ -68,7 +68,7 @@ var gdModels = []any{&GdLine{}, &GdNote{}, &GdFolder{}, &GdOrder{}, &GdTag{}, &G
 // customer 129, order 1 and note 1 (customer 130, order 2, note 2 free).
 func gdSetup(t *testing.T, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
 	t.Helper()
-	cfg.Models = []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}
+	cfg.Models = append([]any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}, cfg.Models...)
 	db, p := setup(t, d, cfg)
 	require.NoError(t, db.Migrator().DropTable("gd_order_tags", "gd_customers_renamed"))
 	fcDropCleanup(t, db, gdModels...)

@@ -141,6 +141,11 @@ type Guard interface {
 	// ColumnTypes reports the database's type of each column of table,
 	// lower case, by column name; nil when the table does not exist.
 	ColumnTypes(c Conn, table string) (map[string]string, error)
+	// QualifiedName is table quoted and qualified by its schema (its
+	// database on MySQL), resolved now, at install, as a base table: the
+	// guard's SQL reads it by that name whatever the writer's search_path
+	// or temporary tables say.
+	QualifiedName(c Conn, table string) (string, error)
 	// CascadesInto lists the foreign keys whose ON DELETE action changes
 	// rows of table without firing its triggers (MySQL); nil where the
 	// database fires them (PostgreSQL).

@@ -97,7 +97,7 @@ offlinelock: BEGIN
 	END IF;
 	IF a IS NOT NULL THEN
 		SET msg = LEFT(CONCAT('offlinelock: ', CONVERT(res USING utf8mb4), ' ', CONVERT(id USING utf8mb4), ' is locked by ',
-			IF(u = '', CONCAT('session ', CONVERT(s USING utf8mb4)), u), ' until ', DATE_FORMAT(until, '%Y-%m-%d %H:%i:%s'), ' (UTC)'), 128);
+			IF(u = '', 'another session', u), ' until ', DATE_FORMAT(until, '%Y-%m-%d %H:%i:%s'), ' (UTC)'), 128);
 		SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
 	END IF;
 END`
@@ -265,6 +265,13 @@ func (s *mysqlStore) RemoveGuard(c Conn) error {
 		_, err = c.Exec("DROP PROCEDURE IF EXISTS " + s.Quote(s.guardPrefix()+"_check"))
 		return err
 	})
+}
+
+func (s *mysqlStore) QualifiedName(c Conn, table string) (string, error) {
+	c = s.observed(c)
+	var db string
+	_, err := c.Query(`SELECT DATABASE()`, nil, func(r *sql.Rows) error { return r.Scan(&db) })
+	return s.Quote(db) + "." + s.Quote(table), err
 }
 
 func (s *mysqlStore) ColumnTypes(c Conn, table string) (map[string]string, error) {

@@ -79,7 +79,11 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if err != nil {
 			return err
 		}
-		for _, q := range s.routineSQL(pgQuote(schema)) {
+		stmts := s.routineSQL(pgQuote(schema))
+		if ok, err := pgInstalled(c, stmts); err != nil || ok {
+			return err // in place: nothing to create (a role that may not is verifying)
+		}
+		for _, q := range stmts {
 			if _, err := c.Exec(q); err != nil {
 				return err
 			}
@@ -97,10 +101,10 @@ func (s *postgresStore) routineSQL(schema string) []string {
 		"{trunc}", schema+"."+pgQuote(s.guardPrefix()+"_truncate"),
 		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState, "{me}", pgWriter)
 	const raise = `RAISE EXCEPTION USING ERRCODE = '{state}', TABLE = res, DETAIL = h.lock_id,
-		MESSAGE = 'offlinelock: ' || res || ' ' || h.lock_id || ' is locked by ' || CASE WHEN h.user_name = '' THEN 'session ' || h.session ELSE h.user_name END ||
+		MESSAGE = 'offlinelock: ' || res || ' ' || h.lock_id || ' is locked by ' || CASE WHEN h.user_name = '' THEN 'another session' ELSE h.user_name END ||
 			' since ' || to_char(h.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' until ' || to_char(h.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' (UTC)',
 		HINT = 'the holder releases it, or an operator calls ForceRelease, before another session writes it';`
-	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {refuse}(res text, id text) RETURNS void LANGUAGE plpgsql AS $offlinelock$
+	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {refuse}(res text, id text) RETURNS void LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
 DECLARE
 	h record;
 BEGIN
@@ -112,7 +116,7 @@ BEGIN
 		` + raise + `
 	END IF;
 END
-$offlinelock$`), r.Replace(`CREATE OR REPLACE FUNCTION {trunc}(res text) RETURNS void LANGUAGE plpgsql AS $offlinelock$
+$offlinelock$`), r.Replace(`CREATE OR REPLACE FUNCTION {trunc}(res text) RETURNS void LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
 DECLARE
 	h record;
 BEGIN
@@ -127,8 +131,17 @@ BEGIN
 		` + raise + `
 	END IF;
 END
-$offlinelock$`)}
+$offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {refuse}(text, text) FROM PUBLIC`), r.Replace(`REVOKE ALL ON FUNCTION {trunc}(text) FROM PUBLIC`)}
 }
+
+// pgOwnRights makes a guard's function run with its owner's rights (the
+// role that installed the guard, which can read the lock table; writers
+// need no privilege on it) and read only names it fixed itself: pg_catalog
+// first, pg_temp last, every relation schema-qualified. Without it a
+// writer's function of the same name earlier on its search_path
+// (to_regclass, clock_timestamp, current_setting), or its temporary table
+// of a parent's name, would decide what the guard sees.
+const pgOwnRights = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
 // pgDeclareWriter declares who (the identity identity.go set, or NULL),
 // me (the writer's session in it, or NULL) and proof (what the plugin's
@@ -239,7 +252,7 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 	} {
 		fn := schema + "." + pgQuote(base+tg.suffix)
 		name := pgQuote(s.guardPrefix() + tg.suffix)
-		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql AS $offlinelock$
+		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
 `+pgDeclareWriter+`BEGIN
 `+tg.body+`	RETURN NULL;
 END
@@ -271,7 +284,9 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 			return err
 		}
 		if have[strings.ToLower(plan.Table)] == version {
-			return nil
+			if ok, err := pgInstalled(c, stmts); err != nil || ok {
+				return err // in place, by definition, not by its comment alone
+			}
 		}
 		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.Table))+"_upd")
 		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
@@ -325,6 +340,18 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		}
 		return nil
 	})
+}
+
+func (s *postgresStore) QualifiedName(c Conn, table string) (string, error) {
+	c = s.observed(c)
+	var name string
+	_, err := c.Query(`SELECT format('%I.%I', n.nspname, t.relname) FROM pg_catalog.pg_class t JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
+		WHERE t.oid = pg_catalog.to_regclass($1) AND t.relpersistence <> 't'`,
+		[]any{pgQuote(table)}, func(r *sql.Rows) error { return r.Scan(&name) })
+	if err == nil && name == "" {
+		err = errors.New("offlinelock: guarding: the table " + table + " is not a table of this database (or a temporary table hides it)")
+	}
+	return name, err
 }
 
 func (s *postgresStore) ColumnTypes(c Conn, table string) (map[string]string, error) {

@@ -101,6 +101,12 @@ func (s *postgresStore) Migrate(c Conn) error {
 		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
 			return err
 		}
+		if ok, err := s.migrated(c); err != nil || ok {
+			if err == nil {
+				err = s.hashTokens(c)
+			}
+			return err // in place: a role that may not create it verifies
+		}
 		for _, stmt := range []string{
 			`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name varchar(128) COLLATE "C" PRIMARY KEY, spec text NOT NULL)`,
 			`CREATE TABLE IF NOT EXISTS ` + s.table + ` (
@@ -122,7 +128,7 @@ func (s *postgresStore) Migrate(c Conn) error {
 			`CREATE SEQUENCE IF NOT EXISTS ` + s.seq + ` AS bigint NO CYCLE`,
 		} {
 			if _, err := c.Exec(stmt); err != nil {
-				return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
+				return fmt.Errorf("offlinelock: creating lock table %s: %w%s", s.table, err, OwnerHint(err))
 			}
 		}
 		err := reasonColumn(c, func() (bool, error) {
@@ -134,6 +140,31 @@ func (s *postgresStore) Migrate(c Conn) error {
 		}
 		return s.hashTokens(c)
 	})
+}
+
+// migrated reports whether everything Migrate creates is there: the
+// catalog, the lock table with its reason column, its indexes and its
+// sequence.
+func (s *postgresStore) migrated(c Conn) (bool, error) {
+	var n int
+	_, err := c.Query(`SELECT count(*) FROM unnest($1::text[]) v(name) WHERE to_regclass(v.name) IS NOT NULL`,
+		[]any{[]string{s.catalog, s.table, indexName(s.table, "session"), indexName(s.table, "expires"), indexName(s.table, "token"), s.seq}},
+		func(r *sql.Rows) error { return r.Scan(&n) })
+	if err != nil || n < 6 {
+		return false, err
+	}
+	cols, err := queryStrings(c, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'reason' AND NOT attisdropped`, s.table)
+	return len(cols) > 0, err
+}
+
+// OwnerHint is what to do when a role may not create the lock table or
+// the guard (SQLSTATE 42501): create them as their owner at deploy time.
+func OwnerHint(err error) string {
+	var se interface{ SQLState() string }
+	if !errors.As(err, &se) || se.SQLState() != "42501" {
+		return ""
+	}
+	return " (this database role may not create it: create the lock table and the guard once as their owner, with `offlinelock guard install --dsn <the owner's DSN>` or db.Use run as the owner; docs/guard.md, Roles and grants)"
 }
 
 // hashTokens replaces the tokens that a table written by an older version

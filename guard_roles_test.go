@@ -1,0 +1,173 @@
+package offlinelock_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// The guard holds against an ordinary role: its functions run with their
+// owner's rights and read only names they fixed at install (issue 33).
+
+// GdSub is a member two levels down: its root is its line's order.
+type GdSub struct {
+	ID       uint `gorm:"primaryKey"`
+	GdLineID uint `lock:"root"`
+	Note     string
+}
+
+// pgRole creates a login role of a unique name in db's database with the
+// grants given (each a statement with %s for the role), dropped after the
+// test, and opens GORM as it (no plugin: another service).
+func pgRole(t *testing.T, db *gorm.DB, grants ...string) (string, *gorm.DB) {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	role := "ol_role_" + hex.EncodeToString(b)
+	require.NoError(t, db.Exec(`CREATE ROLE `+role+` LOGIN`).Error)
+	t.Cleanup(func() {
+		db.Exec(`DROP OWNED BY ` + role + ` CASCADE`)
+		db.Exec(`DROP ROLE ` + role)
+	})
+	for _, g := range grants {
+		require.NoError(t, db.Exec(replaceRole(g, role)).Error, g)
+	}
+	other, err := gorm.Open(postgres.Open(dsnOf("postgres")+" user="+role), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, _ := other.DB()
+	sqlDB.SetMaxOpenConns(1) // the attacker's session settings stay on its one connection
+	t.Cleanup(func() { sqlDB.Close() })
+	return role, other
+}
+
+func replaceRole(s, role string) string {
+	out := []byte{}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+1 < len(s) && s[i+1] == 's' {
+			out = append(out, role...)
+			i++
+			continue
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// pgWriterGrants are another service's: DML on the business tables, none
+// on the lock table.
+var pgWriterGrants = []string{
+	`GRANT USAGE ON SCHEMA public TO %s`,
+	`GRANT SELECT, INSERT, UPDATE, DELETE ON gd_customers, gd_orders, gd_lines, gd_subs, gd_notes, gd_folders TO %s`,
+	`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s`,
+}
+
+// gdSubSetup is gdSetup with GdSub in the catalog, sub 1 under the held
+// order's line 1 and sub 2 under the free order's line 2.
+func gdSubSetup(t *testing.T) (*gorm.DB, *offlinelock.Plugin, string) {
+	t.Helper()
+	table := "ol_roles_" + randomHex(4)
+	db, p := gdSetup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&GdSub{}}})
+	require.NoError(t, db.Migrator().DropTable(&GdSub{}))
+	t.Cleanup(func() { db.Migrator().DropTable(&GdSub{}) })
+	require.NoError(t, db.AutoMigrate(&GdSub{}))
+	require.NoError(t, admin(db).Create(&[]GdSub{{ID: 1, GdLineID: 1, Note: "held"}, {ID: 2, GdLineID: 2, Note: "free"}}).Error)
+	require.NoError(t, p.InstallGuard(db))
+	return db, p, table
+}
+
+// TestGuardHoldsAgainstAnOrdinaryRole: a role with DML on the business
+// tables and nothing on the lock table writes free records, is refused
+// held ones, cannot touch the lock table, and cannot change what the
+// guard sees with its own functions, search_path or temporary tables.
+func TestGuardHoldsAgainstAnOrdinaryRole(t *testing.T) {
+	db, _, table := gdSubSetup(t)
+	role, w := pgRole(t, db, append(pgWriterGrants, `CREATE SCHEMA ol_evil_%s AUTHORIZATION %s`, `GRANT TEMPORARY ON DATABASE `+currentDB(t, db)+` TO %s`)...)
+	locks := func() []string {
+		var rows []string
+		require.NoError(t, db.Raw(`SELECT resource || ' ' || lock_id || ' ' || session || ' ' || expires_at::text FROM `+table+` ORDER BY 1`).Scan(&rows).Error)
+		return rows
+	}
+	before := locks()
+
+	require.NoError(t, w.Exec(`UPDATE gd_customers SET credit = 1 WHERE id = 130`).Error, "a free record")
+	require.NoError(t, w.Exec(`UPDATE gd_subs SET note = 'x' WHERE id = 2`).Error, "a free member")
+	err := w.Exec(`SELECT count(*) FROM ` + table).Error
+	require.ErrorContains(t, err, "42501", "the lock table is closed to it")
+
+	attacks := []struct {
+		name, setup string
+	}{
+		{"plain", ``},
+		{"its own to_regclass, clock_timestamp and current_setting first on its path", `
+			CREATE FUNCTION ol_evil_` + role + `.to_regclass(text) RETURNS regclass LANGUAGE sql AS 'SELECT NULL::regclass';
+			CREATE FUNCTION ol_evil_` + role + `.clock_timestamp() RETURNS timestamptz LANGUAGE sql AS $$SELECT 'infinity'::timestamptz$$;
+			CREATE FUNCTION ol_evil_` + role + `.current_setting(text, boolean) RETURNS text LANGUAGE sql AS $$SELECT 's:M1'$$;
+			SET search_path = ol_evil_` + role + `, pg_catalog, public`},
+		{"a temporary table of a parent's name", `
+			CREATE TEMP TABLE gd_lines (id bigint, gd_order_id bigint, qty bigint);
+			INSERT INTO pg_temp.gd_lines VALUES (1, 2, 0)`},
+	}
+	for _, a := range attacks {
+		t.Run(a.name, func(t *testing.T) {
+			if a.setup != "" {
+				require.NoError(t, w.Exec(a.setup).Error)
+				t.Cleanup(func() {
+					w.Exec(`RESET search_path; DROP TABLE IF EXISTS pg_temp.gd_lines`)
+				})
+			}
+			for _, held := range []struct{ sql, resource, id string }{
+				{`UPDATE public.gd_customers SET credit = 0 WHERE id = 129`, "gd_customers", "129"},
+				{`UPDATE public.gd_lines SET qty = 0 WHERE id = 1`, "gd_orders", "1"},
+				{`UPDATE public.gd_subs SET note = 'stolen' WHERE id = 1`, "gd_orders", "1"},
+				{`DELETE FROM public.gd_subs WHERE id = 1`, "gd_orders", "1"},
+			} {
+				err := w.Exec(held.sql).Error
+				require.True(t, refusedByGuard(err, held.resource, held.id), "%s: want the guard's refusal, got %v", held.sql, err)
+			}
+			var credit, qty int
+			var note string
+			require.NoError(t, db.Raw(`SELECT credit FROM gd_customers WHERE id = 129`).Scan(&credit).Error)
+			require.NoError(t, db.Raw(`SELECT qty FROM gd_lines WHERE id = 1`).Scan(&qty).Error)
+			require.NoError(t, db.Raw(`SELECT note FROM gd_subs WHERE id = 1`).Scan(&note).Error)
+			require.Equal(t, []any{100, 1, "held"}, []any{credit, qty, note})
+			require.Equal(t, before, locks())
+			require.NoError(t, w.Exec(`UPDATE public.gd_customers SET credit = 2 WHERE id = 130`).Error, "a free record still")
+		})
+	}
+}
+
+// TestGuardHolderUnderAnApplicationRole: the plugin run as an application
+// role with DML on the business tables and the lock table (no CREATE, no
+// ownership): the holder writes, another session is refused by the
+// plugin, and a raw write of the held record by it is refused by the guard.
+func TestGuardHolderUnderAnApplicationRole(t *testing.T) {
+	db, _, table := gdSubSetup(t)
+	_, app := pgRole(t, db, append(pgWriterGrants,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO %s`)...)
+	p := offlinelock.New(offlinelock.Config{Table: table, Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}, &GdSub{}}})
+	require.NoError(t, app.Use(p), "the application role's db.Use finds the lock table and the guard in place")
+	_, err := p.Acquire(as(app, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err)
+	require.NoError(t, as(app, david).Model(&GdCustomer{ID: 130}).Update("credit", 7).Error, "the holder writes")
+	err = as(app, martin).Model(&GdCustomer{ID: 130}).Update("credit", 8).Error
+	require.ErrorIs(t, err, offlinelock.ErrLocked)
+	err = app.Exec(`UPDATE gd_customers SET credit = 9 WHERE id = 130`).Error
+	require.ErrorIs(t, err, offlinelock.ErrLocked, "a raw write without an owner is refused")
+	var credit int
+	require.NoError(t, db.Raw(`SELECT credit FROM gd_customers WHERE id = 130`).Scan(&credit).Error)
+	require.Equal(t, 7, credit)
+}
+
+func currentDB(t *testing.T, db *gorm.DB) string {
+	t.Helper()
+	var name string
+	require.NoError(t, db.Raw(`SELECT current_database()`).Scan(&name).Error)
+	return name
+}
