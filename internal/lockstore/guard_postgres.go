@@ -252,7 +252,7 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 	} {
 		fn := schema + "." + pgQuote(base+tg.suffix)
 		name := pgQuote(s.guardPrefix() + tg.suffix)
-		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
+		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql `+pgOwnRights+` AS $offlinelock$
 `+pgDeclareWriter+`BEGIN
 `+tg.body+`	RETURN NULL;
 END
