@@ -100,6 +100,26 @@ func tableGone(err error) bool {
 	return lockstore.IsMissingTable(err)
 }
 
+// startGuard is db.Use's part of the guard: install it (the default),
+// leave it as it is (LeaveGuard), or, with DisableGuard, make sure none of
+// this lock table's is installed.
+func (p *Plugin) startGuard(db *gorm.DB) error {
+	switch {
+	case p.cfg.LeaveGuard:
+		return nil
+	case !p.cfg.DisableGuard:
+		return p.InstallGuard(db)
+	}
+	tables, err := p.GuardedTables(db)
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	return fmt.Errorf("offlinelock: Config.DisableGuard is set, but the database guard of lock table %s is still installed on %s: "+
+		"the database would go on refusing writes of held records, this plugin's own included; "+
+		"remove it first with `offlinelock guard remove --dsn … --table %s` (or Plugin.RemoveGuard), or unset DisableGuard",
+		p.cfg.Table, strings.Join(tables, ", "), p.cfg.Table)
+}
+
 // forgetGuards makes the next ensureGuards look at the database again: a
 // table may have been dropped and created again, without its triggers.
 func (p *Plugin) forgetGuards() {
@@ -154,6 +174,9 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 // pool's last one); elsewhere, and on PostgreSQL, in the background.
 func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model) {
 	p.forgetGuard(m.table)
+	if p.cfg.DisableGuard || p.cfg.LeaveGuard {
+		return
+	}
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	if db.Dialector.Name() != "mysql" {
 		p.guardTable(db, m, false)
@@ -175,7 +198,7 @@ const guardDDLWait = 2 * time.Second
 // with wait, before it returns (waiting for an install under way); else
 // in the background.
 func (p *Plugin) guardTable(db *gorm.DB, m *model, wait bool) {
-	if p.cfg.DisableGuard || m == nil || !m.lockable {
+	if p.cfg.DisableGuard || p.cfg.LeaveGuard || m == nil || !m.lockable {
 		return
 	}
 	name := strings.ToLower(m.table)

@@ -171,3 +171,25 @@ func currentDB(t *testing.T, db *gorm.DB) string {
 	require.NoError(t, db.Raw(`SELECT current_database()`).Scan(&name).Error)
 	return name
 }
+
+// TestDisableGuardWithAGuardInstalled: DisableGuard on a database that
+// still carries the lock table's guard fails db.Use, saying how to remove
+// it; once removed, it starts.
+func TestDisableGuardWithAGuardInstalled(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := setup(t, d, offlinelock.Config{Models: []any{&GdCustomer{}}})
+			fcDropCleanup(t, db, &GdCustomer{})
+			require.NoError(t, db.AutoMigrate(&GdCustomer{}))
+			require.NoError(t, p.InstallGuard(db))
+
+			off := offlinelock.New(offlinelock.Config{Table: p.TableName(), DisableGuard: true})
+			err := d.open(t).Use(off)
+			require.ErrorContains(t, err, "Config.DisableGuard is set, but the database guard of lock table "+p.TableName()+" is still installed on gd_customers")
+			require.ErrorContains(t, err, "offlinelock guard remove")
+
+			require.NoError(t, p.RemoveGuard(db))
+			require.NoError(t, d.open(t).Use(offlinelock.New(offlinelock.Config{Table: p.TableName(), DisableGuard: true})))
+		})
+	}
+}

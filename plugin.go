@@ -71,8 +71,16 @@ type Config struct {
 	// services and SQL consoles write held records unchecked, and a
 	// statement the plugin reads differently from the server is not caught
 	// where it lands. Set it only where the database role may not create
-	// triggers; RemoveGuard drops a guard already installed.
+	// triggers; RemoveGuard drops a guard already installed. A guard of
+	// this lock table still installed makes db.Use fail: the database would
+	// go on refusing writes of held records, this plugin's own included,
+	// that no statement of its would prove.
 	DisableGuard bool
+	// LeaveGuard makes db.Use neither install the guard nor check for it,
+	// and the plugin never installs it on a statement's way; statements
+	// still carry the identity the guard reads. For tools that install,
+	// inspect or remove the guard themselves (the offlinelock command).
+	LeaveGuard bool
 }
 
 // Plugin is a Pessimistic Offline Lock manager whose lock table lives in the
@@ -185,10 +193,8 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		if err := p.rememberModels(db); err != nil {
 			return err
 		}
-		if !p.cfg.DisableGuard {
-			if err := p.InstallGuard(db); err != nil {
-				return err
-			}
+		if err := p.startGuard(db); err != nil {
+			return err
 		}
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {

@@ -25,7 +25,11 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		return usagef(fs, "guard takes one of status, install or remove: got %q", withoutPasswords(pos))
 	}
 	// The guard is not installed by opening: each action does its own.
-	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{DisableGuard: true}, writes)
+	a := writes
+	if pos[0] == "install" {
+		a = deploys // the owner's step at deploy time: the lock table too
+	}
+	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{LeaveGuard: true}, a)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,9 @@ const (
 	// writes: release and sweep change lock rows; the plugin is registered
 	// as the application registers it, so they need the application's role.
 	writes
+	// deploys: guard install, the owner's step at deploy time, creates the
+	// lock table when it is missing, as db.Use does.
+	deploys
 )
 
 // open connects to the database, checks that the lock table is there, and
@@ -87,8 +90,8 @@ func (d *dbFlags) plugin(db *gorm.DB, server string, cfg offlinelock.Config, a a
 	// db.Use would create a missing lock table: a mistyped --table or a
 	// wrong database would then show an empty table instead of an error,
 	// and leave tables behind.
-	if !db.Migrator().HasTable(d.table) {
-		return nil, fmt.Errorf("no lock table %q in this %s database: check --dsn and --table (the command never creates one)", d.table, server)
+	if a != deploys && !db.Migrator().HasTable(d.table) {
+		return nil, fmt.Errorf("no lock table %q in this %s database: check --dsn and --table (the command never creates one), and that this role has privileges on it (a role without them does not see it); `offlinelock guard install`, run as the tables' owner, creates it", d.table, server)
 	}
 	cfg.Table = d.table
 	if cfg.Logger == nil {
