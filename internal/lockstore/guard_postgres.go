@@ -79,11 +79,12 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if err != nil {
 			return err
 		}
-		for _, q := range s.routineSQL(pgQuote(schema)) {
+		for _, q := range append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...) {
 			if _, err := c.Exec(q); err != nil {
 				return err
 			}
 		}
+		s.ordered.Store(true)
 		return nil
 	})
 }
@@ -208,9 +209,10 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 			}
 			res := sqlLiteral(rec.Resource)
 			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
-			fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
-			locked.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
-				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n")
+			before, after := s.guardOrder(lt, res, strings.Join(sel, " UNION ALL "))
+			fenced.WriteString(before + "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n" + after)
+			locked.WriteString(before + "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
+				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n" + after)
 		}
 		return `	IF ` + pgProved(s.lockName(), plan.Records, rows) + ` THEN
 		RETURN NULL; -- only what the plugin's fence proved (pgProof)
