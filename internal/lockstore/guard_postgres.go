@@ -208,8 +208,8 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 				sel = append(sel, "SELECT "+rec.Key(alias)+" FROM "+row+" "+alias)
 			}
 			res := sqlLiteral(rec.Resource)
-			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
 			before, after := s.guardOrder(lt, res, strings.Join(sel, " UNION ALL "))
+			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(" + pgOrderKeys + ")"
 			fenced.WriteString(before + "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n" + after)
 			locked.WriteString(before + "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
 				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n" + after)
