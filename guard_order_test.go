@@ -220,3 +220,32 @@ func isolationOf(level string) sql.IsolationLevel {
 	}
 	return sql.LevelRepeatableRead
 }
+
+// TestGuardOrderGrantWaitIsBoundedByContext: the grant's wait for an open
+// write is the caller's: its context ends it, nothing is granted, and once
+// the write commits the record is granted as usual.
+func TestGuardOrderGrantWaitIsBoundedByContext(t *testing.T) {
+	db, p := goSetup(t)
+	w := goOrderWriter(t, db)
+	_, err := w.ExecContext(context.Background(), `BEGIN`)
+	require.NoError(t, err)
+	_, err = w.ExecContext(context.Background(), `UPDATE gd_customers SET credit = 7 WHERE id = 130`)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(as(db, david).WithContext(offlinelock.WithOwner(ctx, david)), &GdCustomer{ID: 130}, offlinelock.Write)
+		done <- err
+	}()
+	goAwaitAdvisoryWait(t, db, done)
+	cancel()
+	err = <-done
+	require.Error(t, err, "the grant, its context cancelled while it waited")
+	var n int
+	require.NoError(t, plainGORM(t, db).Raw(`SELECT count(*) FROM `+p.TableName()+` WHERE resource = 'gd_customers' AND lock_id = '130'`).Scan(&n).Error)
+	assert.Zero(t, n, "the cancelled grant left a lock")
+	_, err = w.ExecContext(context.Background(), `COMMIT`)
+	require.NoError(t, err)
+	_, err = p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err, "the grant, after the write")
+}
