@@ -79,8 +79,11 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if err != nil {
 			return err
 		}
-		stmts := s.routineSQL(pgQuote(schema))
+		stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
 		if ok, err := pgInstalled(c, stmts); err != nil || ok {
+			if ok {
+				s.ordered.Store(true)
+			}
 			return err // in place: nothing to create (a role that may not is verifying)
 		}
 		for _, q := range stmts {
@@ -88,6 +91,7 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 				return err
 			}
 		}
+		s.ordered.Store(true)
 		return nil
 	})
 }
@@ -222,8 +226,10 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 			res := sqlLiteral(rec.Resource)
 			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
 			fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
-			locked.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
-				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n")
+			before, after := s.guardOrder(lt, res, strings.Join(sel, " UNION ALL ")) // the order (guard_order_postgres.go), around the probe
+			keys = "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(" + pgOrderKeys + ")"
+			locked.WriteString(before + "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
+				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n" + after)
 		}
 		return `	IF ` + pgProved(s.lockName(), plan.Records, rows) + ` THEN
 		RETURN NULL; -- only what the plugin's fence proved (pgProof)

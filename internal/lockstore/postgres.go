@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -26,8 +27,9 @@ type postgresStore struct {
 	// grantPrefixes[n] is grantPrefix's SQL after n arguments, bound once
 	// for the commonest n (a First by key has 2: the key and LIMIT).
 	grantPrefixes [8]string
-	sweepSQL      string   // one batch of sweep, bound, built once
-	keysOK        sync.Map // tables whose key columns checkKeyColumns passed
+	sweepSQL      string      // one batch of sweep, bound, built once
+	keysOK        sync.Map    // tables whose key columns checkKeyColumns passed
+	ordered       atomic.Bool // the guard's grant order trigger is installed (guard_order_postgres.go)
 }
 
 var ()
@@ -254,6 +256,21 @@ RETURNING ` + returning
 // holders.
 func (s *postgresStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
+	if len(keys) > 1 && s.ordered.Load() {
+		var got map[Key]Granted
+		err := c.inTx(func(c Conn) error {
+			err := s.orderKeys(c, keys)
+			if err == nil {
+				got, err = s.grant(c, keys, o, access, ttl)
+			}
+			return err
+		})
+		return got, err
+	}
+	return s.grant(c, keys, o, access, ttl)
+}
+
+func (s *postgresStore) grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	if access != Write {
 		return allOrNothing(s.decide(c, keys, o, access, ttl))
 	}
@@ -505,7 +522,7 @@ func (s *postgresStore) FindAndLock(c Conn, keysSQL string, vars []any, column, 
 	args := append(vars, resource, o.Session, o.User, hash, ttl.Microseconds())
 	var grants []GrantRow
 	c.answer = sendsToGeneralPath
-	_, err := c.Query(s.findAndLockSQL(keysSQL, column, len(vars)), args, func(r *sql.Rows) error {
+	_, err := c.Query(s.findAndLockSQL(keysSQL, column, len(vars), s.ordered.Load()), args, func(r *sql.Rows) error {
 		var id *string
 		var fresh *bool // NULL, with id, in the row that checks the count
 		var exp, check any
@@ -538,7 +555,7 @@ func sendsToGeneralPath(err error) bool {
 // of keysSQL: the resource, session, user, token hash and TTL in
 // microseconds. It returns each key granted, whether the grant is new (its
 // token is this statement's), and its expiry; then a row of NULLs.
-func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int) string {
+func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int, ordered bool) string {
 	arg := func(i int) string { return "$" + strconv.Itoa(n+i) }
 	// The scalar subquery with LIMIT is probed per key by the primary key;
 	// as a NOT EXISTS it could be planned as a hash join that reads every
@@ -554,10 +571,17 @@ func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int) string {
 	FROM offlinelock_keys k WHERE ` + which + ` ORDER BY k.lock_id COLLATE "C"`
 	}
 	const anyTaken = `EXISTS (SELECT 1 FROM offlinelock_keys WHERE taken)`
+	first := ""
+	if ordered {
+		// The order locks first, in bucket order (guard_order_postgres.go).
+		first = `(SELECT n FROM offlinelock_order) >= 0 AND `
+		keys += `,
+offlinelock_order AS (SELECT ` + s.orderLocks("pg_advisory_xact_lock", "SELECT "+arg(1)+"::text, lock_id FROM offlinelock_keys") + ` AS n)`
+	}
 	return `WITH ` + keys + `,
-offlinelock_new AS (` + insert("NOT "+anyTaken) + `
+offlinelock_new AS (` + insert(first+"NOT "+anyTaken) + `
 	RETURNING lock_id, true AS fresh, expires_at),
-offlinelock_taken AS (` + insert(anyTaken) + `
+offlinelock_taken AS (` + insert(first+anyTaken) + `
 	ON CONFLICT (resource, lock_id, holder) DO UPDATE SET ` + writeRefresh + `
 	WHERE ` + writeGrantable + `
 	RETURNING lock_id, token = ` + arg(4) + ` AS fresh, expires_at)
