@@ -3,9 +3,11 @@ package offlinelock_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -192,4 +194,59 @@ func TestDisableGuardWithAGuardInstalled(t *testing.T) {
 			require.NoError(t, d.open(t).Use(offlinelock.New(offlinelock.Config{Table: p.TableName(), DisableGuard: true})))
 		})
 	}
+}
+
+// myUser creates a MariaDB user of a unique name with the grants given
+// (each a statement with %s for 'user'@'%'), dropped after the test, and
+// opens GORM as it (no plugin).
+func myUser(t *testing.T, db *gorm.DB, grants ...string) *gorm.DB {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	user := "ol_u_" + hex.EncodeToString(b)
+	account := "'" + user + "'@'%'"
+	require.NoError(t, db.Exec(`CREATE USER `+account).Error)
+	t.Cleanup(func() { db.Exec(`DROP USER IF EXISTS ` + account) })
+	var name string
+	require.NoError(t, db.Raw(`SELECT DATABASE()`).Scan(&name).Error)
+	for _, g := range grants {
+		require.NoError(t, db.Exec(replaceRole(strings.ReplaceAll(g, "{db}", "`"+name+"`"), account)).Error, g)
+	}
+	dsn := dsnOf("mysql")
+	_, rest, ok := strings.Cut(dsn, "@")
+	require.True(t, ok, "the MariaDB DSN names a user")
+	other, err := gorm.Open(mysql.Open(user+"@"+rest), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, _ := other.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	return other
+}
+
+// TestGuardLeastPrivilegeOnMariaDB: the owner (root here) installs; an
+// application user with DML and EXECUTE runs the plugin, its db.Use
+// verifying; another service with DML on the business tables only is
+// refused held records, writes free ones, and cannot read the lock table.
+func TestGuardLeastPrivilegeOnMariaDB(t *testing.T) {
+	table := "ol_roles_" + randomHex(4)
+	db, _ := gdSetup(t, database{"mysql", openMySQL}, offlinelock.Config{Table: table})
+
+	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_customers TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_lines TO %s`)
+	require.NoError(t, svc.Exec(`UPDATE gd_customers SET credit = 1 WHERE id = 130`).Error, "a free record")
+	require.True(t, refusedByGuard(svc.Exec(`UPDATE gd_customers SET credit = 0 WHERE id = 129`).Error, "gd_customers", "129"))
+	require.True(t, refusedByGuard(svc.Exec(`UPDATE gd_lines SET qty = 0 WHERE id = 1`).Error, "gd_orders", "1"))
+	require.ErrorContains(t, svc.Exec(`SELECT count(*) FROM `+table).Error, "1142", "the lock table is closed to it")
+
+	app := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON {db}.* TO %s`)
+	p := offlinelock.New(offlinelock.Config{Table: table, Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}})
+	require.NoError(t, app.Use(p), "the application user's db.Use finds the lock table and the guard in place")
+	_, err := p.Acquire(as(app, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err)
+	require.NoError(t, as(app, david).Model(&GdCustomer{ID: 130}).Update("credit", 7).Error, "the holder writes")
+	require.ErrorIs(t, as(app, martin).Model(&GdCustomer{ID: 130}).Update("credit", 8).Error, offlinelock.ErrLocked)
+	err = svc.Exec(`UPDATE gd_customers SET credit = 9 WHERE id = 130`).Error
+	require.ErrorContains(t, err, "OL423")
+	require.ErrorContains(t, err, "offlinelock: gd_customers 130 is locked by david")
+	var credit int
+	require.NoError(t, db.Raw(`SELECT credit FROM gd_customers WHERE id = 130`).Scan(&credit).Error)
+	require.Equal(t, 7, credit)
 }

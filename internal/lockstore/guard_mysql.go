@@ -200,7 +200,7 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		if err != nil {
 			return err
 		}
-		if have[strings.ToLower(plan.Table)] == version {
+		if v := have[strings.ToLower(plan.Table)]; v == version || v == guardHidden {
 			return nil
 		}
 		for i, q := range stmts {
@@ -218,6 +218,12 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 	})
 }
 
+// guardHidden is the version of triggers whose bodies this user may not
+// read (no TRIGGER privilege: a least-privileged application user). It
+// may not replace them either: the owner installed them at deploy time
+// (`offlinelock guard install`), and the user trusts what it finds.
+const guardHidden = "hidden"
+
 var guardVersionMark = regexp.MustCompile(`offlinelock guard ([0-9a-f]+)`)
 
 // GuardedTables: the tables carrying a trigger of this guard, with the
@@ -228,12 +234,15 @@ func (s *mysqlStore) GuardedTables(c Conn) (map[string]string, error) {
 	_, err := c.Query(`SELECT LOWER(EVENT_OBJECT_TABLE), ACTION_STATEMENT FROM information_schema.TRIGGERS
 		WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME LIKE ? ORDER BY TRIGGER_NAME`,
 		[]any{s.guardPrefix() + `\_%`}, func(r *sql.Rows) error {
-			var table, body string
+			var table string
+			var body sql.NullString
 			if err := r.Scan(&table, &body); err != nil {
 				return err
 			}
 			v := ""
-			if m := guardVersionMark.FindStringSubmatch(body); m != nil {
+			if !body.Valid {
+				v = guardHidden
+			} else if m := guardVersionMark.FindStringSubmatch(body.String); m != nil {
 				v = m[1]
 			}
 			if old, ok := out[table]; ok && old != v {

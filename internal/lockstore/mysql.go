@@ -159,6 +159,13 @@ func (s *mysqlStore) Migrate(c Conn) error {
 	c = s.observed(c)
 	// CREATE TABLE IF NOT EXISTS is safe for nodes that start together:
 	// InnoDB's metadata lock serialises them, the later ones see the table.
+	// It needs CREATE even when the table is there, so a role that may
+	// only write the tables (least privilege) looks first.
+	var have int
+	if _, err := c.Query(`SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?, ?)`,
+		[]any{strings.Trim(s.catalog, "`"), s.lockName(), strings.Trim(s.seq, "`")}, func(r *sql.Rows) error { return r.Scan(&have) }); err != nil {
+		return err
+	}
 	for _, stmt := range []string{
 		`CREATE TABLE IF NOT EXISTS ` + s.catalog + ` (name VARBINARY(512) PRIMARY KEY, spec LONGTEXT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		`CREATE TABLE IF NOT EXISTS ` + s.table + ` (
@@ -179,8 +186,11 @@ func (s *mysqlStore) Migrate(c Conn) error {
 	KEY ` + s.index("token") + ` (token)) ENGINE=InnoDB`,
 		`CREATE TABLE IF NOT EXISTS ` + s.seq + ` (n BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY) ENGINE=InnoDB`,
 	} {
+		if have == 3 {
+			break
+		}
 		if _, err := c.Exec(stmt); err != nil {
-			return fmt.Errorf("offlinelock: creating lock table %s: %w", s.table, err)
+			return fmt.Errorf("offlinelock: creating lock table %s: %w%s", s.table, err, OwnerHint(err))
 		}
 	}
 	var version string

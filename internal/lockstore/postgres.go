@@ -163,7 +163,12 @@ func (s *postgresStore) migrated(c Conn) (bool, error) {
 // the guard (SQLSTATE 42501): create them as their owner at deploy time.
 func OwnerHint(err error) string {
 	var se interface{ SQLState() string }
-	if !errors.As(err, &se) || se.SQLState() != "42501" {
+	denied := errors.As(err, &se) && se.SQLState() == "42501"
+	switch mysqlCode(err) {
+	case 1044, 1142, 1227, 1370, 1419: // access denied: database, table, SUPER, ALTER ROUTINE, binary logging
+		denied = true
+	}
+	if !denied {
 		return ""
 	}
 	return " (this database role may not create it: create the lock table and the guard once as their owner, with `offlinelock guard install --dsn <the owner's DSN>` or db.Use run as the owner; docs/guard.md, Roles and grants)"
