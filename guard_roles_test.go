@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
@@ -165,6 +166,18 @@ func TestGuardHolderUnderAnApplicationRole(t *testing.T) {
 	var credit int
 	require.NoError(t, db.Raw(`SELECT credit FROM gd_customers WHERE id = 130`).Scan(&credit).Error)
 	require.Equal(t, 7, credit)
+
+	// An operator: the lock table, its catalog and its sequence, nothing
+	// of the business tables; it lists and force-releases.
+	_, op := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON `+table+`, `+table+`_tables TO %s`, `GRANT USAGE ON SEQUENCE `+table+`_generation TO %s`)
+	po := offlinelock.New(offlinelock.Config{Table: table, Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}, &GdSub{}},
+		Authorize: func(context.Context, string, offlinelock.Lock) error { return nil }})
+	require.NoError(t, op.Use(po), "the operator's db.Use verifies")
+	require.NoError(t, po.ForceRelease(as(op, offlinelock.Owner{Session: "OP", User: "operator"}), "gd_customers", "130"))
+	require.ErrorContains(t, op.Exec(`UPDATE gd_customers SET credit = 0 WHERE id = 129`).Error, "42501", "no business tables")
+	_, err = p.Acquire(as(app, martin), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err, "released: another session takes it")
 }
 
 func currentDB(t *testing.T, db *gorm.DB) string {
