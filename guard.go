@@ -65,23 +65,24 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		return err
 	}
 	c := direct(p.background(db).WithContext(ctxOf(db))) // a deadline of db's bounds the install
-	p.guard.mu.Lock()
-	defer p.guard.mu.Unlock()
-	if p.guard.tables == nil {
-		p.guard.tables = map[string]string{}
+	gs := p.guardOf(db)
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	if gs.tables == nil {
+		gs.tables = map[string]string{}
 	}
-	if !p.guard.routine {
+	if !gs.routine {
 		if err := g.InstallGuardRoutine(c); err != nil {
 			return guardInstallError("the guard routine", err)
 		}
-		p.guard.routine = true
+		gs.routine = true
 	}
 	plans, err := guardPlans(c, g, specs)
 	if err != nil {
 		return err
 	}
 	for _, plan := range plans {
-		if v, ok := p.guard.tables[strings.ToLower(plan.Table)]; ok && v == plan.Version {
+		if v, ok := gs.tables[strings.ToLower(plan.Table)]; ok && v == plan.Version {
 			continue
 		}
 		if err := g.GuardTable(c, plan); tableGone(err) {
@@ -89,7 +90,7 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		} else if err != nil {
 			return guardInstallError("table "+plan.Table, err)
 		}
-		p.guard.tables[strings.ToLower(plan.Table)] = plan.Version
+		gs.tables[strings.ToLower(plan.Table)] = plan.Version
 	}
 	return nil
 }
@@ -120,20 +121,34 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 		p.cfg.Table, strings.Join(tables, ", "), p.cfg.Table)
 }
 
-// forgetGuards makes the next ensureGuards look at the database again: a
-// table may have been dropped and created again, without its triggers.
-func (p *Plugin) forgetGuards() {
-	p.guard.mu.Lock()
-	p.guard.tables = nil
-	p.guard.mu.Unlock()
+// guardOf is what this plugin knows of the guard on db's database: one
+// state per database (per *gorm.Config, which each gorm.Open makes), so
+// that one Plugin registered on several databases installs and tracks the
+// guard on each.
+func (p *Plugin) guardOf(db *gorm.DB) *guardState {
+	if gs, ok := p.guards.Load(db.Config); ok {
+		return gs.(*guardState)
+	}
+	gs, _ := p.guards.LoadOrStore(db.Config, &guardState{})
+	return gs.(*guardState)
 }
 
-// forgetGuard makes the next guardTableFor of table look at the database
+// forgetGuards makes the next ensureGuards look at db's database again: a
+// table may have been dropped and created again, without its triggers.
+func (p *Plugin) forgetGuards(db *gorm.DB) {
+	gs := p.guardOf(db)
+	gs.mu.Lock()
+	gs.tables = nil
+	gs.mu.Unlock()
+}
+
+// forgetGuard makes the next guardTableFor of table look at db's database
 // again.
-func (p *Plugin) forgetGuard(table string) {
-	p.guard.mu.Lock()
-	delete(p.guard.tables, strings.ToLower(table))
-	p.guard.mu.Unlock()
+func (p *Plugin) forgetGuard(db *gorm.DB, table string) {
+	gs := p.guardOf(db)
+	gs.mu.Lock()
+	delete(gs.tables, strings.ToLower(table))
+	gs.mu.Unlock()
 }
 
 // guardLazily guards m's table if it is not yet known to be, logging a
@@ -173,7 +188,7 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 // at most guardDDLWait for that connection (the migrator may hold the
 // pool's last one); elsewhere, and on PostgreSQL, in the background.
 func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model) {
-	p.forgetGuard(m.table)
+	p.forgetGuard(db, m.table)
 	if p.cfg.DisableGuard || p.cfg.LeaveGuard {
 		return
 	}
@@ -202,27 +217,28 @@ func (p *Plugin) guardTable(db *gorm.DB, m *model, wait bool) {
 		return
 	}
 	name := strings.ToLower(m.table)
-	p.guard.mu.Lock()
-	_, done := p.guard.tables[name]
-	pending := p.guard.pending[name]
+	gs := p.guardOf(db)
+	gs.mu.Lock()
+	_, done := gs.tables[name]
+	pending := gs.pending[name]
 	if !done && pending == nil && !wait {
 		pending = make(chan struct{})
-		if p.guard.pending == nil {
-			p.guard.pending = map[string]chan struct{}{}
+		if gs.pending == nil {
+			gs.pending = map[string]chan struct{}{}
 		}
-		p.guard.pending[name] = pending
+		gs.pending[name] = pending
 		bg := p.guardSession(db)
 		go func() {
 			defer func() {
-				p.guard.mu.Lock()
-				delete(p.guard.pending, name)
-				p.guard.mu.Unlock()
+				gs.mu.Lock()
+				delete(gs.pending, name)
+				gs.mu.Unlock()
 				close(pending)
 			}()
 			p.logGuardError(bg, m, p.guardTableFor(bg, m))
 		}()
 	}
-	p.guard.mu.Unlock()
+	gs.mu.Unlock()
 	switch {
 	case done || !wait:
 	case pending != nil:
@@ -269,7 +285,7 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 	if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, m.table) }) {
 		specs = append(specs, p.specOf(m))
 	}
-	p.forgetGuard(m.table)
+	p.forgetGuard(db, m.table)
 	return p.ensureGuards(db, specs)
 }
 
@@ -289,7 +305,7 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	p.forgetGuards()
+	p.forgetGuards(db)
 	return p.ensureGuards(db, specs)
 }
 
@@ -304,9 +320,10 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	if err != nil || g == nil {
 		return err
 	}
-	p.guard.mu.Lock()
-	defer p.guard.mu.Unlock()
-	p.guard.routine, p.guard.tables = false, nil
+	gs := p.guardOf(db)
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	gs.routine, gs.tables = false, nil
 	return g.RemoveGuard(direct(p.background(db)))
 }
 
