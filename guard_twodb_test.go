@@ -87,3 +87,48 @@ func TestOnePluginTwoDatabases(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardPerSchema: a lock table per schema (schema-per-tenant, each
+// tenant's connection on its own search_path): install, status and
+// remove act on the lock table's own schema only.
+func TestGuardPerSchema(t *testing.T) {
+	admin := openPostgres(t)
+	var tenants, plains []*gorm.DB
+	var ps []*offlinelock.Plugin
+	for i := range 2 {
+		schema := "ol_tenant_" + randomHex(4)
+		require.NoError(t, admin.Exec(`CREATE SCHEMA `+schema).Error)
+		t.Cleanup(func() { admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`) })
+		db, err := gorm.Open(dialectorOf("postgres", dsnOf("postgres")+" search_path="+schema), &gorm.Config{Logger: logger.Discard})
+		require.NoError(t, err)
+		sqlDB, _ := db.DB()
+		t.Cleanup(func() { sqlDB.Close() })
+		plain, err := gorm.Open(dialectorOf("postgres", dsnOf("postgres")+" search_path="+schema), &gorm.Config{Logger: logger.Discard})
+		require.NoError(t, err)
+		plainDB, _ := plain.DB()
+		t.Cleanup(func() { plainDB.Close() })
+		plains = append(plains, plain)
+		require.NoError(t, db.AutoMigrate(&GdCustomer{}))
+		p := offlinelock.New(offlinelock.Config{Models: []any{&GdCustomer{}}, Logger: slog.New(slog.DiscardHandler)})
+		require.NoError(t, db.Use(p), "tenant %d", i)
+		require.NoError(t, plain.Create(&GdCustomer{ID: 129, Name: "Acme"}).Error)
+		_, err = p.Acquire(as(db, martin), &GdCustomer{ID: 129}, offlinelock.Write)
+		require.NoError(t, err)
+		tenants, ps = append(tenants, db), append(ps, p)
+	}
+	for i, db := range tenants {
+		tables, err := ps[i].GuardedTables(db)
+		require.NoError(t, err)
+		require.Equal(t, []string{"gd_customers"}, tables, "tenant %d counts its own", i)
+	}
+	require.NoError(t, ps[0].RemoveGuard(tenants[0]))
+	tables, err := ps[0].GuardedTables(tenants[0])
+	require.NoError(t, err)
+	require.Empty(t, tables)
+	tables, err = ps[1].GuardedTables(tenants[1])
+	require.NoError(t, err)
+	require.Equal(t, []string{"gd_customers"}, tables, "the other tenant's guard stays")
+	err = plains[1].Exec(`UPDATE gd_customers SET credit = 1 WHERE id = 129`).Error
+	require.ErrorContains(t, err, "OL423", "and still refuses")
+	require.NoError(t, plains[0].Exec(`UPDATE gd_customers SET credit = 1 WHERE id = 129`).Error, "removed where asked")
+}

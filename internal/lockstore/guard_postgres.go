@@ -310,9 +310,13 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 func (s *postgresStore) GuardedTables(c Conn) (map[string]string, error) {
 	c = s.observed(c)
 	out := map[string]string{}
+	// Only triggers whose functions live in the lock table's schema: with a
+	// lock table per schema (schema-per-tenant), another schema's guard of
+	// a table of the same name is not this one's.
 	_, err := c.Query(`SELECT lower(c.relname), max(coalesce(obj_description(t.tgfoid, 'pg_proc'), '')) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-		WHERE t.tgname IN ($1, $2, $3, $4) GROUP BY 1 HAVING count(*) = 4`,
-		[]any{s.guardPrefix() + "_ins", s.guardPrefix() + "_upd", s.guardPrefix() + "_del", s.guardPrefix() + "_trunc"},
+		JOIN pg_proc f ON f.oid = t.tgfoid
+		WHERE t.tgname IN ($1, $2, $3, $4) AND f.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass($5)) GROUP BY 1 HAVING count(*) = 4`,
+		[]any{s.guardPrefix() + "_ins", s.guardPrefix() + "_upd", s.guardPrefix() + "_del", s.guardPrefix() + "_trunc", s.table},
 		func(r *sql.Rows) error {
 			var table, comment string
 			if err := r.Scan(&table, &comment); err != nil {
@@ -329,12 +333,17 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 	return c.inTx(func(c Conn) error {
 		prefix := s.guardPrefix() + `\_%`
 		// IF EXISTS: a table dropped meanwhile took its triggers with it.
+		// The lock table's own schema only: a lock table of the same name
+		// in another schema (schema-per-tenant) has a guard of the same
+		// names, which is not this one's.
+		const own = `(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($2))`
 		drops, err := queryStrings(c, `SELECT format('DROP TRIGGER IF EXISTS %I ON %I.%I', t.tgname, n.nspname, r.relname)
-			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace WHERE t.tgname LIKE $1`, prefix)
+			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
+			WHERE t.tgname LIKE $1 AND f.pronamespace = `+own, prefix, s.table)
 		if err != nil {
 			return err
 		}
-		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1`, prefix)
+		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
 		if err != nil {
 			return err
 		}
