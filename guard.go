@@ -138,7 +138,7 @@ func (p *Plugin) guardOf(db *gorm.DB) *guardState {
 func (p *Plugin) forgetGuards(db *gorm.DB) {
 	gs := p.guardOf(db)
 	gs.mu.Lock()
-	gs.tables = nil
+	gs.routine, gs.tables = false, nil
 	gs.mu.Unlock()
 }
 
@@ -327,6 +327,49 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	return g.RemoveGuard(direct(p.background(db)))
 }
 
+// GuardState is what GuardStatus reports of one guarded table.
+type GuardState struct {
+	Table string
+	// State is "ok" (in place as this version installs it), "dropped" (a
+	// trigger or routine is missing), "disabled" (a trigger is disabled),
+	// "replaced" (a routine or trigger differs from what this version
+	// installs), or "hidden" (this role may not read the definitions).
+	// InstallGuard, or the next db.Use, repairs all but "hidden".
+	State string
+}
+
+// GuardStatus reports, for every lockable table of the catalog that
+// exists (and its join tables, and MySQL's cascade parents), whether its
+// guard is in place, read from the definitions in the database: a trigger
+// disabled or dropped, or a routine replaced (docs/boundary.md). SQLite
+// has no guard: nil.
+func (p *Plugin) GuardStatus(db *gorm.DB) ([]GuardState, error) {
+	db = onPrimary(db)
+	t, g, err := p.guardStoreOf(db)
+	if err != nil || g == nil {
+		return nil, err
+	}
+	c := direct(p.background(db))
+	specs, err := t.specs(c)
+	if err != nil {
+		return nil, err
+	}
+	plans, err := guardPlans(c, g, specs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GuardState, 0, len(plans))
+	for _, plan := range plans {
+		state, err := g.TableState(c, plan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, GuardState{Table: strings.ToLower(plan.Table), State: state})
+	}
+	slices.SortFunc(out, func(a, b GuardState) int { return strings.Compare(a.Table, b.Table) })
+	return out, nil
+}
+
 // GuardedTables lists, in order, the tables that carry this plugin's
 // database guard, as the database reports them (lower case).
 func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
@@ -399,6 +442,9 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 				return nil, err
 			}
 			cc.Child, cc.Records = s.Table, []guardRecord{*rec}
+			if cc.ChildName, err = g.QualifiedName(c, s.Table); err != nil {
+				return nil, err
+			}
 			add(cc.Parent, nil)
 			pl := byTable[strings.ToLower(cc.Parent)]
 			pl.Cascades = append(pl.Cascades, cc)

@@ -53,5 +53,14 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		return nil
 	}
 	fmt.Fprintf(c.stdout, "guarded: %s\n", strings.Join(tables, ", "))
+	states, err := locks.GuardStatus(db)
+	if err != nil {
+		return err
+	}
+	for _, s := range states {
+		if s.State != "ok" {
+			fmt.Fprintf(c.stdout, "not in place: %s (%s): `offlinelock guard install` repairs it\n", s.Table, s.State)
+		}
+	}
 	return nil
 }

@@ -136,6 +136,10 @@ type Guard interface {
 	// GuardedTables lists the tables carrying this lock table's guard, with
 	// the version each carries.
 	GuardedTables(c Conn) (map[string]string, error)
+	// TableState reports whether plan's triggers, and the routines they
+	// call, are in place as this version installs them: GuardOK, or what
+	// differs (GuardDropped, GuardDisabled, GuardReplaced, GuardHidden).
+	TableState(c Conn, plan GuardPlan) (string, error)
 	// RemoveGuard drops every trigger and routine of this lock table's guard.
 	RemoveGuard(c Conn) error
 	// ColumnTypes reports the database's type of each column of table,
@@ -209,4 +213,13 @@ var (
 	_ Store  = (*sqliteStore)(nil)
 	_ Held   = (*sqliteStore)(nil)
 	_ Folder = (*sqliteStore)(nil)
+)
+
+// The states TableState reports.
+const (
+	GuardOK       = "ok"       // in place as this version installs it
+	GuardDropped  = "dropped"  // a trigger or a routine is missing
+	GuardDisabled = "disabled" // a trigger is disabled (ALTER TABLE … DISABLE TRIGGER)
+	GuardReplaced = "replaced" // a routine or trigger differs from what this version installs
+	GuardHidden   = "hidden"   // this role may not read the definitions (MariaDB without TRIGGER)
 )

@@ -58,7 +58,10 @@ type GuardRecord struct {
 // parentColumn; records are the child rows' records.
 type GuardCascade struct {
 	Parent, ParentColumn, Child, Column string
-	Records                             []GuardRecord
+	// ChildName is Child quoted and qualified by its database, fixed at
+	// install (QualifiedName): the trigger reads it by that name.
+	ChildName string
+	Records   []GuardRecord
 }
 
 // guardName derives a short, stable name for a guard object of a lock

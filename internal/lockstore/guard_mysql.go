@@ -61,8 +61,22 @@ const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return s.withGuardLock(c, func(c Conn) error {
-		mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
-		body := `(res VARBINARY(512), id VARBINARY(1020))
+		body := s.checkBody()
+		if err := s.installRoutine(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil {
+			return err
+		}
+		// The fence function only saves the fence a statement: without it
+		// (a privilege the procedure did not need), the fence keeps its own.
+		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody()) == nil)
+		return nil
+	})
+}
+
+// checkBody is the guard's procedure: it refuses a write of record (res,
+// id) another session holds.
+func (s *mysqlStore) checkBody() string {
+	mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
+	return `(res VARBINARY(512), id VARBINARY(1020))
 COMMENT '{version}'
 READS SQL DATA
 offlinelock: BEGIN
@@ -76,39 +90,31 @@ offlinelock: BEGIN
 	DECLARE EXIT HANDLER FOR 1146 BEGIN END; -- no lock table, no locks
 	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
 	IF id IS NULL THEN
-		LEAVE offlinelock;
+	LEAVE offlinelock;
 	END IF;
 	IF fenced THEN -- the plugin checks this write again, row-locked, before commit
-		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
-			WHERE resource = res AND lock_id = id AND holder = '';
+	SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+		WHERE resource = res AND lock_id = id AND holder = '';
 	ELSE -- the guard is the fence: the key row stays as it is until the transaction ends
-		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
-			WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
+	SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+		WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
 	END IF;
 	IF a = 'read' THEN
-		SET a = NULL;
-		SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
-			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > UTC_TIMESTAMP(6) AND ` + mine("session") + ` <> me
-			ORDER BY holder LIMIT 1 ` + mysqlShare + `;
+	SET a = NULL;
+	SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+		WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > UTC_TIMESTAMP(6) AND ` + mine("session") + ` <> me
+		ORDER BY holder LIMIT 1 ` + mysqlShare + `;
 	ELSEIF a = 'write' AND (until <= UTC_TIMESTAMP(6) OR ` + mine("s") + ` = me) THEN
-		SET a = NULL;
+	SET a = NULL;
 	ELSEIF a <> 'write' THEN
-		SET a = NULL;
+	SET a = NULL;
 	END IF;
 	IF a IS NOT NULL THEN
-		SET msg = LEFT(CONCAT('offlinelock: ', CONVERT(res USING utf8mb4), ' ', CONVERT(id USING utf8mb4), ' is locked by ',
-			IF(u = '', 'another session', u), ' until ', DATE_FORMAT(until, '%Y-%m-%d %H:%i:%s'), ' (UTC)'), 128);
-		SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
+	SET msg = LEFT(CONCAT('offlinelock: ', CONVERT(res USING utf8mb4), ' ', CONVERT(id USING utf8mb4), ' is locked by ',
+		IF(u = '', 'another session', u), ' until ', DATE_FORMAT(until, '%Y-%m-%d %H:%i:%s'), ' (UTC)'), 128);
+	SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
 	END IF;
 END`
-		if err := s.installRoutine(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil {
-			return err
-		}
-		// The fence function only saves the fence a statement: without it
-		// (a privilege the procedure did not need), the fence keeps its own.
-		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody()) == nil)
-		return nil
-	})
 }
 
 // installRoutine creates routine name of kind (PROCEDURE or FUNCTION)
@@ -117,13 +123,11 @@ END`
 // the statements that call it meanwhile (1305); MariaDB replaces one
 // atomically.
 func (s *mysqlStore) installRoutine(c Conn, kind, name, body string) error {
-	version := "offlinelock guard " + guardVersion(body)
-	body = strings.Replace(body, "{version}", version, 1)
-	have, err := queryStrings(c, `SELECT ROUTINE_COMMENT FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = ? AND ROUTINE_NAME = ?`,
-		kind, name)
-	if err != nil || len(have) == 1 && have[0] == version {
+	state, err := s.routineState(c, kind, name, body)
+	if err != nil || state == GuardOK || state == GuardHidden {
 		return err
 	}
+	body = strings.Replace(body, "{version}", "offlinelock guard "+guardVersion(body), 1)
 	stmts := []string{"DROP " + kind + " IF EXISTS " + s.Quote(name), "CREATE " + kind + " " + s.Quote(name) + body}
 	if s.mariadb.Load() {
 		stmts = []string{"CREATE OR REPLACE " + kind + " " + s.Quote(name) + body}
@@ -134,6 +138,83 @@ func (s *mysqlStore) installRoutine(c Conn, kind, name, body string) error {
 		}
 	}
 	return nil
+}
+
+// routineState compares routine name of kind with body (before its
+// {version} is filled in): by its definition, not only by the version its
+// comment carries, which a routine replaced by a no-op could keep. A user
+// that may not read the definition (no privilege on the routine) gets
+// GuardHidden.
+func (s *mysqlStore) routineState(c Conn, kind, name, body string) (string, error) {
+	version := "offlinelock guard " + guardVersion(body)
+	want := strings.Replace(body, "{version}", version, 1)
+	if i := strings.Index(want, "READS SQL DATA\n"); i >= 0 {
+		want = want[i+len("READS SQL DATA\n"):]
+	}
+	state := GuardDropped
+	_, err := c.Query(`SELECT ROUTINE_COMMENT, ROUTINE_DEFINITION FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = ? AND ROUTINE_NAME = ?`,
+		[]any{kind, name}, func(r *sql.Rows) error {
+			var comment string
+			var def sql.NullString
+			if err := r.Scan(&comment, &def); err != nil {
+				return err
+			}
+			switch {
+			case !def.Valid:
+				state = GuardHidden
+			case comment == version && def.String == want:
+				state = GuardOK
+			default:
+				state = GuardReplaced
+			}
+			return nil
+		})
+	return state, err
+}
+
+// TableState: plan's triggers by their version, and the guard's routines
+// by their definitions. MySQL cannot disable a trigger.
+func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
+	c = s.observed(c)
+	for _, r := range [][2]string{{"PROCEDURE", s.guardPrefix() + "_check"}, {"FUNCTION", s.fenceName()}} {
+		body := s.checkBody()
+		if r[0] == "FUNCTION" {
+			body = s.fenceBody()
+		}
+		if state, err := s.routineState(c, r[0], r[1], body); err != nil || state != GuardOK {
+			return state, err
+		}
+	}
+	names, stmts := s.triggerSQL(plan)
+	return s.triggersState(c, names, guardVersion(stmts...))
+}
+
+// triggersState: every trigger of names carries version (GuardOK), or the
+// first that does not: missing, another version, or hidden from this user.
+func (s *mysqlStore) triggersState(c Conn, names []string, version string) (string, error) {
+	for _, name := range names {
+		state := GuardDropped
+		_, err := c.Query(`SELECT ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = ?`,
+			[]any{name}, func(r *sql.Rows) error {
+				var body sql.NullString
+				if err := r.Scan(&body); err != nil {
+					return err
+				}
+				switch m := guardVersionMark.FindStringSubmatch(body.String); {
+				case !body.Valid:
+					state = GuardHidden
+				case m != nil && m[1] == version:
+					state = GuardOK
+				default:
+					state = GuardReplaced
+				}
+				return nil
+			})
+		if err != nil || state != GuardOK {
+			return state, err
+		}
+	}
+	return GuardOK, nil
 }
 
 // withGuardLock serialises the guard's DDL between nodes (a named lock;
@@ -172,20 +253,31 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan) (names []string, stmts []string)
 	}
 	for _, cc := range plan.Cascades {
 		for _, rec := range cc.Records {
-			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.Key("offlinelock_c")+" AS k FROM "+s.Quote(cc.Child)+" offlinelock_c WHERE offlinelock_c."+
+			child := cc.ChildName
+			if child == "" {
+				child = s.Quote(cc.Child)
+			}
+			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.Key("offlinelock_c")+" AS k FROM "+child+" offlinelock_c WHERE offlinelock_c."+
 				s.Quote(cc.Column)+" = OLD."+s.Quote(cc.ParentColumn)+") DO "+call(rec.Resource, "offlinelock_r.k")+" END FOR;")
 		}
 	}
 	table := s.Quote(plan.Table)
+	// INSERT and UPDATE are checked AFTER the row is written: a BEFORE
+	// trigger sees an AUTO_INCREMENT key as 0, and may run before a
+	// schema's own BEFORE triggers that change the row; an AFTER trigger
+	// sees the row as stored, and its SIGNAL rolls the statement back.
+	// DELETE stays BEFORE: the cascades it checks run before InnoDB's
+	// foreign-key actions change the children. (The names keep their old
+	// suffixes, so that an upgrade replaces the triggers in place.)
 	for _, tg := range []struct {
-		suffix, event string
-		body          []string
-	}{{"_bi", "INSERT", ins}, {"_bu", "UPDATE", upd}, {"_bd", "DELETE", del}} {
+		suffix, timing, event string
+		body                  []string
+	}{{"_bi", "AFTER", "INSERT", ins}, {"_bu", "AFTER", "UPDATE", upd}, {"_bd", "BEFORE", "DELETE", del}} {
 		if len(tg.body) == 0 {
 			continue
 		}
 		names = append(names, base+tg.suffix)
-		stmts = append(stmts, "CREATE TRIGGER "+s.Quote(base+tg.suffix)+" BEFORE "+tg.event+" ON "+table+
+		stmts = append(stmts, "CREATE TRIGGER "+s.Quote(base+tg.suffix)+" "+tg.timing+" "+tg.event+" ON "+table+
 			" FOR EACH ROW BEGIN /* offlinelock guard {version} */ "+strings.Join(tg.body, " ")+" END")
 	}
 	return names, stmts
@@ -196,12 +288,11 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 	names, stmts := s.triggerSQL(plan)
 	version := guardVersion(stmts...)
 	return s.withGuardLock(c, func(c Conn) error {
-		have, err := s.GuardedTables(c)
-		if err != nil {
+		// Every trigger, by name: one dropped beside others in place is
+		// put back.
+		state, err := s.triggersState(c, names, version)
+		if err != nil || state == GuardOK || state == GuardHidden {
 			return err
-		}
-		if v := have[strings.ToLower(plan.Table)]; v == version || v == guardHidden {
-			return nil
 		}
 		for i, q := range stmts {
 			q = strings.Replace(q, "{version}", version, 1)
@@ -218,11 +309,10 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 	})
 }
 
-// guardHidden is the version of triggers whose bodies this user may not
-// read (no TRIGGER privilege: a least-privileged application user). It
-// may not replace them either: the owner installed them at deploy time
+// A trigger whose body this user may not read (no TRIGGER privilege: a
+// least-privileged application user) has the version GuardHidden. The user
+// may not replace it either: the owner installed it at deploy time
 // (`offlinelock guard install`), and the user trusts what it finds.
-const guardHidden = "hidden"
 
 var guardVersionMark = regexp.MustCompile(`offlinelock guard ([0-9a-f]+)`)
 
@@ -241,7 +331,7 @@ func (s *mysqlStore) GuardedTables(c Conn) (map[string]string, error) {
 			}
 			v := ""
 			if !body.Valid {
-				v = guardHidden
+				v = GuardHidden
 			} else if m := guardVersionMark.FindStringSubmatch(body.String); m != nil {
 				v = m[1]
 			}
