@@ -67,8 +67,12 @@ const pgOrderKeys = "offlinelock_k"
 // locks of the statement's records before the probe, and pgSnapshotCheck
 // after it. sel is the records' keys, one SELECT.
 func (s *postgresStore) guardOrder(lt, res, sel string) (before, after string) {
-	before = "\t\tDECLARE " + pgOrderKeys + " text[] := ARRAY(" + sel + "); BEGIN\n\t\tPERFORM " +
-		s.orderLocks("pg_advisory_xact_lock_shared", "SELECT "+res+", k FROM unnest("+pgOrderKeys+") offlinelock_s(k)") + ";\n"
+	// One record (a row inserted or deleted, or updated in place) takes its
+	// lock in a simple expression, which PL/pgSQL evaluates without a query.
+	one := pgOrderKeys + "[1] IS NOT NULL AND " + pgOrderKeys + "[1] = ALL(" + pgOrderKeys + ")"
+	before = "\t\tDECLARE " + pgOrderKeys + " text[] := ARRAY(" + sel + "); BEGIN\n\t\tIF " + one +
+		" THEN\n\t\t\tPERFORM pg_advisory_xact_lock_shared(" + s.orderClass() + ", " + pgBucket(res, pgOrderKeys+"[1]") + ");\n\t\tELSE\n\t\t\tPERFORM " +
+		s.orderLocks("pg_advisory_xact_lock_shared", "SELECT "+res+", k FROM unnest("+pgOrderKeys+") offlinelock_s(k)") + ";\n\t\tEND IF;\n"
 	after = "\t\tIF current_setting('transaction_isolation') <> 'read committed' THEN\n\t\t\t" + pgSnapshotCheck(lt, res) + "\n\t\tEND IF;\n\t\tEND;\n"
 	return before, after
 }
