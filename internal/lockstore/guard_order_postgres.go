@@ -63,17 +63,20 @@ func (s *postgresStore) orderLocks(fn, keys string) string {
 const pgOrderKeys = "offlinelock_k"
 
 // guardOrder is a trigger's block for one record kind of a guarded table,
-// around its probe (which reads the keys from pgOrderKeys): the shared order
-// locks of the statement's records before the probe, and pgSnapshotCheck
-// after it. sel is the records' keys, one SELECT.
-func (s *postgresStore) guardOrder(lt, res, sel string) (before, after string) {
-	// One record (a row inserted or deleted, or updated in place) takes its
-	// lock in a simple expression, which PL/pgSQL evaluates without a query.
-	one := pgOrderKeys + "[1] IS NOT NULL AND " + pgOrderKeys + "[1] = ALL(" + pgOrderKeys + ")"
-	before = "\t\tDECLARE " + pgOrderKeys + " text[] := ARRAY(" + sel + "); BEGIN\n\t\tIF " + one +
-		" THEN\n\t\t\tPERFORM pg_advisory_xact_lock_shared(" + s.orderClass() + ", " + pgBucket(res, pgOrderKeys+"[1]") + ");\n\t\tELSE\n\t\t\tPERFORM " +
-		s.orderLocks("pg_advisory_xact_lock_shared", "SELECT "+res+", k FROM unnest("+pgOrderKeys+") offlinelock_s(k)") + ";\n\t\tEND IF;\n"
-	after = "\t\tIF current_setting('transaction_isolation') <> 'read committed' THEN\n\t\t\t" + pgSnapshotCheck(lt, res) + "\n\t\tEND IF;\n\t\tEND;\n"
+// around its probe (which reads the keys from pgOrderKeys and holds the
+// key rows it finds FOR SHARE: those order any grant, takeover or release
+// of their records by themselves). After the probe, the records with no
+// key row take their order locks shared, and are probed again: a grant
+// committed between the two is seen. Taking the order locks after the row
+// locks, and only for records without a key row, keeps a write of held
+// records from waiting for a grant that waits for its key rows. Then
+// pgSnapshotCheck. sel is the records' keys, one SELECT.
+func (s *postgresStore) guardOrder(lt, res, sel, probe string) (before, after string) {
+	keyless := "SELECT " + res + ", k FROM unnest(" + pgOrderKeys + ") offlinelock_s(k) WHERE k IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " + lt +
+		" m WHERE m.resource = " + res + " AND m.lock_id = k AND m.holder = '')"
+	before = "\t\tDECLARE " + pgOrderKeys + " text[] := ARRAY(" + sel + "); BEGIN\n"
+	after = "\t\tIF EXISTS (" + keyless + ") THEN\n\t\t\tPERFORM " + s.orderLocks("pg_advisory_xact_lock_shared", keyless) + ";\n\t" + probe +
+		"\t\tEND IF;\n\t\tIF current_setting('transaction_isolation') <> 'read committed' THEN\n\t\t\t" + pgSnapshotCheck(lt, res) + "\n\t\tEND IF;\n\t\tEND;\n"
 	return before, after
 }
 
@@ -101,20 +104,15 @@ func (s *postgresStore) grantOrderSQL(schema string) []string {
 	lt := schema + "." + s.table
 	return []string{`CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $offlinelock$
 BEGIN
-	IF NEW.access = '' THEN
-		RETURN NEW;
-	END IF;
-	IF TG_OP = 'UPDATE' THEN
-		IF NEW.session = OLD.session AND NEW.access = OLD.access AND NEW.resource = OLD.resource AND NEW.lock_id = OLD.lock_id AND OLD.expires_at > clock_timestamp() THEN
-			RETURN NEW;
-		END IF;
+	IF NEW.access = '' OR NEW.holder <> '' OR EXISTS (SELECT 1 FROM ` + lt + ` l WHERE l.resource = NEW.resource AND l.lock_id = NEW.lock_id AND l.holder = '') THEN
+		RETURN NEW; -- a key row that exists orders its grants itself: a writer holds it FOR SHARE
 	END IF;
 	PERFORM pg_advisory_xact_lock(` + s.orderClass() + `, ` + pgBucket("NEW.resource", "NEW.lock_id") + `);
 	RETURN NEW;
 END
 $offlinelock$`, `DO $offlinelock$ BEGIN
 	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = ` + sqlLiteral(lt) + `::regclass AND tgname = ` + sqlLiteral(name) + `) THEN
-		CREATE TRIGGER ` + pgQuote(name) + ` BEFORE INSERT OR UPDATE ON ` + lt + ` FOR EACH ROW EXECUTE PROCEDURE ` + fn + `();
+		CREATE TRIGGER ` + pgQuote(name) + ` BEFORE INSERT ON ` + lt + ` FOR EACH ROW EXECUTE PROCEDURE ` + fn + `();
 	END IF;
 END
 $offlinelock$`}
