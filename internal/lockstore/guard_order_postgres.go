@@ -8,10 +8,10 @@ import (
 // Ordering a guarded write and a grant of the same record (PostgreSQL). A
 // free record has no key row, so the guard's FOR SHARE on it holds
 // nothing; a transaction-level advisory lock per record orders the two
-// instead: every guarded write takes it shared, for each record it writes,
-// before it probes; every grant (a row of the lock table inserted, or one
-// changing hands) takes it exclusive, in a trigger on the lock table, so it
-// waits for the writes still open and a write that starts later waits for
+// instead: a guarded write takes it shared for each record it wrote that
+// has no key row (after its probe, then probes those again); a grant that
+// inserts a key row takes it exclusive, in a trigger on the lock table, so
+// it waits for the writes still open and a write that starts later waits for
 // the grant and then sees it. Keys are folded into pgOrderBuckets buckets
 // per lock table, so that no transaction ever holds more than that many
 // of these locks, whatever it writes (the shared lock table has
@@ -93,11 +93,11 @@ func pgSnapshotCheck(lt, res string) string {
 }
 
 // grantOrderSQL is the lock table's trigger that orders a grant after the
-// writes of its record still open (see above): a row inserted, or one whose
-// owner, access, record or liveness changes, takes the record's order lock
-// exclusive. A row of access ” grants nothing (pgSnapshotCheck inserts
-// such rows). The wait is the grant statement's: the caller's context
-// bounds it.
+// writes of its record still open (see above): a key row inserted takes
+// the record's order lock exclusive. A key row that exists already (a
+// takeover, a lock asked for again) needs none: writers hold it FOR SHARE.
+// A row of access ” grants nothing (pgSnapshotCheck inserts such rows).
+// The wait is the grant statement's: the caller's context bounds it.
 func (s *postgresStore) grantOrderSQL(schema string) []string {
 	fn := schema + "." + pgQuote(s.guardPrefix()+"_grant")
 	name := s.guardPrefix() + "_grant"
