@@ -8,10 +8,10 @@ import (
 // Ordering a guarded write and a grant of the same record (PostgreSQL). A
 // free record has no key row, so the guard's FOR SHARE on it holds
 // nothing; a transaction-level advisory lock per record orders the two
-// instead: every guarded write takes it shared, for each record it writes,
-// before it probes; every grant (a row of the lock table inserted, or one
-// changing hands) takes it exclusive, in a trigger on the lock table, so it
-// waits for the writes still open and a write that starts later waits for
+// instead: a guarded write takes it shared for each record it wrote that
+// has no key row (after its probe, then probes those again); a grant that
+// inserts a key row takes it exclusive, in a trigger on the lock table, so
+// it waits for the writes still open and a write that starts later waits for
 // the grant and then sees it. Keys are folded into pgOrderBuckets buckets
 // per lock table, so that no transaction ever holds more than that many
 // of these locks, whatever it writes (the shared lock table has
@@ -63,13 +63,20 @@ func (s *postgresStore) orderLocks(fn, keys string) string {
 const pgOrderKeys = "offlinelock_k"
 
 // guardOrder is a trigger's block for one record kind of a guarded table,
-// around its probe (which reads the keys from pgOrderKeys): the shared order
-// locks of the statement's records before the probe, and pgSnapshotCheck
-// after it. sel is the records' keys, one SELECT.
-func (s *postgresStore) guardOrder(lt, res, sel string) (before, after string) {
-	before = "\t\tDECLARE " + pgOrderKeys + " text[] := ARRAY(" + sel + "); BEGIN\n\t\tPERFORM " +
-		s.orderLocks("pg_advisory_xact_lock_shared", "SELECT "+res+", k FROM unnest("+pgOrderKeys+") offlinelock_s(k)") + ";\n"
-	after = "\t\tIF current_setting('transaction_isolation') <> 'read committed' THEN\n\t\t\t" + pgSnapshotCheck(lt, res) + "\n\t\tEND IF;\n\t\tEND;\n"
+// around its probe (which reads the keys from pgOrderKeys and holds the
+// key rows it finds FOR SHARE: those order any grant, takeover or release
+// of their records by themselves). After the probe, the records with no
+// key row take their order locks shared, and are probed again: a grant
+// committed between the two is seen. Taking the order locks after the row
+// locks, and only for records without a key row, keeps a write of held
+// records from waiting for a grant that waits for its key rows. Then
+// pgSnapshotCheck. sel is the records' keys, one SELECT.
+func (s *postgresStore) guardOrder(lt, res, sel, probe string) (before, after string) {
+	keyless := "SELECT " + res + ", k FROM unnest(" + pgOrderKeys + ") offlinelock_s(k) WHERE k IS NOT NULL AND NOT EXISTS (SELECT 1 FROM " + lt +
+		" m WHERE m.resource = " + res + " AND m.lock_id = k AND m.holder = '')"
+	before = "\t\tDECLARE " + pgOrderKeys + " text[] := ARRAY(" + sel + "); BEGIN\n"
+	after = "\t\tIF EXISTS (" + keyless + ") THEN\n\t\t\tPERFORM " + s.orderLocks("pg_advisory_xact_lock_shared", keyless) + ";\n\t" + probe +
+		"\t\tEND IF;\n\t\tIF current_setting('transaction_isolation') <> 'read committed' THEN\n\t\t\t" + pgSnapshotCheck(lt, res) + "\n\t\tEND IF;\n\t\tEND;\n"
 	return before, after
 }
 
@@ -86,30 +93,25 @@ func pgSnapshotCheck(lt, res string) string {
 }
 
 // grantOrderSQL is the lock table's trigger that orders a grant after the
-// writes of its record still open (see above): a row inserted, or one whose
-// owner, access, record or liveness changes, takes the record's order lock
-// exclusive. A row of access ” grants nothing (pgSnapshotCheck inserts
-// such rows). The wait is the grant statement's: the caller's context
-// bounds it.
+// writes of its record still open (see above): a key row inserted takes
+// the record's order lock exclusive. A key row that exists already (a
+// takeover, a lock asked for again) needs none: writers hold it FOR SHARE.
+// A row of access ” grants nothing (pgSnapshotCheck inserts such rows).
+// The wait is the grant statement's: the caller's context bounds it.
 func (s *postgresStore) grantOrderSQL(schema string) []string {
 	fn := schema + "." + pgQuote(s.guardPrefix()+"_grant")
 	name := s.guardPrefix() + "_grant"
 	lt := schema + "." + s.table
 	return []string{`CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
 BEGIN
-	IF NEW.access = '' THEN
-		RETURN NEW;
-	END IF;
-	IF TG_OP = 'UPDATE' THEN
-		IF NEW.session = OLD.session AND NEW.access = OLD.access AND NEW.resource = OLD.resource AND NEW.lock_id = OLD.lock_id AND OLD.expires_at > clock_timestamp() THEN
-			RETURN NEW;
-		END IF;
+	IF NEW.access = '' OR NEW.holder <> '' OR EXISTS (SELECT 1 FROM ` + lt + ` l WHERE l.resource = NEW.resource AND l.lock_id = NEW.lock_id AND l.holder = '') THEN
+		RETURN NEW; -- a key row that exists orders its grants itself: a writer holds it FOR SHARE
 	END IF;
 	PERFORM pg_advisory_xact_lock(` + s.orderClass() + `, ` + pgBucket("NEW.resource", "NEW.lock_id") + `);
 	RETURN NEW;
 END
 $offlinelock$`, `DROP TRIGGER IF EXISTS ` + pgQuote(name) + ` ON ` + lt,
-		`CREATE TRIGGER ` + pgQuote(name) + ` BEFORE INSERT OR UPDATE ON ` + lt + ` FOR EACH ROW EXECUTE PROCEDURE ` + fn + `()`}
+		`CREATE TRIGGER ` + pgQuote(name) + ` BEFORE INSERT ON ` + lt + ` FOR EACH ROW EXECUTE PROCEDURE ` + fn + `()`}
 }
 
 // orderKeys takes the exclusive order locks of keys, in bucket order, in

@@ -226,10 +226,11 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 			res := sqlLiteral(rec.Resource)
 			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
 			fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
-			before, after := s.guardOrder(lt, res, strings.Join(sel, " UNION ALL ")) // the order (guard_order_postgres.go), around the probe
 			keys = "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(" + pgOrderKeys + ")"
-			locked.WriteString(before + "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
-				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n" + after)
+			probe := "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
+				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n"
+			before, after := s.guardOrder(lt, res, strings.Join(sel, " UNION ALL "), probe) // the order (guard_order_postgres.go), around the probe
+			locked.WriteString(before + probe + after)
 		}
 		return `	IF ` + pgProved(s.lockName(), plan.Records, rows) + ` THEN
 		RETURN NULL; -- only what the plugin's fence proved (pgProof)
