@@ -43,7 +43,9 @@ func TestGuardChecksTheRowAsStored(t *testing.T) {
 			} else {
 				require.NoError(t, plain.Exec(`CREATE FUNCTION ol_test_route() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.qty = 99 THEN NEW.gd_order_id := 1; END IF; RETURN NEW; END $$;
 					CREATE TRIGGER ol_test_route BEFORE INSERT ON gd_lines FOR EACH ROW EXECUTE PROCEDURE ol_test_route()`).Error)
-				t.Cleanup(func() { plain.Exec(`DROP TRIGGER IF EXISTS ol_test_route ON gd_lines; DROP FUNCTION IF EXISTS ol_test_route()`) })
+				t.Cleanup(func() {
+					plain.Exec(`DROP TRIGGER IF EXISTS ol_test_route ON gd_lines; DROP FUNCTION IF EXISTS ol_test_route()`)
+				})
 			}
 			err = plain.Exec(`INSERT INTO gd_lines (id, gd_order_id, qty) VALUES (90, 2, 99)`).Error
 			require.True(t, refusedByGuard(err, "gd_orders", "1"), "routed into the held root: %v", err)
