@@ -8,8 +8,8 @@ import (
 	"gorm.io/gorm"
 )
 
-// The guard on MySQL/MariaDB (docs/guard.md): per guarded table, BEFORE
-// INSERT, UPDATE and DELETE row triggers that spell the row's record and
+// The guard on MySQL/MariaDB (docs/guard.md): per guarded table, AFTER
+// INSERT and UPDATE and BEFORE DELETE row triggers that spell the row's record and
 // call the shared procedure, which reads the record's key row LOCK IN
 // SHARE MODE (held until the transaction ends: the fence) and SIGNALs
 // SQLSTATE OL423 when another session holds it. Foreign key actions fire
@@ -177,15 +177,22 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan) (names []string, stmts []string)
 		}
 	}
 	table := s.Quote(plan.Table)
+	// INSERT and UPDATE are checked AFTER the row is written: a BEFORE
+	// trigger sees an AUTO_INCREMENT key as 0 and may run before the
+	// schema's own BEFORE triggers change the row, so the row it checks
+	// would not be the row stored. An AFTER trigger's SIGNAL still rolls
+	// the statement back (InnoDB). DELETE stays BEFORE: the cascade's
+	// children must be read before InnoDB removes them. The names keep
+	// their suffixes, so that a new version replaces the old triggers.
 	for _, tg := range []struct {
-		suffix, event string
-		body          []string
-	}{{"_bi", "INSERT", ins}, {"_bu", "UPDATE", upd}, {"_bd", "DELETE", del}} {
+		suffix, when, event string
+		body                []string
+	}{{"_bi", "AFTER", "INSERT", ins}, {"_bu", "AFTER", "UPDATE", upd}, {"_bd", "BEFORE", "DELETE", del}} {
 		if len(tg.body) == 0 {
 			continue
 		}
 		names = append(names, base+tg.suffix)
-		stmts = append(stmts, "CREATE TRIGGER "+s.Quote(base+tg.suffix)+" BEFORE "+tg.event+" ON "+table+
+		stmts = append(stmts, "CREATE TRIGGER "+s.Quote(base+tg.suffix)+" "+tg.when+" "+tg.event+" ON "+table+
 			" FOR EACH ROW BEGIN /* offlinelock guard {version} */ "+strings.Join(tg.body, " ")+" END")
 	}
 	return names, stmts
