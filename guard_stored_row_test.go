@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,47 @@ func TestGuardChecksTheRowAfterUserTriggers(t *testing.T) {
 	assert.Equal(t, GdLine{ID: 11, GdOrderID: 1, Qty: 99}, lineOf(t, db, 11))
 	require.NoError(t, m.Exec("UPDATE `gd_lines` SET qty = 99 WHERE id = 10").Error, "martin's update routed into his order")
 	assert.Equal(t, GdLine{ID: 10, GdOrderID: 1, Qty: 99}, lineOf(t, db, 10))
+}
+
+// TestGuardRefusesUnderATemporaryLockTable: a user with only DML on the
+// business tables and CREATE TEMPORARY TABLES hides the lock table from
+// its session with an empty one of the same name and shape. The guard
+// notices (the lock table's seal index is missing) and refuses every
+// write of a guarded table in that session, with the rows unchanged;
+// once the temporary table is gone, its free writes land again.
+func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
+	db, p := gdSetup(t, mysqlDB(), offlinelock.Config{})
+	var dbName string
+	require.NoError(t, db.Raw(`SELECT DATABASE()`).Scan(&dbName).Error)
+	user := "ol_f_app_" + randomHex(4)
+	for _, s := range []string{"CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw'",
+		"GRANT SELECT, INSERT, UPDATE, DELETE ON `" + dbName + "`.gd_customers TO '" + user + "'@'%'",
+		"GRANT CREATE TEMPORARY TABLES ON `" + dbName + "`.* TO '" + user + "'@'%'"} {
+		require.NoError(t, execRaw(t, db, s))
+	}
+	t.Cleanup(func() { execRaw(t, db, "DROP USER '"+user+"'@'%'") })
+	other, err := sql.Open("mysql", user+":pw@tcp(127.0.0.1:3306)/"+dbName)
+	require.NoError(t, err)
+	defer other.Close()
+	other.SetMaxOpenConns(1) // the temporary table lives on one connection
+	shadow := "`" + dbName + "`.`" + p.TableName() + "`"
+	_, err = other.Exec("CREATE TEMPORARY TABLE " + shadow + " (resource VARBINARY(512) NOT NULL, lock_id VARBINARY(1020) NOT NULL, holder VARBINARY(1020) NOT NULL, " +
+		"access VARCHAR(5), session VARBINARY(1020), user_name VARCHAR(255), acquired_at DATETIME(6), expires_at DATETIME(6), PRIMARY KEY (resource, lock_id, holder), KEY (expires_at))")
+	require.NoError(t, err)
+
+	for _, id := range []int{129, 130} {
+		_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = ?", id)
+		require.Error(t, err, "customer %d under a temporary lock table", id)
+		assert.Contains(t, err.Error(), "Error 1644 (OL423): offlinelock: the lock table is hidden by a temporary table")
+	}
+	customerUnchanged(t, db)
+	assert.Equal(t, 100, countRows(t, db, "SELECT credit FROM gd_customers WHERE id = 130"))
+
+	_, err = other.Exec("DROP TEMPORARY TABLE " + shadow)
+	require.NoError(t, err)
+	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 130")
+	require.NoError(t, err, "a free record, the temporary table gone")
+	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 129")
+	assert.True(t, refusedByGuard(err, "gd_customers", "129"), "want the guard's refusal of gd_customers 129, got %v", err)
+	require.NoError(t, as(db, martin).Model(&GdCustomer{ID: 129}).Update("credit", 110).Error, "the holder's write")
 }

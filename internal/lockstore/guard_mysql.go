@@ -1,7 +1,9 @@
 package lockstore
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"regexp"
 	"strings"
 
@@ -61,6 +63,14 @@ const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return s.withGuardLock(c, func(c Conn) error {
+		seal, err := s.sealIndex(c)
+		if err != nil {
+			return err
+		}
+		// Reading the lock table with IGNORE INDEX (seal) fails (1176) where
+		// its name resolves to a session's TEMPORARY table, which lacks the
+		// seal: the procedure then refuses the write.
+		pk := mysqlPK + " IGNORE INDEX (" + s.Quote(seal) + ")"
 		mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
 		body := `(res VARBINARY(512), id VARBINARY(1020))
 COMMENT '{version}'
@@ -74,20 +84,21 @@ offlinelock: BEGIN
 	DECLARE fenced BOOL DEFAULT @@session.max_join_size & 1 = 1 AND @@session.max_join_size < 1152921504606846976;
 	DECLARE msg VARCHAR(128) CHARACTER SET utf8mb4;
 	DECLARE EXIT HANDLER FOR 1146 BEGIN END; -- no lock table, no locks
+	DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table';
 	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
 	IF id IS NULL THEN
 		LEAVE offlinelock;
 	END IF;
 	IF fenced THEN -- the plugin checks this write again, row-locked, before commit
-		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
 			WHERE resource = res AND lock_id = id AND holder = '';
 	ELSE -- the guard is the fence: the key row stays as it is until the transaction ends
-		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
 			WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
 	END IF;
 	IF a = 'read' THEN
 		SET a = NULL;
-		SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
+		SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
 			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > UTC_TIMESTAMP(6) AND ` + mine("session") + ` <> me
 			ORDER BY holder LIMIT 1 ` + mysqlShare + `;
 	ELSEIF a = 'write' AND (until <= UTC_TIMESTAMP(6) OR ` + mine("s") + ` = me) THEN
@@ -109,6 +120,25 @@ END`
 		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody()) == nil)
 		return nil
 	})
+}
+
+// sealIndex names the lock table's seal: its expires_at index, renamed
+// once, by the first node to install this guard, to a name with 64
+// random bits. A user without privileges on the lock table cannot learn
+// it, so a TEMPORARY table it creates under the lock table's name lacks
+// it. Renaming an index changes only metadata.
+func (s *mysqlStore) sealIndex(c Conn) (string, error) {
+	prefix := s.guardPrefix() + "_seal_"
+	have, err := queryStrings(c, `SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME LIKE ? ORDER BY INDEX_NAME LIMIT 1`,
+		s.lockName(), strings.ReplaceAll(prefix, "_", `\_`)+"%")
+	if err != nil || len(have) == 1 {
+		return strings.Join(have, ""), err
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := prefix + hex.EncodeToString(b)
+	_, err = c.Exec("ALTER TABLE " + s.table + " RENAME INDEX " + s.index("expires") + " TO " + s.Quote(name))
+	return name, err
 }
 
 // installRoutine creates routine name of kind (PROCEDURE or FUNCTION)
