@@ -610,13 +610,14 @@ func TestGuardInstallConcurrentAndUpgrade(t *testing.T) {
 			for range 4 {
 				assert.NoError(t, <-errs)
 			}
-			// An older version: its marks say so; the next install replaces it.
+			// An older version: its marks say so; the next install replaces it
+			// (on MySQL, an older version's UPDATE trigger ran BEFORE).
 			if d.name == "postgres" {
 				require.NoError(t, rawOn(`DO $$ DECLARE f regprocedure; BEGIN FOR f IN SELECT t.tgfoid::regprocedure FROM pg_trigger t WHERE t.tgrelid = 'gd_customers'::regclass AND t.tgname LIKE 'ol%\_upd' LOOP EXECUTE format('COMMENT ON FUNCTION %s IS %L', f, 'offlinelock guard 0000'); EXECUTE format('CREATE OR REPLACE FUNCTION %s RETURNS trigger LANGUAGE plpgsql AS $b$ BEGIN RETURN NULL; END $b$', f); END LOOP; END $$`)(t, db, p))
 			} else {
 				var name string
-				require.NoError(t, plainGORM(t, db).Raw(`SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'gd_customers' AND ACTION_TIMING = 'AFTER' AND EVENT_MANIPULATION = 'UPDATE'`).Scan(&name).Error)
-				require.NoError(t, rawOn("CREATE OR REPLACE TRIGGER `"+name+"` AFTER UPDATE ON gd_customers FOR EACH ROW BEGIN /* offlinelock guard 0000 */ END")(t, db, p))
+				require.NoError(t, plainGORM(t, db).Raw(`SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'gd_customers' AND EVENT_MANIPULATION = 'UPDATE' AND TRIGGER_NAME LIKE 'ol%\\_bu'`).Scan(&name).Error)
+				require.NoError(t, rawOn("CREATE OR REPLACE TRIGGER `"+name+"` BEFORE UPDATE ON gd_customers FOR EACH ROW BEGIN /* offlinelock guard 0000 */ END")(t, db, p))
 			}
 			require.NoError(t, rawOn(fmt.Sprintf("UPDATE `gd_customers` SET credit = 100 WHERE id = %d", 129))(t, db, p), "the old version let it through")
 			require.NoError(t, p.InstallGuard(db))

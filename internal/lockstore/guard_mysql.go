@@ -1,15 +1,17 @@
 package lockstore
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"regexp"
 	"strings"
 
 	"gorm.io/gorm"
 )
 
-// The guard on MySQL/MariaDB (docs/guard.md): per guarded table, BEFORE
-// INSERT, UPDATE and DELETE row triggers that spell the row's record and
+// The guard on MySQL/MariaDB (docs/guard.md): per guarded table, AFTER
+// INSERT and UPDATE and BEFORE DELETE row triggers that spell the row's record and
 // call the shared procedure, which reads the record's key row LOCK IN
 // SHARE MODE (held until the transaction ends: the fence) and SIGNALs
 // SQLSTATE OL423 when another session holds it. Foreign key actions fire
@@ -61,7 +63,11 @@ const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return s.withGuardLock(c, func(c Conn) error {
-		body := s.checkBody()
+		seal, err := s.sealIndex(c)
+		if err != nil {
+			return err
+		}
+		body := s.checkBody(seal)
 		if err := s.installRoutine(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil {
 			return err
 		}
@@ -73,8 +79,11 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 }
 
 // checkBody is the guard's procedure: it refuses a write of record (res,
-// id) another session holds.
-func (s *mysqlStore) checkBody() string {
+// id) another session holds. It reads the lock table with IGNORE INDEX
+// (seal), which fails (1176) where the name resolves to a session's
+// TEMPORARY table, which lacks the seal: the procedure then refuses.
+func (s *mysqlStore) checkBody(seal string) string {
+	pk := mysqlPK + " IGNORE INDEX (" + s.Quote(seal) + ")"
 	mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
 	return `(res VARBINARY(512), id VARBINARY(1020))
 COMMENT '{version}'
@@ -88,22 +97,23 @@ offlinelock: BEGIN
 	DECLARE fenced BOOL DEFAULT @@session.max_join_size & 1 = 1 AND @@session.max_join_size < 1152921504606846976;
 	DECLARE msg VARCHAR(128) CHARACTER SET utf8mb4;
 	DECLARE EXIT HANDLER FOR 1146 BEGIN END; -- no lock table, no locks
+	DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table';
 	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
 	IF id IS NULL THEN
 	LEAVE offlinelock;
 	END IF;
 	IF fenced THEN -- the plugin checks this write again, row-locked, before commit
-	SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
-		WHERE resource = res AND lock_id = id AND holder = '';
+		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
+			WHERE resource = res AND lock_id = id AND holder = '';
 	ELSE -- the guard is the fence: the key row stays as it is until the transaction ends
-	SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
-		WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
+		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
+			WHERE resource = res AND lock_id = id AND holder = '' ` + mysqlShare + `;
 	END IF;
 	IF a = 'read' THEN
-	SET a = NULL;
-	SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + mysqlPK + `
-		WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > UTC_TIMESTAMP(6) AND ` + mine("session") + ` <> me
-		ORDER BY holder LIMIT 1 ` + mysqlShare + `;
+		SET a = NULL;
+		SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
+			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > UTC_TIMESTAMP(6) AND ` + mine("session") + ` <> me
+			ORDER BY holder LIMIT 1 ` + mysqlShare + `;
 	ELSEIF a = 'write' AND (until <= UTC_TIMESTAMP(6) OR ` + mine("s") + ` = me) THEN
 	SET a = NULL;
 	ELSEIF a <> 'write' THEN
@@ -115,6 +125,31 @@ offlinelock: BEGIN
 	SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
 	END IF;
 END`
+}
+
+// sealIndex names the lock table's seal: its expires_at index, renamed
+// once, by the first node to install this guard, to a name with 64
+// random bits. A user without privileges on the lock table cannot learn
+// it, so a TEMPORARY table it creates under the lock table's name lacks
+// it. Renaming an index changes only metadata.
+func (s *mysqlStore) sealIndex(c Conn) (string, error) {
+	name, err := s.sealName(c)
+	if err != nil || name != "" {
+		return name, err
+	}
+	prefix := s.guardPrefix() + "_seal_"
+	b := make([]byte, 8)
+	rand.Read(b)
+	name = prefix + hex.EncodeToString(b)
+	_, err = c.Exec("ALTER TABLE " + s.table + " RENAME INDEX " + s.index("expires") + " TO " + s.Quote(name))
+	return name, err
+}
+
+// sealName is the seal's name (sealIndex), or "" before the first install.
+func (s *mysqlStore) sealName(c Conn) (string, error) {
+	have, err := queryStrings(c, `SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME LIKE ? ORDER BY INDEX_NAME LIMIT 1`,
+		s.lockName(), strings.ReplaceAll(s.guardPrefix()+"_seal_", "_", `\_`)+"%")
+	return strings.Join(have, ""), err
 }
 
 // installRoutine creates routine name of kind (PROCEDURE or FUNCTION)
@@ -177,7 +212,11 @@ func (s *mysqlStore) routineState(c Conn, kind, name, body string) (string, erro
 func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 	c = s.observed(c)
 	for _, r := range [][2]string{{"PROCEDURE", s.guardPrefix() + "_check"}, {"FUNCTION", s.fenceName()}} {
-		body := s.checkBody()
+		seal, err := s.sealName(c)
+		if err != nil || seal == "" {
+			return GuardDropped, err
+		}
+		body := s.checkBody(seal)
 		if r[0] == "FUNCTION" {
 			body = s.fenceBody()
 		}
