@@ -105,6 +105,7 @@ type state struct {
 	required    []key             // writes: keys whose Write lock must still hold at commit
 	bulk        int64             // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool              // writes: required only if the write changed a row
+	keyless     bool              // creates: a row without its key, which the database generates
 	folded      bool              // writes: the fence is in the write's own WHERE (fence.go)
 	foldRefuses bool              // writes: and it refuses with an error (lockstore.FenceCall)
 	upsertFence clause.Expression // upserts: the fence folded into the UPDATE part (fence.go)

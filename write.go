@@ -284,7 +284,10 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byK
 		rows = append(rows, pkRow{k, m.sqlValues(vs)})
 	}
 	if op == opCreate {
-		return rows, true, nil // new rows without a key need no lock
+		// New rows without a key need no lock, but their generated key
+		// may be one another session reserved: the fence looks (keyless).
+		st.keyless = !complete || len(rows) == 0
+		return rows, true, nil
 	}
 	if known && len(rows) > 0 && complete && !callerWhere(stmt) {
 		return rows, true, nil
@@ -444,6 +447,26 @@ func upserts(stmt *gorm.Statement) bool {
 	return ok && !c.DoNothing && (c.UpdateAll || len(c.DoUpdates) > 0)
 }
 
+// checkGeneratedKeys refuses a create whose rows got, from the database,
+// a key another session holds (reserved with Acquire before the row
+// existed): the rows had no key when the write was checked.
+func (p *Plugin) checkGeneratedKeys(db *gorm.DB, st *state) error {
+	vals, _, _ := valueRows(db, db.Statement.ReflectValue, st.m.pk)
+	keys := make([]key, 0, len(vals))
+	for _, vs := range vals {
+		k, err := st.m.keyOf(vs)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	_, _, err := st.t.check(direct(db), keys, st.owner, false)
+	return err
+}
+
 // fence is the last check before the write commits: the session must still
 // hold a valid Write lock on every row it changed. On PostgreSQL the key
 // rows are row-locked until commit, so a takeover of an expired lock either
@@ -453,6 +476,12 @@ func (p *Plugin) fence(db *gorm.DB) {
 	st := stateOf(db)
 	if st == nil || p.refusedAtFence(db, st) || db.Error != nil {
 		return
+	}
+	if st.keyless && st.op == opCreate {
+		if err := p.checkGeneratedKeys(db, st); err != nil {
+			st.fail(db, err)
+			return
+		}
 	}
 	if st.bulk >= 0 && db.Statement.RowsAffected > st.bulk {
 		st.fail(db, fmt.Errorf("%w: the %s of %s changed %d rows, but only %d were checked; a row began to match during the write",

@@ -11,6 +11,7 @@ package offlinelock_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,7 +390,27 @@ func TestCreatingNewRowsNeedsNoLock(t *testing.T) {
 		_, err := p.Acquire(as(db, david), &Doc{ID: 42}, offlinelock.Write)
 		require.NoError(t, err)
 		require.ErrorIs(t, as(db, martin).Create(&Doc{ID: 42}).Error, offlinelock.ErrLocked)
-		require.ErrorIs(t, as(db, martin).Create(&Doc{}).Error, nil)
+	})
+}
+
+// TestKeylessCreateOntoAReservedKey: a Create without a key whose
+// generated key another session reserved with Acquire is refused, on
+// every database, and leaves no row.
+func TestKeylessCreateOntoAReservedKey(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		first := Doc{Title: "first"}
+		require.NoError(t, as(db, martin).Create(&first).Error)
+		next := first.ID + 1
+		_, err := p.Acquire(as(db, david), &Doc{ID: next}, offlinelock.Write)
+		require.NoError(t, err)
+		err = as(db, martin).Create(&Doc{Title: "keyless"}).Error
+		var le *offlinelock.LockedError
+		require.ErrorAs(t, err, &le)
+		require.Equal(t, strconv.FormatUint(uint64(next), 10), le.ID)
+		var n int64
+		require.NoError(t, admin(db).Model(&Doc{}).Where("title = ?", "keyless").Count(&n).Error)
+		require.Zero(t, n, "refused: no row remains")
+		require.NoError(t, as(db, david).Create(&Doc{Title: "the holder's"}).Error, "the holder may create it")
 	})
 }
 
