@@ -21,6 +21,7 @@ import (
 type postgresStore struct {
 	*sqlStore
 	grantOne, grantMany string // the Write grants, bound, built once
+	grantManyOrdered    string // grantMany taking its order locks first (guard_order_postgres.go)
 
 	heldWrite, heldRead, fenceSQL string // conditions added to loads and writes, built once
 	grantOneCTE                   string // grantPrefix's grant, unbound
@@ -49,6 +50,9 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s.identity = `(SELECT set_config('offlinelock.session', ?, true)) IS NOT NULL`
 	s.grantOne = dollarBind(s.writeGrantOne(grantReturning, "?"))
 	s.grantMany = dollarBind(s.writeGrant(grantReturning))
+	s.grantManyOrdered = dollarBind(`WITH offlinelock_order AS (SELECT ` +
+		s.orderLocks("pg_advisory_xact_lock", "SELECT * FROM unnest(?::text[], ?::text[])") + ` AS n) ` +
+		strings.Replace(s.writeGrant(grantReturning), " ORDER BY k.ord", " WHERE (SELECT n FROM offlinelock_order) >= 0 ORDER BY k.ord", 1))
 	// The load's statement is GORM's, and GORM's log shows its arguments:
 	// the hash goes as bytes, which it shows as <binary>.
 	s.grantOneCTE = s.writeGrantOne("1", "encode(?::bytea, 'hex')")
@@ -261,7 +265,9 @@ RETURNING ` + returning
 // holders.
 func (s *postgresStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
-	if len(keys) > 1 && s.ordered.Load() {
+	if len(keys) > 1 && s.ordered.Load() && access != Write {
+		// Write grants take their order locks in their own statement
+		// (grantManyOrdered): no round trip more.
 		var got map[Key]Granted
 		err := c.inTx(func(c Conn) error {
 			err := s.orderKeys(c, keys)
@@ -295,6 +301,9 @@ func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duratio
 	// columns come back, the rest is known (decoding ten columns per row
 	// is measurable beside a one-row upsert).
 	q, args := s.grantMany, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
+	if s.ordered.Load() {
+		q, args = s.grantManyOrdered, []any{resources, ids, o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
+	}
 	if len(keys) == 1 {
 		q, args = s.grantOne, []any{keys[0].Resource, keys[0].ID, o.Session, o.User, sent[0], ttl.Microseconds()}
 	}
