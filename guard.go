@@ -537,8 +537,8 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 		return nil, err
 	}
 	up, err := b.memberRecord(parent, parent.Root.Column, ptypes, depth+1)
-	if err != nil {
-		return nil, err
+	if err != nil || up == nil {
+		return nil, err // a table up the chain does not exist yet: guarded when it does
 	}
 	from, err := b.g.QualifiedName(b.c, parent.Table)
 	if err != nil {
@@ -588,7 +588,7 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 		return nil, err
 	}
 	up, err := b.memberRecord(s, s.Root.Column, mtypes, 1)
-	if err != nil {
+	if err != nil || up == nil {
 		return nil, err
 	}
 	from, err := b.g.QualifiedName(b.c, s.Table)
