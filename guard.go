@@ -122,15 +122,29 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 }
 
 // guardOf is what this plugin knows of the guard on db's database: one
-// state per database (per *gorm.Config, which each gorm.Open makes), so
+// state per database (databaseOf), so
 // that one Plugin registered on several databases installs and tracks the
 // guard on each.
 func (p *Plugin) guardOf(db *gorm.DB) *guardState {
-	if gs, ok := p.guards.Load(db.Config); ok {
+	k := databaseOf(db)
+	if gs, ok := p.guards.Load(k); ok {
 		return gs.(*guardState)
 	}
-	gs, _ := p.guards.LoadOrStore(db.Config, &guardState{})
+	gs, _ := p.guards.LoadOrStore(k, &guardState{})
 	return gs.(*guardState)
+}
+
+// databaseOf names db's database for the plugin's per-database state: its
+// *sql.DB, under GORM's prepared-statement wrapper, or the connection pool
+// gorm.Open was given. Not db.Config: every Session copies it.
+func databaseOf(db *gorm.DB) any {
+	pool := db.Config.ConnPool
+	if c, ok := pool.(gorm.GetDBConnector); ok {
+		if sqlDB, err := c.GetDBConn(); err == nil && sqlDB != nil {
+			return sqlDB
+		}
+	}
+	return pool
 }
 
 // forgetGuards makes the next ensureGuards look at db's database again: a

@@ -99,7 +99,7 @@ type Plugin struct {
 
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 	chains    chainCache   // whether a callback chain is GORM's and the plugin's alone
-	guards    sync.Map     // *gorm.Config → *guardState: which tables carry the database guard, per database (guard.go)
+	guards    sync.Map     // databaseOf → *guardState: which tables carry the database guard, per database (guard.go)
 
 	initErr atomic.Pointer[error] // why Initialize failed: every statement on a lockable table and every call fails with it
 }
