@@ -273,9 +273,7 @@ func (p *Plugin) guardTable(db *gorm.DB, m *model, wait bool) {
 // outside the caller's transaction, and out of its statement log (its
 // DDL is the plugin's once-only work, not the statement's).
 func (p *Plugin) guardSession(db *gorm.DB) *gorm.DB {
-	// The caller's context without its cancellation: its trace, so that
-	// an install on a statement's way shows under it.
-	return p.background(db).Session(&gorm.Session{Logger: logger.Discard, Context: context.WithoutCancel(ctxOf(db))})
+	return p.background(db).Session(&gorm.Session{Logger: logger.Discard})
 }
 
 func (p *Plugin) logGuardError(db *gorm.DB, m *model, err error) {
