@@ -192,10 +192,6 @@ func (p *Plugin) start(db *gorm.DB, m *model, op opKind) *state {
 		return nil
 	}
 	p.guardLazily(db, m)
-	if err := p.guardMembers(db, st.t, m); err != nil {
-		st.fail(db, err)
-		return nil
-	}
 	if st.owner, err = ownerOf(db); err != nil {
 		p.tel.refused(ctxOf(db), db, modeImplicit, m.accessFor(op), m.lockResource(), err)
 		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))

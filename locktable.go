@@ -99,25 +99,6 @@ func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, m *model, k key) error
 			return err
 		}
 		p.guardLazily(db, m)
-		if err := p.guardMembers(db, t, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// guardMembers remembers and guards the known members of root m before a
-// lock of m is granted: a member table created after db.Use, without
-// Config.Models, is otherwise guarded only when a statement first uses it.
-func (p *Plugin) guardMembers(db *gorm.DB, t lockStore, m *model) error {
-	if m.root != nil {
-		return nil
-	}
-	for _, mm := range p.reg.membersOf(m) {
-		if err := p.rememberModel(db, t, mm); err != nil {
-			return err
-		}
-		p.guardLazily(db, mm)
 	}
 	return nil
 }

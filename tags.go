@@ -229,33 +229,8 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 		if m.lockable {
 			r.storeTable(m)
 		}
-		// A root's members are usually its associations: learn them with
-		// it, so that their tables are guarded before the root's first
-		// lock, though no statement has used them yet (guard.go).
-		for _, rel := range s.Relationships.Relations {
-			if rel.FieldSchema != nil && rel.FieldSchema != s && (rel.Type == schema.HasMany || rel.Type == schema.HasOne) {
-				r.modelOf(rel.FieldSchema, namer)
-			}
-		}
 	}
 	return m
-}
-
-// membersOf lists the known members whose root chain reaches m's table.
-func (r *registry) membersOf(m *model) []*model {
-	var out []*model
-	r.tables.Range(func(_, v any) bool {
-		mm := v.(*model)
-		for cur, depth := mm, 0; cur != nil && cur.root != nil && depth <= 8; depth++ { // 8: the deepest chain guard.go spells
-			if strings.EqualFold(cur.root.table, m.table) {
-				out = append(out, mm)
-				break
-			}
-			cur = r.tableModel(cur.root.table)
-		}
-		return true
-	})
-	return out
 }
 
 // parseModel reads the lock tags of s. Errors name the model and the field.
