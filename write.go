@@ -460,11 +460,7 @@ func (p *Plugin) checkGeneratedKeys(db *gorm.DB, st *state) error {
 		}
 		keys = append(keys, k)
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	_, _, err := st.t.check(direct(db), keys, st.owner, false)
-	return err
+	return refuseOthers(db, st, keys)
 }
 
 // fence is the last check before the write commits: the session must still
@@ -757,6 +753,12 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 		}
 		keys = append(keys, k)
 	}
+	return refuseOthers(db, st, keys)
+}
+
+// refuseOthers returns the *LockedError of the first of keys another
+// session holds, or nil: a key nobody holds, or the session's, is fine.
+func refuseOthers(db *gorm.DB, st *state, keys []key) error {
 	if len(keys) == 0 {
 		return nil
 	}
