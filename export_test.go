@@ -64,3 +64,12 @@ func SQLiteCachedStatements(p *Plugin, db *gorm.DB) ([]string, error) {
 	}
 	return lockstore.SQLiteCachedStatements(t.Store), nil
 }
+
+// GuardKeyOf is the guard's key p read for db's database (MySQL/MariaDB):
+// what tests that write as the plugin would, by hand, key their marks with.
+func GuardKeyOf(p *Plugin, db *gorm.DB) string { return p.guardOf(db).key() }
+
+// IdentityStatement is the statement that gives a PostgreSQL transaction
+// a writer's identity, signed in the database: its one $1 is the claim
+// ("f:" or "s:" and the session).
+func IdentityStatement(p *Plugin) string { return p.pgIdentityStatement }

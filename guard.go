@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
@@ -37,6 +38,34 @@ type guardState struct {
 	routine bool                     // the shared routine is installed, this process
 	tables  map[string]string        // table (lower case) → the version installed
 	pending map[string]chan struct{} // tables being guarded in the background: closed when done
+	guardKey atomic.Pointer[string]  // the guard's key on MySQL/MariaDB, which the identity's mark is keyed with (loadGuardKey)
+}
+
+// key is the guard's key, or "" while it is not known (no guard: a mark
+// no guard reads).
+func (gs *guardState) key() string {
+	if k := gs.guardKey.Load(); k != nil {
+		return *k
+	}
+	return ""
+}
+
+// loadGuardKey reads the guard's key of db's database, for the identity's
+// mark on MySQL/MariaDB (PostgreSQL signs in the database itself).
+func (p *Plugin) loadGuardKey(db *gorm.DB, c conn) error {
+	if db.Dialector.Name() != "mysql" || p.cfg.DisableGuard {
+		return nil
+	}
+	t, err := p.storeFor(db)
+	if err != nil || t.caps.Guard == nil {
+		return err
+	}
+	key, err := t.caps.Guard.GuardKey(c)
+	if err != nil && !tableGone(err) {
+		return fmt.Errorf("offlinelock: reading the guard's key: %w%s", err, lockstore.OwnerHint(err))
+	}
+	p.guardOf(db).guardKey.Store(&key)
+	return nil
 }
 
 // guardOn reports whether db's database is guarded: the store can, and
@@ -74,6 +103,9 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 	if !gs.routine {
 		if err := g.InstallGuardRoutine(c); err != nil {
 			return guardInstallError("the guard routine", err)
+		}
+		if err := p.loadGuardKey(db, c); err != nil {
+			return err
 		}
 		gs.routine = true
 	}

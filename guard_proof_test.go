@@ -30,7 +30,7 @@ func TestGuardProofCoversOnlyWhatTheFenceProved(t *testing.T) {
 		c := tx.Statement.ConnPool.(*sql.Tx)
 		_, err := c.Exec(`SAVEPOINT proof`)
 		require.NoError(t, err)
-		if _, err = c.Exec(`SELECT set_config('offlinelock.session', $1, true)`, "f:"+session); err == nil {
+		if _, err = c.Exec(offlinelock.IdentityStatement(p), "f:"+session); err == nil {
 			_, err = c.Exec(update)
 		}
 		if err != nil {
@@ -110,9 +110,9 @@ func TestMySQLFenceProofCoversOnlyWhatTheFenceProved(t *testing.T) {
 	// raw writes on tx's connection, in a savepoint, so that a refusal
 	// leaves tx usable; blank says whether the statement carries the blank.
 	raw := func(blank bool, update string) (int, error) {
-		prefix := lockstore.MariaDBIdentityPrefix(martin.Session, true)
+		prefix := lockstore.MariaDBIdentityPrefix(offlinelock.GuardKeyOf(p, db), martin.Session, true)
 		if !blank {
-			prefix = "SET STATEMENT max_join_size=" + strconv.FormatUint(lockstore.SessionMark(martin.Session, true), 10) + " FOR "
+			prefix = "SET STATEMENT max_join_size=" + strconv.FormatUint(lockstore.SessionMark(offlinelock.GuardKeyOf(p, db), martin.Session, true), 10) + " FOR "
 		}
 		return calls(func() error {
 			_, err := c.Exec(`SAVEPOINT proof`)

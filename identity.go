@@ -33,11 +33,10 @@ import (
 //     derived from the session (sessionMark); a limit of 2^59 rows changes
 //     no plan.
 //
-// The identity is not a credential: any client that knows a session id can
-// claim it, as it can on any connection. The guard protects holders from
-// mistakes and from code paths that never ask, not from a client that
-// impersonates a session on purpose; database privileges are the boundary
-// for that (docs/guard.md).
+// The identity is keyed with the guard's key (internal/lockstore's
+// guard_key.go), which only a role that may read the lock table's catalog
+// can use: a client with DML on the business tables alone cannot claim a
+// session, however well it knows the session's id (docs/guard.md).
 
 // identityClauses are the clauses whose builders carry the identity.
 var identityClauses = []string{"WHERE", "INSERT", "UPDATE", "DELETE", "VALUES", "ON CONFLICT", "RETURNING"}
@@ -87,7 +86,7 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 				} else {
 					b.WriteString(" RETURNING ")
 				}
-				clause.Expr{SQL: lockstore.PostgresSetIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
+				clause.Expr{SQL: p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
 				b.WriteString(" AS offlinelock_identity")
 			}
 		case name == "WHERE" && stmt.Dialector.Name() == "postgres":
@@ -99,15 +98,16 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			b.WriteString("WHERE (")
 			where.Build(b)
 			b.WriteString(") AND ")
-			clause.Expr{SQL: lockstore.PostgresSetIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
+			clause.Expr{SQL: p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
 			b.WriteString(" IS NOT NULL")
 		case stmt.Dialector.Name() == "mysql" && (name == "INSERT" || name == "UPDATE" || name == "DELETE"):
+			key := p.guardOf(stmt.DB).key()
 			if lockstore.IsMariaDB(p.my.Store) {
-				b.WriteString(lockstore.MariaDBIdentityPrefix(session, fenced))
+				b.WriteString(lockstore.MariaDBIdentityPrefix(key, session, fenced))
 				build(c, b)
 				return
 			}
-			hint := lockstore.MySQLIdentityHint(session, fenced)
+			hint := lockstore.MySQLIdentityHint(key, session, fenced)
 			if name == "DELETE" {
 				b.WriteString("DELETE " + hint)
 				if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
@@ -189,7 +189,7 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 		if !lockstore.IsMariaDB(p.my.Store) || strings.Contains(strings.ToUpper(sql), ";") {
 			return
 		}
-		mark := lockstore.MariaDBIdentityPrefix(o.Session, false)
+		mark := lockstore.MariaDBIdentityPrefix(p.guardOf(db).key(), o.Session, false)
 		db.Statement.SQL.Reset()
 		db.Statement.SQL.WriteString(mark + sql)
 	case "postgres":
@@ -203,7 +203,7 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 			db.InstanceSet(rawTxKey, rawTx{pool: db.Statement.ConnPool})
 			db.Statement.ConnPool = tx.Statement.ConnPool
 		}
-		if _, err := direct(db).Exec(lockstore.PostgresSetIdentityStatement, lockstore.PostgresIdentity(o.Session, false)); err != nil {
+		if _, err := direct(db).Exec(p.pgIdentityStatement, lockstore.PostgresIdentity(o.Session, false)); err != nil {
 			db.AddError(err)
 		}
 	}

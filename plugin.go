@@ -97,6 +97,9 @@ type Plugin struct {
 	lite  lockStore  // and on SQLite
 	my    lockStore  // and on MySQL and MariaDB
 
+	pgIdentity          string // the identity's expression on PostgreSQL, signed in the database (lockstore.PostgresSetIdentity)
+	pgIdentityStatement string // and as a statement of its own
+
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 	chains    chainCache   // whether a callback chain is GORM's and the plugin's alone
 	guards    sync.Map     // databaseOf → *guardState: which tables carry the database guard, per database (guard.go)
@@ -139,6 +142,7 @@ func New(cfg Config) *Plugin {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
 	table, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
+	p.pgIdentity, p.pgIdentityStatement = lockstore.PostgresSetIdentity(catalog), lockstore.PostgresSetIdentityStatement(catalog)
 	p.pg = newTable(p, "postgresql", func(obs lockstore.Observer) lockstore.Store {
 		return lockstore.NewPostgres(table, seq, catalog, obs)
 	})
@@ -195,6 +199,9 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 			return err
 		}
 		if err := p.startGuard(db); err != nil {
+			return err
+		}
+		if err := p.loadGuardKey(db, direct(p.background(db))); err != nil {
 			return err
 		}
 	}

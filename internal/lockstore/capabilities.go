@@ -129,6 +129,10 @@ type Guard interface {
 	// InstallGuardRoutine creates or replaces the routine every guarded
 	// table's triggers call.
 	InstallGuardRoutine(c Conn) error
+	// GuardKey reads the guard's key (guard_key.go), which
+	// InstallGuardRoutine makes; "" before it did. Keep it secret: who
+	// has it can write past the guard as any session.
+	GuardKey(c Conn) (string, error)
 	// GuardTable creates or replaces plan's triggers, unless the table
 	// carries them at plan's version already. A table that does not exist
 	// is left alone (guarded before its first lock or write).

@@ -1,6 +1,9 @@
 package lockstore
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm/clause"
@@ -30,7 +33,7 @@ const fenceSQLState = "OL428"
 
 func (s *mysqlStore) fenceName() string { return s.guardPrefix() + "_fence" }
 
-func (s *mysqlStore) fenceBody() string {
+func (s *mysqlStore) fenceBody(key string) string {
 	return `(res VARBINARY(512), id VARBINARY(1020), me VARBINARY(1020), or_free TINYINT) RETURNS TINYINT
 COMMENT '{version}'
 NOT DETERMINISTIC READS SQL DATA
@@ -53,8 +56,8 @@ BEGIN
 		SET ok = other = 0;
 	END IF;
 	IF ok THEN
-		IF @@session.sql_select_limit = ` + proofBlank + ` THEN
-			SET SESSION sql_select_limit = ` + s.proofOf("res", "id") + `;
+		IF @@session.sql_select_limit = ` + fencedBlank(key) + ` THEN
+			SET SESSION sql_select_limit = ` + s.proofOf(proofKey(key), "res", "id") + `;
 		END IF;
 		RETURN 1;
 	END IF;
@@ -63,7 +66,7 @@ END`
 }
 
 // The fence's proof: a fenced write's statement carries sql_select_limit
-// = proofBlank in its SET STATEMENT (MariaDBIdentityPrefix), and the fence
+// = fencedBlank in its SET STATEMENT (MariaDBIdentityPrefix), and the fence
 // function, once it has share-locked the record's key row and found it the
 // writer's (or, or_free, no other session's), overwrites the blank with
 // proofOf(record). The server puts sql_select_limit back when the
@@ -76,28 +79,37 @@ END`
 // every write without a proof, is checked as before. Every value is at or
 // above 2^63, so no row limit the variable could set is ever reached.
 //
-// Like the session's mark, a proof is not a credential: a client that
-// writes one by hand skips the guard's check of that record, as one that
-// claims the holder's session passes it. The guard stops mistakes and
-// code paths that never ask, not a client bent on getting past it
-// (docs/guard.md).
-const proofBlank = "9223372036854775808" // 2^63, even: never a proof
+// Like the session's mark, a proof is keyed (guard_key.go): a client that
+// cannot read the guard's key cannot write one by hand.
+//
+// The blank is keyed too, and is what tells the guard's procedure that
+// the plugin fences the write itself (it then reads the key row without a
+// lock: fence.go holds no key row across a save's hooks): 2^63 plus 60
+// bits of SHA-256 of the key, shifted once (even: never a proof). A client
+// without the key cannot send it, so it cannot choose the read without a
+// lock, which an old REPEATABLE READ snapshot would pass.
+func fencedBlank(key string) string {
+	h := sha256.Sum256([]byte("offlinelock fenced\x00" + key))
+	return strconv.FormatUint(binary.BigEndian.Uint64(h[:8])>>4<<1|1<<63, 10)
+}
 
 // proofOf is the proof of the record (res, id) in this store's lock table,
-// as SQL: 2^63, plus 60 bits of SHA-256(lock table NUL res NUL id) shifted
-// left once, plus 1. The lock table is part of it because several lock
-// tables can guard one table side by side (docs/guard.md): a record one
-// lock table's fence proved may be another session's in the other, whose
-// triggers must still call their procedure.
-func (s *mysqlStore) proofOf(res, id string) string {
-	return "(CONV(LEFT(SHA2(CONCAT(" + sqlLiteral(s.lockName()) + ", 0x00, " + res + ", 0x00, " + id + "), 256), 15), 16, 10) << 1 | 9223372036854775809)"
+// as SQL: 2^63, plus 60 bits of SHA-256(proof key, lock table NUL res NUL
+// id) shifted left once, plus 1. The proof key (guard_key.go) makes it
+// something only the guard's own routines can compute. The lock table is
+// part of it because several lock tables can guard one table side by
+// side (docs/guard.md): a record one lock table's fence proved may be
+// another session's in the other, whose triggers must still call their
+// procedure.
+func (s *mysqlStore) proofOf(pk, res, id string) string {
+	return "(CONV(LEFT(SHA2(CONCAT(" + sqlLiteral(pk) + ", " + sqlLiteral(s.lockName()) + ", 0x00, " + res + ", 0x00, " + id + "), 256), 15), 16, 10) << 1 | 9223372036854775809)"
 }
 
 // unproved is the trigger's condition for calling the guard's procedure
 // on the record (res, id): the statement holds no proof of it. The first
 // test spares writes that carry no proof the hash.
-func (s *mysqlStore) unproved(res, id string) string {
-	return "(@@session.sql_select_limit >> 62 <> 2 OR NOT (@@session.sql_select_limit <=> " + s.proofOf(res, id) + "))"
+func (s *mysqlStore) unproved(pk, res, id string) string {
+	return "(@@session.sql_select_limit >> 62 <> 2 OR NOT (@@session.sql_select_limit <=> " + s.proofOf(pk, res, id) + "))"
 }
 
 // FenceCall: the fence function's call for a write of k by session, once

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"regexp"
 	"strings"
 
@@ -53,27 +54,33 @@ func (s *mysqlStore) Spell(k KeyKind, expr, colType string) string {
 	return text
 }
 
-// sessionMark is the number a session's statements carry as max_join_size
-// and the guard compares with the holder's: 2^59 plus 56 bits of the
-// session's SHA-256, so that it is never max_join_size's default nor any
-// limit a statement could reach. The procedure computes the same from the
-// lock table's session column.
-const sessionMarkSQL = "(CONV(LEFT(SHA2({s}, 256), 14), 16, 10) & 18446744073709551614 | 576460752303423488)"
+// sessionMarkSQL is the number a session's statements carry as
+// max_join_size and the guard compares with the holder's: 2^59 plus 55
+// bits of SHA-256(guard key || session), so that it is never
+// max_join_size's default nor any limit a statement could reach, and only
+// a client that can read the key can make it (guard_key.go). The procedure
+// computes it from the lock table's session column; SessionMark is the
+// same in Go.
+const sessionMarkSQL = "(CONV(LEFT(SHA2(CONCAT({k}, {s}), 256), 14), 16, 10) & 18446744073709551614 | 576460752303423488)"
 
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return s.withGuardLock(c, func(c Conn) error {
+		key, err := s.guardKeyIn(c, `INSERT IGNORE INTO `+s.catalog+` (name, spec) VALUES (?, ?)`)
+		if err != nil {
+			return err
+		}
 		seal, err := s.sealIndex(c)
 		if err != nil {
 			return err
 		}
-		body := s.checkBody(seal)
+		body := s.checkBody(seal, key)
 		if err := s.installRoutine(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil {
 			return err
 		}
 		// The fence function only saves the fence a statement: without it
 		// (a privilege the procedure did not need), the fence keeps its own.
-		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody()) == nil)
+		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody(key)) == nil)
 		return nil
 	})
 }
@@ -81,10 +88,17 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 // checkBody is the guard's procedure: it refuses a write of record (res,
 // id) another session holds. It reads the lock table with IGNORE INDEX
 // (seal), which fails (1176) where the name resolves to a session's
-// TEMPORARY table, which lacks the seal: the procedure then refuses.
-func (s *mysqlStore) checkBody(seal string) string {
+// TEMPORARY table, which lacks the seal: the procedure then refuses. It
+// reads the key row LOCK IN SHARE MODE, except when fenced: the trigger
+// found the keyed blank (fencedBlank) in the write's statement, which only
+// the plugin's fenced writes carry (it checks them again, row-locked,
+// before commit). Nothing a client without the key sends chooses the read
+// without a lock.
+func (s *mysqlStore) checkBody(seal, key string) string {
 	pk := mysqlPK + " IGNORE INDEX (" + s.Quote(seal) + ")"
-	mine := func(col string) string { return strings.ReplaceAll(sessionMarkSQL, "{s}", col) }
+	mine := func(col string) string {
+		return strings.NewReplacer("{k}", sqlLiteral(key), "{s}", col).Replace(sessionMarkSQL)
+	}
 	return `(res VARBINARY(512), id VARBINARY(1020))
 COMMENT '{version}'
 READS SQL DATA
@@ -94,7 +108,7 @@ offlinelock: BEGIN
 	DECLARE u VARCHAR(255) CHARACTER SET utf8mb4;
 	DECLARE since, until DATETIME(6);
 	DECLARE me BIGINT UNSIGNED DEFAULT @@session.max_join_size & 18446744073709551614;
-	DECLARE fenced BOOL DEFAULT @@session.max_join_size & 1 = 1 AND @@session.max_join_size < 1152921504606846976;
+	DECLARE fenced BOOL DEFAULT @offlinelock_fenced <=> 1; -- the trigger's reading of the keyed blank
 	DECLARE msg VARCHAR(128) CHARACTER SET utf8mb4;
 	DECLARE EXIT HANDLER FOR 1146 BEGIN END; -- no lock table, no locks
 	DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table';
@@ -211,20 +225,24 @@ func (s *mysqlStore) routineState(c Conn, kind, name, body string) (string, erro
 // by their definitions. MySQL cannot disable a trigger.
 func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 	c = s.observed(c)
+	key, err := s.GuardKey(c)
+	if err != nil || key == "" {
+		return GuardDropped, err
+	}
 	for _, r := range [][2]string{{"PROCEDURE", s.guardPrefix() + "_check"}, {"FUNCTION", s.fenceName()}} {
 		seal, err := s.sealName(c)
 		if err != nil || seal == "" {
 			return GuardDropped, err
 		}
-		body := s.checkBody(seal)
+		body := s.checkBody(seal, key)
 		if r[0] == "FUNCTION" {
-			body = s.fenceBody()
+			body = s.fenceBody(key)
 		}
 		if state, err := s.routineState(c, r[0], r[1], body); err != nil || state != GuardOK {
 			return state, err
 		}
 	}
-	names, stmts := s.triggerSQL(plan)
+	names, stmts := s.triggerSQL(plan, key)
 	return s.triggersState(c, names, guardVersion(stmts...))
 }
 
@@ -277,12 +295,18 @@ func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 	})
 }
 
-func (s *mysqlStore) triggerSQL(plan GuardPlan) (names []string, stmts []string) {
+func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string, stmts []string) {
 	proc := s.Quote(s.guardPrefix() + "_check")
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
+	pk := proofKey(guardKey)
 	call := func(res, key string) string {
-		return "IF " + s.unproved(sqlLiteral(res), key) + " THEN CALL " + proc + "(" + sqlLiteral(res) + ", " + key + "); END IF;"
+		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN CALL " + proc + "(" + sqlLiteral(res) + ", " + key + "); END IF;"
 	}
+	// Inside a procedure (and in a CALL's arguments) sql_select_limit reads
+	// as its default: the trigger reads the blank and hands the answer on
+	// in a variable it sets before every CALL, so a value a client set
+	// never reaches the procedure.
+	declare := "SET @offlinelock_fenced = @@session.sql_select_limit = " + fencedBlank(guardKey) + "; "
 	var ins, upd, del []string
 	for _, rec := range plan.Records {
 		ins = append(ins, call(rec.Resource, rec.Key("NEW")))
@@ -317,14 +341,21 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan) (names []string, stmts []string)
 		}
 		names = append(names, base+tg.suffix)
 		stmts = append(stmts, "CREATE TRIGGER "+s.Quote(base+tg.suffix)+" "+tg.timing+" "+tg.event+" ON "+table+
-			" FOR EACH ROW BEGIN /* offlinelock guard {version} */ "+strings.Join(tg.body, " ")+" END")
+			" FOR EACH ROW BEGIN /* offlinelock guard {version} */ "+declare+strings.Join(tg.body, " ")+" END")
 	}
 	return names, stmts
 }
 
 func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 	c = s.observed(c)
-	names, stmts := s.triggerSQL(plan)
+	key, err := s.GuardKey(c)
+	if err == nil && key == "" {
+		err = errors.New("offlinelock: the guard's key is missing from the catalog: install the guard's routine first")
+	}
+	if err != nil {
+		return err
+	}
+	names, stmts := s.triggerSQL(plan, key)
 	version := guardVersion(stmts...)
 	return s.withGuardLock(c, func(c Conn) error {
 		// Every trigger, by name: one dropped beside others in place is

@@ -79,6 +79,9 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if err != nil {
 			return err
 		}
+		if _, err := s.guardKeyIn(c, `INSERT INTO `+pgQuote(schema)+`.`+s.catalog+` (name, spec) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`); err != nil {
+			return err
+		}
 		stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
 		if ok, err := pgInstalled(c, stmts); err != nil || ok {
 			if ok {
@@ -103,7 +106,7 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 func (s *postgresStore) routineSQL(schema string) []string {
 	r := strings.NewReplacer("{refuse}", schema+"."+pgQuote(s.guardPrefix()+"_refuse"),
 		"{trunc}", schema+"."+pgQuote(s.guardPrefix()+"_truncate"),
-		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState, "{me}", pgWriter)
+		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState, "{me}", pgWriter(schema+"."+s.catalog))
 	const raise = `RAISE EXCEPTION USING ERRCODE = '{state}', TABLE = res, DETAIL = h.lock_id,
 		MESSAGE = 'offlinelock: ' || res || ' ' || h.lock_id || ' is locked by ' || CASE WHEN h.user_name = '' THEN 'another session' ELSE h.user_name END ||
 			' since ' || to_char(h.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' until ' || to_char(h.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' (UTC)',
@@ -147,15 +150,29 @@ $offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {refuse}(text, text) FROM PUB
 // of a parent's name, would decide what the guard sees.
 const pgOwnRights = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
-// pgDeclareWriter declares who (the identity identity.go set, or NULL),
-// me (the writer's session in it, or NULL) and proof (what the plugin's
-// last fence in this transaction proved, pgProof, or NULL), read once per
-// trigger call.
-const pgDeclareWriter = `DECLARE
-	who text := current_setting('offlinelock.session', true);
-	me text := CASE WHEN left(who, 2) IN ('f:', 's:') THEN substr(who, 3) END;
+// pgDeclareWriter declares who (the identity identity.go set, its
+// signature checked: pgVerified; else NULL), me (the writer's session in
+// it, or NULL) and proof (what the plugin's last fence in this transaction
+// proved, pgProof, or NULL), read once per trigger call. catalog is the
+// lock table's catalog, schema-qualified.
+func pgDeclareWriter(catalog string) string {
+	return `DECLARE
+	raw text := current_setting('offlinelock.session', true);
+	who text := ` + pgVerified(catalog, "raw") + `;
+	me text := substr(who, 3);
 	proof text := nullif(current_setting('offlinelock.proof', true), '');
 `
+}
+
+// pgVerified is the claim ('f:…' or 's:…') raw (an SQL text expression)
+// carries when its signature, hex(SHA-256(key || claim)) after a '/', is
+// the one the guard's key gives (PostgresSetIdentity); else NULL. A
+// client that cannot read the catalog cannot sign a claim: it writes as
+// nobody, and every record another session holds is refused to it.
+func pgVerified(catalog, raw string) string {
+	return "(CASE WHEN " + raw + " ~ '^[fs]:.*/[0-9a-f]{64}$' THEN (SELECT left(" + raw + ", -65) FROM " + catalog + " k WHERE k.name = " +
+		sqlLiteral(guardKeyName) + " AND encode(sha256(convert_to(k.spec || left(" + raw + ", -65), 'UTF8')), 'hex') = right(" + raw + ", 64)) END)"
+}
 
 // pgProof is what a folded fence (postgres.go) leaves in
 // offlinelock.proof when it finds and row-locks session's Write lock of k:
@@ -191,8 +208,10 @@ func pgProved(lock string, records []GuardRecord, rows []string) string {
 }
 
 // pgWriter is the writer's session in the guard's SQL: the identity the
-// plugin set (identity.go), or NULL.
-const pgWriter = `(CASE WHEN current_setting('offlinelock.session', true) ~ '^[fs]:' THEN substr(current_setting('offlinelock.session', true), 3) END)`
+// plugin set, its signature checked (pgVerified), or NULL.
+func pgWriter(catalog string) string {
+	return "substr(" + pgVerified(catalog, "current_setting('offlinelock.session', true)") + ", 3)"
+}
 
 // pgHeld is true of a key row l whose record a session other than me (the
 // trigger's variable: the writer, or NULL) holds: its Write lock, or a
@@ -260,7 +279,7 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 		fn := schema + "." + pgQuote(base+tg.suffix)
 		name := pgQuote(s.guardPrefix() + tg.suffix)
 		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql `+pgOwnRights+` AS $offlinelock$
-`+pgDeclareWriter+`BEGIN
+`+pgDeclareWriter(schema+"."+s.catalog)+`BEGIN
 `+tg.body+`	RETURN NULL;
 END
 $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,

@@ -47,7 +47,7 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 		filter: func(col string) string { return col + " IS NOT DISTINCT FROM ?" }}}
 	s.nextGens = s.nextGenerations
 	// A one-time filter: evaluated once, before the scan, whatever it finds.
-	s.identity = `(SELECT set_config('offlinelock.session', ?, true)) IS NOT NULL`
+	s.identity = PostgresSetIdentity(catalog) + ` IS NOT NULL`
 	s.grantOne = dollarBind(s.writeGrantOne(grantReturning, "?"))
 	s.grantMany = dollarBind(s.writeGrant(grantReturning))
 	s.grantManyOrdered = dollarBind(`WITH offlinelock_order AS (SELECT ` +
