@@ -34,11 +34,11 @@ const guardWait = 250 * time.Millisecond
 
 // guardState is what a Plugin knows of the guard on one database.
 type guardState struct {
-	mu      sync.Mutex
-	routine bool                     // the shared routine is installed, this process
-	tables  map[string]string        // table (lower case) → the version installed
-	pending map[string]chan struct{} // tables being guarded in the background: closed when done
-	guardKey atomic.Pointer[string]  // the guard's key on MySQL/MariaDB, which the identity's mark is keyed with (loadGuardKey)
+	mu       sync.Mutex
+	routine  bool                     // the shared routine is installed, this process
+	tables   map[string]string        // table (lower case) → the version installed
+	pending  map[string]chan struct{} // tables being guarded in the background: closed when done
+	guardKey atomic.Pointer[string]   // the guard's key on MySQL/MariaDB, which the identity's mark is keyed with (loadGuardKey)
 }
 
 // key is the guard's key, or "" while it is not known (no guard: a mark

@@ -97,7 +97,9 @@ func TestGuardRightIsNotForgeableOnMariaDB(t *testing.T) {
 	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_customers TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_lines TO %s`)
 	require.ErrorContains(t, svc.Exec(`SELECT spec FROM `+table+`_tables`).Error, "1142", "the catalog, and the key in it, are closed to it")
 
-	mark := func(fenced bool) string { return strconv.FormatUint(lockstore.SessionMark("", martin.Session, fenced), 10) }
+	mark := func(fenced bool) string {
+		return strconv.FormatUint(lockstore.SessionMark("", martin.Session, fenced), 10)
+	}
 	proofOf := func(res, id string) string {
 		h := sha256.Sum256([]byte(table + "\x00" + res + "\x00" + id))
 		return strconv.FormatUint(binary.BigEndian.Uint64(h[:8])>>4<<1|1<<63|1, 10)
