@@ -455,6 +455,14 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 		}
 		pl.Records = append(pl.Records, recs...)
 	}
+	var children []string // every guarded table, in order, with its records
+	recordsOf := map[string][]guardRecord{}
+	child := func(table string, rec guardRecord) {
+		if _, ok := recordsOf[table]; !ok {
+			children = append(children, table)
+		}
+		recordsOf[table] = append(recordsOf[table], rec)
+	}
 	for _, s := range specs {
 		rec, err := b.record(s, s.Table)
 		if err != nil {
@@ -462,6 +470,7 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 		}
 		if rec != nil {
 			add(s.Table, []guardRecord{*rec})
+			child(s.Table, *rec)
 		}
 		joins := map[string][]columnSpec{}
 		for _, l := range s.Links {
@@ -474,23 +483,16 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 			}
 			if rec != nil {
 				add(join, []guardRecord{*rec})
+				child(join, *rec)
 			}
 		}
 	}
-	for _, s := range specs {
-		cs, err := g.CascadesInto(c, s.Table)
+	for _, table := range children {
+		cs, err := b.cascadesInto(table, recordsOf[table])
 		if err != nil {
 			return nil, err
 		}
 		for _, cc := range cs {
-			rec, err := b.record(s, s.Table)
-			if err != nil || rec == nil {
-				return nil, err
-			}
-			cc.Child, cc.Records = s.Table, []guardRecord{*rec}
-			if cc.ChildName, err = g.QualifiedName(c, s.Table); err != nil {
-				return nil, err
-			}
 			add(cc.Parent, nil)
 			pl := byTable[strings.ToLower(cc.Parent)]
 			pl.Cascades = append(pl.Cascades, cc)
@@ -505,12 +507,56 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 			fp = append(fp, r.Resource, r.Key("r"))
 		}
 		for _, cc := range pl.Cascades {
-			fp = append(fp, cc.Child, cc.Column, cc.ParentColumn)
+			fp = append(fp, cc.Child, cc.Column, cc.ParentColumn, cc.OnDelete, cc.OnUpdate)
 		}
 		pl.Version = lockstore.GuardVersion(fp...)
 		out = append(out, *pl)
 	}
 	return out, nil
+}
+
+// cascadesInto are the foreign keys whose actions change rows of the
+// guarded table (MySQL/MariaDB: they fire no triggers), each with the
+// table's records, for its parent's triggers to check. Actions the guard
+// cannot follow are refused, naming the constraint: a key of several
+// columns, and a second level (the parent's own rows changed by another
+// key's action, which fires no trigger of the parent's either).
+func (b *planBuilder) cascadesInto(table string, recs []guardRecord) ([]lockstore.GuardCascade, error) {
+	cs, err := b.g.CascadesInto(b.c, table)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	name, err := b.g.QualifiedName(b.c, table)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cs {
+		cc := &cs[i]
+		if cc.Columns > 1 {
+			return nil, fmt.Errorf("offlinelock: guarding %s: its foreign key %s has %d columns and an ON DELETE or ON UPDATE action, which changes its rows "+
+				"without firing a trigger, and the guard follows one-column keys only: make the action RESTRICT or NO ACTION, or the key one column", table, cc.Constraint, cc.Columns)
+		}
+		up, err := b.g.CascadesInto(b.c, cc.Parent)
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(up, func(u lockstore.GuardCascade) bool { return reaches(u, *cc) }); i >= 0 {
+			up = up[i:]
+			return nil, fmt.Errorf("offlinelock: guarding %s: its foreign key %s follows changes of %s, whose own rows the action of %s's foreign key %s changes: "+
+				"two levels of actions fire no trigger, and the guard cannot see the second; make one of them RESTRICT or NO ACTION", table, cc.Constraint, cc.Parent, cc.Parent, up[0].Constraint)
+		}
+		cc.Child, cc.ChildName, cc.Records = table, name, recs
+	}
+	return cs, nil
+}
+
+// reaches reports whether the action of up (a foreign key of cc's parent)
+// goes on through cc: up deletes the parent's rows and cc follows deletes,
+// or up changes the column cc references and cc follows key changes.
+func reaches(up, cc lockstore.GuardCascade) bool {
+	deletes := up.OnDelete == "CASCADE"
+	changes := (up.OnDelete != "" && !deletes || up.OnUpdate != "") && strings.EqualFold(up.Column, cc.ParentColumn)
+	return deletes && cc.OnDelete != "" || changes && cc.OnUpdate != ""
 }
 
 // planBuilder spells the records of rows from the catalog and the column

@@ -53,11 +53,21 @@ type GuardRecord struct {
 	Key      func(row string) string
 }
 
-// GuardCascade is a foreign key whose ON DELETE action changes rows of
-// child when rows of parent are deleted: child's column holds parent's
-// parentColumn; records are the child rows' records.
+// GuardCascade is a foreign key whose ON DELETE or ON UPDATE action
+// changes rows of child when rows of parent are deleted or their key
+// changes: child's column holds parent's parentColumn; records are the
+// child rows' records.
 type GuardCascade struct {
 	Parent, ParentColumn, Child, Column string
+	// Constraint is the foreign key's name; Columns how many columns it
+	// has (the guard follows one-column keys only: the plugin refuses the
+	// others, naming the constraint).
+	Constraint string
+	Columns    int
+	// OnDelete and OnUpdate are the actions on the parent's deletes and key
+	// changes that change child's rows (CASCADE, SET NULL or SET
+	// DEFAULT), or "".
+	OnDelete, OnUpdate string
 	// ChildName is Child quoted and qualified by its database, fixed at
 	// install (QualifiedName): the trigger reads it by that name.
 	ChildName string

@@ -314,14 +314,21 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 			"IF NOT ("+rec.Key("NEW")+" <=> "+rec.Key("OLD")+") THEN "+call(rec.Resource, rec.Key("NEW"))+" END IF;")
 		del = append(del, call(rec.Resource, rec.Key("OLD")))
 	}
+	var cascadedUpd []string // BEFORE UPDATE: the children still hold the old key
 	for _, cc := range plan.Cascades {
 		for _, rec := range cc.Records {
 			child := cc.ChildName
 			if child == "" {
 				child = s.Quote(cc.Child)
 			}
-			del = append(del, "FOR offlinelock_r IN (SELECT "+rec.Key("offlinelock_c")+" AS k FROM "+child+" offlinelock_c WHERE offlinelock_c."+
-				s.Quote(cc.Column)+" = OLD."+s.Quote(cc.ParentColumn)+") DO "+call(rec.Resource, "offlinelock_r.k")+" END FOR;")
+			check := "FOR offlinelock_r IN (SELECT " + rec.Key("offlinelock_c") + " AS k FROM " + child + " offlinelock_c WHERE offlinelock_c." +
+				s.Quote(cc.Column) + " = OLD." + s.Quote(cc.ParentColumn) + ") DO " + call(rec.Resource, "offlinelock_r.k") + " END FOR;"
+			if cc.OnDelete != "" {
+				del = append(del, check)
+			}
+			if cc.OnUpdate != "" {
+				cascadedUpd = append(cascadedUpd, "IF NOT (NEW."+s.Quote(cc.ParentColumn)+" <=> OLD."+s.Quote(cc.ParentColumn)+") THEN "+check+" END IF;")
+			}
 		}
 	}
 	table := s.Quote(plan.Table)
@@ -330,12 +337,14 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 	// schema's own BEFORE triggers that change the row; an AFTER trigger
 	// sees the row as stored, and its SIGNAL rolls the statement back.
 	// DELETE stays BEFORE: the cascades it checks run before InnoDB's
-	// foreign-key actions change the children. (The names keep their old
-	// suffixes, so that an upgrade replaces the triggers in place.)
+	// foreign-key actions change the children; so does the check of the
+	// children an ON UPDATE action follows (_bc), which find them by the
+	// parent's old key. (The names keep their old suffixes, so that an
+	// upgrade replaces the triggers in place.)
 	for _, tg := range []struct {
 		suffix, timing, event string
 		body                  []string
-	}{{"_bi", "AFTER", "INSERT", ins}, {"_bu", "AFTER", "UPDATE", upd}, {"_bd", "BEFORE", "DELETE", del}} {
+	}{{"_bi", "AFTER", "INSERT", ins}, {"_bu", "AFTER", "UPDATE", upd}, {"_bd", "BEFORE", "DELETE", del}, {"_bc", "BEFORE", "UPDATE", cascadedUpd}} {
 		if len(tg.body) == 0 {
 			continue
 		}
@@ -448,25 +457,27 @@ func (s *mysqlStore) ColumnTypes(c Conn, table string) (map[string]string, error
 	return queryPairs(c, `SELECT LOWER(COLUMN_NAME), LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 }
 
-// CascadesInto lists the one-column foreign keys of child table whose ON
-// DELETE action changes its rows: InnoDB runs them without triggers.
+// CascadesInto lists the foreign keys of child table whose ON DELETE or
+// ON UPDATE action changes its rows: InnoDB runs them without triggers.
 func (s *mysqlStore) CascadesInto(c Conn, table string) ([]GuardCascade, error) {
 	c = s.observed(c)
 	var out []GuardCascade
 	// Every information_schema table is filtered on its own schema and
 	// table name, so that MariaDB opens only this table's definition (a
 	// join on constraint names alone opens every table of the schema).
-	_, err := c.Query(`SELECT k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.COLUMN_NAME
+	_, err := c.Query(`SELECT k.CONSTRAINT_NAME, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.COLUMN_NAME,
+			IF(rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT'), rc.DELETE_RULE, ''), IF(rc.UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT'), rc.UPDATE_RULE, ''),
+			(SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE k2 WHERE k2.TABLE_SCHEMA = DATABASE() AND k2.TABLE_NAME = ?
+				AND k2.CONSTRAINT_NAME = k.CONSTRAINT_NAME)
 		FROM information_schema.KEY_COLUMN_USAGE k
 		JOIN information_schema.REFERENTIAL_CONSTRAINTS rc ON rc.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA AND rc.CONSTRAINT_NAME = k.CONSTRAINT_NAME
-		WHERE k.TABLE_SCHEMA = DATABASE() AND k.TABLE_NAME = ? AND k.REFERENCED_TABLE_NAME IS NOT NULL
-			AND rc.CONSTRAINT_SCHEMA = DATABASE() AND rc.TABLE_NAME = ? AND rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT')
-			AND (SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE k2 WHERE k2.TABLE_SCHEMA = DATABASE() AND k2.TABLE_NAME = ?
-				AND k2.CONSTRAINT_NAME = k.CONSTRAINT_NAME) = 1
+		WHERE k.TABLE_SCHEMA = DATABASE() AND k.TABLE_NAME = ? AND k.REFERENCED_TABLE_NAME IS NOT NULL AND k.ORDINAL_POSITION = 1
+			AND rc.CONSTRAINT_SCHEMA = DATABASE() AND rc.TABLE_NAME = ?
+			AND (rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT') OR rc.UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT'))
 		ORDER BY k.CONSTRAINT_NAME`,
 		[]any{table, table, table}, func(r *sql.Rows) error {
 			var cc GuardCascade
-			err := r.Scan(&cc.Parent, &cc.ParentColumn, &cc.Column)
+			err := r.Scan(&cc.Constraint, &cc.Parent, &cc.ParentColumn, &cc.Column, &cc.OnDelete, &cc.OnUpdate, &cc.Columns)
 			out = append(out, cc)
 			return err
 		})
