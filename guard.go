@@ -498,6 +498,23 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 			pl.Cascades = append(pl.Cascades, cc)
 		}
 	}
+	// Partitions and inheritance children (PostgreSQL): a write straight
+	// into one fires its own triggers only, so each carries the plan of
+	// the table it inherits from.
+	for _, name := range slices.Clone(order) {
+		pl := byTable[name]
+		if len(pl.Records) == 0 {
+			continue
+		}
+		children, partitioned, err := g.Inheritors(c, pl.Table)
+		if err != nil {
+			return nil, err
+		}
+		pl.Partitioned = partitioned
+		for _, ch := range children {
+			add(ch, pl.Records)
+		}
+	}
 	var out []guardPlan
 	for _, name := range order {
 		pl := byTable[name]
@@ -508,6 +525,9 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 		}
 		for _, cc := range pl.Cascades {
 			fp = append(fp, cc.Child, cc.Column, cc.ParentColumn, cc.OnDelete, cc.OnUpdate)
+		}
+		if pl.Partitioned {
+			fp = append(fp, "partitioned")
 		}
 		pl.Version = lockstore.GuardVersion(fp...)
 		out = append(out, *pl)

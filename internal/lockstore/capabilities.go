@@ -133,6 +133,11 @@ type Guard interface {
 	// InstallGuardRoutine makes; "" before it did. Keep it secret: who
 	// has it can write past the guard as any session.
 	GuardKey(c Conn) (string, error)
+	// Inheritors lists the tables that inherit table's rows, at every
+	// depth: its partitions and inheritance children (PostgreSQL; none on
+	// MySQL), whose direct writes fire their own triggers only; and
+	// whether table is partitioned.
+	Inheritors(c Conn, table string) (children []string, partitioned bool, err error)
 	// GuardTable creates or replaces plan's triggers, unless the table
 	// carries them at plan's version already. A table that does not exist
 	// is left alone (guarded before its first lock or write).

@@ -43,6 +43,11 @@ type GuardPlan struct {
 	Records  []GuardRecord  // how a row belongs to lockable records
 	Cascades []GuardCascade // children a delete of table's rows changes, unseen by their triggers
 	Version  string         // a hash of what it checks: a changed catalog changes it
+	// Partitioned: the table is a partitioned table (PostgreSQL), whose
+	// partitions carry statement triggers of their own (plans of their
+	// own) and whose row trigger, cloned onto every partition, checks the
+	// rows of a partition attached since (pgPartitionRow).
+	Partitioned bool
 }
 
 // GuardRecord is one way a row of the table belongs to a record: resource

@@ -457,6 +457,10 @@ func (s *mysqlStore) ColumnTypes(c Conn, table string) (map[string]string, error
 	return queryPairs(c, `SELECT LOWER(COLUMN_NAME), LOWER(COLUMN_TYPE) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 }
 
+// Inheritors: MySQL has neither partitions with tables of their own nor
+// inheritance.
+func (s *mysqlStore) Inheritors(Conn, string) ([]string, bool, error) { return nil, false, nil }
+
 // CascadesInto lists the foreign keys of child table whose ON DELETE or
 // ON UPDATE action changes its rows: InnoDB runs them without triggers.
 func (s *mysqlStore) CascadesInto(c Conn, table string) ([]GuardCascade, error) {

@@ -285,7 +285,42 @@ END
 $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
 			"CREATE TRIGGER "+name+" "+tg.when+" EXECUTE PROCEDURE "+fn+"()")
 	}
+	if plan.Partitioned {
+		out = append(out, s.partitionRowSQL(schema, plan, base, refuse)...)
+	}
 	return out
+}
+
+// partitionRowSQL is a partitioned table's row trigger, which PostgreSQL
+// clones onto every partition, those attached later included: a write
+// straight into a partition fires the partition's triggers only, and a
+// partition attached since the last install has none of its own. There
+// the row trigger refuses each row whose record another session holds
+// (the refusal routine's own check, without the statement triggers' order
+// and snapshot checks) until the next install gives the partition its
+// statement triggers, which it then leaves the rows to.
+func (s *postgresStore) partitionRowSQL(schema string, plan GuardPlan, base, refuse string) []string {
+	var olds, news strings.Builder
+	for _, rec := range plan.Records {
+		res := sqlLiteral(rec.Resource)
+		olds.WriteString("\t\tPERFORM " + refuse + "(" + res + ", " + rec.Key("OLD") + ");\n")
+		news.WriteString("\t\tPERFORM " + refuse + "(" + res + ", " + rec.Key("NEW") + ");\n")
+	}
+	fn := schema + "." + pgQuote(base+"_row")
+	name := pgQuote(s.guardPrefix() + "_row")
+	return []string{`CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
+BEGIN
+	IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = TG_RELID AND tgname = ` + sqlLiteral(s.guardPrefix()+"_upd") + `) THEN
+		RETURN NULL; -- a partition guarded by statement triggers of its own
+	END IF;
+	IF TG_OP <> 'INSERT' THEN
+` + olds.String() + `	END IF;
+	IF TG_OP <> 'DELETE' THEN
+` + news.String() + `	END IF;
+	RETURN NULL;
+END
+$offlinelock$`, "DROP TRIGGER IF EXISTS " + name + " ON " + pgQuote(plan.Table),
+		"CREATE TRIGGER " + name + " AFTER INSERT OR UPDATE OR DELETE ON " + pgQuote(plan.Table) + " FOR EACH ROW EXECUTE PROCEDURE " + fn + "()"}
 }
 
 func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
@@ -359,7 +394,7 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		const own = `(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($2))`
 		drops, err := queryStrings(c, `SELECT format('DROP TRIGGER IF EXISTS %I ON %I.%I', t.tgname, n.nspname, r.relname)
 			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
-			WHERE t.tgname LIKE $1 AND f.pronamespace = `+own, prefix, s.table)
+			WHERE t.tgname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own, prefix, s.table)
 		if err != nil {
 			return err
 		}
@@ -393,6 +428,21 @@ func (s *postgresStore) ColumnTypes(c Conn, table string) (map[string]string, er
 	c = s.observed(c)
 	return queryPairs(c, `SELECT lower(a.attname), format_type(a.atttypid, NULL) FROM pg_attribute a
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, pgQuote(table))
+}
+
+// Inheritors: the partitions and inheritance children of table, at every
+// depth (pg_inherits), and whether it is partitioned.
+func (s *postgresStore) Inheritors(c Conn, table string) ([]string, bool, error) {
+	c = s.observed(c)
+	var partitioned bool
+	if _, err := c.Query(`SELECT relkind = 'p' FROM pg_catalog.pg_class WHERE oid = pg_catalog.to_regclass($1)`, []any{pgQuote(table)},
+		func(r *sql.Rows) error { return r.Scan(&partitioned) }); err != nil {
+		return nil, false, err
+	}
+	children, err := queryStrings(c, `WITH RECURSIVE d(oid) AS (SELECT inhrelid FROM pg_catalog.pg_inherits WHERE inhparent = pg_catalog.to_regclass($1)
+		UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid)
+		SELECT c.relname FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid WHERE c.relkind IN ('r', 'p') ORDER BY 1`, pgQuote(table))
+	return children, partitioned, err
 }
 
 // CascadesInto: PostgreSQL fires a child's triggers for the rows its

@@ -1,0 +1,88 @@
+package offlinelock_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// PtDoc is a lockable table partitioned by range of its key (PostgreSQL);
+// PtHeir is a lockable table with an inheritance child, pt_heirs_old.
+type PtDoc struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Title string
+}
+
+type PtHeir struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Title string
+}
+
+// TestGuardCoversPartitionsAndChildren: on PostgreSQL a write straight
+// into a partition, or into an inheritance child, fires that table's
+// triggers only. Each carries its parent's guard; a partition attached
+// after the install is covered by the partitioned table's row trigger,
+// which PostgreSQL clones onto it, until the next install gives it its own.
+func TestGuardCoversPartitionsAndChildren(t *testing.T) {
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Models: []any{&PtDoc{}, &PtHeir{}}})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_docs, pt_docs_3, pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	for _, q := range []string{
+		`CREATE TABLE pt_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '') PARTITION BY RANGE (id)`,
+		`CREATE TABLE pt_docs_1 PARTITION OF pt_docs FOR VALUES FROM (0) TO (100)`,
+		`CREATE TABLE pt_docs_2 PARTITION OF pt_docs FOR VALUES FROM (100) TO (200)`,
+		`INSERT INTO pt_docs VALUES (5, 'held'), (6, 'free'), (150, 'held'), (160, 'free')`,
+		`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`,
+		`CREATE TABLE pt_heirs_old (archived boolean NOT NULL DEFAULT true) INHERITS (pt_heirs)`,
+		`INSERT INTO pt_heirs_old (id, title) VALUES (7, 'held'), (8, 'free')`,
+	} {
+		require.NoError(t, db.Exec(q).Error, q)
+	}
+	require.NoError(t, p.InstallGuard(db))
+	for _, target := range []any{&PtDoc{ID: 5}, &PtDoc{ID: 150}, &PtDoc{ID: 250}, &PtHeir{ID: 7}} {
+		_, err := p.Acquire(as(db, martin), target, offlinelock.Write)
+		require.NoError(t, err)
+	}
+	// attached after the install, with a held row in it
+	require.NoError(t, db.Exec(`CREATE TABLE pt_docs_3 (LIKE pt_docs INCLUDING DEFAULTS)`).Error)
+	require.NoError(t, db.Exec(`INSERT INTO pt_docs_3 VALUES (250, 'held'), (260, 'free')`).Error)
+	require.NoError(t, db.Exec(`ALTER TABLE pt_docs ATTACH PARTITION pt_docs_3 FOR VALUES FROM (200) TO (300)`).Error)
+
+	_, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON pt_docs, pt_docs_1, pt_docs_2, pt_docs_3, pt_heirs, pt_heirs_old TO %s`)
+	for _, c := range []struct{ sql, resource, id string }{
+		{`UPDATE pt_docs_1 SET title = 'x' WHERE id = 5`, "pt_docs", "5"},
+		{`DELETE FROM pt_docs_2 WHERE id = 150`, "pt_docs", "150"},
+		{`UPDATE pt_docs SET title = 'x' WHERE id = 150`, "pt_docs", "150"},
+		{`UPDATE pt_docs_3 SET title = 'x' WHERE id = 250`, "pt_docs", "250"},
+		{`DELETE FROM pt_docs_3 WHERE id = 250`, "pt_docs", "250"},
+		{`UPDATE pt_heirs_old SET title = 'x' WHERE id = 7`, "pt_heirs", "7"},
+		{`UPDATE pt_heirs SET title = 'x' WHERE id = 7`, "pt_heirs", "7"},
+	} {
+		err := w.Exec(c.sql).Error
+		require.True(t, refusedByGuard(err, c.resource, c.id), "%s: want the guard's refusal, got %v", c.sql, err)
+	}
+	for _, free := range []string{
+		`UPDATE pt_docs_1 SET title = 'y' WHERE id = 6`,
+		`UPDATE pt_docs_2 SET title = 'y' WHERE id = 160`,
+		`UPDATE pt_docs_3 SET title = 'y' WHERE id = 260`,
+		`UPDATE pt_heirs_old SET title = 'y' WHERE id = 8`,
+	} {
+		require.NoError(t, w.Exec(free).Error, free)
+	}
+	var titles []string
+	require.NoError(t, db.Raw(`SELECT id || ':' || title FROM pt_docs UNION ALL SELECT id || ':' || title FROM pt_heirs ORDER BY 1`).Scan(&titles).Error)
+	require.Equal(t, []string{"150:held", "160:y", "250:held", "260:y", "5:held", "6:y", "7:held", "8:y"}, titles)
+
+	// the next install gives the attached partition its own triggers
+	require.NoError(t, p.InstallGuard(db))
+	states, err := p.GuardStatus(db)
+	require.NoError(t, err)
+	require.Contains(t, states, offlinelock.GuardState{Table: "pt_docs_3", State: "ok"})
+	err = w.Exec(`UPDATE pt_docs_3 SET title = 'x' WHERE id = 250`).Error
+	require.True(t, refusedByGuard(err, "pt_docs", "250"), "want the guard's refusal, got %v", err)
+	require.NoError(t, p.RemoveGuard(db), "the cloned row triggers go with their parent's")
+}
