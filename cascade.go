@@ -161,3 +161,43 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
 	st.ifChanged = false
 	return nil
 }
+
+// checkParentDelete is checkCascades for a delete of a table that is not
+// lockable (an untagged parent) whose declared foreign-key actions reach
+// lockable rows: those rows need the session's Write locks, checked
+// before the delete's hooks, as for a lockable parent. Without such rows
+// the delete goes on as the plugin never saw it (no owner needed).
+func (p *Plugin) checkParentDelete(db *gorm.DB) {
+	stmt := db.Statement
+	if stmt.Schema == nil || stmt.TableExpr != nil || db.DryRun || (len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped) {
+		return // a soft delete deletes no row: nothing cascades
+	}
+	m := p.reg.modelOf(stmt.Schema, db.NamingStrategy)
+	if m.lockable || len(m.pk) != 1 || len(p.reg.cascadesOf(m.table)) == 0 || p.bypassed(db, opDelete) {
+		return
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	probe := &state{m: m, op: opDelete, bulk: -1, t: t}
+	rows, _, err := p.writeRows(db, probe, opDelete)
+	if err != nil || len(rows) == 0 {
+		db.AddError(err)
+		return
+	}
+	ids := make([]any, len(rows))
+	for i, r := range rows {
+		ids[i] = m.sqlValues([]any{r.k.ID})[0]
+	}
+	if keys, err := p.cascadedKeys(db, m, ids, 0); err != nil || len(keys) == 0 {
+		db.AddError(err)
+		return
+	}
+	if st := p.start(db, m, opDelete); st != nil {
+		if err := p.checkCascades(db, st, rows); err != nil {
+			st.fail(db, err)
+		}
+	}
+}

@@ -106,6 +106,11 @@ func (p *Plugin) checkOtherWrite(db *gorm.DB, op opKind) {
 		db.AddError(err)
 		return
 	}
+	if op == opDelete {
+		if p.checkParentDelete(db); db.Error != nil {
+			return
+		}
+	}
 	p.beforeJoinWrite(db, op)
 }
 
