@@ -1,6 +1,7 @@
 package offlinelock_test
 
 import (
+	"context"
 	"database/sql"
 	"testing"
 
@@ -127,4 +128,23 @@ func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 129")
 	assert.True(t, refusedByGuard(err, "gd_customers", "129"), "want the guard's refusal of gd_customers 129, got %v", err)
 	require.NoError(t, as(db, martin).Model(&GdCustomer{ID: 129}).Update("credit", 110).Error, "the holder's write")
+}
+
+// TestGuardReadsTheTablesBesideTheLockTableThroughSealedViews: a
+// temporary table named like a cascade's child (gd_notes, whose rows a
+// delete of a folder cascades to) would hide the real rows from the
+// parent's trigger; the trigger reads them through a view of a secret
+// name, which a temporary table does not hide.
+func TestGuardReadsTheTablesBesideTheLockTableThroughSealedViews(t *testing.T) {
+	db, _ := gdSetup(t, mysqlDB(), offlinelock.Config{})
+	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_folders TO %s`, `GRANT CREATE TEMPORARY TABLES ON {db}.* TO %s`)
+	conn := pinned(t, svc)
+	ctx := context.Background()
+	_, err := conn.ExecContext(ctx, `CREATE TEMPORARY TABLE gd_notes (id BIGINT UNSIGNED PRIMARY KEY, gd_folder_id BIGINT UNSIGNED, text LONGTEXT)`)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, `DELETE FROM gd_folders WHERE id = 1`)
+	require.True(t, refusedByGuard(err, "gd_notes", "1"), "want the guard's refusal of martin's note, got %v", err)
+	assert.Equal(t, 2, countRows(t, db, "SELECT count(*) FROM gd_notes"))
+	_, err = conn.ExecContext(ctx, `DELETE FROM gd_folders WHERE id = 2`)
+	require.NoError(t, err, "a folder whose note nobody holds")
 }

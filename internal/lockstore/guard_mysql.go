@@ -243,7 +243,14 @@ func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 		}
 	}
 	names, stmts := s.triggerSQL(plan, key)
-	return s.triggersState(c, names, guardVersion(stmts...))
+	state, err := s.triggersState(c, names, guardVersion(stmts...))
+	if err != nil || state != GuardOK {
+		return state, err
+	}
+	if _, ok, err := s.sealedViews(c, stmts, false); err != nil || !ok {
+		return GuardDropped, err
+	}
+	return GuardOK, nil
 }
 
 // triggersState: every trigger of names carries version (GuardOK), or the
@@ -373,6 +380,10 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		if err != nil || state == GuardOK || state == GuardHidden {
 			return err
 		}
+		stmts, _, err := s.sealedViews(c, stmts, true)
+		if err != nil {
+			return err
+		}
 		for i, q := range stmts {
 			q = strings.Replace(q, "{version}", version, 1)
 			if s.mariadb.Load() {
@@ -436,6 +447,16 @@ func (s *mysqlStore) RemoveGuard(c Conn) error {
 				return err
 			}
 		}
+		views, err := queryStrings(c, `SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE ?`,
+			s.guardPrefix()+`\_v%`)
+		if err != nil {
+			return err
+		}
+		for _, v := range views {
+			if _, err := c.Exec("DROP VIEW IF EXISTS " + s.Quote(v)); err != nil {
+				return err
+			}
+		}
 		s.fenceFn.Store(false)
 		if _, err := c.Exec("DROP FUNCTION IF EXISTS " + s.Quote(s.fenceName())); err != nil {
 			return err
@@ -445,11 +466,58 @@ func (s *mysqlStore) RemoveGuard(c Conn) error {
 	})
 }
 
-func (s *mysqlStore) QualifiedName(c Conn, table string) (string, error) {
-	c = s.observed(c)
-	var db string
-	_, err := c.Query(`SELECT DATABASE()`, nil, func(r *sql.Rows) error { return r.Scan(&db) })
-	return s.Quote(db) + "." + s.Quote(table), err
+// QualifiedName: on MySQL a TEMPORARY table hides a base table of its
+// name, qualified or not, inside the guard's triggers too; a view does not
+// see it. So the triggers read the tables beside the lock table (a
+// member's parent, a cascade's child) through a view of each, created at
+// install under a name with 64 random bits that a user without privileges
+// on it cannot learn (a temporary table can hide a view as well, by
+// name). The name here is a placeholder, which triggerSQL resolves
+// (sealedViews).
+func (s *mysqlStore) QualifiedName(_ Conn, table string) (string, error) {
+	return sealedOpen + table + sealedClose, nil
+}
+
+const sealedOpen, sealedClose = "\x00offlinelock view:", "\x00"
+
+var sealedRef = regexp.MustCompile("\x00offlinelock view:([^\x00]+)\x00")
+
+// sealedViews resolves the placeholders of stmts to the views of their
+// tables (QualifiedName): with create, making the views that are missing
+// (install); without, a missing one leaves ok false (status).
+func (s *mysqlStore) sealedViews(c Conn, stmts []string, create bool) (out []string, ok bool, err error) {
+	names := map[string]string{}
+	for _, q := range stmts {
+		for _, m := range sealedRef.FindAllStringSubmatch(q, -1) {
+			if _, done := names[m[1]]; done {
+				continue
+			}
+			prefix := s.guardPrefix() + "_v" + guardName(s.lockName(), strings.ToLower(m[1])) + "_"
+			have, err := queryStrings(c, `SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE ? ORDER BY TABLE_NAME LIMIT 1`,
+				strings.ReplaceAll(prefix, "_", `\_`)+"%")
+			if err != nil {
+				return nil, false, err
+			}
+			name := strings.Join(have, "")
+			if name == "" {
+				if !create {
+					return stmts, false, nil
+				}
+				b := make([]byte, 8)
+				rand.Read(b)
+				name = prefix + hex.EncodeToString(b)
+				if _, err := c.Exec("CREATE VIEW " + s.Quote(name) + " AS SELECT * FROM " + s.Quote(m[1])); err != nil {
+					return nil, false, err
+				}
+			}
+			names[m[1]] = s.Quote(name)
+		}
+	}
+	out = make([]string, len(stmts))
+	for i, q := range stmts {
+		out[i] = sealedRef.ReplaceAllStringFunc(q, func(ref string) string { return names[sealedRef.FindStringSubmatch(ref)[1]] })
+	}
+	return out, true, nil
 }
 
 func (s *mysqlStore) ColumnTypes(c Conn, table string) (map[string]string, error) {
