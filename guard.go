@@ -13,6 +13,7 @@ import (
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	"gorm.io/gorm/schema"
 )
 
 // The database guard (docs/guard.md): on PostgreSQL and MySQL/MariaDB
@@ -328,11 +329,54 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, m.table) }) {
-		specs = append(specs, p.specOf(m))
+	// m's aggregate goes with it: its root chain (a member's records are
+	// spelled through it) and the members its associations name, which a
+	// table created after db.Use, without Config.Models, would otherwise
+	// leave unguarded until the plugin happened on a statement of theirs.
+	for _, x := range append([]*model{m}, p.aggregateOf(m)...) {
+		if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, x.table) }) {
+			specs = append(specs, p.specOf(x))
+			if x != m {
+				if err := p.rememberModel(db, t, x); err != nil {
+					return err
+				}
+			}
+		}
+		p.forgetGuard(db, x.table)
 	}
-	p.forgetGuard(db, m.table)
 	return p.ensureGuards(db, specs)
+}
+
+// aggregateOf is the rest of m's aggregate that the plugin can learn from
+// the models: m's root chain, and the members (at any depth) that the
+// has-one and has-many associations of m and of its members name, whose
+// root chain goes through m.
+func (p *Plugin) aggregateOf(m *model) []*model {
+	var out []*model
+	if m.root != nil && p.resolve(m) == nil {
+		out = append(out, m.chain...)
+	}
+	seen := map[string]bool{strings.ToLower(m.table): true}
+	var walk func(x *model, depth int)
+	walk = func(x *model, depth int) {
+		if depth > 8 || len(x.pk) == 0 || x.pk[0].Schema == nil {
+			return
+		}
+		for _, rel := range x.pk[0].Schema.Relationships.Relations {
+			if rel.Type != schema.HasOne && rel.Type != schema.HasMany || rel.FieldSchema == nil {
+				continue
+			}
+			c := p.reg.modelOf(rel.FieldSchema, nil)
+			if c.root == nil || c.err != nil || seen[strings.ToLower(c.table)] || p.resolve(c) != nil || !slices.Contains(c.chain, x) {
+				continue
+			}
+			seen[strings.ToLower(c.table)] = true
+			out = append(out, c)
+			walk(c, depth+1)
+		}
+	}
+	walk(m, 0)
+	return out
 }
 
 // InstallGuard installs, or upgrades in place, the database guard on every
