@@ -150,17 +150,28 @@ $offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {refuse}(text, text) FROM PUB
 // of a parent's name, would decide what the guard sees.
 const pgOwnRights = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
-// pgDeclareWriter declares who (the identity identity.go set, its
-// signature checked: pgVerified; else NULL), me (the writer's session in
-// it, or NULL) and proof (what the plugin's last fence in this transaction
-// proved, pgProof, or NULL), read once per trigger call. catalog is the
-// lock table's catalog, schema-qualified.
-func pgDeclareWriter(catalog string) string {
+// pgDeclareWriter declares raw (the identity identity.go set), who (the
+// claim in it, its signature checked by pgVerifyWriter; else NULL), me
+// (the writer's session in it, or NULL) and proof (what the plugin's last
+// fence in this transaction proved, pgProof, or NULL), read once per
+// trigger call.
+func pgDeclareWriter() string {
 	return `DECLARE
 	raw text := current_setting('offlinelock.session', true);
-	who text := ` + pgVerified(catalog, "raw") + `;
-	me text := substr(who, 3);
+	who text;
+	me text;
 	proof text := nullif(current_setting('offlinelock.proof', true), '');
+`
+}
+
+// pgVerifyWriter begins a trigger's body: it checks the claim, for a
+// writer that makes one (a statement with a subquery is not one of
+// PL/pgSQL's simple expressions: only the plugin's writes pay for it).
+func pgVerifyWriter(catalog string) string {
+	return `	IF raw IS NOT NULL THEN
+		who := ` + pgVerified(catalog, "raw") + `;
+		me := substr(who, 3);
+	END IF;
 `
 }
 
@@ -279,8 +290,8 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 		fn := schema + "." + pgQuote(base+tg.suffix)
 		name := pgQuote(s.guardPrefix() + tg.suffix)
 		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql `+pgOwnRights+` AS $offlinelock$
-`+pgDeclareWriter(schema+"."+s.catalog)+`BEGIN
-`+tg.body+`	RETURN NULL;
+`+pgDeclareWriter()+`BEGIN
+`+pgVerifyWriter(schema+"."+s.catalog)+``+tg.body+`	RETURN NULL;
 END
 $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
 			"CREATE TRIGGER "+name+" "+tg.when+" EXECUTE PROCEDURE "+fn+"()")
