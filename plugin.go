@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // Defaults for Config fields left zero.
@@ -174,6 +175,14 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 	if p.err != nil {
 		return p.err
 	}
+	if _, copied := db.Config.ClauseBuilders[boundKey]; copied {
+		// A gorm.Open with a copy of a Config this plugin is registered
+		// on: dbresolver opens each replica so, and the copy initialises
+		// every plugin again. The replica is dbresolver's connection pool,
+		// not a database of the plugin's: no lock table, no guard, no
+		// callbacks (statements run on the source's *gorm.DB).
+		return nil
+	}
 	if _, err := p.storeFor(db); err != nil {
 		return err
 	}
@@ -212,8 +221,19 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		return err
 	}
 	p.registerIdentity(db)
-	return p.registerCallbacks(db)
+	if err := p.registerCallbacks(db); err != nil {
+		return err
+	}
+	if db.ClauseBuilders == nil {
+		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
+	}
+	db.ClauseBuilders[boundKey] = func(c clause.Clause, b clause.Builder) { c.Build(b) } // never a clause's name: a mark only
+	return nil
 }
+
+// boundKey marks a Config this plugin was registered on (initialize): a
+// Config copied from it carries the mark to the copy's gorm.Open.
+const boundKey = "offlinelock:registered"
 
 // failInit makes a plugin whose Initialize failed fail closed, whether or
 // not the caller looks at db.Use's error: its calls return the error, and

@@ -1,0 +1,57 @@
+package offlinelock_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+	"gorm.io/plugin/dbresolver"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// TestRegistrationOrderWithResolver: dbresolver opens each replica with a
+// copy of the source's Config, which initialises every plugin registered
+// before it again. Registered before or after dbresolver, the plugin
+// leaves the replica alone (no lock table on it) and locks on the source.
+func TestRegistrationOrderWithResolver(t *testing.T) {
+	for _, pluginFirst := range []bool{true, false} {
+		name := map[bool]string{true: "plugin first", false: "resolver first"}[pluginFirst]
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			open := func(file string) *gorm.DB {
+				db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, file))), &gorm.Config{Logger: logger.Discard})
+				require.NoError(t, err)
+				sqlDB, _ := db.DB()
+				t.Cleanup(func() { sqlDB.Close() })
+				return db
+			}
+			replica := open("replica.db")
+			require.NoError(t, replica.AutoMigrate(&Doc{}))
+			db := open("source.db")
+			require.NoError(t, db.AutoMigrate(&Doc{}))
+			require.NoError(t, db.Create(&Doc{ID: 1, Title: "t"}).Error)
+			p := offlinelock.New(offlinelock.Config{Models: []any{&Doc{}}})
+			resolver := dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, "replica.db")))}})
+			if pluginFirst {
+				require.NoError(t, db.Use(p))
+				require.NoError(t, db.Use(resolver))
+			} else {
+				require.NoError(t, db.Use(resolver))
+				require.NoError(t, db.Use(p))
+			}
+			require.False(t, replica.Migrator().HasTable(p.TableName()), "the replica got a lock table")
+			require.True(t, db.Clauses(dbresolver.Write).Migrator().HasTable(p.TableName()))
+
+			_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+			_, err = p.Acquire(as(db, david), &Doc{ID: 1}, offlinelock.Write)
+			require.ErrorIs(t, err, offlinelock.ErrLocked)
+			require.ErrorIs(t, as(db, david).Model(&Doc{ID: 1}).Update("title", "x").Error, offlinelock.ErrLocked)
+			require.NoError(t, as(db, martin).Model(&Doc{ID: 1}).Update("title", "m").Error)
+		})
+	}
+}
