@@ -199,7 +199,7 @@ func dedupe(vals []any) []any {
 	seen := map[string]bool{}
 	out := vals[:0:0]
 	for _, v := range vals {
-		t := dbText(v)
+		t := textKey(v)
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, v)

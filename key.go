@@ -235,9 +235,10 @@ func isNumber(v any) bool {
 	return false
 }
 
-// textKey is keyText for a text column: bytes are its text, as the
-// database compares them (MySQL's driver reads text in a binary collation
-// as []byte), not hex.
+// textKey is keyText for a text column, or for a value read back from the
+// database to tell values apart: bytes are their text, as the database
+// compares them (MySQL's driver reads text in a binary collation as
+// []byte), not hex.
 func textKey(v any) string {
 	if b, ok := v.([]byte); ok {
 		return string(b)

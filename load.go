@@ -292,7 +292,7 @@ func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 		}
 		st.links = map[string]bool{}
 		for _, l := range links {
-			st.links[dbText(l)] = true
+			st.links[textKey(l)] = true
 		}
 		if err != nil {
 			st.fail(db, err)

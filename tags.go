@@ -65,7 +65,7 @@ func (m *model) idText(i int, v any) string {
 			return s
 		}
 	}
-	return dbText(v)
+	return textKey(v)
 }
 
 // locksOnLoad says whether loading the model takes locks.

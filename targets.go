@@ -108,7 +108,7 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 		all, ok := memberLinks(stmt.Context, m, stmt.ReflectValue)
 		var links []any
 		for _, l := range all {
-			if !seen[dbText(l)] {
+			if !seen[textKey(l)] {
 				links = append(links, l)
 			}
 		}

@@ -63,15 +63,6 @@ func structsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
 	return false
 }
 
-// dbText renders a value read back from the database as text, to tell
-// values apart (it is not a lock key: see model.idText).
-func dbText(v any) string {
-	if b, ok := v.([]byte); ok {
-		return string(b)
-	}
-	return keyText(v)
-}
-
 // pkRow is a row's key with the primary key values it came from.
 type pkRow struct {
 	k    key

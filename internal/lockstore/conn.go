@@ -37,9 +37,6 @@ func NewConn(db *gorm.DB, ctx context.Context) Conn {
 // Context is the context c's statements run in.
 func (c Conn) Context() context.Context { return c.ctx }
 
-// DB is the *gorm.DB c runs on.
-func (c Conn) DB() *gorm.DB { return c.db }
-
 // WithoutCancel is c running even when its context was cancelled: for
 // undoing a statement's locks, whose failure may be why it is undone.
 func (c Conn) WithoutCancel() Conn {

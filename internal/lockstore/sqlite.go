@@ -507,9 +507,8 @@ type offsetOf struct {
 	value any // text as a statement's argument, boxed once
 }
 
-func (o *offsetText) text(d time.Duration) string { return o.of(d).text }
-
-// value is text(d) as an argument, without boxing it on every call.
+// value is d as a strftime modifier, as an argument, without boxing it on
+// every call.
 func (o *offsetText) value(d time.Duration) any { return o.of(d).value }
 
 func (o *offsetText) of(d time.Duration) *offsetOf {
