@@ -36,6 +36,12 @@ func (p *Plugin) targetKeyModel(db *gorm.DB, target any) (key, *model, error) {
 	}
 	m, stmt, err := p.modelFor(db, target)
 	k, err := p.modelKey(db, target, m, stmt, err)
+	if err == nil && m != nil && !m.lockable && p.reg.tableModel(k.Resource) == nil && tagSlip(m.typ) != "" {
+		// An explicit lock on a model without lock tags is a lock like any
+		// other (Fowler's explicit lock manager); one whose tags show a
+		// slipped lock tag was meant to be lockable, and is not.
+		return key{}, m, notLockable(m)
+	}
 	return k, m, err
 }
 

@@ -194,6 +194,9 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		if pm.err != nil {
 			return pm.err
 		}
+		if !pm.lockable && tagSlip(pm.typ) != "" {
+			return notLockable(pm)
+		}
 	}
 	if !db.DryRun {
 		if db.Dialector.Name() == "postgres" {

@@ -1,0 +1,55 @@
+package offlinelock
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+)
+
+// A lock tag the plugin never reads would leave a model unprotected while
+// Acquire and Holders seem to work: a model that is not lockable, whose
+// tags show a slipped lock tag (inside the gorm tag, or another spelling),
+// is an error in Config.Models and in every lock call, naming the slip. A
+// model with no lock-like tag at all keeps taking explicit locks, as it
+// always has (the explicit lock manager needs no tags).
+
+// notLockable is the error of a lock call on, or a Config.Models entry of,
+// model m, which is not lockable.
+func notLockable(m *model) error {
+	return fmt.Errorf("%w: %s (model %s) is not lockable: no lock tag on its primary key (lock:\"exclusive_write|exclusive_read|read_write\") "+
+		"or on a foreign key (lock:\"root\")%s", ErrInvalid, m.table, m.name, tagSlip(m.typ))
+}
+
+// tagKey matches the keys of a struct tag: `gorm:"…" lock:"…"`.
+var tagKey = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*):"`)
+
+// tagSlip names the first field of typ whose tags look like a lock tag
+// the plugin does not read: inside the gorm tag (gorm:"primaryKey;lock:…"),
+// or under another spelling (Lock:, locks:, lock_mode:). "" when none.
+func tagSlip(typ reflect.Type) string {
+	for typ != nil && (typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice) {
+		typ = typ.Elem()
+	}
+	if typ == nil || typ.Kind() != reflect.Struct {
+		return ""
+	}
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if f.Anonymous {
+			if s := tagSlip(f.Type); s != "" {
+				return s
+			}
+		}
+		if g := strings.ToLower(f.Tag.Get("gorm")); strings.Contains(g, "lock:") || strings.Contains(g, "lock=") {
+			return fmt.Sprintf("; field %s has its lock tag inside the gorm tag, which the plugin does not read: write it as a tag of its own, "+
+				"`gorm:\"primaryKey\" lock:\"exclusive_write\"`", f.Name)
+		}
+		for _, m := range tagKey.FindAllStringSubmatch(string(f.Tag), -1) {
+			if k := m[1]; k != TagName && strings.Contains(strings.ToLower(k), "lock") {
+				return fmt.Sprintf("; field %s has a tag %q, which the plugin does not read: the tag is %q", f.Name, k, TagName)
+			}
+		}
+	}
+	return ""
+}
