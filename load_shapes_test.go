@@ -462,9 +462,13 @@ var fmOtherLoads = []fmLoad{
 		}
 		return out, err
 	}},
-	{"Table(test.public.fm_accts) three parts", "postgres", func(tx *gorm.DB) ([]string, error) {
+	{"Table(<database>.public.fm_accts) three parts", "postgres", func(tx *gorm.DB) ([]string, error) {
+		var name string
+		if err := tx.Raw(`SELECT current_database()`).Scan(&name).Error; err != nil {
+			return nil, err
+		}
 		var v []map[string]any
-		err := tx.Table("test.public.fm_accts").Where("id = ?", 129).Find(&v).Error
+		err := tx.Table(name+".public.fm_accts").Where("id = ?", 129).Find(&v).Error
 		var out []string
 		for _, r := range v {
 			out = append(out, fmt.Sprint(r["name"]))
