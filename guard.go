@@ -115,6 +115,9 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		return err
 	}
 	for _, plan := range plans {
+		if m := p.reg.tableModel(plan.Inherits); plan.Inherits != "" && m != nil {
+			p.reg.storeAlias(plan.Table, m) // a partition's name is its table's, to the plugin too (Strict, Table("…"))
+		}
 		if v, ok := gs.tables[strings.ToLower(plan.Table)]; ok && v == plan.Version {
 			continue
 		}
@@ -557,6 +560,7 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 		pl.Partitioned = partitioned
 		for _, ch := range children {
 			add(ch, pl.Records)
+			byTable[strings.ToLower(ch)].Inherits = pl.Table
 		}
 	}
 	var out []guardPlan

@@ -116,6 +116,12 @@ func (r *registry) storeTable(m *model) {
 	r.tables.Store(strings.ToLower(m.table), m)
 }
 
+// storeAlias makes name (a partition or an inheritance child of m's table,
+// on PostgreSQL) stand for m: its rows are m's records.
+func (r *registry) storeAlias(name string, m *model) {
+	r.tables.LoadOrStore(strings.ToLower(name), m)
+}
+
 // joinSides lists the sides of a many2many join table.
 func (r *registry) joinSides(table string) []joinSide {
 	r.joinsMu.RLock()
@@ -358,7 +364,9 @@ func parseRoot(s *schema.Schema, f *schema.Field, tag string, namer schema.Namer
 func (r *registry) lockable() []*model {
 	var out []*model
 	r.tables.Range(func(_, v any) bool {
-		out = append(out, v.(*model))
+		if m := v.(*model); !slices.Contains(out, m) { // a partition's name is an alias (storeAlias)
+			out = append(out, m)
+		}
 		return true
 	})
 	return out

@@ -48,6 +48,9 @@ type GuardPlan struct {
 	// own) and whose row trigger, cloned onto every partition, checks the
 	// rows of a partition attached since (pgPartitionRow).
 	Partitioned bool
+	// Inherits is the table whose plan a partition's or an inheritance
+	// child's is (its rows are that table's records), or "".
+	Inherits string
 }
 
 // GuardRecord is one way a row of the table belongs to a record: resource
