@@ -153,6 +153,12 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
+	return p.requireCascaded(db, st, keys)
+}
+
+// requireCascaded requires the session's Write locks on keys, the
+// lockable rows a delete cascades to.
+func (p *Plugin) requireCascaded(db *gorm.DB, st *state, keys []key) error {
 	mine, err := p.requireWriteLocks(db, st, "delete (cascaded)", keys)
 	if err != nil {
 		return err
@@ -191,12 +197,13 @@ func (p *Plugin) checkParentDelete(db *gorm.DB) {
 	for i, r := range rows {
 		ids[i] = m.sqlValues([]any{r.k.ID})[0]
 	}
-	if keys, err := p.cascadedKeys(db, m, ids, 0); err != nil || len(keys) == 0 {
+	keys, err := p.cascadedKeys(db, m, ids, 0)
+	if err != nil || len(keys) == 0 {
 		db.AddError(err)
 		return
 	}
 	if st := p.start(db, m, opDelete); st != nil {
-		if err := p.checkCascades(db, st, rows); err != nil {
+		if err := p.requireCascaded(db, st, keys); err != nil {
 			st.fail(db, err)
 		}
 	}

@@ -36,7 +36,7 @@ func (p *Plugin) targetKeyModel(db *gorm.DB, target any) (key, *model, error) {
 	}
 	m, stmt, err := p.modelFor(db, target)
 	k, err := p.modelKey(db, target, m, stmt, err)
-	if err == nil && m != nil && !m.lockable && p.reg.tableModel(k.Resource) == nil && tagSlip(m.typ) != "" {
+	if err == nil && m != nil && !m.lockable && m.slip != "" && p.reg.tableModel(k.Resource) == nil {
 		// An explicit lock on a model without lock tags is a lock like any
 		// other (Fowler's explicit lock manager); one whose tags show a
 		// slipped lock tag was meant to be lockable, and is not.

@@ -194,7 +194,7 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		if pm.err != nil {
 			return pm.err
 		}
-		if !pm.lockable && tagSlip(pm.typ) != "" {
+		if !pm.lockable && pm.slip != "" {
 			return notLockable(pm)
 		}
 	}

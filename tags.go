@@ -32,6 +32,7 @@ type model struct {
 	root     *rootRef     // set for aggregate members
 	err      error        // a malformed tag: every statement on the model fails with it
 	lockable bool         // has a mode or is a member
+	slip     string       // a lock tag the plugin does not read, as notLockable words it (tagslips.go); "" for none
 
 	saved atomic.Bool // written to the catalog by this node
 
@@ -241,7 +242,7 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 
 // parseModel reads the lock tags of s. Errors name the model and the field.
 func parseModel(s *schema.Schema, namer schema.Namer) *model {
-	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType}
+	m := &model{name: s.Name, table: s.Table, pk: s.PrimaryFields, typ: s.ModelType, slip: tagSlip(s.ModelType)}
 	for _, f := range s.PrimaryFields {
 		m.kinds = append(m.kinds, kindOf(f))
 	}

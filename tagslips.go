@@ -18,7 +18,7 @@ import (
 // model m, which is not lockable.
 func notLockable(m *model) error {
 	return fmt.Errorf("%w: %s (model %s) is not lockable: no lock tag on its primary key (lock:\"exclusive_write|exclusive_read|read_write\") "+
-		"or on a foreign key (lock:\"root\")%s", ErrInvalid, m.table, m.name, tagSlip(m.typ))
+		"or on a foreign key (lock:\"root\")%s", ErrInvalid, m.table, m.name, m.slip)
 }
 
 // tagKey matches the keys of a struct tag: `gorm:"…" lock:"…"`.
