@@ -306,14 +306,31 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 	proc := s.Quote(s.guardPrefix() + "_check")
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
 	pk := proofKey(guardKey)
+	// The trigger probes the key row itself and calls the procedure only
+	// when there is one: a CALL costs more than the row's own write, and
+	// most rows a statement writes are free. The probe reads the lock
+	// table as the procedure does (through its seal, which a session's
+	// TEMPORARY table lacks: 1176 refuses), with the lock the procedure
+	// would take: LOCK IN SHARE MODE, except for the plugin's fenced
+	// writes. The procedure then reads the key row again and decides; a
+	// lock table that is gone (1146) holds no locks.
+	probe := func(share string) string {
+		return "SELECT COUNT(*) INTO offlinelock_n FROM " + s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
+			" WHERE resource = offlinelock_res AND lock_id = offlinelock_k AND holder = ''" + share + ";"
+	}
 	call := func(res, key string) string {
-		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN CALL " + proc + "(" + sqlLiteral(res) + ", " + key + "); END IF;"
+		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN SET offlinelock_res = " + sqlLiteral(res) + ", offlinelock_k = " + key + ", offlinelock_n = 0; " +
+			"BEGIN DECLARE EXIT HANDLER FOR 1146 SET offlinelock_n = 0; " +
+			"DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table'; " +
+			"IF @offlinelock_fenced THEN " + probe("") + " ELSE " + probe(mysqlShare) + " END IF; END; " +
+			"IF offlinelock_n > 0 THEN CALL " + proc + "(offlinelock_res, offlinelock_k); END IF; END IF;"
 	}
 	// Inside a procedure (and in a CALL's arguments) sql_select_limit reads
 	// as its default: the trigger reads the blank and hands the answer on
 	// in a variable it sets before every CALL, so a value a client set
 	// never reaches the procedure.
-	declare := "SET @offlinelock_fenced = @@session.sql_select_limit = " + fencedBlank(guardKey) + "; "
+	declare := "DECLARE offlinelock_res VARBINARY(512); DECLARE offlinelock_k VARBINARY(1020); DECLARE offlinelock_n INT; " +
+		"SET @offlinelock_fenced = @@session.sql_select_limit = " + fencedBlank(guardKey) + "; "
 	var ins, upd, del []string
 	for _, rec := range plan.Records {
 		ins = append(ins, call(rec.Resource, rec.Key("NEW")))
@@ -380,7 +397,10 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		if err != nil || state == GuardOK || state == GuardHidden {
 			return err
 		}
-		stmts, _, err := s.sealedViews(c, stmts, true)
+		stmts, ok, err := s.sealedViews(c, stmts, true)
+		if err == nil && !ok {
+			err = errors.New("offlinelock: the lock table has no seal: install the guard's routine first")
+		}
 		if err != nil {
 			return err
 		}
@@ -480,13 +500,23 @@ func (s *mysqlStore) QualifiedName(_ Conn, table string) (string, error) {
 
 const sealedOpen, sealedClose = "\x00offlinelock view:", "\x00"
 
+// sealPlaceholder stands for the seal's name (sealIndex) in the triggers'
+// text until sealedViews resolves it: their version is that of the text
+// with the placeholder, the same on every node.
+const sealPlaceholder = "\x00offlinelock seal\x00"
+
 var sealedRef = regexp.MustCompile("\x00offlinelock view:([^\x00]+)\x00")
 
 // sealedViews resolves the placeholders of stmts to the views of their
-// tables (QualifiedName): with create, making the views that are missing
-// (install); without, a missing one leaves ok false (status).
+// tables (QualifiedName) and to the lock table's seal: with create, making
+// the views that are missing (install); without, a missing one leaves ok
+// false (status), as a missing seal does either way.
 func (s *mysqlStore) sealedViews(c Conn, stmts []string, create bool) (out []string, ok bool, err error) {
 	names := map[string]string{}
+	seal, err := s.sealName(c)
+	if err != nil || seal == "" {
+		return stmts, false, err // the routine's install makes it first
+	}
 	for _, q := range stmts {
 		for _, m := range sealedRef.FindAllStringSubmatch(q, -1) {
 			if _, done := names[m[1]]; done {
@@ -516,6 +546,7 @@ func (s *mysqlStore) sealedViews(c Conn, stmts []string, create bool) (out []str
 	out = make([]string, len(stmts))
 	for i, q := range stmts {
 		out[i] = sealedRef.ReplaceAllStringFunc(q, func(ref string) string { return names[sealedRef.FindStringSubmatch(ref)[1]] })
+		out[i] = strings.ReplaceAll(out[i], sealPlaceholder, s.Quote(seal))
 	}
 	return out, true, nil
 }
