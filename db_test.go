@@ -131,12 +131,13 @@ func setupOn(t testing.TB, db *gorm.DB, cfg offlinelock.Config) (*gorm.DB, *offl
 	t.Cleanup(func() {
 		p.RemoveGuard(db) // the application tables outlive the test's lock table
 		if db.Dialector.Name() == "mysql" {
-			db.Exec("DROP TABLE IF EXISTS `" + cfg.Table + "`, `" + cfg.Table + "_generation`, `" + cfg.Table + "_tables`")
+			db.Exec("DROP TABLE IF EXISTS `" + cfg.Table + "`, `" + cfg.Table + "_generation`, `" + cfg.Table + "_tables`, `" + cfg.Table + "_notes`")
 			return
 		}
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `"`)
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_generation"`)
 		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_tables"`)
+		db.Exec(`DROP TABLE IF EXISTS "` + cfg.Table + `_notes"`)
 		db.Exec(`DROP SEQUENCE IF EXISTS "` + cfg.Table + `_generation"`)
 	})
 	return db, p

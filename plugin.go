@@ -83,6 +83,10 @@ type Config struct {
 	// still carry the identity the guard reads. For tools that install,
 	// inspect or remove the guard themselves (the offlinelock command).
 	LeaveGuard bool
+	// WatchEvery is how often Watch reads the locks it watches (one read
+	// per watched record, however many watch it); default
+	// DefaultWatchEvery.
+	WatchEvery time.Duration
 }
 
 // Plugin is a Pessimistic Offline Lock manager whose lock table lives in the
@@ -104,6 +108,8 @@ type Plugin struct {
 	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
 	chains    chainCache   // whether a callback chain is GORM's and the plugin's alone
 	guards    sync.Map     // databaseOf → *guardState: which tables carry the database guard, per database (guard.go)
+	notes     noteTable    // take-overs and requests to edit, for Watch (notes.go)
+	watchers  sync.Map     // databaseOf → *watcher: one poll of the lock table per database (watch.go)
 
 	initErr atomic.Pointer[error] // why Initialize failed: every statement on a lockable table and every call fails with it
 }

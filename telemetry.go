@@ -34,6 +34,7 @@ const (
 	kindReleaseAll     = "release_all"
 	kindExpiryTakeover = "expiry_takeover"
 	kindForce          = "force"
+	kindTakeOver       = "takeover"
 	kindSweep          = "sweep"
 )
 

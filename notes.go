@@ -1,0 +1,90 @@
+package offlinelock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// The notes table (<Config.Table>_notes) keeps what a lock row cannot say:
+// that a lock was taken over (by whom, why) and that someone asked to edit
+// a record. Only TakeOver and RequestEdit write it, so locks pay nothing
+// for it; every node's watcher reads the notes added since its last poll,
+// which is how a take-over or a request on one node reaches a page
+// watching through another. Notes older than noteLife are deleted as new
+// ones are added.
+
+// noteLife is how long a note is kept: far longer than any poll.
+const noteLife = time.Hour
+
+// lockNote is one row of the notes table.
+type lockNote struct {
+	ID         int64     `gorm:"primaryKey;autoIncrement"`
+	Resource   string    `gorm:"size:255;not null"`
+	LockID     string    `gorm:"size:255;not null"`
+	Kind       string    `gorm:"size:16;not null"`
+	ByUser     string    `gorm:"size:255;not null"`
+	Reason     string    `gorm:"size:255;not null"`
+	Generation int64     `gorm:"not null"`
+	At         time.Time `gorm:"not null;index"`
+}
+
+// noteTable makes the notes table once per database.
+type noteTable struct {
+	made sync.Map // databaseOf → struct{}
+}
+
+func notesOf(table string) string { return table + "_notes" }
+
+// ensure makes the notes table of lock table on db's database, if it is
+// missing, on a connection of its own (DDL would commit a caller's
+// transaction on MySQL).
+func (n *noteTable) ensure(db *gorm.DB, table string) error {
+	id := databaseOf(db)
+	if _, ok := n.made.Load(id); ok {
+		return nil
+	}
+	s := db.Session(&gorm.Session{NewDB: true, Context: context.WithoutCancel(db.Statement.Context)})
+	s.Statement.ConnPool = db.Config.ConnPool
+	name := notesOf(table)
+	if !s.Migrator().HasTable(name) {
+		if err := s.Table(name).AutoMigrate(&lockNote{}); err != nil {
+			return fmt.Errorf("offlinelock: the notes table %s, which take-overs and requests to edit need, is missing and could not be made (the owner's db.Use or Migrate makes it; grant the application INSERT, SELECT and DELETE on it): %w", name, err)
+		}
+	}
+	n.made.Store(id, struct{}{})
+	return nil
+}
+
+// add writes nt on db (in its transaction, if any), and deletes notes
+// older than noteLife.
+func (n *noteTable) add(db *gorm.DB, table string, nt lockNote) error {
+	s := db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table))
+	if err := s.Create(&nt).Error; err != nil {
+		return err
+	}
+	return db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table)).
+		Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nt.At.Add(-noteLife)}).Delete(&lockNote{}).Error
+}
+
+// since returns the notes after id, oldest first, at most limit of them.
+func (n *noteTable) since(db *gorm.DB, table string, id int64, limit int) ([]lockNote, error) {
+	var out []lockNote
+	err := db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table)).
+		Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).Order("id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// last is the newest note's id, 0 when there is none.
+func (n *noteTable) last(db *gorm.DB, table string) (int64, error) {
+	var id *int64
+	err := db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table)).Select("MAX(id)").Scan(&id).Error
+	if id == nil {
+		return 0, err
+	}
+	return *id, err
+}

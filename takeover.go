@@ -1,0 +1,127 @@
+package offlinelock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ErrHeldByYou reports a RequestEdit by the session that holds the lock
+// itself: there is nobody to ask.
+var ErrHeldByYou = errors.New("offlinelock: you hold this lock")
+
+// TakeOver ends every other lock on target and gives the owner in db's
+// context a new Write lock on it, with a new token and a larger generation,
+// in one transaction: nobody can take the record in between. The old
+// holders are fenced at once (their tokens and sessions hold nothing, so
+// their writes are refused), the take-over is logged, counted
+// (offlinelock_lock_releases_total with kind "takeover") and noted in the
+// database, so that every Watch of the record, on any node, tells
+// EventTakenOver with reason.
+//
+// Taking over a lock of the same user (another tab, a reload) needs no
+// permission; taking over another user's asks Config.Authorize("take_over",
+// lock) for each of them, and is ErrForbidden unless all are allowed. A
+// record nobody holds is simply locked; a lock the session holds already is
+// renewed, as Acquire does. reason is at most MaxReason bytes of printable
+// text; it becomes the new lock's Reason.
+func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error) {
+	db = onPrimary(db)
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, err
+	}
+	if err := validReason(reason); err != nil {
+		return nil, err
+	}
+	o, err := ownerOf(db)
+	if err != nil {
+		return nil, err
+	}
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
+		return nil, err
+	}
+	ctx := db.Statement.Context
+	if reason != "" {
+		ctx = WithReason(ctx, reason)
+	}
+	var l *Lock
+	var taken []Lock
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
+			for _, h := range held {
+				if h.Owner.Session == o.Session {
+					continue
+				}
+				var err error
+				if h.Owner.User != o.User {
+					err = p.authorize(ctx, "take_over", h)
+				}
+				p.audit(ctx, "take_over", h, o, now, err)
+				if err != nil {
+					return err
+				}
+				taken = append(taken, h)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, ErrNotLocked) {
+			return err
+		}
+		if l, err = p.Acquire(tx, target, Write); err != nil {
+			return err
+		}
+		if len(taken) == 0 {
+			return nil
+		}
+		return p.notes.add(tx, p.cfg.Table, lockNote{Resource: k.Resource, LockID: k.ID, Kind: string(EventTakenOver),
+			ByUser: o.User, Reason: reason, Generation: l.Generation, At: time.Now().UTC()})
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.hints.dropKey(k)
+	p.tel.released(ctxOf(db), dbSystem(db), kindTakeOver, k.Resource, int64(len(taken)))
+	return l, nil
+}
+
+// RequestEdit asks the holders of target to let the owner in db's context
+// edit it: every Watch of the record, on any node, tells EventRequested
+// naming the owner's user. It never waits and takes nothing; the asker
+// learns that the record is free from EventReleased. It returns
+// ErrNotLocked when nobody holds the record (take it instead) and
+// ErrHeldByYou when the asking session holds it.
+func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
+	db = onPrimary(db)
+	o, err := ownerOf(db)
+	if err != nil {
+		return err
+	}
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return err
+	}
+	held, err := p.Holders(db, target)
+	if err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		return fmt.Errorf("%w: nobody holds %s %s", ErrNotLocked, k.Resource, k.ID)
+	}
+	for _, h := range held {
+		if h.Owner.Session == o.Session {
+			return ErrHeldByYou
+		}
+	}
+	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
+		return err
+	}
+	return p.notes.add(db, p.cfg.Table, lockNote{Resource: k.Resource, LockID: k.ID, Kind: string(EventRequested),
+		ByUser: o.User, Generation: held[0].Generation, At: time.Now().UTC()})
+}

@@ -1,0 +1,286 @@
+package offlinelock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// EventKind names what happened to a record's lock, as Watch tells it.
+type EventKind string
+
+const (
+	// EventLocked: someone took the lock (also sent first, when Watch
+	// starts on a record that is held).
+	EventLocked EventKind = "locked"
+	// EventReleased: the lock ended: released, swept, or run out (Reason
+	// "expired"); the record is free.
+	EventReleased EventKind = "released"
+	// EventTakenOver: TakeOver gave the lock to By, for Reason; the old
+	// holder is fenced.
+	EventTakenOver EventKind = "taken-over"
+	// EventExpiring: the lock runs out soon (within a quarter of its lease,
+	// at most DefaultExpiringWithin) and no renewal has come.
+	EventExpiring EventKind = "expiring"
+	// EventRequested: By asks to edit the record (RequestEdit).
+	EventRequested EventKind = "requested"
+)
+
+// DefaultWatchEvery is how often a watcher reads the locks it watches when
+// Config.WatchEvery is zero: a change reaches every Watch within it.
+const DefaultWatchEvery = time.Second
+
+// DefaultExpiringWithin is the longest warning EventExpiring gives.
+const DefaultExpiringWithin = 30 * time.Second
+
+// Event is one change of a record's lock.
+type Event struct {
+	Kind         EventKind
+	Resource, ID string
+	// Lock is the lock after the change (locked, taken-over, expiring,
+	// requested) or the lock that ended (released), without its token.
+	Lock *Lock
+	// By is who took the lock over, or who asks to edit.
+	By string
+	// Reason is the take-over's reason, or "expired" for a lock that ran
+	// out.
+	Reason string
+	// At is when the watcher saw the change.
+	At time.Time
+}
+
+// Watch tells the changes of target's lock on the returned channel until
+// ctx ends, then closes it. Changes are read from the database, so a
+// change made through any node reaches every node's watches within
+// Config.WatchEvery. One watcher per database reads each watched record
+// once per interval, however many watch it. A watch that does not keep
+// up loses events rather than slow the others: read the channel promptly.
+// It needs no owner; authorise callers as for Holders.
+func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Event, error) {
+	db = onPrimary(db.WithContext(ctx))
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, err
+	}
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
+		return nil, err
+	}
+	v, _ := p.watchers.LoadOrStore(databaseOf(db), &watcher{p: p, t: t, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}})
+	w := v.(*watcher)
+	sub := &watch{ch: make(chan Event, 64)}
+	if err := w.add(db, k, sub); err != nil {
+		return nil, err
+	}
+	context.AfterFunc(ctx, func() { w.remove(k, sub) })
+	return sub.ch, nil
+}
+
+type watch struct{ ch chan Event }
+
+// send hands e on, or drops it when the watch is not keeping up.
+func (s *watch) send(e Event) {
+	select {
+	case s.ch <- e:
+	default:
+	}
+}
+
+// watcher polls one database's watched records.
+type watcher struct {
+	p *Plugin
+	t lockStore
+
+	mu       sync.Mutex
+	db       *gorm.DB // a session of the database, on its own connections
+	subs     map[key]map[*watch]struct{}
+	seen     map[key]*Lock // each watched record's lock at the last poll; nil when free
+	warned   map[key]time.Time
+	lastNote int64
+	stop     context.CancelFunc // the poll loop's, while it runs
+}
+
+func (p *Plugin) watchEvery() time.Duration {
+	if p.cfg.WatchEvery > 0 {
+		return p.cfg.WatchEvery
+	}
+	return DefaultWatchEvery
+}
+
+// add subscribes sub to k, telling it k's lock now if there is one, and
+// starts the poll loop if it is not running.
+func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stop == nil {
+		w.db = w.p.background(db).Set(resolverWrite, struct{}{})
+		last, err := w.p.notes.last(w.db, w.p.cfg.Table)
+		if err != nil {
+			return err
+		}
+		w.lastNote, w.warned = last, map[key]time.Time{}
+		ctx, stop := context.WithCancel(context.Background())
+		w.stop = stop
+		go w.loop(ctx)
+	}
+	if w.subs[k] == nil {
+		held, err := w.holderOn(w.db, k)
+		if err != nil {
+			if len(w.subs) == 0 {
+				w.stop()
+				w.stop = nil
+			}
+			return err
+		}
+		w.subs[k], w.seen[k] = map[*watch]struct{}{}, held
+	}
+	w.subs[k][sub] = struct{}{}
+	if l := w.seen[k]; l != nil {
+		sub.send(Event{Kind: EventLocked, Resource: k.Resource, ID: k.ID, Lock: l, At: time.Now()})
+	}
+	return nil
+}
+
+// remove ends sub, and the poll loop with the last one.
+func (w *watcher) remove(k key, sub *watch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.subs[k], sub)
+	close(sub.ch)
+	if len(w.subs[k]) == 0 {
+		delete(w.subs, k)
+		delete(w.seen, k)
+		delete(w.warned, k)
+	}
+	if len(w.subs) == 0 && w.stop != nil {
+		w.stop()
+		w.stop = nil
+	}
+}
+
+func (w *watcher) loop(ctx context.Context) {
+	tick := time.NewTicker(w.p.watchEvery())
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			err := w.poll(ctx)
+			if err != nil && !failing && ctx.Err() == nil {
+				w.p.cfg.Logger.Warn("offlinelock: watching locks failed; trying again every interval", "error", err.Error())
+			}
+			failing = err != nil
+		}
+	}
+}
+
+// holderOn is k's lock now, read on db: its writer, or its first reader;
+// nil when free.
+func (w *watcher) holderOn(db *gorm.DB, k key) (*Lock, error) {
+	ls, err := w.t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID})
+	if err != nil || len(ls) == 0 {
+		return nil, err
+	}
+	return &ls[0], nil
+}
+
+// poll reads the notes added since the last poll and each watched
+// record's lock, and tells each record's watches what changed.
+func (w *watcher) poll(ctx context.Context) error {
+	w.mu.Lock()
+	db, last := w.db.WithContext(ctx), w.lastNote
+	keys := make([]key, 0, len(w.subs))
+	for k := range w.subs {
+		keys = append(keys, k)
+	}
+	w.mu.Unlock()
+	notes, err := w.p.notes.since(db, w.p.cfg.Table, last, 1000)
+	if err != nil {
+		return err
+	}
+	byKey := map[key][]lockNote{}
+	for _, n := range notes {
+		k := key{Resource: n.Resource, ID: n.LockID}
+		byKey[k] = append(byKey[k], n)
+	}
+	now := make(map[key]*Lock, len(keys))
+	for _, k := range keys {
+		if now[k], err = w.holderOn(db, k); err != nil {
+			return err
+		}
+	}
+	at := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(notes) > 0 && w.lastNote == last {
+		w.lastNote = notes[len(notes)-1].ID
+	}
+	for _, k := range keys {
+		subs := w.subs[k]
+		if subs == nil {
+			continue // no longer watched
+		}
+		for _, e := range w.changes(k, w.seen[k], now[k], byKey[k], at) {
+			for s := range subs {
+				s.send(e)
+			}
+		}
+		w.seen[k] = now[k]
+	}
+	return nil
+}
+
+// changes are the events of k between two polls: its lock was, its lock
+// is, and the notes added meanwhile.
+func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) []Event {
+	ev := func(kind EventKind, l *Lock) Event {
+		return Event{Kind: kind, Resource: k.Resource, ID: k.ID, Lock: l, At: at}
+	}
+	var out []Event
+	var taken *lockNote
+	for i, n := range notes {
+		if n.Kind == string(EventTakenOver) && is != nil && n.Generation == is.Generation {
+			taken = &notes[i]
+		}
+	}
+	changed := (was == nil) != (is == nil) || was != nil && (was.Owner.Session != is.Owner.Session || was.Generation != is.Generation)
+	switch {
+	case changed && taken != nil:
+		e := ev(EventTakenOver, is)
+		e.By, e.Reason = taken.ByUser, taken.Reason
+		out = append(out, e)
+	case changed && was != nil:
+		e := ev(EventReleased, was)
+		if !was.ExpiresAt.After(at) {
+			e.Reason = "expired"
+		}
+		out = append(out, e)
+		if is != nil {
+			out = append(out, ev(EventLocked, is))
+		}
+	case changed:
+		out = append(out, ev(EventLocked, is))
+	}
+	for _, n := range notes {
+		if n.Kind == string(EventRequested) {
+			e := ev(EventRequested, is)
+			e.By = n.ByUser
+			out = append(out, e)
+		}
+	}
+	if is != nil {
+		window := min(DefaultExpiringWithin, is.ExpiresAt.Sub(is.AcquiredAt)/4)
+		if is.ExpiresAt.Sub(at) <= window && !w.warned[k].Equal(is.ExpiresAt) {
+			w.warned[k] = is.ExpiresAt
+			out = append(out, ev(EventExpiring, is))
+		}
+	}
+	return out
+}
