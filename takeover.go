@@ -54,6 +54,10 @@ func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error)
 	var l *Lock
 	var taken []Lock
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if mine, err := p.heldOnlyBy(tx, t, k, o); err != nil || mine {
+			l, err = p.Acquire(tx, target, Write) // nothing to take: a renewal
+			return err
+		}
 		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
 			for _, h := range held {
 				if h.Owner.Session == o.Session {
@@ -124,4 +128,15 @@ func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 	}
 	return p.notes.add(db, p.cfg.Table, lockNote{Resource: k.Resource, LockID: k.ID, Kind: string(EventRequested),
 		ByUser: o.User, Generation: held[0].Generation, At: time.Now().UTC()})
+}
+
+// heldOnlyBy says whether k is held by o's session and nobody else.
+func (p *Plugin) heldOnlyBy(db *gorm.DB, t lockStore, k key, o Owner) (bool, error) {
+	held, err := t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID})
+	for _, h := range held {
+		if h.Owner.Session != o.Session {
+			return false, err
+		}
+	}
+	return len(held) > 0, err
 }
