@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -89,6 +90,13 @@ type Config struct {
 	// Principal is a cookie. Same-origin pages and API clients (which send
 	// no Origin or Sec-Fetch-Site) need nothing here.
 	TrustedOrigins []string
+	// TakeOver decides who may take over a lock (POST …/lock/takeover),
+	// for each of its holders: nil error allows, anything else is a 403
+	// whose text the caller sees. Default SameUserTakeOver: only the
+	// holder's own principal (another tab, a reload). Taking over another
+	// user's lock is then also asked of the plugin's Config.Authorize
+	// ("take_over"), as force releases are.
+	TakeOver func(r *http.Request, principal string, holder offlinelock.Lock) error
 	// DefaultTTL is the lease when a request names no ttlSeconds (default
 	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
 	// ttlSeconds outside 1..MaxTTL is a 400.
@@ -164,10 +172,14 @@ func New(cfg Config) (*Server, error) {
 
 // Register adds the lock endpoints to mux:
 //
-//	POST /{resource}/{id}/lock    take a lock (201), or refresh it with its Lock-Token (200)
-//	POST /{resource}/{id}/unlock  give it up with its Lock-Token (204)
-//	GET  /{resource}/{id}/lock    who holds it and until when (200), or 404
-//	GET  /openapi.yaml            the OpenAPI document (ServeOpenAPI)
+//	POST /{resource}/{id}/lock           take a lock (201), or refresh it with its Lock-Token (200)
+//	POST /{resource}/{id}/unlock         give it up with its Lock-Token (204)
+//	GET  /{resource}/{id}/lock           who holds it and until when (200), or 404
+//	POST /{resource}/{id}/lock/takeover  take it over (201; Config.TakeOver decides who may)
+//	POST /{resource}/{id}/lock/request   ask its holder to let the caller edit (202)
+//	GET  /{resource}/{id}/lock/events    its lock events, as a text/event-stream
+//	GET  /offlinelock.js                 the browser client (ServeClient)
+//	GET  /openapi.yaml                   the OpenAPI document (ServeOpenAPI)
 //
 // Each resource gets its own patterns (POST /orders/{id}/lock …), so they
 // live beside the application's routes without conflicts; the application
@@ -175,6 +187,7 @@ func New(cfg Config) (*Server, error) {
 // duplicate).
 func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /openapi.yaml", s.ServeOpenAPI)
+	mux.HandleFunc("GET /offlinelock.js", s.ServeClient)
 	origins := s.crossOrigin(s.cfg.TrustedOrigins, "cross-origin request refused: lock from the application's own pages, an origin in httplock.Config.TrustedOrigins, or an API client")
 	for name, res := range s.resources {
 		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {
@@ -183,6 +196,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 		mux.Handle("POST /"+name+"/{id}/lock", origins.Handler(with(s.lock)))
 		mux.Handle("POST /"+name+"/{id}/unlock", origins.Handler(with(s.unlock)))
 		mux.HandleFunc("GET /"+name+"/{id}/lock", with(s.info))
+		mux.Handle("POST /"+name+"/{id}/lock/takeover", origins.Handler(with(s.takeOver)))
+		mux.Handle("POST /"+name+"/{id}/lock/request", origins.Handler(with(s.request)))
+		mux.HandleFunc("GET /"+name+"/{id}/lock/events", with(s.events))
 	}
 }
 
@@ -201,8 +217,8 @@ func (s *Server) target(res *resource, id string) (*resource, any, error) {
 	if res == nil {
 		return nil, nil, errUnknownResource
 	}
-	if id == "" || len(id) > 255 || strings.ContainsRune(id, 0) {
-		return nil, nil, badRequest("the id is empty or too long")
+	if id == "" || len(id) > 255 || strings.ContainsRune(id, 0) || !utf8.ValidString(id) {
+		return nil, nil, badRequest("the id is empty, too long, or not UTF-8 text")
 	}
 	v := reflect.New(res.typ)
 	f := v.Elem().FieldByIndex(res.pk.Index)

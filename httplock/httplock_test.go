@@ -141,6 +141,7 @@ func dropLockTable(db *gorm.DB, table string) {
 func anyID(*http.Request, string) (bool, error) { return true, nil }
 
 func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
+	openapi3filter.RegisterBodyDecoder("text/javascript", openapi3filter.PlainBodyDecoder) // GET /offlinelock.js
 	doc, err := openapi3.NewLoader().LoadFromData(httplock.OpenAPI())
 	require.NoError(t, err)
 	require.NoError(t, doc.Validate(context.Background()))
@@ -168,7 +169,7 @@ func eachDB(t *testing.T, fn func(t *testing.T, e *client)) {
 			})
 			require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_99182", Status: "new"}).Error)
 
-			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal, Admin: onlyAdmin, TakeOver: adminsTakeOver, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
 			require.NoError(t, err)
 			mux := http.NewServeMux()

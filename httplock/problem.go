@@ -25,6 +25,12 @@ type Problem struct {
 	Detail      string     `json:"detail"`
 	LockedBy    string     `json:"lockedBy,omitempty"`
 	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
+	// LockedSince is when the holder took the lock.
+	LockedSince *time.Time `json:"lockedSince,omitempty"`
+	// LockedByYou: the holder is the caller's own principal, in another
+	// tab, client or session. It may take the lock over
+	// (POST …/lock/takeover) to resume here.
+	LockedByYou bool `json:"lockedByYou,omitempty"`
 }
 
 // requestError is an error this package made, with its status and a detail
@@ -53,6 +59,10 @@ func lockRequired(detail string) error {
 	return &requestError{http.StatusLocked, "lock-required", detail + ": POST …/lock, then send its Lock-Token header"}
 }
 
+func conflict(detail string) error {
+	return &requestError{http.StatusConflict, "conflict", detail}
+}
+
 func forbidden(detail string) error {
 	return &requestError{http.StatusForbidden, "forbidden", detail}
 }
@@ -74,15 +84,19 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		if len(le.Holders) > 0 {
 			h := le.Holders[0]
 			until := h.ExpiresAt.UTC().Truncate(time.Second)
-			p.LockedBy, p.LockedUntil = h.Owner.User, &until
-			by := h.Owner.User
+			since := h.AcquiredAt.UTC().Truncate(time.Second)
+			p.LockedBy, p.LockedUntil, p.LockedSince = h.Owner.User, &until, &since
+			by, resume := h.Owner.User, ""
 			if principal, err := s.cfg.Principal(r); err == nil && principal != "" && principal == h.Owner.User {
 				// The same person, through another session or token (a
 				// browser tab's session, another client's token): not let
-				// through, since each lock is its session's, but told so.
-				by = "you (" + principal + ") in another session"
+				// through, since each lock is its session's, but told so,
+				// and how to resume here.
+				by, p.LockedByYou = "you ("+principal+") in another session", true
+				resume = fmt.Sprintf(": you are editing this in another tab since %s (UTC); to edit here instead, take it over (POST …/lock/takeover)",
+					since.Format("15:04"))
 			}
-			p.Detail = fmt.Sprintf("%s is locked by %s until %s", s.name(le.Resource, le.ID), by, until.Format(time.RFC3339))
+			p.Detail = fmt.Sprintf("%s is locked by %s until %s%s", s.name(le.Resource, le.ID), by, until.Format(time.RFC3339), resume)
 		}
 	case errors.As(err, &re):
 		p.Status, p.Type, p.Title, p.Detail = re.status, ProblemBase+re.kind, http.StatusText(re.status), re.detail

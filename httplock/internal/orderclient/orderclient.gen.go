@@ -41,6 +41,24 @@ func (e LockAccess) Valid() bool {
 	}
 }
 
+// Defines values for LockEventAccess.
+const (
+	LockEventAccessRead  LockEventAccess = "read"
+	LockEventAccessWrite LockEventAccess = "write"
+)
+
+// Valid indicates whether the value is a known member of the LockEventAccess enum.
+func (e LockEventAccess) Valid() bool {
+	switch e {
+	case LockEventAccessRead:
+		return true
+	case LockEventAccessWrite:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LockInfoAccess.
 const (
 	LockInfoAccessRead  LockInfoAccess = "read"
@@ -78,6 +96,28 @@ type Lock struct {
 // LockAccess defines model for Lock.Access.
 type LockAccess string
 
+// LockEvent The data of one lock event; never a token or a session
+type LockEvent struct {
+	Access     *LockEventAccess `json:"access,omitempty"`
+	AcquiredAt *time.Time       `json:"acquiredAt,omitempty"`
+	At         time.Time        `json:"at"`
+
+	// By taken-over: who took it; requested: who asks
+	By         *string    `json:"by,omitempty"`
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	Generation *int       `json:"generation,omitempty"`
+	Id         string     `json:"id"`
+	LockedBy   *string    `json:"lockedBy,omitempty"`
+
+	// Reason taken-over: the reason given; released: expired when it ran out
+	Reason              *string `json:"reason,omitempty"`
+	Resource            string  `json:"resource"`
+	TtlRemainingSeconds *int    `json:"ttlRemainingSeconds,omitempty"`
+}
+
+// LockEventAccess defines model for LockEvent.Access.
+type LockEventAccess string
+
 // LockInfo defines model for LockInfo.
 type LockInfo struct {
 	Access     LockInfoAccess `json:"access"`
@@ -109,12 +149,22 @@ type LockRequest struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	Detail      string     `json:"detail"`
-	LockedBy    *string    `json:"lockedBy,omitempty"`
+	Detail   string  `json:"detail"`
+	LockedBy *string `json:"lockedBy,omitempty"`
+
+	// LockedByYou the holder is the caller's own principal (another tab): it may take the lock over
+	LockedByYou *bool      `json:"lockedByYou,omitempty"`
+	LockedSince *time.Time `json:"lockedSince,omitempty"`
 	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
 	Status      int        `json:"status"`
 	Title       string     `json:"title"`
 	Type        string     `json:"type"`
+}
+
+// TakeOverRequest defines model for TakeOverRequest.
+type TakeOverRequest struct {
+	// Reason why: told to the old holder, kept with the new lock
+	Reason *string `json:"reason,omitempty"`
 }
 
 // ID defines model for ID.
@@ -172,6 +222,9 @@ type PatchOrderJSONRequestBody = PatchOrderJSONBody
 
 // LockOrderJSONRequestBody defines body for LockOrder for application/json ContentType.
 type LockOrderJSONRequestBody = LockRequest
+
+// TakeOverLockOrderJSONRequestBody defines body for TakeOverLockOrder for application/json ContentType.
+type TakeOverLockOrderJSONRequestBody = TakeOverRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -266,6 +319,11 @@ type ClientInterface interface {
 	// Corresponds with POST /admin/locks/{resource}/{id}/release (the `AdminReleaseLock` operationId).
 	AdminReleaseLock(ctx context.Context, resource Resource, id ID, body AdminReleaseLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetClient The browser client, an ES module (editLock)
+	//
+	// Corresponds with GET /offlinelock.js (the `GetClient` operationId).
+	GetClient(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPI This document
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenAPI` operationId).
@@ -303,6 +361,45 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /orders/{orderId}/lock (the `LockOrder` operationId).
 	LockOrder(ctx context.Context, orderId string, params *LockOrderParams, body LockOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LockEventsOrder The record's lock events, as they happen on any node
+	//
+	// Server-sent events named locked, released, taken-over, expiring and requested, each with
+	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
+	// read from the database, so every node's subscribers get them within the plugin's
+	// Config.WatchEvery (1 s by default).
+	//
+	// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
+	LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestLockOrder Ask the holder to let the caller edit (a requested event); never waits
+	//
+	// The caller learns that the record is free from the released event.
+	//
+	// Corresponds with POST /orders/{orderId}/lock/request (the `RequestLockOrder` operationId).
+	RequestLockOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeOverLockOrderWithBody Take the lock over, fencing its holder (who is told at once by a taken-over event)
+	//
+	// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+	// holder's own principal: another tab, a reload). The old holder's token and session hold
+	// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+	TakeOverLockOrderWithBody(ctx context.Context, orderId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TakeOverLockOrder Take the lock over, fencing its holder (who is told at once by a taken-over event)
+	//
+	// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+	// holder's own principal: another tab, a reload). The old holder's token and session hold
+	// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+	TakeOverLockOrder(ctx context.Context, orderId string, body TakeOverLockOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UnlockOrder Give the lock up
 	//
@@ -349,6 +446,21 @@ func (c *Client) AdminReleaseLockWithBody(ctx context.Context, resource Resource
 // Corresponds with POST /admin/locks/{resource}/{id}/release (the `AdminReleaseLock` operationId).
 func (c *Client) AdminReleaseLock(ctx context.Context, resource Resource, id ID, body AdminReleaseLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminReleaseLockRequest(c.Server, resource, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetClient The browser client, an ES module (editLock)
+//
+// Corresponds with GET /offlinelock.js (the `GetClient` operationId).
+func (c *Client) GetClient(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetClientRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -447,6 +559,85 @@ func (c *Client) LockOrderWithBody(ctx context.Context, orderId string, params *
 // Corresponds with POST /orders/{orderId}/lock (the `LockOrder` operationId).
 func (c *Client) LockOrder(ctx context.Context, orderId string, params *LockOrderParams, body LockOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewLockOrderRequest(c.Server, orderId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LockEventsOrder The record's lock events, as they happen on any node
+//
+// Server-sent events named locked, released, taken-over, expiring and requested, each with
+// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
+// read from the database, so every node's subscribers get them within the plugin's
+// Config.WatchEvery (1 s by default).
+//
+// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
+func (c *Client) LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLockEventsOrderRequest(c.Server, orderId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestLockOrder Ask the holder to let the caller edit (a requested event); never waits
+//
+// The caller learns that the record is free from the released event.
+//
+// Corresponds with POST /orders/{orderId}/lock/request (the `RequestLockOrder` operationId).
+func (c *Client) RequestLockOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestLockOrderRequest(c.Server, orderId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeOverLockOrderWithBody Take the lock over, fencing its holder (who is told at once by a taken-over event)
+//
+// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+// holder's own principal: another tab, a reload). The old holder's token and session hold
+// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+func (c *Client) TakeOverLockOrderWithBody(ctx context.Context, orderId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeOverLockOrderRequestWithBody(c.Server, orderId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TakeOverLockOrder Take the lock over, fencing its holder (who is told at once by a taken-over event)
+//
+// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+// holder's own principal: another tab, a reload). The old holder's token and session hold
+// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+func (c *Client) TakeOverLockOrder(ctx context.Context, orderId string, body TakeOverLockOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTakeOverLockOrderRequest(c.Server, orderId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -612,6 +803,33 @@ func NewAdminReleaseLockRequestWithBody(server string, resource Resource, id ID,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetClientRequest constructs an http.Request for the GetClient method
+func NewGetClientRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/offlinelock.js")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -801,6 +1019,121 @@ func NewLockOrderRequestWithBody(server string, orderId string, params *LockOrde
 	return req, nil
 }
 
+// NewLockEventsOrderRequest constructs an http.Request for the LockEventsOrder method
+func NewLockEventsOrderRequest(server string, orderId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "orderId", orderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/orders/%s/lock/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRequestLockOrderRequest constructs an http.Request for the RequestLockOrder method
+func NewRequestLockOrderRequest(server string, orderId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "orderId", orderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/orders/%s/lock/request", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTakeOverLockOrderRequest calls the generic TakeOverLockOrder builder with application/json body
+func NewTakeOverLockOrderRequest(server string, orderId string, body TakeOverLockOrderJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTakeOverLockOrderRequestWithBody(server, orderId, "application/json", bodyReader)
+}
+
+// NewTakeOverLockOrderRequestWithBody constructs an http.Request for the TakeOverLockOrder method, with any body, and a specified content type
+func NewTakeOverLockOrderRequestWithBody(server string, orderId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "orderId", orderId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/orders/%s/lock/takeover", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUnlockOrderRequest constructs an http.Request for the UnlockOrder method
 func NewUnlockOrderRequest(server string, orderId string, params *UnlockOrderParams) (*http.Request, error) {
 	var err error
@@ -913,6 +1246,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/locks/{resource}/{id}/release (the `AdminReleaseLock` operationId).
 	AdminReleaseLockWithResponse(ctx context.Context, resource Resource, id ID, body AdminReleaseLockJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminReleaseLockResponse, error)
 
+	// GetClientWithResponse The browser client, an ES module (editLock)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /offlinelock.js (the `GetClient` operationId).
+	GetClientWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClientResponse, error)
+
 	// GetOpenAPIWithResponse This document
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -954,6 +1294,49 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /orders/{orderId}/lock (the `LockOrder` operationId).
 	LockOrderWithResponse(ctx context.Context, orderId string, params *LockOrderParams, body LockOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*LockOrderResponse, error)
+
+	// LockEventsOrderWithResponse The record's lock events, as they happen on any node
+	//
+	// Server-sent events named locked, released, taken-over, expiring and requested, each with
+	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
+	// read from the database, so every node's subscribers get them within the plugin's
+	// Config.WatchEvery (1 s by default).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
+	LockEventsOrderWithResponse(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*LockEventsOrderResponse, error)
+
+	// RequestLockOrderWithResponse Ask the holder to let the caller edit (a requested event); never waits
+	//
+	// The caller learns that the record is free from the released event.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /orders/{orderId}/lock/request (the `RequestLockOrder` operationId).
+	RequestLockOrderWithResponse(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*RequestLockOrderResponse, error)
+
+	// TakeOverLockOrderWithBodyWithResponse Take the lock over, fencing its holder (who is told at once by a taken-over event)
+	//
+	// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+	// holder's own principal: another tab, a reload). The old holder's token and session hold
+	// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+	TakeOverLockOrderWithBodyWithResponse(ctx context.Context, orderId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TakeOverLockOrderResponse, error)
+
+	// TakeOverLockOrderWithResponse Take the lock over, fencing its holder (who is told at once by a taken-over event)
+	//
+	// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+	// holder's own principal: another tab, a reload). The old holder's token and session hold
+	// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+	TakeOverLockOrderWithResponse(ctx context.Context, orderId string, body TakeOverLockOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*TakeOverLockOrderResponse, error)
 
 	// UnlockOrderWithResponse Give the lock up
 	//
@@ -1095,6 +1478,40 @@ func (r AdminReleaseLockResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminReleaseLockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetClientResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r GetClientResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetClientResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetClientResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetClientResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -1391,6 +1808,220 @@ func (r LockOrderResponse) ContentType() string {
 	return ""
 }
 
+type LockEventsOrderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r LockEventsOrderResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LockEventsOrderResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r LockEventsOrderResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r LockEventsOrderResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r LockEventsOrderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LockEventsOrderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LockEventsOrderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LockEventsOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type RequestLockOrderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestLockOrderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestLockOrderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestLockOrderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestLockOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TakeOverLockOrderResponse201Headers the declared response headers of an HTTP 201 response for TakeOverLockOrder
+type TakeOverLockOrderResponse201Headers struct {
+	LockToken string
+}
+
+type TakeOverLockOrderResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Lock
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *TakeOverLockOrderResponse201Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r TakeOverLockOrderResponse) GetJSON201() *Lock {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TakeOverLockOrderResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TakeOverLockOrderResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r TakeOverLockOrderResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TakeOverLockOrderResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r TakeOverLockOrderResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r TakeOverLockOrderResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TakeOverLockOrderResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TakeOverLockOrderResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TakeOverLockOrderResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type UnlockOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1499,6 +2130,19 @@ func (c *ClientWithResponses) AdminReleaseLockWithResponse(ctx context.Context, 
 	return ParseAdminReleaseLockResponse(rsp)
 }
 
+// GetClientWithResponse The browser client, an ES module (editLock)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /offlinelock.js (the `GetClient` operationId).
+func (c *ClientWithResponses) GetClientWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClientResponse, error) {
+	rsp, err := c.GetClient(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetClientResponse(rsp)
+}
+
 // GetOpenAPIWithResponse This document
 //
 // Returns a wrapper object for the known response body format(s).
@@ -1575,6 +2219,73 @@ func (c *ClientWithResponses) LockOrderWithResponse(ctx context.Context, orderId
 		return nil, err
 	}
 	return ParseLockOrderResponse(rsp)
+}
+
+// LockEventsOrderWithResponse The record's lock events, as they happen on any node
+//
+// Server-sent events named locked, released, taken-over, expiring and requested, each with
+// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
+// read from the database, so every node's subscribers get them within the plugin's
+// Config.WatchEvery (1 s by default).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
+func (c *ClientWithResponses) LockEventsOrderWithResponse(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*LockEventsOrderResponse, error) {
+	rsp, err := c.LockEventsOrder(ctx, orderId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLockEventsOrderResponse(rsp)
+}
+
+// RequestLockOrderWithResponse Ask the holder to let the caller edit (a requested event); never waits
+//
+// The caller learns that the record is free from the released event.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /orders/{orderId}/lock/request (the `RequestLockOrder` operationId).
+func (c *ClientWithResponses) RequestLockOrderWithResponse(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*RequestLockOrderResponse, error) {
+	rsp, err := c.RequestLockOrder(ctx, orderId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestLockOrderResponse(rsp)
+}
+
+// TakeOverLockOrderWithBodyWithResponse Take the lock over, fencing its holder (who is told at once by a taken-over event)
+//
+// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+// holder's own principal: another tab, a reload). The old holder's token and session hold
+// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+func (c *ClientWithResponses) TakeOverLockOrderWithBodyWithResponse(ctx context.Context, orderId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TakeOverLockOrderResponse, error) {
+	rsp, err := c.TakeOverLockOrderWithBody(ctx, orderId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeOverLockOrderResponse(rsp)
+}
+
+// TakeOverLockOrderWithResponse Take the lock over, fencing its holder (who is told at once by a taken-over event)
+//
+// Who may take over is the server's policy (httplock.Config.TakeOver; by default only the
+// holder's own principal: another tab, a reload). The old holder's token and session hold
+// nothing afterwards; the new lock has a larger generation. A free record is simply locked.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /orders/{orderId}/lock/takeover (the `TakeOverLockOrder` operationId).
+func (c *ClientWithResponses) TakeOverLockOrderWithResponse(ctx context.Context, orderId string, body TakeOverLockOrderJSONRequestBody, reqEditors ...RequestEditorFn) (*TakeOverLockOrderResponse, error) {
+	rsp, err := c.TakeOverLockOrder(ctx, orderId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTakeOverLockOrderResponse(rsp)
 }
 
 // UnlockOrderWithResponse Give the lock up
@@ -1696,6 +2407,22 @@ func ParseAdminReleaseLockResponse(rsp *http.Response) (*AdminReleaseLockRespons
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetClientResponse parses an HTTP response from a GetClientWithResponse call
+func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetClientResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil
@@ -1943,6 +2670,184 @@ func ParseLockOrderResponse(rsp *http.Response) (*LockOrderResponse, error) {
 	return response, nil
 }
 
+// ParseLockEventsOrderResponse parses an HTTP response from a LockEventsOrderWithResponse call
+func ParseLockEventsOrderResponse(rsp *http.Response) (*LockEventsOrderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LockEventsOrderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRequestLockOrderResponse parses an HTTP response from a RequestLockOrderWithResponse call
+func ParseRequestLockOrderResponse(rsp *http.Response) (*RequestLockOrderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestLockOrderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseTakeOverLockOrderResponse parses an HTTP response from a TakeOverLockOrderWithResponse call
+func ParseTakeOverLockOrderResponse(rsp *http.Response) (*TakeOverLockOrderResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TakeOverLockOrderResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Lock
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers TakeOverLockOrderResponse201Headers
+		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.LockToken = value
+		}
+		response.Headers201 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseUnlockOrderResponse parses an HTTP response from a UnlockOrderWithResponse call
 func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -2005,43 +2910,55 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fn/buO4EX6VAXtAYlSxnR+LXpy/crd71wC57iKbYheI04KWxhYvEqkjqXWMwECfpg/WJymGpCQrkpN4",
-	"d9s7HO6fXUcih8PhN/N9HD2wWOWFkiitYZMHliJPULuflyq+u1Z3KOmPBE2sRWGFkmzCrlOETMV3ewYM",
-	"xhotWBoI+4dH38JMWBNBiveDMzAoExAWZjy+AyGBbB54oxHT+EspNCZsYnWJETNxijmn1QpuLWpa6R83",
-	"44NTfjC/fTg+Wn/DImZXBbIJM1YLuWDr9TpiBdc8RxvcvnhN/+I9z4uMRiqd/PP09PDbIxYxQSYLblMW",
-	"Mclzei2SJz15vFzUhOWtiwbPaJgz7GPXmG5t9kUmr2o/+iLuY6zmYEP4wSpYiE8IZQH7J+MxLIVNVWlB",
-	"2EG12yed2mXfV2hUqWPsRJfi3htaXc3YZaE1DTaFkgZrFPqAxEpalJZ+8qLIRMwpNqNCq1mG+Z9/Nsoh",
-	"tTH9jcY5m7A/jRqIj/xbM3rnZ/kF26F+r3JUEgEzg5CqLDF1wCNQGriPvTAgERNMYC60sWwdscro/9HZ",
-	"cwlXP3wPpyev/gJFPawKcB3BLqDO3S6G8EHYFKqzHV68/hvPEQxa2KdNh4PeMzD1R32RTNkgcgERCcWA",
-	"Z0ZBKRPUYFNugc5+yCJWaFWgtsKfIo9jNO4XyjJnkxumkVPmLbWwyG47eR0xHnvInLsgzpXOuWUTlnCL",
-	"B1bkyHrm4H0hNJpdpixQouY+KA8sF1Lk5OBhPVRIiwvUNFYkPYiNWLa9UL6V2YrqHsWLoIR6z4BaSmgw",
-	"Hu1Q7fxamHy36nVEIw+46nnVZG/npbXZFeZcSCEX7zFWMjGtYIy7wVhv5vTNZqq7glq7GVVH3zrQzZPq",
-	"X751MA081OxnjF2uEaov5Fw5dGXZ2zmb3DydRS4P1tHDI2j6Y3E/hcXcPJeMwUzlEdearzrxqIx2Pb8N",
-	"vlOpR+OA2vanOcQ2lJbpqin8woDldygncIeFdXUfhI3ApAQuq2CZKvyEGnK+AoNIHLz/45tr+M+//j3y",
-	"lYxs8SQXEjJhrP87VtKoDIk8cn5/iXJhUzY5evUq6gXNBlbavh4Ohz/x++vrS9hPcM7LzMLpeDw4Az4z",
-	"KO3ELVa9yZAbAs5TubfuQcBGtW1HMEHLRbY1Vbemj3/5d2n95JfVD2O5LX268Hvv/6vT043dnIzHfbXE",
-	"CpttyUb3oI+CNxHm3lZmajeiavNd4JGvGJda2NV7grKPVaGFjEXhVUz7ED+kyuk3Axy0R6vDHeGmobQ9",
-	"A98rOReL4bvKFOxzmCHXRAlUFiPgYNAYoeRUxkrdCYwIiIOzWrAQ3zq+kUmhhLQGuDRL1HAyPhzCdQ3V",
-	"jffEO0TAUxnWP3cjrAKqOIV19orGp5PxMSibol4KgwNvNNCbgdIgtJ0eTmvVRlH0rxoApNYWno9FKELt",
-	"4L2j/ebCWBGDms8zIX3mGlCUln+9vn43hHOIM4HSulw2lbDg9MtrPZfX3GdINJX+NGwtBStVTU8aXQde",
-	"8lVFwYDjWBMBl4mTi4aqQVkMp/KN1kob4Lp1pC2VAvuVvggx06WkQg0GNe3E/UdOCTOViYrLnDbELVC1",
-	"GakCJS/EcMXzbAhveJwCZapbxtUdA1SmVuDxS47FXFaHTzvw5xCyhYVQujhRDH1MWcQ+oTZV7RlTFoWV",
-	"2YQdD8fDY0+zqcP8yGFp5KdOHtgCXRmuHbtIqK7TmEth7GVYYfOWcRMU/y8l6lWv4H1CSffPLY2D187z",
-	"QmJ9zlTPwUnf1JlSGXLJ1uvbR3r8aDx+Qt92de2XcGpH7Vb3ThOBdPRmUxQhYQ0ZOPHe9a1V76KR0zT+",
-	"eMfxJzuNf7WTP1SiyzznekUXNWFsKBn7DoxnQCWM6ptcUb1slT2N89KgGTgjmwAfPVSoXI8eRLIeafSE",
-	"667ZLUj3edkMGdUXQMLTM2MvXjNCTqHMttS68m64k/fMhsZ+p5LVTujaJp021MvhmAiYkrl6ED1DrcFM",
-	"D4WuH99k153sOOlyQdhq8nkAPfy9APoHpWM8CPBzmiJWOtkzu4M8gkwtFph4ilumylHbMvU6vEU6W+v7",
-	"Au3bAuX5uwu2U4WrjDYY7FzIg104Ho6hYkTWC6Zudavm1ky62e6hXT7SQS1dxyY3t5sRv06FaTzwsXH9",
-	"mtFDuMyv+ztNbX1HVwqvIcib6uAimGEqZAIkhUIz8CeRJBkuuUavFTyro5lKp7zAplzC0cePTnHQtpoJ",
-	"e06gEO1jAjOcqzCi7UrKZZKhJhFiJlN5cnQM06DbpwyWqciwQs6s9BIw5llWX7s3VVLd2WkBcSr3lym3",
-	"FbvATCWrAK/qqZsuDIljOziDxomDqjg4X1CCVG66W2oq6YJWCV6+6YoKYs2rYO5ktlQ0KBOfwtkHHDS7",
-	"kUFzee9hPyRWEkHgdYqnD3utgmmerh9X+x74pONwhTwJfd2pbPyj14cgVWPHny4dpNtf363A67ZHDNNF",
-	"msPhngHXNejpIQac7tRCvHVaL067Se8ev9W+Ibob+3Xbvl4afR5vvagWtOJ51iieqvfrrlbLVMQpLBSp",
-	"+i03AdZhqY8fX5L3Ph1/D6x1cvQC+6HT/GUk933K5QI3yorvo/ZWsUHom9IdLXMKuK9COxn3FI2R3xWm",
-	"v0iqP6fQXbttC1ZDw+vr6fLD36qM+ZCqzlcB4odSWpG5ss/Wv2Lh61Xc2QZEfs2y9xzCqqbouvsd6GuD",
-	"uQ/Il06ZapxrNCkmZxutlkBxxNCFRmJ+DKld9UGs0iSQXMPfUo6bdMCixx9UD+oPBX0OhsFN1L2XRz4b",
-	"/rd7J05ZaE4b+0pu/8EaL60p1/wOQ/vPfWIMEPTM4EBZN/PaKnYLZZSyIo3fVh3yfn1hJao/kvf0pv64",
-	"fW+D2I90k6jFYxma1xs3x9a3gJvb9e36vwEAAP//",
+	"7Fpvb9tG0v8qAz4FLOGhJdlx8NTyKzdN+6RI68D2ITlYvsOKHIkbk7vs7tKyYAi4T3Mf7D7JYXaX/0zK",
+	"tpq0CYq+SWRy/8zO/GbmNzu8DyKZ5VKgMDqY3gcJshiV/flWRjeX8gYF/RGjjhTPDZcimAaXCUIqo5s9",
+	"DRojhQYMDYTBweG3MOdGh5Dg3fAENIoYuIE5i26AC6A1992iYaDw14IrjIOpUQWGgY4SzBjtljNjUNFO",
+	"/7ia7B+z/cX1/YvDzTdBGJh1jsE00EZxsQw2m00Y5EyxDI0X+8339C/esSxPaaRU8T+Pjw++PQzCgNOS",
+	"OTNJEAaCZfSax49K8nC7sFbLmdUGS2mYXdjprl66ddhnLXleydGncadjuQDj1Q9GwpLfIhQ5DI4mE1hx",
+	"k8jCADfD8rSPCrXLuc9Ry0JF2NEu6b1XtaqcsctGGxqscyk0Vih0ComkMCgM/WR5nvKIkW7GuZLzFLP/",
+	"/ailRWq99DcKF8E0+J9xDfGxe6vH79wst2Fb1RcyQykQMNUIiUxjXSk8BKmAOd1zDQIxxhgWXGkTbMKg",
+	"XPQPFPZUwPkPr+D46OX/QV4NKxVcabALqFN7ihG85yaB0rajN9//wjIEjQYGdGhv6D0NM2fqN/EsGIZW",
+	"ITwmHbBUSyhEjApMwgyQ7UdBGORK5qgMd1ZkUYTa/kJRZMH0KlDIyPNWihsMrjt+HQYscpA5tUpcSJUx",
+	"E0yDmBncNzzDoGcO3uVcod5lyhIFKuaUch9kXPCMBDyohnJhcImKxvK4B7FhkG4PlGciXVPcI30RlFDt",
+	"aZArATXGwx2indsL4+/WvYIoZB5XPa9q7+28NCY9x4xxwcXyAiMpYt1SxqSrjE3Tp6+arm4DaiVmWJq+",
+	"ZdCmpfq3bxmmhoecf8TI+hqh+vWtd7FurIyZYRQqyZGtuyKNPQGBt0gu7GMp/dSoNU38QphlO4ydr7un",
+	"NewGxb68RTWFVSLBSHkD3JwA2Qe1wdg9Z/pG/y4+s5OfPAO7249HXuTG2bQn6IwpMk1HdMeIYZWgIMah",
+	"mABZmD7x/2BfYGYrgN+IhbRQS9OzRTC9ejwN2EC+Ce8f4NTFFfuTG8z0U9nEL1NKxJRi684hykW7kl97",
+	"2c8dvCxda8mzzZKrZF0zF67BWnYKN5gbS1yAmxB0QtHRSIKsddWMrUEjkkkHP76+hP/8699jl4ppLRZn",
+	"XEDKtXF/R1JomSKxn4zdvUWxNEkwPXz5Muy1dMPAbVkPRqOf2d3l5VsYxLhgRWrgeDIZngCbaxTGQbF8",
+	"YyFIOz6SPDY9CGjQhbYGYzSMp7v7UPny77LocaQqBVnlk7JYmlYJKVdcRDxnKQyYkCahfM7mwykpnmxA",
+	"1qrNR/5Yu9ZcyhSZqEW44MK51/PiiZv0N2HcoZ83SRtmCueb7M7p/eXxccMKR5NJXxI33KRbXN8+6OO+",
+	"Tc+wb8tlKjHC0mh9rn7JbvDsFtVvcZkpGJnG5BGkfPrpjBg2HIfeCFxZ0zyN/C4USZsYFYqb9QUFCSdU",
+	"hYiuXO8TaUs7DaxMMyWoGmx3T8MrKRZ8OXrXABfMkSlCF2XgsM6/MxFJecMxJBcfnlS1DGVwS0VFnEsu",
+	"jAYm9AoVHE0ORnBZBYHGe6KkxM1nwu9/akcYCZTTc2PXawD+aPICLORXXOPQLeqZr4ZCI7SFHs2qgs6i",
+	"376qIZoYkzuqzn14byvvHZ0349rwCORikXJPUbT1Kvj/y8t3IziFKOUojPU7XdYcTFfUxRqeudgTzoSz",
+	"hqmqxLLgpid1yQeuGizDrQZLZXQITMQ2pWpy9yIfzcRrpaTSwFTLpK0CBgZl6eF1pgpBaRM0KjqJ/Y+E",
+	"4nomYhkVGR2IGaA4PpY5Cpbz0Zpl6QhesygBcgm7jY3omjibWoPzMBIsYqI0Pp3A2cH7c+BVafVEOnQ6",
+	"DcLgFpUuo/qE3NHvHEyDF6PJ6IVj4InF/NhiaeymTu+DJVpvrQR7E1PGpDFvuTZv/Q7NC4grfxnwa4Fq",
+	"3VsLP1Jk988ttIXXzvNqYrvzVM+m+qZWwX5z/aBUP5xMHil9uyXvp7CVTiFcXknp0HN8kyD3DqtpgSMn",
+	"Xd9e1SnqSpvGv9hx/NFO41/uJA+F6CLLmFoH04Cw50PGwILxBCiEUXwTa4qXrbCncFFo1EO7SBPg4/sS",
+	"lZvxPY83Y8+m3Q1cC9J9UtZDxtXdEOHpibFvvg8IObnU21zr3Inx1mUzn1++k/F6J3Rty7CN7HgwIYpA",
+	"zlw+CJ9I/n6ZbpJvDzSqwE3HO466ucAfNf5tAD34swD6B6ki3Pfws5wikire07uDPIRULpdUB1KKs3Wv",
+	"oKLQVTjjRpIYfdwe4ZdoXtn0GzwZ4gzemfFHdsucWdsY7LncbNv/J3bLLtzEtkYonM2VXGlUnglQkobX",
+	"F5DJuEgRBhhzm4C8XzfT6WPnOstRnL57E+wUu8tF65N1biH9uvBiNIEy1we9btKN2+XciiM077jJfg8Y",
+	"XouxBtOr67bmuK4lcLqxl9Tje3+Duem/MmozV6qJHDsiaUpIhjDHhIsYiOT5DsjPPI5TXDGFjgU5voJ6",
+	"VpZRCRNw+OGD5VJ0rHrCnqVeRGgwhjkupB/RFiVhIk5REb3S05k4OnwBM18zzQJYJTzF0ifmhemWdk3+",
+	"V11nt1xsJgarhJkyb8JcxmvvOOVTO51rov1meAK1EPtl2LOyoAAh7XS71UxQUV9SedYURXoa6vg9swWE",
+	"kDQo5bdlmbl4cBrh2aSTHgbl/U9Y3v+QPp3aK35P81T1uDz30IUTBufIYt/MmolaPnp9AELW6zjrkiHt",
+	"+frqHcdIH+TOLtIsDvc02OuhnsaJx+lOfZNry2KjpOv09vGZcl2g3fJ6t9flSN9vy8jPigUtfZ7UXK5s",
+	"eNmicZXwKIGlpHplS40TdPLvhw/P8Xvnjn+GfHx0+Iz1fXvt09L3q4SJJTbCimse9UaxoW8WUfVp7yt6",
+	"I7QlqI+lMZK7xPQnFSFP1R72inYLVv0l6eerOA6+VoL2PpGdVijlh0IYntqwH2y+YODrrSXSBkS+ZNh7",
+	"CmHlreCm2/z+3GDuA/Jby7kVLhTqBOOTxiWST3GUoXOFlPnRu3Z5w2OkIoJku5yGfFwnwyB8+BXJftUd",
+	"7RPQD6617qQ8dN7w+56dcspSMTrYZxL7r6zx3JhyyW7QX2za7yo8BF1msKCsrinbLPaRlDG2bd5mYffg",
+	"2w6L232CsusIa/vBgiOAxB5rQlk3Hj255GJpY17VVw0BWZRYKWfCcVvbkQam4aeLs19sE3oEp6CNQpZR",
+	"YaCMdqdy+znC3MibXEOCaTyC1044ppDILothoWTmuk7MsDnTGIKW/oZUyBj3NOhiTmedo9KwRFsIZHY3",
+	"z5HytFhyQTTXl87viRm+tksMDkDDfF32tIaOyXYDqpPrmZnX1sZWzftOBTtWx6fCGckr8E+WUy8fVmEe",
+	"kSHhxyS4hoTlOVVKgso7a+Uvl2W3u5xqdLW+MAHobuhKR4onSmhXZ7bdbaEQa+cq3d+ZYtRxAX/WR9jn",
+	"Yb8c1cc/OVuia6sYmcZfI6SPJsd/lAuc6pvGp1FgJKTYvMAAjLmBAatjrjPMsCwMV4z766At4KQobpvV",
+	"Xx06iVJXjXXb+fN0y3ErgopMebSGQXnXNPJhu2wnnzQCtuNgJsGZaH1nVt1eTKHR1g/thVYqWew7d3Vf",
+	"eU978kepzneQ7KuZoPk2CS4MqhVTsT5ptZ6J/lFCZ2qJCuqPhCgFWjervU7zLE/XPgv25Rrjz9j2tM9P",
+	"wB+25ntJ+O9PRC+b38U0brz+IqXZ52CZre9WQligiAjItmRxoWewSqRVPnkCI3eKkNyLNXigjz1bwk0h",
+	"yjuLr6sMdnJ9YiFcfZje0/T9q621DXs/8tsG9gr/VUijcdH6yObqenO9+W8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

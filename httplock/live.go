@@ -1,0 +1,191 @@
+package httplock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// The endpoints of a page that is being edited: take over, ask to edit,
+// and the record's lock events (the seed-001 scene in a browser; the
+// client is offlinelock.js).
+
+// SameUserTakeOver is the default Config.TakeOver: a principal may take
+// over only its own locks (another tab, a reload, another device).
+func SameUserTakeOver(_ *http.Request, principal string, holder offlinelock.Lock) error {
+	if holder.Owner.User == principal {
+		return nil
+	}
+	return fmt.Errorf("%s holds this lock; only they may take it over", holder.Owner.User)
+}
+
+// takeOver is POST /{resource}/{id}/lock/takeover.
+func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource) {
+	res, target, principal, ok := s.liveTarget(w, r, res)
+	if !ok {
+		return
+	}
+	var req lockRequest
+	if err := decode(r, &req); err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
+		s.WriteError(w, r, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason))
+		return
+	}
+	db := s.cfg.DB.WithContext(r.Context())
+	holders, err := s.cfg.Locks.Holders(db, target)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	policy := s.cfg.TakeOver
+	if policy == nil {
+		policy = SameUserTakeOver
+	}
+	for _, h := range holders {
+		if err := policy(r, principal, h); err != nil {
+			s.WriteError(w, r, forbidden("you may not take over this lock: "+err.Error()))
+			return
+		}
+	}
+	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
+	ctx := offlinelock.WithTTL(offlinelock.WithOwner(r.Context(), owner), s.cfg.DefaultTTL)
+	l, err := s.cfg.Locks.TakeOver(s.cfg.DB.WithContext(ctx), target, req.Reason)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	w.Header().Set(LockTokenHeader, l.Token)
+	writeJSON(w, http.StatusCreated, s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt)))
+}
+
+// request is POST /{resource}/{id}/lock/request: ask the holder to let the
+// caller edit. 202; 409 when the caller holds the lock itself, or nobody
+// does (take it instead).
+func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) {
+	_, target, principal, ok := s.liveTarget(w, r, res)
+	if !ok {
+		return
+	}
+	holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(r.Context()), target)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	for _, h := range holders {
+		if h.Owner.User == principal {
+			s.WriteError(w, r, conflict("you hold this lock yourself"))
+			return
+		}
+	}
+	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
+	err = s.cfg.Locks.RequestEdit(s.cfg.DB.WithContext(offlinelock.WithOwner(r.Context(), owner)), target)
+	if errors.Is(err, offlinelock.ErrNotLocked) {
+		err = conflict("nobody holds this lock: take it")
+	}
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// liveTarget checks what every live endpoint needs: a principal (401), a
+// record of a served resource (404; an id that is not UTF-8 is 400).
+func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource) (*resource, any, string, bool) {
+	principal, err := s.cfg.Principal(r)
+	if err != nil || principal == "" {
+		s.WriteError(w, r, offlinelock.ErrNoOwner)
+		return nil, nil, "", false
+	}
+	res, target, err := s.target(res, r.PathValue("id"))
+	if err == nil {
+		var found bool
+		if found, err = s.exists(r, res, target); err == nil && !found {
+			err = notFound
+		}
+	}
+	if err != nil {
+		s.WriteError(w, r, err)
+		return nil, nil, "", false
+	}
+	return res, target, principal, true
+}
+
+// eventBody is one lock event as a text/event-stream's data: never a
+// token or a session.
+type eventBody struct {
+	Resource            string     `json:"resource"`
+	ID                  string     `json:"id"`
+	LockedBy            string     `json:"lockedBy,omitempty"`
+	Access              string     `json:"access,omitempty"`
+	AcquiredAt          *time.Time `json:"acquiredAt,omitempty"`
+	ExpiresAt           *time.Time `json:"expiresAt,omitempty"`
+	TTLRemainingSeconds *int64     `json:"ttlRemainingSeconds,omitempty"`
+	Generation          int64      `json:"generation,omitempty"`
+	By                  string     `json:"by,omitempty"`
+	Reason              string     `json:"reason,omitempty"`
+	At                  time.Time  `json:"at"`
+}
+
+// keepAliveEvery is how often an idle event stream sends a comment, so
+// that proxies and load balancers keep it open.
+const keepAliveEvery = 15 * time.Second
+
+// events is GET /{resource}/{id}/lock/events: the record's lock events as
+// a text/event-stream (locked, released, taken-over, expiring, requested),
+// read from the database, so that every node's subscribers get them.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
+	res, target, _, ok := s.liveTarget(w, r, res)
+	if !ok {
+		return
+	}
+	events, err := s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	rc.Flush()
+	alive := time.NewTicker(keepAliveEvery)
+	defer alive.Stop()
+	for {
+		select {
+		case e, open := <-events:
+			if !open {
+				return
+			}
+			data, _ := json.Marshal(eventOf(res, e))
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, data)
+		case <-alive.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+		}
+		if rc.Flush() != nil {
+			return
+		}
+	}
+}
+
+func eventOf(res *resource, e offlinelock.Event) eventBody {
+	b := eventBody{Resource: res.Name, ID: e.ID, By: e.By, Reason: e.Reason, At: e.At.UTC()}
+	if l := e.Lock; l != nil {
+		acquired, expires := l.AcquiredAt.UTC(), l.ExpiresAt.UTC()
+		left := int64(math.Round(max(time.Until(l.ExpiresAt), 0).Seconds()))
+		b.LockedBy, b.Access, b.Generation = l.Owner.User, string(l.Access), l.Generation
+		b.AcquiredAt, b.ExpiresAt, b.TTLRemainingSeconds = &acquired, &expires, &left
+	}
+	return b
+}

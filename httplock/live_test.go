@@ -1,0 +1,203 @@
+package httplock_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/httplock"
+)
+
+// adminsTakeOver is the tests' Config.TakeOver: admins take over anyone's
+// lock; everyone else only their own (the default).
+func adminsTakeOver(r *http.Request, principal string, holder offlinelock.Lock) error {
+	if principal == "admin" {
+		return nil
+	}
+	return httplock.SameUserTakeOver(r, principal, holder)
+}
+
+// TestTakeOverOverHTTP: POST …/lock/takeover fences the holder (its token
+// writes nothing more), returns a new lock and token; the policy decides
+// who may; the same principal (another tab) may resume its own lock.
+func TestTakeOverOverHTTP(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		const path = "/orders/ord_99182"
+		first := c.do("POST", path+"/lock", "usr_client_1", "", "")
+		require.Equal(t, http.StatusCreated, first.status)
+		old := first.header.Get("Lock-Token")
+		gen := first.json(t)["generation"].(float64)
+
+		refused := c.do("POST", path+"/lock/takeover", "usr_client_2", "", `{"reason": "mine now"}`)
+		assert.Equal(t, http.StatusForbidden, refused.status)
+		assert.Equal(t, http.StatusNoContent, c.do("PATCH", path, "usr_client_1", old, `{"Status": "still mine"}`).status, "a refused take-over changes nothing")
+		assert.Equal(t, http.StatusUnauthorized, c.do("POST", path+"/lock/takeover", "", "", "").status)
+		assert.Equal(t, http.StatusNotFound, c.do("POST", "/orders/nope/lock/takeover", "admin", "", "").status)
+		assert.Equal(t, http.StatusBadRequest, c.do("POST", path+"/lock/takeover", "admin", "", `{"reason": "`+strings.Repeat("x", 256)+`"}`).status)
+		assert.Equal(t, http.StatusBadRequest, c.do("POST", path+"/lock/takeover", "admin", "", `not json`).status)
+
+		taken := c.do("POST", path+"/lock/takeover", "admin", "", `{"reason": "customer on the phone"}`)
+		require.Equal(t, http.StatusCreated, taken.status, string(taken.body))
+		token := taken.header.Get("Lock-Token")
+		assert.Regexp(t, `^[0-9a-f]{32}$`, token)
+		assert.NotEqual(t, old, token)
+		b := taken.json(t)
+		assert.Equal(t, "admin", b["lockedBy"])
+		assert.Equal(t, "customer on the phone", b["reason"])
+		assert.Greater(t, b["generation"].(float64), gen)
+
+		assert.Equal(t, http.StatusLocked, c.do("PATCH", path, "usr_client_1", old, `{"Status": "fenced"}`).status, "the old token is fenced")
+		assert.Equal(t, http.StatusNoContent, c.do("PATCH", path, "admin", token, `{"Status": "admin's"}`).status)
+		var o Order
+		require.NoError(t, c.db.First(&o, "id = ?", "ord_99182").Error)
+		assert.Equal(t, "admin's", o.Status)
+		assert.Contains(t, c.logs.String(), "action=take_over", "logged")
+
+		// The same principal in another tab is told so, and may resume.
+		tab := c.do("POST", path+"/lock", "admin", "", "")
+		require.Equal(t, http.StatusLocked, tab.status)
+		p := tab.json(t)
+		assert.Equal(t, true, p["lockedByYou"])
+		assert.Contains(t, p["detail"], "you are editing this in another tab since")
+		assert.NotEmpty(t, p["lockedSince"])
+		resumed := c.do("POST", path+"/lock/takeover", "admin", "", "")
+		require.Equal(t, http.StatusCreated, resumed.status)
+		assert.Equal(t, http.StatusLocked, c.do("PATCH", path, "admin", token, `{"Status": "old tab"}`).status, "the old tab is fenced")
+		assert.Equal(t, http.StatusNoContent, c.do("PATCH", path, "admin", resumed.header.Get("Lock-Token"), `{"Status": "new tab"}`).status)
+	})
+}
+
+// TestRequestToEditOverHTTP: 202 to ask a holder; 409 for the holder
+// itself and for a free record.
+func TestRequestToEditOverHTTP(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		const path = "/orders/ord_99182"
+		assert.Equal(t, http.StatusConflict, c.do("POST", path+"/lock/request", "usr_client_2", "", "").status, "nobody holds it")
+		require.Equal(t, http.StatusCreated, c.do("POST", path+"/lock", "usr_client_1", "", "").status)
+		assert.Equal(t, http.StatusConflict, c.do("POST", path+"/lock/request", "usr_client_1", "", "").status, "the holder itself")
+		assert.Equal(t, http.StatusAccepted, c.do("POST", path+"/lock/request", "usr_client_2", "", "").status)
+		assert.Equal(t, http.StatusUnauthorized, c.do("POST", path+"/lock/request", "", "", "").status)
+		assert.Equal(t, http.StatusNotFound, c.do("POST", "/orders/nope/lock/request", "usr_client_2", "", "").status)
+	})
+}
+
+// TestAnIDThatIsNotUTF8Is400: on every endpoint, on every database.
+func TestAnIDThatIsNotUTF8Is400(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		for _, ep := range []struct{ method, path string }{
+			{"POST", "/orders/%FF%FE/lock"}, {"GET", "/orders/%FF%FE/lock"}, {"POST", "/orders/%FF%FE/lock/takeover"},
+			{"POST", "/orders/%FF%FE/lock/request"}, {"GET", "/orders/%FF%FE/lock/events"},
+		} {
+			got := c.do(ep.method, ep.path, "usr_client_1", "", "")
+			assert.Equal(t, http.StatusBadRequest, got.status, "%s %s: %s", ep.method, ep.path, got.body)
+		}
+		got := c.do("POST", "/orders/%FF%FE/unlock", "usr_client_1", strings.Repeat("0", 32), "")
+		assert.Equal(t, http.StatusBadRequest, got.status, string(got.body))
+	})
+}
+
+type sse struct{ name, data string }
+
+// stream opens GET path as user and hands its events to the returned
+// channel until the test ends.
+func (c *client) stream(path, user string) <-chan sse {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(c.t.Context(), "GET", c.base+path, nil)
+	require.NoError(c.t, err)
+	req.Header.Set("Authorization", "Bearer "+user)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	require.Equal(c.t, "text/event-stream", resp.Header.Get("Content-Type"))
+	out := make(chan sse, 16)
+	go func() {
+		defer resp.Body.Close()
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		var e sse
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				e.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				e.data = strings.TrimPrefix(line, "data: ")
+			case line == "" && e.name != "":
+				out <- e
+				e = sse{}
+			}
+		}
+	}()
+	return out
+}
+
+// nextEvent is the stream's next event, its data decoded.
+func nextEvent(t *testing.T, events <-chan sse) (string, map[string]any) {
+	t.Helper()
+	select {
+	case e, ok := <-events:
+		require.True(t, ok, "the stream ended")
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(e.data), &m), e.data)
+		return e.name, m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5 s")
+		return "", nil
+	}
+}
+
+// TestLockEventsOverHTTP: a page watching a record learns, within the
+// watch interval, that it was locked, that someone asks to edit it, that
+// it was taken over (by whom, why) and released. Never a token.
+func TestLockEventsOverHTTP(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		const path = "/orders/ord_99182"
+		assert.Equal(t, http.StatusUnauthorized, c.do("GET", path+"/lock/events", "", "", "").status)
+		assert.Equal(t, http.StatusNotFound, c.do("GET", "/orders/nope/lock/events", "usr_client_2", "", "").status)
+		events := c.stream(path+"/lock/events", "usr_client_2")
+
+		locked := c.do("POST", path+"/lock", "usr_client_1", "", "")
+		require.Equal(t, http.StatusCreated, locked.status)
+		name, data := nextEvent(t, events)
+		assert.Equal(t, "locked", name)
+		assert.Equal(t, "usr_client_1", data["lockedBy"])
+		assert.Equal(t, locked.json(t)["generation"], data["generation"])
+		assert.NotContains(t, data, "lockToken")
+
+		require.Equal(t, http.StatusAccepted, c.do("POST", path+"/lock/request", "usr_client_2", "", "").status)
+		name, data = nextEvent(t, events)
+		assert.Equal(t, "requested", name)
+		assert.Equal(t, "usr_client_2", data["by"])
+
+		taken := c.do("POST", path+"/lock/takeover", "admin", "", `{"reason": "urgent"}`)
+		require.Equal(t, http.StatusCreated, taken.status)
+		name, data = nextEvent(t, events)
+		assert.Equal(t, "taken-over", name)
+		assert.Equal(t, "admin", data["by"])
+		assert.Equal(t, "urgent", data["reason"])
+		assert.Equal(t, "admin", data["lockedBy"])
+
+		require.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "admin", taken.header.Get("Lock-Token"), "").status)
+		name, _ = nextEvent(t, events)
+		assert.Equal(t, "released", name)
+	})
+}
+
+func TestTheClientIsServed(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		got := c.do("GET", "/offlinelock.js", "", "", "")
+		require.Equal(t, http.StatusOK, got.status)
+		assert.Equal(t, "text/javascript; charset=utf-8", got.header.Get("Content-Type"))
+		assert.Contains(t, string(got.body), "export function editLock(")
+	})
+}
+
+var _ = errors.New
