@@ -11,6 +11,9 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/httplock"
 )
 
 const (
@@ -150,4 +153,14 @@ func (s *sessions) end(value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.byHash, sha256.Sum256([]byte(value)))
+}
+
+// takeOver is httplock's Config.TakeOver: the operator may take over
+// anyone's lock (POST /orders/{id}/lock/takeover); everyone else only
+// their own, from another tab or client. The plugin's Authorize agrees.
+func (a *auth) takeOver(r *http.Request, principal string, holder offlinelock.Lock) error {
+	if principal == operator {
+		return nil
+	}
+	return httplock.SameUserTakeOver(r, principal, holder)
 }

@@ -121,7 +121,7 @@ func build(ctx context.Context, dsn, sqlitePath string) (http.Handler, func(), e
 		return nil, nil, err
 	}
 	users := newAuth()
-	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: users.principal, Admin: users.admin, Logger: log,
+	api, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: users.principal, Admin: users.admin, TakeOver: users.takeOver, Logger: log,
 		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, IDName: "orderId"}}})
 	if err != nil {
 		closeAll()
