@@ -120,7 +120,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	// principal holds already is refused with 423 like anyone else's: its
 	// token is known only to whoever got it (the table keeps its hash),
 	// and a second token for one lock would be a second way in.
-	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
+	owner := offlinelock.Owner{Session: s.lockSession(r), User: principal}
 	status := http.StatusCreated
 	presented := r.Header.Get(LockTokenHeader)
 	if presented != "" {

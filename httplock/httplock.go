@@ -25,7 +25,9 @@
 package httplock
 
 import (
+	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -90,6 +92,13 @@ type Config struct {
 	// Principal is a cookie. Same-origin pages and API clients (which send
 	// no Origin or Sec-Fetch-Site) need nothing here.
 	TrustedOrigins []string
+	// LoginSession, if set, names the caller's login session: an opaque
+	// id that is not the session cookie's secret value (say, a random id
+	// kept in the session at sign-in). Each lock taken over HTTP then
+	// belongs to that login, and EndLogin releases them all, at sign-out
+	// or when the session store ends the session. Without it, a lock ends
+	// when its page releases it or its lease runs out.
+	LoginSession func(*http.Request) (string, error)
 	// TakeOver decides who may take over a lock (POST …/lock/takeover),
 	// for each of its holders: nil error allows, anything else is a 403
 	// whose text the caller sees. Default SameUserTakeOver: only the
@@ -250,6 +259,50 @@ func newSession(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// lockSession is newSession for a lock r takes: tagged with r's login
+// session (Config.LoginSession) when there is one, so that EndLogin finds
+// it. The tag is a hash: the lock table never holds the login's id.
+func (s *Server) lockSession(r *http.Request) string {
+	if s.cfg.LoginSession != nil {
+		if login, err := s.cfg.LoginSession(r); err == nil && login != "" {
+			return newSession(loginPrefix(login))
+		}
+	}
+	return newSession("http-")
+}
+
+func loginPrefix(login string) string {
+	h := sha256.Sum256([]byte("offlinelock login\x00" + login))
+	return "http-" + hex.EncodeToString(h[:8]) + "-"
+}
+
+// EndLogin releases every lock that principal took over HTTP in login
+// session login (Config.LoginSession): call it when the user signs out,
+// and from the session store when a session expires. It returns how many
+// locks it released. Their pages are told (released) by the event stream.
+func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, error) {
+	if principal == "" || login == "" {
+		return 0, nil
+	}
+	held, err := s.cfg.Locks.List(s.cfg.DB.WithContext(ctx), offlinelock.Filter{User: principal})
+	if err != nil {
+		return 0, err
+	}
+	prefix, done, total := loginPrefix(login), map[string]bool{}, int64(0)
+	for _, l := range held {
+		if !strings.HasPrefix(l.Owner.Session, prefix) || done[l.Owner.Session] {
+			continue
+		}
+		done[l.Owner.Session] = true
+		n, err := s.cfg.Locks.ReleaseAll(s.cfg.DB.WithContext(offlinelock.WithOwner(ctx, l.Owner)), l.Owner.Session)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // pathSegment says whether name is one non-empty URL path segment that

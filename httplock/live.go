@@ -55,7 +55,7 @@ func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource)
 			return
 		}
 	}
-	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
+	owner := offlinelock.Owner{Session: s.lockSession(r), User: principal}
 	ctx := offlinelock.WithTTL(offlinelock.WithOwner(r.Context(), owner), s.cfg.DefaultTTL)
 	l, err := s.cfg.Locks.TakeOver(s.cfg.DB.WithContext(ctx), target, req.Reason)
 	if err != nil {

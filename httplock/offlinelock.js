@@ -7,8 +7,11 @@
 //
 // It takes the lock when the page opens (resuming this tab's own lock after
 // a reload), keeps it alive while the page is open (slower while the tab is
-// hidden, not at all once the user has been idle for idleSeconds), gives it
-// up when the page is left, and tells the page what happens to it: another
+// hidden, not at all once the user has been idle for idleSeconds), and when
+// the page is left cuts its lease to leaveSeconds: a closed tab frees the
+// record within seconds, a reloaded one takes its own lock up again (the
+// token is kept in sessionStorage, which is this tab's alone). It tells the
+// page what happens to the lock: another
 // user's lock, this user's lock in another tab, a take-over, a request to
 // edit, a lock about to run out, a record that became free. Expiry is judged
 // by the server's clock only (ttlRemainingSeconds), never the browser's.
@@ -26,6 +29,7 @@ const TOKEN_HEADER = "Lock-Token";
  * @param {number} [o.renewEverySeconds] how often to renew while visible (default: a third of the lease)
  * @param {number} [o.hiddenRenewEverySeconds] while hidden (default: two thirds of the lease)
  * @param {number} [o.idleSeconds]       stop renewing after this long without input (default 1800)
+ * @param {number} [o.leaveSeconds]      the lease left when the page is left (default 5)
  * @param {string} [o.reason]            why the lock is taken, shown to others
  * @param {object} [o.on]  callbacks: locked(lock), lockedByOther(problem), lockedByYou(problem),
  *   takenOver(event), requested(event), released(event), expiring(event), idle(), error(err)
@@ -35,7 +39,7 @@ export function editLock(o) {
   const base = (o.base || "") + "/" + encodeURIComponent(o.resource) + "/" + encodeURIComponent(o.id);
   const key = "offlinelock:" + base;
   const on = o.on || {};
-  const state = { token: sessionStorage.getItem(key) || "", lock: null, timer: 0, stopped: false, lastInput: Date.now(), events: null };
+  const state = { token: sessionStorage.getItem(key) || "", lock: null, timer: 0, stopped: false, lastInput: Date.now(), events: null, asking: false };
 
   const tell = (name, arg, text, action) => {
     if (on[name]) return on[name](arg);
@@ -63,20 +67,24 @@ export function editLock(o) {
     return (state.lock && state.lock.ttlRemainingSeconds) || o.ttlSeconds || 300;
   }
 
-  function schedule() {
+  function schedule(soon) {
     clearTimeout(state.timer);
     if (state.stopped || !state.token) return;
     const lease = leaseSeconds();
     const visible = document.visibilityState !== "hidden";
-    const every = visible ? (o.renewEverySeconds || lease / 3) : (o.hiddenRenewEverySeconds || (lease * 2) / 3);
+    let every = visible ? (o.renewEverySeconds || lease / 3) : (o.hiddenRenewEverySeconds || (lease * 2) / 3);
+    if (soon) every = Math.min(every, 2); // a resumed lock: after the leaving page's last word
     state.timer = setTimeout(renew, Math.max(1, every) * 1000);
   }
 
   async function acquire() {
     const body = { ttlSeconds: o.ttlSeconds, reason: o.reason };
-    const r = await post("/lock", body, state.token);
+    const resuming = !!state.token;
+    state.asking = true;
+    const r = await post("/lock", body, state.token).finally(() => { state.asking = false; });
     if (r.status === 200 || r.status === 201) {
       hold(r);
+      if (resuming) schedule(true);
       return tell("locked", state.lock, "");
     }
     state.token = "";
@@ -112,7 +120,8 @@ export function editLock(o) {
     const mine = (d) => state.lock && d.generation === state.lock.generation;
     const handle = (name, fn) => es.addEventListener(name, (m) => fn(JSON.parse(m.data)));
     handle("taken-over", (d) => {
-      if (!state.token || mine(d)) return; // our own take-over
+      if (!state.token) { if (!state.asking && on.lockedByOther) on.lockedByOther(d); return; }
+      if (mine(d)) return; // our own take-over
       state.token = "";
       state.stopped = true;
       sessionStorage.removeItem(key);
@@ -122,23 +131,35 @@ export function editLock(o) {
     handle("requested", (d) => { if (state.token) tell("requested", d, d.by + " asks to edit this record."); });
     handle("released", (d) => { if (!state.token) tell("released", d, "This record is free now.", { label: "Edit it", run: () => acquire() }); });
     handle("expiring", (d) => { if (mine(d)) tell("expiring", d, "Your lock on this record runs out in " + d.ttlRemainingSeconds + " s."); });
-    handle("locked", (d) => { if (!state.token && on.lockedByOther) on.lockedByOther(d); });
+    handle("locked", (d) => { if (!state.token && !state.asking && on.lockedByOther) on.lockedByOther(d); });
   }
 
   function release() {
     if (!state.token) return;
     const headers = {};
     headers[TOKEN_HEADER] = state.token;
-    // keepalive outlives the page; sendBeacon cannot send the header.
     fetch(base + "/unlock", { method: "POST", headers, keepalive: true, credentials: "same-origin" });
     state.token = "";
     sessionStorage.removeItem(key);
   }
 
+  // leave cuts the lease as the page goes: keepalive outlives the page
+  // (sendBeacon cannot send the header). The token stays in this tab's
+  // sessionStorage for a reload.
+  function leave() {
+    clearTimeout(state.timer);
+    if (!state.token || state.stopped) return;
+    const headers = { "Content-Type": "application/json" };
+    headers[TOKEN_HEADER] = state.token;
+    fetch(base + "/lock", { method: "POST", headers, keepalive: true, credentials: "same-origin",
+      body: JSON.stringify({ ttlSeconds: o.leaveSeconds || 5 }) });
+  }
+
   const input = () => { state.lastInput = Date.now(); };
   for (const ev of ["keydown", "pointerdown", "input", "scroll"]) addEventListener(ev, input, { passive: true });
   document.addEventListener("visibilitychange", schedule);
-  addEventListener("pagehide", release);
+  addEventListener("pagehide", leave);
+  addEventListener("pageshow", (e) => { if (e.persisted) acquire(); }); // back from the page cache
 
   const api = {
     get token() { return state.token; },
@@ -146,7 +167,7 @@ export function editLock(o) {
     /** takeOver takes the lock over (policy permitting), fencing its holder. */
     async takeOver(reason) {
       const r = await post("/lock/takeover", { reason: reason || "" });
-      if (r.status === 201) { hold(r); state.stopped = false; return tell("locked", state.lock, ""); }
+      if (r.status === 201) { state.stopped = false; hold(r); return tell("locked", state.lock, ""); }
       tell("error", r, (r.json && r.json.detail) || "The lock could not be taken over.");
     },
     /** request asks the holder to let this user edit; "released" says when it is free. */

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// testOptions are quick timings: a lease of a few seconds, renewed every
+// second, watched every 100 ms.
+func testOptions() options {
+	return options{ttl: 4 * time.Second, renew: time.Second, sessionIdle: time.Hour, idleTakeOver: time.Hour, watchEvery: 100 * time.Millisecond}
+}
+
+// eachDatabase runs fn with the editor on SQLite, PostgreSQL (a schema of
+// its own) and MySQL or MariaDB (a database of its own).
+func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base string)) {
+	run := func(t *testing.T, dsn string) {
+		a, closeDB, err := build(context.Background(), dsn, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeDB)
+		srv := httptest.NewServer(a.routes())
+		t.Cleanup(srv.Close)
+		t.Cleanup(srv.CloseClientConnections) // event streams
+		fn(t, a, srv.URL)
+	}
+	t.Run("sqlite", func(t *testing.T) { run(t, "") })
+	t.Run("postgres", func(t *testing.T) {
+		dsn := serverDSN(t, "OFFLINELOCK_POSTGRES_DSN", "PostgreSQL")
+		db := openGorm(t, postgres.Open(dsn))
+		schema := fmt.Sprintf("editor_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
+		if err := db.Exec("CREATE SCHEMA " + schema).Error; err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Exec("DROP SCHEMA " + schema + " CASCADE") })
+		run(t, dsn+" search_path="+schema)
+	})
+	t.Run("mysql", func(t *testing.T) {
+		dsn := serverDSN(t, "OFFLINELOCK_MYSQL_DSN", "MySQL or MariaDB")
+		cfg, err := mysqldriver.ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := openGorm(t, mysql.Open(dsn))
+		cfg.DBName = fmt.Sprintf("editor_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
+		if err := db.Exec("CREATE DATABASE " + cfg.DBName).Error; err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Exec("DROP DATABASE " + cfg.DBName) })
+		run(t, cfg.FormatDSN())
+	})
+}
+
+func openGorm(t *testing.T, d gorm.Dialector) *gorm.DB {
+	t.Helper()
+	db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlDB, _ := db.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	return db
+}
+
+// serverDSN is env's DSN: the test skips without it, and fails under CI=true.
+func serverDSN(t *testing.T, env, server string) string {
+	t.Helper()
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true needs %s: set %s", server, env)
+		}
+		t.Skipf("set %s to run on %s", env, server)
+	}
+	return dsn
+}
+
+// browser is a signed-in HTTP client with its own cookies.
+type browser struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func signIn(t *testing.T, base, user string) *browser {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	b := &browser{t: t, base: base, c: &http.Client{Jar: jar}}
+	resp, err := b.c.PostForm(base+"/login", url.Values{"user": {user}, "password": {"demo"}})
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/" {
+		t.Fatalf("sign-in as %s: %v %v", user, resp, err)
+	}
+	resp.Body.Close()
+	return b
+}
+
+// do sends a request with the browser's cookies; it answers the status,
+// the Lock-Token header and the body.
+func (b *browser) do(method, path, token, body string) (int, string, string) {
+	b.t.Helper()
+	req, _ := http.NewRequest(method, b.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Lock-Token", token)
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Lock-Token"), string(out)
+}
+
+func held(t *testing.T, a *app) []string {
+	t.Helper()
+	locks, err := a.locks.List(a.db, offlinelock.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range locks {
+		out = append(out, l.ID+" "+l.Owner.User)
+	}
+	return out
+}
+
+// TestSignOutAndExpiryReleaseTheLocks: the locks a browser took end with
+// its sign-in, whether it signs out or its session expires; another
+// sign-in of the same user keeps its own.
+func TestSignOutAndExpiryReleaseTheLocks(t *testing.T) {
+	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
+		martin, laptop := signIn(t, base, "martin"), signIn(t, base, "martin")
+		if status, _, _ := martin.do("POST", "/customers/129/lock", "", ""); status != http.StatusCreated {
+			t.Fatalf("lock 129: %d", status)
+		}
+		if status, _, _ := laptop.do("POST", "/customers/130/lock", "", ""); status != http.StatusCreated {
+			t.Fatalf("lock 130: %d", status)
+		}
+		if status, _, body := martin.do("POST", "/logout", "", ""); status != http.StatusOK {
+			t.Fatalf("sign-out: %d %s", status, body)
+		}
+		if got := held(t, a); len(got) != 1 || got[0] != "130 martin" {
+			t.Fatalf("after the sign-out the lock table holds %q", got)
+		}
+
+		a.sessions.now = func() time.Time { return time.Now().Add(2 * time.Hour) } // the laptop's session idles out
+		a.sessions.expire()
+		if got := held(t, a); len(got) != 0 {
+			t.Fatalf("after the session expired the lock table holds %q", got)
+		}
+		if status, _, _ := laptop.do("POST", "/customers/130/lock", "", ""); status != http.StatusUnauthorized {
+			t.Fatalf("an expired session locks: %d", status)
+		}
+	})
+}
+
+// TestTakeOverPolicy: David may not take Martin's lock while Martin's
+// page keeps it; an admin may, and Martin's save is refused with a
+// sentence.
+func TestTakeOverPolicy(t *testing.T) {
+	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
+		martin, david, admin := signIn(t, base, "martin"), signIn(t, base, "david"), signIn(t, base, "admin")
+		_, token, _ := martin.do("POST", "/customers/129/lock", "", "")
+		if status, _, body := david.do("POST", "/customers/129/lock/takeover", "", `{"reason": "mine"}`); status != http.StatusForbidden ||
+			!strings.Contains(body, "martin is still editing") {
+			t.Fatalf("David's take-over: %d %s", status, body)
+		}
+		if status, _, body := admin.do("POST", "/customers/129/lock/takeover", "", `{"reason": "the customer called"}`); status != http.StatusCreated {
+			t.Fatalf("the admin's take-over: %d %s", status, body)
+		}
+		status, _, body := martin.do("PATCH", "/customers/129", token, `{"name": "Martin's", "credit": 1}`)
+		if status != http.StatusLocked || !strings.Contains(body, "customer '129' is locked by admin until") {
+			t.Fatalf("Martin's save after the take-over: %d %s", status, body)
+		}
+	})
+}
