@@ -59,6 +59,7 @@ export function editLock(o) {
   function hold(r) {
     state.token = r.token || state.token;
     state.lock = r.json;
+    state.me = r.json && r.json.lockedBy;
     sessionStorage.setItem(key, state.token);
     schedule();
   }
@@ -90,6 +91,7 @@ export function editLock(o) {
     state.token = "";
     sessionStorage.removeItem(key);
     if (r.status === 423 && r.json && r.json.lockedByYou) {
+      state.me = r.json.lockedBy;
       return tell("lockedByYou", r.json, "You are editing this in another tab since " + clock(r.json.lockedSince) + ".",
         { label: "Edit here instead", run: () => api.takeOver("resumed in another tab") });
     }
@@ -113,6 +115,18 @@ export function editLock(o) {
     tell("error", r, "Your lock on this record has ended: your changes can no longer be saved.");
   }
 
+  // watching tells a page that holds no lock who does now: this user
+  // (another tab) or someone else.
+  function watching(d) {
+    if (state.asking) return;
+    if (state.me && d.lockedBy === state.me) {
+      const p = Object.assign({ lockedSince: d.acquiredAt, lockedByYou: true }, d);
+      return tell("lockedByYou", p, "You are editing this in another tab since " + clock(p.lockedSince) + ".",
+        { label: "Edit here instead", run: () => api.takeOver("resumed in another tab") });
+    }
+    if (on.lockedByOther) on.lockedByOther(d);
+  }
+
   function listen() {
     if (typeof EventSource === "undefined") return;
     const es = new EventSource(base + "/lock/events", { withCredentials: true });
@@ -120,7 +134,7 @@ export function editLock(o) {
     const mine = (d) => state.lock && d.generation === state.lock.generation;
     const handle = (name, fn) => es.addEventListener(name, (m) => fn(JSON.parse(m.data)));
     handle("taken-over", (d) => {
-      if (!state.token) { if (!state.asking && on.lockedByOther) on.lockedByOther(d); return; }
+      if (!state.token) return watching(d);
       if (mine(d)) return; // our own take-over
       state.token = "";
       state.stopped = true;
@@ -131,7 +145,7 @@ export function editLock(o) {
     handle("requested", (d) => { if (state.token) tell("requested", d, d.by + " asks to edit this record."); });
     handle("released", (d) => { if (!state.token) tell("released", d, "This record is free now.", { label: "Edit it", run: () => acquire() }); });
     handle("expiring", (d) => { if (mine(d)) tell("expiring", d, "Your lock on this record runs out in " + d.ttlRemainingSeconds + " s."); });
-    handle("locked", (d) => { if (!state.token && !state.asking && on.lockedByOther) on.lockedByOther(d); });
+    handle("locked", (d) => { if (!state.token) watching(d); });
   }
 
   function release() {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// TestTheSceneInABrowser plays seed 001 in headless Chromium, each person
+// in a browser context of their own (their own cookies): Martin edits
+// customer 129; David is told "Locked by martin since …"; Martin's lock
+// outlives its lease while his page is open; David asks to edit and
+// Martin's page shows it; an admin takes over and Martin's page says so
+// within 2 seconds, and his Save is refused in words; the admin leaves and
+// David's page learns the record is free; Martin's reload resumes his own
+// lock, a second tab of his is told and may move the edit there; signing
+// out releases everything. With OFFLINELOCK_SCREENSHOT=1 it writes David's
+// page to docs/editor.png.
+func TestTheSceneInABrowser(t *testing.T) {
+	path := chromium(t)
+	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless,
+			chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(900, 600))...)
+		defer cancelAlloc()
+		s := &scene{t: t, a: a, base: base}
+		martin := s.person(actx, "martin")
+		david := s.person(martin, "david")
+		admin := s.person(martin, "admin")
+
+		s.open(martin, 129)
+		s.wait(martin, "lockstate", "You are editing customer 129.", 10*time.Second)
+		s.open(david, 129)
+		s.wait(david, "lockstate", "Locked by martin since ", 10*time.Second)
+		s.screenshot(david)
+
+		// The page keeps the lock past its lease.
+		first := s.holder(129)
+		time.Sleep(a.opts.ttl + time.Second) // time itself: the lease must run out unrenewed
+		if now := s.holder(129); now.Owner.User != "martin" || now.Generation != first.Generation || !now.ExpiresAt.After(first.ExpiresAt) {
+			t.Fatalf("after its lease Martin's lock is %+v (was %+v)", now, first)
+		}
+
+		s.click(david, "ask")
+		s.wait(martin, "notice", "david asks to edit this customer.", 5*time.Second)
+
+		s.open(admin, 129)
+		s.wait(admin, "lockstate", "Locked by martin since ", 10*time.Second)
+		s.click(admin, "takeover")
+		s.wait(admin, "lockstate", "You are editing customer 129.", 5*time.Second)
+		s.wait(martin, "lockstate", "admin took over this customer (the customer is on the phone): your changes can no longer be saved.", 2*time.Second)
+		s.click(martin, "save")
+		s.wait(martin, "status", "Not saved: customer '129' is locked by admin until ", 5*time.Second)
+		s.wait(david, "lockstate", "Locked by admin since ", 5*time.Second)
+
+		s.do(admin, chromedp.Navigate(base+"/")) // the admin leaves the page
+		s.wait(david, "lockstate", "Customer 129 is free now.", 15*time.Second)
+		if got := held(t, a); len(got) != 0 {
+			t.Fatalf("after the admin left, the lock table holds %q", got)
+		}
+
+		// A reload resumes Martin's own lock; a second tab is told, and may
+		// move the edit there.
+		s.open(martin, 130)
+		s.wait(martin, "lockstate", "You are editing customer 130.", 10*time.Second)
+		before := s.holder(130)
+		s.do(martin, chromedp.Reload())
+		s.wait(martin, "lockstate", "You are editing customer 130.", 10*time.Second)
+		if after := s.holder(130); after.Owner.Session != before.Owner.Session || after.Generation != before.Generation {
+			t.Fatalf("the reload did not resume the lock: %+v, was %+v", after, before)
+		}
+		tab, closeTab := chromedp.NewContext(martin)
+		defer closeTab()
+		s.open(tab, 130)
+		s.wait(tab, "lockstate", "You are editing this in another tab since ", 10*time.Second)
+		s.click(tab, "here")
+		s.wait(tab, "lockstate", "You are editing customer 130.", 5*time.Second)
+		s.wait(martin, "lockstate", "You took this over in another tab (moved to another tab): your changes can no longer be saved.", 5*time.Second)
+
+		s.do(martin, chromedp.Navigate(base+"/"))
+		s.do(martin, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("signin")))
+		if got := held(t, a); len(got) != 0 {
+			t.Fatalf("after Martin signed out, the lock table holds %q", got)
+		}
+	})
+}
+
+type scene struct {
+	t    *testing.T
+	a    *app
+	base string
+}
+
+// person is a browser context of its own, signed in as user.
+func (s *scene) person(parent context.Context, user string) context.Context {
+	var ctx context.Context
+	if parent.Value(personKey{}) == nil { // the first: the browser itself
+		ctx, _ = chromedp.NewContext(parent)
+	} else { // the others: cookies of their own, in the same browser
+		ctx, _ = chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
+	}
+	ctx = context.WithValue(ctx, personKey{}, user)
+	s.do(ctx, chromedp.Navigate(s.base+"/login"), chromedp.SendKeys(chromedp.ID("user"), user),
+		chromedp.SendKeys(chromedp.ID("password"), "demo"), chromedp.Click(chromedp.ID("signin")),
+		chromedp.WaitVisible(chromedp.ID("me")))
+	return ctx
+}
+
+type personKey struct{}
+
+func (s *scene) open(ctx context.Context, id int) {
+	s.t.Helper()
+	s.do(ctx, chromedp.Navigate(s.base+"/customers/"+strconv.Itoa(id)+"/edit"))
+}
+
+func (s *scene) click(ctx context.Context, id string) {
+	s.t.Helper()
+	s.do(ctx, chromedp.Click(chromedp.ID(id)))
+}
+
+func (s *scene) do(ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	s.t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// wait waits until element id's text starts with want.
+func (s *scene) wait(ctx context.Context, id, want string, within time.Duration) {
+	s.t.Helper()
+	js := `document.getElementById(` + strconv.Quote(id) + `).textContent.startsWith(` + strconv.Quote(want) + `)`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within))); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		s.t.Fatalf("%v: #%s says %q, not %q within %v (%v)", ctx.Value(personKey{}), id, text, want, within, err)
+	}
+}
+
+// holder is the lock on customer id.
+func (s *scene) holder(id int) offlinelock.Lock {
+	s.t.Helper()
+	holders, err := s.a.locks.Holders(s.a.db, &Customer{ID: uint(id)})
+	if err != nil || len(holders) != 1 {
+		s.t.Fatalf("holders of %d: %v %v", id, holders, err)
+	}
+	return holders[0]
+}
+
+func (s *scene) screenshot(ctx context.Context) {
+	if os.Getenv("OFFLINELOCK_SCREENSHOT") != "1" || !strings.HasSuffix(s.t.Name(), "sqlite") {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err == nil {
+		err = os.WriteFile(filepath.Join("..", "..", "docs", "editor.png"), png, 0o644)
+	}
+	if err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// chromium is the path of the browser: under CI=true its absence fails the
+// test (.ci/run installs Debian's chromium); elsewhere it skips.
+func chromium(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true needs Chromium for the editor's browser test: apt-get install chromium")
+	}
+	t.Skip("no chromium on PATH: the editor's browser test needs it")
+	return ""
+}
