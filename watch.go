@@ -54,8 +54,9 @@ type Event struct {
 // Watch tells the changes of target's lock on the returned channel until
 // ctx ends, then closes it. Changes are read from the database, so a
 // change made through any node reaches every node's watches within
-// Config.WatchEvery. One watcher per database reads each watched record
-// once per interval, however many watch it. A watch that does not keep
+// Config.WatchEvery. One watcher per database reads all the records
+// watched on it once per interval, in one statement per 100 records,
+// however many watch each. A watch that does not keep
 // up loses events rather than slow the others: read the channel promptly.
 // It needs no owner; authorise callers as for Holders.
 func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Event, error) {
@@ -73,7 +74,7 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 	}
 	v, _ := p.watchers.LoadOrStore(databaseOf(db), &watcher{p: p, t: t, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}})
 	w := v.(*watcher)
-	sub := &watch{ch: make(chan Event, 64)}
+	sub := &watch{ch: make(chan Event, 16)}
 	if err := w.add(db, k, sub); err != nil {
 		return nil, err
 	}
@@ -210,10 +211,14 @@ func (w *watcher) poll(ctx context.Context) error {
 		k := key{Resource: n.Resource, ID: n.LockID}
 		byKey[k] = append(byKey[k], n)
 	}
+	locks, err := w.t.ListKeys(direct(db), keys) // one statement per 100 records
+	if err != nil {
+		return err
+	}
 	now := make(map[key]*Lock, len(keys))
-	for _, k := range keys {
-		if now[k], err = w.holderOn(db, k); err != nil {
-			return err
+	for _, l := range publicLocks(locks) {
+		if k := (key{Resource: l.Resource, ID: l.ID}); now[k] == nil {
+			now[k] = &l
 		}
 	}
 	at := time.Now()

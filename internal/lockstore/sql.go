@@ -634,6 +634,35 @@ func (t *sqlStore) List(c Conn, f Filter) ([]Lock, error) {
 	return out, err
 }
 
+func (t *sqlStore) ListKeys(c Conn, keys []Key) ([]Lock, error) {
+	c = t.observed(c)
+	var out []Lock
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 100)]
+		keys = keys[len(batch):]
+		conds := make([]string, len(batch))
+		args := make([]any, 0, 2*len(batch))
+		for i, k := range batch {
+			conds[i] = `(resource = ? AND lock_id = ?)`
+			args = append(args, k.Resource, k.ID)
+		}
+		q := `SELECT ` + lockColumns + `, reason FROM ` + t.table + ` WHERE ` + isLockRow + ` AND (` + strings.Join(conds, ` OR `) +
+			`) AND expires_at > ` + t.clock + ` ORDER BY resource, lock_id, holder`
+		_, err := c.Query(t.bind(q), args, func(r *sql.Rows) error {
+			var reason string
+			rw, err := scanRow(r, &reason)
+			rw.Token = ""
+			rw.Reason = reasonOf(reason, rw.Generation)
+			out = append(out, rw.Lock)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // The reason column holds "<generation>:<reason>": the grants that write a
 // key's rows do not touch it, so a reason stays with the generation it was
 // given for, and a later grant's lock shows none (reasonOf).

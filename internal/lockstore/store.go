@@ -74,6 +74,10 @@ type Store interface {
 	// token (looked up by its hash), with its owner and without a token, or
 	// ErrNotLocked.
 	List(c Conn, f Filter) ([]Lock, error)
+	// ListKeys is the live locks of keys, without their tokens, ordered
+	// as List orders them: one statement per batch of keys, for a watcher
+	// that reads many records each interval.
+	ListKeys(c Conn, keys []Key) ([]Lock, error)
 
 	// SetReason records reason with l, the lock just granted (its
 	// session's row of its generation: a later grant of the key hides it).
