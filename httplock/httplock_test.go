@@ -124,7 +124,7 @@ func dropLockTable(db *gorm.DB, table string) {
 	if db.Dialector.Name() == "mysql" {
 		q = func(s string) string { return "`" + s + "`" }
 	}
-	for _, suffix := range []string{"", "_generation", "_tables"} {
+	for _, suffix := range []string{"", "_generation", "_tables", "_notes"} {
 		db.Exec(`DROP TABLE IF EXISTS ` + q(table+suffix))
 	}
 	if db.Dialector.Name() == "postgres" {
