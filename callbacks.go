@@ -194,7 +194,12 @@ func (p *Plugin) start(db *gorm.DB, m *model, op opKind) *state {
 	p.guardLazily(db, m)
 	if st.owner, err = ownerOf(db); err != nil {
 		p.tel.refused(ctxOf(db), db, modeImplicit, m.accessFor(op), m.lockResource(), err)
-		st.fail(db, fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table))
+		if errors.Is(err, ErrNoOwner) {
+			err = noOwner(fmt.Sprintf("the %s of %s", op, db.Statement.Table))
+		} else {
+			err = fmt.Errorf("%w: %s of %s", err, op, db.Statement.Table)
+		}
+		st.fail(db, err)
 		return nil
 	}
 	setState(db, st)

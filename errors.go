@@ -164,6 +164,13 @@ func clock(t, ref time.Time) string {
 	return t.Format("15:04:05")
 }
 
+// noOwner is ErrNoOwner for what (a statement, a call), with the way
+// out.
+func noOwner(what string) error {
+	return fmt.Errorf("%w: %s needs the session that owns the locks: db.WithContext(offlinelock.WithOwner(ctx, owner)) or db.Scopes(offlinelock.As(owner)); a job no session owns runs under offlinelock.Bypass(ctx, reason)",
+		ErrNoOwner, what)
+}
+
 // invalid wraps ErrInvalid with a message that says what was wrong.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))

@@ -418,7 +418,7 @@ func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
 func ownerOf(db *gorm.DB) (Owner, error) {
 	o, ok := OwnerFrom(db.Statement.Context)
 	if !ok || o.Session == "" {
-		return Owner{}, ErrNoOwner
+		return Owner{}, noOwner("this call")
 	}
 	if err := checkText("session", o.Session, maxTextLen, false); err != nil {
 		return Owner{}, err

@@ -2,6 +2,7 @@ package offlinelock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -194,6 +195,9 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 	}
 	for _, m := range p.cfg.Models {
 		pm, _, err := p.modelFor(db, m)
+		if errors.Is(err, ErrInvalid) {
+			return err // names the model and the field already
+		}
 		if err != nil {
 			return fmt.Errorf("offlinelock: parsing model %T: %w", m, err)
 		}
