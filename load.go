@@ -38,6 +38,9 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if isCount(db.Statement) {
 		return // a count reveals no row
 	}
+	if p.fromSubquery(db) {
+		return
+	}
 	p.statementOnPrimary(db)
 	st := p.enter(db, opLoad, true)
 	if st == nil && db.Error == nil {
@@ -80,6 +83,28 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	if st.fast == fastNone {
 		p.lockInTx(db, st, false)
 	}
+}
+
+// fromSubquery takes a load of a model locked on load whose table is a
+// subquery of its own table, as GORM's Preload with LimitPerRecord makes
+// (Table("(?) t", …) over ROW_NUMBER()): its rows cannot be read ahead,
+// so it is read as the same statement in raw SQL would be
+// (beforeRawQuery): the rows it returns locked once read, and read
+// again; a subquery reading any other table locked on load is refused.
+func (p *Plugin) fromSubquery(db *gorm.DB) bool {
+	stmt := db.Statement
+	if stmt.TableExpr == nil || stmt.Schema == nil || !slices.ContainsFunc(stmt.TableExpr.Vars, func(v any) bool { _, ok := v.(*gorm.DB); return ok }) {
+		return false
+	}
+	if m := p.reg.modelOf(stmt.Schema, db.NamingStrategy); !locksRows(m) {
+		return false
+	}
+	callbacks.BuildQuerySQL(db)
+	stmt.TableExpr = nil // built: the model is the destination's own (statementModel)
+	if db.Error == nil {
+		p.beforeRawQuery(db)
+	}
+	return true
 }
 
 // beforeRawQuery is beforeQuery for Raw(…).Find/Scan/First. Rows of the

@@ -3,7 +3,6 @@ package httplock_test
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -94,7 +93,7 @@ func TestAnIDThatIsNotUTF8Is400(t *testing.T) {
 	eachDB(t, func(t *testing.T, c *client) {
 		for _, ep := range []struct{ method, path string }{
 			{"POST", "/orders/%FF%FE/lock"}, {"GET", "/orders/%FF%FE/lock"}, {"POST", "/orders/%FF%FE/lock/takeover"},
-			{"POST", "/orders/%FF%FE/lock/request"}, {"GET", "/orders/%FF%FE/lock/events"},
+			{"POST", "/orders/%FF%FE/lock/request"}, {"GET", "/orders/%FF%FE/lock/events"}, {"PATCH", "/orders/%FF%FE"},
 		} {
 			got := c.do(ep.method, ep.path, "usr_client_1", "", "")
 			assert.Equal(t, http.StatusBadRequest, got.status, "%s %s: %s", ep.method, ep.path, got.body)
@@ -200,4 +199,3 @@ func TestTheClientIsServed(t *testing.T) {
 	})
 }
 
-var _ = errors.New

@@ -46,10 +46,16 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.screenshot(david)
 
 		// The page keeps the lock past its lease.
-		first := s.holder(129)
-		time.Sleep(a.opts.ttl + time.Second) // time itself: the lease must run out unrenewed
+		// The page keeps the lock past its lease, with one request per
+		// renewal interval (the only page renewing now is Martin's).
+		first, posts := s.holder(129), lockPosts.Load()
+		window := a.opts.ttl + time.Second
+		time.Sleep(window) // time itself: the lease must run out unrenewed
 		if now := s.holder(129); now.Owner.User != "martin" || now.Generation != first.Generation || !now.ExpiresAt.After(first.ExpiresAt) {
 			t.Fatalf("after its lease Martin's lock is %+v (was %+v)", now, first)
+		}
+		if n, most := lockPosts.Load()-posts, int64(window/a.opts.renew)+1; n < 1 || n > most {
+			t.Fatalf("the open page sent %d lock requests in %v, renewing every %v (at most %d)", n, window, a.opts.renew, most)
 		}
 
 		s.click(david, "ask")

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +38,13 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 			t.Fatal(err)
 		}
 		t.Cleanup(closeDB)
-		srv := httptest.NewServer(a.routes())
+		routes := a.routes()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lock") {
+				lockPosts.Add(1)
+			}
+			routes.ServeHTTP(w, r)
+		}))
 		t.Cleanup(srv.Close)
 		t.Cleanup(srv.CloseClientConnections) // event streams
 		fn(t, a, srv.URL)
@@ -68,6 +75,10 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 		run(t, cfg.FormatDSN())
 	})
 }
+
+// lockPosts counts the POST …/lock requests the test servers answered:
+// the pages' lock and renewal requests.
+var lockPosts atomic.Int64
 
 func openGorm(t *testing.T, d gorm.Dialector) *gorm.DB {
 	t.Helper()
