@@ -198,4 +198,3 @@ func TestTheClientIsServed(t *testing.T) {
 		assert.Contains(t, string(got.body), "export function editLock(")
 	})
 }
-
