@@ -2,6 +2,7 @@ package offlinelock
 
 import (
 	"database/sql"
+	"reflect"
 	"strings"
 
 	"gorm.io/gorm"
@@ -9,33 +10,40 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// Deletes the database cascades: a foreign key declared with GORM's
+// Writes the database cascades: a foreign key declared with GORM's
 // constraint:OnDelete:CASCADE (or SET NULL, SET DEFAULT) makes a delete of
-// a parent row change rows of the child table too. When the child table is
+// a parent row change rows of the child table too, and OnUpdate does the
+// same for an update of the parent's key. When the child table is
 // lockable, those rows need the session's Write locks like any other row
-// the delete changes. Constraints the models do not declare are the
+// the write changes. Constraints the models do not declare are the
 // schema's business: see docs/fail-closed.md.
 
 // cascadeRef is a child table whose rows change when rows of its parent
-// are deleted: column holds the parent's key.
+// are deleted (onDelete) or have their key changed (onUpdate): column
+// holds the parent's key.
 type cascadeRef struct {
-	table, column string
+	table, column      string
+	onDelete, onUpdate bool
 }
 
-// cascadeDeletes says whether an ON DELETE action changes the child rows.
-func cascadeDeletes(action string) bool {
+// changesChildren says whether a foreign key's action changes the child
+// rows.
+func changesChildren(action string) bool {
 	a := strings.ToUpper(strings.TrimSpace(action))
 	return a == "CASCADE" || a == "SET NULL" || a == "SET DEFAULT"
 }
 
-// noteCascades records the cascading foreign keys s's relationships declare.
+// noteCascades records the cascading foreign keys s's relationships
+// declare: of one column, on the parent's primary key.
 func (r *registry) noteCascades(s *schema.Schema) {
 	for _, rel := range s.Relationships.Relations {
 		c := rel.ParseConstraint()
-		if c == nil || c.Schema == nil || c.ReferenceSchema == nil || len(c.ForeignKeys) != 1 || !cascadeDeletes(c.OnDelete) {
+		if c == nil || c.Schema == nil || c.ReferenceSchema == nil || len(c.ForeignKeys) != 1 {
 			continue
 		}
-		if r.addCascade(c.ReferenceSchema.Table, cascadeRef{table: c.Schema.Table, column: c.ForeignKeys[0].DBName}) {
+		ref := cascadeRef{table: c.Schema.Table, column: c.ForeignKeys[0].DBName, onDelete: changesChildren(c.OnDelete),
+			onUpdate: changesChildren(c.OnUpdate) && len(c.References) == 1 && c.References[0].PrimaryKey}
+		if (ref.onDelete || ref.onUpdate) && r.addCascade(c.ReferenceSchema.Table, ref) {
 			r.changed(c.Schema.Table)
 		}
 	}
@@ -45,9 +53,11 @@ func (r *registry) addCascade(parent string, ref cascadeRef) bool {
 	name := strings.ToLower(parent)
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()
-	for _, c := range r.cascades[name] {
+	for i, c := range r.cascades[name] {
 		if strings.EqualFold(c.table, ref.table) && c.column == ref.column {
-			return false
+			merged := cascadeRef{table: c.table, column: c.column, onDelete: c.onDelete || ref.onDelete, onUpdate: c.onUpdate || ref.onUpdate}
+			r.cascades[name][i] = merged
+			return merged != c
 		}
 	}
 	if r.cascades == nil {
@@ -57,14 +67,16 @@ func (r *registry) addCascade(parent string, ref cascadeRef) bool {
 	return true
 }
 
-// cascadesFrom lists the cascading foreign keys of table, by parent.
+// cascadesFrom lists the foreign keys of table that cascade deletes, by
+// parent, for the catalog. (Updates of a parent's key are followed where
+// the model is parsed.)
 func (r *registry) cascadesFrom(table string) []columnSpec {
 	r.joinsMu.RLock()
 	defer r.joinsMu.RUnlock()
 	var out []columnSpec
 	for parent, refs := range r.cascades {
 		for _, c := range refs {
-			if strings.EqualFold(c.table, table) {
+			if c.onDelete && strings.EqualFold(c.table, table) {
 				out = append(out, columnSpec{Name: parent, Column: c.column})
 			}
 		}
@@ -72,21 +84,31 @@ func (r *registry) cascadesFrom(table string) []columnSpec {
 	return out
 }
 
-func (r *registry) cascadesOf(parent string) []cascadeRef {
+// cascadesOf lists the foreign keys that cascade op (a delete, or an
+// update of the key) of parent's rows into other tables.
+func (r *registry) cascadesOf(parent string, op opKind) []cascadeRef {
 	r.joinsMu.RLock()
 	defer r.joinsMu.RUnlock()
-	return r.cascades[strings.ToLower(parent)]
+	var out []cascadeRef
+	for _, c := range r.cascades[strings.ToLower(parent)] {
+		if op == opDelete && c.onDelete || op == opUpdate && c.onUpdate {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
-// cascadedKeys lists the lock keys of the lockable rows a delete of m's
-// rows with the key values ids cascades to, at any depth, row-locked on
-// PostgreSQL so that they stay the rows the delete changes.
-func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, depth int) ([]key, error) {
+// cascadedKeys lists the lock keys of the lockable rows op (a delete, or
+// an update of the key) of m's rows with the key values ids cascades to,
+// at any depth, row-locked on PostgreSQL so that they stay the rows the
+// write changes. Below the first level, only deletes cascade on (a
+// child's key does not change when its parent's does).
+func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, op opKind, depth int) ([]key, error) {
 	if len(ids) == 0 || depth > 8 {
 		return nil, nil
 	}
 	var out []key
-	for _, ref := range p.reg.cascadesOf(m.table) {
+	for _, ref := range p.reg.cascadesOf(m.table, op) {
 		child := p.reg.tableModel(ref.table)
 		if child == nil || len(child.pk) != 1 {
 			continue
@@ -106,7 +128,10 @@ func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, depth int) ([]ke
 		for _, t := range ts {
 			out = append(out, t.k)
 		}
-		deeper, err := p.cascadedKeys(db, child, vals, depth+1)
+		if op != opDelete {
+			continue // an update changes only the child's column, not its key
+		}
+		deeper, err := p.cascadedKeys(db, child, vals, opDelete, depth+1)
 		if err != nil {
 			return nil, err
 		}
@@ -139,27 +164,28 @@ func (p *Plugin) childKeys(db *gorm.DB, child *model, column string, ids []any) 
 	return out, err
 }
 
-// checkCascades requires the session's Write locks on the lockable rows a
-// delete of rows cascades to, before the delete runs.
-func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow) error {
-	if len(st.m.pk) != 1 || len(p.reg.cascadesOf(st.m.table)) == 0 {
+// checkCascades requires the session's Write locks on the lockable rows
+// op (a delete, or an update of the key) of rows cascades to, before the
+// write runs.
+func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) error {
+	if len(st.m.pk) != 1 || len(p.reg.cascadesOf(st.m.table, op)) == 0 || op == opUpdate && !setsKey(db, st.m) {
 		return nil
 	}
 	ids := make([]any, len(rows))
 	for i, r := range rows {
 		ids[i] = st.m.sqlValues([]any{r.k.ID})[0]
 	}
-	keys, err := p.cascadedKeys(db, st.m, ids, 0)
+	keys, err := p.cascadedKeys(db, st.m, ids, op, 0)
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return p.requireCascaded(db, st, keys)
+	return p.requireCascaded(db, st, op, keys)
 }
 
 // requireCascaded requires the session's Write locks on keys, the
-// lockable rows a delete cascades to.
-func (p *Plugin) requireCascaded(db *gorm.DB, st *state, keys []key) error {
-	mine, err := p.requireWriteLocks(db, st, "delete (cascaded)", keys)
+// lockable rows op cascades to.
+func (p *Plugin) requireCascaded(db *gorm.DB, st *state, op opKind, keys []key) error {
+	mine, err := p.requireWriteLocks(db, st, op+" (cascaded)", keys)
 	if err != nil {
 		return err
 	}
@@ -168,18 +194,44 @@ func (p *Plugin) requireCascaded(db *gorm.DB, st *state, keys []key) error {
 	return nil
 }
 
-// checkParentDelete is checkCascades for a delete of a table that is not
-// lockable (an untagged parent) whose declared foreign-key actions reach
-// lockable rows: those rows need the session's Write locks, checked
-// before the delete's hooks, as for a lockable parent. Without such rows
-// the delete goes on as the plugin never saw it (no owner needed).
-func (p *Plugin) checkParentDelete(db *gorm.DB) {
+// setsKey says whether the update writes m's key column: what a parent's
+// ON UPDATE actions follow.
+func setsKey(db *gorm.DB, m *model) bool {
 	stmt := db.Statement
-	if stmt.Schema == nil || stmt.TableExpr != nil || db.DryRun || (len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped) {
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
+		for _, a := range set {
+			if namesField(stmt.Schema, a.Column.Name, m.pk[0]) {
+				return true
+			}
+		}
+	}
+	if samePointer(stmt.Dest, stmt.Model) {
+		return false // Save and Updates of the model itself: its key is the WHERE
+	}
+	dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
+	switch {
+	case dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String:
+		return len(mapKeysNaming(stmt.Schema, dest, m.pk[0])) > 0
+	case dest.Kind() == reflect.Struct:
+		vals, _, _ := valueRows(db, reflect.ValueOf(stmt.Dest), m.pk)
+		return len(vals) > 0
+	}
+	return false
+}
+
+// checkParentWrite is checkCascades for a delete, or an update of the key,
+// of a table that is not lockable (an untagged parent) whose declared
+// foreign-key actions reach lockable rows: those rows need the session's
+// Write locks, checked before the write's hooks, as for a lockable
+// parent. Without such rows the write goes on as the plugin never saw it
+// (no owner needed).
+func (p *Plugin) checkParentWrite(db *gorm.DB, op opKind) {
+	stmt := db.Statement
+	if stmt.Schema == nil || stmt.TableExpr != nil || db.DryRun || op == opDelete && len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped {
 		return // a soft delete deletes no row: nothing cascades
 	}
 	m := p.reg.modelOf(stmt.Schema, db.NamingStrategy)
-	if m.lockable || len(m.pk) != 1 || len(p.reg.cascadesOf(m.table)) == 0 || p.bypassed(db, opDelete) {
+	if m.lockable || len(m.pk) != 1 || len(p.reg.cascadesOf(m.table, op)) == 0 || op == opUpdate && !setsKey(db, m) || p.bypassed(db, op) {
 		return
 	}
 	t, err := p.storeFor(db)
@@ -187,8 +239,8 @@ func (p *Plugin) checkParentDelete(db *gorm.DB) {
 		db.AddError(err)
 		return
 	}
-	probe := &state{m: m, op: opDelete, bulk: -1, t: t}
-	rows, _, err := p.writeRows(db, probe, opDelete)
+	probe := &state{m: m, op: op, bulk: -1, t: t}
+	rows, _, err := p.writeRows(db, probe, op)
 	if err != nil || len(rows) == 0 {
 		db.AddError(err)
 		return
@@ -197,13 +249,13 @@ func (p *Plugin) checkParentDelete(db *gorm.DB) {
 	for i, r := range rows {
 		ids[i] = m.sqlValues([]any{r.k.ID})[0]
 	}
-	keys, err := p.cascadedKeys(db, m, ids, 0)
+	keys, err := p.cascadedKeys(db, m, ids, op, 0)
 	if err != nil || len(keys) == 0 {
 		db.AddError(err)
 		return
 	}
-	if st := p.start(db, m, opDelete); st != nil {
-		if err := p.requireCascaded(db, st, keys); err != nil {
+	if st := p.start(db, m, op); st != nil {
+		if err := p.requireCascaded(db, st, op, keys); err != nil {
 			st.fail(db, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -53,6 +54,60 @@ func TestDeleteOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
 			require.NoError(t, admin(db).Model(&CpFolder{}).Count(&folders).Error)
 			require.NoError(t, admin(db).Model(&CpPage{}).Count(&left).Error)
 			require.Equal(t, []int64{1, 1}, []int64{folders, left})
+		})
+	}
+}
+
+// CuFolder is not lockable; changing its key changes its CuPages' (a
+// declared ON UPDATE CASCADE), which are lockable.
+type CuFolder struct {
+	ID    uint
+	Name  string
+	Pages []CuPage `gorm:"constraint:OnUpdate:CASCADE"`
+}
+
+type CuPage struct {
+	ID         uint `gorm:"primaryKey" lock:"exclusive_write"`
+	CuFolderID uint
+	Text       string
+}
+
+// TestKeyUpdateOfAnUntaggedParentNeedsItsChildrensLocks: an update of an
+// untagged parent's key, whose ON UPDATE action rewrites lockable rows,
+// needs the session's Write locks on them, in every spelling GORM has for
+// it; an update that leaves the key alone needs none.
+func TestKeyUpdateOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := setup(t, d, offlinelock.Config{Models: []any{&CuPage{}}})
+			fcDropCleanup(t, db, &CuPage{}, &CuFolder{})
+			require.NoError(t, db.AutoMigrate(&CuFolder{}, &CuPage{}))
+			require.NoError(t, admin(db).Create(&[]CuFolder{{ID: 1}, {ID: 2}}).Error)
+			require.NoError(t, admin(db).Create(&[]CuPage{{ID: 1, CuFolderID: 1, Text: "held"}}).Error)
+			_, err := p.Acquire(as(db, martin), &CuPage{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+
+			for name, write := range map[string]func(*gorm.DB) error{
+				"Update":      func(tx *gorm.DB) error { return tx.Model(&CuFolder{ID: 1}).Update("id", 10).Error },
+				"Updates map": func(tx *gorm.DB) error { return tx.Model(&CuFolder{ID: 1}).Updates(map[string]any{"ID": 10}).Error },
+				"Where, Updates": func(tx *gorm.DB) error {
+					return tx.Model(&CuFolder{}).Where("id = ?", 1).Updates(map[string]any{"id": 10}).Error
+				},
+				"UpdateColumn": func(tx *gorm.DB) error { return tx.Model(&CuFolder{ID: 1}).UpdateColumn("id", 10).Error },
+			} {
+				require.ErrorIs(t, write(as(db, david)), offlinelock.ErrLocked, name)
+				require.ErrorIs(t, write(db.WithContext(context.Background())), offlinelock.ErrNoOwner, name)
+			}
+			var page CuPage
+			require.NoError(t, admin(db).First(&page, 1).Error)
+			require.Equal(t, uint(1), page.CuFolderID, "nothing cascaded")
+
+			require.NoError(t, db.WithContext(context.Background()).Model(&CuFolder{ID: 1}).Update("name", "renamed").Error, "the key unchanged: no owner needed")
+			require.NoError(t, db.WithContext(context.Background()).Model(&CuFolder{ID: 2}).Update("id", 20).Error, "no lockable row reached")
+
+			require.NoError(t, as(db, martin).Model(&CuFolder{ID: 1}).Update("id", 10).Error, "the holder's update")
+			require.NoError(t, admin(db).First(&page, 1).Error)
+			require.Equal(t, uint(10), page.CuFolderID)
 		})
 	}
 }

@@ -132,7 +132,7 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column, key: l.Key})
 		}
 		for _, c := range sp.Cascades {
-			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column})
+			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column, onDelete: true})
 		}
 	}
 	return nil

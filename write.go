@@ -106,8 +106,8 @@ func (p *Plugin) checkOtherWrite(db *gorm.DB, op opKind) {
 		db.AddError(err)
 		return
 	}
-	if op == opDelete {
-		if p.checkParentDelete(db); db.Error != nil {
+	if op == opDelete || op == opUpdate {
+		if p.checkParentWrite(db, op); db.Error != nil {
 			return
 		}
 	}
@@ -157,8 +157,8 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		// key must not reach rows of other records.
 		st.bulk = int64(len(rows))
 	}
-	if op == opDelete {
-		if err := p.checkCascades(db, st, rows); err != nil {
+	if op == opDelete || op == opUpdate {
+		if err := p.checkCascades(db, st, rows, op); err != nil {
 			return err
 		}
 	}
