@@ -300,3 +300,29 @@ func BenchmarkGORMFirst(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkLockedFirstOfNewRecords is the locked First as an application
+// makes it: each of a new record, by one session that keeps its locks (it
+// holds b.N of them at the end), beside the bare lock statement and a
+// plain First of the same new record. Cost must not grow with the locks a
+// session holds.
+func BenchmarkLockedFirstOfNewRecords(b *testing.B) {
+	eachBenchDB(b, func(b *testing.B, d database) {
+		db, plain, p := benchDBs(b, d)
+		n := max(b.N, 1)
+		seedAccounts(b, db, n)
+		p.ReleaseAll(db, martin.Session)
+		x := newBare(b, plain, lockTableName(b, db, p))
+		m := as(db, martin)
+		interleave(b, "x-bare-lock+first", func(i int) {
+			if err := m.First(&Account{}, i+1).Error; err != nil {
+				b.Fatal(err)
+			}
+		}, func(i int) {
+			x.lock(b, "bare", strconv.Itoa(i+1))
+			if err := plain.First(&Account{}, i+1).Error; err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
