@@ -41,22 +41,30 @@ type noteTable struct {
 func notesOf(table string) string { return table + "_notes" }
 
 // ensure makes the notes table of lock table on db's database, if it is
-// missing, on a connection of its own (DDL would commit a caller's
-// transaction on MySQL).
+// missing: on a connection of its own (DDL would commit a caller's
+// transaction on MySQL), except in a caller's transaction on SQLite,
+// whose DDL is transactional and whose other connections would wait for
+// that transaction's write lock.
 func (n *noteTable) ensure(db *gorm.DB, table string) error {
 	id := databaseOf(db)
 	if _, ok := n.made.Load(id); ok {
 		return nil
 	}
 	s := db.Session(&gorm.Session{NewDB: true, Context: context.WithoutCancel(db.Statement.Context)})
-	s.Statement.ConnPool = db.Config.ConnPool
+	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
+	ownConn := !inTx || db.Dialector.Name() != "sqlite"
+	if ownConn {
+		s.Statement.ConnPool = db.Config.ConnPool
+	}
 	name := notesOf(table)
 	if !s.Migrator().HasTable(name) {
 		if err := s.Table(name).AutoMigrate(&lockNote{}); err != nil {
 			return fmt.Errorf("offlinelock: the notes table %s, which take-overs and requests to edit need, is missing and could not be made (the owner's db.Use or Migrate makes it; grant the application INSERT, SELECT and DELETE on it): %w", name, err)
 		}
 	}
-	n.made.Store(id, struct{}{})
+	if ownConn { // made in a caller's transaction, it may yet be rolled back
+		n.made.Store(id, struct{}{})
+	}
 	return nil
 }
 

@@ -210,3 +210,27 @@ func secondNode(t *testing.T, d database, db *gorm.DB) *gorm.DB {
 	t.Cleanup(func() { sqlDB.Close() })
 	return other
 }
+
+// TestTakeOverInTheCallersTransaction: the first TakeOver on a database
+// may run in the caller's transaction (the notes table is made then), and
+// commits or rolls back with it.
+func TestTakeOverInTheCallersTransaction(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{Authorize: onlyBossTakesOver}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		_, err := p.Acquire(as(db, martin), &Doc{ID: 3}, offlinelock.Write)
+		require.NoError(t, err)
+		rollback := errors.New("rolled back")
+		err = as(db, boss).Transaction(func(tx *gorm.DB) error {
+			if _, err := p.TakeOver(tx, &Doc{ID: 3}, "in a transaction"); err != nil {
+				return err
+			}
+			return rollback
+		})
+		require.ErrorIs(t, err, rollback)
+		assert.Equal(t, martin, holderOf(t, db, p, &Doc{ID: 3}).Owner, "rolled back with the caller")
+		require.NoError(t, as(db, boss).Transaction(func(tx *gorm.DB) error {
+			_, err := p.TakeOver(tx, &Doc{ID: 3}, "in a transaction")
+			return err
+		}))
+		assert.Equal(t, boss, holderOf(t, db, p, &Doc{ID: 3}).Owner)
+	})
+}
