@@ -2,14 +2,24 @@ package httplock_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/httplock"
@@ -197,4 +207,73 @@ func TestTheClientIsServed(t *testing.T) {
 		assert.Equal(t, "text/javascript; charset=utf-8", got.header.Get("Content-Type"))
 		assert.Contains(t, string(got.body), "export function editLock(")
 	})
+}
+
+// reopen opens db's database again, as a second application node would.
+func reopen(t *testing.T, name string, db *gorm.DB) *gorm.DB {
+	t.Helper()
+	cfg := &gorm.Config{Logger: logger.Discard}
+	var d gorm.Dialector
+	switch name {
+	case "sqlite":
+		var file string
+		require.NoError(t, db.Raw(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file).Error)
+		d = sqlite.Open(offlinelock.SQLiteDSN(file))
+	case "postgres":
+		var schema string
+		require.NoError(t, db.Raw(`SELECT current_schema()`).Scan(&schema).Error)
+		d = postgres.Open(os.Getenv("OFFLINELOCK_POSTGRES_DSN") + " search_path=" + schema)
+	default:
+		var name string
+		require.NoError(t, db.Raw(`SELECT DATABASE()`).Scan(&name).Error)
+		c, err := mysqldriver.ParseDSN(os.Getenv("OFFLINELOCK_MYSQL_DSN"))
+		require.NoError(t, err)
+		c.DBName = name
+		d = mysql.Open(c.FormatDSN())
+	}
+	other, err := gorm.Open(d, cfg)
+	require.NoError(t, err)
+	sqlDB, _ := other.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	return other
+}
+
+// TestLockEventsAcrossNodes: a page watching through one node learns of a
+// lock taken and released through another, each node with its own plugin
+// and server on the one database.
+func TestLockEventsAcrossNodes(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(name, func(t *testing.T) {
+			table := "ol_" + randomHex(6)
+			node := func(db *gorm.DB) (*offlinelock.Plugin, string) {
+				locks := offlinelock.New(offlinelock.Config{Table: table, Logger: slog.New(slog.DiscardHandler), WatchEvery: 100 * time.Millisecond})
+				require.NoError(t, db.Use(locks))
+				srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal,
+					Resources: []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+				require.NoError(t, err)
+				ts := httptest.NewServer(srv.Handler())
+				t.Cleanup(ts.Close)
+				t.Cleanup(ts.CloseClientConnections)
+				return locks, ts.URL
+			}
+			a := openDB(t, name)
+			_, baseA := node(a)
+			require.NoError(t, a.AutoMigrate(&Order{}))
+			binaryKeys(t, a)
+			t.Cleanup(func() { a.Migrator().DropTable(&Order{}); dropLockTable(a, table) })
+			require.NoError(t, a.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1"}).Error)
+			_, baseB := node(reopen(t, name, a))
+
+			onB := (&client{t: t, base: baseB, validate: func(*http.Request, *http.Response, []byte) {}}).stream("/orders/ord_1/lock/events", "usr_client_2")
+			viaA := &client{t: t, base: baseA, validate: func(*http.Request, *http.Response, []byte) {}}
+			locked := viaA.do("POST", "/orders/ord_1/lock", "usr_client_1", "", "")
+			require.Equal(t, http.StatusCreated, locked.status)
+			kind, data := nextEvent(t, onB)
+			assert.Equal(t, "locked", kind)
+			assert.Equal(t, "usr_client_1", data["lockedBy"])
+			require.Equal(t, http.StatusNoContent, viaA.do("POST", "/orders/ord_1/unlock", "usr_client_1", locked.header.Get("Lock-Token"), "").status)
+			kind, _ = nextEvent(t, onB)
+			assert.Equal(t, "released", kind)
+		})
+	}
 }
