@@ -40,6 +40,13 @@ type noteTable struct {
 
 func notesOf(table string) string { return table + "_notes" }
 
+// notesOn is a statement on the notes table of db's database, sent to a
+// read router's source (the notes are written there, and a replica may
+// not have the newest yet).
+func notesOn(db *gorm.DB, table string) *gorm.DB {
+	return db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table)).Set(resolverWrite, struct{}{})
+}
+
 // ensure makes the notes table of lock table on db's database, if it is
 // missing: on a connection of its own (DDL would commit a caller's
 // transaction on MySQL), except in a caller's transaction on SQLite,
@@ -50,7 +57,7 @@ func (n *noteTable) ensure(db *gorm.DB, table string) error {
 	if _, ok := n.made.Load(id); ok {
 		return nil
 	}
-	s := db.Session(&gorm.Session{NewDB: true, Context: context.WithoutCancel(db.Statement.Context)})
+	s := db.Session(&gorm.Session{NewDB: true, Context: context.WithoutCancel(db.Statement.Context)}).Set(resolverWrite, struct{}{})
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	ownConn := !inTx || db.Dialector.Name() != "sqlite"
 	if ownConn {
@@ -71,18 +78,17 @@ func (n *noteTable) ensure(db *gorm.DB, table string) error {
 // add writes nt on db (in its transaction, if any), and deletes notes
 // older than noteLife.
 func (n *noteTable) add(db *gorm.DB, table string, nt lockNote) error {
-	s := db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table))
-	if err := s.Create(&nt).Error; err != nil {
+	if err := notesOn(db, table).Create(&nt).Error; err != nil {
 		return err
 	}
-	return db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table)).
+	return notesOn(db, table).
 		Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nt.At.Add(-noteLife)}).Delete(&lockNote{}).Error
 }
 
 // since returns the notes after id, oldest first, at most limit of them.
 func (n *noteTable) since(db *gorm.DB, table string, id int64, limit int) ([]lockNote, error) {
 	var out []lockNote
-	err := db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table)).
+	err := notesOn(db, table).
 		Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).Order("id").Limit(limit).Find(&out).Error
 	return out, err
 }
@@ -90,7 +96,7 @@ func (n *noteTable) since(db *gorm.DB, table string, id int64, limit int) ([]loc
 // last is the newest note's id, 0 when there is none.
 func (n *noteTable) last(db *gorm.DB, table string) (int64, error) {
 	var id *int64
-	err := db.Session(&gorm.Session{NewDB: true}).Table(notesOf(table)).Select("MAX(id)").Scan(&id).Error
+	err := notesOn(db, table).Select("MAX(id)").Scan(&id).Error
 	if id == nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package offlinelock_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/sqlite"
@@ -54,4 +55,35 @@ func TestRegistrationOrderWithResolver(t *testing.T) {
 			require.NoError(t, as(db, martin).Model(&Doc{ID: 1}).Update("title", "m").Error)
 		})
 	}
+}
+
+// TestWatchBehindResolver: with dbresolver sending reads to a replica
+// (here a file without the lock table), Watch and TakeOver still read and
+// write the source: the events arrive.
+func TestWatchBehindResolver(t *testing.T) {
+	dir := t.TempDir()
+	open := func(file string) *gorm.DB {
+		db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, file))), &gorm.Config{Logger: logger.Discard})
+		require.NoError(t, err)
+		sqlDB, _ := db.DB()
+		t.Cleanup(func() { sqlDB.Close() })
+		return db
+	}
+	require.NoError(t, open("replica.db").AutoMigrate(&Doc{}))
+	db := open("source.db")
+	require.NoError(t, db.AutoMigrate(&Doc{}))
+	p := offlinelock.New(offlinelock.Config{Models: []any{&Doc{}}, WatchEvery: 50 * time.Millisecond, Authorize: onlyBossTakesOver})
+	require.NoError(t, db.Use(p))
+	require.NoError(t, db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, "replica.db")))}})))
+
+	events, err := p.Watch(t.Context(), db, &Doc{ID: 1})
+	require.NoError(t, err)
+	_, err = p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+	require.NoError(t, err)
+	require.Equal(t, offlinelock.EventLocked, next(t, events).Kind)
+	_, err = p.TakeOver(as(db, boss), &Doc{ID: 1}, "behind the resolver")
+	require.NoError(t, err)
+	e := next(t, events)
+	require.Equal(t, offlinelock.EventTakenOver, e.Kind)
+	require.Equal(t, "behind the resolver", e.Reason)
 }
