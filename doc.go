@@ -103,4 +103,13 @@
 //     The conn finds the plugin's instruments through the *gorm.DB it runs
 //     on (Config.Plugins), so no store or call signature carries them; with
 //     no-op providers the hot path builds no attribute and no span.
+//   - The browser side (takeover.go, watch.go, notes.go, docs/browser.md):
+//     TakeOver is a force release and a grant in one transaction, so the old
+//     holder is fenced by the lock table itself. What a lock row cannot say
+//     (a take-over's author and reason, a request to edit) goes to the notes
+//     table, written only by TakeOver and RequestEdit. Watch polls: one
+//     watcher per database reads every watched record in one statement per
+//     100, and the notes since its last poll; events are the difference
+//     between two polls, so a change and its undoing between them are not
+//     seen (the lock table, not the event, is the truth).
 package offlinelock
