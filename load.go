@@ -85,15 +85,19 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 	}
 }
 
-// fromSubquery takes a load of a model locked on load whose table is a
-// subquery of its own table, as GORM's Preload with LimitPerRecord makes
-// (Table("(?) t", …) over ROW_NUMBER()): its rows cannot be read ahead,
-// so it is read as the same statement in raw SQL would be
-// (beforeRawQuery): the rows it returns locked once read, and read
-// again; a subquery reading any other table locked on load is refused.
+// fromSubquery takes the load GORM's generics Preload with LimitPerRecord
+// makes of a model locked on load: Table("(?) t", inner), where inner
+// selects the model's own rows (all columns, or columns of its own) with
+// ROW_NUMBER() OVER (PARTITION BY …) and the outer WHERE keeps the first n.
+// Its rows cannot be read ahead, so it is read as the same statement in
+// raw SQL would be (beforeRawQuery): the rows it returns locked once read,
+// and read again; a WHERE or ORDER BY naming another table locked on load,
+// or the model's table again, is refused there. Any other subquery as the
+// table stays refused (a computed key column would lock other rows than
+// the ones it shows).
 func (p *Plugin) fromSubquery(db *gorm.DB) bool {
 	stmt := db.Statement
-	if stmt.TableExpr == nil || stmt.Schema == nil || !slices.ContainsFunc(stmt.TableExpr.Vars, func(v any) bool { _, ok := v.(*gorm.DB); return ok }) {
+	if !limitPerRecord(stmt) {
 		return false
 	}
 	if m := p.reg.modelOf(stmt.Schema, db.NamingStrategy); !locksRows(m) {
@@ -105,6 +109,54 @@ func (p *Plugin) fromSubquery(db *gorm.DB) bool {
 		p.beforeRawQuery(db)
 	}
 	return true
+}
+
+// modelType is the struct type of a model value: *T, []T, *[]*T, ….
+func modelType(v any) reflect.Type {
+	t := reflect.TypeOf(v)
+	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		t = t.Elem()
+	}
+	return t
+}
+
+// limitPerRecord says whether stmt is exactly the load LimitPerRecord
+// builds (gorm's generics.go).
+func limitPerRecord(stmt *gorm.Statement) bool {
+	te := stmt.TableExpr
+	if te == nil || te.SQL != "(?) t" || len(te.Vars) != 1 || stmt.Schema == nil || len(stmt.Selects) > 0 || len(stmt.Joins) > 0 || len(stmt.Clauses) != 1 {
+		return false
+	}
+	inner, ok := te.Vars[0].(*gorm.DB)
+	if !ok || inner.Statement.SQL.Len() > 0 || inner.Statement.TableExpr != nil || len(inner.Statement.Joins) > 0 ||
+		modelType(inner.Statement.Model) != stmt.Schema.ModelType || inner.Statement.Table != "" && inner.Statement.Table != stmt.Schema.Table {
+		return false
+	}
+	for _, c := range inner.Statement.Selects {
+		if stmt.Schema.LookUpField(c) == nil {
+			return false // a column of its own, or nothing
+		}
+	}
+	sel, ok := inner.Statement.Clauses["SELECT"].Expression.(clause.CommaExpression)
+	if !ok || len(sel.Exprs) < 2 {
+		return false
+	}
+	rnn, ok := sel.Exprs[len(sel.Exprs)-1].(clause.Expr)
+	if !ok || rnn.SQL != "ROW_NUMBER() OVER (PARTITION BY ? ?) AS ?" {
+		return false
+	}
+	for _, e := range sel.Exprs[:len(sel.Exprs)-1] {
+		if x, ok := e.(clause.Expr); !ok || x.SQL != "*" && x.SQL != "?" {
+			return false
+		}
+	}
+	for name := range inner.Statement.Clauses {
+		if name != "SELECT" && name != "WHERE" && name != "ORDER BY" {
+			return false
+		}
+	}
+	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
+	return ok && len(where.Exprs) == 1
 }
 
 // beforeRawQuery is beforeQuery for Raw(…).Find/Scan/First. Rows of the

@@ -58,8 +58,19 @@ func TestPreloadWithLimitPerRecord(t *testing.T) {
 		_, err = gorm.G[LimitTeam](db).Preload("Cards", twoNewest).Find(offlinelock.WithOwner(context.Background(), david))
 		require.ErrorIs(t, err, offlinelock.ErrLocked, "cards 2 and 3 are martin's")
 
-		var cards []LimitCard
-		err = as(db, david).Table("(?) t", db.Table("accounts").Select("id, 0 AS limit_team_id, name AS body")).Find(&cards).Error
-		require.ErrorIs(t, err, offlinelock.ErrUnenforceable, "a subquery of another table locked on load")
+		// Any other subquery as the table stays refused: a computed key
+		// column would lock other rows than the ones it shows.
+		for name, inner := range map[string]*gorm.DB{
+			"another table locked on load": db.Table("accounts").Select("id, 0 AS limit_team_id, name AS body"),
+			"a computed key":               db.Model(&LimitCard{}).Select("id + 100 AS id, limit_team_id, body").Where("id = 2"),
+			"an aggregate":                 db.Model(&LimitCard{}).Select("MIN(id) AS id, 0 AS limit_team_id, MAX(body) AS body"),
+			"a constant key":               db.Model(&LimitCard{}).Select("1 AS id, limit_team_id, body").Where("id = 3"),
+			"raw SQL":                      db.Raw("SELECT * FROM limit_cards WHERE id = 2 UNION ALL SELECT * FROM limit_cards"),
+		} {
+			var cards []LimitCard
+			err = as(db, david).Table("(?) t", inner).Find(&cards).Error
+			require.ErrorIs(t, err, offlinelock.ErrUnenforceable, name)
+			assert.Empty(t, cards, name)
+		}
 	})
 }
