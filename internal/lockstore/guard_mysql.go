@@ -314,12 +314,16 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 	// would take: LOCK IN SHARE MODE, except for the plugin's fenced
 	// writes. The procedure then reads the key row again and decides; a
 	// lock table that is gone (1146) holds no locks.
+	// The probe is a scalar subquery, not a SELECT … INTO: a client's
+	// sql_select_limit applies to a SELECT … INTO inside a trigger (0 would
+	// leave the count unread, the procedure uncalled), not to a subquery.
+	// offlinelock_n starts at 1: anything unforeseen calls the procedure.
 	probe := func(share string) string {
-		return "SELECT COUNT(*) INTO offlinelock_n FROM " + s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
-			" WHERE resource = offlinelock_res AND lock_id = offlinelock_k AND holder = ''" + share + ";"
+		return "SET offlinelock_n = (SELECT COUNT(*) FROM " + s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
+			" WHERE resource = offlinelock_res AND lock_id = offlinelock_k AND holder = ''" + share + ");"
 	}
 	call := func(res, key string) string {
-		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN SET offlinelock_res = " + sqlLiteral(res) + ", offlinelock_k = " + key + ", offlinelock_n = 0; " +
+		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN SET offlinelock_res = " + sqlLiteral(res) + ", offlinelock_k = " + key + ", offlinelock_n = 1; " +
 			"BEGIN DECLARE EXIT HANDLER FOR 1146 SET offlinelock_n = 0; " +
 			"DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table'; " +
 			"IF @offlinelock_fenced THEN " + probe("") + " ELSE " + probe(mysqlShare) + " END IF; END; " +
@@ -329,7 +333,7 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 	// as its default: the trigger reads the blank and hands the answer on
 	// in a variable it sets before every CALL, so a value a client set
 	// never reaches the procedure.
-	declare := "DECLARE offlinelock_res VARBINARY(512); DECLARE offlinelock_k VARBINARY(1020); DECLARE offlinelock_n INT; " +
+	declare := "DECLARE offlinelock_res VARBINARY(512); DECLARE offlinelock_k VARBINARY(1020); DECLARE offlinelock_n, offlinelock_m, offlinelock_seen BIGINT; " +
 		"SET @offlinelock_fenced = @@session.sql_select_limit = " + fencedBlank(guardKey) + "; "
 	var ins, upd, del []string
 	for _, rec := range plan.Records {
@@ -345,8 +349,15 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 			if child == "" {
 				child = s.Quote(cc.Child)
 			}
-			check := "FOR offlinelock_r IN (SELECT " + rec.Key("offlinelock_c") + " AS k FROM " + child + " offlinelock_c WHERE offlinelock_c." +
-				s.Quote(cc.Column) + " = OLD." + s.Quote(cc.ParentColumn) + ") DO " + call(rec.Resource, "offlinelock_r.k") + " END FOR;"
+			// A client's sql_select_limit applies to the loop's cursor: the
+			// rows it visits are counted against a subquery's count, which
+			// the limit does not reach, and fewer is a refusal.
+			children := " FROM " + child + " offlinelock_c WHERE offlinelock_c." + s.Quote(cc.Column) + " = OLD." + s.Quote(cc.ParentColumn)
+			check := "SET offlinelock_m = (SELECT COUNT(*)" + children + "), offlinelock_seen = 0; " +
+				"FOR offlinelock_r IN (SELECT " + rec.Key("offlinelock_c") + " AS k" + children + ") DO SET offlinelock_seen = offlinelock_seen + 1; " +
+				call(rec.Resource, "offlinelock_r.k") + " END FOR; " +
+				"IF offlinelock_seen < offlinelock_m THEN SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: sql_select_limit hides rows of " +
+				strings.ReplaceAll(strings.ReplaceAll(cc.Child, `\`, ``), `'`, ``) + " from the guard: write without it'; END IF;"
 			if cc.OnDelete != "" {
 				del = append(del, check)
 			}
