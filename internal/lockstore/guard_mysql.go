@@ -356,8 +356,7 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 			check := "SET offlinelock_m = (SELECT COUNT(*)" + children + "), offlinelock_seen = 0; " +
 				"FOR offlinelock_r IN (SELECT " + rec.Key("offlinelock_c") + " AS k" + children + ") DO SET offlinelock_seen = offlinelock_seen + 1; " +
 				call(rec.Resource, "offlinelock_r.k") + " END FOR; " +
-				"IF offlinelock_seen < offlinelock_m THEN SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: sql_select_limit hides rows of " +
-				strings.ReplaceAll(strings.ReplaceAll(cc.Child, `\`, ``), `'`, ``) + " from the guard: write without it'; END IF;"
+				"IF offlinelock_seen < offlinelock_m THEN SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: sql_select_limit hides rows from the guard: write without it'; END IF;"
 			if cc.OnDelete != "" {
 				del = append(del, check)
 			}
