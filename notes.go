@@ -66,7 +66,7 @@ func (n *noteTable) ensure(db *gorm.DB, table string) error {
 	name := notesOf(table)
 	if !s.Migrator().HasTable(name) {
 		if err := s.Table(name).AutoMigrate(&lockNote{}); err != nil {
-			return fmt.Errorf("offlinelock: the notes table %s, which take-overs and requests to edit need, is missing and could not be made (the owner's db.Use or Migrate makes it; grant the application INSERT, SELECT and DELETE on it): %w", name, err)
+			return fmt.Errorf("offlinelock: the notes table %s, which take-overs and requests to edit need, is missing and could not be made (the first TakeOver, RequestEdit or Watch makes it: run one as a role that may create tables, then grant the application INSERT, SELECT and DELETE on it): %w", name, err)
 		}
 	}
 	if ownConn { // made in a caller's transaction, it may yet be rolled back

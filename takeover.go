@@ -54,11 +54,15 @@ func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error)
 	var l *Lock
 	var taken []Lock
 	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if mine, err := p.heldOnlyBy(tx, t, k, o); err != nil || mine {
+		mine, err := p.heldOnlyBy(tx, t, k, o)
+		if err != nil {
+			return err
+		}
+		if mine {
 			l, err = p.Acquire(tx, target, Write) // nothing to take: a renewal
 			return err
 		}
-		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
+		err = t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
 			for _, h := range held {
 				if h.Owner.Session == o.Session {
 					continue

@@ -21,8 +21,9 @@ const (
 	// EventTakenOver: TakeOver gave the lock to By, for Reason; the old
 	// holder is fenced.
 	EventTakenOver EventKind = "taken-over"
-	// EventExpiring: the lock runs out soon (within a quarter of its lease,
-	// at most DefaultExpiringWithin) and no renewal has come.
+	// EventExpiring: the lock runs out soon (within a quarter of its lease
+	// as last granted or renewed, at most DefaultExpiringWithin) and no
+	// renewal has come.
 	EventExpiring EventKind = "expiring"
 	// EventRequested: By asks to edit the record (RequestEdit).
 	EventRequested EventKind = "requested"
@@ -102,6 +103,7 @@ type watcher struct {
 	subs     map[key]map[*watch]struct{}
 	seen     map[key]*Lock // each watched record's lock at the last poll; nil when free
 	warned   map[key]time.Time
+	lease    map[key]time.Duration // each held record's lease, as last seen granted or renewed
 	lastNote int64
 	stop     context.CancelFunc // the poll loop's, while it runs
 }
@@ -124,7 +126,7 @@ func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
 		if err != nil {
 			return err
 		}
-		w.lastNote, w.warned = last, map[key]time.Time{}
+		w.lastNote, w.warned, w.lease = last, map[key]time.Time{}, map[key]time.Duration{}
 		ctx, stop := context.WithCancel(context.Background())
 		w.stop = stop
 		go w.loop(ctx)
@@ -157,6 +159,7 @@ func (w *watcher) remove(k key, sub *watch) {
 		delete(w.subs, k)
 		delete(w.seen, k)
 		delete(w.warned, k)
+		delete(w.lease, k)
 	}
 	if len(w.subs) == 0 && w.stop != nil {
 		w.stop()
@@ -257,7 +260,7 @@ func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) 
 	}
 	changed := (was == nil) != (is == nil) || was != nil && (was.Owner.Session != is.Owner.Session || was.Generation != is.Generation)
 	switch {
-	case changed && taken != nil:
+	case taken != nil: // even when an earlier poll saw the new lock: the note came later
 		e := ev(EventTakenOver, is)
 		e.By, e.Reason = taken.ByUser, taken.Reason
 		out = append(out, e)
@@ -281,7 +284,12 @@ func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) 
 		}
 	}
 	if is != nil {
-		window := min(DefaultExpiringWithin, is.ExpiresAt.Sub(is.AcquiredAt)/4)
+		// The lease is what was left when its expiry was last seen to move
+		// (a grant or a renewal): renewals keep AcquiredAt.
+		if was == nil || !was.ExpiresAt.Equal(is.ExpiresAt) || w.lease[k] == 0 {
+			w.lease[k] = is.ExpiresAt.Sub(at)
+		}
+		window := min(DefaultExpiringWithin, w.lease[k]/4)
 		if is.ExpiresAt.Sub(at) <= window && !w.warned[k].Equal(is.ExpiresAt) {
 			w.warned[k] = is.ExpiresAt
 			out = append(out, ev(EventExpiring, is))

@@ -90,6 +90,7 @@ export function editLock(o) {
     }
     state.token = "";
     sessionStorage.removeItem(key);
+    if (resuming && r.status === 403) return acquire(); // the kept token ran out: a lock of our own again
     if (r.status === 423 && r.json && r.json.lockedByYou) {
       state.me = r.json.lockedBy;
       return tell("lockedByYou", r.json, "You are editing this in another tab since " + clock(r.json.lockedSince) + ".",
@@ -115,6 +116,17 @@ export function editLock(o) {
     tell("error", r, "Your lock on this record has ended: your changes can no longer be saved.");
   }
 
+  // lost ends this page's hold on a lock that ended or passed to someone
+  // else without a take-over note.
+  function lost(d, text) {
+    state.lostAt = d.generation; // a take-over note may follow: told as such
+    state.token = "";
+    state.stopped = true;
+    sessionStorage.removeItem(key);
+    clearTimeout(state.timer);
+    tell("error", { status: 0, json: { detail: text } }, text);
+  }
+
   // watching tells a page that holds no lock who does now: this user
   // (another tab) or someone else.
   function watching(d) {
@@ -134,8 +146,9 @@ export function editLock(o) {
     const mine = (d) => state.lock && d.generation === state.lock.generation;
     const handle = (name, fn) => es.addEventListener(name, (m) => fn(JSON.parse(m.data)));
     handle("taken-over", (d) => {
-      if (!state.token) return watching(d);
+      if (!state.token && !(state.lostAt && d.generation >= state.lostAt)) return watching(d);
       if (mine(d)) return; // our own take-over
+      state.lostAt = 0;
       state.token = "";
       state.stopped = true;
       sessionStorage.removeItem(key);
@@ -143,9 +156,17 @@ export function editLock(o) {
       tell("takenOver", d, d.by + " took over this record" + (d.reason ? " (" + d.reason + ")" : "") + ": your changes can no longer be saved.");
     });
     handle("requested", (d) => { if (state.token) tell("requested", d, d.by + " asks to edit this record."); });
-    handle("released", (d) => { if (!state.token) tell("released", d, "This record is free now.", { label: "Edit it", run: () => acquire() }); });
+    handle("released", (d) => {
+      if (state.token && mine(d)) return lost(d, "Your lock on this record has ended: your changes can no longer be saved.");
+      if (!state.token) tell("released", d, "This record is free now.", { label: "Edit it", run: () => acquire() });
+    });
     handle("expiring", (d) => { if (mine(d)) tell("expiring", d, "Your lock on this record runs out in " + d.ttlRemainingSeconds + " s."); });
-    handle("locked", (d) => { if (!state.token) watching(d); });
+    handle("locked", (d) => {
+      if (!state.token) return watching(d);
+      if (state.lock && d.generation > state.lock.generation && !state.asking) {
+        lost(d, d.lockedBy + " holds this record now: your changes can no longer be saved.");
+      }
+    });
   }
 
   function release() {
@@ -180,7 +201,8 @@ export function editLock(o) {
     get lock() { return state.lock; },
     /** takeOver takes the lock over (policy permitting), fencing its holder. */
     async takeOver(reason) {
-      const r = await post("/lock/takeover", { reason: reason || "" });
+      state.asking = true;
+      const r = await post("/lock/takeover", { reason: reason || "" }).finally(() => { state.asking = false; });
       if (r.status === 201) { state.stopped = false; hold(r); return tell("locked", state.lock, ""); }
       tell("error", r, (r.json && r.json.detail) || "The lock could not be taken over.");
     },
