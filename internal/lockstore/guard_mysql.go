@@ -314,13 +314,21 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 	// would take: LOCK IN SHARE MODE, except for the plugin's fenced
 	// writes. The procedure then reads the key row again and decides; a
 	// lock table that is gone (1146) holds no locks.
-	// The probe is a scalar subquery, not a SELECT … INTO: a client's
-	// sql_select_limit applies to a SELECT … INTO inside a trigger (0 would
-	// leave the count unread, the procedure uncalled), not to a subquery.
+	// The locking probe is a scalar subquery, not a SELECT … INTO: a
+	// client's sql_select_limit applies to a SELECT … INTO inside a trigger
+	// (0 would leave the count unread, the procedure uncalled), not to a
+	// subquery. The fenced probe must not lock (a subquery of a trigger
+	// reads with a shared lock, which would hold up the take-over the
+	// fence is there to see), so it stays a SELECT … INTO: it runs only
+	// when sql_select_limit is the keyed blank, no limit at all.
 	// offlinelock_n starts at 1: anything unforeseen calls the procedure.
 	probe := func(share string) string {
-		return "SET offlinelock_n = (SELECT COUNT(*) FROM " + s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
-			" WHERE resource = offlinelock_res AND lock_id = offlinelock_k AND holder = ''" + share + ");"
+		from := " FROM " + s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
+			" WHERE resource = offlinelock_res AND lock_id = offlinelock_k AND holder = ''"
+		if share == "" {
+			return "SELECT COUNT(*) INTO offlinelock_n" + from + ";"
+		}
+		return "SET offlinelock_n = (SELECT COUNT(*)" + from + share + ");"
 	}
 	call := func(res, key string) string {
 		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN SET offlinelock_res = " + sqlLiteral(res) + ", offlinelock_k = " + key + ", offlinelock_n = 1; " +
@@ -351,9 +359,12 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 			}
 			// A client's sql_select_limit applies to the loop's cursor: the
 			// rows it visits are counted against a subquery's count, which
-			// the limit does not reach, and fewer is a refusal.
+			// the limit does not reach, and fewer is a refusal (the
+			// plugin's fenced writes, whose limit is the keyed blank, count
+			// without the subquery's shared locks, as the probe does).
 			children := " FROM " + child + " offlinelock_c WHERE offlinelock_c." + s.Quote(cc.Column) + " = OLD." + s.Quote(cc.ParentColumn)
-			check := "SET offlinelock_m = (SELECT COUNT(*)" + children + "), offlinelock_seen = 0; " +
+			check := "SET offlinelock_seen = 0; IF @offlinelock_fenced THEN SELECT COUNT(*) INTO offlinelock_m" + children + "; " +
+				"ELSE SET offlinelock_m = (SELECT COUNT(*)" + children + "); END IF; " +
 				"FOR offlinelock_r IN (SELECT " + rec.Key("offlinelock_c") + " AS k" + children + ") DO SET offlinelock_seen = offlinelock_seen + 1; " +
 				call(rec.Resource, "offlinelock_r.k") + " END FOR; " +
 				"IF offlinelock_seen < offlinelock_m THEN SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: sql_select_limit hides rows from the guard: write without it'; END IF;"
