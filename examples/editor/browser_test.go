@@ -141,11 +141,12 @@ func (s *scene) do(ctx context.Context, steps ...chromedp.Action[chromedp.Void])
 	}
 }
 
-// wait waits until element id's text starts with want.
+// wait waits until element id's text starts with want. It polls on a timer,
+// not on animation frames, which a tab in the background does not get.
 func (s *scene) wait(ctx context.Context, id, want string, within time.Duration) {
 	s.t.Helper()
 	js := `document.getElementById(` + strconv.Quote(id) + `).textContent.startsWith(` + strconv.Quote(want) + `)`
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within))); err != nil {
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
 		s.t.Fatalf("%v: #%s says %q, not %q within %v (%v)", ctx.Value(personKey{}), id, text, want, within, err)
 	}
