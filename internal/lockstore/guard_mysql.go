@@ -78,6 +78,9 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 		if err := s.installRoutine(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil {
 			return err
 		}
+		if err := s.installOrder(c); err != nil {
+			return err
+		}
 		// The fence function only saves the fence a statement: without it
 		// (a privilege the procedure did not need), the fence keeps its own.
 		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody(key)) == nil)
@@ -242,6 +245,9 @@ func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 			return state, err
 		}
 	}
+	if state, err := s.orderState(c); err != nil || state != GuardOK {
+		return state, err
+	}
 	names, stmts := s.triggerSQL(plan, key)
 	state, err := s.triggersState(c, names, guardVersion(stmts...))
 	if err != nil || state != GuardOK {
@@ -334,7 +340,7 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN SET offlinelock_res = " + sqlLiteral(res) + ", offlinelock_k = " + key + ", offlinelock_n = 1; " +
 			"BEGIN DECLARE EXIT HANDLER FOR 1146 SET offlinelock_n = 0; " +
 			"DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table'; " +
-			"IF @offlinelock_fenced THEN " + probe("") + " ELSE " + probe(mysqlShare) + " END IF; END; " +
+			"IF @offlinelock_fenced THEN " + probe("") + " ELSE " + s.orderedProbe() + probe(mysqlShare) + " END IF; END; " +
 			"IF offlinelock_n > 0 THEN CALL " + proc + "(offlinelock_res, offlinelock_k); END IF; END IF;"
 	}
 	// Inside a procedure (and in a CALL's arguments) sql_select_limit reads
@@ -460,6 +466,9 @@ func (s *mysqlStore) GuardedTables(c Conn) (map[string]string, error) {
 			if err := r.Scan(&table, &body); err != nil {
 				return err
 			}
+			if table == strings.ToLower(s.lockName()) {
+				return nil // the grant's order trigger (guard_order_mysql.go)
+			}
 			v := ""
 			if !body.Valid {
 				v = GuardHidden
@@ -497,6 +506,9 @@ func (s *mysqlStore) RemoveGuard(c Conn) error {
 			if _, err := c.Exec("DROP VIEW IF EXISTS " + s.Quote(v)); err != nil {
 				return err
 			}
+		}
+		if _, err := c.Exec("DROP TABLE IF EXISTS " + s.orderTable()); err != nil {
+			return err
 		}
 		s.fenceFn.Store(false)
 		if _, err := c.Exec("DROP FUNCTION IF EXISTS " + s.Quote(s.fenceName())); err != nil {

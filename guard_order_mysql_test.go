@@ -1,0 +1,44 @@
+package offlinelock_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+)
+
+// MariaDB: a guarded write and a grant of the same record are ordered at
+// every isolation level a client may choose, READ COMMITTED included,
+// where InnoDB takes no gap locks and a record without a key row holds
+// nothing (guard_order_mysql.go: the order table's bucket rows).
+func TestGuardOrderGrantWaitsForOpenWriteOnMariaDB(t *testing.T) {
+	for _, level := range []string{"READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"} {
+		t.Run(level, func(t *testing.T) {
+			db, p := goSetupOn(t, database{"mysql", openMySQL})
+			goGrantsWaitForOpenWrites(t, db, p, "SET SESSION TRANSACTION ISOLATION LEVEL "+level+";BEGIN", goAwaitInnoDBWait)
+		})
+	}
+}
+
+// goAwaitInnoDBWait returns once a transaction waits for a row lock (the
+// grant, behind the open write), polling INNODB_TRX: the barrier, never a
+// guessed delay.
+func goAwaitInnoDBWait(t *testing.T, db *gorm.DB, done <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	other := plainGORM(t, db)
+	for time.Now().Before(deadline) {
+		var n int
+		require.NoError(t, other.Raw(`SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`).Scan(&n).Error)
+		if n > 0 {
+			return
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the grant did not wait for the open write: it returned %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	t.Fatal("the grant never waited for the open write")
+}

@@ -1,0 +1,112 @@
+package lockstore
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Ordering a guarded write and a grant of the same record (MariaDB, MySQL).
+// The guard's LOCK IN SHARE MODE read of a record's key row orders a write
+// against a grant only where it locks something: a key row that exists, or
+// (REPEATABLE READ) the gap where a missing one would go. At READ COMMITTED
+// InnoDB takes no gap locks, so a write of a record that has no key row
+// held nothing, and a grant could be given while the write was still open
+// (the lost update the guard is there to prevent). A client chooses its
+// isolation level (and @@tx_isolation does not show a level set with SET
+// TRANSACTION), so the guard cannot tell when it is safe to skip this.
+//
+// So, as PostgreSQL's advisory locks do (guard_order_postgres.go), a row
+// per bucket of records in the order table (<lock table>_order) orders
+// them: every write the guard checks without a fence reads its record's
+// bucket row LOCK IN SHARE MODE before it probes the key row, and holds it
+// until its transaction ends; an insert of a missing key row (the first
+// step of a grant of a record that has none) reads the bucket FOR UPDATE
+// first, in a BEFORE INSERT trigger on the lock table, so it waits for the
+// writes still open, and a write that starts later waits for the grant's
+// transaction and then sees its key row. A grant of a record whose key row
+// exists takes no bucket: writers hold that row. Locking reads, not
+// writes: on Galera they stay on their node and certify nothing.
+//
+// The cost is a grant that waits for an open write of another record of
+// its bucket, and one indexed read per row a writer writes.
+
+// mysqlOrderBuckets is how many bucket rows the order table has: the
+// chance that a grant waits for an unrelated open write is one in this.
+const mysqlOrderBuckets = 1024
+
+// orderTable is the order table's name, quoted.
+func (s *mysqlStore) orderTable() string { return s.Quote(s.lockName() + "_order") }
+
+// mysqlBucket is the bucket of record (res, id), SQL expressions of the
+// same bytes on both sides (a trigger's key, the lock table's row).
+func mysqlBucket(res, id string) string {
+	return "(CRC32(CONCAT(" + res + ", X'00', " + id + ")) & " + strconv.Itoa(mysqlOrderBuckets-1) + ")"
+}
+
+// orderedProbe is the trigger's statement that takes its record's bucket
+// row shared (through a sealed view: a session's TEMPORARY table of the
+// order table's name is not what it reads), before the probe of the key
+// row.
+func (s *mysqlStore) orderedProbe() string {
+	view, _ := s.QualifiedName(Conn{}, s.lockName()+"_order")
+	return "SET offlinelock_n = (SELECT COUNT(*) FROM " + view + " WHERE b = " + mysqlBucket("offlinelock_res", "offlinelock_k") + mysqlShare + "); "
+}
+
+// orderSQL creates the order table and its bucket rows.
+func (s *mysqlStore) orderSQL() []string {
+	rows := make([]string, mysqlOrderBuckets)
+	for i := range rows {
+		rows[i] = "(" + strconv.Itoa(i) + ")"
+	}
+	return []string{
+		"CREATE TABLE IF NOT EXISTS " + s.orderTable() + " (b SMALLINT NOT NULL PRIMARY KEY) ENGINE=InnoDB",
+		"INSERT IGNORE INTO " + s.orderTable() + " (b) VALUES " + strings.Join(rows, ", "),
+	}
+}
+
+// grantOrderName is the lock table's trigger that orders grants.
+func (s *mysqlStore) grantOrderName() string { return s.guardPrefix() + "_grant" }
+
+// grantOrderSQL is that trigger: an insert of a missing key row takes its
+// bucket exclusive. It reads the order table through a sealed view too:
+// whoever inserts into the lock table must not hide it.
+func (s *mysqlStore) grantOrderSQL() string {
+	view, _ := s.QualifiedName(Conn{}, s.lockName()+"_order")
+	return "CREATE TRIGGER " + s.Quote(s.grantOrderName()) + " BEFORE INSERT ON " + s.table +
+		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT; " +
+		"IF NEW.holder = '' AND NOT EXISTS (SELECT 1 FROM " + s.table + " offlinelock_l WHERE offlinelock_l.resource = NEW.resource AND offlinelock_l.lock_id = NEW.lock_id AND offlinelock_l.holder = '') THEN " +
+		"SET offlinelock_n = (SELECT COUNT(*) FROM " + view + " WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); END IF; END"
+}
+
+// installOrder creates the order table and the grant's trigger where they
+// are missing or of another version; c holds the guard's DDL lock.
+func (s *mysqlStore) installOrder(c Conn) error {
+	for _, q := range s.orderSQL() {
+		if _, err := c.Exec(q); err != nil {
+			return err
+		}
+	}
+	stmt := s.grantOrderSQL()
+	version := guardVersion(stmt)
+	state, err := s.triggersState(c, []string{s.grantOrderName()}, version)
+	if err != nil || state == GuardOK || state == GuardHidden {
+		return err
+	}
+	stmts, _, err := s.sealedViews(c, []string{stmt}, true)
+	if err != nil {
+		return err
+	}
+	q := strings.Replace(stmts[0], "{version}", version, 1)
+	if s.mariadb.Load() {
+		q = "CREATE OR REPLACE" + strings.TrimPrefix(q, "CREATE")
+	} else if _, err := c.Exec("DROP TRIGGER IF EXISTS " + s.Quote(s.grantOrderName())); err != nil {
+		return err
+	}
+	_, err = c.Exec(q)
+	return err
+}
+
+// orderState is the grant trigger's state (triggersState).
+func (s *mysqlStore) orderState(c Conn) (string, error) {
+	return s.triggersState(c, []string{s.grantOrderName()}, guardVersion(s.grantOrderSQL()))
+}
