@@ -67,17 +67,17 @@ func (r *registry) addCascade(parent string, ref cascadeRef) bool {
 	return true
 }
 
-// cascadesFrom lists the foreign keys of table that cascade deletes, by
-// parent, for the catalog. (Updates of a parent's key are followed where
-// the model is parsed.)
+// cascadesFrom lists the foreign keys of table that cascade deletes or
+// updates of the parent's key, by parent, for the catalog, so that a node
+// that never parsed the models follows them too.
 func (r *registry) cascadesFrom(table string) []columnSpec {
 	r.joinsMu.RLock()
 	defer r.joinsMu.RUnlock()
 	var out []columnSpec
 	for parent, refs := range r.cascades {
 		for _, c := range refs {
-			if c.onDelete && strings.EqualFold(c.table, table) {
-				out = append(out, columnSpec{Name: parent, Column: c.column})
+			if (c.onDelete || c.onUpdate) && strings.EqualFold(c.table, table) {
+				out = append(out, columnSpec{Name: parent, Column: c.column, OnUpdate: c.onUpdate, NoDelete: !c.onDelete})
 			}
 		}
 	}

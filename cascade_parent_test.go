@@ -79,7 +79,8 @@ type CuPage struct {
 func TestKeyUpdateOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
 	for _, d := range databases() {
 		t.Run(d.name, func(t *testing.T) {
-			db, p := setup(t, d, offlinelock.Config{Models: []any{&CuPage{}}})
+			table := "ol_cu" + randomHex(5)
+			db, p := setup(t, d, offlinelock.Config{Table: table, Models: []any{&CuPage{}}})
 			fcDropCleanup(t, db, &CuPage{}, &CuFolder{})
 			require.NoError(t, db.AutoMigrate(&CuFolder{}, &CuPage{}))
 			require.NoError(t, admin(db).Create(&[]CuFolder{{ID: 1}, {ID: 2}}).Error)
@@ -98,6 +99,14 @@ func TestKeyUpdateOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
 				require.ErrorIs(t, write(as(db, david)), offlinelock.ErrLocked, name)
 				require.ErrorIs(t, write(db.WithContext(context.Background())), offlinelock.ErrNoOwner, name)
 			}
+			// A node that never parsed the models follows the action from
+			// the catalog.
+			db2, _ := fcTwin(t, db, table)
+			byTable := func(tx *gorm.DB) error {
+				return tx.Table("cu_folders").Where("id = ?", 1).Updates(map[string]any{"id": 10}).Error
+			}
+			require.ErrorIs(t, byTable(as(db2, david)), offlinelock.ErrLocked, "second node")
+			require.ErrorIs(t, byTable(db2.WithContext(context.Background())), offlinelock.ErrNoOwner, "second node")
 			var page CuPage
 			require.NoError(t, admin(db).First(&page, 1).Error)
 			require.Equal(t, uint(1), page.CuFolderID, "nothing cascaded")

@@ -51,6 +51,11 @@ type columnSpec struct {
 	Column string  `json:"column,omitempty"`
 	Key    string  `json:"key,omitempty"` // joins: the key column Column refers to
 	Kind   keyKind `json:"kind"`
+	// Cascades: the action follows updates of the parent's key, and not
+	// its deletes (rows of older versions carried delete cascades alone,
+	// and neither field).
+	OnUpdate bool `json:"onUpdate,omitempty"`
+	NoDelete bool `json:"noDelete,omitempty"`
 }
 
 type rootSpec struct {
@@ -132,7 +137,7 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column, key: l.Key})
 		}
 		for _, c := range sp.Cascades {
-			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column, onDelete: true})
+			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column, onDelete: !c.NoDelete, onUpdate: c.OnUpdate})
 		}
 	}
 	return nil

@@ -22,15 +22,19 @@ func TestGuardOrderGrantWaitsForOpenWriteOnMariaDB(t *testing.T) {
 }
 
 // goAwaitInnoDBWait returns once a transaction waits for a row lock (the
-// grant, behind the open write), polling INNODB_TRX: the barrier, never a
-// guessed delay.
+// grant, behind the open write), polling INNODB_TRX. MariaDB reads a row
+// by its primary key while it plans, where INNODB_TRX does not show the
+// wait: there the sign is the grant's INSERT still running after 200 ms
+// (as waitForRowLockWait). The grant cannot return while it waits, and
+// done failing the test says it did not.
 func goAwaitInnoDBWait(t *testing.T, db *gorm.DB, done <-chan error) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	other := plainGORM(t, db)
 	for time.Now().Before(deadline) {
 		var n int
-		require.NoError(t, other.Raw(`SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'`).Scan(&n).Error)
+		require.NoError(t, other.Raw(`SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT') +
+			(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Query', 'Execute') AND INFO LIKE 'INSERT%' AND TIME_MS > 200)`).Scan(&n).Error)
 		if n > 0 {
 			return
 		}
@@ -40,5 +44,7 @@ func goAwaitInnoDBWait(t *testing.T, db *gorm.DB, done <-chan error) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	t.Fatal("the grant never waited for the open write")
+	var pl []map[string]any
+	other.Raw("SELECT ID, COMMAND, TIME, STATE, INFO FROM information_schema.PROCESSLIST WHERE COMMAND <> 'Sleep'").Scan(&pl)
+	t.Fatalf("the grant never waited for the open write: %v", pl)
 }

@@ -247,10 +247,26 @@ func isolationOf(level string) sql.IsolationLevel {
 // write is the caller's: its context ends it, nothing is granted, and once
 // the write commits the record is granted as usual.
 func TestGuardOrderGrantWaitIsBoundedByContext(t *testing.T) {
-	db, p := goSetup(t)
+	for _, tc := range []struct {
+		d     database
+		begin string
+		await func(*testing.T, *gorm.DB, <-chan error)
+	}{
+		{database{"postgres", openPostgres}, "BEGIN", goAwaitAdvisoryWait},
+		{database{"mysql", openMySQL}, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED;BEGIN", goAwaitInnoDBWait},
+	} {
+		t.Run(tc.d.name, func(t *testing.T) { goGrantWaitIsBoundedByContext(t, tc.d, tc.begin, tc.await) })
+	}
+}
+
+func goGrantWaitIsBoundedByContext(t *testing.T, d database, begin string, await func(*testing.T, *gorm.DB, <-chan error)) {
+	db, p := goSetupOn(t, d)
 	w := goOrderWriter(t, db)
-	_, err := w.ExecContext(context.Background(), `BEGIN`)
-	require.NoError(t, err)
+	for _, q := range strings.Split(begin, ";") {
+		_, err := w.ExecContext(context.Background(), q)
+		require.NoError(t, err)
+	}
+	var err error
 	_, err = w.ExecContext(context.Background(), `UPDATE gd_customers SET credit = 7 WHERE id = 130`)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -259,7 +275,7 @@ func TestGuardOrderGrantWaitIsBoundedByContext(t *testing.T) {
 		_, err := p.Acquire(as(db, david).WithContext(offlinelock.WithOwner(ctx, david)), &GdCustomer{ID: 130}, offlinelock.Write)
 		done <- err
 	}()
-	goAwaitAdvisoryWait(t, db, done)
+	await(t, db, done)
 	cancel()
 	err = <-done
 	require.Error(t, err, "the grant, its context cancelled while it waited")

@@ -28,6 +28,17 @@ var ErrHeldByYou = errors.New("offlinelock: you hold this lock")
 // renewed, as Acquire does. reason is at most MaxReason bytes of printable
 // text; it becomes the new lock's Reason.
 func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error) {
+	return p.TakeOverIf(db, target, reason, nil)
+}
+
+// TakeOverIf is TakeOver with the application's own policy: allow is asked
+// about each lock to be taken over (another session's), inside the
+// take-over's transaction, with the lock as it is there, so a holder that
+// changed since the caller last looked is judged, not the one it saw. An
+// error from allow ends the take-over, changes nothing and is returned as
+// it is. Config.Authorize is asked as well, as TakeOver says. A nil allow
+// allows all.
+func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(holder Lock) error) (*Lock, error) {
 	db = onPrimary(db)
 	t, err := p.storeFor(db)
 	if err != nil {
@@ -68,7 +79,10 @@ func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error)
 					continue
 				}
 				var err error
-				if h.Owner.User != o.User {
+				if allow != nil {
+					err = allow(h)
+				}
+				if err == nil && h.Owner.User != o.User {
 					err = p.authorize(ctx, "take_over", h)
 				}
 				p.audit(ctx, "take_over", h, o, now, err)

@@ -86,6 +86,58 @@ func TestTakeOver(t *testing.T) {
 	})
 }
 
+// TestTakeOverIfJudgesTheHolderItTakes: the application's policy is asked
+// inside the take-over's transaction about the lock it takes, not the one
+// the caller saw before: martin's lock, seen by the page, was released and
+// david took the record since; a policy that allows taking over martin
+// only refuses, david keeps the lock, and the policy's error comes back
+// as it is. Locks of the caller's own session are not its to judge.
+func TestTakeOverIfJudgesTheHolderItTakes(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "old"}).Error)
+		_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		seen, err := p.Holders(db, &Doc{ID: 1})
+		require.NoError(t, err)
+		require.Equal(t, martin, seen[0].Owner, "what the page saw")
+		require.NoError(t, p.Release(as(db, martin), &Doc{ID: 1}))
+		held, err := p.Acquire(as(db, david), &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+
+		refused := errors.New("only martin's locks may be taken over")
+		var judged []offlinelock.Owner
+		onlyMartins := func(h offlinelock.Lock) error {
+			judged = append(judged, h.Owner)
+			if h.Owner.User != martin.User {
+				return refused
+			}
+			return nil
+		}
+		mine := offlinelock.Owner{Session: "M2", User: martin.User}
+		_, err = p.TakeOverIf(as(db, mine), &Doc{ID: 1}, "", onlyMartins)
+		require.ErrorIs(t, err, refused)
+		assert.Equal(t, []offlinelock.Owner{david}, judged, "the holder in the transaction")
+		holders, err := p.Holders(db, &Doc{ID: 1})
+		require.NoError(t, err)
+		require.Len(t, holders, 1)
+		assert.Equal(t, david, holders[0].Owner)
+		assert.Equal(t, held.Generation, holders[0].Generation, "a refused take-over changes nothing")
+
+		require.NoError(t, p.Release(as(db, david), &Doc{ID: 1}))
+		_, err = p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		judged = nil
+		l, err := p.TakeOverIf(as(db, mine), &Doc{ID: 1}, "my other tab", onlyMartins)
+		require.NoError(t, err)
+		assert.Equal(t, mine, l.Owner)
+		assert.Equal(t, []offlinelock.Owner{martin}, judged)
+		judged = nil
+		_, err = p.TakeOverIf(as(db, mine), &Doc{ID: 1}, "", onlyMartins)
+		require.NoError(t, err, "its own lock: a renewal")
+		assert.Empty(t, judged)
+	})
+}
+
 func TestRequestEdit(t *testing.T) {
 	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 		require.ErrorIs(t, p.RequestEdit(as(db, david), &Doc{ID: 1}), offlinelock.ErrNotLocked, "nobody to ask")

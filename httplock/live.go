@@ -39,25 +39,21 @@ func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource)
 		s.WriteError(w, r, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason))
 		return
 	}
-	db := s.cfg.DB.WithContext(r.Context())
-	holders, err := s.cfg.Locks.Holders(db, target)
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
-	}
 	policy := s.cfg.TakeOver
 	if policy == nil {
 		policy = SameUserTakeOver
 	}
-	for _, h := range holders {
+	// The policy judges the holders inside the take-over's transaction: a
+	// holder that changed since the page last looked is judged as it is.
+	allow := func(h offlinelock.Lock) error {
 		if err := policy(r, principal, h); err != nil {
-			s.WriteError(w, r, forbidden("you may not take over this lock: "+err.Error()))
-			return
+			return forbidden("you may not take over this lock: " + err.Error())
 		}
+		return nil
 	}
 	owner := offlinelock.Owner{Session: s.lockSession(r), User: principal}
 	ctx := offlinelock.WithTTL(offlinelock.WithOwner(r.Context(), owner), s.cfg.DefaultTTL)
-	l, err := s.cfg.Locks.TakeOver(s.cfg.DB.WithContext(ctx), target, req.Reason)
+	l, err := s.cfg.Locks.TakeOverIf(s.cfg.DB.WithContext(ctx), target, req.Reason, allow)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return

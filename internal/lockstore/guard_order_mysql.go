@@ -1,6 +1,7 @@
 package lockstore
 
 import (
+	"database/sql"
 	"strconv"
 	"strings"
 )
@@ -68,22 +69,44 @@ func (s *mysqlStore) orderSQL() []string {
 func (s *mysqlStore) grantOrderName() string { return s.guardPrefix() + "_grant" }
 
 // grantOrderSQL is that trigger: an insert of a missing key row takes its
-// bucket exclusive. It reads the order table through a sealed view too:
-// whoever inserts into the lock table must not hide it.
+// bucket exclusive. Whether the key row exists is a SELECT … INTO, which
+// inside a trigger is a consistent read: a subquery there would read it
+// LOCK IN SHARE MODE, and two grants of one record, each holding that
+// shared lock and then wanting the row exclusive, would deadlock. (A
+// client's sql_select_limit can hide the row from it; the trigger then
+// takes the bucket it did not need, which only waits.) It reads the order
+// table through a sealed view: whoever inserts into the lock table must
+// not hide it.
 func (s *mysqlStore) grantOrderSQL() string {
 	view, _ := s.QualifiedName(Conn{}, s.lockName()+"_order")
 	return "CREATE TRIGGER " + s.Quote(s.grantOrderName()) + " BEFORE INSERT ON " + s.table +
-		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT; " +
-		"IF NEW.holder = '' AND NOT EXISTS (SELECT 1 FROM " + s.table + " offlinelock_l WHERE offlinelock_l.resource = NEW.resource AND offlinelock_l.lock_id = NEW.lock_id AND offlinelock_l.holder = '') THEN " +
-		"SET offlinelock_n = (SELECT COUNT(*) FROM " + view + " WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); END IF; END"
+		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT DEFAULT 0; " +
+		"DECLARE CONTINUE HANDLER FOR NOT FOUND SET offlinelock_n = 0; " +
+		"IF NEW.holder = '' THEN SELECT 1 INTO offlinelock_n FROM " + s.table + " offlinelock_l WHERE offlinelock_l.resource = NEW.resource AND offlinelock_l.lock_id = NEW.lock_id AND offlinelock_l.holder = '' LIMIT 1; " +
+		"IF offlinelock_n = 0 THEN SET offlinelock_n = (SELECT COUNT(*) FROM " + view + " WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); END IF; END IF; END"
 }
 
 // installOrder creates the order table and the grant's trigger where they
 // are missing or of another version; c holds the guard's DDL lock.
 func (s *mysqlStore) installOrder(c Conn) error {
-	for _, q := range s.orderSQL() {
-		if _, err := c.Exec(q); err != nil {
+	// Only what is missing: a role that may not create it (the
+	// application's, in a least-privileged deployment) finds it in place.
+	var n int64
+	if _, err := c.Query(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
+		[]any{s.lockName() + "_order"}, func(r *sql.Rows) error { return r.Scan(&n) }); err != nil {
+		return err
+	}
+	if n == 1 {
+		_, err := c.Query(`SELECT COUNT(*) FROM `+s.orderTable(), nil, func(r *sql.Rows) error { return r.Scan(&n) })
+		if err != nil {
 			return err
+		}
+	}
+	if n != mysqlOrderBuckets {
+		for _, q := range s.orderSQL() {
+			if _, err := c.Exec(q); err != nil {
+				return err
+			}
 		}
 	}
 	stmt := s.grantOrderSQL()
