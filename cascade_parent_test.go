@@ -72,6 +72,14 @@ type CuPage struct {
 	Text       string
 }
 
+// cuFolderRow is a read model of cu_folders: it declares no relationship.
+type cuFolderRow struct {
+	ID   uint
+	Name string
+}
+
+func (cuFolderRow) TableName() string { return "cu_folders" }
+
 // TestKeyUpdateOfAnUntaggedParentNeedsItsChildrensLocks: an update of an
 // untagged parent's key, whose ON UPDATE action rewrites lockable rows,
 // needs the session's Write locks on them, in every spelling GORM has for
@@ -100,10 +108,11 @@ func TestKeyUpdateOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
 				require.ErrorIs(t, write(db.WithContext(context.Background())), offlinelock.ErrNoOwner, name)
 			}
 			// A node that never parsed the models follows the action from
-			// the catalog.
+			// the catalog (a read model of the table, which declares no
+			// relationship).
 			db2, _ := fcTwin(t, db, table)
 			byTable := func(tx *gorm.DB) error {
-				return tx.Table("cu_folders").Where("id = ?", 1).Updates(map[string]any{"id": 10}).Error
+				return tx.Model(&cuFolderRow{}).Where("id = ?", 1).Updates(map[string]any{"id": 10}).Error
 			}
 			require.ErrorIs(t, byTable(as(db2, david)), offlinelock.ErrLocked, "second node")
 			require.ErrorIs(t, byTable(db2.WithContext(context.Background())), offlinelock.ErrNoOwner, "second node")

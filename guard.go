@@ -148,13 +148,55 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 		return p.InstallGuard(db)
 	}
 	tables, err := p.GuardedTables(db)
-	if err != nil || len(tables) == 0 {
+	if err != nil {
 		return err
+	}
+	if len(tables) == 0 {
+		if t, err := p.storeFor(db); err == nil && t.caps.Guard != nil {
+			for _, m := range p.reg.lockable() {
+				p.learnPartitions(db, t.caps.Guard, m)
+			}
+		}
+		return nil
 	}
 	return fmt.Errorf("offlinelock: Config.DisableGuard is set, but the database guard of lock table %s is still installed on %s: "+
 		"the database would go on refusing writes of held records, this plugin's own included; "+
 		"remove it first with `offlinelock guard remove --dsn … --table %s` (or Plugin.RemoveGuard), or unset DisableGuard",
 		p.cfg.Table, strings.Join(tables, ", "), p.cfg.Table)
+}
+
+// learnPartitions makes the names of the partitions and inheritance
+// children of m's table (PostgreSQL) names of m's to the plugin (Strict,
+// Table("…")) when the guard is off, as its install does when it is on:
+// once per table and database. A partition attached later is learnt by the
+// next process; a failure is logged and tried again by the next statement.
+func (p *Plugin) learnPartitions(db *gorm.DB, g lockstore.Guard, m *model) {
+	if m == nil || !m.lockable {
+		return
+	}
+	name := strings.ToLower(m.table)
+	gs := p.guardOf(db)
+	gs.mu.Lock()
+	_, done := gs.tables[name]
+	if !done {
+		if gs.tables == nil {
+			gs.tables = map[string]string{}
+		}
+		gs.tables[name] = "" // names only: no guard version
+	}
+	gs.mu.Unlock()
+	if done {
+		return
+	}
+	children, _, err := g.Inheritors(direct(p.guardSession(db)), m.table)
+	if err != nil {
+		p.forgetGuard(db, m.table)
+		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: reading the partitions of a lockable table", "table", m.table, "error", err)
+		return
+	}
+	for _, ch := range children {
+		p.reg.storeAlias(ch, m)
+	}
 }
 
 // guardOf is what this plugin knows of the guard on db's database: one
@@ -217,6 +259,9 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 	}
 	if t, err := p.storeFor(db); err == nil {
 		if _, ok := p.guardOn(t); !ok {
+			if t.caps.Guard != nil {
+				p.learnPartitions(db, t.caps.Guard, m) // turned off: the names still count
+			}
 			return // SQLite has no guard, or it is turned off
 		}
 		if lockstore.IsGalera(t.Store) {

@@ -92,3 +92,53 @@ func TestGuardCoversPartitionsAndChildren(t *testing.T) {
 	require.NoError(t, as(db, martin).Table("pt_docs_1").Where("id = ?", 5).Update("title", "mine").Error)
 	require.NoError(t, p.RemoveGuard(db), "the cloned row triggers go with their parent's")
 }
+
+// TestPartitionNamesWithTheGuardOff: with Config.DisableGuard the plugin
+// still knows a partition's or an inheritance child's name as its table's:
+// a GORM write naming one is checked as the table's, and Strict refuses a
+// raw write naming one, for a process whose db.Use found the tables and
+// for one that learns them on its first statement.
+func TestPartitionNamesWithTheGuardOff(t *testing.T) {
+	db, _ := setup(t, database{"postgres", openPostgres}, offlinelock.Config{})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_docs, pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	for _, q := range []string{
+		`CREATE TABLE pt_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '') PARTITION BY RANGE (id)`,
+		`CREATE TABLE pt_docs_1 PARTITION OF pt_docs FOR VALUES FROM (0) TO (100)`,
+		`INSERT INTO pt_docs VALUES (5, 'held'), (6, 'free')`,
+		`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`,
+		`CREATE TABLE pt_heirs_old (archived boolean NOT NULL DEFAULT true) INHERITS (pt_heirs)`,
+		`INSERT INTO pt_heirs_old (id, title) VALUES (7, 'held')`,
+	} {
+		require.NoError(t, db.Exec(q).Error, q)
+	}
+	for _, start := range []struct {
+		name   string
+		models []any
+	}{{"listed in Config.Models", []any{&PtDoc{}, &PtHeir{}}}, {"learnt on the first statement", nil}} {
+		t.Run(start.name, func(t *testing.T) {
+			node := openPostgres(t)
+			p := offlinelock.New(offlinelock.Config{Table: "ol_pt" + randomHex(5), DisableGuard: true, Strict: true, Models: start.models})
+			require.NoError(t, node.Use(p))
+			if start.models == nil {
+				require.NoError(t, as(node, martin).First(&PtDoc{}, 6).Error)
+				require.NoError(t, as(node, martin).First(&PtHeir{}, 7).Error)
+				_, err := p.ReleaseAll(node, martin.Session)
+				require.NoError(t, err)
+			}
+			for _, target := range []any{&PtDoc{ID: 5}, &PtHeir{ID: 7}} {
+				_, err := p.Acquire(as(node, martin), target, offlinelock.Write)
+				require.NoError(t, err)
+			}
+			t.Cleanup(func() { p.ReleaseAll(node, martin.Session) })
+			require.ErrorIs(t, as(node, david).Table("pt_docs_1").Where("id = ?", 5).Update("title", "x").Error, offlinelock.ErrLocked)
+			require.ErrorIs(t, as(node, david).Table("pt_heirs_old").Where("id = ?", 7).Update("title", "x").Error, offlinelock.ErrLocked)
+			require.ErrorIs(t, as(node, david).Exec(`UPDATE pt_docs_1 SET title = 'x' WHERE id = 5`).Error, offlinelock.ErrStrict, "Strict")
+			require.NoError(t, as(node, martin).Table("pt_docs_1").Where("id = ?", 5).Update("title", "mine").Error)
+			var title string
+			require.NoError(t, db.Raw(`SELECT title FROM pt_docs WHERE id = 5`).Scan(&title).Error)
+			require.Equal(t, "mine", title)
+		})
+	}
+}
