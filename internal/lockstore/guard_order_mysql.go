@@ -45,22 +45,23 @@ func mysqlBucket(res, id string) string {
 }
 
 // orderedProbe is the trigger's statement that takes its record's bucket
-// row shared (through a sealed view: a session's TEMPORARY table of the
-// order table's name is not what it reads), before the probe of the key
-// row.
+// row shared, before the probe of the key row. It reads the order table as
+// the probe reads the lock table, through the seal (an index of the same
+// random name): a session's TEMPORARY table of its name lacks it, and the
+// read fails (1176, a refusal) rather than reading that.
 func (s *mysqlStore) orderedProbe() string {
-	view, _ := s.QualifiedName(Conn{}, s.lockName()+"_order")
-	return "SET offlinelock_n = (SELECT COUNT(*) FROM " + view + " WHERE b = " + mysqlBucket("offlinelock_res", "offlinelock_k") + mysqlShare + "); "
+	return "SET offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " +
+		mysqlBucket("offlinelock_res", "offlinelock_k") + mysqlShare + "); "
 }
 
-// orderSQL creates the order table and its bucket rows.
-func (s *mysqlStore) orderSQL() []string {
+// orderSQL creates the order table, sealed with seal, and its bucket rows.
+func (s *mysqlStore) orderSQL(seal string) []string {
 	rows := make([]string, mysqlOrderBuckets)
 	for i := range rows {
 		rows[i] = "(" + strconv.Itoa(i) + ")"
 	}
 	return []string{
-		"CREATE TABLE IF NOT EXISTS " + s.orderTable() + " (b SMALLINT NOT NULL PRIMARY KEY) ENGINE=InnoDB",
+		"CREATE TABLE IF NOT EXISTS " + s.orderTable() + " (b SMALLINT NOT NULL PRIMARY KEY, KEY " + s.Quote(seal) + " (b)) ENGINE=InnoDB",
 		"INSERT IGNORE INTO " + s.orderTable() + " (b) VALUES " + strings.Join(rows, ", "),
 	}
 }
@@ -78,12 +79,11 @@ func (s *mysqlStore) grantOrderName() string { return s.guardPrefix() + "_grant"
 // table through a sealed view: whoever inserts into the lock table must
 // not hide it.
 func (s *mysqlStore) grantOrderSQL() string {
-	view, _ := s.QualifiedName(Conn{}, s.lockName()+"_order")
 	return "CREATE TRIGGER " + s.Quote(s.grantOrderName()) + " BEFORE INSERT ON " + s.table +
 		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT DEFAULT 0; " +
 		"DECLARE CONTINUE HANDLER FOR NOT FOUND SET offlinelock_n = 0; " +
 		"IF NEW.holder = '' THEN SELECT 1 INTO offlinelock_n FROM " + s.table + " offlinelock_l WHERE offlinelock_l.resource = NEW.resource AND offlinelock_l.lock_id = NEW.lock_id AND offlinelock_l.holder = '' LIMIT 1; " +
-		"IF offlinelock_n = 0 THEN SET offlinelock_n = (SELECT COUNT(*) FROM " + view + " WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); END IF; END IF; END"
+		"IF offlinelock_n = 0 THEN SET offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); END IF; END IF; END"
 }
 
 // installOrder creates the order table and the grant's trigger where they
@@ -91,10 +91,21 @@ func (s *mysqlStore) grantOrderSQL() string {
 func (s *mysqlStore) installOrder(c Conn) error {
 	// Only what is missing: a role that may not create it (the
 	// application's, in a least-privileged deployment) finds it in place.
-	var n int64
-	if _, err := c.Query(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`,
-		[]any{s.lockName() + "_order"}, func(r *sql.Rows) error { return r.Scan(&n) }); err != nil {
+	seal, err := s.sealName(c)
+	if err != nil {
 		return err
+	}
+	var n, sealed int64
+	if _, err := c.Query(`SELECT COUNT(*), COUNT(INDEX_NAME) FROM information_schema.TABLES t LEFT JOIN information_schema.STATISTICS i
+		ON i.TABLE_SCHEMA = t.TABLE_SCHEMA AND i.TABLE_NAME = t.TABLE_NAME AND i.INDEX_NAME = ? WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?`,
+		[]any{seal, s.lockName() + "_order"}, func(r *sql.Rows) error { return r.Scan(&n, &sealed) }); err != nil {
+		return err
+	}
+	if n == 1 && sealed == 0 { // made before the seal it carries now
+		if _, err := c.Exec("DROP TABLE " + s.orderTable()); err != nil {
+			return err
+		}
+		n = 0
 	}
 	if n == 1 {
 		_, err := c.Query(`SELECT COUNT(*) FROM `+s.orderTable(), nil, func(r *sql.Rows) error { return r.Scan(&n) })
@@ -103,7 +114,7 @@ func (s *mysqlStore) installOrder(c Conn) error {
 		}
 	}
 	if n != mysqlOrderBuckets {
-		for _, q := range s.orderSQL() {
+		for _, q := range s.orderSQL(seal) {
 			if _, err := c.Exec(q); err != nil {
 				return err
 			}
