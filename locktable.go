@@ -328,7 +328,8 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 // meanwhile keep their latency (BenchmarkSweep); cancel db's context to
 // stop it. Records whose locks another session is changing right then are
 // skipped, for the next Sweep. Expired locks are already free without it;
-// it keeps the table small.
+// it keeps the table small. With Config.SessionAlive it then releases the
+// locks of sessions that ended, and counts them too.
 func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 	db = onPrimary(db)
 	t, err := p.storeFor(db)
@@ -346,8 +347,12 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 		n, more, err := t.Sweep(c, &cur)
 		p.tel.sweptRows(c.Context(), db, n)
 		total += n
-		if err != nil || !more {
+		if err != nil {
 			return total, err
+		}
+		if !more {
+			n, err := p.endDeadSessions(db)
+			return total + n, err
 		}
 		rest := time.NewTimer(2 * time.Since(began))
 		select {
@@ -357,6 +362,45 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 		case <-rest.C:
 		}
 	}
+}
+
+// SessionsPerSweep bounds the live locks whose sessions one Sweep asks
+// Config.SessionAlive about, in the lock table's order.
+const SessionsPerSweep = 10_000
+
+// endDeadSessions releases the locks of the sessions Config.SessionAlive
+// reports dead, and returns how many.
+func (p *Plugin) endDeadSessions(db *gorm.DB) (int64, error) {
+	if p.cfg.SessionAlive == nil {
+		return 0, nil
+	}
+	ctx := ctxOf(db)
+	held, err := p.List(db, Filter{Limit: SessionsPerSweep})
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	asked := map[string]bool{}
+	for _, l := range held {
+		if asked[l.Owner.Session] {
+			continue
+		}
+		asked[l.Owner.Session] = true
+		alive, err := p.cfg.SessionAlive(ctx, l.Owner)
+		if err != nil {
+			p.cfg.Logger.WarnContext(ctx, "offlinelock: Config.SessionAlive failed; the session's locks stay", slog.String("error", err.Error()))
+			continue
+		}
+		if alive {
+			continue
+		}
+		n, err := p.ReleaseAll(db.WithContext(WithOwner(ctx, l.Owner)), l.Owner.Session)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // StartSweeper runs Sweep every interval (one minute if every <= 0) in a

@@ -88,6 +88,15 @@ type Config struct {
 	// per watched record, however many watch it); default
 	// DefaultWatchEvery.
 	WatchEvery time.Duration
+	// SessionAlive, if set, makes locks end with the session that owns
+	// them: Sweep (and so StartSweeper) asks it about each session holding
+	// live locks (those of the first SessionsPerSweep locks, per Sweep) and releases
+	// every lock of a session it reports dead, as ReleaseAll does. Give it
+	// your session store's lookup (scs: Store.Find of the session's token;
+	// gorilla/sessions: the store's Get) when the lock's Owner.Session is
+	// the login session's id. An error leaves that session's locks alone
+	// and is logged.
+	SessionAlive func(ctx context.Context, owner Owner) (bool, error)
 }
 
 // Plugin is a Pessimistic Offline Lock manager whose lock table lives in the
