@@ -21,6 +21,17 @@ import (
 // noteLife is how long a note is kept: far longer than any poll.
 const noteLife = time.Hour
 
+// noteWindow is how late a note may commit after its At (its transaction
+// still open, or ids committed out of order) and still be told: each poll
+// reads the notes of this window before its last one, and tells those it
+// has not told. The nodes' clocks must agree to well within it.
+const noteWindow = time.Minute
+
+// RequestsPerMinute bounds the requests to edit one user may make in a
+// minute, over all records (RequestEdit is ErrTooManyRequests past it), so
+// that nobody can fill the notes table every watcher reads.
+const RequestsPerMinute = 20
+
 // lockNote is one row of the notes table.
 type lockNote struct {
 	ID         int64     `gorm:"primaryKey;autoIncrement"`
@@ -76,20 +87,51 @@ func (n *noteTable) ensure(db *gorm.DB, table string) error {
 }
 
 // add writes nt on db (in its transaction, if any), and deletes notes
-// older than noteLife.
+// older than noteLife: by their ids, read without a lock. (A DELETE by a
+// range of at would, under MariaDB's REPEATABLE READ, lock the next key
+// past the range too, the newest note, and wait for a take-over's
+// transaction still open.)
 func (n *noteTable) add(db *gorm.DB, table string, nt lockNote) error {
 	if err := notesOn(db, table).Create(&nt).Error; err != nil {
 		return err
 	}
-	return notesOn(db, table).
-		Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nt.At.Add(-noteLife)}).Delete(&lockNote{}).Error
+	var old []int64
+	err := notesOn(db, table).Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nt.At.Add(-noteLife)}).
+		Limit(notesPruned).Pluck("id", &old).Error
+	if err != nil || len(old) == 0 {
+		return err
+	}
+	return notesOn(db, table).Where(clause.IN{Column: clause.Column{Name: "id"}, Values: int64sAny(old)}).Delete(&lockNote{}).Error
 }
 
-// since returns the notes after id, oldest first, at most limit of them.
-func (n *noteTable) since(db *gorm.DB, table string, id int64, limit int) ([]lockNote, error) {
+// notesPruned bounds the old notes one add deletes.
+const notesPruned = 100
+
+func int64sAny(ns []int64) []any {
+	out := make([]any, len(ns))
+	for i, n := range ns {
+		out[i] = n
+	}
+	return out
+}
+
+// since returns the notes after id written at from or later, oldest
+// first, at most limit of them.
+func (n *noteTable) since(db *gorm.DB, table string, id int64, from time.Time, limit int) ([]lockNote, error) {
 	var out []lockNote
 	err := notesOn(db, table).
-		Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).Order("id").Limit(limit).Find(&out).Error
+		Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).
+		Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).Order("id").Limit(limit).Find(&out).Error
+	return out, err
+}
+
+// requestsBy returns user's requests to edit written at from or later.
+func (n *noteTable) requestsBy(db *gorm.DB, table, user string, from time.Time) ([]lockNote, error) {
+	var out []lockNote
+	err := notesOn(db, table).
+		Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).
+		Where(clause.Eq{Column: clause.Column{Name: "kind"}, Value: string(EventRequested)}).
+		Where(clause.Eq{Column: clause.Column{Name: "by_user"}, Value: user}).Limit(RequestsPerMinute + 1).Find(&out).Error
 	return out, err
 }
 

@@ -12,6 +12,10 @@ import (
 // itself: there is nobody to ask.
 var ErrHeldByYou = errors.New("offlinelock: you hold this lock")
 
+// ErrTooManyRequests reports a RequestEdit past RequestsPerMinute of the
+// same user: ask again in a minute.
+var ErrTooManyRequests = errors.New("offlinelock: too many requests to edit")
+
 // TakeOver ends every other lock on target and gives the owner in db's
 // context a new Write lock on it, with a new token and a larger generation,
 // in one transaction: nobody can take the record in between. The old
@@ -118,7 +122,9 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 // naming the owner's user. It never waits and takes nothing; the asker
 // learns that the record is free from EventReleased. It returns
 // ErrNotLocked when nobody holds the record (take it instead) and
-// ErrHeldByYou when the asking session holds it.
+// ErrHeldByYou when the asking session holds it. Asking again for the same
+// lock within a minute tells nobody again (and returns nil); more than
+// RequestsPerMinute requests of one user in a minute are ErrTooManyRequests.
 func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 	db = onPrimary(db)
 	o, err := ownerOf(db)
@@ -144,8 +150,21 @@ func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
 		return err
 	}
+	now := time.Now().UTC()
+	recent, err := p.notes.requestsBy(db, p.cfg.Table, o.User, now.Add(-time.Minute))
+	if err != nil {
+		return err
+	}
+	for _, n := range recent {
+		if n.Resource == k.Resource && n.LockID == k.ID && n.Generation == held[0].Generation {
+			return nil // the holder has been told
+		}
+	}
+	if len(recent) >= RequestsPerMinute {
+		return fmt.Errorf("%w: %d in the last minute; ask again later", ErrTooManyRequests, len(recent))
+	}
 	return p.notes.add(db, p.cfg.Table, lockNote{Resource: k.Resource, LockID: k.ID, Kind: string(EventRequested),
-		ByUser: o.User, Generation: held[0].Generation, At: time.Now().UTC()})
+		ByUser: o.User, Generation: held[0].Generation, At: now})
 }
 
 // heldOnlyBy says whether k is held by o's session and nobody else.

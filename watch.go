@@ -104,8 +104,10 @@ type watcher struct {
 	seen     map[key]*Lock // each watched record's lock at the last poll; nil when free
 	warned   map[key]time.Time
 	lease    map[key]time.Duration // each held record's lease, as last seen granted or renewed
-	lastNote int64
-	stop     context.CancelFunc // the poll loop's, while it runs
+	lastNote int64                 // the newest note when the watcher started: older ones are not told
+	toldNote map[int64]time.Time   // the notes told within noteWindow, by id, with their At
+	polled   time.Time             // when the last poll began
+	stop     context.CancelFunc    // the poll loop's, while it runs
 }
 
 func (p *Plugin) watchEvery() time.Duration {
@@ -127,6 +129,7 @@ func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
 			return err
 		}
 		w.lastNote, w.warned, w.lease = last, map[key]time.Time{}, map[key]time.Duration{}
+		w.toldNote, w.polled = map[int64]time.Time{}, time.Now()
 		ctx, stop := context.WithCancel(context.Background())
 		w.stop = stop
 		go w.loop(ctx)
@@ -198,21 +201,20 @@ func (w *watcher) holderOn(db *gorm.DB, k key) (*Lock, error) {
 // poll reads the notes added since the last poll and each watched
 // record's lock, and tells each record's watches what changed.
 func (w *watcher) poll(ctx context.Context) error {
+	began := time.Now()
 	w.mu.Lock()
-	db, last := w.db.WithContext(ctx), w.lastNote
+	db, last, from := w.db.WithContext(ctx), w.lastNote, w.polled.Add(-noteWindow)
 	keys := make([]key, 0, len(w.subs))
 	for k := range w.subs {
 		keys = append(keys, k)
 	}
 	w.mu.Unlock()
-	notes, err := w.p.notes.since(db, w.p.cfg.Table, last, 1000)
+	// Notes are read by time, not only by id: ids can commit out of order
+	// (a note's transaction still open while a later one commits), so a
+	// read of ids above the last one told could pass over one for good.
+	notes, err := w.p.notes.since(db, w.p.cfg.Table, last, from, 1000)
 	if err != nil {
 		return err
-	}
-	byKey := map[key][]lockNote{}
-	for _, n := range notes {
-		k := key{Resource: n.Resource, ID: n.LockID}
-		byKey[k] = append(byKey[k], n)
 	}
 	locks, err := w.t.ListKeys(direct(db), keys) // one statement per 100 records
 	if err != nil {
@@ -227,9 +229,21 @@ func (w *watcher) poll(ctx context.Context) error {
 	at := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(notes) > 0 && w.lastNote == last {
-		w.lastNote = notes[len(notes)-1].ID
+	byKey := map[key][]lockNote{}
+	for _, n := range notes {
+		if _, told := w.toldNote[n.ID]; told {
+			continue
+		}
+		w.toldNote[n.ID] = n.At
+		k := key{Resource: n.Resource, ID: n.LockID}
+		byKey[k] = append(byKey[k], n)
 	}
+	for id, at := range w.toldNote {
+		if at.Before(from) {
+			delete(w.toldNote, id) // out of the window: never read again
+		}
+	}
+	w.polled = began
 	for _, k := range keys {
 		subs := w.subs[k]
 		if subs == nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -95,6 +96,31 @@ func TestRequestToEditOverHTTP(t *testing.T) {
 		assert.Equal(t, http.StatusAccepted, c.do("POST", path+"/lock/request", "usr_client_2", "", "").status)
 		assert.Equal(t, http.StatusUnauthorized, c.do("POST", path+"/lock/request", "", "", "").status)
 		assert.Equal(t, http.StatusNotFound, c.do("POST", "/orders/nope/lock/request", "usr_client_2", "", "").status)
+	})
+}
+
+// TestRequestsToEditAreBounded: asking again for the same lock is 202 and
+// tells nobody again; past offlinelock.RequestsPerMinute requests of one
+// user in a minute, 429 with Retry-After.
+func TestRequestsToEditAreBounded(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		for i := 0; i <= offlinelock.RequestsPerMinute; i++ {
+			id := fmt.Sprintf("ord_r%02d", i)
+			require.NoError(t, c.db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: id, Status: "new"}).Error)
+			require.Equal(t, http.StatusCreated, c.do("POST", "/orders/"+id+"/lock", "usr_client_1", "", "").status)
+		}
+		for i := 0; i < offlinelock.RequestsPerMinute; i++ {
+			path := fmt.Sprintf("/orders/ord_r%02d/lock/request", i)
+			require.Equal(t, http.StatusAccepted, c.do("POST", path, "usr_client_2", "", "").status, path)
+			require.Equal(t, http.StatusAccepted, c.do("POST", path, "usr_client_2", "", "").status, "asked again: "+path)
+		}
+		r := c.do("POST", fmt.Sprintf("/orders/ord_r%02d/lock/request", offlinelock.RequestsPerMinute), "usr_client_2", "", "")
+		assert.Equal(t, http.StatusTooManyRequests, r.status)
+		assert.Equal(t, "60", r.header.Get("Retry-After"))
+		assert.Contains(t, r.json(t)["detail"], "ask again in a minute")
+		var n int64
+		require.NoError(t, c.db.Table(c.table+"_notes").Where("kind = ?", "requested").Count(&n).Error)
+		assert.Equal(t, int64(offlinelock.RequestsPerMinute), n, "one note per record asked for")
 	})
 }
 

@@ -70,7 +70,8 @@ func forbidden(detail string) error {
 // WriteError turns an error from the plugin, GORM or this package into an
 // application/problem+json response: ErrLocked is 423 with who holds the
 // lock and until when, ErrNotLocked 423 saying a lock is needed first,
-// ErrNoOwner 401, bad input 400, ErrForbidden 403, a missing record 404.
+// ErrNoOwner 401, bad input 400, ErrForbidden 403, a missing record 404,
+// ErrTooManyRequests 429 with Retry-After.
 // Anything else is a 500 whose text is logged, never sent.
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	p := Problem{Status: http.StatusInternalServerError, Type: ProblemBase + "internal", Title: "Internal Server Error",
@@ -105,6 +106,10 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		p.Detail = "this record must be locked before it is changed: POST …/lock, then send the Lock-Token header"
 	case errors.Is(err, offlinelock.ErrNoOwner):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusUnauthorized, ProblemBase+"unauthorized", "Unauthorized", "the request does not say who sends it"
+	case errors.Is(err, offlinelock.ErrTooManyRequests):
+		p.Status, p.Type, p.Title = http.StatusTooManyRequests, ProblemBase+"too-many-requests", "Too Many Requests"
+		p.Detail = fmt.Sprintf("you have asked to edit %d records in the last minute; ask again in a minute", offlinelock.RequestsPerMinute)
+		w.Header().Set("Retry-After", "60")
 	case errors.Is(err, offlinelock.ErrForbidden):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusForbidden, ProblemBase+"forbidden", "Forbidden", "you may not do this"
 	case errors.Is(err, offlinelock.ErrInvalid):

@@ -1881,6 +1881,8 @@ type RequestLockOrderResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 }
@@ -1903,6 +1905,11 @@ func (r RequestLockOrderResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r RequestLockOrderResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -2762,6 +2769,13 @@ func ParseRequestLockOrderResponse(rsp *http.Response) (*RequestLockOrderRespons
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2954,11 +2968,11 @@ var swaggerSpec = []string{
 	"YaCMdqdy+znC3MibXEOCaTyC1044ppDILothoWTmuk7MsDnTGIKW/oZUyBj3NOhiTmedo9KwRFsIZHY3",
 	"z5HytFhyQTTXl87viRm+tksMDkDDfF32tIaOyXYDqpPrmZnX1sZWzftOBTtWx6fCGckr8E+WUy8fVmEe",
 	"kSHhxyS4hoTlOVVKgso7a+Uvl2W3u5xqdLW+MAHobuhKR4onSmhXZ7bdbaEQa+cq3d+ZYtRxAX/WR9jn",
-	"Yb8c1cc/OVuia6sYmcZfI6SPJsd/lAuc6pvGp1FgJKTYvMAAjLmBAatjrjPMsCwMV4z766At4KQobpvV",
-	"Xx06iVJXjXXb+fN0y3ErgopMebSGQXnXNPJhu2wnnzQCtuNgJsGZaH1nVt1eTKHR1g/thVYqWew7d3Vf",
-	"eU978kepzneQ7KuZoPk2CS4MqhVTsT5ptZ6J/lFCZ2qJCuqPhCgFWjervU7zLE/XPgv25Rrjz9j2tM9P",
-	"wB+25ntJ+O9PRC+b38U0brz+IqXZ52CZre9WQligiAjItmRxoWewSqRVPnkCI3eKkNyLNXigjz1bwk0h",
-	"yjuLr6sMdnJ9YiFcfZje0/T9q621DXs/8tsG9gr/VUijcdH6yObqenO9+W8AAAD//w==",
+	"Yb8c1cc/OVuia6sYmcZfI6SPJsc7ZozjP8plTvVN41MqMBJSbF54AMbcwIDVMdoZclgWkivG/fXRFjBT",
+	"1LfN7a8OzUTBq0a87RR6eua4GEFLpjxaw6C8mxr5MF+2n08aAd5xNpPgTLS+S6tuO6bQ+AwgtBdgqWSx",
+	"7/TVfeg97ckipUbfcbKvZoLm26S5MKhWTMX6pNWqJrpIBICpJSqoPyqilGndsvZSzbM8Xfus2ZebjD9j",
+	"2zM/P2F/2MrvJe2/P3G9bH5H07gh+4vEZp+Dlba+cwlhgSIiINsSx4WewSqRVvnkCYzcKUJyL9bgjT72",
+	"bAk3hSjvOL6ustnJ9YmFc/Uhe0+T+K822Dbs/chvG9gr/FckjUZH66Ocq+vN9ea/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
