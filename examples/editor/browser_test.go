@@ -68,6 +68,7 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.wait(martin, "lockstate", "admin took over this customer (the customer is on the phone): your changes can no longer be saved.", 2*time.Second)
 		s.click(martin, "save")
 		s.wait(martin, "status", "Not saved: customer '129' is locked by admin until ", 5*time.Second)
+		s.wait(david, "lockstate", "Locked by admin since ", 5*time.Second)
 
 		s.do(admin, chromedp.Navigate(base+"/")) // the admin leaves the page
 		s.wait(david, "lockstate", "Customer 129 is free now.", 15*time.Second)
