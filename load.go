@@ -106,7 +106,7 @@ func (p *Plugin) fromSubquery(db *gorm.DB) bool {
 	callbacks.BuildQuerySQL(db)
 	stmt.TableExpr = nil // built: the model is the destination's own (statementModel)
 	if db.Error == nil {
-		p.beforeRawQuery(db)
+		p.rawQuery(db, true)
 	}
 	return true
 }
@@ -163,7 +163,13 @@ func limitPerRecord(stmt *gorm.Statement) bool {
 // destination's own lockable model are locked once read, and read again;
 // any other read of a table locked on load, and any raw write to a
 // lockable table, is refused: the plugin cannot see its rows.
-func (p *Plugin) beforeRawQuery(db *gorm.DB) {
+func (p *Plugin) beforeRawQuery(db *gorm.DB) { p.rawQuery(db, false) }
+
+// rawQuery is beforeRawQuery; vetted says the statement is one the plugin
+// has read as returning its model's rows under their own keys
+// (limitPerRecord), which the raw SQL check would refuse for its window
+// function.
+func (p *Plugin) rawQuery(db *gorm.DB, vetted bool) {
 	sql := db.Statement.SQL.String()
 	named := p.namedModels(sql)
 	if p.readsDynamically(db, sql) {
@@ -192,6 +198,12 @@ func (p *Plugin) beforeRawQuery(db *gorm.DB) {
 		return
 	}
 	if !own {
+		return
+	}
+	// Its rows are locked by the keys they carry: a key computed, renamed
+	// or taken from another row would lock one record and show another.
+	if !vetted && !sqlscan.KeysAsStored(sql, m.table, keyColumns(m)) {
+		db.AddError(unenforceable(m.table, "a raw SELECT whose rows may not carry their own primary key (a computed, renamed or aggregated key column, a set operation, or a function or subquery among its columns) reads lockable table"))
 		return
 	}
 	st := p.start(db, m, opLoad)
@@ -620,4 +632,13 @@ func (p *Plugin) beforeRawRows(db *gorm.DB) {
 	if bad := p.readsLocked(named, nil); bad != nil {
 		db.AddError(unenforceable(bad.table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
 	}
+}
+
+// keyColumns are m's primary key columns.
+func keyColumns(m *model) []string {
+	out := make([]string, len(m.pk))
+	for i, f := range m.pk {
+		out[i] = f.DBName
+	}
+	return out
 }

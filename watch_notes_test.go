@@ -92,4 +92,3 @@ func TestWatchTellsANoteCommittedLate(t *testing.T) {
 		})
 	}
 }
-

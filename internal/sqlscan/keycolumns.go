@@ -1,0 +1,173 @@
+package sqlscan
+
+import "strings"
+
+// KeysAsStored reports whether sql is one plain SELECT whose rows are rows
+// of table as stored, under their own key: each column of keys it returns
+// is that column of table itself (not computed, renamed from another
+// column, or another table's), and no row it returns mixes several of
+// table's rows (no aggregate, window, GROUP BY, set operation or
+// subquery). A caller locks each row it reads by the key the row carries,
+// so a key that is not the row's own would lock one record and show
+// another. It is deliberately narrow: anything it cannot read this way is
+// false, in every reading of sql that lexes.
+func KeysAsStored(sql, table string, keys []string) bool {
+	passes := sqlTrusted(sqlPasses(sql))
+	for _, p := range passes {
+		var stmts [][]sqlToken
+		for _, st := range p.stmts {
+			if len(st) > 0 {
+				stmts = append(stmts, st)
+			}
+		}
+		if len(stmts) != 1 || !keysAsStored(stmts[0], table, keys) {
+			return false
+		}
+	}
+	return len(passes) > 0
+}
+
+// sqlMixesRows are the words that make a row of several rows, or bring
+// rows of another query.
+var sqlMixesRows = sqlWordSet(`GROUP HAVING WINDOW OVER UNION INTERSECT EXCEPT MINUS`)
+
+func keysAsStored(st []sqlToken, table string, keys []string) bool {
+	if len(st) == 0 || sqlKeyword(st[0]) != "SELECT" {
+		return false // WITH, VALUES, a parenthesised query
+	}
+	from := -1
+	for i, t := range st {
+		if sqlIsPunct(t, '(') && from < 0 {
+			return false // a function or a subquery in the select list
+		}
+		if sqlMixesRows[sqlKeyword(t)] {
+			return false
+		}
+		if sqlKeyword(t) == "FROM" && from < 0 {
+			from = i
+		}
+	}
+	if from < 0 {
+		return false
+	}
+	alias, joined, ok := sqlFromTable(st[from+1:], table)
+	if !ok {
+		return false
+	}
+	return sqlSelectList(st[1:from], table, alias, joined, keys)
+}
+
+// sqlFromTable reads a FROM clause that starts with table (optionally
+// schema-qualified) and its alias: joined says more tables follow.
+func sqlFromTable(toks []sqlToken, table string) (alias string, joined, ok bool) {
+	i := 0
+	if len(toks) >= 3 && sqlIsIdent(toks[0]) && sqlIsPunct(toks[1], '.') && sqlIsIdent(toks[2]) {
+		i = 2 // schema.table
+	}
+	if i >= len(toks) || !sqlIsIdent(toks[i]) || !strings.EqualFold(toks[i].text, table) {
+		return "", false, false
+	}
+	i++
+	if i < len(toks) && sqlKeyword(toks[i]) == "AS" {
+		i++
+	}
+	if i < len(toks) && sqlPlainName(toks[i]) {
+		alias = toks[i].text
+		i++
+	}
+	if i < len(toks) && sqlIsPunct(toks[i], '(') {
+		return "", false, false // a column alias list renames the columns; a partition list
+	}
+	if i < len(toks) {
+		switch kw := sqlKeyword(toks[i]); {
+		case sqlIsPunct(toks[i], ','), kw == "JOIN", kw == "LEFT", kw == "RIGHT", kw == "INNER", kw == "FULL",
+			kw == "CROSS", kw == "NATURAL", kw == "STRAIGHT_JOIN", kw == "OUTER":
+			joined = true
+		}
+	}
+	return alias, joined, true
+}
+
+// sqlSelectList checks the select list toks (after SELECT, before FROM):
+// every item that returns a key column is a plain reference to that column
+// of table; a bare * is the table's only when nothing is joined; t.* only
+// for table itself; each key column is returned once at most.
+func sqlSelectList(toks []sqlToken, table, alias string, joined bool, keys []string) bool {
+	if len(toks) > 0 && (sqlKeyword(toks[0]) == "DISTINCT" || sqlKeyword(toks[0]) == "ALL") {
+		toks = toks[1:]
+	}
+	own := func(q sqlToken) bool {
+		return strings.EqualFold(q.text, table) || alias != "" && strings.EqualFold(q.text, alias)
+	}
+	isKey := func(name string) bool {
+		for _, k := range keys {
+			if strings.EqualFold(k, name) {
+				return true
+			}
+		}
+		return false
+	}
+	seen := map[string]bool{}
+	for _, item := range sqlSplitCommas(toks) {
+		ref, out, ok := sqlItem(item)
+		switch {
+		case !ok:
+			return false
+		case len(ref) == 1 && sqlIsPunct(ref[0], '*'):
+			if joined {
+				return false
+			}
+			continue
+		case len(ref) == 3 && sqlIsPunct(ref[2], '*'):
+			if !own(ref[0]) {
+				return false
+			}
+			continue
+		case !isKey(out):
+			continue
+		case seen[strings.ToLower(out)]:
+			return false
+		}
+		seen[strings.ToLower(out)] = true
+		col := ref[len(ref)-1]
+		plain := len(ref) == 1 && !joined || len(ref) == 3 && own(ref[0])
+		if !plain || !sqlIsIdent(col) || !strings.EqualFold(col.text, out) {
+			return false
+		}
+	}
+	return true
+}
+
+// sqlItem splits one select-list item into its expression and the name it
+// returns: the alias (with or without AS), or a plain reference's column.
+// ok is false for an item it cannot read.
+func sqlItem(item []sqlToken) (ref []sqlToken, out string, ok bool) {
+	n := len(item)
+	switch {
+	case n == 0:
+		return nil, "", false
+	case n >= 3 && sqlKeyword(item[n-2]) == "AS" && sqlIsIdent(item[n-1]):
+		return item[:n-2], item[n-1].text, true
+	case n >= 2 && sqlIsIdent(item[n-1]) && (sqlIsIdent(item[n-2]) || item[n-2].kind == sqlNumber || item[n-2].kind == sqlString):
+		return item[:n-1], item[n-1].text, true // an alias without AS
+	case n == 1 && sqlIsIdent(item[0]), n == 3 && sqlIsIdent(item[0]) && sqlIsPunct(item[1], '.') && sqlIsIdent(item[2]):
+		return item, item[n-1].text, true
+	case n == 1 && sqlIsPunct(item[0], '*'), n == 3 && sqlIsIdent(item[0]) && sqlIsPunct(item[1], '.') && sqlIsPunct(item[2], '*'):
+		return item, "*", true
+	}
+	return item, "", true // an expression without a name: it returns no key column
+}
+
+// sqlSplitCommas splits toks at commas (the select list has no
+// parentheses: keysAsStored refused those).
+func sqlSplitCommas(toks []sqlToken) [][]sqlToken {
+	var out [][]sqlToken
+	start := 0
+	for i, t := range toks {
+		if sqlIsPunct(t, ',') {
+			out = append(out, toks[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, toks[start:])
+}
