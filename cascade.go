@@ -1,7 +1,9 @@
 package offlinelock
 
 import (
+	"cmp"
 	"database/sql"
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -20,10 +22,10 @@ import (
 
 // cascadeRef is a child table whose rows change when rows of its parent
 // are deleted (onDelete) or have their key changed (onUpdate): column
-// holds the parent's key.
+// holds the parent's key, parentColumn ("" where unknown).
 type cascadeRef struct {
-	table, column      string
-	onDelete, onUpdate bool
+	table, column, parentColumn string
+	onDelete, onUpdate          bool
 }
 
 // changesChildren says whether a foreign key's action changes the child
@@ -43,6 +45,9 @@ func (r *registry) noteCascades(s *schema.Schema) {
 		}
 		ref := cascadeRef{table: c.Schema.Table, column: c.ForeignKeys[0].DBName, onDelete: changesChildren(c.OnDelete),
 			onUpdate: changesChildren(c.OnUpdate) && len(c.References) == 1 && c.References[0].PrimaryKey}
+		if len(c.References) == 1 {
+			ref.parentColumn = c.References[0].DBName
+		}
 		if (ref.onDelete || ref.onUpdate) && r.addCascade(c.ReferenceSchema.Table, ref) {
 			r.changed(c.Schema.Table)
 		}
@@ -55,7 +60,8 @@ func (r *registry) addCascade(parent string, ref cascadeRef) bool {
 	defer r.joinsMu.Unlock()
 	for i, c := range r.cascades[name] {
 		if strings.EqualFold(c.table, ref.table) && c.column == ref.column {
-			merged := cascadeRef{table: c.table, column: c.column, onDelete: c.onDelete || ref.onDelete, onUpdate: c.onUpdate || ref.onUpdate}
+			merged := cascadeRef{table: c.table, column: c.column, parentColumn: cmp.Or(c.parentColumn, ref.parentColumn),
+				onDelete: c.onDelete || ref.onDelete, onUpdate: c.onUpdate || ref.onUpdate}
 			r.cascades[name][i] = merged
 			return merged != c
 		}
@@ -77,7 +83,7 @@ func (r *registry) cascadesFrom(table string) []columnSpec {
 	for parent, refs := range r.cascades {
 		for _, c := range refs {
 			if (c.onDelete || c.onUpdate) && strings.EqualFold(c.table, table) {
-				out = append(out, columnSpec{Name: parent, Column: c.column, OnUpdate: c.onUpdate, NoDelete: !c.onDelete})
+				out = append(out, columnSpec{Name: parent, Column: c.column, Key: c.parentColumn, OnUpdate: c.onUpdate, NoDelete: !c.onDelete})
 			}
 		}
 	}
@@ -227,6 +233,10 @@ func setsKey(db *gorm.DB, m *model) bool {
 // (no owner needed).
 func (p *Plugin) checkParentWrite(db *gorm.DB, op opKind) {
 	stmt := db.Statement
+	if stmt.Schema == nil && stmt.Table != "" && !db.DryRun {
+		p.refuseParentByTable(db, op)
+		return
+	}
 	if stmt.Schema == nil || stmt.TableExpr != nil || db.DryRun || op == opDelete && len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped {
 		return // a soft delete deletes no row: nothing cascades
 	}
@@ -259,4 +269,47 @@ func (p *Plugin) checkParentWrite(db *gorm.DB, op opKind) {
 			st.fail(db, err)
 		}
 	}
+}
+
+// refuseParentByTable refuses a delete, or an update of the key, of a
+// table named alone (Table("…") with no model) whose declared foreign-key
+// actions reach lockable rows: without the parent's model the plugin
+// cannot read which rows the write changes (the database guard stands
+// behind it on PostgreSQL and MariaDB; SQLite has none).
+func (p *Plugin) refuseParentByTable(db *gorm.DB, op opKind) {
+	refs := p.reg.cascadesOf(db.Statement.Table, op)
+	if len(refs) == 0 || p.bypassed(db, op) {
+		return
+	}
+	if op == opUpdate && !setsParentKey(db.Statement, refs) {
+		return
+	}
+	db.AddError(unenforceable(db.Statement.Table, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].table)))
+}
+
+// setsParentKey says whether an update by table name may write the
+// parent's key that refs follow: a map's or SET's column naming it, or any
+// column where refs do not say which it is.
+func setsParentKey(stmt *gorm.Statement, refs []cascadeRef) bool {
+	var cols []string
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
+		for _, a := range set {
+			cols = append(cols, a.Column.Name)
+		}
+	}
+	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
+		for _, k := range dest.MapKeys() {
+			cols = append(cols, k.String())
+		}
+	} else if dest.IsValid() && len(cols) == 0 {
+		return true // a struct or anything else: its columns are not read here
+	}
+	for _, r := range refs {
+		for _, c := range cols {
+			if r.parentColumn == "" || strings.EqualFold(c, r.parentColumn) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -45,6 +45,14 @@ func TestDeleteOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
 			require.ErrorIs(t, db.WithContext(context.Background()).Delete(&CpFolder{ID: 1}).Error, offlinelock.ErrNoOwner)
 			require.NoError(t, db.WithContext(context.Background()).Delete(&CpFolder{ID: 3}).Error, "no lockable row reached: no owner needed")
 
+			// By table name alone the plugin cannot read which rows a
+			// delete takes: refused, the holder's too; Bypass is the way.
+			byTable := func(tx *gorm.DB, id uint) error {
+				return tx.Table("cp_folders").Where("id = ?", id).Delete(map[string]any{}).Error
+			}
+			require.ErrorIs(t, byTable(as(db, david), 1), offlinelock.ErrUnenforceable, "by table name")
+			require.ErrorIs(t, byTable(as(db, martin), 1), offlinelock.ErrUnenforceable, "by table name, the holder")
+
 			var pages []CpPage
 			require.NoError(t, admin(db).Order("id").Find(&pages).Error)
 			require.Len(t, pages, 2, "nothing cascaded")
@@ -120,6 +128,9 @@ func TestKeyUpdateOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
 			require.NoError(t, admin(db).First(&page, 1).Error)
 			require.Equal(t, uint(1), page.CuFolderID, "nothing cascaded")
 
+			require.ErrorIs(t, as(db, david).Table("cu_folders").Where("id = ?", 1).Update("id", 10).Error, offlinelock.ErrUnenforceable, "by table name")
+			require.ErrorIs(t, as(db, david).Table("cu_folders").Where("id = ?", 1).Updates(map[string]any{"name": "x", "ID": 10}).Error, offlinelock.ErrUnenforceable, "by table name")
+			require.NoError(t, as(db, david).Table("cu_folders").Where("id = ?", 1).Update("name", "by table").Error, "the key unchanged")
 			require.NoError(t, db.WithContext(context.Background()).Model(&CuFolder{ID: 1}).Update("name", "renamed").Error, "the key unchanged: no owner needed")
 			require.NoError(t, db.WithContext(context.Background()).Model(&CuFolder{ID: 2}).Update("id", 20).Error, "no lockable row reached")
 

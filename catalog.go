@@ -137,7 +137,7 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column, key: l.Key})
 		}
 		for _, c := range sp.Cascades {
-			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column, onDelete: !c.NoDelete, onUpdate: c.OnUpdate})
+			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column, parentColumn: c.Key, onDelete: !c.NoDelete, onUpdate: c.OnUpdate})
 		}
 	}
 	return nil
