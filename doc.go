@@ -43,6 +43,12 @@
 //     itself say so, and the guard then holds no row lock for them, so
 //     fence.go's rule of when a key row is held stays the plugin's; any
 //     other write the guard admits holds the key rows until it commits.
+//     A record without a key row holds nothing, so a grant and an open
+//     write of it are ordered by buckets of records: advisory locks on
+//     PostgreSQL, the rows of the order table on MariaDB (every isolation
+//     level a client may choose, READ COMMITTED included), taken shared by
+//     writes and exclusive by a grant that makes a key row
+//     (internal/lockstore/guard_order_*.go).
 //   - The primary decides (primary.go, docs/scaling.md). Behind a read
 //     router (gorm.io/plugin/dbresolver), lock statements, the loads the
 //     plugin takes part in and a session's loads of lockable models are
@@ -109,7 +115,15 @@
 //     (a take-over's author and reason, a request to edit) goes to the notes
 //     table, written only by TakeOver and RequestEdit. Watch polls: one
 //     watcher per database reads every watched record in one statement per
-//     100, and the notes since its last poll; events are the difference
-//     between two polls, so a change and its undoing between them are not
-//     seen (the lock table, not the event, is the truth).
+//     100, and the notes of the minute before its last poll, told once
+//     each (ids commit out of order, so "ids above the last" would pass
+//     over a note for good); events are the difference between two polls,
+//     so a change and its undoing between them are not seen (the lock
+//     table, not the event, is the truth). Requests to edit are told once
+//     per lock and bounded per user, so nobody can fill the notes table
+//     that every poll reads.
+//   - Raw reads into a model locked on load are locked by the keys their
+//     rows carry, so they are taken only when sqlscan can read that each
+//     row carries its own (KeysAsStored): a computed or borrowed key would
+//     lock one record and show another.
 package offlinelock
