@@ -190,6 +190,34 @@ export function editLock(o) {
       body: JSON.stringify({ ttlSeconds: o.leaveSeconds || 5 }) });
   }
 
+  // A duplicated tab (or one opened with window.open) starts with a copy
+  // of its opener's sessionStorage, the kept token too. Before a tab
+  // resumes a kept token it asks this record's other tabs of the origin
+  // whether one of them holds it; one that does answers, and the new tab
+  // takes no part in that lock: it asks for one of its own, and the server
+  // tells it "you are editing this in another tab". A reload has no such
+  // tab left (its old page is gone), and resumes.
+  const channel = typeof BroadcastChannel === "undefined" ? null : new BroadcastChannel(key);
+  if (channel) {
+    channel.addEventListener("message", (m) => {
+      if (m.data && m.data.who && m.data.who === state.token && !state.stopped) channel.postMessage({ mine: state.token });
+    });
+  }
+  function heldElsewhere(token) {
+    if (!channel || !token) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const answer = (m) => {
+        if (!m.data || m.data.mine !== token) return;
+        clearTimeout(timer);
+        channel.removeEventListener("message", answer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => { channel.removeEventListener("message", answer); resolve(false); }, 300);
+      channel.addEventListener("message", answer);
+      channel.postMessage({ who: token });
+    });
+  }
+
   const input = () => { state.lastInput = Date.now(); };
   for (const ev of ["keydown", "pointerdown", "input", "scroll"]) addEventListener(ev, input, { passive: true });
   document.addEventListener("visibilitychange", schedule);
@@ -218,7 +246,13 @@ export function editLock(o) {
     stop() { state.stopped = true; clearTimeout(state.timer); if (state.events) state.events.close(); },
   };
   listen();
-  acquire();
+  heldElsewhere(state.token).then((elsewhere) => {
+    if (elsewhere) { // a duplicated tab: the lock is the other tab's
+      state.token = "";
+      sessionStorage.removeItem(key);
+    }
+    acquire();
+  });
   return api;
 }
 

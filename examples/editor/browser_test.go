@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/offlinelock/offlinelock"
@@ -93,6 +94,22 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.click(tab, "here")
 		s.wait(tab, "lockstate", "You are editing customer 130.", 5*time.Second)
 		s.wait(martin, "lockstate", "You took this over in another tab (moved to another tab): your changes can no longer be saved.", 5*time.Second)
+
+		// A duplicate of that tab (window.open copies its sessionStorage,
+		// the kept token too) does not share its lock: it is told, and the
+		// lock stays the first tab's.
+		moved := s.holder(130)
+		opened := chromedp.WaitNewTarget(tab, func(i *target.Info) bool { return strings.HasSuffix(i.URL, "/customers/130/edit") })
+		if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.open(location.href) !== null`)); err != nil {
+			t.Fatal(err)
+		}
+		dup, closeDup := chromedp.NewContext(tab, chromedp.WithTargetID(<-opened))
+		defer closeDup()
+		s.wait(dup, "lockstate", "You are editing this in another tab since ", 10*time.Second)
+		if now := s.holder(130); now.Owner.Session != moved.Owner.Session || now.Generation != moved.Generation {
+			t.Fatalf("the duplicated tab changed the lock: %+v, was %+v", now, moved)
+		}
+		s.wait(tab, "lockstate", "You are editing customer 130.", time.Second)
 
 		s.do(martin, chromedp.Navigate(base+"/"))
 		s.do(martin, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("signin")))
