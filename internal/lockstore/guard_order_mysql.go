@@ -78,9 +78,8 @@ func (s *mysqlStore) grantOrderName() string { return s.guardPrefix() + "_grant"
 // (1442). (A client's sql_select_limit can hide the count from it; the
 // trigger then takes the bucket it did not need, which only waits. A first
 // form with a NOT FOUND handler was now and then not parsed on Galera's
-// nodes, 1064, when they opened the table.) It reads the order
-// table through a sealed view: whoever inserts into the lock table must
-// not hide it.
+// nodes, 1064, when they opened the table.) It reads the order table
+// through the seal: whoever inserts into the lock table must not hide it.
 func (s *mysqlStore) grantOrderSQL() string {
 	return "CREATE TRIGGER " + s.Quote(s.grantOrderName()) + " BEFORE INSERT ON " + s.table +
 		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT DEFAULT 0; " +
