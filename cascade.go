@@ -10,6 +10,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // Writes the database cascades: a foreign key declared with GORM's
@@ -233,12 +235,12 @@ func setsKey(db *gorm.DB, m *model) bool {
 // (no owner needed).
 func (p *Plugin) checkParentWrite(db *gorm.DB, op opKind) {
 	stmt := db.Statement
-	if stmt.Schema == nil && stmt.Table != "" && !db.DryRun {
-		p.refuseParentByTable(db, op)
-		return
-	}
-	if stmt.Schema == nil || stmt.TableExpr != nil || db.DryRun || op == opDelete && len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped {
+	if db.DryRun || stmt.Schema != nil && op == opDelete && len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped {
 		return // a soft delete deletes no row: nothing cascades
+	}
+	if stmt.Schema == nil || stmt.TableExpr != nil && !namesOnly(stmt.TableExpr, stmt.Schema.Table) {
+		p.refuseParentByTable(db, op) // Table("…") alone, or over another model
+		return
 	}
 	m := p.reg.modelOf(stmt.Schema, db.NamingStrategy)
 	if m.lockable || len(m.pk) != 1 || len(p.reg.cascadesOf(m.table, op)) == 0 || op == opUpdate && !setsKey(db, m) || p.bypassed(db, op) {
@@ -277,14 +279,30 @@ func (p *Plugin) checkParentWrite(db *gorm.DB, op opKind) {
 // cannot read which rows the write changes (the database guard stands
 // behind it on PostgreSQL and MariaDB; SQLite has none).
 func (p *Plugin) refuseParentByTable(db *gorm.DB, op opKind) {
-	refs := p.reg.cascadesOf(db.Statement.Table, op)
-	if len(refs) == 0 || p.bypassed(db, op) {
+	stmt := db.Statement
+	names := []string{stmt.Table}
+	if stmt.TableExpr != nil { // "schema.table", a quoted name, an alias, a join
+		names = sqlscan.Mentions(stmt.TableExpr.SQL, func(ident string) (string, bool) {
+			return strings.ToLower(ident), len(p.reg.cascadesOf(ident, op)) > 0
+		})
+	}
+	for _, name := range names {
+		refs := p.reg.cascadesOf(name, op)
+		if len(refs) == 0 || op == opUpdate && !setsParentKey(stmt, refs) {
+			continue
+		}
+		if !p.bypassed(db, op) {
+			db.AddError(unenforceable(name, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].table)))
+		}
 		return
 	}
-	if op == opUpdate && !setsParentKey(db.Statement, refs) {
-		return
-	}
-	db.AddError(unenforceable(db.Statement.Table, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].table)))
+}
+
+// namesOnly says whether a table expression is table itself, plainly
+// (Table("folders") over the Folder model): the model's own write.
+func namesOnly(expr *clause.Expr, table string) bool {
+	name, _, ok := sqlscan.SimpleTable(expr.SQL)
+	return ok && len(expr.Vars) == 0 && strings.EqualFold(name, table)
 }
 
 // setsParentKey says whether an update by table name may write the

@@ -52,6 +52,11 @@ func TestDeleteOfAnUntaggedParentNeedsItsChildrensLocks(t *testing.T) {
 			}
 			require.ErrorIs(t, byTable(as(db, david), 1), offlinelock.ErrUnenforceable, "by table name")
 			require.ErrorIs(t, byTable(as(db, martin), 1), offlinelock.ErrUnenforceable, "by table name, the holder")
+			schema := map[string]string{"sqlite": "main", "postgres": "public", "mysql": "test"}[d.name]
+			require.ErrorIs(t, as(db, david).Table(schema+".cp_folders").Where("id = ?", 1).Delete(map[string]any{}).Error,
+				offlinelock.ErrUnenforceable, "by a schema-qualified name")
+			require.ErrorIs(t, as(db, david).Model(&CpFolder{}).Table("cp_folders").Delete(&CpFolder{ID: 1}).Error,
+				offlinelock.ErrLocked, "the model with its own table named")
 
 			var pages []CpPage
 			require.NoError(t, admin(db).Order("id").Find(&pages).Error)

@@ -66,15 +66,22 @@ func goOrderWriter(t *testing.T, db *gorm.DB) *sql.Conn {
 }
 
 // goAwaitAdvisoryWait returns once a session of db's database waits for an
-// advisory lock: the grant is blocked behind the open write. It polls the
-// server's lock state, the barrier, never a guessed delay.
+// advisory lock: the grant is blocked behind the open write.
 func goAwaitAdvisoryWait(t *testing.T, db *gorm.DB, done <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	goAwaitWait(t, db, done, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database() AND a.wait_event_type = 'Lock' AND a.wait_event = 'advisory'`)
+}
+
+// goAwaitWait returns once waiting, a count of the server's waiting
+// sessions, is positive, polling it: the barrier, never a guessed delay.
+// done failing first says the grant did not wait.
+func goAwaitWait(t *testing.T, db *gorm.DB, done <-chan error, waiting string) {
+	t.Helper()
+	other := plainGORM(t, db)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		var n int
-		require.NoError(t, plainGORM(t, db).Raw(`SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-			WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database() AND a.wait_event_type = 'Lock' AND a.wait_event = 'advisory'`).Scan(&n).Error)
+		require.NoError(t, other.Raw(waiting).Scan(&n).Error)
 		if n > 0 {
 			return
 		}

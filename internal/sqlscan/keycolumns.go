@@ -108,7 +108,7 @@ func sqlSelectList(toks []sqlToken, table, alias string, joined bool, keys []str
 		return false
 	}
 	seen := map[string]bool{}
-	for _, item := range sqlSplitCommas(toks) {
+	for _, item := range sqlSplit(toks, ',') { // no parentheses here: keysAsStored refused them
 		ref, out, ok := sqlItem(item)
 		switch {
 		case !ok:
@@ -156,18 +156,4 @@ func sqlItem(item []sqlToken) (ref []sqlToken, out string, ok bool) {
 		return item, "*", true
 	}
 	return item, "", true // an expression without a name: it returns no key column
-}
-
-// sqlSplitCommas splits toks at commas (the select list has no
-// parentheses: keysAsStored refused those).
-func sqlSplitCommas(toks []sqlToken) [][]sqlToken {
-	var out [][]sqlToken
-	start := 0
-	for i, t := range toks {
-		if sqlIsPunct(t, ',') {
-			out = append(out, toks[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, toks[start:])
 }

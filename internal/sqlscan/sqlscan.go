@@ -130,11 +130,14 @@ func sqlTrusted(ps []sqlPass) []sqlPass {
 }
 
 // sqlStatements splits tokens at ';'.
-func sqlStatements(toks []sqlToken) [][]sqlToken {
+func sqlStatements(toks []sqlToken) [][]sqlToken { return sqlSplit(toks, ';') }
+
+// sqlSplit splits tokens at every punctuation token c.
+func sqlSplit(toks []sqlToken, c byte) [][]sqlToken {
 	var out [][]sqlToken
 	start := 0
 	for i, t := range toks {
-		if sqlIsPunct(t, ';') {
+		if sqlIsPunct(t, c) {
 			out = append(out, toks[start:i])
 			start = i + 1
 		}
