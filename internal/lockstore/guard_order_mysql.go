@@ -121,6 +121,9 @@ func (s *mysqlStore) installOrder(c Conn) error {
 			}
 		}
 	}
+	if s.galera.Load() {
+		return nil // galeraSkipsGrantOrder
+	}
 	stmt := s.grantOrderSQL()
 	version := guardVersion(stmt)
 	state, err := s.triggersState(c, []string{s.grantOrderName()}, version)
@@ -141,7 +144,17 @@ func (s *mysqlStore) installOrder(c Conn) error {
 	return err
 }
 
+// galeraSkipsGrantOrder: on a Galera node the grant's trigger is not
+// installed. In CI, nodes now and then failed to load the lock table's
+// triggers while sessions opened it (1064, "has an error in its body",
+// "Query was empty", at shifting places), which no run of one server
+// showed. There a grant is not ordered against an open READ COMMITTED
+// write of a record that never had a key row (docs/guard.md).
+
 // orderState is the grant trigger's state (triggersState).
 func (s *mysqlStore) orderState(c Conn) (string, error) {
+	if s.galera.Load() {
+		return GuardOK, nil // galeraSkipsGrantOrder
+	}
 	return s.triggersState(c, []string{s.grantOrderName()}, guardVersion(s.grantOrderSQL()))
 }
