@@ -28,42 +28,47 @@ import (
 //	        offlinelock:before_<op>   check the Write locks of the rows it touches (after begin)
 //	        offlinelock:rekey_<op>    check again if hooks changed the keys (rekey.go)
 //	        offlinelock:prepare_update, unprepare_update: around gorm:update, run a
-//	                                  folded write prepared (SQLite; lockstore.PreparedWriteTx)
+//	                                  folded write prepared (SQLite only; lockstore.PreparedWriteTx)
 //	        offlinelock:fence_<op>    check them again, row-locked, just before commit
 //	        offlinelock:end_<op>      commit a transaction the plugin began
-func (p *Plugin) registerCallbacks(db *gorm.DB) error {
+func (b *binding) registerCallbacks(db *gorm.DB) error {
 	cb := db.Callback()
 	type at interface {
 		Register(name string, fn func(*gorm.DB)) error
 	}
+	unprepared := b.t == nil || !b.t.caps.PreparedWrites
+	skip := map[string]bool{"offlinelock:prepare_update": unprepared, "offlinelock:unprepare_update": unprepared} // not on this database
 	for _, r := range []struct {
 		name string
 		at   at
 		fn   func(*gorm.DB)
 	}{
-		{"offlinelock:before_query", cb.Query().Before("gorm:query"), p.beforeQuery},
-		{"offlinelock:after_query", cb.Query().After("gorm:query").Before("gorm:preload"), p.afterQuery},
-		{"offlinelock:end_query", cb.Query().After("*"), p.endStatement},
-		{"offlinelock:before_row", cb.Row().Before("gorm:row"), p.beforeRow},
+		{"offlinelock:before_query", cb.Query().Before("gorm:query"), b.beforeQuery},
+		{"offlinelock:after_query", cb.Query().After("gorm:query").Before("gorm:preload"), b.afterQuery},
+		{"offlinelock:end_query", cb.Query().After("*"), b.endStatement},
+		{"offlinelock:before_row", cb.Row().Before("gorm:row"), b.beforeRow},
 		{"offlinelock:after_row", cb.Row().After("gorm:row"), adoptSpan}, // inside GORM's statement span (spans.go)
-		{"offlinelock:end_row", cb.Row().After("*"), p.endStatement},
-		{"offlinelock:before_raw", cb.Raw().Before("gorm:raw"), p.beforeRaw},
-		{"offlinelock:end_raw", cb.Raw().After("gorm:raw"), p.afterRaw},
-		{"offlinelock:before_create", cb.Create().After("gorm:begin_transaction").Before("gorm:before_create"), p.beforeWrite(opCreate)},
-		{"offlinelock:rekey_create", cb.Create().After("gorm:save_before_associations").Before("gorm:create"), p.rekey(opCreate)},
-		{"offlinelock:fence_create", cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction"), p.fence},
-		{"offlinelock:end_create", cb.Create().After("*"), p.endStatement},
-		{"offlinelock:before_update", cb.Update().After("gorm:setup_reflect_value").Before("gorm:before_update"), p.beforeWrite(opUpdate)},
-		{"offlinelock:rekey_update", cb.Update().After("gorm:save_before_associations").Before("gorm:update"), p.rekey(opUpdate)},
-		{"offlinelock:prepare_update", cb.Update().After("offlinelock:rekey_update").Before("gorm:update"), p.prepareWrite},
+		{"offlinelock:end_row", cb.Row().After("*"), b.endStatement},
+		{"offlinelock:before_raw", cb.Raw().Before("gorm:raw"), b.beforeRaw},
+		{"offlinelock:end_raw", cb.Raw().After("gorm:raw"), b.afterRaw},
+		{"offlinelock:before_create", cb.Create().After("gorm:begin_transaction").Before("gorm:before_create"), b.beforeWrite(opCreate)},
+		{"offlinelock:rekey_create", cb.Create().After("gorm:save_before_associations").Before("gorm:create"), b.rekey(opCreate)},
+		{"offlinelock:fence_create", cb.Create().After("gorm:after_create").Before("gorm:commit_or_rollback_transaction"), b.fence},
+		{"offlinelock:end_create", cb.Create().After("*"), b.endStatement},
+		{"offlinelock:before_update", cb.Update().After("gorm:setup_reflect_value").Before("gorm:before_update"), b.beforeWrite(opUpdate)},
+		{"offlinelock:rekey_update", cb.Update().After("gorm:save_before_associations").Before("gorm:update"), b.rekey(opUpdate)},
+		{"offlinelock:prepare_update", cb.Update().After("offlinelock:rekey_update").Before("gorm:update"), b.prepareWrite},
 		{"offlinelock:unprepare_update", cb.Update().After("gorm:update").Before("gorm:save_after_associations"), unpreparedWrite},
-		{"offlinelock:fence_update", cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction"), p.fence},
-		{"offlinelock:end_update", cb.Update().After("*"), p.endStatement},
-		{"offlinelock:before_delete", cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete"), p.beforeWrite(opDelete)},
-		{"offlinelock:rekey_delete", cb.Delete().After("gorm:before_delete").Before("gorm:delete"), p.rekey(opDelete)},
-		{"offlinelock:fence_delete", cb.Delete().After("gorm:after_delete").Before("gorm:commit_or_rollback_transaction"), p.fence},
-		{"offlinelock:end_delete", cb.Delete().After("*"), p.endStatement},
+		{"offlinelock:fence_update", cb.Update().After("gorm:after_update").Before("gorm:commit_or_rollback_transaction"), b.fence},
+		{"offlinelock:end_update", cb.Update().After("*"), b.endStatement},
+		{"offlinelock:before_delete", cb.Delete().After("gorm:begin_transaction").Before("gorm:before_delete"), b.beforeWrite(opDelete)},
+		{"offlinelock:rekey_delete", cb.Delete().After("gorm:before_delete").Before("gorm:delete"), b.rekey(opDelete)},
+		{"offlinelock:fence_delete", cb.Delete().After("gorm:after_delete").Before("gorm:commit_or_rollback_transaction"), b.fence},
+		{"offlinelock:end_delete", cb.Delete().After("*"), b.endStatement},
 	} {
+		if skip[r.name] {
+			continue
+		}
 		if err := r.at.Register(r.name, r.fn); err != nil {
 			return fmt.Errorf("offlinelock: registering %s: %w", r.name, err)
 		}
@@ -149,7 +154,8 @@ func setState(db *gorm.DB, st *state) {
 // enter decides whether the plugin acts on this statement, and if so
 // returns its state. It reports a bad tag, a missing owner or a bad bypass
 // as the statement's error.
-func (p *Plugin) enter(db *gorm.DB, op opKind, onLoad bool) *state {
+func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
+	p := b.p
 	if db.Error != nil || db.DryRun {
 		return nil
 	}
@@ -161,9 +167,11 @@ func (p *Plugin) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 		db.AddError(err)
 		return nil
 	}
-	if err := p.resolve(m); err != nil {
-		db.AddError(err)
-		return nil
+	if m.root != nil || m.err != nil { // a member's root chain, a bad tag
+		if err := p.resolve(m); err != nil {
+			db.AddError(err)
+			return nil
+		}
 	}
 	if onLoad && !m.locksOnLoad() {
 		return nil
@@ -171,27 +179,22 @@ func (p *Plugin) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 	if p.bypassed(db, op) {
 		return nil
 	}
-	return p.start(db, m, op)
+	return b.start(db, m, op)
 }
 
 // start gives a statement on m its state, reporting a missing owner as
 // the statement's error.
-func (p *Plugin) start(db *gorm.DB, m *model, op opKind) *state {
-	st := &state{m: m, op: op, bulk: -1}
-	var err error
-	if st.t, err = p.storeFor(db); err != nil {
+func (b *binding) start(db *gorm.DB, m *model, op opKind) *state {
+	p := b.p
+	st := &state{m: m, op: op, bulk: -1, t: b.t}
+	err := p.initFailed()
+	if err == nil {
+		err = b.prepare(db, m)
+	}
+	if err != nil {
 		st.fail(db, err)
 		return nil
 	}
-	if err := checkKeyColumns(db, st.t, m); err != nil {
-		st.fail(db, err)
-		return nil
-	}
-	if err := p.rememberModel(db, st.t, m); err != nil {
-		st.fail(db, err)
-		return nil
-	}
-	p.guardLazily(db, m)
 	if st.owner, err = ownerOf(db); err != nil {
 		p.tel.refused(ctxOf(db), db, modeImplicit, m.accessFor(op), m.lockResource(), err)
 		if errors.Is(err, ErrNoOwner) {
@@ -295,7 +298,8 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 // endStatement is the last callback of every chain: it ends what begin
 // started, puts a refused load's destination back, and keeps the plugin's
 // error matchable with errors.Is whatever GORM added after it.
-func (p *Plugin) endStatement(db *gorm.DB) {
+func (b *binding) endStatement(db *gorm.DB) {
+	p := b.p
 	endSpans(db)
 	st := stateOf(db)
 	if st == nil {
@@ -305,7 +309,9 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
 	setState(db, nil)
-	unpreparedPool(db, st)
+	if st.prepared {
+		unpreparedPool(db, st)
+	}
 	if st.fastRewrote || st.folded {
 		if st.hadWhere {
 			db.Statement.Clauses["WHERE"] = st.where
@@ -357,8 +363,8 @@ func (p *Plugin) endStatement(db *gorm.DB) {
 		p.giveBack(db, st)
 		p.lockedByGuard(db)
 	}
-	if db.Error == nil {
-		watchCommit(db, st)
+	if db.Error == nil && len(st.required) > 0 && !st.ownTx {
+		watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
 	}
 	p.countStatement(db, st)
 	if db.Error != nil && st.restore != nil {
@@ -399,10 +405,16 @@ func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 // ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the
 // tag's ttl=…, or Config.TTL, capped by MaxTTL.
 func (p *Plugin) ttlFor(db *gorm.DB, m *model) (time.Duration, error) {
-	if _, ok := ttlFrom(db.Statement.Context); !ok && m.ttl > 0 {
-		return min(m.ttl, p.cfg.MaxTTL), nil
+	d, ok := ttlFrom(db.Statement.Context)
+	switch {
+	case !ok && m.ttl > 0:
+		d = m.ttl
+	case !ok:
+		d = p.cfg.TTL
+	case d <= 0:
+		return 0, invalid("TTL %v must be positive", d)
 	}
-	return p.ttl(db.Statement.Context)
+	return min(d, p.cfg.MaxTTL), nil
 }
 
 // snapshot returns a function that puts v back as it is now. A slice's

@@ -233,7 +233,8 @@ func setsKey(db *gorm.DB, m *model) bool {
 // Write locks, checked before the write's hooks, as for a lockable
 // parent. Without such rows the write goes on as the plugin never saw it
 // (no owner needed).
-func (p *Plugin) checkParentWrite(db *gorm.DB, op opKind) {
+func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
+	p := b.p
 	stmt := db.Statement
 	if db.DryRun || stmt.Schema != nil && op == opDelete && len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped {
 		return // a soft delete deletes no row: nothing cascades
@@ -266,7 +267,7 @@ func (p *Plugin) checkParentWrite(db *gorm.DB, op opKind) {
 		db.AddError(err)
 		return
 	}
-	if st := p.start(db, m, op); st != nil {
+	if st := b.start(db, m, op); st != nil {
 		if err := p.requireCascaded(db, st, op, keys); err != nil {
 			st.fail(db, err)
 		}

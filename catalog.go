@@ -120,15 +120,15 @@ func specField(column string, k keyKind) *schema.Field {
 // loadCatalog learns the lockable tables other nodes wrote. A table whose
 // Go model this node has parsed keeps that model.
 func (p *Plugin) loadCatalog(db *gorm.DB) error {
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
-	specs, err := t.specs(direct(db))
+	specs, err := b.t.specs(direct(db))
 	if err != nil {
 		return err
 	}
-	p.catalogAt.Store(time.Now().UnixNano())
+	b.catalogAt.Store(time.Now().UnixNano())
 	for _, sp := range specs {
 		if p.reg.tableModel(sp.Table) == nil {
 			p.reg.storeTable(modelOfSpec(sp))
@@ -146,21 +146,26 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 // freshCatalog writes again the catalog rows of models whose row grew, and
 // starts a background reload of the catalog when it is older than
 // catalogRefresh.
-func (p *Plugin) freshCatalog(db *gorm.DB) {
-	if dirty := p.reg.takeDirty(); len(dirty) > 0 && !db.DryRun {
-		if t, err := p.storeFor(db); err == nil {
-			for _, m := range dirty {
-				if err := p.rememberModel(db, t, m); err != nil || !m.saved.Load() {
-					p.reg.changedAgain(m) // not written (or inside a SQLite transaction): next time
-				}
+func (b *binding) freshCatalog(db *gorm.DB) {
+	if n := b.p.reg.changes.Load(); n != b.changes.Load() && !db.DryRun {
+		written := true
+		b.models.Range(func(k, v any) bool {
+			m, h := k.(*model), v.(*modelHere)
+			if s := h.saved.Load(); s != 0 && s != m.version.Load()+1 {
+				// not written (or inside a SQLite transaction): next time
+				written = b.rememberModel(db, m) == nil && h.saved.Load() == m.version.Load()+1 && written
 			}
+			return true
+		})
+		if written {
+			b.changes.CompareAndSwap(b.changes.Load(), n)
 		}
 	}
-	at := p.catalogAt.Load()
-	if time.Since(time.Unix(0, at)) < catalogRefresh || !p.catalogAt.CompareAndSwap(at, time.Now().UnixNano()) {
+	at := b.catalogAt.Load()
+	if time.Since(time.Unix(0, at)) < catalogRefresh || !b.catalogAt.CompareAndSwap(at, time.Now().UnixNano()) {
 		return
 	}
-	go p.loadCatalog(p.background(db))
+	go b.p.loadCatalog(b.p.background(db))
 }
 
 // rememberModel writes m to the catalog before the plugin first enforces
@@ -170,24 +175,35 @@ func (p *Plugin) freshCatalog(db *gorm.DB) {
 // the caller's transaction holds, or (SQLite) for its write lock. Inside a
 // transaction the row commits with it, so it is written again next time
 // until a statement outside a transaction has done it.
-func (p *Plugin) rememberModel(db *gorm.DB, t lockStore, m *model) error {
-	if m.typ == nil || !m.lockable || m.saved.Load() {
+func (b *binding) rememberModel(db *gorm.DB, m *model) error {
+	h := b.here(m)
+	version := m.version.Load() + 1
+	if m.typ == nil || !m.lockable || h.saved.Load() == version {
 		return nil
 	}
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	c := direct(db).WithoutCancel()
-	spec := p.specOf(m)
-	if stored, err := t.specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
-		m.saved.Store(true) // committed already: no write, no row lock held in the caller's transaction
+	spec := b.p.specOf(m)
+	if stored, err := b.t.specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
+		h.saved.Store(version) // committed already: no write, no row lock held in the caller's transaction
 		return nil
 	}
-	if err := t.remember(c, []tableSpec{spec}); err != nil {
+	if err := b.t.remember(c, []tableSpec{spec}); err != nil {
 		return fmt.Errorf("offlinelock: writing %s to the catalog of lockable tables: %w", m.table, err)
 	}
 	if !inTx {
-		m.saved.Store(true)
+		h.saved.Store(version)
 	}
 	return nil
+}
+
+// rememberModelOn is rememberModel on db's binding.
+func (p *Plugin) rememberModelOn(db *gorm.DB, m *model) error {
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return err
+	}
+	return b.rememberModel(db, m)
 }
 
 // checkKeyColumns refuses a model whose key columns the store finds the
@@ -208,16 +224,20 @@ func sameSpec(a, b tableSpec) bool {
 }
 
 // saveModels writes models to the catalog on a connection of its own.
-func (p *Plugin) saveModels(db *gorm.DB, ms ...*model) error {
-	t, err := p.storeFor(db)
-	if err != nil {
+func (b *binding) saveModels(db *gorm.DB, ms ...*model) error {
+	specs := make([]tableSpec, len(ms))
+	versions := make([]uint64, len(ms))
+	for i, m := range ms {
+		versions[i] = m.version.Load() + 1
+		specs[i] = b.p.specOf(m)
+	}
+	if err := b.t.remember(direct(b.p.background(db)), specs); err != nil {
 		return err
 	}
-	specs := make([]tableSpec, len(ms))
 	for i, m := range ms {
-		specs[i] = p.specOf(m)
+		b.here(m).saved.Store(versions[i])
 	}
-	return t.remember(direct(p.background(db)), specs)
+	return nil
 }
 
 // background is a session on db's pool, outside any transaction of the

@@ -14,7 +14,12 @@
 //   - offlinelock (this one): the GORM side: callbacks, loads, writes,
 //     aggregates, the registry of models, the catalog's specs, telemetry,
 //     and the public API. It imports the two below, GORM and
-//     OpenTelemetry, and no database driver.
+//     OpenTelemetry, and no database driver. binding.go is the plugin on
+//     one database: made when the plugin is registered there, it decides
+//     the dialect once and holds that database's store, guard state,
+//     watcher and what has been done for each model (key columns checked,
+//     catalog row written, table guarded), so a statement pays one map
+//     read for all of it; the callbacks are its methods.
 //   - internal/lockstore: the lock table in each database, every piece of
 //     its SQL, the guard's DDL, tokens and their hashes, the statement
 //     runner. It imports GORM (for the connection) and nothing of this

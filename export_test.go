@@ -23,14 +23,19 @@ func SetInstrumentation(p *Plugin, t Instrumentation) { p.tel = t }
 // PostgreSQL, and its arguments for resource, id and session: what
 // BenchmarkAcquireStatement sends raw.
 func GrantStatement(p *Plugin, resource, id, session string) (string, []any) {
-	return lockstore.GrantStatement(p.pg.Store, resource, id, session, DefaultTTL)
+	b, _ := p.newBinding("postgres")
+	return lockstore.GrantStatement(b.t.Store, resource, id, session, DefaultTTL)
 }
 
 // SweepPlan is the EXPLAIN of one batch of the sweep on PostgreSQL, planned
 // under the settings the sweep runs with, in a transaction rolled back.
 func SweepPlan(p *Plugin, db *gorm.DB) (plan string, err error) {
 	err = db.Transaction(func(tx *gorm.DB) error {
-		plan, err = lockstore.SweepPlan(p.pg.Store, direct(tx))
+		t, err := p.storeFor(tx)
+		if err != nil {
+			return err
+		}
+		plan, err = lockstore.SweepPlan(t.Store, direct(tx))
 		return err
 	})
 	return plan, err

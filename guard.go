@@ -204,12 +204,11 @@ func (p *Plugin) learnPartitions(db *gorm.DB, g lockstore.Guard, m *model) {
 // that one Plugin registered on several databases installs and tracks the
 // guard on each.
 func (p *Plugin) guardOf(db *gorm.DB) *guardState {
-	k := databaseOf(db)
-	if gs, ok := p.guards.Load(k); ok {
-		return gs.(*guardState)
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return &guardState{} // no binding, no guard: nothing to remember
 	}
-	gs, _ := p.guards.LoadOrStore(k, &guardState{})
-	return gs.(*guardState)
+	return &b.guard
 }
 
 // databaseOf names db's database for the plugin's per-database state: its
@@ -232,6 +231,15 @@ func (p *Plugin) forgetGuards(db *gorm.DB) {
 	gs.mu.Lock()
 	gs.routine, gs.tables = false, nil
 	gs.mu.Unlock()
+	p.forgetModels(db)
+}
+
+// forgetModels makes every model on db's database be prepared again
+// (binding.prepare).
+func (p *Plugin) forgetModels(db *gorm.DB) {
+	if b, err := p.bindingOf(db); err == nil {
+		b.forget()
+	}
 }
 
 // forgetGuard makes the next guardTableFor of table look at db's database
@@ -248,33 +256,49 @@ func (p *Plugin) forgetGuard(db *gorm.DB, table string) {
 // next one tries again. Inside a transaction it works in the background:
 // the caller's transaction may hold the pool's last connection, and on
 // MySQL DDL would commit it.
-func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
+//
+// It reports whether nothing is left to do for m's table on this
+// database: guarded, or nothing to guard.
+func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
+	p := b.p
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	if inTx && db.Dialector.Name() == "mysql" {
 		// MySQL's CREATE TRIGGER waits for the metadata locks of open
 		// transactions, and a metadata-lock deadlock with one fails that
 		// transaction's statement (1213): not beside a transaction of the
 		// caller's. The next statement outside one guards the table.
-		return
+		return b.guard.has(m.table)
 	}
-	if t, err := p.storeFor(db); err == nil {
-		if _, ok := p.guardOn(t); !ok {
-			if t.caps.Guard != nil {
-				p.learnPartitions(db, t.caps.Guard, m) // turned off: the names still count
-			}
-			return // SQLite has no guard, or it is turned off
+	if _, ok := p.guardOn(b.t); !ok {
+		if b.t.caps.Guard != nil {
+			p.learnPartitions(db, b.t.caps.Guard, m) // turned off: the names still count
+			return b.guard.has(m.table)
 		}
-		if lockstore.IsGalera(t.Store) {
-			// On Galera CREATE TRIGGER is replicated DDL, ordered
-			// cluster-wide, and GET_LOCK is one node's: installs raced
-			// from several nodes under load stalled every writer. The
-			// guard is installed by db.Use, InstallGuard, the CLI and
-			// DDL through GORM, never on a statement's way
-			// (docs/scaling.md).
-			return
-		}
+		return true // SQLite has no guard
+	}
+	if lockstore.IsGalera(b.t.Store) {
+		// On Galera CREATE TRIGGER is replicated DDL, ordered
+		// cluster-wide, and GET_LOCK is one node's: installs raced
+		// from several nodes under load stalled every writer. The
+		// guard is installed by db.Use, InstallGuard, the CLI and
+		// DDL through GORM, never on a statement's way
+		// (docs/scaling.md).
+		return true
+	}
+	if p.cfg.LeaveGuard {
+		return true
 	}
 	p.guardTable(db, m, !inTx)
+	return b.guard.has(m.table)
+}
+
+// has says whether table is known to carry the guard (or, with the
+// guard off, to have had its partitions' names learnt).
+func (gs *guardState) has(table string) bool {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	_, ok := gs.tables[strings.ToLower(table)]
+	return ok
 }
 
 // guardAfterDDL guards a lockable table again after DDL named it: on
@@ -284,6 +308,7 @@ func (p *Plugin) guardLazily(db *gorm.DB, m *model) {
 // pool's last one); elsewhere, and on PostgreSQL, in the background.
 func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model) {
 	p.forgetGuard(db, m.table)
+	p.forgetModels(db) // a table made again has lost its triggers
 	if p.cfg.DisableGuard || p.cfg.LeaveGuard {
 		return
 	}
@@ -385,14 +410,18 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 		if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, x.table) }) {
 			specs = append(specs, p.specOf(x))
 			if x != m {
-				if err := p.rememberModel(db, t, x); err != nil {
+				if err := p.rememberModelOn(db, x); err != nil {
 					return err
 				}
 			}
 		}
 		p.forgetGuard(db, x.table)
 	}
-	return p.ensureGuards(db, specs)
+	err = p.ensureGuards(db, specs)
+	if err != nil {
+		p.forgetModels(db) // the tables forgotten above are tried again by their next statements
+	}
+	return err
 }
 
 // aggregateOf is the rest of m's aggregate that the plugin can learn from
@@ -462,6 +491,7 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	gs.routine, gs.tables = false, nil
+	defer p.forgetModels(db) // the next statement on a table guards it again
 	return g.RemoveGuard(direct(p.background(db)))
 }
 

@@ -44,7 +44,8 @@ var identityClauses = []string{"WHERE", "INSERT", "UPDATE", "DELETE", "VALUES", 
 // registerIdentity wraps db's clause builders, once per database (with
 // the callbacks), so that a write by a session carries its identity.
 // Builders already there (the dialect's) are kept and called.
-func (p *Plugin) registerIdentity(db *gorm.DB) {
+func (b *binding) registerIdentity(db *gorm.DB) {
+	p := b.p
 	if p.cfg.DisableGuard {
 		return
 	}
@@ -52,13 +53,14 @@ func (p *Plugin) registerIdentity(db *gorm.DB) {
 		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
 	}
 	for _, name := range identityClauses {
-		db.ClauseBuilders[name] = p.identityBuilder(name, db.ClauseBuilders[name])
+		db.ClauseBuilders[name] = b.identityBuilder(name, db.ClauseBuilders[name])
 	}
 }
 
 // identityBuilder is a clause builder that adds the writer's identity to
 // name's clause of a write by a session.
-func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
+func (b *binding) identityBuilder(name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
+	p, bound := b.p, b
 	build := func(c clause.Clause, b clause.Builder) {
 		if prev != nil {
 			prev(c, b)
@@ -101,8 +103,8 @@ func (p *Plugin) identityBuilder(name string, prev clause.ClauseBuilder) clause.
 			clause.Expr{SQL: p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
 			b.WriteString(" IS NOT NULL")
 		case stmt.Dialector.Name() == "mysql" && (name == "INSERT" || name == "UPDATE" || name == "DELETE"):
-			key := p.guardOf(stmt.DB).key()
-			if lockstore.IsMariaDB(p.my.Store) {
+			key := bound.guard.key()
+			if lockstore.IsMariaDB(bound.t.Store) {
 				b.WriteString(lockstore.MariaDBIdentityPrefix(key, session, fenced))
 				build(c, b)
 				return
@@ -170,9 +172,10 @@ func writerSession(stmt *gorm.Statement) string {
 // MySQL/MariaDB the statement is prefixed; on PostgreSQL, inside a
 // transaction, set_config runs first (outside one, a raw write carries no
 // identity: the guard refuses it on a held record, even the holder's).
-func (p *Plugin) rawIdentity(db *gorm.DB) {
-	if p.cfg.DisableGuard || db.Error != nil || db.DryRun {
-		return
+func (b *binding) rawIdentity(db *gorm.DB) {
+	p := b.p
+	if b.t == nil || p.cfg.DisableGuard || db.Error != nil || db.DryRun {
+		return // no store: a plugin that failed to initialise refuses elsewhere
 	}
 	o, ok := OwnerFrom(db.Statement.Context)
 	if !ok || o.Session == "" {
@@ -186,10 +189,10 @@ func (p *Plugin) rawIdentity(db *gorm.DB) {
 	}
 	switch db.Dialector.Name() {
 	case "mysql":
-		if !lockstore.IsMariaDB(p.my.Store) || strings.Contains(strings.ToUpper(sql), ";") {
+		if !lockstore.IsMariaDB(b.t.Store) || strings.Contains(strings.ToUpper(sql), ";") {
 			return
 		}
-		mark := lockstore.MariaDBIdentityPrefix(p.guardOf(db).key(), o.Session, false)
+		mark := lockstore.MariaDBIdentityPrefix(b.guard.key(), o.Session, false)
 		db.Statement.SQL.Reset()
 		db.Statement.SQL.WriteString(mark + sql)
 	case "postgres":

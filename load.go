@@ -25,26 +25,29 @@ const maxRereads = 3
 // the same FROM, JOINs, WHERE, ORDER and LIMIT finds. Locks are taken before
 // the read, so a write committed before the lock was granted is in what the
 // caller gets; and when a lock is refused nothing is read at all.
-func (p *Plugin) beforeQuery(db *gorm.DB) {
+func (b *binding) beforeQuery(db *gorm.DB) {
+	p := b.p
 	p.traceStatement(db)
 	if db.Error != nil || db.DryRun || p.bypassed(db, opLoad) {
 		return
 	}
-	p.freshCatalog(db)
+	b.freshCatalog(db)
 	if db.Statement.SQL.Len() > 0 {
-		p.beforeRawQuery(db)
+		b.beforeRawQuery(db)
 		return
 	}
 	if isCount(db.Statement) {
 		return // a count reveals no row
 	}
-	if p.fromSubquery(db) {
+	if db.Statement.TableExpr != nil && b.fromSubquery(db) {
 		return
 	}
-	p.statementOnPrimary(db)
-	st := p.enter(db, opLoad, true)
+	if db.Statement.ConnPool != db.Config.ConnPool { // a read router chose a replica (primary.go)
+		p.loadOnPrimary(db, p.statementModel(db))
+	}
+	st := b.enter(db, opLoad, true)
 	if st == nil && db.Error == nil {
-		if st = p.enterJoins(db, opLoad); st != nil {
+		if st = b.enterJoins(db, opLoad); st != nil {
 			routeToPrimary(db)
 		}
 	}
@@ -52,7 +55,7 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		return
 	}
 	// no SQL text of the caller's, and no joined member: reads only what the plugin locks
-	gormOnly := generated(db.Statement) && !p.joinsMember(db)
+	gormOnly := generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
 	if st == nil {
 		if !gormOnly {
 			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
@@ -63,7 +66,7 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 		p.guardPreloads(db)
 		return
 	}
-	if refuseVolatileLimit(db, st) || p.refuseMemberJoins(db, st) {
+	if refuseVolatileLimit(db, st) || st.m.root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
@@ -95,7 +98,8 @@ func (p *Plugin) beforeQuery(db *gorm.DB) {
 // or the model's table again, is refused there. Any other subquery as the
 // table stays refused (a computed key column would lock other rows than
 // the ones it shows).
-func (p *Plugin) fromSubquery(db *gorm.DB) bool {
+func (b *binding) fromSubquery(db *gorm.DB) bool {
+	p := b.p
 	stmt := db.Statement
 	if !limitPerRecord(stmt) {
 		return false
@@ -106,7 +110,7 @@ func (p *Plugin) fromSubquery(db *gorm.DB) bool {
 	callbacks.BuildQuerySQL(db)
 	stmt.TableExpr = nil // built: the model is the destination's own (statementModel)
 	if db.Error == nil {
-		p.rawQuery(db, true)
+		b.rawQuery(db, true)
 	}
 	return true
 }
@@ -163,13 +167,14 @@ func limitPerRecord(stmt *gorm.Statement) bool {
 // destination's own lockable model are locked once read, and read again;
 // any other read of a table locked on load, and any raw write to a
 // lockable table, is refused: the plugin cannot see its rows.
-func (p *Plugin) beforeRawQuery(db *gorm.DB) { p.rawQuery(db, false) }
+func (b *binding) beforeRawQuery(db *gorm.DB) { b.rawQuery(db, false) }
 
 // rawQuery is beforeRawQuery; vetted says the statement is one the plugin
 // has read as returning its model's rows under their own keys
 // (limitPerRecord), which the raw SQL check would refuse for its window
 // function.
-func (p *Plugin) rawQuery(db *gorm.DB, vetted bool) {
+func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
+	p := b.p
 	sql := db.Statement.SQL.String()
 	named := p.namedModels(sql)
 	if p.readsDynamically(db, sql) {
@@ -206,7 +211,7 @@ func (p *Plugin) rawQuery(db *gorm.DB, vetted bool) {
 		db.AddError(unenforceable(m.table, "a raw SELECT whose rows may not carry their own primary key (a computed, renamed or aggregated key column, a set operation, or a function or subquery among its columns) reads lockable table"))
 		return
 	}
-	st := p.start(db, m, opLoad)
+	st := b.start(db, m, opLoad)
 	if st == nil {
 		return
 	}
@@ -285,9 +290,6 @@ func oneKey(targets []target) bool {
 // its roots, not what it joins. It reports whether it refused. Preload
 // loads the joined model through its own load, which locks it.
 func (p *Plugin) refuseMemberJoins(db *gorm.DB, st *state) bool {
-	if st.m.root == nil {
-		return false
-	}
 	joins := p.lockableJoins(db)
 	if len(joins) == 0 {
 		return false
@@ -299,7 +301,8 @@ func (p *Plugin) refuseMemberJoins(db *gorm.DB, st *state) bool {
 // enterJoins is enter for a load whose own model is not locked on load but
 // that joins one that is (Joins("Desk"), Joins("Seat.Desk")): the joined
 // rows are locked like any other.
-func (p *Plugin) enterJoins(db *gorm.DB, op opKind) *state {
+func (b *binding) enterJoins(db *gorm.DB, op opKind) *state {
+	p := b.p
 	if db.Error != nil || db.DryRun || db.Statement.Schema == nil || len(db.Statement.Joins) == 0 ||
 		db.Statement.SQL.Len() > 0 || len(p.lockableJoins(db)) == 0 {
 		return nil
@@ -308,7 +311,7 @@ func (p *Plugin) enterJoins(db *gorm.DB, op opKind) *state {
 	if m.root != nil || p.bypassed(db, op) {
 		return nil
 	}
-	return p.start(db, m, op)
+	return b.start(db, m, op)
 }
 
 // guardPreloads makes a load of a model that is not locked on load, but
@@ -453,7 +456,8 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 // rows the statement did not foresee (Raw SQL, a row that began to match)
 // are locked now and the query runs again, so that what the caller gets is
 // never older than its lock.
-func (p *Plugin) afterQuery(db *gorm.DB) {
+func (b *binding) afterQuery(db *gorm.DB) {
+	p := b.p
 	adoptSpan(db)
 	st := stateOf(db)
 	if st == nil || st.locked == nil {
@@ -540,12 +544,13 @@ func reread(db *gorm.DB, st *state) bool {
 // beforeRow locks the rows that Rows, Row or Scan on a model will return.
 // The caller reads them after the chain has ended, so the locks are
 // committed first (or taken in the caller's transaction).
-func (p *Plugin) beforeRow(db *gorm.DB) {
+func (b *binding) beforeRow(db *gorm.DB) {
+	p := b.p
 	p.traceStatement(db)
 	if db.Error != nil || db.DryRun || p.bypassed(db, opRows) {
 		return
 	}
-	p.freshCatalog(db)
+	b.freshCatalog(db)
 	if db.Statement.SQL.Len() > 0 {
 		p.beforeRawRows(db)
 		return
@@ -553,17 +558,19 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 	if db.Statement.Schema == nil && p.fromMigrator() {
 		return // the migrator reads one row of a table for its column types
 	}
-	p.statementOnPrimary(db)
-	st := p.enter(db, opRows, true)
+	if db.Statement.ConnPool != db.Config.ConnPool { // a read router chose a replica (primary.go)
+		p.loadOnPrimary(db, p.statementModel(db))
+	}
+	st := b.enter(db, opRows, true)
 	if st == nil && db.Error == nil {
-		if st = p.enterJoins(db, opRows); st != nil {
+		if st = b.enterJoins(db, opRows); st != nil {
 			routeToPrimary(db)
 		}
 	}
 	if db.Error != nil {
 		return
 	}
-	gormOnly := generated(db.Statement) && !p.joinsMember(db)
+	gormOnly := generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
 	if st == nil {
 		if !gormOnly {
 			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
@@ -572,7 +579,7 @@ func (p *Plugin) beforeRow(db *gorm.DB) {
 		}
 		return
 	}
-	if refuseVolatileLimit(db, st) || p.refuseMemberJoins(db, st) {
+	if refuseVolatileLimit(db, st) || st.m.root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}

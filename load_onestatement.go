@@ -306,7 +306,7 @@ func unpreparedPool(db *gorm.DB, st *state) {
 // compiling the write's lock-check subquery costs more than running it.
 // Just before gorm:update; unpreparedWrite puts the transaction back just
 // after, before anything else (associations, hooks, commit) runs on it.
-func (p *Plugin) prepareWrite(db *gorm.DB) {
+func (b *binding) prepareWrite(db *gorm.DB) {
 	st := stateOf(db)
 	if st == nil || !st.folded || st.prepared || db.Error != nil || db.DryRun {
 		return

@@ -57,7 +57,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := p.rememberTarget(db, t, m, k); err != nil {
+	if err := p.rememberTarget(db, m, k); err != nil {
 		return nil, err
 	}
 	ttl, err := p.ttl(db.Statement.Context)
@@ -87,18 +87,18 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 // rememberTarget writes the lockable models behind a lock on a target of
 // model m (its own, and its root's, the lock's resource) to the catalog
 // before the lock exists.
-func (p *Plugin) rememberTarget(db *gorm.DB, t lockStore, m *model, k key) error {
+func (p *Plugin) rememberTarget(db *gorm.DB, m *model, k key) error {
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return err
+	}
 	for _, m := range []*model{p.reg.tableModel(k.Resource), m} {
-		if m == nil {
+		if m == nil || !m.lockable {
 			continue
 		}
-		if err := checkKeyColumns(db, t, m); err != nil {
+		if err := b.prepare(db, m); err != nil {
 			return err
 		}
-		if err := p.rememberModel(db, t, m); err != nil {
-			return err
-		}
-		p.guardLazily(db, m)
 	}
 	return nil
 }

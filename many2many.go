@@ -60,7 +60,8 @@ func (p *Plugin) joinOwners(table string) ([]joinOwner, error) {
 
 // beforeJoinWrite checks a write to a join table against the Write locks
 // of the records its rows relate, before the write's hooks run.
-func (p *Plugin) beforeJoinWrite(db *gorm.DB, op opKind) {
+func (b *binding) beforeJoinWrite(db *gorm.DB, op opKind) {
+	p := b.p
 	owners, err := p.joinOwners(db.Statement.Table)
 	if (len(owners) == 0 && err == nil) || p.bypassed(db, op) {
 		return
@@ -69,7 +70,7 @@ func (p *Plugin) beforeJoinWrite(db *gorm.DB, op opKind) {
 		db.AddError(err)
 		return
 	}
-	st := p.start(db, owners[0].m, op)
+	st := b.start(db, owners[0].m, op)
 	if st == nil {
 		return
 	}

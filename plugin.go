@@ -108,18 +108,13 @@ type Plugin struct {
 	reg   *registry  // parsed models
 	tel   *telemetry // OpenTelemetry instruments, made once
 	hints hints      // which locks this process granted: a routing guess, never trusted
-	pg    lockStore  // the lock table on PostgreSQL
-	lite  lockStore  // and on SQLite
-	my    lockStore  // and on MySQL and MariaDB
 
 	pgIdentity          string // the identity's expression on PostgreSQL, signed in the database (lockstore.PostgresSetIdentity)
 	pgIdentityStatement string // and as a statement of its own
 
-	catalogAt atomic.Int64 // when the catalog was last read, in Unix nanoseconds
-	chains    chainCache   // whether a callback chain is GORM's and the plugin's alone
-	guards    sync.Map     // databaseOf → *guardState: which tables carry the database guard, per database (guard.go)
-	notes     noteTable    // take-overs and requests to edit, for Watch (notes.go)
-	watchers  sync.Map     // databaseOf → *watcher: one poll of the lock table per database (watch.go)
+	bindings sync.Map   // databaseOf → *binding: the plugin on each database (binding.go)
+	chains   chainCache // whether a callback chain is GORM's and the plugin's alone
+	notes    noteTable  // take-overs and requests to edit, for Watch (notes.go)
 
 	initErr atomic.Pointer[error] // why Initialize failed: every statement on a lockable table and every call fails with it
 }
@@ -158,17 +153,8 @@ func New(cfg Config) *Plugin {
 	if p.cfg.TTL > p.cfg.MaxTTL {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
-	table, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
+	catalog := `"` + p.cfg.Table + `_tables"`
 	p.pgIdentity, p.pgIdentityStatement = lockstore.PostgresSetIdentity(catalog), lockstore.PostgresSetIdentityStatement(catalog)
-	p.pg = newTable(p, "postgresql", func(obs lockstore.Observer) lockstore.Store {
-		return lockstore.NewPostgres(table, seq, catalog, obs)
-	})
-	p.lite = newTable(p, "sqlite", func(obs lockstore.Observer) lockstore.Store {
-		return lockstore.NewSQLite(table, seq, catalog, obs)
-	})
-	p.my = newTable(p, "mysql", func(obs lockstore.Observer) lockstore.Store {
-		return lockstore.NewMySQL(p.cfg.Table, obs)
-	})
 	return p
 }
 
@@ -199,7 +185,8 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		// callbacks (statements run on the source's *gorm.DB).
 		return nil
 	}
-	if _, err := p.storeFor(db); err != nil {
+	b, err := p.bindingOf(db)
+	if err != nil {
 		return err
 	}
 	for _, m := range p.cfg.Models {
@@ -242,8 +229,8 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 	if err := p.observeLive(db); err != nil {
 		return err
 	}
-	p.registerIdentity(db)
-	if err := p.registerCallbacks(db); err != nil {
+	b.registerIdentity(db)
+	if err := b.registerCallbacks(db); err != nil {
 		return err
 	}
 	if db.ClauseBuilders == nil {
@@ -265,7 +252,11 @@ func (p *Plugin) failInit(db *gorm.DB, err error) {
 	err = fmt.Errorf("%w (the offlinelock plugin failed to initialise; statements on lockable tables are refused)", err)
 	p.initErr.Store(&err)
 	if db.Callback().Query().Get("offlinelock:before_query") == nil {
-		_ = p.registerCallbacks(db)
+		b := &binding{p: p} // no store: its callbacks refuse with err
+		if v, ok := p.bindings.Load(databaseOf(db)); ok {
+			b = v.(*binding)
+		}
+		_ = b.registerCallbacks(db)
 	}
 }
 
@@ -280,15 +271,18 @@ func (p *Plugin) initFailed() error {
 // rememberModels writes Config.Models to the catalog and reads what other
 // nodes wrote there.
 func (p *Plugin) rememberModels(db *gorm.DB) error {
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return err
+	}
 	var ms []*model
 	for _, v := range p.cfg.Models {
 		if m, _, _ := p.modelFor(db, v); m != nil && m.lockable && m.err == nil {
 			ms = append(ms, m)
-			m.saved.Store(true)
 		}
 	}
 	if len(ms) > 0 {
-		if err := p.saveModels(db, ms...); err != nil {
+		if err := b.saveModels(db, ms...); err != nil {
 			return fmt.Errorf("offlinelock: writing the catalog of lockable tables: %w", err)
 		}
 	}
@@ -311,25 +305,11 @@ func (p *Plugin) Migrate(db *gorm.DB) error {
 
 // storeFor is the lock table of db's database.
 func (p *Plugin) storeFor(db *gorm.DB) (lockStore, error) {
-	if p.err != nil {
-		return nil, p.err
-	}
-	if err := p.initFailed(); err != nil {
+	b, err := p.bindingOf(db)
+	if err != nil {
 		return nil, err
 	}
-	if db == nil || db.Dialector == nil {
-		return nil, invalid("db is nil or not opened")
-	}
-	switch name := db.Dialector.Name(); name {
-	case "postgres":
-		return p.pg, nil
-	case "sqlite", "sqlite3":
-		return p.lite, nil
-	case "mysql": // gorm.io/driver/mysql, for MySQL and MariaDB alike
-		return p.my, nil
-	default:
-		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL, MySQL, MariaDB and SQLite are)", name)
-	}
+	return b.t, nil
 }
 
 // ttl is the lifetime for a lock asked for in ctx: WithTTL or Config.TTL,

@@ -73,11 +73,3 @@ func (p *Plugin) loadOnPrimary(db *gorm.DB, m *model) {
 	}
 	routeToPrimary(db)
 }
-
-// statementOnPrimary is loadOnPrimary for the statement's own model, which
-// is looked up only when a router has moved the statement.
-func (p *Plugin) statementOnPrimary(db *gorm.DB) {
-	if db.Statement.ConnPool != db.Config.ConnPool {
-		p.loadOnPrimary(db, p.statementModel(db))
-	}
-}

@@ -70,7 +70,8 @@ func (p *Plugin) mayRekey(db *gorm.DB, op opKind) bool {
 
 // rekey checks a write again when the keys or links it carries now are not
 // the ones its check read: on the rows as the statement will write them.
-func (p *Plugin) rekey(op opKind) func(*gorm.DB) {
+func (b *binding) rekey(op opKind) func(*gorm.DB) {
+	p := b.p
 	return func(db *gorm.DB) {
 		adoptSpan(db)
 		st := stateOf(db)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
-	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 )
 
@@ -44,14 +43,6 @@ type table struct {
 	lockstore.Store
 	caps lockstore.Traits
 	obs  lockstore.Observer // what the store tells p's telemetry, handed to it
-}
-
-// newTable makes p's store on system (its name in telemetry), handing it
-// its observer.
-func newTable(p *Plugin, system string, open func(lockstore.Observer) lockstore.Store) *table {
-	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
-	s := open(obs)
-	return &table{Store: s, caps: lockstore.TraitsOf(s), obs: obs}
 }
 
 // direct is a connection for the plugin's statements on db: its

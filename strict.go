@@ -16,7 +16,8 @@ import (
 
 // beforeRaw refuses, under Config.Strict, an Exec whose SQL names a
 // lockable table: the plugin cannot see which rows it touches.
-func (p *Plugin) beforeRaw(db *gorm.DB) {
+func (b *binding) beforeRaw(db *gorm.DB) {
+	p := b.p
 	p.traceStatement(db)
 	if db.Error != nil || db.DryRun {
 		return
@@ -32,13 +33,14 @@ func (p *Plugin) beforeRaw(db *gorm.DB) {
 	}
 	p.refuseViews(db)
 	if db.Error == nil {
-		p.rawIdentity(db)
+		b.rawIdentity(db)
 	}
 }
 
 // afterRaw names the lock a guard's refusal of a raw write stands for, and
 // guards again a lockable table that DDL named (created, renamed, altered).
-func (p *Plugin) afterRaw(db *gorm.DB) {
+func (b *binding) afterRaw(db *gorm.DB) {
+	p := b.p
 	adoptSpan(db)
 	endSpans(db)
 	endRawTx(db)

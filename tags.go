@@ -34,7 +34,7 @@ type model struct {
 	lockable bool         // has a mode or is a member
 	slip     string       // a lock tag the plugin does not read, as notLockable words it (tagslips.go); "" for none
 
-	saved atomic.Bool // written to the catalog by this node
+	version atomic.Uint64 // advanced when what the catalog says of it grew (registry.changed): bindings write its row again
 
 	keyColsOnce sync.Once
 	keyCols     lockstore.KeyColumns // what a store's key column check sees of it (keyColumns)
@@ -92,7 +92,7 @@ type registry struct {
 	joinsMu  sync.RWMutex
 	joins    map[string][]joinSide   // lower-cased many2many join table -> its sides
 	cascades map[string][]cascadeRef // lower-cased parent table -> children its deletes change
-	dirty    []*model                // models whose catalog rows must be written again
+	changes  atomic.Uint64           // advanced with any model's version (bindings compare)
 }
 
 // joinSide is one side of a many2many join table: column holds keys of
@@ -191,27 +191,10 @@ func (r *registry) addJoinSide(table string, side joinSide) bool {
 // changed notes that what the catalog says of table grew (a join table or
 // a cascade learnt from another model): its row is written again.
 func (r *registry) changed(table string) {
-	if m := r.tableModel(table); m != nil && m.typ != nil && m.saved.CompareAndSwap(true, false) {
-		r.joinsMu.Lock()
-		r.dirty = append(r.dirty, m)
-		r.joinsMu.Unlock()
+	if m := r.tableModel(table); m != nil && m.typ != nil {
+		m.version.Add(1)
+		r.changes.Add(1)
 	}
-}
-
-// changedAgain puts m back on the list of rows to write.
-func (r *registry) changedAgain(m *model) {
-	r.joinsMu.Lock()
-	defer r.joinsMu.Unlock()
-	r.dirty = append(r.dirty, m)
-}
-
-// takeDirty returns the models changed noted, and forgets them.
-func (r *registry) takeDirty() []*model {
-	r.joinsMu.Lock()
-	defer r.joinsMu.Unlock()
-	d := r.dirty
-	r.dirty = nil
-	return d
 }
 
 // modelOf returns the lock configuration of s, parsing its tags the first

@@ -62,7 +62,7 @@ type Event struct {
 // It needs no owner; authorise callers as for Holders.
 func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Event, error) {
 	db = onPrimary(db.WithContext(ctx))
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +73,11 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
 		return nil, err
 	}
-	v, _ := p.watchers.LoadOrStore(databaseOf(db), &watcher{p: p, t: t, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}})
-	w := v.(*watcher)
+	w := b.watcher.Load()
+	if w == nil {
+		b.watcher.CompareAndSwap(nil, &watcher{p: p, t: b.t, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}})
+		w = b.watcher.Load()
+	}
 	sub := &watch{ch: make(chan Event, 16)}
 	if err := w.add(db, k, sub); err != nil {
 		return nil, err

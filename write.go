@@ -19,22 +19,23 @@ import (
 // it) or *LockedError (someone else does), and nothing is written. Writes
 // are never locked implicitly: a Write lock is taken with Acquire when the
 // edit starts, so a user learns of a conflict before the work, not after.
-func (p *Plugin) beforeWrite(op opKind) func(*gorm.DB) {
+func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
+	p := b.p
 	return func(db *gorm.DB) {
 		p.traceStatement(db)
-		p.freshCatalog(db)
+		b.freshCatalog(db)
 		if p.refuseRetarget(db, op) {
 			return
 		}
-		st := p.enter(db, op, false)
+		st := b.enter(db, op, false)
 		if db.Error != nil || db.DryRun {
 			return
 		}
 		if st == nil {
-			p.checkOtherWrite(db, op)
+			b.checkOtherWrite(db, op)
 			return
 		}
-		if refuseVolatileLimit(db, st) {
+		if _, limited := db.Statement.Clauses["LIMIT"]; limited && refuseVolatileLimit(db, st) {
 			return
 		}
 		if err := p.checkWriteShape(db, st, op); err != nil {
@@ -98,7 +99,8 @@ func (p *Plugin) refuseRetarget(db *gorm.DB, op opKind) bool {
 
 // checkOtherWrite checks a write to a table that is not lockable: it may
 // still read a locked table, or be a join table of a lockable record.
-func (p *Plugin) checkOtherWrite(db *gorm.DB, op opKind) {
+func (b *binding) checkOtherWrite(db *gorm.DB, op opKind) {
+	p := b.p
 	if _, bypass := bypassFrom(db.Statement.Context); bypass {
 		return
 	}
@@ -107,11 +109,11 @@ func (p *Plugin) checkOtherWrite(db *gorm.DB, op opKind) {
 		return
 	}
 	if op == opDelete || op == opUpdate {
-		if p.checkParentWrite(db, op); db.Error != nil {
+		if b.checkParentWrite(db, op); db.Error != nil {
 			return
 		}
 	}
-	p.beforeJoinWrite(db, op)
+	b.beforeJoinWrite(db, op)
 }
 
 // checkWriteShape refuses the writes of a lockable table whose rows the
@@ -472,7 +474,8 @@ func (p *Plugin) checkGeneratedKeys(db *gorm.DB, st *state) error {
 // hold a valid Write lock on every row it changed. On PostgreSQL the key
 // rows are row-locked until commit, so a takeover of an expired lock either
 // committed before this check (and the write fails) or waits for the commit.
-func (p *Plugin) fence(db *gorm.DB) {
+func (b *binding) fence(db *gorm.DB) {
+	p := b.p
 	adoptSpan(db)
 	st := stateOf(db)
 	if st == nil || p.refusedAtFence(db, st) || db.Error != nil {

@@ -34,6 +34,10 @@ type Traits struct {
 	// row collides with, whatever conflict target the statement names
 	// (MySQL's INSERT … ON DUPLICATE KEY UPDATE).
 	UpsertsOnAnyUnique bool
+	// PreparedWrites: a write whose fence rides in its WHERE runs on
+	// statements the store keeps prepared (PreparedWriteTx; SQLite, where
+	// compiling the fence's subquery costs more than running it).
+	PreparedWrites bool
 
 	Held       Held       // the holder's re-read checks its lock in its own statement
 	Loader     Loader     // lock and read in the read's own statement (PostgreSQL)
@@ -54,6 +58,7 @@ func TraitsOf(s Store) Traits {
 	if _, ok := s.(*mysqlStore); ok {
 		t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
 	}
+	_, t.PreparedWrites = s.(*sqliteStore)
 	t.Held, _ = s.(Held)
 	t.Loader, _ = s.(Loader)
 	t.Folder, _ = s.(Folder)

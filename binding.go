@@ -1,0 +1,125 @@
+package offlinelock
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"go.opentelemetry.io/otel/attribute"
+	"gorm.io/gorm"
+)
+
+// binding is the plugin on one database. It is made when the plugin is
+// registered there (db.Use), or by the first call that names a database
+// it was not registered on (Migrate, InstallGuard, the command), and lives
+// as long as the Plugin: one Plugin serves any number of databases, each
+// with its own store, guard and catalog state. The dialect is decided
+// once, here; the callbacks are its methods (callbacks.go), so a statement
+// finds its store, its guard's state and what was done for its model
+// without a lookup.
+type binding struct {
+	p     *Plugin
+	t     lockStore  // the lock table on this database
+	guard guardState // which tables carry the guard here (guard.go)
+
+	epoch     atomic.Uint64 // advanced when the guard's state is forgotten: every model is prepared again
+	models    sync.Map      // *model → *modelHere
+	changes   atomic.Uint64 // the registry's changes (registry.changes) this binding has written
+	catalogAt atomic.Int64  // when this database's catalog was last read, in Unix nanoseconds
+
+	watcher atomic.Pointer[watcher] // one poll of the lock table for every Watch here (watch.go)
+}
+
+// modelHere is what a binding has done for one model on its database.
+type modelHere struct {
+	saved atomic.Uint64 // 1 + the model's spec version written to this catalog; 0 for none
+	ready atomic.Uint64 // 1 + the binding's epoch at which the model was prepared
+}
+
+// bindingOf is the plugin on db's database, made on first use.
+func (p *Plugin) bindingOf(db *gorm.DB) (*binding, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	if err := p.initFailed(); err != nil {
+		return nil, err
+	}
+	if db == nil || db.Dialector == nil || db.Config == nil {
+		return nil, invalid("db is nil or not opened")
+	}
+	k := databaseOf(db)
+	if b, ok := p.bindings.Load(k); ok {
+		return b.(*binding), nil
+	}
+	b, err := p.newBinding(db.Dialector.Name())
+	if err != nil {
+		return nil, err
+	}
+	v, _ := p.bindings.LoadOrStore(k, b)
+	return v.(*binding), nil
+}
+
+// newBinding decides the dialect: the one place that switches on it for
+// the lock table.
+func (p *Plugin) newBinding(dialect string) (*binding, error) {
+	b := &binding{p: p}
+	lockTable, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
+	var s func(lockstore.Observer) lockstore.Store
+	system := dialect
+	switch dialect {
+	case "postgres":
+		system = "postgresql"
+		s = func(obs lockstore.Observer) lockstore.Store {
+			return lockstore.NewPostgres(lockTable, seq, catalog, obs)
+		}
+	case "sqlite", "sqlite3":
+		system = "sqlite"
+		s = func(obs lockstore.Observer) lockstore.Store { return lockstore.NewSQLite(lockTable, seq, catalog, obs) }
+	case "mysql": // gorm.io/driver/mysql, for MySQL and MariaDB alike
+		s = func(obs lockstore.Observer) lockstore.Store { return lockstore.NewMySQL(p.cfg.Table, obs) }
+	default:
+		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL, MySQL, MariaDB and SQLite are)", dialect)
+	}
+	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
+	st := s(obs)
+	b.t = &table{Store: st, caps: lockstore.TraitsOf(st), obs: obs}
+	return b, nil
+}
+
+// here is what b has done for m.
+func (b *binding) here(m *model) *modelHere {
+	if h, ok := b.models.Load(m); ok {
+		return h.(*modelHere)
+	}
+	h, _ := b.models.LoadOrStore(m, &modelHere{})
+	return h.(*modelHere)
+}
+
+// prepare puts in place, once per model on this database, what a
+// statement on m needs first: its key columns checked against the lock
+// table, its catalog row written, its table guarded. Until all of that has
+// held once (a catalog row written in a caller's SQLite transaction, a
+// guard installed in the background, do not count) every statement tries
+// again; after it, a statement pays one map read. Forgetting the guard's
+// state (DDL through GORM, InstallGuard) prepares every model again.
+func (b *binding) prepare(db *gorm.DB, m *model) error {
+	h := b.here(m)
+	epoch := b.epoch.Load() + 1
+	if h.ready.Load() == epoch && h.saved.Load() == m.version.Load()+1 {
+		return nil
+	}
+	if err := checkKeyColumns(db, b.t, m); err != nil {
+		return err
+	}
+	if err := b.rememberModel(db, m); err != nil {
+		return err
+	}
+	if b.guardLazily(db, m) && h.saved.Load() == m.version.Load()+1 {
+		h.ready.Store(epoch)
+	}
+	return nil
+}
+
+// forget makes every model be prepared again.
+func (b *binding) forget() { b.epoch.Add(1) }
