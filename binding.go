@@ -37,6 +37,14 @@ type modelHere struct {
 	ready atomic.Uint64 // 1 + the binding's epoch at which the model was prepared
 }
 
+// initFailed is the error of a failed Initialize, or nil.
+func (p *Plugin) initFailed() error {
+	if e := p.initErr.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
 // bindingOf is the plugin on db's database, made on first use.
 func (p *Plugin) bindingOf(db *gorm.DB) (*binding, error) {
 	if p.err != nil {

@@ -181,7 +181,7 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) 
 	}
 	ids := make([]any, len(rows))
 	for i, r := range rows {
-		ids[i] = st.m.sqlValues([]any{r.k.ID})[0]
+		ids[i] = st.m.keyArgs([]any{r.k.ID})[0]
 	}
 	keys, err := p.cascadedKeys(db, st.m, ids, op, 0)
 	if err != nil || len(keys) == 0 {
@@ -260,7 +260,7 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 	}
 	ids := make([]any, len(rows))
 	for i, r := range rows {
-		ids[i] = m.sqlValues([]any{r.k.ID})[0]
+		ids[i] = m.keyArgs([]any{r.k.ID})[0]
 	}
 	keys, err := p.cascadedKeys(db, m, ids, op, 0)
 	if err != nil || len(keys) == 0 {

@@ -385,7 +385,7 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op opKind) error {
 	}
 	seen := map[uintptr]bool{}
 	for _, v := range []any{stmt.Dest, stmt.Model} {
-		sqlValues(db, reflect.ValueOf(v), func(e clause.Expression) { parts = append(parts, e) }, seen, 0)
+		eachSQLExpr(db, reflect.ValueOf(v), func(e clause.Expression) { parts = append(parts, e) }, seen, 0)
 	}
 	for _, e := range parts {
 		text := exprSQL(db, e)
@@ -413,10 +413,10 @@ func containsAny(text string, names []string) bool {
 	return false
 }
 
-// sqlValues calls fn with every SQL expression among the values v holds:
+// eachSQLExpr calls fn with every SQL expression among the values v holds:
 // clause expressions, subqueries, and GormValuer values, in structs (their
 // exported fields), maps, slices and pointers to them.
-func sqlValues(db *gorm.DB, v reflect.Value, fn func(clause.Expression), seen map[uintptr]bool, depth int) {
+func eachSQLExpr(db *gorm.DB, v reflect.Value, fn func(clause.Expression), seen map[uintptr]bool, depth int) {
 	if !v.IsValid() || depth > 6 {
 		return
 	}
@@ -448,22 +448,22 @@ func sqlValues(db *gorm.DB, v reflect.Value, fn func(clause.Expression), seen ma
 			}
 			seen[v.Pointer()] = true
 		}
-		sqlValues(db, v.Elem(), fn, seen, depth+1)
+		eachSQLExpr(db, v.Elem(), fn, seen, depth+1)
 	case reflect.Map:
 		for it := v.MapRange(); it.Next(); {
-			sqlValues(db, it.Value(), fn, seen, depth+1)
+			eachSQLExpr(db, it.Value(), fn, seen, depth+1)
 		}
 	case reflect.Slice, reflect.Array:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
 			return
 		}
 		for i := 0; i < v.Len(); i++ {
-			sqlValues(db, v.Index(i), fn, seen, depth+1)
+			eachSQLExpr(db, v.Index(i), fn, seen, depth+1)
 		}
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			if v.Type().Field(i).IsExported() {
-				sqlValues(db, v.Field(i), fn, seen, depth+1)
+				eachSQLExpr(db, v.Field(i), fn, seen, depth+1)
 			}
 		}
 	}

@@ -56,7 +56,7 @@ func (p *Plugin) modelKey(db *gorm.DB, target any, m *model, stmt *gorm.Statemen
 		if stmt != nil {
 			k, err = parsedKey(db, stmt, target) // parsed once, above
 		} else {
-			k, err = rowKey(db, target)
+			k, err = targetRowKey(db, target)
 		}
 		if tm := p.reg.tableModel(k.Resource); tm != nil {
 			k.Resource = tm.table // a DTO of a lockable table names its lock
@@ -81,10 +81,10 @@ func checkTarget(target any) error {
 	return nil
 }
 
-// rowKey is the key of target's own row: its table and primary key
+// targetRowKey is the key of target's own row: its table and primary key
 // (targetKey resolves a member to its root's). target must be a non-nil
 // pointer to a model whose primary key is set.
-func rowKey(db *gorm.DB, target any) (key, error) {
+func targetRowKey(db *gorm.DB, target any) (key, error) {
 	if err := checkTarget(target); err != nil {
 		return key{}, err
 	}
@@ -95,7 +95,7 @@ func rowKey(db *gorm.DB, target any) (key, error) {
 	return parsedKey(db, stmt, target)
 }
 
-// parsedKey is rowKey of a target stmt has parsed already.
+// parsedKey is targetRowKey of a target stmt has parsed already.
 func parsedKey(db *gorm.DB, stmt *gorm.Statement, target any) (key, error) {
 	rv := reflect.ValueOf(target)
 	fields := stmt.Schema.PrimaryFields

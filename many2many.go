@@ -131,7 +131,7 @@ func (p *Plugin) targetsOfRows(db *gorm.DB, m *model, rows [][]any) ([]target, e
 	if m.root != nil {
 		pks := make([]any, len(rows))
 		for i, r := range rows {
-			pks[i] = m.sqlValues(r)[0]
+			pks[i] = m.keyArgs(r)[0]
 		}
 		links, err := p.linksOf(db, m, pks)
 		if err != nil {

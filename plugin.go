@@ -260,14 +260,6 @@ func (p *Plugin) failInit(db *gorm.DB, err error) {
 	}
 }
 
-// initFailed is the error of a failed Initialize, or nil.
-func (p *Plugin) initFailed() error {
-	if e := p.initErr.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
-
 // rememberModels writes Config.Models to the catalog and reads what other
 // nodes wrote there.
 func (p *Plugin) rememberModels(db *gorm.DB) error {

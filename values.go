@@ -235,9 +235,9 @@ func (m *model) keyOf(vals []any) (key, error) {
 	return k, validateKey(k)
 }
 
-// sqlValues are vals as the database compares them with m's key columns:
+// keyArgs are vals as the database compares them with m's key columns:
 // integers as integers, whatever spelling the caller gave.
-func (m *model) sqlValues(vals []any) []any {
+func (m *model) keyArgs(vals []any) []any {
 	out := make([]any, len(vals))
 	for i, v := range vals {
 		out[i] = v

@@ -288,7 +288,7 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byK
 		if err != nil {
 			return nil, false, err
 		}
-		rows = append(rows, pkRow{k, m.sqlValues(vs)})
+		rows = append(rows, pkRow{k, m.keyArgs(vs)})
 	}
 	if op == opCreate {
 		// New rows without a key need no lock, but their generated key
@@ -573,14 +573,14 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, 
 		switch {
 		case known && len(pks) > 0 && complete && op != opCreate && callerWhere(stmt):
 			for i := range pks {
-				pks[i] = m.sqlValues(pks[i])
+				pks[i] = m.keyArgs(pks[i])
 			}
 			// The keys and the caller's WHERE together (writeRows).
 			err = withKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
 			st.bulk = int64(len(now))
 		case known && len(pks) > 0 && (complete || op == opCreate):
 			for i := range pks {
-				pks[i] = m.sqlValues(pks[i])
+				pks[i] = m.keyArgs(pks[i])
 			}
 			now, err = p.linksOfRows(db, m, pks)
 			if op != opCreate {
