@@ -29,6 +29,11 @@
 //     SQL with. It imports only the standard library.
 //   - httplock, cmd/offlinelock: the HTTP form and the command; they use
 //     the public API alone.
+//   - Modules of their own (go.work ties them to this one): tests/ holds
+//     httplock's tests (routers, the OpenAPI validator, the generated
+//     client), examples/orders-api and examples/editor the two example
+//     servers (a metrics exporter, a browser): what they require never
+//     reaches a user's go.sum. docs/dependencies.md lists what is where.
 //
 // Design decisions, for the next engineer (docs/fail-closed.md has more):
 //

@@ -25,11 +25,11 @@ import (
 
 	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/httplock"
-	"github.com/offlinelock/offlinelock/httplock/internal/orderclient"
+	"github.com/offlinelock/offlinelock/tests/httplock/internal/orderclient"
 )
 
 // updateOrderClient rewrites the document internal/orderclient is generated
-// from; go generate ./httplock/internal/orderclient sets it, then runs
+// from; go generate ./tests/httplock/internal/orderclient sets it, then runs
 // oapi-codegen on the new document.
 var updateOrderClient = flag.Bool("update-orderclient", false, "rewrite "+orderClientDocument+" from Server.OpenAPIFor")
 
@@ -69,7 +69,7 @@ func TestTheOrderClientIsOfTodaysDocument(t *testing.T) {
 	committed, err := os.ReadFile(orderClientDocument)
 	require.NoError(t, err)
 	require.Equal(t, string(committed), string(doc),
-		"%s, which internal/orderclient is generated from, is not what OpenAPIFor produces today: run go generate ./httplock/internal/orderclient", orderClientDocument)
+		"%s, which internal/orderclient is generated from, is not what OpenAPIFor produces today: run go generate ./tests/httplock/internal/orderclient", orderClientDocument)
 }
 
 // TestTheOrderClientIsGeneratedFromItsDocument: the generated client
@@ -87,7 +87,7 @@ func TestTheOrderClientIsGeneratedFromItsDocument(t *testing.T) {
 	require.NoError(t, err)
 	got, err := embedded.MarshalJSON()
 	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got), "internal/orderclient was not generated from %s: run go generate ./httplock/internal/orderclient", orderClientDocument)
+	require.JSONEq(t, string(want), string(got), "internal/orderclient was not generated from %s: run go generate ./tests/httplock/internal/orderclient", orderClientDocument)
 }
 
 // TestTheOrderClientDrivesTheLockLifecycle runs an application serving its

@@ -113,6 +113,12 @@ func TestOpenAPIForTheApplication(t *testing.T) {
 	}
 }
 
+// ExTicket is a second resource, as httplock's example has one.
+type ExTicket struct {
+	ID     string `gorm:"primaryKey" lock:"exclusive_write"`
+	Status string
+}
+
 // TestOpenAPIForManyResources: each resource's operations have ids of
 // their own, so that the document of an application serving several is
 // valid and a client can be generated from it; two resources that would

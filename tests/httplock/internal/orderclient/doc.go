@@ -12,7 +12,7 @@
 // After a change of the document, regenerate both (the first line rewrites
 // openapi.yaml, the second the client; oapi-codegen.yaml configures it):
 //
-//	go generate ./httplock/internal/orderclient
+//	go generate ./tests/httplock/internal/orderclient
 package orderclient
 
 //go:generate go test ../.. -count=1 -run ^TestTheOrderClientIsOfTodaysDocument$ -update-orderclient
