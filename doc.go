@@ -29,11 +29,16 @@
 //     SQL with. It imports only the standard library.
 //   - httplock, cmd/offlinelock: the HTTP form and the command; they use
 //     the public API alone.
+//   - internal/testkit: what the tests share across modules (the
+//     databases, the sessions, a few models); test code only.
 //   - Modules of their own (go.work ties them to this one): tests/ holds
 //     httplock's tests (routers, the OpenAPI validator, the generated
-//     client), examples/orders-api and examples/editor the two example
-//     servers (a metrics exporter, a browser): what they require never
-//     reaches a user's go.sum. docs/dependencies.md lists what is where.
+//     client) in tests/httplock and the plugin's tests that need more than
+//     the library (rapid's state machine, GORM's OpenTelemetry plugin,
+//     dbresolver's registration order) in tests/plugin; examples/orders-api
+//     and examples/editor are the two example servers (a metrics exporter,
+//     a browser). What they require never reaches a user's go.sum.
+//     docs/dependencies.md lists what is where.
 //
 // Design decisions, for the next engineer (docs/fail-closed.md has more):
 //

@@ -20,16 +20,15 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 var (
-	martin = offlinelock.Owner{Session: "M1", User: "martin"}
-	david  = offlinelock.Owner{Session: "D1", User: "david"}
+	martin = testkit.Martin
+	david  = testkit.David
 )
 
-func as(db *gorm.DB, o offlinelock.Owner) *gorm.DB {
-	return db.WithContext(offlinelock.WithOwner(context.Background(), o))
-}
+func as(db *gorm.DB, o offlinelock.Owner) *gorm.DB { return testkit.As(db, o) }
 
 func withTTL(db *gorm.DB, o offlinelock.Owner, ttl time.Duration) *gorm.DB {
 	return db.WithContext(offlinelock.WithTTL(offlinelock.WithOwner(context.Background(), o), ttl))

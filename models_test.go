@@ -4,7 +4,6 @@ package offlinelock_test
 // only one file uses live in that file.
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // Account is locked exclusively by every load (exclusive_read).
@@ -27,11 +27,7 @@ type Account struct {
 }
 
 // Doc is free to load; writes need a Write lock taken with Acquire.
-type Doc struct {
-	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Title string
-	Body  string
-}
+type Doc = testkit.Doc
 
 // Policy takes shared Read locks on load (read_write) that live 2 hours.
 type Policy struct {
@@ -60,11 +56,7 @@ type Desk struct {
 	Floor int
 }
 
-type Customer struct {
-	ID     uint `gorm:"primaryKey"`
-	Name   string
-	Credit int
-}
+type Customer = testkit.Customer
 
 var allModels = []any{&Account{}, &Doc{}, &Policy{}, &Team{}, &Member{}, &Desk{}, &Customer{}}
 
@@ -72,9 +64,7 @@ var allModels = []any{&Account{}, &Doc{}, &Policy{}, &Team{}, &Member{}, &Desk{}
 //
 // Under the database guard a Bypass no longer writes records other
 // sessions hold, so setup writes as martin, the usual holder.
-func admin(db *gorm.DB) *gorm.DB {
-	return db.WithContext(offlinelock.Bypass(offlinelock.WithOwner(context.Background(), martin), "test setup"))
-}
+func admin(db *gorm.DB) *gorm.DB { return testkit.Admin(db) }
 
 // setupModels is setup plus fresh tables for the test models.
 func setupModels(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {

@@ -13,17 +13,15 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
-var boss = offlinelock.Owner{Session: "B1", User: "boss"}
+var boss = testkit.Boss
 
 // onlyBossTakesOver is a Config.Authorize that lets boss take over and
 // refuses everything else.
-func onlyBossTakesOver(ctx context.Context, action string, _ offlinelock.Lock) error {
-	if o, _ := offlinelock.OwnerFrom(ctx); action == "take_over" && o.User == "boss" {
-		return nil
-	}
-	return errors.New("only boss takes over")
+func onlyBossTakesOver(ctx context.Context, action string, l offlinelock.Lock) error {
+	return testkit.OnlyBossTakesOver(ctx, action, l)
 }
 
 func TestTakeOver(t *testing.T) {
@@ -154,17 +152,7 @@ func TestRequestEdit(t *testing.T) {
 
 // next is the next event of ch, within a bound far above the watch
 // interval.
-func next(t *testing.T, ch <-chan offlinelock.Event) offlinelock.Event {
-	t.Helper()
-	select {
-	case e, ok := <-ch:
-		require.True(t, ok, "the watch ended")
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5 s")
-		return offlinelock.Event{}
-	}
-}
+func next(t *testing.T, ch <-chan offlinelock.Event) offlinelock.Event { return testkit.Next(t, ch) }
 
 // TestWatchTellsEveryChange: a watch on one node (its own Plugin on the
 // same lock table) sees what another node does.

@@ -16,26 +16,15 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // The seed 001 scenarios' models, on tables of their own.
-type OtCustomer struct {
-	ID        uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name      string
-	Credit    int
-	Addresses []OtAddress `gorm:"foreignKey:CustomerID"`
-}
-
-type OtAddress struct {
-	ID         uint `gorm:"primaryKey"`
-	CustomerID uint `lock:"root=ot_customers"`
-	City       string
-}
-
-type OtPolicy struct {
-	ID     uint `gorm:"primaryKey" lock:"read_write"`
-	Holder string
-}
+type (
+	OtCustomer = testkit.OtCustomer
+	OtAddress  = testkit.OtAddress
+	OtPolicy   = testkit.OtPolicy
+)
 
 // otel is a plugin recording into the SDK's in-memory reader and span
 // recorder.

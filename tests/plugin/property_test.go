@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // lockModel is the contract as a map: who holds each key, and how.
@@ -56,10 +57,10 @@ func (m *lockModel) count(s string) int64 {
 // answers: shared reads, exclusive writes, the upgrade rule, idempotent
 // re-acquire, refusal instead of waiting, growing generations.
 func TestContractProperties(t *testing.T) {
-	for _, d := range databases() {
-		t.Run(d.name, func(t *testing.T) {
+	for _, d := range testkit.Databases() {
+		t.Run(d.Name, func(t *testing.T) {
 			admin := offlinelock.Owner{Session: "admin", User: "admin"}
-			db, p := setup(t, d, offlinelock.Config{TTL: time.Hour, Authorize: func(ctx context.Context, _ string, _ offlinelock.Lock) error {
+			db, p := testkit.SetupOn(t, d.Open(t), offlinelock.Config{TTL: time.Hour, Authorize: func(ctx context.Context, _ string, _ offlinelock.Lock) error {
 				if o, _ := offlinelock.OwnerFrom(ctx); o == admin {
 					return nil
 				}
@@ -72,7 +73,7 @@ func TestContractProperties(t *testing.T) {
 				round++
 				base := round * 10 // fresh keys for every run
 				m := &lockModel{writer: map[uint]string{}, readers: map[uint]map[string]bool{}, gen: map[uint]int64{}, mine: map[uint]map[string]int64{}}
-				own := func(s string) *gorm.DB { return as(db, offlinelock.Owner{Session: s, User: "u" + s}) }
+				own := func(s string) *gorm.DB { return testkit.As(db, offlinelock.Owner{Session: s, User: "u" + s}) }
 				key := func(rt *rapid.T) uint { return base + uint(rapid.IntRange(1, 3).Draw(rt, "key")) }
 				session := func(rt *rapid.T) string { return rapid.SampledFrom(sessions).Draw(rt, "session") }
 				defer func() {
@@ -86,7 +87,7 @@ func TestContractProperties(t *testing.T) {
 						steps++
 						s, k := session(rt), key(rt)
 						access := rapid.SampledFrom([]offlinelock.Access{offlinelock.Read, offlinelock.Write}).Draw(rt, "access")
-						l, err := p.Acquire(own(s), &Customer{ID: k}, access)
+						l, err := p.Acquire(own(s), &testkit.Customer{ID: k}, access)
 						w, rs := m.writer[k], m.readers[k]
 						othersRead := false
 						for r := range rs {
@@ -128,7 +129,7 @@ func TestContractProperties(t *testing.T) {
 					"release": func(rt *rapid.T) {
 						steps++
 						s, k := session(rt), key(rt)
-						err := p.Release(own(s), &Customer{ID: k})
+						err := p.Release(own(s), &testkit.Customer{ID: k})
 						held := m.writer[k] == s || m.readers[k][s]
 						if held != (err == nil) || (err != nil && !errors.Is(err, offlinelock.ErrNotLocked)) {
 							rt.Fatalf("%s release %d: got %v, model held=%v", s, k, err, held)
@@ -165,7 +166,7 @@ func TestContractProperties(t *testing.T) {
 					"forceRelease": func(rt *rapid.T) {
 						steps++
 						k := key(rt)
-						err := p.ForceRelease(as(db, admin), "customers", fmt.Sprint(k))
+						err := p.ForceRelease(testkit.As(db, admin), "customers", fmt.Sprint(k))
 						held := len(m.holders(k)) > 0
 						if held != (err == nil) {
 							rt.Fatalf("force release %d: %v, model held=%v", k, err, held)
@@ -175,7 +176,7 @@ func TestContractProperties(t *testing.T) {
 					"holders": func(rt *rapid.T) {
 						steps++
 						k := key(rt)
-						h, err := p.Holders(db, &Customer{ID: k})
+						h, err := p.Holders(db, &testkit.Customer{ID: k})
 						if err != nil {
 							rt.Fatal(err)
 						}
@@ -193,7 +194,7 @@ func TestContractProperties(t *testing.T) {
 					},
 				})
 			})
-			t.Logf("%s: %d random runs, %d operations, all as the model says", d.name, runs, steps)
+			t.Logf("%s: %d random runs, %d operations, all as the model says", d.Name, runs, steps)
 		})
 	}
 }

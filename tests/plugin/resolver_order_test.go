@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"path/filepath"
@@ -12,6 +12,7 @@ import (
 	"gorm.io/plugin/dbresolver"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // TestRegistrationOrderWithResolver: dbresolver opens each replica with a
@@ -31,11 +32,11 @@ func TestRegistrationOrderWithResolver(t *testing.T) {
 				return db
 			}
 			replica := open("replica.db")
-			require.NoError(t, replica.AutoMigrate(&Doc{}))
+			require.NoError(t, replica.AutoMigrate(&testkit.Doc{}))
 			db := open("source.db")
-			require.NoError(t, db.AutoMigrate(&Doc{}))
-			require.NoError(t, db.Create(&Doc{ID: 1, Title: "t"}).Error)
-			p := offlinelock.New(offlinelock.Config{Models: []any{&Doc{}}})
+			require.NoError(t, db.AutoMigrate(&testkit.Doc{}))
+			require.NoError(t, db.Create(&testkit.Doc{ID: 1, Title: "t"}).Error)
+			p := offlinelock.New(offlinelock.Config{Models: []any{&testkit.Doc{}}})
 			resolver := dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, "replica.db")))}})
 			if pluginFirst {
 				require.NoError(t, db.Use(p))
@@ -44,15 +45,15 @@ func TestRegistrationOrderWithResolver(t *testing.T) {
 				require.NoError(t, db.Use(resolver))
 				require.NoError(t, db.Use(p))
 			}
-			require.False(t, replica.Migrator().HasTable(p.TableName()), "the replica got a lock table")
-			require.True(t, db.Clauses(dbresolver.Write).Migrator().HasTable(p.TableName()))
+			require.False(t, replica.Migrator().HasTable(offlinelock.DefaultTable), "the replica got a lock table")
+			require.True(t, db.Clauses(dbresolver.Write).Migrator().HasTable(offlinelock.DefaultTable))
 
-			_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+			_, err := p.Acquire(testkit.As(db, testkit.Martin), &testkit.Doc{ID: 1}, offlinelock.Write)
 			require.NoError(t, err)
-			_, err = p.Acquire(as(db, david), &Doc{ID: 1}, offlinelock.Write)
+			_, err = p.Acquire(testkit.As(db, testkit.David), &testkit.Doc{ID: 1}, offlinelock.Write)
 			require.ErrorIs(t, err, offlinelock.ErrLocked)
-			require.ErrorIs(t, as(db, david).Model(&Doc{ID: 1}).Update("title", "x").Error, offlinelock.ErrLocked)
-			require.NoError(t, as(db, martin).Model(&Doc{ID: 1}).Update("title", "m").Error)
+			require.ErrorIs(t, testkit.As(db, testkit.David).Model(&testkit.Doc{ID: 1}).Update("title", "x").Error, offlinelock.ErrLocked)
+			require.NoError(t, testkit.As(db, testkit.Martin).Model(&testkit.Doc{ID: 1}).Update("title", "m").Error)
 		})
 	}
 }
@@ -69,21 +70,21 @@ func TestWatchBehindResolver(t *testing.T) {
 		t.Cleanup(func() { sqlDB.Close() })
 		return db
 	}
-	require.NoError(t, open("replica.db").AutoMigrate(&Doc{}))
+	require.NoError(t, open("replica.db").AutoMigrate(&testkit.Doc{}))
 	db := open("source.db")
-	require.NoError(t, db.AutoMigrate(&Doc{}))
-	p := offlinelock.New(offlinelock.Config{Models: []any{&Doc{}}, WatchEvery: 50 * time.Millisecond, Authorize: onlyBossTakesOver})
+	require.NoError(t, db.AutoMigrate(&testkit.Doc{}))
+	p := offlinelock.New(offlinelock.Config{Models: []any{&testkit.Doc{}}, WatchEvery: 50 * time.Millisecond, Authorize: testkit.OnlyBossTakesOver})
 	require.NoError(t, db.Use(p))
 	require.NoError(t, db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(dir, "replica.db")))}})))
 
-	events, err := p.Watch(t.Context(), db, &Doc{ID: 1})
+	events, err := p.Watch(t.Context(), db, &testkit.Doc{ID: 1})
 	require.NoError(t, err)
-	_, err = p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+	_, err = p.Acquire(testkit.As(db, testkit.Martin), &testkit.Doc{ID: 1}, offlinelock.Write)
 	require.NoError(t, err)
-	require.Equal(t, offlinelock.EventLocked, next(t, events).Kind)
-	_, err = p.TakeOver(as(db, boss), &Doc{ID: 1}, "behind the resolver")
+	require.Equal(t, offlinelock.EventLocked, testkit.Next(t, events).Kind)
+	_, err = p.TakeOver(testkit.As(db, testkit.Boss), &testkit.Doc{ID: 1}, "behind the resolver")
 	require.NoError(t, err)
-	e := next(t, events)
+	e := testkit.Next(t, events)
 	require.Equal(t, offlinelock.EventTakenOver, e.Kind)
 	require.Equal(t, "behind the resolver", e.Reason)
 }

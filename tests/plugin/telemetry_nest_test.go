@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"gorm.io/plugin/opentelemetry/tracing"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // gormScope is the instrumentation scope of go-gorm/opentelemetry's spans.
@@ -26,19 +27,19 @@ const gormScope = "gorm.io/plugin/opentelemetry"
 // statement it served, with db.system.name as that plugin spells it, and
 // never of the request's span beside it.
 func TestSpansNestUnderGORMStatementSpan(t *testing.T) {
-	for _, d := range databases() {
+	for _, d := range testkit.Databases() {
 		for _, order := range []string{"plugin first", "otelgorm first"} {
-			t.Run(d.name+"/"+order, func(t *testing.T) {
+			t.Run(d.Name+"/"+order, func(t *testing.T) {
 				rec := tracetest.NewSpanRecorder()
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 				t.Cleanup(func() { tp.Shutdown(context.Background()) })
 				cfg := offlinelock.Config{TracerProvider: tp}
-				db := d.open(t)
+				db := d.Open(t)
 				otelgorm := tracing.NewPlugin(tracing.WithTracerProvider(tp), tracing.WithoutMetrics())
 				if order == "otelgorm first" {
 					require.NoError(t, db.Use(otelgorm))
 				}
-				db, p := setupOn(t, db, cfg)
+				db, p := testkit.SetupOn(t, db, cfg)
 				if order == "plugin first" {
 					require.NoError(t, db.Use(otelgorm))
 				}
@@ -56,7 +57,7 @@ func TestSpansNestUnderGORMStatementSpan(t *testing.T) {
 						}
 						if op.name != "lock held by martin" { // a call, not a statement: its spans are the request's
 							// a raw write sends a statement of the plugin's only on PostgreSQL (its identity)
-							assertNested(t, rec.Ended()[before:], req.SpanContext(), d.name, op.name != "raw" || d.name == "postgres")
+							assertNested(t, rec.Ended()[before:], req.SpanContext(), d.Name, op.name != "raw" || d.Name == "postgres")
 						}
 					})
 				}
@@ -68,13 +69,13 @@ func TestSpansNestUnderGORMStatementSpan(t *testing.T) {
 // nestFixture: customer 129 (exclusive_write) with an address, policy 129
 // (read_write); martin holds customers 129 and 131 for Write.
 func nestFixture(t *testing.T, db *gorm.DB) {
-	models := []any{&OtCustomer{}, &OtAddress{}, &OtPolicy{}}
+	models := []any{&testkit.OtCustomer{}, &testkit.OtAddress{}, &testkit.OtPolicy{}}
 	require.NoError(t, db.Migrator().DropTable(models...))
 	require.NoError(t, db.AutoMigrate(models...))
 	t.Cleanup(func() { db.Migrator().DropTable(models...) })
-	require.NoError(t, admin(db).Create(&OtCustomer{ID: 129, Name: "Acme Ltd", Addresses: []OtAddress{{ID: 301, City: "Portland"}}}).Error)
-	require.NoError(t, admin(db).Create(&OtCustomer{ID: 131, Name: "Gamma"}).Error)
-	require.NoError(t, admin(db).Create(&OtPolicy{ID: 129, Holder: "Acme Ltd"}).Error)
+	require.NoError(t, testkit.Admin(db).Create(&testkit.OtCustomer{ID: 129, Name: "Acme Ltd", Addresses: []testkit.OtAddress{{ID: 301, City: "Portland"}}}).Error)
+	require.NoError(t, testkit.Admin(db).Create(&testkit.OtCustomer{ID: 131, Name: "Gamma"}).Error)
+	require.NoError(t, testkit.Admin(db).Create(&testkit.OtPolicy{ID: 129, Holder: "Acme Ltd"}).Error)
 }
 
 type nestOp struct {
@@ -86,31 +87,31 @@ type nestOp struct {
 
 func nestOps(p *offlinelock.Plugin) []nestOp {
 	return []nestOp{
-		{"lock held by martin", martin, false, func(db *gorm.DB) error {
-			if _, err := p.Acquire(db, &OtCustomer{ID: 129}, offlinelock.Write); err != nil {
+		{"lock held by martin", testkit.Martin, false, func(db *gorm.DB) error {
+			if _, err := p.Acquire(db, &testkit.OtCustomer{ID: 129}, offlinelock.Write); err != nil {
 				return err
 			}
-			_, err := p.Acquire(db, &OtCustomer{ID: 131}, offlinelock.Write)
+			_, err := p.Acquire(db, &testkit.OtCustomer{ID: 131}, offlinelock.Write)
 			return err
 		}},
-		{"query: a load that locks", martin, false, func(db *gorm.DB) error { return db.First(&OtPolicy{}, 129).Error }},
-		{"row", martin, false, func(db *gorm.DB) error {
+		{"query: a load that locks", testkit.Martin, false, func(db *gorm.DB) error { return db.First(&testkit.OtPolicy{}, 129).Error }},
+		{"row", testkit.Martin, false, func(db *gorm.DB) error {
 			var holder string
-			return db.Model(&OtPolicy{}).Where("id = ?", 129).Select("holder").Row().Scan(&holder)
+			return db.Model(&testkit.OtPolicy{}).Where("id = ?", 129).Select("holder").Row().Scan(&holder)
 		}},
-		{"update: the holder's save", martin, false, func(db *gorm.DB) error {
-			return db.Save(&OtCustomer{ID: 129, Name: "Acme Ltd", Credit: 10}).Error
+		{"update: the holder's save", testkit.Martin, false, func(db *gorm.DB) error {
+			return db.Save(&testkit.OtCustomer{ID: 129, Name: "Acme Ltd", Credit: 10}).Error
 		}},
-		{"update: refused", david, true, func(db *gorm.DB) error {
-			return db.Model(&OtCustomer{ID: 129}).Update("credit", 0).Error
+		{"update: refused", testkit.David, true, func(db *gorm.DB) error {
+			return db.Model(&testkit.OtCustomer{ID: 129}).Update("credit", 0).Error
 		}},
-		{"create", martin, false, func(db *gorm.DB) error {
-			return db.Create(&OtAddress{ID: 302, CustomerID: 129, City: "Salem"}).Error
+		{"create", testkit.Martin, false, func(db *gorm.DB) error {
+			return db.Create(&testkit.OtAddress{ID: 302, CustomerID: 129, City: "Salem"}).Error
 		}},
-		{"raw", martin, false, func(db *gorm.DB) error {
+		{"raw", testkit.Martin, false, func(db *gorm.DB) error {
 			return db.Exec("UPDATE ot_customers SET credit = 11 WHERE id = ?", 129).Error
 		}},
-		{"delete", martin, false, func(db *gorm.DB) error { return db.Delete(&OtCustomer{ID: 131}).Error }},
+		{"delete", testkit.Martin, false, func(db *gorm.DB) error { return db.Delete(&testkit.OtCustomer{ID: 131}).Error }},
 	}
 }
 
