@@ -31,6 +31,9 @@
 //     the public API alone.
 //   - internal/testkit: what the tests share across modules (the
 //     databases, the sessions, a few models); test code only.
+//     docs/tests.md says where each family of tests lives (the lock
+//     table's contract, loads, writes, each kind of fail-closed refusal,
+//     the guard, the topologies, the HTTP form).
 //   - Modules of their own (go.work ties them to this one): tests/ holds
 //     httplock's tests (routers, the OpenAPI validator, the generated
 //     client) in tests/httplock and the plugin's tests that need more than
