@@ -5,6 +5,7 @@
 #   scripts/pathcount/run.sh [-v]   (-v lists the functions)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+export GOWORK=off # the library's module alone
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 mod=$(go list -m)
