@@ -143,6 +143,17 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 	if !ok {
 		return
 	}
+	// A reconnect (the browser sends the last id it saw) may have missed
+	// a release: tell a free record as released before the watch starts.
+	// A held one is told as locked by the watch itself.
+	var free *offlinelock.Event
+	if r.Header.Get("Last-Event-ID") != "" {
+		var err error
+		if free, err = s.releasedNow(r, target); err != nil {
+			s.WriteError(w, r, err)
+			return
+		}
+	}
 	events, err := s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -154,7 +165,18 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 2000\n\n")
+	// The id makes every reconnect carry Last-Event-ID, even one before
+	// the first event.
+	fmt.Fprint(w, "retry: 2000\nid: 0\n\n")
+	sent := 0
+	send := func(e offlinelock.Event) {
+		sent++
+		data, _ := json.Marshal(eventOf(res, e))
+		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", sent, e.Kind, data)
+	}
+	if free != nil {
+		send(*free)
+	}
 	rc.Flush()
 	alive := time.NewTicker(keepAliveEvery)
 	defer alive.Stop()
@@ -164,8 +186,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 			if !open {
 				return
 			}
-			data, _ := json.Marshal(eventOf(res, e))
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, data)
+			send(e)
 		case <-alive.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		}
@@ -173,6 +194,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 			return
 		}
 	}
+}
+
+// releasedNow is a released event when target is free now, or nil.
+func (s *Server) releasedNow(r *http.Request, target any) (*offlinelock.Event, error) {
+	db := s.cfg.DB.WithContext(r.Context())
+	holders, err := s.cfg.Locks.Holders(db, target)
+	if err != nil || len(holders) > 0 {
+		return nil, err
+	}
+	resource, id, err := s.cfg.Locks.KeyOf(db, target)
+	if err != nil {
+		return nil, err
+	}
+	return &offlinelock.Event{Kind: offlinelock.EventReleased, Resource: resource, ID: id, At: time.Now()}, nil
 }
 
 func eventOf(res *resource, e offlinelock.Event) eventBody {

@@ -139,15 +139,25 @@ func TestAnIDThatIsNotUTF8Is400(t *testing.T) {
 	})
 }
 
-type sse struct{ name, data string }
+type sse struct{ id, name, data string }
 
 // stream opens GET path as user and hands its events to the returned
 // channel until the test ends.
 func (c *client) stream(path, user string) <-chan sse {
 	c.t.Helper()
+	return c.reconnect(path, user, "")
+}
+
+// reconnect opens GET path as user as a browser's EventSource does after
+// a cut: with the last event id it saw (none when lastID is "").
+func (c *client) reconnect(path, user, lastID string) <-chan sse {
+	c.t.Helper()
 	req, err := http.NewRequestWithContext(c.t.Context(), "GET", c.base+path, nil)
 	require.NoError(c.t, err)
 	req.Header.Set("Authorization", "Bearer "+user)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)
 	require.Equal(c.t, http.StatusOK, resp.StatusCode)
@@ -161,6 +171,8 @@ func (c *client) stream(path, user string) <-chan sse {
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case strings.HasPrefix(line, "id: "):
+				e.id = strings.TrimPrefix(line, "id: ")
 			case strings.HasPrefix(line, "event: "):
 				e.name = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
@@ -168,6 +180,8 @@ func (c *client) stream(path, user string) <-chan sse {
 			case line == "" && e.name != "":
 				out <- e
 				e = sse{}
+			case line == "":
+				e = sse{} // a block without an event: the stream's first id
 			}
 		}
 	}()
@@ -223,6 +237,47 @@ func TestLockEventsOverHTTP(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "admin", taken.header.Get("Lock-Token"), "").status)
 		name, _ = nextEvent(t, events)
 		assert.Equal(t, "released", name)
+	})
+}
+
+// TestReconnectedEventStreamIsToldOfARelease: a page whose stream was cut
+// while the record became free is told released when its browser
+// reconnects (with Last-Event-ID); a held record is told locked; a first
+// connection to a free record is told nothing until a change.
+func TestReconnectedEventStreamIsToldOfARelease(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		const path = "/orders/ord_99182"
+		events := c.stream(path+"/lock/events", "usr_client_2")
+		locked := c.do("POST", path+"/lock", "usr_client_1", "", "")
+		require.Equal(t, http.StatusCreated, locked.status)
+		select {
+		case e := <-events:
+			assert.Equal(t, "locked", e.name)
+			assert.Equal(t, "1", e.id, "every event carries an id, so that a reconnect says it is one")
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event within 5 s")
+		}
+
+		name, data := nextEvent(t, c.reconnect(path+"/lock/events", "usr_client_2", "1"))
+		assert.Equal(t, "locked", name, "a held record, reconnected")
+		assert.Equal(t, "usr_client_1", data["lockedBy"])
+
+		require.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "usr_client_1", locked.header.Get("Lock-Token"), "").status)
+		for _, lastID := range []string{"1", "0"} {
+			name, data = nextEvent(t, c.reconnect(path+"/lock/events", "usr_client_2", lastID))
+			assert.Equal(t, "released", name, "Last-Event-ID %s: the release happened while the stream was cut", lastID)
+			assert.Equal(t, "orders", data["resource"])
+			assert.Equal(t, "ord_99182", data["id"])
+			assert.NotContains(t, data, "lockedBy")
+		}
+
+		first := c.stream(path+"/lock/events", "usr_client_2")
+		again := c.do("POST", path+"/lock", "usr_client_1", "", "")
+		require.Equal(t, http.StatusCreated, again.status)
+		name, _ = nextEvent(t, first)
+		assert.Equal(t, "locked", name, "a first connection is told no released of a record that was free")
+
+		require.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "usr_client_1", again.header.Get("Lock-Token"), "").status)
 	})
 }
 

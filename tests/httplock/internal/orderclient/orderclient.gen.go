@@ -367,7 +367,9 @@ type ClientInterface interface {
 	// Server-sent events named locked, released, taken-over, expiring and requested, each with
 	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
 	// read from the database, so every node's subscribers get them within the plugin's
-	// Config.WatchEvery (1 s by default).
+	// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
+	// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
+	// free, so a release missed while the stream was cut is told.
 	//
 	// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 	LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -574,7 +576,9 @@ func (c *Client) LockOrder(ctx context.Context, orderId string, params *LockOrde
 // Server-sent events named locked, released, taken-over, expiring and requested, each with
 // a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
 // read from the database, so every node's subscribers get them within the plugin's
-// Config.WatchEvery (1 s by default).
+// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
+// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
+// free, so a release missed while the stream was cut is told.
 //
 // Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 func (c *Client) LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1300,7 +1304,9 @@ type ClientWithResponsesInterface interface {
 	// Server-sent events named locked, released, taken-over, expiring and requested, each with
 	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
 	// read from the database, so every node's subscribers get them within the plugin's
-	// Config.WatchEvery (1 s by default).
+	// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
+	// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
+	// free, so a release missed while the stream was cut is told.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2233,7 +2239,9 @@ func (c *ClientWithResponses) LockOrderWithResponse(ctx context.Context, orderId
 // Server-sent events named locked, released, taken-over, expiring and requested, each with
 // a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
 // read from the database, so every node's subscribers get them within the plugin's
-// Config.WatchEvery (1 s by default).
+// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
+// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
+// free, so a release missed while the stream was cut is told.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2924,55 +2932,57 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fpvb9tG0v8qAz4FLOGhJdlx8NTyKzdN+6RI68D2ITlYvsOKHIkbk7vs7tKyYAi4T3Mf7D7JYXaX/0zK",
-	"tpq0CYq+SWRy/8zO/GbmNzu8DyKZ5VKgMDqY3gcJshiV/flWRjeX8gYF/RGjjhTPDZcimAaXCUIqo5s9",
-	"DRojhQYMDYTBweG3MOdGh5Dg3fAENIoYuIE5i26AC6A1992iYaDw14IrjIOpUQWGgY4SzBjtljNjUNFO",
-	"/7ia7B+z/cX1/YvDzTdBGJh1jsE00EZxsQw2m00Y5EyxDI0X+8339C/esSxPaaRU8T+Pjw++PQzCgNOS",
-	"OTNJEAaCZfSax49K8nC7sFbLmdUGS2mYXdjprl66ddhnLXleydGncadjuQDj1Q9GwpLfIhQ5DI4mE1hx",
-	"k8jCADfD8rSPCrXLuc9Ry0JF2NEu6b1XtaqcsctGGxqscyk0Vih0ComkMCgM/WR5nvKIkW7GuZLzFLP/",
-	"/ailRWq99DcKF8E0+J9xDfGxe6vH79wst2Fb1RcyQykQMNUIiUxjXSk8BKmAOd1zDQIxxhgWXGkTbMKg",
-	"XPQPFPZUwPkPr+D46OX/QV4NKxVcabALqFN7ihG85yaB0rajN9//wjIEjQYGdGhv6D0NM2fqN/EsGIZW",
-	"ITwmHbBUSyhEjApMwgyQ7UdBGORK5qgMd1ZkUYTa/kJRZMH0KlDIyPNWihsMrjt+HQYscpA5tUpcSJUx",
-	"E0yDmBncNzzDoGcO3uVcod5lyhIFKuaUch9kXPCMBDyohnJhcImKxvK4B7FhkG4PlGciXVPcI30RlFDt",
-	"aZArATXGwx2indsL4+/WvYIoZB5XPa9q7+28NCY9x4xxwcXyAiMpYt1SxqSrjE3Tp6+arm4DaiVmWJq+",
-	"ZdCmpfq3bxmmhoecf8TI+hqh+vWtd7FurIyZYRQqyZGtuyKNPQGBt0gu7GMp/dSoNU38QphlO4ydr7un",
-	"NewGxb68RTWFVSLBSHkD3JwA2Qe1wdg9Z/pG/y4+s5OfPAO7249HXuTG2bQn6IwpMk1HdMeIYZWgIMah",
-	"mABZmD7x/2BfYGYrgN+IhbRQS9OzRTC9ejwN2EC+Ce8f4NTFFfuTG8z0U9nEL1NKxJRi684hykW7kl97",
-	"2c8dvCxda8mzzZKrZF0zF67BWnYKN5gbS1yAmxB0QtHRSIKsddWMrUEjkkkHP76+hP/8699jl4ppLRZn",
-	"XEDKtXF/R1JomSKxn4zdvUWxNEkwPXz5Muy1dMPAbVkPRqOf2d3l5VsYxLhgRWrgeDIZngCbaxTGQbF8",
-	"YyFIOz6SPDY9CGjQhbYGYzSMp7v7UPny77LocaQqBVnlk7JYmlYJKVdcRDxnKQyYkCahfM7mwykpnmxA",
-	"1qrNR/5Yu9ZcyhSZqEW44MK51/PiiZv0N2HcoZ83SRtmCueb7M7p/eXxccMKR5NJXxI33KRbXN8+6OO+",
-	"Tc+wb8tlKjHC0mh9rn7JbvDsFtVvcZkpGJnG5BGkfPrpjBg2HIfeCFxZ0zyN/C4USZsYFYqb9QUFCSdU",
-	"hYiuXO8TaUs7DaxMMyWoGmx3T8MrKRZ8OXrXABfMkSlCF2XgsM6/MxFJecMxJBcfnlS1DGVwS0VFnEsu",
-	"jAYm9AoVHE0ORnBZBYHGe6KkxM1nwu9/akcYCZTTc2PXawD+aPICLORXXOPQLeqZr4ZCI7SFHs2qgs6i",
-	"376qIZoYkzuqzn14byvvHZ0349rwCORikXJPUbT1Kvj/y8t3IziFKOUojPU7XdYcTFfUxRqeudgTzoSz",
-	"hqmqxLLgpid1yQeuGizDrQZLZXQITMQ2pWpy9yIfzcRrpaTSwFTLpK0CBgZl6eF1pgpBaRM0KjqJ/Y+E",
-	"4nomYhkVGR2IGaA4PpY5Cpbz0Zpl6QhesygBcgm7jY3omjibWoPzMBIsYqI0Pp3A2cH7c+BVafVEOnQ6",
-	"DcLgFpUuo/qE3NHvHEyDF6PJ6IVj4InF/NhiaeymTu+DJVpvrQR7E1PGpDFvuTZv/Q7NC4grfxnwa4Fq",
-	"3VsLP1Jk988ttIXXzvNqYrvzVM+m+qZWwX5z/aBUP5xMHil9uyXvp7CVTiFcXknp0HN8kyD3DqtpgSMn",
-	"Xd9e1SnqSpvGv9hx/NFO41/uJA+F6CLLmFoH04Cw50PGwILxBCiEUXwTa4qXrbCncFFo1EO7SBPg4/sS",
-	"lZvxPY83Y8+m3Q1cC9J9UtZDxtXdEOHpibFvvg8IObnU21zr3Inx1mUzn1++k/F6J3Rty7CN7HgwIYpA",
-	"zlw+CJ9I/n6ZbpJvDzSqwE3HO466ucAfNf5tAD34swD6B6ki3Pfws5wikire07uDPIRULpdUB1KKs3Wv",
-	"oKLQVTjjRpIYfdwe4ZdoXtn0GzwZ4gzemfFHdsucWdsY7LncbNv/J3bLLtzEtkYonM2VXGlUnglQkobX",
-	"F5DJuEgRBhhzm4C8XzfT6WPnOstRnL57E+wUu8tF65N1biH9uvBiNIEy1we9btKN2+XciiM077jJfg8Y",
-	"XouxBtOr67bmuK4lcLqxl9Tje3+Duem/MmozV6qJHDsiaUpIhjDHhIsYiOT5DsjPPI5TXDGFjgU5voJ6",
-	"VpZRCRNw+OGD5VJ0rHrCnqVeRGgwhjkupB/RFiVhIk5REb3S05k4OnwBM18zzQJYJTzF0ifmhemWdk3+",
-	"V11nt1xsJgarhJkyb8JcxmvvOOVTO51rov1meAK1EPtl2LOyoAAh7XS71UxQUV9SedYURXoa6vg9swWE",
-	"kDQo5bdlmbl4cBrh2aSTHgbl/U9Y3v+QPp3aK35P81T1uDz30IUTBufIYt/MmolaPnp9AELW6zjrkiHt",
-	"+frqHcdIH+TOLtIsDvc02OuhnsaJx+lOfZNry2KjpOv09vGZcl2g3fJ6t9flSN9vy8jPigUtfZ7UXK5s",
-	"eNmicZXwKIGlpHplS40TdPLvhw/P8Xvnjn+GfHx0+Iz1fXvt09L3q4SJJTbCimse9UaxoW8WUfVp7yt6",
-	"I7QlqI+lMZK7xPQnFSFP1R72inYLVv0l6eerOA6+VoL2PpGdVijlh0IYntqwH2y+YODrrSXSBkS+ZNh7",
-	"CmHlreCm2/z+3GDuA/Jby7kVLhTqBOOTxiWST3GUoXOFlPnRu3Z5w2OkIoJku5yGfFwnwyB8+BXJftUd",
-	"7RPQD6617qQ8dN7w+56dcspSMTrYZxL7r6zx3JhyyW7QX2za7yo8BF1msKCsrinbLPaRlDG2bd5mYffg",
-	"2w6L232CsusIa/vBgiOAxB5rQlk3Hj255GJpY17VVw0BWZRYKWfCcVvbkQam4aeLs19sE3oEp6CNQpZR",
-	"YaCMdqdy+znC3MibXEOCaTyC1044ppDILothoWTmuk7MsDnTGIKW/oZUyBj3NOhiTmedo9KwRFsIZHY3",
-	"z5HytFhyQTTXl87viRm+tksMDkDDfF32tIaOyXYDqpPrmZnX1sZWzftOBTtWx6fCGckr8E+WUy8fVmEe",
-	"kSHhxyS4hoTlOVVKgso7a+Uvl2W3u5xqdLW+MAHobuhKR4onSmhXZ7bdbaEQa+cq3d+ZYtRxAX/WR9jn",
-	"Yb8c1cc/OVuia6sYmcZfI6SPJsc7ZozjP8plTvVN41MqMBJSbF54AMbcwIDVMdoZclgWkivG/fXRFjBT",
-	"1LfN7a8OzUTBq0a87RR6eua4GEFLpjxaw6C8mxr5MF+2n08aAd5xNpPgTLS+S6tuO6bQ+AwgtBdgqWSx",
-	"7/TVfeg97ckipUbfcbKvZoLm26S5MKhWTMX6pNWqJrpIBICpJSqoPyqilGndsvZSzbM8Xfus2ZebjD9j",
-	"2zM/P2F/2MrvJe2/P3G9bH5H07gh+4vEZp+Dlba+cwlhgSIiINsSx4WewSqRVvnkCYzcKUJyL9bgjT72",
-	"bAk3hSjvOL6ustnJ9YmFc/Uhe0+T+K822Dbs/chvG9gr/FckjUZH66Ocq+vN9ea/AQAA//8=",
+	"7FrvbttGEn+VAa+AJRwtyY6Dq+VPbpL2XLhNEPuQHCLfYUWOxI3JXXZ3aVkwBNzT3IPdkxxmd/nPpGyr",
+	"SZug6JdEJvfP7OxvZn4zw7sgklkuBQqjg+ldkCCLUdmf5zK6vpTXKOiPGHWkeG64FME0uEwQUhld72nQ",
+	"GCk0YGggDA4Ov4U5NzqEBG+HJ6BRxMANzFl0DVwArbnvFg0Dhb8UXGEcTI0qMAx0lGDGaLecGYOKdvrX",
+	"h8n+MdtfXN09O9x8E4SBWecYTANtFBfLYLPZhEHOFMvQeLHPXtK/eMuyPKWRUsX/Pj4++PYwCANOS+bM",
+	"JEEYCJbRax4/KMn97cJaLa+tNlhKw+zCTnf10q3DPmnJt5UcfRp3OpYLMF79YCQs+Q1CkcPgaDKBFTeJ",
+	"LAxwMyxP+6BQu5z7LWpZqAg72iW996pWlTN22WhDg3UuhcYKhU4hkRQGhaGfLM9THjHSzThXcp5i9teP",
+	"Wlqk1kt/o3ARTIO/jGuIj91bPX7jZrkN26q+kBlKgYCpRkhkGutK4SFIBczpnmsQiDHGsOBKm2ATBuWi",
+	"v6OwpwLefv8Cjo+e/w3yalip4EqDXUCd2lOM4B03CZR3Ozp7+TPLEDQaGNCh/UXvaZi5qz6LZ8EwtArh",
+	"MemApVpCIWJUYBJmgO5+FIRBrmSOynB3iyyKUNtfKIosmH4IFDKyvJXiBoOrjl2HAYscZE6tEhdSZcwE",
+	"0yBmBvcNzzDomYO3OVeod5myRIGKOaXcBRkXPCMBD6qhXBhcoqKxPO5BbBik2x3la5Guye+RvghKqPY0",
+	"yJWAGuPhDt7O7YXxd+teQRQyj6ueV7X1dl4ak77FjHHBxfICIyli3VLGpKuMTdOmPzRN3TrUSsywvPrW",
+	"hTZvqn/71sXU8JDzjxhZWyNUv7rxJtb1lTEzjFwlGbI1V6SxJyDwBsmEvS+lnxq1polfCLNsh7Hzdfe0",
+	"hl2j2Jc3qKawSiQYKa+BmxOg+0FtMHbPmb7Wv4nN7GQnT8Du9uORFblxNuwJOmOKTNMR3TFiWCUoiHEo",
+	"JkAWpk/839kWmNkK4DOxkBZqafp6EUw/PBwGrCPfhHf3cOr8iv3JDWb6sWjilyklYkqxdecQ5aJdya+8",
+	"7G8dvCxda8mz7SZXybpmLlyDvdkpXGNuLHEBbkLQCXlHIwmy1lQztgaNSFc6+OHVJfzvP/8du1BMa7E4",
+	"4wJSro37O5JCyxSJ/WTs9hzF0iTB9PD587D3phsX3Jb1YDT6id1eXp7DIMYFK1IDx5PJ8ATYXKMwDorl",
+	"GwtB2vGB4LHpQUCDLrQ1GKNhPN3dhsqX/5RFjyFVIcgqn5TF0rQKSLniIuI5S2HAhDQJxXM2H05J8XQH",
+	"dFv19ZE91qY1lzJFJmoRLrhw5vU0f+Im/UMYd+inTdKGmcLZJrt1en9+fNy4haPJpC+IG27SLaZvH/Rx",
+	"36Zl2LflMpUYYXlpfaZ+ya7x9Q2qX2MyUzAyjckiSPn0011i2DAceiNwZa/mceR3oUjaxKhQ3KwvyEk4",
+	"oSpEdOV6l0ib2mlgZZgpQdVgu3saXkix4MvRmwa4YI5MEbooAod1/J2JSMprjiGZ+PCkymUoglsqKuJc",
+	"cmE0MKFXqOBocjCCy8oJNN4TJSVuPhN+/1M7wkigmJ4bu14D8EeTZ2Ahv+Iah25Rz3w1FBqhLfRoViV0",
+	"Fv32VQ3RxJjcUXXu3XtbeW/ovBnXhkcgF4uUe4qirVXB3y8v34zgFKKUozDW7nSZczBdURd78cz5nnAm",
+	"3G2YKkssE256Uqd84LLB0t1qsFRGh8BEbEOqJnMv8tFMvFJKKg1Mta60lcDAoEw9vM5UIShsgkZFJ7H/",
+	"kVBcz0QsoyKjAzED5MfHMkfBcj5asywdwSsWJUAmYbexHl0TZ1NrcBZGgkVMlJdPJ3D34O058Kq0eiId",
+	"Op0GYXCDSpdefULm6HcOpsGz0WT0zDHwxGJ+bLE0dlOnd8ESrbVWgp3FFDFpzDnX5tzv0CxAfPDFgF8K",
+	"VOveXPiBJLt/bqEtvHaeVxPbnad6NtU3tXL2m6t7qfrhZPJA6ttNeT+FrXQS4bIkpUPP8U2C3BuspgWO",
+	"nHR9e1WnqDNtGv9sx/FHO41/vpM85KKLLGNqHUwDwp53GQMLxhMgF0b+TazJX7bcnsJFoVEP7SJNgI/v",
+	"SlRuxnc83ow9m3YVuBak+6Ssh4yr2hDh6ZGxZy8DQk4u9TbTeuvEOHfRzMeX72S83gld2yJsIzoeTIgi",
+	"kDGXD8JHgr9fphvk2wONKnDTsY6jbizwR41/HUAP/iiA/l6qCPc9/CyniKSK9/TuIA8hlcsl5YEU4mze",
+	"KygpdBnOuBEkRh+3e/glmhc2/AaPujiDt2b8kd0wd61tDPYUN9v3/yO7YRduYlsj5M7mSq40Ks8EKEjD",
+	"qwvIZFykCAOMuQ1A3q6b4fShc73OUZy+OQt28t3lovXJOlVIvy48G02gjPVBr5l0/XY5t+IIzRo33d89",
+	"htdirMH0w1Vbc1zXEjjd2CL1+M5XMDf9JaM2c6WcyLEjkqaEZAhzTLiIgUie74D8xOM4xRVT6FiQ4yuo",
+	"Z2UalTABh+/fWy5Fx6on7FnqRYQGY5jjQvoRbVESJuIUFdErPZ2Jo8NnMPM50yyAVcJTLG1iXphuatfk",
+	"f1U5u2ViMzFYJcyUcRPmMl57wymf2ulcE+03wxOohdgv3Z6VBQUIaafbrWaCkvqSyrOmKNLTUMfvmU0g",
+	"hKRBKb8p08zFvdMIzyad9DAo6z9hWf8hfTq1V/ye5qnqcXnuoXMnDN4ii30zayZq+ej1AQhZr+Nuly7S",
+	"nq8v33GM9F7s7CLN4nBPgy0P9TROPE536ptcWRYbJV2jt49fK9cF2i2ud3tdjvT9uoj8JF/Q0udJzeXK",
+	"hpdNGlcJjxJYSspXtuQ4QSf+vn//FLt35vhHiMdHh09Y37fXPi18v0iYWGLDrbjmUa8XG/pmEWWftl7R",
+	"66EtQX0ojJHcJaY/KQl5LPewJdotWPVF0s+XcRx8rQTtXSI7rVCKD4UwPLVuP9h8QcfXm0ukDYh8Sbf3",
+	"GMLKquCm2/z+3GDuA/K55dwKFwp1gvFJo4jkQxxF6FwhRX70pl1WeIxURJBsl9OQjetkGIT3vyLZr7qj",
+	"fQL6wbXWnZSHzhp+27NTTFkqRgf7TGL/GTWe6lMu2TX6wqb9rsJD0EUGC8qqTNlmsQ+EjLFt8zYTu3vf",
+	"dljc7hOUXUdY2w8WHAEk9lgTyrrx6MklF0vr86q+agjIosRKOROO29qONDANP168/tk2oUdwCtooZBkl",
+	"Bspodyq3nyPMjbjJNSSYxiN45YRjConsshgWSmau68QMmzONIWjpK6RCxrinQRdzOusclYYl2kQgs7t5",
+	"jpSnxZILork+dX5HzPCVXWJwABrm67KnNbQSqLVTEkRMKY5EjoDHJz4bEgIj46i7rT7PxDnTZt9Kvn/2",
+	"Ega2Wu2T2D3tjnRh60QQS9TDlkJKxfeoZCYWCt15WTkOMq7daMp+rEtySl4xDVHh2hEyjR0j7wYGp98n",
+	"Mgib41tN7LtddszyT4XXo5/9x+IGl/ezSW9ZIdmBSXANCctzyvgEpakWrV+OLWx3HarRnfvCRKa7oUuB",
+	"yS8qoZ3Rtd0GmUjtJCprslcx6piAP+sDLPqwX47qI6acLdG1h8jMvkZIH02Od4x8x7+XyZzq68YnYWAk",
+	"pNgs3ADG3MCA1bHGXeSwTIhXjPsy2BYwU/SyTfqvDs2USlQfFNiOp6eZjlMStGTKozUMyhrbyIerso1+",
+	"0ghUjnuaBGei9X1dVbWZQuNzhtAFEMli37Gs++l72pNeCvG+c2ZfzQTNt8F/YVCtmIr1SavlTrSXiAxT",
+	"S1RQfxxFod+aZW2lmmd5uvbRvy82GX/GtmV+/sTj/icJvcnHb0/AL5vfAzUqfX+S8exzsOvW9zohLFBE",
+	"BGSbqjnXM1glsuRKwMicIiTzYg3+633PFndTiLJW83Wl/06uTywAVB/k9zS7/2znbcPeD/ymgb3Cfw3T",
+	"aNi0Pi76cLW52vw/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
