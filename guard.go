@@ -565,82 +565,111 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 	for _, s := range specs {
 		b.specs[strings.ToLower(s.Table)] = s
 	}
-	byTable := map[string]*guardPlan{}
-	var order []string
-	add := func(table string, recs []guardRecord) {
-		name := strings.ToLower(table)
-		pl, ok := byTable[name]
-		if !ok {
-			pl = &guardPlan{Table: table}
-			byTable[name] = pl
-			order = append(order, name)
-		}
-		pl.Records = append(pl.Records, recs...)
-	}
-	var children []string // every guarded table, in order, with its records
-	recordsOf := map[string][]guardRecord{}
-	child := func(table string, rec guardRecord) {
-		if _, ok := recordsOf[table]; !ok {
-			children = append(children, table)
-		}
-		recordsOf[table] = append(recordsOf[table], rec)
-	}
+	ps := planSet{byTable: map[string]*guardPlan{}, recordsOf: map[string][]guardRecord{}}
 	for _, s := range specs {
-		rec, err := b.record(s, s.Table)
-		if err != nil {
+		if err := ps.addRecords(&b, s); err != nil {
 			return nil, err
 		}
-		if rec != nil {
-			add(s.Table, []guardRecord{*rec})
-			child(s.Table, *rec)
-		}
-		joins := map[string][]columnSpec{}
-		for _, l := range s.Links {
-			joins[l.Name] = append(joins[l.Name], l)
-		}
-		for join, cols := range joins {
-			rec, err := b.joinRecord(s, join, cols)
-			if err != nil {
-				return nil, err
-			}
-			if rec != nil {
-				add(join, []guardRecord{*rec})
-				child(join, *rec)
-			}
-		}
 	}
-	for _, table := range children {
-		cs, err := b.cascadesInto(table, recordsOf[table])
+	for _, table := range ps.children {
+		cs, err := b.cascadesInto(table, ps.recordsOf[table])
 		if err != nil {
 			return nil, err
 		}
 		for _, cc := range cs {
-			add(cc.Parent, nil)
-			pl := byTable[strings.ToLower(cc.Parent)]
+			pl := ps.add(cc.Parent, nil)
 			pl.Cascades = append(pl.Cascades, cc)
 		}
 	}
-	// Partitions and inheritance children (PostgreSQL): a write straight
-	// into one fires its own triggers only, so each carries the plan of
-	// the table it inherits from.
-	for _, name := range slices.Clone(order) {
-		pl := byTable[name]
+	if err := ps.addInheritors(c, g); err != nil {
+		return nil, err
+	}
+	return ps.plans(), nil
+}
+
+// planSet is the guard's plans as guardPlans builds them, by table, in
+// the order first met.
+type planSet struct {
+	byTable   map[string]*guardPlan
+	order     []string
+	children  []string                 // every table with records, in order
+	recordsOf map[string][]guardRecord // their records
+}
+
+// add is table's plan, with recs added to it.
+func (ps *planSet) add(table string, recs []guardRecord) *guardPlan {
+	name := strings.ToLower(table)
+	pl, ok := ps.byTable[name]
+	if !ok {
+		pl = &guardPlan{Table: table}
+		ps.byTable[name] = pl
+		ps.order = append(ps.order, name)
+	}
+	pl.Records = append(pl.Records, recs...)
+	return pl
+}
+
+// addRecord adds rec to table's plan, and table to the tables whose
+// parents' cascades are followed.
+func (ps *planSet) addRecord(table string, rec *guardRecord) {
+	if rec == nil {
+		return
+	}
+	ps.add(table, []guardRecord{*rec})
+	if _, ok := ps.recordsOf[table]; !ok {
+		ps.children = append(ps.children, table)
+	}
+	ps.recordsOf[table] = append(ps.recordsOf[table], *rec)
+}
+
+// addRecords adds the records of s's table and of its join tables.
+func (ps *planSet) addRecords(b *planBuilder, s tableSpec) error {
+	rec, err := b.record(s, s.Table)
+	if err != nil {
+		return err
+	}
+	ps.addRecord(s.Table, rec)
+	joins := map[string][]columnSpec{}
+	for _, l := range s.Links {
+		joins[l.Name] = append(joins[l.Name], l)
+	}
+	for join, cols := range joins {
+		rec, err := b.joinRecord(s, join, cols)
+		if err != nil {
+			return err
+		}
+		ps.addRecord(join, rec)
+	}
+	return nil
+}
+
+// addInheritors gives partitions and inheritance children (PostgreSQL)
+// the plan of the table they inherit from: a write straight into one
+// fires its own triggers only.
+func (ps *planSet) addInheritors(c conn, g lockstore.Guard) error {
+	for _, name := range slices.Clone(ps.order) {
+		pl := ps.byTable[name]
 		if len(pl.Records) == 0 {
 			continue
 		}
 		children, partitioned, err := g.Inheritors(c, pl.Table)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pl.Partitioned = partitioned
 		for _, ch := range children {
-			add(ch, pl.Records)
-			byTable[strings.ToLower(ch)].Inherits = pl.Table
+			ps.add(ch, pl.Records).Inherits = pl.Table
 		}
 	}
+	return nil
+}
+
+// plans is the set in order, each with its records sorted and its
+// version: a fingerprint of all it guards.
+func (ps *planSet) plans() []guardPlan {
 	var out []guardPlan
-	for _, name := range order {
-		pl := byTable[name]
+	for _, name := range ps.order {
+		pl := ps.byTable[name]
 		slices.SortStableFunc(pl.Records, func(a, b guardRecord) int { return strings.Compare(a.Resource, b.Resource) })
 		var fp []string
 		for _, r := range pl.Records {
@@ -655,7 +684,7 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 		pl.Version = lockstore.GuardVersion(fp...)
 		out = append(out, *pl)
 	}
-	return out, nil
+	return out
 }
 
 // cascadesInto are the foreign keys whose actions change rows of the

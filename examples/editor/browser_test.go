@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +23,8 @@ import (
 // outlives its lease while his page is open; David asks to edit and
 // Martin's page shows it; an admin takes over and Martin's page says so
 // within 2 seconds, and his Save is refused in words; the admin leaves and
-// David's page learns the record is free; Martin's reload resumes his own
+// David's page learns the record is free (its event stream cut meanwhile, so
+// it learns it when it reconnects); Martin's reload resumes his own
 // lock, a second tab of his is told and may move the edit there; signing
 // out releases everything. With OFFLINELOCK_SCREENSHOT=1 it writes David's
 // page to docs/editor.png.
@@ -71,8 +73,16 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.wait(martin, "status", "Not saved: customer '129' is locked by admin until ", 5*time.Second)
 		s.wait(david, "lockstate", "Locked by admin since ", 5*time.Second)
 
+		// The admin leaves while the pages' event streams are cut: David's
+		// page learns the record is free when its browser reconnects.
+		streams.cut()
 		s.do(admin, chromedp.Navigate(base+"/")) // the admin leaves the page
-		s.wait(david, "lockstate", "Customer 129 is free now.", 15*time.Second)
+		s.waitFree(129, 15*time.Second)
+		lastIDs := streams.reopen()
+		if len(lastIDs) == 0 || slices.Contains(lastIDs, "") {
+			t.Fatalf("the pages reconnected with Last-Event-IDs %q: each should say it is a reconnect", lastIDs)
+		}
+		s.wait(david, "lockstate", "Customer 129 is free now.", 5*time.Second)
 		if got := held(t, a); len(got) != 0 {
 			t.Fatalf("after the admin left, the lock table holds %q", got)
 		}
@@ -167,6 +177,23 @@ func (s *scene) wait(ctx context.Context, id, want string, within time.Duration)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
 		s.t.Fatalf("%v: #%s says %q, not %q within %v (%v)", ctx.Value(personKey{}), id, text, want, within, err)
+	}
+}
+
+// waitFree waits until nobody holds customer id.
+func (s *scene) waitFree(id int, within time.Duration) {
+	s.t.Helper()
+	for end := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		holders, err := s.a.locks.Holders(s.a.db, &Customer{ID: uint(id)})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if len(holders) == 0 {
+			return
+		}
+		if time.Now().After(end) {
+			s.t.Fatalf("customer %d is still held after %v: %+v", id, within, holders)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,8 +44,12 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lock") {
 				lockPosts.Add(1)
 			}
+			if strings.HasSuffix(r.URL.Path, "/lock/events") {
+				streams.wait(r)
+			}
 			routes.ServeHTTP(w, r)
 		}))
+		streams.srv = srv
 		t.Cleanup(srv.Close)
 		t.Cleanup(srv.CloseClientConnections) // event streams
 		fn(t, a, srv.URL)
@@ -79,6 +84,51 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 // lockPosts counts the POST …/lock requests the test servers answered:
 // the pages' lock and renewal requests.
 var lockPosts atomic.Int64
+
+// streams lets the browser test cut the pages' event streams: while they
+// are cut, a page's reconnect waits at the server's door.
+var streams streamGate
+
+type streamGate struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	cutOff  chan struct{} // while cut: closed when the streams may open again
+	lastIDs []string      // the Last-Event-ID of each reconnect while cut
+}
+
+// cut closes every connection to the server and holds each new event
+// stream until reopen.
+func (g *streamGate) cut() {
+	g.mu.Lock()
+	g.cutOff, g.lastIDs = make(chan struct{}), nil
+	g.mu.Unlock()
+	g.srv.CloseClientConnections()
+}
+
+// reopen lets the held streams in, and says how many came, with which
+// Last-Event-ID.
+func (g *streamGate) reopen() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.cutOff)
+	g.cutOff = nil
+	return g.lastIDs
+}
+
+func (g *streamGate) wait(r *http.Request) {
+	g.mu.Lock()
+	cutOff := g.cutOff
+	if cutOff != nil {
+		g.lastIDs = append(g.lastIDs, r.Header.Get("Last-Event-ID"))
+	}
+	g.mu.Unlock()
+	if cutOff != nil {
+		select {
+		case <-cutOff:
+		case <-r.Context().Done():
+		}
+	}
+}
 
 func openGorm(t *testing.T, d gorm.Dialector) *gorm.DB {
 	t.Helper()
