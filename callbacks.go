@@ -312,51 +312,8 @@ func (b *binding) endStatement(db *gorm.DB) {
 	if st.prepared {
 		unpreparedPool(db, st)
 	}
-	if st.fastRewrote || st.folded {
-		if st.hadWhere {
-			db.Statement.Clauses["WHERE"] = st.where
-		} else {
-			delete(db.Statement.Clauses, "WHERE")
-		}
-	}
-	if st.fastRewrote {
-		delete(db.Statement.Clauses, "FOR")
-	}
-	switch {
-	case st.ownTx:
-		if tx, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
-			if db.Error != nil {
-				tx.Rollback()
-			} else if err := tx.Commit(); err != nil {
-				db.AddError(err)
-			} else if err := p.confirmGrants(db, st); err != nil {
-				db.AddError(err)
-			}
-		}
-		if st.txDone != nil {
-			st.txDone()
-		}
-		db.Statement.ConnPool = st.pool
-	case st.savepoint != "" && lockstore.TxRolledBack(db.Error):
-		// The savepoint went with the caller's transaction: the error says
-		// so, and a ROLLBACK TO it would only add "does not exist".
-		if st.savepointDone != nil {
-			st.savepointDone()
-		}
-	case st.savepoint != "":
-		c := cleanup(db)
-		if db.Error != nil {
-			if err := c.RollbackTo(st.savepoint); err != nil {
-				db.AddError(err)
-			}
-		}
-		if err := c.ReleaseSavepoint(st.savepoint); err != nil {
-			db.AddError(err)
-		}
-		if st.savepointDone != nil {
-			st.savepointDone()
-		}
-	}
+	restoreClauses(db, st)
+	b.endTransaction(db, st)
 	if db.Error != nil {
 		db.Error = lockstore.ReadOnly(db.Error)
 		p.clusterConflict(db, st)
@@ -372,6 +329,68 @@ func (b *binding) endStatement(db *gorm.DB) {
 	}
 	if st.err != nil && db.Error != nil && !errors.Is(db.Error, st.err) {
 		db.Error = fmt.Errorf("%w; %w", db.Error, st.err)
+	}
+}
+
+// restoreClauses puts back the WHERE and FOR clauses a fast path rewrote,
+// so that the statement, executed again, is the caller's own.
+func restoreClauses(db *gorm.DB, st *state) {
+	if st.fastRewrote || st.folded {
+		if st.hadWhere {
+			db.Statement.Clauses["WHERE"] = st.where
+		} else {
+			delete(db.Statement.Clauses, "WHERE")
+		}
+	}
+	if st.fastRewrote {
+		delete(db.Statement.Clauses, "FOR")
+	}
+}
+
+// endTransaction commits or rolls back what the statement opened for
+// itself: its own transaction, or a savepoint in the caller's.
+func (b *binding) endTransaction(db *gorm.DB, st *state) {
+	switch {
+	case st.ownTx:
+		if tx, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+			if db.Error != nil {
+				tx.Rollback()
+			} else if err := tx.Commit(); err != nil {
+				db.AddError(err)
+			} else if err := b.p.confirmGrants(db, st); err != nil {
+				db.AddError(err)
+			}
+		}
+		if st.txDone != nil {
+			st.txDone()
+		}
+		db.Statement.ConnPool = st.pool
+	case st.savepoint != "":
+		closeSavepoint(db, st.savepoint)
+		if st.savepointDone != nil {
+			st.savepointDone()
+		}
+	}
+}
+
+// closeSavepoint ends the savepoint name in the caller's transaction:
+// rolled back to when the statement failed, then released, each error
+// added to the statement's. The one place savepoints end (begin and
+// beforeRow open them).
+func closeSavepoint(db *gorm.DB, name string) {
+	if lockstore.TxRolledBack(db.Error) {
+		// The savepoint went with the caller's transaction: the error says
+		// so, and a ROLLBACK TO it would only add "does not exist".
+		return
+	}
+	c := cleanup(db)
+	if db.Error != nil {
+		if err := c.RollbackTo(name); err != nil {
+			db.AddError(err)
+		}
+	}
+	if err := c.ReleaseSavepoint(name); err != nil {
+		db.AddError(err)
 	}
 }
 

@@ -53,81 +53,122 @@ func (b *binding) registerIdentity(db *gorm.DB) {
 		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
 	}
 	for _, name := range identityClauses {
-		db.ClauseBuilders[name] = b.identityBuilder(name, db.ClauseBuilders[name])
+		db.ClauseBuilders[name] = b.identityBuilder(db.Dialector.Name(), name, db.ClauseBuilders[name])
 	}
 }
 
 // identityBuilder is a clause builder that adds the writer's identity to
-// name's clause of a write by a session.
-func (b *binding) identityBuilder(name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
-	p, bound := b.p, b
-	build := func(c clause.Clause, b clause.Builder) {
+// name's clause of a write by a session, in dialect's way (decided here,
+// once per database).
+func (b *binding) identityBuilder(dialect, name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
+	build := func(c clause.Clause, cb clause.Builder) {
 		if prev != nil {
-			prev(c, b)
+			prev(c, cb)
 		} else {
-			c.Build(b)
+			c.Build(cb)
 		}
 	}
-	return func(c clause.Clause, b clause.Builder) {
-		stmt, ok := b.(*gorm.Statement)
+	var add identityAdder
+	switch dialect {
+	case "postgres":
+		add = b.postgresIdentity(name, prev != nil, build)
+	case "mysql":
+		add = b.mysqlIdentity(name, build)
+	}
+	if add == nil {
+		return build
+	}
+	return func(c clause.Clause, cb clause.Builder) {
+		stmt, ok := cb.(*gorm.Statement)
 		session := ""
 		if ok {
 			session = writerSession(stmt)
 		}
 		if session == "" {
-			build(c, b)
+			build(c, cb)
 			return
 		}
 		_, fenced := stmt.Settings.Load(stateKey) // the plugin checks it again before commit
-		switch {
-		case stmt.Dialector.Name() == "postgres" && (name == "VALUES" || name == "ON CONFLICT" || name == "RETURNING"):
-			build(c, b)
+		add(stmt, c, cb, session, fenced)
+	}
+}
+
+// identityAdder builds one clause of a session's write with its identity.
+type identityAdder func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool)
+
+// postgresIdentity signs a PostgreSQL write: an INSERT returns the
+// identity from its last clause, an UPDATE or DELETE evaluates it in its
+// WHERE. A WHERE another builder writes (prevWhere) is left to it.
+func (b *binding) postgresIdentity(name string, prevWhere bool, build clause.ClauseBuilder) identityAdder {
+	identity := func(cb clause.Builder, session string, fenced bool) {
+		clause.Expr{SQL: b.p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(cb)
+	}
+	switch name {
+	case "VALUES", "ON CONFLICT", "RETURNING":
+		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
+			build(c, cb)
 			if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
 				if name == "RETURNING" {
-					b.WriteString(", ")
+					cb.WriteString(", ")
 				} else {
-					b.WriteString(" RETURNING ")
+					cb.WriteString(" RETURNING ")
 				}
-				clause.Expr{SQL: p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
-				b.WriteString(" AS offlinelock_identity")
+				identity(cb, session, fenced)
+				cb.WriteString(" AS offlinelock_identity")
 			}
-		case name == "WHERE" && stmt.Dialector.Name() == "postgres":
+		}
+	case "WHERE":
+		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
 			where, ok := c.Expression.(clause.Where)
-			if !ok || len(where.Exprs) == 0 || prev != nil {
-				build(c, b)
+			if !ok || len(where.Exprs) == 0 || prevWhere {
+				build(c, cb)
 				return
 			}
-			b.WriteString("WHERE (")
-			where.Build(b)
-			b.WriteString(") AND ")
-			clause.Expr{SQL: p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(b)
-			b.WriteString(" IS NOT NULL")
-		case stmt.Dialector.Name() == "mysql" && (name == "INSERT" || name == "UPDATE" || name == "DELETE"):
-			key := bound.guard.key()
-			if lockstore.IsMariaDB(bound.t.Store) {
-				b.WriteString(lockstore.MariaDBIdentityPrefix(key, session, fenced))
-				build(c, b)
+			cb.WriteString("WHERE (")
+			where.Build(cb)
+			cb.WriteString(") AND ")
+			identity(cb, session, fenced)
+			cb.WriteString(" IS NOT NULL")
+		}
+	}
+	return nil
+}
+
+// mysqlIdentity signs a MariaDB or MySQL write: a prefix (MariaDB) or an
+// optimizer hint (MySQL) on INSERT, UPDATE and DELETE, and the identity
+// folded into the values of an INSERT or an upsert.
+func (b *binding) mysqlIdentity(name string, build clause.ClauseBuilder) identityAdder {
+	switch name {
+	case "INSERT", "UPDATE", "DELETE":
+		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
+			key := b.guard.key()
+			if lockstore.IsMariaDB(b.t.Store) {
+				cb.WriteString(lockstore.MariaDBIdentityPrefix(key, session, fenced))
+				build(c, cb)
 				return
 			}
 			hint := lockstore.MySQLIdentityHint(key, session, fenced)
 			if name == "DELETE" {
-				b.WriteString("DELETE " + hint)
+				cb.WriteString("DELETE " + hint)
 				if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
-					b.WriteString(d.Modifier)
+					cb.WriteString(d.Modifier)
 				}
 				return
 			}
-			b.WriteString(name + " " + hint)
-			c.Expression.Build(b)
-		case name == "VALUES" && stmt.Dialector.Name() == "mysql":
-			foldIntoValues(stmt, c, b, build)
-		case name == "ON CONFLICT" && stmt.Dialector.Name() == "mysql":
-			build(c, b)
-			foldIntoUpsert(stmt, b)
-		default:
-			build(c, b)
+			cb.WriteString(name + " " + hint)
+			c.Expression.Build(cb)
+		}
+	case "VALUES":
+		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
+			foldIntoValues(stmt, c, cb, build)
+		}
+	case "ON CONFLICT":
+		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
+			build(c, cb)
+			foldIntoUpsert(stmt, cb)
 		}
 	}
+	return nil
 }
 
 // lastClause is the last of the clauses stmt builds that it has: where a

@@ -42,15 +42,7 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if db.Statement.TableExpr != nil && b.fromSubquery(db) {
 		return
 	}
-	if db.Statement.ConnPool != db.Config.ConnPool { // a read router chose a replica (primary.go)
-		p.loadOnPrimary(db, p.statementModel(db))
-	}
-	st := b.enter(db, opLoad, true)
-	if st == nil && db.Error == nil {
-		if st = b.enterJoins(db, opLoad); st != nil {
-			routeToPrimary(db)
-		}
-	}
+	st := b.enterRead(db, opLoad)
 	if db.Error != nil {
 		return
 	}
@@ -86,6 +78,23 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if st.fast == fastNone {
 		p.lockInTx(db, st, false)
 	}
+}
+
+// enterRead starts a read's state, on the primary when a read router chose
+// a replica (primary.go): for the statement's model, or for a lockable
+// model it joins. It is nil for a read of nothing lockable, or when the
+// statement failed (db.Error says which).
+func (b *binding) enterRead(db *gorm.DB, op opKind) *state {
+	if db.Statement.ConnPool != db.Config.ConnPool {
+		b.p.loadOnPrimary(db, b.p.statementModel(db))
+	}
+	st := b.enter(db, op, true)
+	if st == nil && db.Error == nil {
+		if st = b.enterJoins(db, op); st != nil {
+			routeToPrimary(db)
+		}
+	}
+	return st
 }
 
 // fromSubquery takes the load GORM's generics Preload with LimitPerRecord
@@ -475,28 +484,9 @@ func (b *binding) afterQuery(db *gorm.DB) {
 		return
 	}
 	for round := 0; ; round++ {
-		loaded, ok, err := p.loadedTargets(db, st.m, st.links)
-		if err != nil {
-			st.fail(db, err)
+		loaded, more := p.readTargets(db, st)
+		if !more {
 			return
-		}
-		if !ok {
-			// Not the model itself (Pluck, a DTO, rows without their key):
-			// the plugin cannot see what was read, so it looks again for rows
-			// that began to match while the first ones were being locked. A
-			// WHERE on keys pins the rows. Raw SQL cannot be looked at again.
-			if st.raw {
-				st.fail(db, unenforceable(st.m.table, "a raw SELECT read rows without their primary key from lockable table"))
-				return
-			}
-			if st.known != nil {
-				return
-			}
-			if loaded, ok = p.aheadTargets(db, st); !ok {
-				return
-			}
-		} else {
-			p.releasePhantoms(db, st, loaded)
 		}
 		var extra []target
 		for _, tg := range loaded {
@@ -518,6 +508,36 @@ func (b *binding) afterQuery(db *gorm.DB) {
 			return
 		}
 	}
+}
+
+// readTargets are the records the query read, for afterQuery to check
+// against what it locked; more is false when there is nothing to check
+// (or the statement failed).
+func (p *Plugin) readTargets(db *gorm.DB, st *state) (loaded []target, more bool) {
+	loaded, ok, err := p.loadedTargets(db, st.m, st.links)
+	if err != nil {
+		st.fail(db, err)
+		return nil, false
+	}
+	if !ok {
+		// Not the model itself (Pluck, a DTO, rows without their key):
+		// the plugin cannot see what was read, so it looks again for rows
+		// that began to match while the first ones were being locked. A
+		// WHERE on keys pins the rows. Raw SQL cannot be looked at again.
+		if st.raw {
+			st.fail(db, unenforceable(st.m.table, "a raw SELECT read rows without their primary key from lockable table"))
+			return nil, false
+		}
+		if st.known != nil {
+			return nil, false
+		}
+		if loaded, ok = p.aheadTargets(db, st); !ok {
+			return nil, false
+		}
+	} else {
+		p.releasePhantoms(db, st, loaded)
+	}
+	return loaded, true
 }
 
 // reread runs the statement's query again into its destination, as
@@ -558,15 +578,7 @@ func (b *binding) beforeRow(db *gorm.DB) {
 	if db.Statement.Schema == nil && p.fromMigrator() {
 		return // the migrator reads one row of a table for its column types
 	}
-	if db.Statement.ConnPool != db.Config.ConnPool { // a read router chose a replica (primary.go)
-		p.loadOnPrimary(db, p.statementModel(db))
-	}
-	st := b.enter(db, opRows, true)
-	if st == nil && db.Error == nil {
-		if st = b.enterJoins(db, opRows); st != nil {
-			routeToPrimary(db)
-		}
-	}
+	st := b.enterRead(db, opRows)
 	if db.Error != nil {
 		return
 	}
@@ -593,27 +605,25 @@ func (b *binding) beforeRow(db *gorm.DB) {
 			return
 		}
 	}
-	// The caller reads the rows after the chain, so the locks are settled
-	// here: outside a transaction a refusal gives back what this statement
-	// took (endStatement); inside one, a savepoint undoes it now.
+	p.settleAhead(db, st)
+}
+
+// settleAhead locks the rows before the query runs: the caller reads them
+// after the chain, so the locks are settled here. Outside a transaction a
+// refusal gives back what this statement took (endStatement); inside one,
+// a savepoint undoes it now.
+func (p *Plugin) settleAhead(db *gorm.DB, st *state) {
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
 		st.detached = true
 		p.lockAhead(db, st)
 		return
 	}
-	c := direct(db)
-	if err := c.Savepoint(lockstore.SavepointName); err != nil {
+	if err := direct(db).Savepoint(lockstore.SavepointName); err != nil {
 		st.fail(db, err)
 		return
 	}
 	p.lockAhead(db, st)
-	if lockstore.TxRolledBack(db.Error) {
-		return // the savepoint went with the transaction
-	}
-	if db.Error != nil {
-		c.RollbackTo(lockstore.SavepointName)
-	}
-	c.ReleaseSavepoint(lockstore.SavepointName)
+	closeSavepoint(db, lockstore.SavepointName)
 }
 
 // beforeRawRows is beforeRow for Raw(…).Rows/Row/Scan: the caller reads

@@ -173,6 +173,8 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	return err
 }
 
+// initialize binds the plugin to db: models checked, database prepared,
+// callbacks registered once per database.
 func (p *Plugin) initialize(db *gorm.DB) error {
 	if p.err != nil {
 		return p.err
@@ -189,37 +191,11 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range p.cfg.Models {
-		pm, _, err := p.modelFor(db, m)
-		if errors.Is(err, ErrInvalid) {
-			return err // names the model and the field already
-		}
-		if err != nil {
-			return fmt.Errorf("offlinelock: parsing model %T: %w", m, err)
-		}
-		if pm.err != nil {
-			return pm.err
-		}
-		if !pm.lockable && pm.slip != "" {
-			return notLockable(pm)
-		}
+	if err := p.checkModels(db); err != nil {
+		return err
 	}
 	if !db.DryRun {
-		if db.Dialector.Name() == "postgres" {
-			if err := checkPooler(db); err != nil {
-				return err
-			}
-		}
-		if err := p.Migrate(db); err != nil {
-			return err
-		}
-		if err := p.rememberModels(db); err != nil {
-			return err
-		}
-		if err := p.startGuard(db); err != nil {
-			return err
-		}
-		if err := p.loadGuardKey(db, direct(p.background(db))); err != nil {
+		if err := p.prepareDatabase(db); err != nil {
 			return err
 		}
 	}
@@ -237,6 +213,51 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
 	}
 	db.ClauseBuilders[boundKey] = func(c clause.Clause, b clause.Builder) { c.Build(b) } // never a clause's name: a mark only
+	return nil
+}
+
+// checkModels parses Config.Models on db, so that a wrong tag or a lock
+// tag the plugin never reads fails db.Use, naming the model and the field.
+func (p *Plugin) checkModels(db *gorm.DB) error {
+	for _, m := range p.cfg.Models {
+		pm, _, err := p.modelFor(db, m)
+		if errors.Is(err, ErrInvalid) {
+			return err // names the model and the field already
+		}
+		if err != nil {
+			return fmt.Errorf("offlinelock: parsing model %T: %w", m, err)
+		}
+		if pm.err != nil {
+			return pm.err
+		}
+		if !pm.lockable && pm.slip != "" {
+			return notLockable(pm)
+		}
+	}
+	return nil
+}
+
+// prepareDatabase readies db for locking: it refuses a pooler that would
+// break the lock table's transactions, creates the lock table, records the
+// models, installs or checks the guard and loads the guard's key.
+func (p *Plugin) prepareDatabase(db *gorm.DB) error {
+	if db.Dialector.Name() == "postgres" {
+		if err := checkPooler(db); err != nil {
+			return err
+		}
+	}
+	if err := p.Migrate(db); err != nil {
+		return err
+	}
+	if err := p.rememberModels(db); err != nil {
+		return err
+	}
+	if err := p.startGuard(db); err != nil {
+		return err
+	}
+	if err := p.loadGuardKey(db, direct(p.background(db))); err != nil {
+		return err
+	}
 	return nil
 }
 

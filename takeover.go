@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -77,25 +78,9 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 			l, err = p.Acquire(tx, target, Write) // nothing to take: a renewal
 			return err
 		}
-		err = t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
-			for _, h := range held {
-				if h.Owner.Session == o.Session {
-					continue
-				}
-				var err error
-				if allow != nil {
-					err = allow(h)
-				}
-				if err == nil && h.Owner.User != o.User {
-					err = p.authorize(ctx, "take_over", h)
-				}
-				p.audit(ctx, "take_over", h, o, now, err)
-				if err != nil {
-					return err
-				}
-				taken = append(taken, h)
-			}
-			return nil
+		err = t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) (err error) {
+			taken, err = p.judgeTakeOver(ctx, o, now, held, allow)
+			return err
 		})
 		if err != nil && !errors.Is(err, ErrNotLocked) {
 			return err
@@ -115,6 +100,31 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 	p.hints.dropKey(k)
 	p.tel.released(ctxOf(db), dbSystem(db), kindTakeOver, k.Resource, int64(len(taken)))
 	return l, nil
+}
+
+// judgeTakeOver asks allow, and Config.Authorize for another user's lock,
+// about each lock of held that is not o's session's own, auditing each
+// answer. It returns the locks to be taken, or the first refusal.
+func (p *Plugin) judgeTakeOver(ctx context.Context, o Owner, now time.Time, held []Lock, allow func(Lock) error) ([]Lock, error) {
+	var taken []Lock
+	for _, h := range held {
+		if h.Owner.Session == o.Session {
+			continue
+		}
+		var err error
+		if allow != nil {
+			err = allow(h)
+		}
+		if err == nil && h.Owner.User != o.User {
+			err = p.authorize(ctx, "take_over", h)
+		}
+		p.audit(ctx, "take_over", h, o, now, err)
+		if err != nil {
+			return nil, err
+		}
+		taken = append(taken, h)
+	}
+	return taken, nil
 }
 
 // RequestEdit asks the holders of target to let the owner in db's context

@@ -553,6 +553,8 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 	st.required = mine
 }
 
+// memberWriteRoots are the roots a write of members touches: those the
+// rows will belong to (checked to exist) and those they belong to now.
 func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, error) {
 	stmt, m := db.Statement, st.m
 	var next, now []any
@@ -564,38 +566,8 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, 
 	}
 	if op != opCreate || upserts(stmt) {
 		// Where they belong now: an upsert may move an existing member.
-		v := stmt.ReflectValue
-		if op != opCreate && v.Kind() == reflect.Map {
-			v = reflect.Value{}
-		}
-		pks, complete, known := valueRows(db, v, m.pk)
 		var err error
-		switch {
-		case known && len(pks) > 0 && complete && op != opCreate && callerWhere(stmt):
-			for i := range pks {
-				pks[i] = m.keyArgs(pks[i])
-			}
-			// The keys and the caller's WHERE together (writeRows).
-			err = withKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
-			st.bulk = int64(len(now))
-		case known && len(pks) > 0 && (complete || op == opCreate):
-			for i := range pks {
-				pks[i] = m.keyArgs(pks[i])
-			}
-			now, err = p.linksOfRows(db, m, pks)
-			if op != opCreate {
-				st.bulk = int64(len(pks))
-			}
-		case op == opCreate: // new members without keys: none moves
-		default:
-			where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
-			if !ok || len(where.Exprs) == 0 {
-				return nil, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.table)
-			}
-			now, err = p.preselectLinks(db, m, true)
-			st.bulk = int64(len(now))
-		}
-		if err != nil {
+		if now, err = p.currentLinks(db, st, op); err != nil {
 			return nil, err
 		}
 	}
@@ -618,6 +590,45 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, 
 		roots = append(roots, r...)
 	}
 	return roots, nil
+}
+
+// currentLinks are the root links of the rows a write of members touches,
+// as they are now, read by key when the statement's values name every row
+// and with the caller's WHERE otherwise; a write of no row named and no
+// WHERE is refused.
+func (p *Plugin) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err error) {
+	stmt, m := db.Statement, st.m
+	v := stmt.ReflectValue
+	if op != opCreate && v.Kind() == reflect.Map {
+		v = reflect.Value{}
+	}
+	pks, complete, known := valueRows(db, v, m.pk)
+	switch {
+	case known && len(pks) > 0 && complete && op != opCreate && callerWhere(stmt):
+		for i := range pks {
+			pks[i] = m.keyArgs(pks[i])
+		}
+		// The keys and the caller's WHERE together (writeRows).
+		err = withKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
+		st.bulk = int64(len(now))
+	case known && len(pks) > 0 && (complete || op == opCreate):
+		for i := range pks {
+			pks[i] = m.keyArgs(pks[i])
+		}
+		now, err = p.linksOfRows(db, m, pks)
+		if op != opCreate {
+			st.bulk = int64(len(pks))
+		}
+	case op == opCreate: // new members without keys: none moves
+	default:
+		where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
+		if !ok || len(where.Exprs) == 0 {
+			return nil, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.table)
+		}
+		now, err = p.preselectLinks(db, m, true)
+		st.bulk = int64(len(now))
+	}
+	return now, err
 }
 
 // nextLinks reads the root links a write sets: from the value a Create or

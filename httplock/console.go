@@ -418,18 +418,10 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 		c.s.WriteError(w, r, err)
 		return
 	}
-	filter := offlinelock.Filter{ID: f.ID, Expired: f.Expired, Limit: consoleMax + 1}
-	if f.Resource != "" {
-		filter.Resource = c.s.resources[f.Resource].table
-	}
-	locks, err := c.s.cfg.Locks.List(c.s.cfg.DB.WithContext(r.Context()), filter)
+	locks, err := c.matching(r, f)
 	if err != nil {
 		c.s.WriteError(w, r, err)
 		return
-	}
-	if f.User != "" { // part of a user name, in any case
-		part := strings.ToLower(f.User)
-		locks = slices.DeleteFunc(locks, func(l offlinelock.Lock) bool { return !strings.Contains(strings.ToLower(l.Owner.User), part) })
 	}
 	now := time.Now()
 	v := consoleView{Nonce: newSession(""), CSRF: c.csrf(admin, now), Admin: admin, Filter: f, Result: res,
@@ -444,18 +436,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	locks = locks[:min(len(locks), consoleMax)]
 	v.Count = len(locks)
 	c.sortLocks(locks, f.Sort)
-	pages := max((len(locks)+consolePage-1)/consolePage, 1)
-	f.Page = min(f.Page, pages)
-	v.Filter = f
-	from, to := (f.Page-1)*consolePage, min(f.Page*consolePage, len(locks))
-	v.First, v.Last = from+1, to
-	v.Self = f.query(f.Sort, f.Page)
-	if f.Page > 1 {
-		v.Prev = f.query(f.Sort, f.Page-1)
-	}
-	if f.Page < pages {
-		v.Next = f.query(f.Sort, f.Page+1)
-	}
+	from, to := v.paginate(f, len(locks))
 	v.Rows = c.rows(locks[from:to], now, generationsByRecord(locks))
 	for _, row := range v.Rows {
 		if !slices.Contains(v.Users, row.User) {
@@ -470,6 +451,42 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	if err := c.page.Execute(w, v); err != nil {
 		c.s.cfg.Logger.ErrorContext(r.Context(), "httplock: console page", slog.String("error", err.Error()))
 	}
+}
+
+// matching is the locks f selects, consoleMax+1 at most (one more tells
+// the page there are more).
+func (c *console) matching(r *http.Request, f consoleFilter) ([]offlinelock.Lock, error) {
+	filter := offlinelock.Filter{ID: f.ID, Expired: f.Expired, Limit: consoleMax + 1}
+	if f.Resource != "" {
+		filter.Resource = c.s.resources[f.Resource].table
+	}
+	locks, err := c.s.cfg.Locks.List(c.s.cfg.DB.WithContext(r.Context()), filter)
+	if err != nil {
+		return nil, err
+	}
+	if f.User != "" { // part of a user name, in any case
+		part := strings.ToLower(f.User)
+		locks = slices.DeleteFunc(locks, func(l offlinelock.Lock) bool { return !strings.Contains(strings.ToLower(l.Owner.User), part) })
+	}
+	return locks, nil
+}
+
+// paginate sets v's page of n locks from f (a page past the last is the
+// last) and returns the page's bounds.
+func (v *consoleView) paginate(f consoleFilter, n int) (from, to int) {
+	pages := max((n+consolePage-1)/consolePage, 1)
+	f.Page = min(f.Page, pages)
+	v.Filter = f
+	from, to = (f.Page-1)*consolePage, min(f.Page*consolePage, n)
+	v.First, v.Last = from+1, to
+	v.Self = f.query(f.Sort, f.Page)
+	if f.Page > 1 {
+		v.Prev = f.query(f.Sort, f.Page-1)
+	}
+	if f.Page < pages {
+		v.Next = f.query(f.Sort, f.Page+1)
+	}
+	return from, to
 }
 
 // sortLocks orders locks by the column sort, then by resource, id and

@@ -1,6 +1,7 @@
 package httplock
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -87,33 +88,14 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, err)
 		return
 	}
-	principal, err := s.cfg.Principal(r)
-	if err != nil || principal == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
-	}
-	var req lockRequest
-	if err := decode(r, &req); err != nil {
+	principal, req, err := s.lockInput(r, res, target)
+	if err != nil {
 		s.WriteError(w, r, err)
 		return
 	}
-	if ok, err := s.exists(r, res, target); err != nil || !ok {
-		if err == nil {
-			err = notFound
-		}
+	ttl, err := s.lockTTL(req)
+	if err != nil {
 		s.WriteError(w, r, err)
-		return
-	}
-	ttl := s.cfg.DefaultTTL
-	if req.TTLSeconds != nil {
-		if *req.TTLSeconds < 1 || *req.TTLSeconds > int64(s.cfg.MaxTTL/time.Second) {
-			s.WriteError(w, r, badRequest("ttlSeconds must be between 1 and %d", int64(s.cfg.MaxTTL/time.Second)))
-			return
-		}
-		ttl = time.Duration(*req.TTLSeconds) * time.Second
-	}
-	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
-		s.WriteError(w, r, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason))
 		return
 	}
 	// Without a Lock-Token the request is a new session's, so a lock the
@@ -152,16 +134,62 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		b.TTLRemainingSeconds = int64(math.Round(ttl.Seconds()))
 	}
 	if b.Reason == "" && status == http.StatusOK { // a refresh without a reason keeps the lock's
-		if holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(ctx), target); err == nil {
-			for _, h := range holders {
-				if h.Owner.Session == l.Owner.Session {
-					b.Reason = h.Reason
-				}
-			}
-		}
+		b.Reason = s.keptReason(ctx, target, l.Owner.Session)
 	}
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, status, b)
+}
+
+// lockInput is who asks to lock target and what they ask, once target is
+// known to exist: ErrNoOwner without a principal, a 400 for a body that
+// is not a lock request, a 404 for a record that is not there.
+func (s *Server) lockInput(r *http.Request, res *resource, target any) (string, lockRequest, error) {
+	var req lockRequest
+	principal, err := s.cfg.Principal(r)
+	if err != nil || principal == "" {
+		return "", req, offlinelock.ErrNoOwner
+	}
+	if err := decode(r, &req); err != nil {
+		return "", req, err
+	}
+	if ok, err := s.exists(r, res, target); err != nil || !ok {
+		if err == nil {
+			err = notFound
+		}
+		return "", req, err
+	}
+	return principal, req, nil
+}
+
+// lockTTL checks a lock request's terms and returns the lease it asks for
+// (Config.DefaultTTL when it names none).
+func (s *Server) lockTTL(req lockRequest) (time.Duration, error) {
+	ttl := s.cfg.DefaultTTL
+	if req.TTLSeconds != nil {
+		if *req.TTLSeconds < 1 || *req.TTLSeconds > int64(s.cfg.MaxTTL/time.Second) {
+			return 0, badRequest("ttlSeconds must be between 1 and %d", int64(s.cfg.MaxTTL/time.Second))
+		}
+		ttl = time.Duration(*req.TTLSeconds) * time.Second
+	}
+	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
+		return 0, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason)
+	}
+	return ttl, nil
+}
+
+// keptReason is the reason session's lock of target was taken with, which
+// a refresh without a reason of its own keeps ("" when it cannot be read).
+func (s *Server) keptReason(ctx context.Context, target any, session string) string {
+	holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(ctx), target)
+	if err != nil {
+		return ""
+	}
+	for _, h := range holders {
+		if h.Owner.Session == session {
+			return h.Reason
+		}
+	}
+	return ""
 }
 
 // exists asks Resource.Exists, or counts the rows with target's key (a

@@ -33,25 +33,9 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 	for _, m := range writes {
 		served[strings.ToLower(m)] = true
 	}
-	var names []string
-	for name := range s.resources {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	words := map[string]string{} // the word in each resource's operationIds
-	seen := map[string]string{}
-	for _, name := range names {
-		w := identifier(s.resources[name].Singular)
-		if w == "" {
-			w = identifier(name)
-		}
-		if w == "" {
-			return nil, fmt.Errorf("httplock: resource %q: its name and Singular have no letters to name its operations by: set Resource.Singular", name)
-		}
-		if other, ok := seen[w]; ok {
-			return nil, fmt.Errorf("httplock: resources %q and %q give their operations the same ids (%s): set Resource.Singular", other, name, w)
-		}
-		seen[w], words[name] = name, w
+	names, words, err := s.operationWords()
+	if err != nil {
+		return nil, err
 	}
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 	for i := 0; i+1 < len(paths.Content); i += 2 {
@@ -82,6 +66,32 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// operationWords is the resources' names in order, and the word each
+// one's operationIds carry (its Singular, or its name, as an
+// identifier): an error when one has none or two share one.
+func (s *Server) operationWords() (names []string, words map[string]string, err error) {
+	for name := range s.resources {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	words = map[string]string{}
+	seen := map[string]string{}
+	for _, name := range names {
+		w := identifier(s.resources[name].Singular)
+		if w == "" {
+			w = identifier(name)
+		}
+		if w == "" {
+			return nil, nil, fmt.Errorf("httplock: resource %q: its name and Singular have no letters to name its operations by: set Resource.Singular", name)
+		}
+		if other, ok := seen[w]; ok {
+			return nil, nil, fmt.Errorf("httplock: resources %q and %q give their operations the same ids (%s): set Resource.Singular", other, name, w)
+		}
+		seen[w], words[name] = name, w
+	}
+	return names, words, nil
 }
 
 // forResource is a copy of the generic path item for one resource: its

@@ -308,41 +308,76 @@ func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 	})
 }
 
+// mysqlTrigger writes the bodies of one table's guard triggers on
+// MariaDB.
+type mysqlTrigger struct {
+	s    *mysqlStore
+	proc string // the guard procedure, quoted
+	pk   string // the proof key (proofKey)
+}
+
+// The trigger probes the key row itself and calls the procedure only
+// when there is one: a CALL costs more than the row's own write, and
+// most rows a statement writes are free. The probe reads the lock
+// table as the procedure does (through its seal, which a session's
+// TEMPORARY table lacks: 1176 refuses), with the lock the procedure
+// would take: LOCK IN SHARE MODE, except for the plugin's fenced
+// writes. The procedure then reads the key row again and decides; a
+// lock table that is gone (1146) holds no locks.
+// The locking probe is a scalar subquery, not a SELECT … INTO: a
+// client's sql_select_limit applies to a SELECT … INTO inside a trigger
+// (0 would leave the count unread, the procedure uncalled), not to a
+// subquery. The fenced probe must not lock (a subquery of a trigger
+// reads with a shared lock, which would hold up the take-over the
+// fence is there to see), so it stays a SELECT … INTO: it runs only
+// when sql_select_limit is the keyed blank, no limit at all.
+// offlinelock_n starts at 1: anything unforeseen calls the procedure.
+func (t mysqlTrigger) probe(share string) string {
+	from := " FROM " + t.s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
+		" WHERE resource = offlinelock_res AND lock_id = offlinelock_k AND holder = ''"
+	if share == "" {
+		return "SELECT COUNT(*) INTO offlinelock_n" + from + ";"
+	}
+	return "SET offlinelock_n = (SELECT COUNT(*)" + from + share + ");"
+}
+
+// call checks the record (res, key): probed, and the procedure called
+// when its key row is there, unless the write carries the holder's proof.
+func (t mysqlTrigger) call(res, key string) string {
+	s := t.s
+	return "IF " + s.unproved(t.pk, sqlLiteral(res), key) + " THEN SET offlinelock_res = " + sqlLiteral(res) + ", offlinelock_k = " + key + ", offlinelock_n = 1; " +
+		"BEGIN DECLARE EXIT HANDLER FOR 1146 SET offlinelock_n = 0; " +
+		"DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table'; " +
+		"IF @offlinelock_fenced THEN " + t.probe("") + " ELSE " + s.orderedProbe() + t.probe(mysqlShare) + " END IF; END; " +
+		"IF offlinelock_n > 0 THEN CALL " + t.proc + "(offlinelock_res, offlinelock_k); END IF; END IF;"
+}
+
+// children checks the records of the child rows a foreign-key action of
+// cc changes, found by the parent's old key.
+func (t mysqlTrigger) children(cc GuardCascade, rec GuardRecord) string {
+	s := t.s
+	child := cc.ChildName
+	if child == "" {
+		child = s.Quote(cc.Child)
+	}
+	// A client's sql_select_limit applies to the loop's cursor: the
+	// rows it visits are counted against a subquery's count, which
+	// the limit does not reach, and fewer is a refusal (the
+	// plugin's fenced writes, whose limit is the keyed blank, count
+	// without the subquery's shared locks, as the probe does).
+	children := " FROM " + child + " offlinelock_c WHERE offlinelock_c." + s.Quote(cc.Column) + " = OLD." + s.Quote(cc.ParentColumn)
+	return "SET offlinelock_seen = 0; IF @offlinelock_fenced THEN SELECT COUNT(*) INTO offlinelock_m" + children + "; " +
+		"ELSE SET offlinelock_m = (SELECT COUNT(*)" + children + "); END IF; " +
+		"FOR offlinelock_r IN (SELECT " + rec.Key("offlinelock_c") + " AS k" + children + ") DO SET offlinelock_seen = offlinelock_seen + 1; " +
+		t.call(rec.Resource, "offlinelock_r.k") + " END FOR; " +
+		"IF offlinelock_seen < offlinelock_m THEN SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: sql_select_limit hides rows from the guard: write without it'; END IF;"
+}
+
+// triggerSQL is the guard's triggers of plan's table: their names and
+// their CREATE statements.
 func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string, stmts []string) {
-	proc := s.Quote(s.guardPrefix() + "_check")
+	t := mysqlTrigger{s: s, proc: s.Quote(s.guardPrefix() + "_check"), pk: proofKey(guardKey)}
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
-	pk := proofKey(guardKey)
-	// The trigger probes the key row itself and calls the procedure only
-	// when there is one: a CALL costs more than the row's own write, and
-	// most rows a statement writes are free. The probe reads the lock
-	// table as the procedure does (through its seal, which a session's
-	// TEMPORARY table lacks: 1176 refuses), with the lock the procedure
-	// would take: LOCK IN SHARE MODE, except for the plugin's fenced
-	// writes. The procedure then reads the key row again and decides; a
-	// lock table that is gone (1146) holds no locks.
-	// The locking probe is a scalar subquery, not a SELECT … INTO: a
-	// client's sql_select_limit applies to a SELECT … INTO inside a trigger
-	// (0 would leave the count unread, the procedure uncalled), not to a
-	// subquery. The fenced probe must not lock (a subquery of a trigger
-	// reads with a shared lock, which would hold up the take-over the
-	// fence is there to see), so it stays a SELECT … INTO: it runs only
-	// when sql_select_limit is the keyed blank, no limit at all.
-	// offlinelock_n starts at 1: anything unforeseen calls the procedure.
-	probe := func(share string) string {
-		from := " FROM " + s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
-			" WHERE resource = offlinelock_res AND lock_id = offlinelock_k AND holder = ''"
-		if share == "" {
-			return "SELECT COUNT(*) INTO offlinelock_n" + from + ";"
-		}
-		return "SET offlinelock_n = (SELECT COUNT(*)" + from + share + ");"
-	}
-	call := func(res, key string) string {
-		return "IF " + s.unproved(pk, sqlLiteral(res), key) + " THEN SET offlinelock_res = " + sqlLiteral(res) + ", offlinelock_k = " + key + ", offlinelock_n = 1; " +
-			"BEGIN DECLARE EXIT HANDLER FOR 1146 SET offlinelock_n = 0; " +
-			"DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table'; " +
-			"IF @offlinelock_fenced THEN " + probe("") + " ELSE " + s.orderedProbe() + probe(mysqlShare) + " END IF; END; " +
-			"IF offlinelock_n > 0 THEN CALL " + proc + "(offlinelock_res, offlinelock_k); END IF; END IF;"
-	}
 	// Inside a procedure (and in a CALL's arguments) sql_select_limit reads
 	// as its default: the trigger reads the blank and hands the answer on
 	// in a variable it sets before every CALL, so a value a client set
@@ -351,29 +386,15 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 		"SET @offlinelock_fenced = @@session.sql_select_limit = " + fencedBlank(guardKey) + "; "
 	var ins, upd, del []string
 	for _, rec := range plan.Records {
-		ins = append(ins, call(rec.Resource, rec.Key("NEW")))
-		upd = append(upd, call(rec.Resource, rec.Key("OLD")),
-			"IF NOT ("+rec.Key("NEW")+" <=> "+rec.Key("OLD")+") THEN "+call(rec.Resource, rec.Key("NEW"))+" END IF;")
-		del = append(del, call(rec.Resource, rec.Key("OLD")))
+		ins = append(ins, t.call(rec.Resource, rec.Key("NEW")))
+		upd = append(upd, t.call(rec.Resource, rec.Key("OLD")),
+			"IF NOT ("+rec.Key("NEW")+" <=> "+rec.Key("OLD")+") THEN "+t.call(rec.Resource, rec.Key("NEW"))+" END IF;")
+		del = append(del, t.call(rec.Resource, rec.Key("OLD")))
 	}
 	var cascadedUpd []string // BEFORE UPDATE: the children still hold the old key
 	for _, cc := range plan.Cascades {
 		for _, rec := range cc.Records {
-			child := cc.ChildName
-			if child == "" {
-				child = s.Quote(cc.Child)
-			}
-			// A client's sql_select_limit applies to the loop's cursor: the
-			// rows it visits are counted against a subquery's count, which
-			// the limit does not reach, and fewer is a refusal (the
-			// plugin's fenced writes, whose limit is the keyed blank, count
-			// without the subquery's shared locks, as the probe does).
-			children := " FROM " + child + " offlinelock_c WHERE offlinelock_c." + s.Quote(cc.Column) + " = OLD." + s.Quote(cc.ParentColumn)
-			check := "SET offlinelock_seen = 0; IF @offlinelock_fenced THEN SELECT COUNT(*) INTO offlinelock_m" + children + "; " +
-				"ELSE SET offlinelock_m = (SELECT COUNT(*)" + children + "); END IF; " +
-				"FOR offlinelock_r IN (SELECT " + rec.Key("offlinelock_c") + " AS k" + children + ") DO SET offlinelock_seen = offlinelock_seen + 1; " +
-				call(rec.Resource, "offlinelock_r.k") + " END FOR; " +
-				"IF offlinelock_seen < offlinelock_m THEN SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = 'offlinelock: sql_select_limit hides rows from the guard: write without it'; END IF;"
+			check := t.children(cc, rec)
 			if cc.OnDelete != "" {
 				del = append(del, check)
 			}

@@ -244,33 +244,7 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 	refuse := schema + "." + pgQuote(s.guardPrefix()+"_refuse")
 	trunc := schema + "." + pgQuote(s.guardPrefix()+"_truncate")
 	lt := schema + "." + s.table
-	held := pgHeld(lt)
-	checks := func(rows ...string) string {
-		var fenced, locked strings.Builder
-		for _, rec := range plan.Records {
-			var sel []string
-			for _, row := range rows {
-				alias := row[:len("offlinelock_")+1] // offlinelock_n, offlinelock_o: NEW and OLD are PL/pgSQL's
-				sel = append(sel, "SELECT "+rec.Key(alias)+" FROM "+row+" "+alias)
-			}
-			res := sqlLiteral(rec.Resource)
-			keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
-			fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
-			keys = "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(" + pgOrderKeys + ")"
-			probe := "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
-				" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n"
-			before, after := s.guardOrder(lt, res, strings.Join(sel, " UNION ALL "), probe) // the order (guard_order_postgres.go), around the probe
-			locked.WriteString(before + probe + after)
-		}
-		return `	IF ` + pgProved(s.lockName(), plan.Records, rows) + ` THEN
-		RETURN NULL; -- only what the plugin's fence proved (pgProof)
-	ELSIF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
-		RETURN NULL; -- no lock table, no locks
-	ELSIF left(who, 2) = 'f:' THEN
-` + fenced.String() + `	ELSE
-` + locked.String() + `	END IF;
-`
-	}
+	checks := func(rows ...string) string { return s.triggerChecks(lt, refuse, plan.Records, rows) }
 	var tr strings.Builder
 	seen := map[string]bool{}
 	for _, rec := range plan.Records {
@@ -300,6 +274,37 @@ $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
 		out = append(out, s.partitionRowSQL(schema, plan, base, refuse)...)
 	}
 	return out
+}
+
+// triggerChecks is a statement trigger's check of the records of the
+// transition tables rows (offlinelock_new, offlinelock_old), lt being the
+// lock table and refuse the refusal routine, both qualified.
+func (s *postgresStore) triggerChecks(lt, refuse string, records []GuardRecord, rows []string) string {
+	held := pgHeld(lt)
+	var fenced, locked strings.Builder
+	for _, rec := range records {
+		var sel []string
+		for _, row := range rows {
+			alias := row[:len("offlinelock_")+1] // offlinelock_n, offlinelock_o: NEW and OLD are PL/pgSQL's
+			sel = append(sel, "SELECT "+rec.Key(alias)+" FROM "+row+" "+alias)
+		}
+		res := sqlLiteral(rec.Resource)
+		keys := "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(ARRAY(" + strings.Join(sel, " UNION ALL ") + "))"
+		fenced.WriteString("\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM " + lt + " l WHERE " + keys + " AND " + held + ";\n")
+		keys = "l.resource = " + res + " AND l.holder = '' AND l.lock_id = ANY(" + pgOrderKeys + ")"
+		probe := "\t\tPERFORM " + refuse + "(" + res + ", l.lock_id) FROM (SELECT l.* FROM " + lt + " l WHERE " + keys +
+			" ORDER BY l.lock_id FOR SHARE) l WHERE " + held + ";\n"
+		before, after := s.guardOrder(lt, res, strings.Join(sel, " UNION ALL "), probe) // the order (guard_order_postgres.go), around the probe
+		locked.WriteString(before + probe + after)
+	}
+	return `	IF ` + pgProved(s.lockName(), records, rows) + ` THEN
+		RETURN NULL; -- only what the plugin's fence proved (pgProof)
+	ELSIF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
+		RETURN NULL; -- no lock table, no locks
+	ELSIF left(who, 2) = 'f:' THEN
+` + fenced.String() + `	ELSE
+` + locked.String() + `	END IF;
+`
 }
 
 // partitionRowSQL is a partitioned table's row trigger, which PostgreSQL

@@ -193,6 +193,25 @@ func (s *mysqlStore) Migrate(c Conn) error {
 			return fmt.Errorf("offlinelock: creating lock table %s: %w%s", s.table, err, OwnerHint(err))
 		}
 	}
+	if err := s.detectServer(c); err != nil {
+		return err
+	}
+	if err := s.checkTimes(c); err != nil {
+		return err
+	}
+	err := reasonColumn(c, func() (bool, error) {
+		n, err := queryStrings(c, `SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'reason'`, s.lockName())
+		return len(n) > 0, err
+	}, `ALTER TABLE `+s.table+` ADD COLUMN reason VARCHAR(300) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''`)
+	if err != nil && mysqlCode(err) != 1060 { // 1060: another node added it meanwhile
+		return fmt.Errorf("offlinelock: adding the reason column to lock table %s: %w", s.table, err)
+	}
+	return s.hashTokens(c)
+}
+
+// detectServer learns what server c is: MariaDB or MySQL, its version,
+// Galera, and so whether grants may take the bulk path.
+func (s *mysqlStore) detectServer(c Conn) error {
 	var version string
 	if _, err := c.Query(`SELECT VERSION()`, nil, func(r *sql.Rows) error { return r.Scan(&version) }); err != nil {
 		return err
@@ -206,17 +225,7 @@ func (s *mysqlStore) Migrate(c Conn) error {
 	// one record at once, and a node's counter lags the generations other
 	// nodes gave (TestMySQLGalera).
 	s.bulk.Store(s.mariadb.Load() && mysqlVersionAtLeast(version, 10, 6) && !s.galera.Load())
-	if err := s.checkTimes(c); err != nil {
-		return err
-	}
-	err := reasonColumn(c, func() (bool, error) {
-		n, err := queryStrings(c, `SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'reason'`, s.lockName())
-		return len(n) > 0, err
-	}, `ALTER TABLE `+s.table+` ADD COLUMN reason VARCHAR(300) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''`)
-	if err != nil && mysqlCode(err) != 1060 { // 1060: another node added it meanwhile
-		return fmt.Errorf("offlinelock: adding the reason column to lock table %s: %w", s.table, err)
-	}
-	return s.hashTokens(c)
+	return nil
 }
 
 // hashTokens replaces the tokens that a table written by an older version

@@ -208,94 +208,124 @@ var sqliteGrantAll = true
 func (s *sqliteStore) grantAll(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	got := make(map[Key]Granted, len(keys))
 	err := c.inTx(func(c Conn) error {
-		sorted := sortKeys(keys)
 		pc := s.cached(c)
-		var last int64
-		var clock string
-		n, err := pc.Query(s.reserveSQL, []any{len(sorted)}, func(r *sql.Rows) error { return r.Scan(&last, &clock) })
-		if err == nil && n != 1 {
-			err = errGenerationCounter
-		}
+		b, err := s.newBatch(pc, sortKeys(keys), o, ttl)
 		if err != nil {
 			return err
 		}
-		now, err := parseSQLiteTime(clock)
-		if err != nil {
-			return err
-		}
-		exp := now.Add(ttl.Round(time.Millisecond))
-		token, err := newToken()
-		if err != nil {
-			return err
-		}
-		hash := tokenHash(token)
-		pairs := make([][2]string, len(sorted))
-		for i, k := range sorted {
-			pairs[i] = [2]string{k.Resource, k.ID}
-		}
-		j, err := json.Marshal(pairs)
-		if err != nil {
-			return err
-		}
-		first := last - int64(len(sorted)) // the batch's generations are first+1 … last
-		fresh := func(i int, k Key) Granted {
-			return Granted{Lock: Lock{Resource: k.Resource, ID: k.ID, Access: Write, Owner: o, Token: token,
-				Generation: first + int64(i) + 1, AcquiredAt: now, ExpiresAt: exp}, Fresh: true, Hash: hash}
-		}
-		args := []any{o.Session, o.User, hash, first, now.Format(sqliteTime), exp.Format(sqliteTime), string(j)}
+		args := []any{o.Session, o.User, b.hash, b.first, b.now.Format(sqliteTime), b.exp.Format(sqliteTime), b.pairs}
 		inserted, err := pc.Exec(s.insertNewSQL, args...)
 		if err != nil {
 			return err
 		}
-		if inserted == int64(len(sorted)) {
-			for i, k := range sorted {
-				got[k] = fresh(i, k)
+		if inserted == int64(len(b.keys)) {
+			for i, k := range b.keys {
+				got[k] = b.fresh(i, k)
 			}
 			return nil
 		}
 		if _, err := pc.Exec(s.writeAllSQL, args...); err != nil {
 			return err
 		}
-		seen := make(map[Key]bool)
-		var rest []Key
-		_, err = pc.Query(s.notFreshSQL, []any{string(j), hash}, func(r *sql.Rows) error {
-			l := Lock{Access: Write, Owner: o}
-			var access, session, acquired, expires string
-			if err := r.Scan(&l.Resource, &l.ID, &access, &session, &l.Token, &l.Generation, &acquired, &expires); err != nil {
-				return err
-			}
-			k := Key{l.Resource, l.ID}
-			seen[k] = true
-			if access != string(Write) || session != o.Session {
-				rest = append(rest, k) // not granted: the serialised path decides
-				return nil
-			}
-			var err error
-			if l.AcquiredAt, err = parseSQLiteTime(acquired); err != nil {
-				return err
-			}
-			l.ExpiresAt, err = parseSQLiteTime(expires)
-			g := Granted{Lock: l, Hash: l.Token} // held already: no token, its hash kept
-			g.Token = ""
-			got[k] = g
+		rest, err := s.readBack(pc, b, got)
+		if err != nil || len(rest) == 0 {
 			return err
-		})
-		if err != nil {
-			return err
-		}
-		for i, k := range sorted {
-			if !seen[k] {
-				got[k] = fresh(i, k)
-			}
-		}
-		if len(rest) == 0 {
-			return nil
 		}
 		more, err := s.decide(c, rest, o, Write, ttl)
 		maps.Copy(got, more)
 		return err
 	})
 	return got, err
+}
+
+// sqliteBatch is one grantAll: its keys in order, their generations
+// (first+1 … first+len(keys)), the clock, and the batch's token.
+type sqliteBatch struct {
+	keys        []Key
+	o           Owner
+	first       int64
+	now, exp    time.Time
+	token, hash string
+	pairs       string // the keys as a JSON array of [resource, id]
+}
+
+// newBatch reserves the generations of sorted (from here on the
+// transaction holds SQLite's write lock), reads the clock and draws the
+// batch's token.
+func (s *sqliteStore) newBatch(pc Conn, sorted []Key, o Owner, ttl time.Duration) (*sqliteBatch, error) {
+	var last int64
+	var clock string
+	n, err := pc.Query(s.reserveSQL, []any{len(sorted)}, func(r *sql.Rows) error { return r.Scan(&last, &clock) })
+	if err == nil && n != 1 {
+		err = errGenerationCounter
+	}
+	if err != nil {
+		return nil, err
+	}
+	now, err := parseSQLiteTime(clock)
+	if err != nil {
+		return nil, err
+	}
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	pairs := make([][2]string, len(sorted))
+	for i, k := range sorted {
+		pairs[i] = [2]string{k.Resource, k.ID}
+	}
+	j, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, err
+	}
+	return &sqliteBatch{keys: sorted, o: o, first: last - int64(len(sorted)), now: now,
+		exp: now.Add(ttl.Round(time.Millisecond)), token: token, hash: tokenHash(token), pairs: string(j)}, nil
+}
+
+// fresh is the lock the batch granted to its i-th key k.
+func (b *sqliteBatch) fresh(i int, k Key) Granted {
+	return Granted{Lock: Lock{Resource: k.Resource, ID: k.ID, Access: Write, Owner: b.o, Token: b.token,
+		Generation: b.first + int64(i) + 1, AcquiredAt: b.now, ExpiresAt: b.exp}, Fresh: true, Hash: b.hash}
+}
+
+// readBack fills got after writeAllSQL: the key rows without the batch's
+// token are keys the session held already (kept as they were) or did not
+// get (returned, for the serialised path); every other key was granted
+// fresh.
+func (s *sqliteStore) readBack(pc Conn, b *sqliteBatch, got map[Key]Granted) (rest []Key, err error) {
+	o := b.o
+	seen := make(map[Key]bool)
+	_, err = pc.Query(s.notFreshSQL, []any{b.pairs, b.hash}, func(r *sql.Rows) error {
+		l := Lock{Access: Write, Owner: o}
+		var access, session, acquired, expires string
+		if err := r.Scan(&l.Resource, &l.ID, &access, &session, &l.Token, &l.Generation, &acquired, &expires); err != nil {
+			return err
+		}
+		k := Key{l.Resource, l.ID}
+		seen[k] = true
+		if access != string(Write) || session != o.Session {
+			rest = append(rest, k) // not granted: the serialised path decides
+			return nil
+		}
+		var err error
+		if l.AcquiredAt, err = parseSQLiteTime(acquired); err != nil {
+			return err
+		}
+		l.ExpiresAt, err = parseSQLiteTime(expires)
+		g := Granted{Lock: l, Hash: l.Token} // held already: no token, its hash kept
+		g.Token = ""
+		got[k] = g
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range b.keys {
+		if !seen[k] {
+			got[k] = b.fresh(i, k)
+		}
+	}
+	return rest, nil
 }
 
 // grantKey is the batchGrant of SQLite, for the one key grantWrites
