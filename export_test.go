@@ -41,11 +41,16 @@ func SweepPlan(p *Plugin, db *gorm.DB) (plan string, err error) {
 	return plan, err
 }
 
-// SetSQLiteGrantAll sends SQLite grants of several Write locks through
-// grantAll (true, the default) or through the serialised path, and
-// returns a function that puts the default back. Not safe while the
-// plugin is in use.
-func SetSQLiteGrantAll(on bool) (restore func()) { return lockstore.SetSQLiteGrantAll(on) }
+// SetSQLiteGrantAll sends the grants of several Write locks p makes on
+// db (SQLite) through grantAll (true, the default) or through the
+// serialised path.
+func SetSQLiteGrantAll(p *Plugin, db *gorm.DB, on bool) {
+	b, err := p.bindingOf(db)
+	if err != nil {
+		panic(err)
+	}
+	lockstore.SetSQLiteGrantAll(b.t.Store, on)
+}
 
 // MySQLPlanStep is one line of MariaDB's EXPLAIN.
 type MySQLPlanStep = lockstore.MySQLPlanStep

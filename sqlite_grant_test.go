@@ -27,9 +27,8 @@ func TestSQLiteLoadsOfManyKeysDecideAsTheSerialisedPath(t *testing.T) {
 		held     []int    // locks per session at the end: Martin, David
 	}
 	story := func(t *testing.T, grantAll bool) outcome {
-		restore := offlinelock.SetSQLiteGrantAll(grantAll)
-		defer restore()
 		db, p := setupModels(t, database{"sqlite", openSQLite}, offlinelock.Config{})
+		offlinelock.SetSQLiteGrantAll(p, db, grantAll)
 		seedAccounts(t, db, 200)
 		m, d := as(db, martin), as(db, david)
 		find := func(s *gorm.DB, lo, hi int) error {

@@ -32,8 +32,9 @@ func TestStoreContract(t *testing.T) {
 		// SQLite's grants of several Write locks through the serialised
 		// path instead of grantAll: the same decisions, by other SQL.
 		{"sqlite-serialised", func(t *testing.T) (*gorm.DB, Store, string) {
-			t.Cleanup(SetSQLiteGrantAll(false))
-			return openContractSQLite(t)
+			db, s, table := openContractSQLite(t)
+			SetSQLiteGrantAll(s, false)
+			return db, s, table
 		}},
 		{"postgres", openContractPostgres},
 		{"mysql", openContractMySQL},

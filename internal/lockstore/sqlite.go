@@ -31,9 +31,11 @@ type sqliteStore struct {
 	// compiling the grant (its upsert and the generation triggers) costs
 	// more than running it.
 	stmts *stmtCache
+	// serialised sends grants of several Write locks through the
+	// serialised path instead of grantAll: the same decisions by other SQL,
+	// which a test compares (SetSQLiteGrantAll).
+	serialised atomic.Bool
 }
-
-var ()
 
 // sqliteTime is how times are stored in SQLite: fixed-width UTC text that
 // sorts and compares as time does, at the millisecond SQLite's clock offers.
@@ -171,7 +173,7 @@ func (s *sqliteStore) nextGenerations(c Conn, n int) ([]int64, error) {
 func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
 	switch {
-	case access != Write || len(keys) > 1 && !sqliteGrantAll:
+	case access != Write || len(keys) > 1 && s.serialised.Load():
 		return allOrNothing(s.decide(c, keys, o, access, ttl))
 	case len(keys) > 1:
 		return allOrNothing(s.grantAll(c, keys, o, ttl))
@@ -179,10 +181,6 @@ func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time
 	return allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantKey))
 }
 
-// sqliteGrantAll sends grants of several Write locks through grantAll;
-// false sends them through the serialised path, which decides the same
-// way (a test compares the two).
-var sqliteGrantAll = true
 
 // grantAll takes the Write locks of several keys, whatever their number,
 // in c's transaction (or one of its own); the keys it did not grant take

@@ -42,14 +42,13 @@ func SweepPlan(s Store, c Conn) (string, error) {
 	return plan.String(), err
 }
 
-// SetSQLiteGrantAll sends SQLite grants of several Write locks through
-// grantAll (true, the default) or through the serialised path, and
-// returns a function that puts the default back. Not safe while a store
-// is in use.
-func SetSQLiteGrantAll(on bool) (restore func()) {
-	old := sqliteGrantAll
-	sqliteGrantAll = on
-	return func() { sqliteGrantAll = old }
+// SetSQLiteGrantAll sends a SQLite store's grants of several Write locks
+// through grantAll (true, the default) or through the serialised path. It
+// does nothing to another store.
+func SetSQLiteGrantAll(s Store, on bool) {
+	if st, ok := s.(*sqliteStore); ok {
+		st.serialised.Store(!on)
+	}
 }
 
 // MySQLPlanStep is one line of MariaDB's EXPLAIN: the table it reads, how
