@@ -53,7 +53,7 @@ func TestFirstHourMessages(t *testing.T) {
 				way   string // the way out it names
 			}{
 				{"slipped tag", func() error { return models(&SlipDoc{}) }, offlinelock.ErrInvalid,
-					"offlinelock: invalid input: slip_docs (model SlipDoc) is not lockable: no lock tag on its primary key",
+					"offlinelock: invalid input: slip_docs is not lockable: no lock tag on its primary key (model SlipDoc;",
 					"write it as a tag of its own, `gorm:\"primaryKey\" lock:\"exclusive_write\"`"},
 				{"unknown mode", func() error { return models(&BadModeDoc{}) }, offlinelock.ErrInvalid,
 					"offlinelock: invalid input: ", "exclusive_write"},

@@ -49,7 +49,10 @@ type Config struct {
 	// unchecked (docs/fail-closed.md); set true to refuse them.
 	Strict bool
 	// Models are parsed when the plugin is registered, so that a bad lock
-	// tag fails db.Use and Strict knows their tables from the start.
+	// tag fails db.Use and Strict knows their tables from the start. Each
+	// must be lockable (a lock tag on its primary key, or lock:"root" on a
+	// foreign key): a model listed without one fails db.Use with ErrInvalid,
+	// naming it and any lock tag the plugin does not read.
 	// Models are also parsed on first use without being listed here.
 	// Default none: each model is parsed, and its table recorded as
 	// lockable, on first use; list them to learn of a bad tag at start-up.
@@ -230,7 +233,7 @@ func (p *Plugin) checkModels(db *gorm.DB) error {
 		if pm.err != nil {
 			return pm.err
 		}
-		if !pm.lockable && pm.slip != "" {
+		if !pm.lockable {
 			return notLockable(pm)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // notLockable is the error of a lock call on, or a Config.Models entry of,
 // model m, which is not lockable.
 func notLockable(m *model) error {
-	return fmt.Errorf("%w: %s (model %s) is not lockable: no lock tag on its primary key (lock:\"exclusive_write|exclusive_read|read_write\") "+
+	return fmt.Errorf("%w: %s is not lockable: no lock tag on its primary key (model %s; lock:\"exclusive_write|exclusive_read|read_write\") "+
 		"or on a foreign key (lock:\"root\")%s", ErrInvalid, m.table, m.name, m.slip)
 }
 

@@ -27,9 +27,10 @@ type (
 // TestSlippedLockTagsAreErrors: a model whose tags show a lock tag the
 // plugin does not read (inside the gorm tag, another spelling) makes
 // db.Use fail when listed in Config.Models, and every lock call on it,
-// with ErrInvalid naming the model, the field and the way to write it; a
-// correctly tagged model beside it works, and an untagged model still
-// takes explicit locks.
+// with ErrInvalid naming the model, the field and the way to write it. A
+// model with no lock tag at all makes db.Use fail when listed in
+// Config.Models. A correctly tagged model beside them works, and an
+// untagged model not listed still takes explicit locks.
 func TestSlippedLockTagsAreErrors(t *testing.T) {
 	slips := []struct {
 		model any
@@ -48,6 +49,11 @@ func TestSlippedLockTagsAreErrors(t *testing.T) {
 				require.ErrorContains(t, err, "is not lockable")
 				require.ErrorContains(t, err, s.says)
 			}
+			// A model with no lock tag at all, listed in Config.Models,
+			// was meant to be lockable too.
+			err := d.open(t).Use(offlinelock.New(offlinelock.Config{Table: "ol_" + randomHex(6), Models: []any{&Counter{}}}))
+			require.ErrorIs(t, err, offlinelock.ErrInvalid)
+			require.ErrorContains(t, err, "counters is not lockable: no lock tag on its primary key (model Counter;")
 			db, p := setup(t, d, offlinelock.Config{Models: []any{&Doc{}}})
 			for _, s := range slips {
 				_, err := p.Acquire(as(db, martin), s.model, offlinelock.Write)
@@ -59,7 +65,7 @@ func TestSlippedLockTagsAreErrors(t *testing.T) {
 			fcDropCleanup(t, db, &Doc{}, &Counter{})
 			require.NoError(t, db.AutoMigrate(&Doc{}, &Counter{}))
 			require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
-			_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+			_, err = p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
 			require.NoError(t, err, "a correctly tagged model")
 			require.ErrorIs(t, as(db, david).Save(&Doc{ID: 1, Title: "x"}).Error, offlinelock.ErrLocked)
 			_, err = p.Acquire(as(db, martin), &Counter{ID: 1}, offlinelock.Write)
