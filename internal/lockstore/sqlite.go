@@ -181,7 +181,6 @@ func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time
 	return allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantKey))
 }
 
-
 // grantAll takes the Write locks of several keys, whatever their number,
 // in c's transaction (or one of its own); the keys it did not grant take
 // the serialised path, as in grantWrites. Two statements, or four, of

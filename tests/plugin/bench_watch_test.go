@@ -1,6 +1,6 @@
 //go:build unix
 
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
