@@ -111,7 +111,11 @@ export function editLock(o) {
     }
     const r = await post("/lock", { ttlSeconds: o.ttlSeconds }, state.token);
     if (r.status === 200 || r.status === 201) return hold(r);
+    // Refused before the stream told why: a take-over note may follow
+    // (the renewal can beat the event), and is told as such.
+    state.lostAt = (state.lock && state.lock.generation) || 1;
     state.token = "";
+    state.stopped = true;
     sessionStorage.removeItem(key);
     tell("error", r, "Your lock on this record has ended: your changes can no longer be saved.");
   }
