@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"time"
@@ -143,21 +144,23 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 	if !ok {
 		return
 	}
-	// A reconnect (the browser sends the last id it saw) may have missed
-	// a release: tell a free record as released before the watch starts.
-	// A held one is told as locked by the watch itself.
-	var free *offlinelock.Event
-	if r.Header.Get("Last-Event-ID") != "" {
-		var err error
-		if free, err = s.releasedNow(r, target); err != nil {
-			s.WriteError(w, r, err)
-			return
-		}
-	}
 	events, err := s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
+	}
+	// A reconnect (the browser sends the last id it saw) may have missed
+	// a release: a record free now is told as released first. It is read
+	// after the watch began, so a release between the two is told by one
+	// or the other (a held record is told as locked by the watch itself).
+	// A failed read skips the replay rather than the stream: a browser
+	// does not reconnect after an error status.
+	var free *offlinelock.Event
+	if r.Header.Get("Last-Event-ID") != "" {
+		if free, err = s.releasedNow(r, target); err != nil {
+			s.cfg.Logger.WarnContext(r.Context(), "httplock: event stream: reading the lock for a reconnect", slog.String("error", err.Error()))
+			free = nil
+		}
 	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
