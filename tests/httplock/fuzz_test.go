@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -66,6 +67,7 @@ func FuzzHandlers(f *testing.F) {
 		{"POST", "/orders/ord_1/lock", "usr_client_2", secret, `{}`},
 		{"POST", "/orders/ord_1/unlock", "usr_client_2", secret, ""},
 		{"GET", "/orders/ord_1/lock", "", "", ""},
+		{"GET", "/orders/ord_1/lock/events", "usr_client_2", "", ""},
 		{"PATCH", "/orders/ord_1", "usr_client_2", "", `{"Status": "x"}`},
 		{"PATCH", "/orders/ord_1", "usr_client_1", "0123456789abcdef0123456789abcdef", `{"Status": "x"}`},
 		{"GET", "/admin/locks?resource=orders&expired=maybe", "admin", "", ""},
@@ -80,7 +82,12 @@ func FuzzHandlers(f *testing.F) {
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
 		}
-		req, err := http.NewRequest(method, "http://example.test"+path, strings.NewReader(body))
+		// A request of an event stream lasts as long as its context: a
+		// short deadline ends it, where a fuzzed GET …/lock/events would
+		// otherwise hold the fuzzing worker for good.
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, method, "http://example.test"+path, strings.NewReader(body))
 		if err != nil {
 			t.Skip()
 		}
