@@ -6,7 +6,6 @@ package offlinelock_test
 
 import (
 	"database/sql"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,34 +16,14 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
-// interleave runs ours and theirs alternately b.N times, timing each, and
-// reports both and their ratio under name. Time a function spends between
-// b.StopTimer and b.StartTimer (cleanup) is left out of both.
+// interleave runs ours and theirs alternately, timing each, and reports
+// their ratio under name (testkit.Interleave).
 func interleave(b *testing.B, name string, ours, theirs func(i int)) {
 	b.Helper()
-	var tOurs, tTheirs time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		run := func(f func(int), acc *time.Duration) {
-			before := b.Elapsed()
-			f(i)
-			*acc += b.Elapsed() - before
-		}
-		if i%2 == 0 {
-			run(ours, &tOurs)
-			run(theirs, &tTheirs)
-		} else {
-			run(theirs, &tTheirs)
-			run(ours, &tOurs)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(tOurs.Nanoseconds())/n, "ns/ours")
-	b.ReportMetric(float64(tTheirs.Nanoseconds())/n, "ns/theirs")
-	b.ReportMetric(float64(tOurs)/float64(tTheirs), name)
+	testkit.Interleave(b, name, ours, theirs)
 }
 
 // eachBenchDB runs fn as a sub-benchmark on every database the tests use.
@@ -264,30 +243,11 @@ FROM g`
 	}
 }
 
-// reportAllocs reports the heap allocations of one call of ours and of
-// theirs as allocs/ours and allocs/theirs, counted apart from the timed
-// loop (the counts need the world stopped around each call); between runs
-// each calls its own cleanup, uncounted. Call it after interleave, whose
-// ResetTimer drops the metrics reported before it.
+// reportAllocs reports the allocations of one call of ours and of theirs
+// (testkit.ReportAllocs).
 func reportAllocs(b *testing.B, ours, theirs func(i int), cleanup func()) {
 	b.Helper()
-	count := func(f func(int)) float64 {
-		var total uint64
-		const runs = 50
-		for i := 0; i < runs; i++ {
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			f(i)
-			runtime.ReadMemStats(&after)
-			total += after.Mallocs - before.Mallocs
-			if cleanup != nil {
-				cleanup()
-			}
-		}
-		return float64(total) / runs
-	}
-	b.ReportMetric(count(ours), "allocs/ours")
-	b.ReportMetric(count(theirs), "allocs/theirs")
+	testkit.ReportAllocs(b, ours, theirs, cleanup)
 }
 
 // fillMySQL is fill's statement on MySQL: the numbers 1..n from a cross

@@ -35,34 +35,10 @@ func withTTL(db *gorm.DB, o offlinelock.Owner, ttl time.Duration) *gorm.DB {
 }
 
 // dbNow reads the database clock, the one lock expiry is judged by.
-func dbNow(t testing.TB, db *gorm.DB) time.Time {
-	t.Helper()
-	var s string
-	q := `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')`
-	switch db.Dialector.Name() {
-	case "sqlite":
-		q = `SELECT strftime('%Y-%m-%d %H:%M:%f','now')`
-	case "mysql":
-		q = `SELECT LEFT(DATE_FORMAT(UTC_TIMESTAMP(3), '%Y-%m-%d %H:%i:%s.%f'), 23)`
-	}
-	require.NoError(t, db.Raw(q).Scan(&s).Error)
-	now, err := time.ParseInLocation("2006-01-02 15:04:05.000", s, time.UTC)
-	require.NoError(t, err)
-	return now
-}
+func dbNow(t testing.TB, db *gorm.DB) time.Time { return testkit.DBNow(t, db) }
 
-// waitPast waits until the database clock has passed t. Expiry is judged by
-// that clock, so this is waiting for time itself, not for another goroutine.
-func waitPast(t testing.TB, db *gorm.DB, at time.Time) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !dbNow(t, db).After(at) {
-		if time.Now().After(deadline) {
-			t.Fatalf("database clock never passed %v", at)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitPast waits until the database clock has passed at.
+func waitPast(t testing.TB, db *gorm.DB, at time.Time) { testkit.WaitPast(t, db, at) }
 
 // counter is a GORM logger that counts statements.
 type counter struct {
@@ -76,24 +52,10 @@ func (c *counter) Trace(_ context.Context, _ time.Time, _ func() (string, int64)
 }
 
 // pauseKey carries a function the test callback calls between the plugin's
-// check and its fence.
-type pauseKey struct{}
+// check and its fence (testkit.PauseBetweenCheckAndCommit).
+type pauseKey = testkit.PauseKey
 
-func pauseBetweenCheckAndCommit(t *testing.T, db *gorm.DB) {
-	t.Helper()
-	pause := func(db *gorm.DB) {
-		switch f := db.Statement.Context.Value(pauseKey{}).(type) {
-		case func():
-			f()
-		case func(*gorm.DB):
-			f(db)
-		}
-	}
-	cb := db.Callback()
-	require.NoError(t, cb.Update().After("gorm:update").Before("offlinelock:fence_update").Register("test:pause_update", pause))
-	require.NoError(t, cb.Delete().After("gorm:delete").Before("offlinelock:fence_delete").Register("test:pause_delete", pause))
-	require.NoError(t, cb.Create().After("gorm:create").Before("offlinelock:fence_create").Register("test:pause_create", pause))
-}
+func pauseBetweenCheckAndCommit(t *testing.T, db *gorm.DB) { testkit.PauseBetweenCheckAndCommit(t, db) }
 
 // fcUnenforceable is true for the refusals acceptable for a statement shape
 // the plugin cannot bound.

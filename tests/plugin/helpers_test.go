@@ -8,7 +8,6 @@ package plugin_test
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 
@@ -84,55 +83,11 @@ func seedAccounts(t testing.TB, db *gorm.DB, n int) {
 	require.NoError(t, admin(db).CreateInBatches(rows, 200).Error)
 }
 
-// dbNow reads the database clock, the one lock expiry is judged by.
-func dbNow(t testing.TB, db *gorm.DB) time.Time {
-	t.Helper()
-	var s string
-	q := `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')`
-	switch db.Dialector.Name() {
-	case "sqlite":
-		q = `SELECT strftime('%Y-%m-%d %H:%M:%f','now')`
-	case "mysql":
-		q = `SELECT LEFT(DATE_FORMAT(UTC_TIMESTAMP(3), '%Y-%m-%d %H:%i:%s.%f'), 23)`
-	}
-	require.NoError(t, db.Raw(q).Scan(&s).Error)
-	now, err := time.ParseInLocation("2006-01-02 15:04:05.000", s, time.UTC)
-	require.NoError(t, err)
-	return now
-}
+func waitPast(t testing.TB, db *gorm.DB, at time.Time) { testkit.WaitPast(t, db, at) }
 
-// waitPast waits until the database clock has passed t. Expiry is judged by
-// that clock, so this is waiting for time itself, not for another goroutine.
-func waitPast(t testing.TB, db *gorm.DB, at time.Time) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !dbNow(t, db).After(at) {
-		if time.Now().After(deadline) {
-			t.Fatalf("database clock never passed %v", at)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+type pauseKey = testkit.PauseKey
 
-// pauseKey carries a function the test callback calls between the plugin's
-// check and its fence.
-type pauseKey struct{}
-
-func pauseBetweenCheckAndCommit(t *testing.T, db *gorm.DB) {
-	t.Helper()
-	pause := func(db *gorm.DB) {
-		switch f := db.Statement.Context.Value(pauseKey{}).(type) {
-		case func():
-			f()
-		case func(*gorm.DB):
-			f(db)
-		}
-	}
-	cb := db.Callback()
-	require.NoError(t, cb.Update().After("gorm:update").Before("offlinelock:fence_update").Register("test:pause_update", pause))
-	require.NoError(t, cb.Delete().After("gorm:delete").Before("offlinelock:fence_delete").Register("test:pause_delete", pause))
-	require.NoError(t, cb.Create().After("gorm:create").Before("offlinelock:fence_create").Register("test:pause_create", pause))
-}
+func pauseBetweenCheckAndCommit(t *testing.T, db *gorm.DB) { testkit.PauseBetweenCheckAndCommit(t, db) }
 
 // eachBenchDB runs fn as a sub-benchmark on every database the tests use.
 func eachBenchDB(b *testing.B, fn func(b *testing.B, d database)) {
@@ -141,55 +96,12 @@ func eachBenchDB(b *testing.B, fn func(b *testing.B, d database)) {
 	}
 }
 
-// interleave runs ours and theirs alternately b.N times, timing each, and
-// reports both and their ratio under name. Time a function spends between
-// b.StopTimer and b.StartTimer (cleanup) is left out of both.
 func interleave(b *testing.B, name string, ours, theirs func(i int)) {
 	b.Helper()
-	var tOurs, tTheirs time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		run := func(f func(int), acc *time.Duration) {
-			before := b.Elapsed()
-			f(i)
-			*acc += b.Elapsed() - before
-		}
-		if i%2 == 0 {
-			run(ours, &tOurs)
-			run(theirs, &tTheirs)
-		} else {
-			run(theirs, &tTheirs)
-			run(ours, &tOurs)
-		}
-	}
-	b.StopTimer()
-	n := float64(b.N)
-	b.ReportMetric(float64(tOurs.Nanoseconds())/n, "ns/ours")
-	b.ReportMetric(float64(tTheirs.Nanoseconds())/n, "ns/theirs")
-	b.ReportMetric(float64(tOurs)/float64(tTheirs), name)
+	testkit.Interleave(b, name, ours, theirs)
 }
 
-// reportAllocs reports the heap allocations of one call of ours and of
-// theirs as allocs/ours and allocs/theirs, counted apart from the timed
-// loop; between runs each calls its own cleanup, uncounted. Call it after
-// interleave, whose ResetTimer drops the metrics reported before it.
 func reportAllocs(b *testing.B, ours, theirs func(i int), cleanup func()) {
 	b.Helper()
-	count := func(f func(int)) float64 {
-		var total uint64
-		const runs = 50
-		for i := 0; i < runs; i++ {
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			f(i)
-			runtime.ReadMemStats(&after)
-			total += after.Mallocs - before.Mallocs
-			if cleanup != nil {
-				cleanup()
-			}
-		}
-		return float64(total) / runs
-	}
-	b.ReportMetric(count(ours), "allocs/ours")
-	b.ReportMetric(count(theirs), "allocs/theirs")
+	testkit.ReportAllocs(b, ours, theirs, cleanup)
 }
