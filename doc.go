@@ -30,15 +30,17 @@
 //   - httplock, cmd/offlinelock: the HTTP form and the command; they use
 //     the public API alone.
 //   - internal/testkit: what the tests share across modules (the
-//     databases, the sessions, a few models); test code only.
+//     databases, the sessions, a few models, the replica, pooler and
+//     cluster topologies); test code only.
 //     docs/tests.md says where each family of tests lives (the lock
 //     table's contract, loads, writes, each kind of fail-closed refusal,
 //     the guard, the topologies, the HTTP form).
 //   - Modules of their own (go.work ties them to this one): tests/ holds
 //     httplock's tests (routers, the OpenAPI validator, the generated
 //     client) in tests/httplock and the plugin's tests that need more than
-//     the library (rapid's state machine, GORM's OpenTelemetry plugin,
-//     dbresolver's registration order) in tests/plugin; examples/orders-api
+//     the library (rapid's state machine, porcupine's check of the stress
+//     test, GORM's OpenTelemetry plugin, dbresolver's replicas and
+//     registration order) in tests/plugin; examples/orders-api
 //     and examples/editor are the two example servers (a metrics exporter,
 //     a browser). What they require never reaches a user's go.sum.
 //     docs/dependencies.md lists what is where.

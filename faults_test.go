@@ -25,11 +25,27 @@ import (
 
 const killeeEnv = "OFFLINELOCK_KILLEE"
 
+// killeeConfig is what the fault tests hand a holder process.
+type killeeConfig struct {
+	Dialect string // "postgres" or "mysql"
+	DSN     string
+	Table   string
+	Seconds float64
+}
+
+// TestMain runs this binary as a killee when the fault tests start it so.
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(killeeEnv); cfg != "" {
+		os.Exit(runKillee(cfg))
+	}
+	os.Exit(m.Run())
+}
+
 // runKillee is a holder process the fault test kills: it commits a lock on
 // Doc 1, then, in an open transaction, locks Doc 2 and changes Doc 1's
 // title, says "ready", and waits to be killed.
 func runKillee(raw string) int {
-	var cfg workerConfig
+	var cfg killeeConfig
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		return 2
 	}
@@ -79,7 +95,7 @@ func killedHolderProcess(t *testing.T, d database) {
 	db, p := setupModels(t, d, offlinelock.Config{Table: table})
 	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "draft"}).Error)
 	require.NoError(t, admin(db).Create(&Doc{ID: 2, Title: "draft"}).Error)
-	cfg, _ := json.Marshal(workerConfig{Dialect: d.name, DSN: dsnOf(d.name), Table: table, Seconds: 8})
+	cfg, _ := json.Marshal(killeeConfig{Dialect: d.name, DSN: dsnOf(d.name), Table: table, Seconds: 8})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), killeeEnv+"="+string(cfg))
 	out, err := cmd.StdoutPipe()

@@ -30,10 +30,7 @@ type Account struct {
 type Doc = testkit.Doc
 
 // Policy takes shared Read locks on load (read_write) that live 2 hours.
-type Policy struct {
-	ID   uint `gorm:"primaryKey" lock:"read_write,ttl=2h"`
-	Name string
-}
+type Policy = testkit.Policy
 
 // Team is not lockable; its members are.
 type Team struct {

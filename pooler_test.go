@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // PooledCounter is the pooler stress's record: a counter under a Write lock.
@@ -29,7 +30,7 @@ type PooledCounter struct {
 // Write locks and no increment is lost.
 func TestPgBouncer(t *testing.T) {
 	port := startPgBouncer(t)
-	dsn := pgDSN(port)
+	dsn := testkit.PGDSN(port)
 	table := "ol_" + randomHex(6)
 	open := func(t *testing.T, d gorm.Dialector) *gorm.DB {
 		db, err := gorm.Open(d, &gorm.Config{Logger: logger.Discard})

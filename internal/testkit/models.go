@@ -34,3 +34,9 @@ type OtPolicy struct {
 	ID     uint `gorm:"primaryKey" lock:"read_write"`
 	Holder string
 }
+
+// Policy takes shared Read locks on load (read_write) that live 2 hours.
+type Policy struct {
+	ID   uint `gorm:"primaryKey" lock:"read_write,ttl=2h"`
+	Name string
+}

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"bytes"
@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // Counters of the stress test, one model per mode, and an aggregate whose
@@ -96,9 +97,6 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(workerEnv); cfg != "" {
 		os.Exit(runWorker(cfg))
 	}
-	if cfg := os.Getenv(killeeEnv); cfg != "" {
-		os.Exit(runKillee(cfg))
-	}
 	os.Exit(m.Run())
 }
 
@@ -110,7 +108,7 @@ func runWorker(raw string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	db, err := gorm.Open(dialectorOf(cfg.Dialect, cfg.DSN), &gorm.Config{Logger: logger.Discard})
+	db, err := gorm.Open(testkit.DialectorOf(cfg.Dialect, cfg.DSN), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -315,15 +313,15 @@ func (w *worker) rmwItem(key string, id uint) {
 // model of the lock table (porcupine). A history that is not is written as
 // porcupine's HTML visualisation under the test's temp dir.
 func TestNoLostUpdateManyProcesses(t *testing.T) {
-	for _, d := range serverDatabases() {
+	for _, d := range databases()[1:] {
 		t.Run(d.name, func(t *testing.T) { noLostUpdateManyProcesses(t, d) })
 	}
 }
 
 func noLostUpdateManyProcesses(t *testing.T, d database) {
-	name := "ol_" + randomHex(6) // named here: the newest ol_ table may be another package's
+	name := "ol_" + testkit.RandomHex(6) // named here: the newest ol_ table may be another package's
 	db, _ := setup(t, d, offlinelock.Config{Table: name, Models: stressModels})
-	dsn := dsnOf(d.name)
+	dsn := testkit.DSNOf(d.name)
 	require.NoError(t, db.Migrator().DropTable(stressModels...))
 	require.NoError(t, db.AutoMigrate(stressModels...))
 	t.Cleanup(func() { db.Migrator().DropTable(stressModels...) })

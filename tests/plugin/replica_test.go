@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"gorm.io/plugin/dbresolver"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // withPlugin registers a plugin with lock table table on db.
@@ -31,18 +32,18 @@ func withPlugin(t testing.TB, db *gorm.DB, table string) *offlinelock.Plugin {
 // the primary; an owner-less load of an exclusive_write model still reads
 // the replica.
 func TestReplicaThePrimaryDecides(t *testing.T) {
-	pp := startPGPair(t)
-	db := openPG(t, pp.primaryDSN())
-	require.NoError(t, db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(pp.standbyDSN())}})))
+	pp := testkit.StartPGPair(t)
+	db := testkit.OpenPG(t, pp.PrimaryDSN())
+	require.NoError(t, db.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(pp.StandbyDSN())}})))
 	p := withPlugin(t, db, "ol_replica")
-	require.NoError(t, db.AutoMigrate(&Account{}, &Doc{}, &Policy{}))
+	require.NoError(t, db.AutoMigrate(&Account{}, &Doc{}, &testkit.Policy{}))
 	require.NoError(t, admin(db).Create(&Account{ID: 1, Name: "a", Credit: 100}).Error)
 	require.NoError(t, admin(db).Create(&Doc{ID: 1, Title: "t"}).Error)
-	require.NoError(t, admin(db).Create(&Policy{ID: 1, Name: "p"}).Error)
+	require.NoError(t, admin(db).Create(&testkit.Policy{ID: 1, Name: "p"}).Error)
 	require.NoError(t, admin(db).Create(&Account{ID: 2, Name: "b", Credit: 100}).Error)
-	pp.caughtUp(t)
-	pp.pauseReplay(t)
-	replica := openPG(t, pp.standbyDSN())
+	pp.CaughtUp(t)
+	pp.PauseReplay(t)
+	replica := testkit.OpenPG(t, pp.StandbyDSN())
 	standbyCredit := func(id uint) int {
 		var a Account
 		require.NoError(t, replica.First(&a, id).Error)
@@ -91,7 +92,7 @@ func TestReplicaThePrimaryDecides(t *testing.T) {
 	})
 
 	t.Run("grants and refusals, never a read-only error", func(t *testing.T) {
-		var pol Policy
+		var pol testkit.Policy
 		require.NoError(t, as(db, martin).First(&pol, 1).Error, "a Read lock on load")
 		var a Account
 		require.NoError(t, as(db, martin).Clauses(dbresolver.Read).First(&a, 2).Error, "asked for a replica, the locked load still runs on the primary")
@@ -132,18 +133,18 @@ func TestFailoverGenerations(t *testing.T) {
 			name = "synchronous"
 		}
 		t.Run(name, func(t *testing.T) {
-			pp := startPGPair(t)
+			pp := testkit.StartPGPair(t)
 			if sync {
-				pp.sync(t, true)
+				pp.Sync(t, true)
 			}
-			db := openPG(t, pp.primaryDSN())
+			db := testkit.OpenPG(t, pp.PrimaryDSN())
 			p := withPlugin(t, db, "ol_failover")
 			require.NoError(t, db.AutoMigrate(&Doc{}))
 			_, err := p.Acquire(as(db, david), &Doc{ID: 100}, offlinelock.Write) // the lock table exists on the standby
 			require.NoError(t, err)
-			pp.caughtUp(t)
+			pp.CaughtUp(t)
 			if !sync {
-				pp.cutStandby(t)
+				pp.CutStandby(t)
 			}
 			// More grants than PostgreSQL logs a sequence ahead (32): the
 			// old primary's sequence moves past anything the standby saw.
@@ -153,10 +154,10 @@ func TestFailoverGenerations(t *testing.T) {
 				require.NoError(t, err)
 				before = append(before, *l)
 			}
-			pp.kill(t, "primary")
-			pp.promote(t)
+			pp.Kill(t, "primary")
+			pp.Promote(t)
 
-			db2 := openPG(t, pp.standbyDSN())
+			db2 := testkit.OpenPG(t, pp.StandbyDSN())
 			p2 := withPlugin(t, db2, "ol_failover")
 			l, err := p2.Acquire(as(db2, david), &Doc{ID: 1}, offlinelock.Write)
 			if sync {
@@ -182,20 +183,20 @@ func TestFailoverGenerations(t *testing.T) {
 // commit waits for it until the caller's deadline. The Acquire says the
 // lock may be held, and it is: the primary committed it locally.
 func TestUnconfirmedGrant(t *testing.T) {
-	pp := startPGPair(t)
-	db := openPG(t, pp.primaryDSN())
+	pp := testkit.StartPGPair(t)
+	db := testkit.OpenPG(t, pp.PrimaryDSN())
 	p := withPlugin(t, db, "ol_unconfirmed")
 	require.NoError(t, db.AutoMigrate(&Doc{}))
-	pp.sync(t, true)
+	pp.Sync(t, true)
 	_, err := p.Acquire(as(db, david), &Doc{ID: 100}, offlinelock.Write)
 	require.NoError(t, err)
-	pp.kill(t, "standby")
+	pp.Kill(t, "standby")
 	ctx, cancel := context.WithTimeout(offlinelock.WithOwner(context.Background(), martin), time.Second)
 	defer cancel()
 	_, err = p.Acquire(db.WithContext(ctx), &Doc{ID: 1}, offlinelock.Write)
 	require.ErrorIs(t, err, offlinelock.ErrUnconfirmed)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	pp.sync(t, false)
+	pp.Sync(t, false)
 	hs, err := p.Holders(db, &Doc{ID: 1})
 	require.NoError(t, err)
 	require.Len(t, hs, 1, "the grant was committed on the primary: the lock is held")

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"testing"
@@ -8,6 +8,7 @@ import (
 	"gorm.io/plugin/dbresolver"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // BenchmarkResolver: the locked First and the holder's re-read through
@@ -15,10 +16,10 @@ import (
 // to the source, against the same calls on GORM opened on the primary
 // alone, interleaved. PostgreSQL, on scripts/pg-pair's instances.
 func BenchmarkResolver(b *testing.B) {
-	pp := startPGPair(b)
-	direct := openPG(b, pp.primaryDSN())
-	routed := openPG(b, pp.primaryDSN())
-	if err := routed.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(pp.standbyDSN())}})); err != nil {
+	pp := testkit.StartPGPair(b)
+	direct := testkit.OpenPG(b, pp.PrimaryDSN())
+	routed := testkit.OpenPG(b, pp.PrimaryDSN())
+	if err := routed.Use(dbresolver.Register(dbresolver.Config{Replicas: []gorm.Dialector{postgres.Open(pp.StandbyDSN())}})); err != nil {
 		b.Fatal(err)
 	}
 	pd, pr := withPlugin(b, direct, "ol_bench_resolver"), withPlugin(b, routed, "ol_bench_resolver")
