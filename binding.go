@@ -112,11 +112,13 @@ func (b *binding) here(m *model) *modelHere {
 // again; after it, a statement pays one map read. Forgetting the guard's
 // state (DDL through GORM, InstallGuard) prepares every model again.
 func (b *binding) prepare(db *gorm.DB, m *model) error {
-	h := b.here(m)
 	epoch := b.epoch.Load() + 1
-	if h.ready.Load() == epoch && h.saved.Load() == m.version.Load()+1 {
-		return nil
+	if v, ok := b.models.Load(m); ok { // the common case, in one map read
+		if h := v.(*modelHere); h.ready.Load() == epoch && h.saved.Load() == m.version.Load()+1 {
+			return nil
+		}
 	}
+	h := b.here(m)
 	if err := checkKeyColumns(db, b.t, m); err != nil {
 		return err
 	}

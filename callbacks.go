@@ -78,15 +78,38 @@ func (b *binding) registerCallbacks(db *gorm.DB) error {
 
 const stateKey = "offlinelock:state"
 
+// opKind is the kind of statement a callback serves. It decides the lock a
+// statement needs (a load's mode, a write's Write lock) and names the
+// statement in errors, logs and metrics, so its values read as English.
+type opKind string
+
+const (
+	opLoad     opKind = "load"      // the query chain: Find, First, Take, Scan, Pluck, Count …
+	opRows     opKind = "rows"      // Row, Rows: a load whose rows the caller reads after the chain
+	opRawQuery opKind = "raw query" // Raw(…): a read the plugin sees as SQL
+	opCreate   opKind = "create"
+	opUpdate   opKind = "update"
+	opDelete   opKind = "delete"
+	opExec     opKind = "exec" // Exec(…): a write the plugin sees as SQL
+)
+
+// loads says whether a statement of kind o reads, taking the locks a load
+// takes: the mode's lock on load, or none.
+func (o opKind) loads() bool { return o == opLoad || o == opRows || o == opRawQuery }
+
 // state is what the plugin keeps about one statement, from its first
 // callback to its last. It lives in the statement's instance settings, so
 // nested statements (preloads, association saves) have their own.
 type state struct {
-	stmt  *gorm.Statement // the statement it belongs to
-	t     lockStore
-	m     *model
-	owner Owner
-	op    opKind
+	stmt *gorm.Statement // the statement it belongs to
+	t    lockStore
+	caps lockstore.Traits // t's capabilities (zero without a store)
+	// noSpans: the statement keeps no spans aside (spans.go), so its
+	// callbacks skip adopting and ending them.
+	noSpans bool
+	m       *model
+	owner   Owner
+	op      opKind
 
 	pool          gorm.ConnPool // the connection before the plugin began a transaction
 	ownTx         bool          // the plugin began the transaction and ends it
@@ -123,8 +146,6 @@ type state struct {
 	raw         bool              // loads: Raw SQL, whose rows can only be seen once read
 	err         error             // the plugin's own error, kept visible under GORM's
 }
-
-func stateOf(db *gorm.DB) *state { return statementState(db.Statement) }
 
 // statementState is stmt's state, or nil.
 func statementState(stmt *gorm.Statement) *state {
@@ -186,7 +207,7 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 // the statement's error.
 func (b *binding) start(db *gorm.DB, m *model, op opKind) *state {
 	p := b.p
-	st := &state{m: m, op: op, bulk: -1, t: b.t}
+	st := &state{m: m, op: op, bulk: -1, t: b.t, caps: b.t.caps}
 	err := p.initFailed()
 	if err == nil {
 		err = b.prepare(db, m)
@@ -205,6 +226,7 @@ func (b *binding) start(db *gorm.DB, m *model, op opKind) *state {
 		st.fail(db, err)
 		return nil
 	}
+	st.noSpans = !p.spans || spanLogOf(db) == nil
 	setState(db, st)
 	return st
 }
@@ -300,8 +322,10 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 // error matchable with errors.Is whatever GORM added after it.
 func (b *binding) endStatement(db *gorm.DB) {
 	p := b.p
-	endSpans(db)
-	st := stateOf(db)
+	st := statementState(db.Statement)
+	if p.spans && (st == nil || !st.noSpans) {
+		endSpans(db)
+	}
 	if st == nil {
 		p.lockedByGuard(db) // a write of another table (a join table) the guard refused
 		return
@@ -320,10 +344,12 @@ func (b *binding) endStatement(db *gorm.DB) {
 		p.giveBack(db, st)
 		p.lockedByGuard(db)
 	}
-	if db.Error == nil && len(st.required) > 0 && !st.ownTx {
+	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil {
 		watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
 	}
-	p.countStatement(db, st)
+	if db.Error != nil || len(st.locked) > 0 { // a refusal, or a load's locks (telemetry.go)
+		p.countStatement(db, st)
+	}
 	if db.Error != nil && st.restore != nil {
 		st.restore()
 	}

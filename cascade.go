@@ -252,7 +252,7 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 		db.AddError(err)
 		return
 	}
-	probe := &state{m: m, op: op, bulk: -1, t: t}
+	probe := &state{m: m, op: op, bulk: -1, t: t, caps: t.caps}
 	rows, _, err := p.writeRows(db, probe, op)
 	if err != nil || len(rows) == 0 {
 		db.AddError(err)

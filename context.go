@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"gorm.io/gorm"
 )
 
 // Owner identifies who holds a lock. Session owns the lock: every lock of a
@@ -103,4 +105,19 @@ func bypassFrom(ctx context.Context) (string, bool) {
 	}
 	r, ok := ctx.Value(bypassKey{}).(string)
 	return r, ok
+}
+
+// ownerOf reads and checks the owner in db's context.
+func ownerOf(db *gorm.DB) (Owner, error) {
+	o, ok := OwnerFrom(db.Statement.Context)
+	if !ok || o.Session == "" {
+		return Owner{}, noOwner("this call")
+	}
+	if err := checkText("session", o.Session, maxTextLen, false); err != nil {
+		return Owner{}, err
+	}
+	if err := checkText("user", o.User, maxTextLen, true); err != nil {
+		return Owner{}, err
+	}
+	return o, nil
 }

@@ -39,7 +39,7 @@ import (
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
 func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
-	caps := st.caps()
+	caps := st.caps
 	var cond clause.Expression
 	if caps.Folder != nil {
 		cond = caps.Folder.FenceCondition(k, st.owner.Session)
@@ -68,7 +68,7 @@ func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 // (foldIntoValues, foldIntoUpsert), and the fence trusts the fold only if
 // they did.
 func (p *Plugin) foldUpsert(db *gorm.DB, st *state, k key) bool {
-	fc := st.caps().FenceCall
+	fc := st.caps.FenceCall
 	if fc == nil || !p.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
 		return false
 	}
@@ -140,7 +140,7 @@ func foldIntoUpsert(stmt *gorm.Statement, b clause.Builder) {
 // of its own, and nothing but GORM's own work runs between the write and
 // its commit.
 func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
-	caps := st.caps()
+	caps := st.caps
 	switch {
 	case op == opCreate: // an upsert (write.go's hint path): MySQL's only (foldUpsert)
 		if caps.FenceCall == nil || p.cfg.DisableGuard {
@@ -157,7 +157,7 @@ func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
 // would have given, naming the holder; the write changed nothing. It
 // reports whether it did.
 func (p *Plugin) refusedAtFence(db *gorm.DB, st *state) bool {
-	fc := st.caps().FenceCall
+	fc := st.caps.FenceCall
 	if !st.foldRefuses || db.Error == nil || fc == nil || !fc.FenceRefused(db.Error) {
 		return false
 	}

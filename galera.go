@@ -56,7 +56,7 @@ func (p *Plugin) clusterConflict(db *gorm.DB, st *state) {
 // another session holds is refused with its holders, as if the load had
 // met it.
 func (p *Plugin) confirmGrants(db *gorm.DB, st *state) error {
-	c := st.caps().Certifier
+	c := st.caps.Certifier
 	if c == nil || st.op != opLoad || st.m == nil {
 		return nil
 	}

@@ -211,6 +211,18 @@ func kindOf(f *schema.Field) keyKind {
 // not hold (a non-integer for an integer key) is an error: the plugin
 // cannot tell which row it names.
 func canonical(k keyKind, v any) (string, error) {
+	if k == kindInt { // the common keys, without reflection
+		switch n := v.(type) {
+		case uint:
+			return strconv.FormatUint(uint64(n), 10), nil
+		case int:
+			return strconv.Itoa(n), nil
+		case int64:
+			return strconv.FormatInt(n, 10), nil
+		case uint64:
+			return strconv.FormatUint(n, 10), nil
+		}
+	}
 	v = driverValue(v)
 	switch k {
 	case kindInt:

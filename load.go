@@ -27,7 +27,9 @@ const maxRereads = 3
 // caller gets; and when a lock is refused nothing is read at all.
 func (b *binding) beforeQuery(db *gorm.DB) {
 	p := b.p
-	p.traceStatement(db)
+	if p.spans {
+		p.traceStatement(db)
+	}
 	if db.Error != nil || db.DryRun || p.bypassed(db, opLoad) {
 		return
 	}
@@ -467,8 +469,10 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 // never older than its lock.
 func (b *binding) afterQuery(db *gorm.DB) {
 	p := b.p
-	adoptSpan(db)
-	st := stateOf(db)
+	st := statementState(db.Statement)
+	if p.spans && (st == nil || !st.noSpans) {
+		adoptSpan(db)
+	}
 	if st == nil || st.locked == nil {
 		return
 	}
@@ -566,7 +570,9 @@ func reread(db *gorm.DB, st *state) bool {
 // committed first (or taken in the caller's transaction).
 func (b *binding) beforeRow(db *gorm.DB) {
 	p := b.p
-	p.traceStatement(db)
+	if p.spans {
+		p.traceStatement(db)
+	}
 	if db.Error != nil || db.DryRun || p.bypassed(db, opRows) {
 		return
 	}

@@ -37,7 +37,7 @@ const (
 // builds it, and reports whether it did.
 func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
-	hs := st.caps().Held
+	hs := st.caps.Held
 	if hs == nil || st.m.root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
 		return false
 	}
@@ -65,7 +65,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		return true
 	}
 	st.where, st.hadWhere = stmt.Clauses["WHERE"]
-	ls := st.caps().Loader
+	ls := st.caps.Loader
 	grants := ls != nil
 	switch {
 	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
@@ -229,7 +229,7 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 // path, which names the holders.
 func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 	stmt, m := db.Statement, st.m
-	ls := st.caps().Loader
+	ls := st.caps.Loader
 	if ls == nil || !m.lockable || m.loadAccess() != Write || len(p.lockableJoins(db)) > 0 {
 		return false
 	}
@@ -307,7 +307,7 @@ func unpreparedPool(db *gorm.DB, st *state) {
 // Just before gorm:update; unpreparedWrite puts the transaction back just
 // after, before anything else (associations, hooks, commit) runs on it.
 func (b *binding) prepareWrite(db *gorm.DB) {
-	st := stateOf(db)
+	st := statementState(db.Statement)
 	if st == nil || !st.folded || st.prepared || db.Error != nil || db.DryRun {
 		return
 	}
@@ -318,7 +318,7 @@ func (b *binding) prepareWrite(db *gorm.DB) {
 
 // unpreparedWrite is prepareWrite's undoing, just after gorm:update.
 func unpreparedWrite(db *gorm.DB) {
-	if st := stateOf(db); st != nil {
+	if st := statementState(db.Statement); st != nil {
 		unpreparedPool(db, st)
 	}
 }

@@ -457,18 +457,3 @@ func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
 	}
 	return t.byToken(direct(db), token)
 }
-
-// ownerOf reads and checks the owner in db's context.
-func ownerOf(db *gorm.DB) (Owner, error) {
-	o, ok := OwnerFrom(db.Statement.Context)
-	if !ok || o.Session == "" {
-		return Owner{}, noOwner("this call")
-	}
-	if err := checkText("session", o.Session, maxTextLen, false); err != nil {
-		return Owner{}, err
-	}
-	if err := checkText("user", o.User, maxTextLen, true); err != nil {
-		return Owner{}, err
-	}
-	return o, nil
-}

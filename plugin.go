@@ -110,6 +110,7 @@ type Plugin struct {
 	err   error      // a configuration error, reported by Initialize and every call
 	reg   *registry  // parsed models
 	tel   *telemetry // OpenTelemetry instruments, made once
+	spans bool       // spans are recorded: statements keep theirs aside (spans.go)
 	hints hints      // which locks this process granted: a routing guess, never trusted
 
 	pgIdentity          string // the identity's expression on PostgreSQL, signed in the database (lockstore.PostgresSetIdentity)
@@ -145,6 +146,7 @@ func New(cfg Config) *Plugin {
 	p := &Plugin{cfg: cfg, reg: &registry{}}
 	tel, telErr := newTelemetry(cfg.MeterProvider, cfg.TracerProvider)
 	p.tel = tel
+	p.spans = tel != nil && tel.tracer != nil // else no statement keeps spans aside (spans.go)
 	switch {
 	case telErr != nil:
 		p.err = fmt.Errorf("offlinelock: creating OpenTelemetry instruments: %w", telErr)

@@ -73,8 +73,10 @@ func (p *Plugin) mayRekey(db *gorm.DB, op opKind) bool {
 func (b *binding) rekey(op opKind) func(*gorm.DB) {
 	p := b.p
 	return func(db *gorm.DB) {
-		adoptSpan(db)
-		st := stateOf(db)
+		st := statementState(db.Statement)
+		if p.spans && (st == nil || !st.noSpans) {
+			adoptSpan(db)
+		}
 		if st == nil || !st.rekey || db.Error != nil || db.DryRun {
 			return
 		}

@@ -155,12 +155,3 @@ func (t *table) stats(c conn, groups int) (Stats, error) {
 	}
 	return out, err
 }
-
-// caps is what the statement's store can do; nothing before the store is
-// known.
-func (st *state) caps() lockstore.Traits {
-	if st.t == nil {
-		return lockstore.Traits{}
-	}
-	return st.t.caps
-}

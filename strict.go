@@ -18,7 +18,9 @@ import (
 // lockable table: the plugin cannot see which rows it touches.
 func (b *binding) beforeRaw(db *gorm.DB) {
 	p := b.p
-	p.traceStatement(db)
+	if p.spans {
+		p.traceStatement(db)
+	}
 	if db.Error != nil || db.DryRun {
 		return
 	}
@@ -41,8 +43,10 @@ func (b *binding) beforeRaw(db *gorm.DB) {
 // guards again a lockable table that DDL named (created, renamed, altered).
 func (b *binding) afterRaw(db *gorm.DB) {
 	p := b.p
-	adoptSpan(db)
-	endSpans(db)
+	if p.spans {
+		adoptSpan(db)
+		endSpans(db)
+	}
 	endRawTx(db)
 	if db.Error != nil {
 		p.lockedByGuard(db)

@@ -404,7 +404,10 @@ func (p *Plugin) countStatement(db *gorm.DB, st *state) {
 	if st.m == nil || st.fenceFailed {
 		return
 	}
-	ctx := ctxOf(db)
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if db.Error != nil {
 		resource := st.m.lockResource()
 		if le := (*LockedError)(nil); errors.As(db.Error, &le) {

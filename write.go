@@ -22,7 +22,9 @@ import (
 func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 	p := b.p
 	return func(db *gorm.DB) {
-		p.traceStatement(db)
+		if p.spans {
+			p.traceStatement(db)
+		}
 		b.freshCatalog(db)
 		if p.refuseRetarget(db, op) {
 			return
@@ -133,7 +135,7 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 	case op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m):
 		return fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
 			ErrInvalid, st.m.table)
-	case op == opCreate && upserts(db.Statement) && st.caps().UpsertsOnAnyUnique && mayCollideBeyondKey(db, st.m):
+	case op == opCreate && upserts(db.Statement) && st.caps.UpsertsOnAnyUnique && mayCollideBeyondKey(db, st.m):
 		return fmt.Errorf("%w: an upsert (Save of new or unchanged rows, OnConflict) of lockable table %s is refused here: "+
 			"this database's upsert overwrites the row of any unique key, not only the primary key's, and %s has another unique key; "+
 			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
@@ -476,8 +478,10 @@ func (p *Plugin) checkGeneratedKeys(db *gorm.DB, st *state) error {
 // committed before this check (and the write fails) or waits for the commit.
 func (b *binding) fence(db *gorm.DB) {
 	p := b.p
-	adoptSpan(db)
-	st := stateOf(db)
+	st := statementState(db.Statement)
+	if p.spans && (st == nil || !st.noSpans) {
+		adoptSpan(db)
+	}
 	if st == nil || p.refusedAtFence(db, st) || db.Error != nil {
 		return
 	}
@@ -515,7 +519,7 @@ func (b *binding) fence(db *gorm.DB) {
 			err = p.notLocked(db, st, st.op, free)
 		}
 	}
-	if c := st.caps().Certifier; c != nil && err == nil {
+	if c := st.caps.Certifier; c != nil && err == nil {
 		err = c.Certify(direct(db), st.required, st.owner.Session)
 	}
 	if err != nil && !st.ifChanged {

@@ -185,25 +185,12 @@ func pgVerified(catalog, raw string) string {
 		sqlLiteral(guardKeyName) + " AND encode(sha256(convert_to(k.spec || left(" + raw + ", -65), 'UTF8')), 'hex') = right(" + raw + ", 64)) END)"
 }
 
-// pgProof is what a folded fence (postgres.go) leaves in
-// offlinelock.proof when it finds and row-locks session's Write lock of k:
-// the lock table, the session, the resource (each prefixed by its length
-// in bytes, so that no two spell the same text) and the lock id. The lock
-// table is in it because several lock tables can guard one table side by
-// side: a record one lock table's fence proved may be another session's in
-// the other, whose triggers must still probe it. The row lock
-// lasts until the transaction ends, and with it the proof: a savepoint
-// rolled back takes both back. The guard's fenced branch skips the probe
-// of a write whose every row is k (pgProved).
-func pgProof(lock, session string, k Key) string {
-	return pgProofLock(lock) + strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
-}
+// pgProofLock is the lock table's part of a proof (pgProof).
+func pgProofLock(lock string) string { return strconv.Itoa(len(lock)) + ":" + lock }
 
 // pgProved is the SQL of a trigger's test that the transition tables hold
 // rows of the proved record only: every key of every row, for every
 // record, is the proof's.
-func pgProofLock(lock string) string { return strconv.Itoa(len(lock)) + ":" + lock }
-
 func pgProved(lock string, records []GuardRecord, rows []string) string {
 	var alts []string
 	for _, row := range rows {

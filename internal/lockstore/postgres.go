@@ -487,8 +487,23 @@ func (s *postgresStore) heldSQL(held string) string {
 		` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`
 }
 
+// pgProof is what a folded fence (postgres.go) leaves in
+// offlinelock.proof when it finds and row-locks session's Write lock of k:
+// the lock table, the session, the resource (each prefixed by its length
+// in bytes, so that no two spell the same text) and the lock id. The lock
+// table is in it because several lock tables can guard one table side by
+// side: a record one lock table's fence proved may be another session's in
+// the other, whose triggers must still probe it. The row lock
+// lasts until the transaction ends, and with it the proof: a savepoint
+// rolled back takes both back. The guard's fenced branch skips the probe
+// of a write whose every row is k (pgProved).
+func pgProof(table, session string, k Key) string {
+	lock := strings.Trim(table, `"`)
+	return strconv.Itoa(len(lock)) + ":" + lock + strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
+}
+
 func (s *postgresStore) FenceCondition(k Key, session string) clause.Expression {
-	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(s.lockName(), session, k), k.Resource, k.ID, session}}
+	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(s.table, session, k), k.Resource, k.ID, session}}
 }
 
 // grantCTE names the WITH clause of grantPrefix.

@@ -1,9 +1,7 @@
 package lockstore
 
 import (
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -411,7 +409,7 @@ func planFor(k Key, kr row, readers []row, o Owner, access Access, now, exp time
 			pl.lock.Token = own.Token
 		} else {
 			var err error
-			if pl.token, err = newToken(); err != nil {
+			if pl.token, err = NewToken(); err != nil {
 				return plan{}, err
 			}
 			pl.lock.Token = tokenHash(pl.token)
@@ -727,14 +725,6 @@ func (t *sqlStore) Catalog(c Conn) ([]CatalogRow, error) {
 // savepoints of one name nest.
 func (t *sqlStore) SavepointIn(gorm.ConnPool) (string, func()) { return SavepointName, noop }
 
-func newToken() (string, error) {
-	var b [tokenLen / 2]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("offlinelock: reading random token: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
 func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -791,7 +781,7 @@ type batchGrant func(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key
 func batchTokens(keys []Key) (tokens, hashes map[Key]string, err error) {
 	tokens, hashes = make(map[Key]string, len(keys)), make(map[Key]string, len(keys))
 	for _, k := range keys {
-		if tokens[k], err = newToken(); err != nil {
+		if tokens[k], err = NewToken(); err != nil {
 			return nil, nil, err
 		}
 		hashes[k] = tokenHash(tokens[k])

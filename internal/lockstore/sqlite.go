@@ -263,7 +263,7 @@ func (s *sqliteStore) newBatch(pc Conn, sorted []Key, o Owner, ttl time.Duration
 	if err != nil {
 		return nil, err
 	}
-	token, err := newToken()
+	token, err := NewToken()
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (s *sqliteStore) readBack(pc Conn, b *sqliteBatch, got map[Key]Granted) (re
 // connection.
 func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error {
 	k := keys[0]
-	token, err := newToken()
+	token, err := NewToken()
 	if err != nil {
 		return err
 	}
