@@ -336,7 +336,18 @@ func (b *binding) endStatement(db *gorm.DB) {
 	if st.prepared {
 		unpreparedPool(db, st)
 	}
-	restoreClauses(db, st)
+	// Put back the WHERE and FOR clauses a fast path or a folded fence
+	// rewrote, so that the statement, executed again, is the caller's own.
+	if st.fastRewrote || st.folded {
+		if st.hadWhere {
+			db.Statement.Clauses["WHERE"] = st.where
+		} else {
+			delete(db.Statement.Clauses, "WHERE")
+		}
+	}
+	if st.fastRewrote {
+		delete(db.Statement.Clauses, "FOR")
+	}
 	b.endTransaction(db, st)
 	if db.Error != nil {
 		db.Error = lockstore.ReadOnly(db.Error)
@@ -355,21 +366,6 @@ func (b *binding) endStatement(db *gorm.DB) {
 	}
 	if st.err != nil && db.Error != nil && !errors.Is(db.Error, st.err) {
 		db.Error = fmt.Errorf("%w; %w", db.Error, st.err)
-	}
-}
-
-// restoreClauses puts back the WHERE and FOR clauses a fast path rewrote,
-// so that the statement, executed again, is the caller's own.
-func restoreClauses(db *gorm.DB, st *state) {
-	if st.fastRewrote || st.folded {
-		if st.hadWhere {
-			db.Statement.Clauses["WHERE"] = st.where
-		} else {
-			delete(db.Statement.Clauses, "WHERE")
-		}
-	}
-	if st.fastRewrote {
-		delete(db.Statement.Clauses, "FOR")
 	}
 }
 

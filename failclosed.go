@@ -183,6 +183,14 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 // lockedOnLoad lists the lower-cased names of the tables whose loads take
 // locks (or whose tags are bad, which refuses every statement on them).
 func (p *Plugin) lockedOnLoad() []string {
+	// Worked out again only when a table joins the registry: a model's
+	// root chain, once resolved, does not change, and one that does not
+	// resolve yet (its root unknown) counts as locked until a table's
+	// arrival makes this look again. Callers only read the slice.
+	gen := p.reg.tablesGen.Load()
+	if c := p.reg.onLoad.Load(); c != nil && c.gen == gen {
+		return c.names
+	}
 	var out []string
 	p.reg.tables.Range(func(k, v any) bool {
 		if m := v.(*model); p.resolve(m) != nil || m.locksOnLoad() {
@@ -190,6 +198,7 @@ func (p *Plugin) lockedOnLoad() []string {
 		}
 		return true
 	})
+	p.reg.onLoad.Store(&lockedTables{gen: gen, names: out})
 	return out
 }
 

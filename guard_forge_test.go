@@ -44,7 +44,7 @@ func TestGuardRightIsNotForgeableOnPostgres(t *testing.T) {
 		h := sha256.Sum256([]byte(claim))
 		return claim + "/" + hex.EncodeToString(h[:])
 	}
-	proof := strconv.Itoa(len(table)) + ":" + table + "2:M112:gd_customers129" // pgProof of martin's 129, from public values
+	proof := strconv.Itoa(len(table)) + ":" + table + "2:M112:gd_customers129" // the proof (FenceCondition) of martin's 129, from public values
 	cases := []forgeCase{
 		{"the session, as before the key", `SELECT set_config('offlinelock.session', 's:M1', false)`},
 		{"the fenced session", `SELECT set_config('offlinelock.session', 'f:M1', false)`},

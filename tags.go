@@ -93,6 +93,16 @@ type registry struct {
 	joins    map[string][]joinSide   // lower-cased many2many join table -> its sides
 	cascades map[string][]cascadeRef // lower-cased parent table -> children its deletes change
 	changes  atomic.Uint64           // advanced with any model's version (bindings compare)
+
+	tablesGen atomic.Uint64                // advanced with every table stored in tables
+	onLoad    atomic.Pointer[lockedTables] // the tables locked on load, as of a tablesGen
+}
+
+// lockedTables is the names of the tables whose rows need a lock to be
+// read, as they were when tables was at generation gen (lockedOnLoad).
+type lockedTables struct {
+	gen   uint64
+	names []string
 }
 
 // joinSide is one side of a many2many join table: column holds keys of
@@ -115,12 +125,15 @@ func (r *registry) tableModel(name string) *model {
 // storeTable makes m the lockable model of its table.
 func (r *registry) storeTable(m *model) {
 	r.tables.Store(strings.ToLower(m.table), m)
+	r.tablesGen.Add(1)
 }
 
 // storeAlias makes name (a partition or an inheritance child of m's table,
 // on PostgreSQL) stand for m: its rows are m's records.
 func (r *registry) storeAlias(name string, m *model) {
-	r.tables.LoadOrStore(strings.ToLower(name), m)
+	if _, loaded := r.tables.LoadOrStore(strings.ToLower(name), m); !loaded {
+		r.tablesGen.Add(1)
+	}
 }
 
 // joinSides lists the sides of a many2many join table.

@@ -153,7 +153,7 @@ const pgOwnRights = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 // pgDeclareWriter declares raw (the identity identity.go set), who (the
 // claim in it, its signature checked by pgVerifyWriter; else NULL), me
 // (the writer's session in it, or NULL) and proof (what the plugin's last
-// fence in this transaction proved, pgProof, or NULL), read once per
+// fence in this transaction proved, FenceCondition, or NULL), read once per
 // trigger call.
 func pgDeclareWriter() string {
 	return `DECLARE
@@ -185,7 +185,7 @@ func pgVerified(catalog, raw string) string {
 		sqlLiteral(guardKeyName) + " AND encode(sha256(convert_to(k.spec || left(" + raw + ", -65), 'UTF8')), 'hex') = right(" + raw + ", 64)) END)"
 }
 
-// pgProofLock is the lock table's part of a proof (pgProof).
+// pgProofLock is the lock table's part of a proof (FenceCondition).
 func pgProofLock(lock string) string { return strconv.Itoa(len(lock)) + ":" + lock }
 
 // pgProved is the SQL of a trigger's test that the transition tables hold
@@ -285,7 +285,7 @@ func (s *postgresStore) triggerChecks(lt, refuse string, records []GuardRecord, 
 		locked.WriteString(before + probe + after)
 	}
 	return `	IF ` + pgProved(s.lockName(), records, rows) + ` THEN
-		RETURN NULL; -- only what the plugin's fence proved (pgProof)
+		RETURN NULL; -- only what the plugin's fence proved (FenceCondition)
 	ELSIF to_regclass(` + sqlLiteral(lt) + `) IS NULL THEN
 		RETURN NULL; -- no lock table, no locks
 	ELSIF left(who, 2) = 'f:' THEN

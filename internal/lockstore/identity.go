@@ -62,12 +62,3 @@ func SessionMark(key, session string, fenced bool) uint64 {
 	}
 	return m
 }
-
-// PostgresIdentity is the value of offlinelock.session for a write of session:
-// "f:" when the plugin fences the write itself (fence.go), else "s:".
-func PostgresIdentity(session string, fenced bool) string {
-	if fenced {
-		return "f:" + session
-	}
-	return "s:" + session
-}

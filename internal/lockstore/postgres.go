@@ -62,7 +62,7 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	}
 	s.heldWrite = s.heldSQL(`holder = '' AND access = 'write'`)
 	s.heldRead = s.heldSQL(`(holder = '' AND access = 'write' OR holder = session)`)
-	// The fence also leaves its proof for the guard (pgProof): set after
+	// The fence also leaves its proof for the guard (FenceCondition): set after
 	// the row is locked, outside the locking subquery, so that a row a
 	// concurrent takeover changed proves nothing.
 	s.fenceSQL = `(SELECT set_config('offlinelock.proof', ?, true) FROM (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
@@ -487,23 +487,20 @@ func (s *postgresStore) heldSQL(held string) string {
 		` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`
 }
 
-// pgProof is what a folded fence (postgres.go) leaves in
-// offlinelock.proof when it finds and row-locks session's Write lock of k:
-// the lock table, the session, the resource (each prefixed by its length
-// in bytes, so that no two spell the same text) and the lock id. The lock
-// table is in it because several lock tables can guard one table side by
-// side: a record one lock table's fence proved may be another session's in
-// the other, whose triggers must still probe it. The row lock
-// lasts until the transaction ends, and with it the proof: a savepoint
-// rolled back takes both back. The guard's fenced branch skips the probe
-// of a write whose every row is k (pgProved).
-func pgProof(table, session string, k Key) string {
-	lock := strings.Trim(table, `"`)
-	return strconv.Itoa(len(lock)) + ":" + lock + strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
-}
-
+// FenceCondition is the folded fence of session's write of k. Its first
+// argument is the proof it leaves in offlinelock.proof when it finds and
+// row-locks session's Write lock of k: the lock table, the session, the
+// resource (each prefixed by its length in bytes, so that no two spell the
+// same text) and the lock id. The lock table is in it because several lock
+// tables can guard one table side by side: a record one lock table's fence
+// proved may be another session's in the other, whose triggers must still
+// probe it. The row lock lasts until the transaction ends, and with it the
+// proof: a savepoint rolled back takes both back. The guard's fenced branch
+// skips the probe of a write whose every row is k (pgProved).
 func (s *postgresStore) FenceCondition(k Key, session string) clause.Expression {
-	return clause.Expr{SQL: s.fenceSQL, Vars: []any{pgProof(s.table, session, k), k.Resource, k.ID, session}}
+	lock := strings.Trim(s.table, `"`)
+	proof := strconv.Itoa(len(lock)) + ":" + lock + strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
+	return clause.Expr{SQL: s.fenceSQL, Vars: []any{proof, k.Resource, k.ID, session}}
 }
 
 // grantCTE names the WITH clause of grantPrefix.
@@ -623,4 +620,13 @@ SELECT NULL, NULL, NULL, 1 / (CASE WHEN (SELECT count(*) FROM offlinelock_new) +
 
 func indexName(quotedTable, suffix string) string {
 	return `"` + strings.Trim(quotedTable, `"`) + "_" + suffix + `"`
+}
+
+// PostgresIdentity is the value of offlinelock.session for a write of session:
+// "f:" when the plugin fences the write itself (fence.go), else "s:".
+func PostgresIdentity(session string, fenced bool) string {
+	if fenced {
+		return "f:" + session
+	}
+	return "s:" + session
 }
