@@ -45,6 +45,42 @@
 //     a browser). What they require never reaches a user's go.sum.
 //     docs/dependencies.md lists what is where.
 //
+// The root package's files, each named for what it holds (a locked First
+// reads load.go, callbacks.go, failclosed.go, targets.go,
+// load_onestatement.go and the store; a holder's Save write.go,
+// callbacks.go, fence.go and the store):
+//
+//   - plugin.go: Config, New, Initialize (db.Use); binding.go: the plugin
+//     on one database, and what it has done for each model there.
+//   - callbacks.go: the callback table, the statement kinds, a statement's
+//     state from entry to end (its transaction or savepoint, the clauses
+//     it rewrote, the error it keeps).
+//   - load.go, load_onestatement.go: loads that lock (every shape; the
+//     one-statement path for a row by key); write.go: the check of a write
+//     before its hooks; fence.go: the fence, whole (folded into the write
+//     or a statement of its own); rekey.go: a write whose hooks changed
+//     its keys; cascade.go, many2many.go: writes that reach other
+//     records' rows.
+//   - targets.go: which rows a statement reads or writes; values.go: key
+//     values read from Go values; key.go: a record's key, spelt once.
+//   - failclosed.go: the refusals of what the plugin cannot enforce
+//     exactly; strict.go: Config.Strict; tagslips.go: tags that look like
+//     lock tags and are not.
+//   - tags.go: a model and all it knows (mode, keys, root), the registry;
+//     coarse.go: aggregate members resolved to their root; catalog.go: the
+//     catalog of lockable tables in the database.
+//   - locktable.go: the explicit lock API (Acquire, Release, Holders,
+//     Sweep, …); store.go: the plugin's side of internal/lockstore and the
+//     one place its refusals become public errors; errors.go, lock.go:
+//     public errors and types; context.go, scopes.go: owners, TTLs,
+//     reasons and Bypass from a context or a scope.
+//   - guard.go: installing and checking the database guard; identity.go:
+//     the writer's identity carried to it; primary.go, pooler.go,
+//     galera.go: replicas, poolers, clusters.
+//   - telemetry.go, spans.go: metrics and spans; stats.go, watch.go,
+//     notes.go, takeover.go, do.go, hints.go, dsn.go: Stats, Watch and its
+//     notes, TakeOver and RequestEdit, Do, the held-lock hints, SQLiteDSN.
+//
 // Design decisions, for the next engineer (docs/fail-closed.md has more):
 //
 //   - Fail closed. A statement that reads or writes rows of a lockable table
