@@ -2,6 +2,7 @@ package offlinelock_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -73,6 +74,73 @@ func BenchmarkGuard(b *testing.B) {
 					}
 				}
 				interleave(b, "x-unguarded", ours, theirs)
+			})
+		})
+	}
+}
+
+// BenchmarkGuardLeastPrivilege: the guard's costs under the roles of a
+// least-privileged deployment (docs/guard.md): the tables and the guard
+// are the owner's; another service, with DML on the business tables only,
+// writes a free record (Update, against the same write of the unguarded
+// twin); the application, whose role has DML and no ownership, runs the
+// plugin (its db.Use verifying) and saves a record it holds (VerifiedSave,
+// against the service's plain Save of the twin).
+func BenchmarkGuardLeastPrivilege(b *testing.B) {
+	for _, d := range serverDatabases() {
+		b.Run(d.name, func(b *testing.B) {
+			db, plain, p := benchDBs(b, d)
+			const twin = "bench_docs_unguarded"
+			unguardedTwin(b, db, plain, twin, 1000)
+			table := lockTableName(b, db, p)
+			var svc, app *gorm.DB
+			if d.name == "postgres" {
+				_, svc = pgRole(b, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON docs, `+twin+` TO %s`)
+				_, app = pgRole(b, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO %s`,
+					`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s`)
+			} else {
+				svc = myUser(b, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.docs TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.`+twin+` TO %s`)
+				app = myUser(b, db, `GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON {db}.* TO %s`)
+			}
+			// The owner's db.Use installs the guard on every model the
+			// application lists; the application's verifies it.
+			cfg := func() offlinelock.Config {
+				return offlinelock.Config{Table: strings.Trim(table, "`\""), Models: []any{&Account{}, &Doc{}, &Policy{}, &Member{}, &Desk{}}}
+			}
+			if err := d.open(b).Use(offlinelock.New(cfg())); err != nil {
+				b.Fatal("the owner's db.Use: ", err)
+			}
+			ap := offlinelock.New(cfg())
+			if err := app.Use(ap); err != nil {
+				b.Fatal("the application role's db.Use: ", err)
+			}
+			b.Run("Update", func(b *testing.B) {
+				interleave(b, "x-unguarded", func(i int) {
+					if err := svc.Model(&Doc{ID: uint(i%1000 + 1)}).Update("title", "g").Error; err != nil {
+						b.Fatal(err)
+					}
+				}, func(i int) {
+					if err := svc.Table(twin).Where("id = ?", i%1000+1).Update("title", "u").Error; err != nil {
+						b.Fatal(err)
+					}
+				})
+			})
+			b.Run("VerifiedSave", func(b *testing.B) {
+				m := as(app, martin)
+				for i := uint(1); i <= 64; i++ {
+					if _, err := ap.Acquire(m, &Doc{ID: i}, offlinelock.Write); err != nil {
+						b.Fatal(err)
+					}
+				}
+				interleave(b, "x-plain", func(i int) {
+					if err := m.Save(&Doc{ID: uint(i%64 + 1), Title: "ours"}).Error; err != nil {
+						b.Fatal(err)
+					}
+				}, func(i int) {
+					if err := svc.Table(twin).Save(&Doc{ID: uint(i%64 + 1), Title: "plain"}).Error; err != nil {
+						b.Fatal(err)
+					}
+				})
 			})
 		})
 	}

@@ -29,7 +29,7 @@ type GdSub struct {
 // pgRole creates a login role of a unique name in db's database with the
 // grants given (each a statement with %s for the role), dropped after the
 // test, and opens GORM as it (no plugin: another service).
-func pgRole(t *testing.T, db *gorm.DB, grants ...string) (string, *gorm.DB) {
+func pgRole(t testing.TB, db *gorm.DB, grants ...string) (string, *gorm.DB) {
 	t.Helper()
 	b := make([]byte, 6)
 	rand.Read(b)
@@ -212,7 +212,7 @@ func TestDisableGuardWithAGuardInstalled(t *testing.T) {
 // myUser creates a MariaDB user of a unique name with the grants given
 // (each a statement with %s for 'user'@'%'), dropped after the test, and
 // opens GORM as it (no plugin).
-func myUser(t *testing.T, db *gorm.DB, grants ...string) *gorm.DB {
+func myUser(t testing.TB, db *gorm.DB, grants ...string) *gorm.DB {
 	t.Helper()
 	b := make([]byte, 6)
 	rand.Read(b)
