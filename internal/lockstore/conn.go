@@ -53,10 +53,10 @@ func (c Conn) on(obs Observer) Conn {
 	return c
 }
 
-// InTx runs fn in the caller's transaction if db is in one, else in a new
+// inTx runs fn in the caller's transaction if db is in one, else in a new
 // transaction that commits when fn returns nil; a new transaction that
 // MySQL or Galera rolled back whole as a deadlock runs again.
-func InTx(db *gorm.DB, ctx context.Context, fn func(Conn) error) error {
+func inTx(db *gorm.DB, ctx context.Context, fn func(Conn) error) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		return fn(Conn{db: db, ctx: ctx})
 	}
@@ -79,7 +79,7 @@ func InTx(db *gorm.DB, ctx context.Context, fn func(Conn) error) error {
 // inTx runs fn in c's transaction, or in a new one on c's pool.
 func (c Conn) inTx(fn func(Conn) error) error {
 	db := c.db.Session(&gorm.Session{Context: c.ctx})
-	return InTx(db, c.ctx, func(tx Conn) error { return fn(tx.on(c.obs)) })
+	return inTx(db, c.ctx, func(tx Conn) error { return fn(tx.on(c.obs)) })
 }
 
 func (c Conn) trace(begin time.Time, query string, args []any, rows int64, err error) {
