@@ -68,6 +68,15 @@ func (p *Plugin) bindingOf(db *gorm.DB) (*binding, error) {
 	return v.(*binding), nil
 }
 
+// storeFor is the lock table of db's database.
+func (p *Plugin) storeFor(db *gorm.DB) (lockStore, error) {
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return nil, err
+	}
+	return b.t, nil
+}
+
 // newBinding decides the dialect: the one place that switches on it for
 // the lock table.
 func (p *Plugin) newBinding(dialect string) (*binding, error) {

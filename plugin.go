@@ -321,15 +321,6 @@ func (p *Plugin) Migrate(db *gorm.DB) error {
 	return t.Migrate(direct(db))
 }
 
-// storeFor is the lock table of db's database.
-func (p *Plugin) storeFor(db *gorm.DB) (lockStore, error) {
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return nil, err
-	}
-	return b.t, nil
-}
-
 // ttl is the lifetime for a lock asked for in ctx: WithTTL or Config.TTL,
 // capped by MaxTTL.
 func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
