@@ -212,14 +212,17 @@ func (w *watcher) poll(ctx context.Context) error {
 		keys = append(keys, k)
 	}
 	w.mu.Unlock()
-	// Notes are read by time, not only by id: ids can commit out of order
-	// (a note's transaction still open while a later one commits), so a
-	// read of ids above the last one told could pass over one for good.
-	notes, err := w.p.notes.since(db, w.p.cfg.Table, last, from, 1000)
+	// The locks first, then the notes: a take-over commits its lock and
+	// its note together, so a lock read here has its note in the read
+	// below. Notes are read by time, not only by id: ids can commit out of
+	// order (a note's transaction still open while a later one commits),
+	// so a read of ids above the last one told could pass over one for
+	// good.
+	locks, err := w.t.ListKeys(direct(db), keys) // one statement per 100 records
 	if err != nil {
 		return err
 	}
-	locks, err := w.t.ListKeys(direct(db), keys) // one statement per 100 records
+	notes, err := w.p.notes.since(db, w.p.cfg.Table, last, from, 1000)
 	if err != nil {
 		return err
 	}
@@ -237,8 +240,13 @@ func (w *watcher) poll(ctx context.Context) error {
 		if _, told := w.toldNote[n.ID]; told {
 			continue
 		}
-		w.toldNote[n.ID] = n.At
 		k := key{Resource: n.Resource, ID: n.LockID}
+		if is := now[k]; n.Kind == string(EventTakenOver) && (is == nil || is.Generation < n.Generation) {
+			// Committed after the locks were read: told by the next poll,
+			// with the lock it gave (or, once the window passes, not).
+			continue
+		}
+		w.toldNote[n.ID] = n.At
 		byKey[k] = append(byKey[k], n)
 	}
 	for id, at := range w.toldNote {
