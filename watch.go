@@ -235,6 +235,26 @@ func (w *watcher) poll(ctx context.Context) error {
 	at := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	byKey := w.untold(notes, now, from)
+	w.polled = began
+	for _, k := range keys {
+		subs := w.subs[k]
+		if subs == nil {
+			continue // no longer watched
+		}
+		for _, e := range w.changes(k, w.seen[k], now[k], byKey[k], at) {
+			for s := range subs {
+				s.send(e)
+			}
+		}
+		w.seen[k] = now[k]
+	}
+	return nil
+}
+
+// untold sorts the notes a poll read that it has not told yet by record,
+// marking them told, and forgets those out of the window; w.mu is held.
+func (w *watcher) untold(notes []lockNote, now map[key]*Lock, from time.Time) map[key][]lockNote {
 	byKey := map[key][]lockNote{}
 	for _, n := range notes {
 		if _, told := w.toldNote[n.ID]; told {
@@ -254,20 +274,7 @@ func (w *watcher) poll(ctx context.Context) error {
 			delete(w.toldNote, id) // out of the window: never read again
 		}
 	}
-	w.polled = began
-	for _, k := range keys {
-		subs := w.subs[k]
-		if subs == nil {
-			continue // no longer watched
-		}
-		for _, e := range w.changes(k, w.seen[k], now[k], byKey[k], at) {
-			for s := range subs {
-				s.send(e)
-			}
-		}
-		w.seen[k] = now[k]
-	}
-	return nil
+	return byKey
 }
 
 // changes are the events of k between two polls: its lock was, its lock
