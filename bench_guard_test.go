@@ -33,6 +33,22 @@ func unguardedTwin(b *testing.B, db, plain *gorm.DB, twin string, n int) {
 	}
 }
 
+// oneRowUpdates are a client's one-row writes of free records, through
+// client, of the guarded docs table (ours) and of its unguarded twin.
+func oneRowUpdates(b *testing.B, client *gorm.DB, twin string) (ours, theirs func(int)) {
+	ours = func(i int) {
+		if err := client.Model(&Doc{ID: uint(i%1000 + 1)}).Update("title", "g").Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	theirs = func(i int) {
+		if err := client.Table(twin).Where("id = ?", i%1000+1).Update("title", "u").Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ours, theirs
+}
+
 // BenchmarkGuard: writes of free records by a client without the plugin,
 // on the guarded docs table against the same writes on an unguarded twin,
 // interleaved. PostgreSQL and MySQL/MariaDB (SQLite has no guard).
@@ -49,16 +65,7 @@ func BenchmarkGuard(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Run("Update", func(b *testing.B) {
-				ours := func(i int) {
-					if err := plain.Model(&Doc{ID: uint(i%1000 + 1)}).Update("title", "g").Error; err != nil {
-						b.Fatal(err)
-					}
-				}
-				theirs := func(i int) {
-					if err := plain.Table(twin).Where("id = ?", i%1000+1).Update("title", "u").Error; err != nil {
-						b.Fatal(err)
-					}
-				}
+				ours, theirs := oneRowUpdates(b, plain, twin)
 				interleave(b, "x-unguarded", ours, theirs)
 				reportAllocs(b, ours, theirs, nil)
 			})
@@ -115,15 +122,8 @@ func BenchmarkGuardLeastPrivilege(b *testing.B) {
 				b.Fatal("the application role's db.Use: ", err)
 			}
 			b.Run("Update", func(b *testing.B) {
-				interleave(b, "x-unguarded", func(i int) {
-					if err := svc.Model(&Doc{ID: uint(i%1000 + 1)}).Update("title", "g").Error; err != nil {
-						b.Fatal(err)
-					}
-				}, func(i int) {
-					if err := svc.Table(twin).Where("id = ?", i%1000+1).Update("title", "u").Error; err != nil {
-						b.Fatal(err)
-					}
-				})
+				ours, theirs := oneRowUpdates(b, svc, twin)
+				interleave(b, "x-unguarded", ours, theirs)
 			})
 			b.Run("VerifiedSave", func(b *testing.B) {
 				m := as(app, martin)
