@@ -82,8 +82,34 @@ func BenchmarkGuard(b *testing.B) {
 				}
 				interleave(b, "x-unguarded", ours, theirs)
 			})
+			if d.name == "mysql" {
+				b.Run("Updates1000TriggerFloor", func(b *testing.B) { triggerFloor(b, plain, twin) })
+			}
 		})
 	}
+}
+
+// triggerFloor: the same 1,000-row Updates on a twin whose AFTER UPDATE
+// row trigger does nothing but set a user variable, against the unguarded
+// twin: what any row trigger costs on MariaDB before it reads anything, the
+// floor under the guard's Updates1000 (docs/guard.md, Cost).
+func triggerFloor(b *testing.B, plain *gorm.DB, twin string) {
+	const floor = "bench_docs_trigger"
+	b.Cleanup(func() { plain.Migrator().DropTable(floor) })
+	for _, q := range []string{`DROP TABLE IF EXISTS ` + floor, `CREATE TABLE ` + floor + ` LIKE ` + twin, `INSERT INTO ` + floor + ` SELECT * FROM ` + twin,
+		`CREATE TRIGGER bench_docs_trigger_au AFTER UPDATE ON ` + floor + ` FOR EACH ROW SET @offlinelock_floor = 1`} {
+		if err := plain.Exec(q).Error; err != nil {
+			b.Fatal(err)
+		}
+	}
+	bulk := func(table string) func(int) {
+		return func(i int) {
+			if err := plain.Table(table).Where("id <= ?", 1000).Updates(map[string]any{"body": strconv.Itoa(i)}).Error; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	interleave(b, "x-unguarded", bulk(floor), bulk(twin))
 }
 
 // BenchmarkGuardLeastPrivilege: the guard's costs under the roles of a

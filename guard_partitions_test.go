@@ -1,9 +1,11 @@
 package offlinelock_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -141,4 +143,110 @@ func TestPartitionNamesWithTheGuardOff(t *testing.T) {
 			require.Equal(t, "mine", title)
 		})
 	}
+}
+
+// TestGuardCoversChildrenMadeAfterTheInstall: a migration that gives a
+// guarded table a child after the install (CREATE TABLE … INHERITS, ALTER
+// TABLE … INHERIT, a partition created or attached, a grandchild) finds
+// the child guarded when its command ends: the install's event trigger
+// (the installing role is a superuser here) gives it its parent's guard,
+// as the next install would, so that install finds it in place and guard
+// status reports it ok at once. RemoveGuard takes the event trigger too.
+func TestGuardCoversChildrenMadeAfterTheInstall(t *testing.T) {
+	table := "ol_ch" + randomHex(5)
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtDoc{}, &PtHeir{}}})
+	drop := func() {
+		db.Exec(`DROP TABLE IF EXISTS pt_docs, pt_docs_9, pt_heirs, pt_heirs_adopted CASCADE`)
+	}
+	drop()
+	t.Cleanup(drop)
+	for _, q := range []string{
+		`CREATE TABLE pt_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '') PARTITION BY RANGE (id)`,
+		`CREATE TABLE pt_docs_1 PARTITION OF pt_docs FOR VALUES FROM (0) TO (100)`,
+		`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`,
+	} {
+		require.NoError(t, db.Exec(q).Error, q)
+	}
+	require.NoError(t, p.InstallGuard(db))
+	// locks granted before the children exist: no later grant or install
+	// of the plugin's sees them
+	for _, target := range []any{&PtDoc{ID: 5}, &PtDoc{ID: 150}, &PtDoc{ID: 950}, &PtHeir{ID: 7}, &PtHeir{ID: 17}, &PtHeir{ID: 27}} {
+		_, err := p.Acquire(as(db, martin), target, offlinelock.Write)
+		require.NoError(t, err)
+	}
+	// the migration, after the install and the grants, from a connection
+	// without the plugin, which fills the rows in with the triggers off
+	// (a superuser's replica role; the DDL runs as usual): no statement of
+	// the plugin's names a child
+	plain := openPostgres(t)
+	for _, q := range []string{
+		`CREATE TABLE pt_docs_2 PARTITION OF pt_docs FOR VALUES FROM (100) TO (200)`,
+		`CREATE TABLE pt_docs_9 (LIKE pt_docs INCLUDING DEFAULTS)`,
+		`ALTER TABLE pt_docs ATTACH PARTITION pt_docs_9 FOR VALUES FROM (900) TO (1000)`,
+		`CREATE TABLE pt_heirs_new (note text) INHERITS (pt_heirs)`,
+		`CREATE TABLE pt_heirs_newer () INHERITS (pt_heirs_new)`,
+		`CREATE TABLE pt_heirs_adopted (id bigint NOT NULL, title text NOT NULL DEFAULT '')`,
+		`ALTER TABLE pt_heirs_adopted INHERIT pt_heirs`,
+		`INSERT INTO pt_docs VALUES (5, 'held'), (6, 'free'), (150, 'held'), (160, 'free'), (950, 'held'), (960, 'free')`,
+		`INSERT INTO pt_heirs_new (id, title) VALUES (7, 'held'), (8, 'free')`,
+		`INSERT INTO pt_heirs_newer (id, title) VALUES (17, 'held'), (18, 'free')`,
+		`INSERT INTO pt_heirs_adopted (id, title) VALUES (27, 'held'), (28, 'free')`,
+	} {
+		require.NoError(t, plain.Transaction(func(tx *gorm.DB) error {
+			if strings.HasPrefix(q, "INSERT") {
+				if err := tx.Exec(`SET LOCAL session_replication_role = replica`).Error; err != nil {
+					return err
+				}
+			}
+			return tx.Exec(q).Error
+		}), q)
+	}
+	states, err := p.GuardStatus(db)
+	require.NoError(t, err)
+	for _, table := range []string{"pt_docs_2", "pt_docs_9", "pt_heirs_new", "pt_heirs_newer", "pt_heirs_adopted"} {
+		require.Contains(t, states, offlinelock.GuardState{Table: table, State: "ok"}, "before any new install")
+	}
+
+	_, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON pt_docs_2, pt_docs_9, pt_heirs_new, pt_heirs_newer, pt_heirs_adopted TO %s`)
+	for _, c := range []struct{ sql, resource, id string }{
+		{`UPDATE pt_docs_2 SET title = 'x' WHERE id = 150`, "pt_docs", "150"},
+		{`DELETE FROM pt_docs_9 WHERE id = 950`, "pt_docs", "950"},
+		{`UPDATE pt_heirs_new SET title = 'x' WHERE id = 7`, "pt_heirs", "7"},
+		{`UPDATE pt_heirs_newer SET title = 'x' WHERE id = 17`, "pt_heirs", "17"},
+		{`DELETE FROM pt_heirs_adopted WHERE id = 27`, "pt_heirs", "27"},
+		{`INSERT INTO pt_heirs_newer (id, title) VALUES (7, 'shadow')`, "pt_heirs", "7"},
+	} {
+		err := w.Exec(c.sql).Error
+		require.True(t, refusedByGuard(err, c.resource, c.id), "%s: want the guard's refusal, got %v", c.sql, err)
+	}
+	for _, free := range []string{
+		`UPDATE pt_docs_2 SET title = 'y' WHERE id = 160`,
+		`UPDATE pt_docs_9 SET title = 'y' WHERE id = 960`,
+		`UPDATE pt_heirs_new SET title = 'y' WHERE id = 8`,
+		`UPDATE pt_heirs_newer SET title = 'y' WHERE id = 18`,
+		`UPDATE pt_heirs_adopted SET title = 'y' WHERE id = 28`,
+	} {
+		require.NoError(t, w.Exec(free).Error, free)
+	}
+	var titles []string
+	require.NoError(t, db.Raw(`SELECT id || ':' || title FROM pt_docs UNION ALL SELECT id || ':' || title FROM pt_heirs ORDER BY 1`).Scan(&titles).Error)
+	require.Equal(t, []string{"150:held", "160:y", "17:held", "18:y", "27:held", "28:y", "5:held", "6:free", "7:held", "8:y", "950:held", "960:y"}, titles)
+
+	// the next install finds the children's triggers as it makes them
+	var before int64
+	countTriggers := func() int64 {
+		var n int64
+		require.NoError(t, db.Raw(`SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relname LIKE 'pt\_%' AND NOT t.tgisinternal`).Scan(&n).Error)
+		return n
+	}
+	before = countTriggers()
+	require.NoError(t, p.InstallGuard(db))
+	require.Equal(t, before, countTriggers())
+
+	require.NoError(t, p.RemoveGuard(db))
+	var events int64
+	require.NoError(t, db.Raw(`SELECT count(*) FROM pg_event_trigger e JOIN pg_proc f ON f.oid = e.evtfoid WHERE f.prosrc LIKE '%' || ? || '%'`, table).Scan(&events).Error)
+	require.Zero(t, events, "RemoveGuard drops the event trigger")
+	require.Zero(t, countTriggers())
 }

@@ -83,6 +83,11 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 			return err
 		}
 		stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
+		if super, err := mayCreateEventTriggers(c); err != nil {
+			return err
+		} else if super {
+			stmts = append(stmts, s.ddlSQL(schema)...)
+		}
 		if ok, err := pgInstalled(c, stmts); err != nil || ok {
 			if ok {
 				s.ordered.Store(true)
@@ -241,21 +246,18 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 		}
 	}
 	table := pgQuote(plan.Table)
+	bodies := map[string]string{"_ins": checks("offlinelock_new"), "_upd": checks("offlinelock_old", "offlinelock_new"),
+		"_del": checks("offlinelock_old"), "_trunc": tr.String()}
 	var out []string
-	for _, tg := range []struct{ suffix, when, body string }{
-		{"_ins", "AFTER INSERT ON " + table + " REFERENCING NEW TABLE AS offlinelock_new FOR EACH STATEMENT", checks("offlinelock_new")},
-		{"_upd", "AFTER UPDATE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old NEW TABLE AS offlinelock_new FOR EACH STATEMENT", checks("offlinelock_old", "offlinelock_new")},
-		{"_del", "AFTER DELETE ON " + table + " REFERENCING OLD TABLE AS offlinelock_old FOR EACH STATEMENT", checks("offlinelock_old")},
-		{"_trunc", "BEFORE TRUNCATE ON " + table + " FOR EACH STATEMENT", tr.String()},
-	} {
+	for _, tg := range pgStatementTriggers() {
 		fn := schema + "." + pgQuote(base+tg.suffix)
 		name := pgQuote(s.guardPrefix() + tg.suffix)
 		out = append(out, `CREATE OR REPLACE FUNCTION `+fn+`() RETURNS trigger LANGUAGE plpgsql `+pgOwnRights+` AS $offlinelock$
 `+pgDeclareWriter()+`BEGIN
-`+pgVerifyWriter(schema+"."+s.catalog)+``+tg.body+`	RETURN NULL;
+`+pgVerifyWriter(schema+"."+s.catalog)+``+bodies[tg.suffix]+`	RETURN NULL;
 END
 $offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
-			"CREATE TRIGGER "+name+" "+tg.when+" EXECUTE PROCEDURE "+fn+"()")
+			"CREATE TRIGGER "+name+" "+tg.event+" ON "+table+" "+tg.rest+" EXECUTE PROCEDURE "+fn+"()")
 	}
 	if plan.Partitioned {
 		out = append(out, s.partitionRowSQL(schema, plan, base, refuse)...)
@@ -401,6 +403,12 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		if err != nil {
 			return err
 		}
+		events, err := queryStrings(c, `SELECT format('DROP EVENT TRIGGER IF EXISTS %I', e.evtname) FROM pg_event_trigger e JOIN pg_proc p ON p.oid = e.evtfoid
+			WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
+		if err != nil {
+			return err
+		}
+		drops = append(drops, events...)
 		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
 		if err != nil {
 			return err
