@@ -83,21 +83,33 @@ func BenchmarkGuard(b *testing.B) {
 				interleave(b, "x-unguarded", ours, theirs)
 			})
 			if d.name == "mysql" {
-				b.Run("Updates1000TriggerFloor", func(b *testing.B) { triggerFloor(b, plain, twin) })
+				b.Run("Updates1000TriggerFloor", func(b *testing.B) {
+					triggerFloor(b, plain, twin, `SET @offlinelock_floor = 1`)
+				})
+				b.Run("Updates1000ListFloor", func(b *testing.B) {
+					triggerFloor(b, plain, twin, `IF FIND_IN_SET(CAST(NEW.id AS CHAR), '1001,1002,1003') THEN SET @offlinelock_floor = 2; END IF`)
+				})
+				b.Run("Updates1000ReadFloor", func(b *testing.B) {
+					triggerFloor(b, plain, twin, `SET @offlinelock_floor = (SELECT COUNT(*) FROM `+twin+` WHERE id = NEW.id)`)
+				})
 			}
 		})
 	}
 }
 
 // triggerFloor: the same 1,000-row Updates on a twin whose AFTER UPDATE
-// row trigger does nothing but set a user variable, against the unguarded
-// twin: what any row trigger costs on MariaDB before it reads anything, the
-// floor under the guard's Updates1000 (docs/guard.md, Cost).
-func triggerFloor(b *testing.B, plain *gorm.DB, twin string) {
+// row trigger runs body, against the unguarded twin: the floors under the
+// guard's Updates1000 on MariaDB (docs/guard.md, Cost). TriggerFloor's body
+// only sets a user variable: what any row trigger costs. ListFloor's looks
+// each row's key up in a list: what a check costs that reads no table,
+// which would need a list no client can forge, and MariaDB keeps none
+// across a statement's rows. ReadFloor's makes one indexed read of another
+// table: the least an unforgeable check of each row costs.
+func triggerFloor(b *testing.B, plain *gorm.DB, twin, body string) {
 	const floor = "bench_docs_trigger"
 	b.Cleanup(func() { plain.Migrator().DropTable(floor) })
 	for _, q := range []string{`DROP TABLE IF EXISTS ` + floor, `CREATE TABLE ` + floor + ` LIKE ` + twin, `INSERT INTO ` + floor + ` SELECT * FROM ` + twin,
-		`CREATE TRIGGER bench_docs_trigger_au AFTER UPDATE ON ` + floor + ` FOR EACH ROW SET @offlinelock_floor = 1`} {
+		`CREATE TRIGGER bench_docs_trigger_au AFTER UPDATE ON ` + floor + ` FOR EACH ROW BEGIN ` + body + `; END`} {
 		if err := plain.Exec(q).Error; err != nil {
 			b.Fatal(err)
 		}
