@@ -16,7 +16,7 @@ import (
 // changed, and each table below it, that inherits from a table this guard
 // covers and lacks the guard's triggers gets them in the same transaction,
 // its functions copied from its nearest guarded ancestor's under the names
-// the next install gives them, so that install finds them in place. Only
+// the next install gives them, the same functions and triggers. Only
 // the owner of a guarded table can give it a child, so the event trigger
 // serves migrations, not a defence against attackers; without it
 // (an install by a role that is not a superuser), the child is guarded at
