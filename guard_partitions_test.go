@@ -250,3 +250,74 @@ func TestGuardCoversChildrenMadeAfterTheInstall(t *testing.T) {
 	require.Zero(t, events, "RemoveGuard drops the event trigger")
 	require.Zero(t, countTriggers())
 }
+
+// TestGuardEventTriggerTrustsNoWriter: the event trigger runs as a
+// superuser on anyone's DDL, so nothing a writer makes may steer it. A
+// role with DML and TEMP only dresses a temporary table of its own as a
+// guarded parent (a trigger of the guard's name running the guard's real
+// function, the other three running a function of its own that would make
+// it a superuser) and gives it a child: the DDL passes, the child gets
+// nothing, no function is made, and the role stays what it was. A session
+// with standard_conforming_strings off still runs DDL, and its child of a
+// guarded table is guarded.
+func TestGuardEventTriggerTrustsNoWriter(t *testing.T) {
+	table := "ol_et" + randomHex(5)
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	require.NoError(t, p.InstallGuard(db))
+	_, err := p.Acquire(as(db, martin), &PtHeir{ID: 7}, offlinelock.Write)
+	require.NoError(t, err)
+
+	var upd struct{ Name, Fn string }
+	require.NoError(t, db.Raw(`SELECT tgname AS name, tgfoid::regproc::text AS fn FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND tgname LIKE '%\_upd'`).Scan(&upd).Error)
+	require.NotEmpty(t, upd.Fn)
+	prefix := strings.TrimSuffix(upd.Name, "_upd")
+	functions := func() (n int64) {
+		require.NoError(t, db.Raw(`SELECT count(*) FROM pg_proc WHERE proname LIKE ? || '\_%'`, prefix).Scan(&n).Error)
+		return n
+	}
+	before := functions()
+
+	role, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
+	for _, q := range []string{
+		`CREATE TEMP TABLE zz_parent (id bigint, title text)`,
+		`CREATE FUNCTION pg_temp.zz_evil() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN EXECUTE 'ALTER ROLE ' || quote_ident(session_user) || ' SUPERUSER'; RETURN NULL; END$$`,
+		`CREATE TRIGGER ` + upd.Name + ` AFTER UPDATE ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION ` + upd.Fn + `()`,
+		`CREATE TRIGGER ` + prefix + `_ins AFTER INSERT ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.zz_evil()`,
+		`CREATE TRIGGER ` + prefix + `_del AFTER DELETE ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.zz_evil()`,
+		`CREATE TRIGGER ` + prefix + `_trunc BEFORE TRUNCATE ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.zz_evil()`,
+		`CREATE TEMP TABLE zz_child () INHERITS (zz_parent)`,
+		`INSERT INTO zz_child VALUES (1, 'x')`,
+	} {
+		require.NoError(t, w.Exec(q).Error, q)
+	}
+	var super bool
+	require.NoError(t, db.Raw(`SELECT rolsuper FROM pg_roles WHERE rolname = ?`, role).Scan(&super).Error)
+	require.False(t, super, "the event trigger compiled a writer's function as a superuser")
+	require.Equal(t, before, functions(), "no function made for a writer's table")
+	var triggers int64
+	require.NoError(t, w.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'zz_child'::regclass`).Scan(&triggers).Error)
+	require.Zero(t, triggers)
+
+	// DDL in a session with standard_conforming_strings off
+	require.NoError(t, db.Connection(func(c *gorm.DB) error {
+		if err := c.Exec(`SET standard_conforming_strings = off`).Error; err != nil {
+			return err
+		}
+		defer c.Exec(`RESET standard_conforming_strings`)
+		return c.Exec(`CREATE TABLE pt_heirs_scs () INHERITS (pt_heirs)`).Error
+	}))
+	require.NoError(t, openPostgres(t).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`SET LOCAL session_replication_role = replica`).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO pt_heirs_scs VALUES (7, 'held')`).Error
+	}))
+	_, w2 := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs_scs TO %s`)
+	err = w2.Exec(`UPDATE pt_heirs_scs SET title = 'x' WHERE id = 7`).Error
+	require.True(t, refusedByGuard(err, "pt_heirs", "7"), "want the guard's refusal, got %v", err)
+	require.NoError(t, p.RemoveGuard(db))
+}

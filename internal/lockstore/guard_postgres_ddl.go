@@ -2,6 +2,7 @@ package lockstore
 
 import (
 	"database/sql"
+	"strconv"
 	"strings"
 )
 
@@ -12,15 +13,21 @@ import (
 // would be open to every writer until the next install. Where the
 // installing role may (a superuser: PostgreSQL lets no one else create
 // event triggers), the install adds an event trigger that runs at the end
-// of every CREATE TABLE and ALTER TABLE: each table the command made or
-// changed, and each table below it, that inherits from a table this guard
-// covers and lacks the guard's triggers gets them in the same transaction,
-// its functions copied from its nearest guarded ancestor's under the names
-// the next install gives them, the same functions and triggers. Only
-// the owner of a guarded table can give it a child, so the event trigger
-// serves migrations, not a defence against attackers; without it
-// (an install by a role that is not a superuser), the child is guarded at
-// the next install (docs/guard.md).
+// of every CREATE TABLE and ALTER TABLE. Each table the command made or
+// changed, and each table below it, that lacks some of the guard's
+// triggers and inherits from a guarded ancestor gets them, in the same
+// transaction. The function runs as a superuser on anyone's DDL, so it
+// trusts nothing a writer can make: an ancestor counts only if it has the
+// child's owner and each of its four triggers runs the function this
+// guard's install made for it (its exact name, in the lock table's
+// schema, owned by this function's owner); temporary tables are skipped;
+// the child's triggers run a copy of those functions' bodies under the
+// name the next install gives them (or, where that name is another
+// function's, the ancestor's own), so no text a writer chose is ever
+// compiled. A child of ancestors guarded for different records is left to
+// the next install, with a warning. Without the event trigger (an install
+// by a role that is not a superuser), a child is guarded at the next
+// install (docs/guard.md).
 
 // pgTrigger is one of a guarded table's four statement triggers: its
 // name's suffix, its event (before ON <table>), and the clause after the
@@ -65,18 +72,28 @@ func (s *postgresStore) ddlSQL(schema string) []string {
 		}
 		return out + " END"
 	}
+	// guardName(lock table, lower(table)) in SQL; decode, not a '\x00'
+	// literal, which a session with standard_conforming_strings off would
+	// fail to compile, failing all of its DDL.
+	hash := func(relname string) string {
+		return "substr(encode(sha256(convert_to(" + sqlLiteral(s.lockName()) + ", 'UTF8') || decode('00', 'hex') || convert_to(lower(" + relname + "::text), 'UTF8')), 'hex'), 1, 10)"
+	}
 	fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_ddl")
 	r := strings.NewReplacer("{fn}", fn, "{upd}", sqlLiteral(s.guardPrefix()+"_upd"), "{names}", strings.Join(names, ", "),
-		"{schema}", sqlLiteral(schema), "{prefix}", sqlLiteral(s.guardPrefix()+"_"), "{lockname}", sqlLiteral(s.lockName()),
+		"{schema}", sqlLiteral(schema), "{prefix}", sqlLiteral(s.guardPrefix()+"_"),
 		"{lt}", sqlLiteral(pgQuote(schema)+"."+s.table), "{event}", clause(func(tg pgTrigger) string { return tg.event }),
-		"{rest}", clause(func(tg pgTrigger) string { return tg.rest }), "{suffix}", clause(func(tg pgTrigger) string { return tg.suffix }),
-		"{evt}", pgQuote(s.ddlEventTrigger(schema)), "{evtname}", sqlLiteral(s.ddlEventTrigger(schema)))
+		"{rest}", clause(func(tg pgTrigger) string { return tg.rest }),
+		"{evt}", pgQuote(s.ddlEventTrigger(schema)), "{evtname}", sqlLiteral(s.ddlEventTrigger(schema)),
+		"{prefixlen}", strconv.Itoa(len(s.guardPrefix())+1), "{hashanc}", hash("a.relname"), "{hashchild}", hash("child.relname"))
 	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {fn}() RETURNS event_trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
 DECLARE
-	child oid;
-	parent oid;
+	me oid := (SELECT oid FROM pg_roles WHERE rolname = current_user);
+	child record;
 	t record;
-	fn text;
+	picked oid;
+	kinds bigint;
+	target text;
+	fnoid oid;
 BEGIN
 	IF to_regclass({lt}) IS NULL THEN -- no lock table, no guard to extend: this trigger goes (the next install makes it again)
 		EXECUTE format('DROP EVENT TRIGGER IF EXISTS %I', {evtname});
@@ -86,23 +103,47 @@ BEGIN
 		WITH RECURSIVE d(oid) AS (
 			SELECT c.objid FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass AND c.objsubid = 0
 			UNION SELECT i.inhrelid FROM pg_inherits i JOIN d ON i.inhparent = d.oid)
-		SELECT d.oid FROM d JOIN pg_class r ON r.oid = d.oid
-		WHERE r.relkind IN ('r', 'p') AND NOT EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = d.oid AND g.tgname = {upd})
+		SELECT r.oid, r.relname, r.relowner FROM d JOIN pg_class r ON r.oid = d.oid
+		WHERE r.relkind IN ('r', 'p') AND r.relpersistence <> 't'
+			AND (SELECT count(*) FROM pg_trigger g WHERE g.tgrelid = r.oid AND g.tgname IN ({names})) < 4
 	LOOP
+		-- A guarded ancestor: same owner as the child, and each of its four
+		-- triggers runs the function this guard's install made for it
+		-- (its name, this schema, this function's owner).
 		WITH RECURSIVE u(oid, depth) AS (
-			SELECT i.inhparent, 1 FROM pg_inherits i WHERE i.inhrelid = child
-			UNION SELECT i.inhparent, u.depth + 1 FROM pg_inherits i JOIN u ON i.inhrelid = u.oid)
-		SELECT u.oid INTO parent FROM u JOIN pg_trigger g ON g.tgrelid = u.oid AND g.tgname = {upd}
-			JOIN pg_proc f ON f.oid = g.tgfoid JOIN pg_namespace n ON n.oid = f.pronamespace
-		WHERE n.nspname = {schema} ORDER BY u.depth LIMIT 1;
-		CONTINUE WHEN parent IS NULL;
-		FOR t IN SELECT g.tgname, f.prosrc FROM pg_trigger g JOIN pg_proc f ON f.oid = g.tgfoid
-			WHERE g.tgrelid = parent AND g.tgname IN ({names}) ORDER BY g.tgname
+			SELECT i.inhparent, 1 FROM pg_inherits i WHERE i.inhrelid = child.oid
+			UNION SELECT i.inhparent, u.depth + 1 FROM pg_inherits i JOIN u ON i.inhrelid = u.oid),
+		g AS (SELECT u.oid, u.depth FROM u JOIN pg_class a ON a.oid = u.oid
+			WHERE a.relowner = child.relowner AND (SELECT count(*) FROM pg_trigger tg JOIN pg_proc f ON f.oid = tg.tgfoid
+				JOIN pg_namespace n ON n.oid = f.pronamespace
+				WHERE tg.tgrelid = u.oid AND tg.tgname IN ({names}) AND n.nspname = {schema} AND f.proowner = me
+					AND f.proname = {prefix} || {hashanc} || substr(tg.tgname, {prefixlen})) = 4)
+		SELECT (array_agg(g.oid ORDER BY g.depth))[1],
+			count(DISTINCT (SELECT f.prosrc FROM pg_trigger tg JOIN pg_proc f ON f.oid = tg.tgfoid WHERE tg.tgrelid = g.oid AND tg.tgname = {upd}))
+			INTO picked, kinds FROM g;
+		CONTINUE WHEN picked IS NULL;
+		IF kinds > 1 THEN
+			RAISE WARNING 'offlinelock: % inherits from tables guarded for different records: it is guarded at the next install (offlinelock guard install)', child.oid::regclass;
+			CONTINUE;
+		END IF;
+		FOR t IN SELECT tg.tgname, tg.tgfoid, f.prosrc FROM pg_trigger tg JOIN pg_proc f ON f.oid = tg.tgfoid
+			WHERE tg.tgrelid = picked AND tg.tgname IN ({names}) ORDER BY tg.tgname
 		LOOP
-			fn := format('%I.%I', {schema}, {prefix} || substr(encode(sha256(convert_to({lockname}, 'UTF8') || '\x00'::bytea ||
-				convert_to(lower((SELECT relname FROM pg_class WHERE oid = child)), 'UTF8')), 'hex'), 1, 10) || {suffix});
-			EXECUTE format('CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS %L', fn, t.prosrc);
-			EXECUTE format('CREATE TRIGGER %I %s ON %s %s EXECUTE PROCEDURE %s()', t.tgname, {event}, child::regclass, {rest}, fn);
+			CONTINUE WHEN EXISTS (SELECT 1 FROM pg_trigger g WHERE g.tgrelid = child.oid AND g.tgname = t.tgname);
+			-- The child's own function, under the name the next install
+			-- gives it; where another function has that name (a table of
+			-- the same name elsewhere), the ancestor's own.
+			target := {prefix} || {hashchild} || substr(t.tgname, {prefixlen});
+			SELECT p.oid INTO fnoid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+			WHERE n.nspname = {schema} AND p.proname = target AND p.pronargs = 0;
+			IF fnoid IS NULL THEN
+				EXECUTE format('CREATE FUNCTION %I.%I() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS %L', {schema}, target, t.prosrc);
+				SELECT p.oid INTO fnoid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+				WHERE n.nspname = {schema} AND p.proname = target AND p.pronargs = 0;
+			ELSIF NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = fnoid AND p.proowner = me AND p.prosrc = t.prosrc AND p.prorettype = 'trigger'::regtype) THEN
+				fnoid := t.tgfoid;
+			END IF;
+			EXECUTE format('CREATE TRIGGER %I %s ON %s %s EXECUTE PROCEDURE %s()', t.tgname, {event}, child.oid::regclass, {rest}, fnoid::regproc);
 		END LOOP;
 	END LOOP;
 END
