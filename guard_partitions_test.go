@@ -233,6 +233,15 @@ func TestGuardCoversChildrenMadeAfterTheInstall(t *testing.T) {
 	require.NoError(t, db.Raw(`SELECT id || ':' || title FROM pt_docs UNION ALL SELECT id || ':' || title FROM pt_heirs ORDER BY 1`).Scan(&titles).Error)
 	require.Equal(t, []string{"150:held", "160:y", "17:held", "18:y", "27:held", "28:y", "5:held", "6:free", "7:held", "8:y", "950:held", "960:y"}, titles)
 
+	// a child made inside CREATE SCHEMA
+	arch := "zz_arch_" + randomHex(4)
+	t.Cleanup(func() { db.Exec(`DROP SCHEMA IF EXISTS ` + arch + ` CASCADE`) })
+	require.NoError(t, plain.Exec(`CREATE SCHEMA `+arch+` CREATE TABLE pt_heirs_arch () INHERITS (public.pt_heirs)`).Error)
+	var archTriggers int64
+	require.NoError(t, db.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = ?::regclass AND NOT tgisinternal`, arch+".pt_heirs_arch").Scan(&archTriggers).Error)
+	require.Equal(t, int64(4), archTriggers, "a child made inside CREATE SCHEMA")
+	require.NoError(t, plain.Exec(`DROP SCHEMA `+arch+` CASCADE`).Error)
+
 	// the next install leaves the children's triggers as they are
 	var before int64
 	countTriggers := func() int64 {
@@ -251,13 +260,14 @@ func TestGuardCoversChildrenMadeAfterTheInstall(t *testing.T) {
 	require.Zero(t, countTriggers())
 }
 
-// TestGuardEventTriggerTrustsNoWriter: the event trigger runs as a
-// superuser on anyone's DDL, so nothing a writer makes may steer it. A
-// role with DML and TEMP only dresses a temporary table of its own as a
-// guarded parent (a trigger of the guard's name running the guard's real
-// function, the other three running a function of its own that would make
-// it a superuser) and gives it a child: the DDL passes, the child gets
-// nothing, no function is made, and the role stays what it was. A session
+// TestGuardEventTriggerTrustsNoWriter: the guard's functions run with
+// their owner's rights (here a superuser's), and the event trigger runs as
+// a superuser on anyone's DDL, so nothing a writer makes may steer them. A
+// role with DML and TEMP only may not hang a guard function on a table of
+// its own; it dresses a temporary table of its own as a guarded parent
+// (triggers of the guard's names, running a function of its own that
+// would make it a superuser) and gives it a child: the DDL passes, the
+// child gets nothing, no function is made, and the role stays what it was. A session
 // with standard_conforming_strings off still runs DDL, and its child of a
 // guarded table is guarded.
 func TestGuardEventTriggerTrustsNoWriter(t *testing.T) {
@@ -282,10 +292,17 @@ func TestGuardEventTriggerTrustsNoWriter(t *testing.T) {
 	before := functions()
 
 	role, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
+	// The guard's functions are closed to it: hung on a table of its own
+	// whose key had a type with a cast of its own, one would run that cast
+	// with the function owner's rights.
+	err = w.Exec(`CREATE TEMP TABLE zz_mine (id bigint, title text)`).Error
+	require.NoError(t, err)
+	err = w.Exec(`CREATE TRIGGER ` + upd.Name + ` AFTER UPDATE ON zz_mine FOR EACH STATEMENT EXECUTE FUNCTION ` + upd.Fn + `()`).Error
+	require.ErrorContains(t, err, "permission denied for function")
 	for _, q := range []string{
 		`CREATE TEMP TABLE zz_parent (id bigint, title text)`,
 		`CREATE FUNCTION pg_temp.zz_evil() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN EXECUTE 'ALTER ROLE ' || quote_ident(session_user) || ' SUPERUSER'; RETURN NULL; END$$`,
-		`CREATE TRIGGER ` + upd.Name + ` AFTER UPDATE ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION ` + upd.Fn + `()`,
+		`CREATE TRIGGER ` + upd.Name + ` AFTER UPDATE ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.zz_evil()`,
 		`CREATE TRIGGER ` + prefix + `_ins AFTER INSERT ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.zz_evil()`,
 		`CREATE TRIGGER ` + prefix + `_del AFTER DELETE ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.zz_evil()`,
 		`CREATE TRIGGER ` + prefix + `_trunc BEFORE TRUNCATE ON zz_parent FOR EACH STATEMENT EXECUTE FUNCTION pg_temp.zz_evil()`,

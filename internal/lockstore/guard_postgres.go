@@ -155,6 +155,14 @@ $offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {refuse}(text, text) FROM PUB
 // of a parent's name, would decide what the guard sees.
 const pgOwnRights = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
+// pgRevoke closes a guard's trigger function to PUBLIC. A trigger fires
+// its function without EXECUTE, which only CREATE TRIGGER checks: left
+// open, a writer could hang the function (which runs with its owner's
+// rights) on a table of its own whose key column has a type of its own,
+// and the function's cast of that key would run the writer's cast
+// function with the owner's rights.
+func pgRevoke(fn string) string { return "REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC" }
+
 // pgDeclareWriter declares raw (the identity identity.go set), who (the
 // claim in it, its signature checked by pgVerifyWriter; else NULL), me
 // (the writer's session in it, or NULL) and proof (what the plugin's last
@@ -256,7 +264,7 @@ func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 `+pgDeclareWriter()+`BEGIN
 `+pgVerifyWriter(schema+"."+s.catalog)+``+bodies[tg.suffix]+`	RETURN NULL;
 END
-$offlinelock$`, "DROP TRIGGER IF EXISTS "+name+" ON "+table,
+$offlinelock$`, pgRevoke(fn), "DROP TRIGGER IF EXISTS "+name+" ON "+table,
 			"CREATE TRIGGER "+name+" "+tg.event+" ON "+table+" "+tg.rest+" EXECUTE PROCEDURE "+fn+"()")
 	}
 	if plan.Partitioned {
@@ -324,7 +332,7 @@ BEGIN
 ` + news.String() + `	END IF;
 	RETURN NULL;
 END
-$offlinelock$`, "DROP TRIGGER IF EXISTS " + name + " ON " + pgQuote(plan.Table),
+$offlinelock$`, pgRevoke(fn), "DROP TRIGGER IF EXISTS " + name + " ON " + pgQuote(plan.Table),
 		"CREATE TRIGGER " + name + " AFTER INSERT OR UPDATE OR DELETE ON " + pgQuote(plan.Table) + " FOR EACH ROW EXECUTE PROCEDURE " + fn + "()"}
 }
 

@@ -137,9 +137,14 @@ BEGIN
 			SELECT p.oid INTO fnoid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 			WHERE n.nspname = {schema} AND p.proname = target AND p.pronargs = 0;
 			IF fnoid IS NULL THEN
-				EXECUTE format('CREATE FUNCTION %I.%I() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS %L', {schema}, target, t.prosrc);
-				SELECT p.oid INTO fnoid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-				WHERE n.nspname = {schema} AND p.proname = target AND p.pronargs = 0;
+				BEGIN
+					EXECUTE format('CREATE FUNCTION %I.%I() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS %L', {schema}, target, t.prosrc);
+					EXECUTE format('REVOKE ALL ON FUNCTION %I.%I() FROM PUBLIC', {schema}, target);
+					SELECT p.oid INTO fnoid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+					WHERE n.nspname = {schema} AND p.proname = target AND p.pronargs = 0;
+				EXCEPTION WHEN duplicate_function THEN -- made meanwhile by someone else
+					fnoid := t.tgfoid;
+				END;
 			ELSIF NOT EXISTS (SELECT 1 FROM pg_proc p WHERE p.oid = fnoid AND p.proowner = me AND p.prosrc = t.prosrc AND p.prorettype = 'trigger'::regtype) THEN
 				fnoid := t.tgfoid;
 			END IF;
@@ -149,5 +154,5 @@ BEGIN
 END
 $offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {fn}() FROM PUBLIC`),
 		r.Replace(`DROP EVENT TRIGGER IF EXISTS {evt}`),
-		r.Replace(`CREATE EVENT TRIGGER {evt} ON ddl_command_end WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE') EXECUTE PROCEDURE {fn}()`)}
+		r.Replace(`CREATE EVENT TRIGGER {evt} ON ddl_command_end WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE SCHEMA') EXECUTE PROCEDURE {fn}()`)}
 }
