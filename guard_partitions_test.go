@@ -55,7 +55,7 @@ func TestGuardCoversPartitionsAndChildren(t *testing.T) {
 
 	_, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`,
 		`GRANT SELECT, INSERT, UPDATE, DELETE ON pt_docs, pt_docs_1, pt_docs_2, pt_docs_3, pt_heirs, pt_heirs_old TO %s`)
-	for _, c := range []struct{ sql, resource, id string }{
+	writesOfPtTables(t, db, w, []guardedWrite{
 		{`UPDATE pt_docs_1 SET title = 'x' WHERE id = 5`, "pt_docs", "5"},
 		{`DELETE FROM pt_docs_2 WHERE id = 150`, "pt_docs", "150"},
 		{`UPDATE pt_docs SET title = 'x' WHERE id = 150`, "pt_docs", "150"},
@@ -63,21 +63,12 @@ func TestGuardCoversPartitionsAndChildren(t *testing.T) {
 		{`DELETE FROM pt_docs_3 WHERE id = 250`, "pt_docs", "250"},
 		{`UPDATE pt_heirs_old SET title = 'x' WHERE id = 7`, "pt_heirs", "7"},
 		{`UPDATE pt_heirs SET title = 'x' WHERE id = 7`, "pt_heirs", "7"},
-	} {
-		err := w.Exec(c.sql).Error
-		require.True(t, refusedByGuard(err, c.resource, c.id), "%s: want the guard's refusal, got %v", c.sql, err)
-	}
-	for _, free := range []string{
+	}, []string{
 		`UPDATE pt_docs_1 SET title = 'y' WHERE id = 6`,
 		`UPDATE pt_docs_2 SET title = 'y' WHERE id = 160`,
 		`UPDATE pt_docs_3 SET title = 'y' WHERE id = 260`,
 		`UPDATE pt_heirs_old SET title = 'y' WHERE id = 8`,
-	} {
-		require.NoError(t, w.Exec(free).Error, free)
-	}
-	var titles []string
-	require.NoError(t, db.Raw(`SELECT id || ':' || title FROM pt_docs UNION ALL SELECT id || ':' || title FROM pt_heirs ORDER BY 1`).Scan(&titles).Error)
-	require.Equal(t, []string{"150:held", "160:y", "250:held", "260:y", "5:held", "6:y", "7:held", "8:y"}, titles)
+	}, []string{"150:held", "160:y", "250:held", "260:y", "5:held", "6:y", "7:held", "8:y"})
 
 	// the next install gives the attached partition its own triggers
 	require.NoError(t, p.InstallGuard(db))
@@ -209,29 +200,20 @@ func TestGuardCoversChildrenMadeAfterTheInstall(t *testing.T) {
 
 	_, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`,
 		`GRANT SELECT, INSERT, UPDATE, DELETE ON pt_docs_2, pt_docs_9, pt_heirs_new, pt_heirs_newer, pt_heirs_adopted TO %s`)
-	for _, c := range []struct{ sql, resource, id string }{
+	writesOfPtTables(t, db, w, []guardedWrite{
 		{`UPDATE pt_docs_2 SET title = 'x' WHERE id = 150`, "pt_docs", "150"},
 		{`DELETE FROM pt_docs_9 WHERE id = 950`, "pt_docs", "950"},
 		{`UPDATE pt_heirs_new SET title = 'x' WHERE id = 7`, "pt_heirs", "7"},
 		{`UPDATE pt_heirs_newer SET title = 'x' WHERE id = 17`, "pt_heirs", "17"},
 		{`DELETE FROM pt_heirs_adopted WHERE id = 27`, "pt_heirs", "27"},
 		{`INSERT INTO pt_heirs_newer (id, title) VALUES (7, 'shadow')`, "pt_heirs", "7"},
-	} {
-		err := w.Exec(c.sql).Error
-		require.True(t, refusedByGuard(err, c.resource, c.id), "%s: want the guard's refusal, got %v", c.sql, err)
-	}
-	for _, free := range []string{
+	}, []string{
 		`UPDATE pt_docs_2 SET title = 'y' WHERE id = 160`,
 		`UPDATE pt_docs_9 SET title = 'y' WHERE id = 960`,
 		`UPDATE pt_heirs_new SET title = 'y' WHERE id = 8`,
 		`UPDATE pt_heirs_newer SET title = 'y' WHERE id = 18`,
 		`UPDATE pt_heirs_adopted SET title = 'y' WHERE id = 28`,
-	} {
-		require.NoError(t, w.Exec(free).Error, free)
-	}
-	var titles []string
-	require.NoError(t, db.Raw(`SELECT id || ':' || title FROM pt_docs UNION ALL SELECT id || ':' || title FROM pt_heirs ORDER BY 1`).Scan(&titles).Error)
-	require.Equal(t, []string{"150:held", "160:y", "17:held", "18:y", "27:held", "28:y", "5:held", "6:free", "7:held", "8:y", "950:held", "960:y"}, titles)
+	}, []string{"150:held", "160:y", "17:held", "18:y", "27:held", "28:y", "5:held", "6:free", "7:held", "8:y", "950:held", "960:y"})
 
 	// a child made inside CREATE SCHEMA
 	arch := "zz_arch_" + randomHex(4)
@@ -337,4 +319,25 @@ func TestGuardEventTriggerTrustsNoWriter(t *testing.T) {
 	err = w2.Exec(`UPDATE pt_heirs_scs SET title = 'x' WHERE id = 7`).Error
 	require.True(t, refusedByGuard(err, "pt_heirs", "7"), "want the guard's refusal, got %v", err)
 	require.NoError(t, p.RemoveGuard(db))
+}
+
+// guardedWrite is a write the guard must refuse: its SQL, and the record
+// the refusal names.
+type guardedWrite struct{ sql, resource, id string }
+
+// writesOfPtTables: writer w's held writes are each refused by the guard,
+// its free ones land, and pt_docs and pt_heirs then hold exactly want
+// (id:title).
+func writesOfPtTables(t *testing.T, db, w *gorm.DB, held []guardedWrite, free, want []string) {
+	t.Helper()
+	for _, c := range held {
+		err := w.Exec(c.sql).Error
+		require.True(t, refusedByGuard(err, c.resource, c.id), "%s: want the guard's refusal, got %v", c.sql, err)
+	}
+	for _, q := range free {
+		require.NoError(t, w.Exec(q).Error, q)
+	}
+	var titles []string
+	require.NoError(t, db.Raw(`SELECT id || ':' || title FROM pt_docs UNION ALL SELECT id || ':' || title FROM pt_heirs ORDER BY 1`).Scan(&titles).Error)
+	require.Equal(t, want, titles)
 }

@@ -24,8 +24,9 @@ import (
 // the child's triggers run a copy of those functions' bodies under the
 // name the next install gives them (or, where that name is another
 // function's, the ancestor's own), so no text a writer chose is ever
-// compiled. A child of ancestors guarded for different records is left to
-// the next install, with a warning. Without the event trigger (an install
+// compiled. A child of ancestors guarded for different records, or owned
+// by another role than its guarded ancestor, is left to the next install,
+// with a warning. Without the event trigger (an install
 // by a role that is not a superuser), a child is guarded at the next
 // install (docs/guard.md).
 
@@ -121,7 +122,17 @@ BEGIN
 		SELECT (array_agg(g.oid ORDER BY g.depth))[1],
 			count(DISTINCT (SELECT f.prosrc FROM pg_trigger tg JOIN pg_proc f ON f.oid = tg.tgfoid WHERE tg.tgrelid = g.oid AND tg.tgname = {upd}))
 			INTO picked, kinds FROM g;
-		CONTINUE WHEN picked IS NULL;
+		IF picked IS NULL THEN
+			-- A guarded ancestor refused only for its owner: say so, rather than leave the child unguarded in silence.
+			IF EXISTS (WITH RECURSIVE u(oid) AS (
+					SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = child.oid
+					UNION SELECT i.inhparent FROM pg_inherits i JOIN u ON i.inhrelid = u.oid)
+				SELECT 1 FROM u JOIN pg_trigger g ON g.tgrelid = u.oid AND g.tgname = {upd} JOIN pg_class a ON a.oid = u.oid
+				WHERE a.relowner <> child.relowner) THEN
+				RAISE WARNING 'offlinelock: % is owned by another role than its guarded parent: it is guarded at the next install (offlinelock guard install)', child.oid::regclass;
+			END IF;
+			CONTINUE;
+		END IF;
 		IF kinds > 1 THEN
 			RAISE WARNING 'offlinelock: % inherits from tables guarded for different records: it is guarded at the next install (offlinelock guard install)', child.oid::regclass;
 			CONTINUE;
