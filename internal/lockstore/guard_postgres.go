@@ -83,24 +83,28 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 			return err
 		}
 		stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
-		if super, err := mayCreateEventTriggers(c); err != nil {
+		super, err := mayCreateEventTriggers(c)
+		if err != nil {
 			return err
-		} else if super {
+		}
+		if super {
 			stmts = append(stmts, s.ddlSQL(schema)...)
 		}
-		if ok, err := pgInstalled(c, stmts); err != nil || ok {
-			if ok {
-				s.ordered.Store(true)
-			}
-			return err // in place: nothing to create (a role that may not is verifying)
-		}
+		// in place: nothing to create (a role that may not is verifying)
+		ok, err := pgInstalled(c, stmts)
 		for _, q := range stmts {
-			if _, err := c.Exec(q); err != nil {
-				return err
+			if ok || err != nil {
+				break
 			}
+			_, err = c.Exec(q)
 		}
-		s.ordered.Store(true)
-		return nil
+		if err == nil && super {
+			err = installDDLTrigger(c, schema)
+		}
+		if err == nil {
+			s.ordered.Store(true)
+		}
+		return err
 	})
 }
 
@@ -364,6 +368,10 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.Table))+"_upd")
 		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
+		// locked first: DROP TRIGGER opens the table for reading and then
+		// takes it for itself, so two guards installed on one table at once
+		// deadlocked
+		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN ACCESS EXCLUSIVE MODE"}, stmts...)
 		for _, q := range stmts {
 			if _, err := c.Exec(q); err != nil {
 				return err
@@ -405,19 +413,26 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		// in another schema (schema-per-tenant) has a guard of the same
 		// names, which is not this one's.
 		const own = `(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($2))`
-		drops, err := queryStrings(c, `SELECT format('DROP TRIGGER IF EXISTS %I ON %I.%I', t.tgname, n.nspname, r.relname)
+		// Each table locked before its first DROP TRIGGER, in one order:
+		// DROP TRIGGER opens its table for reading first and then takes it
+		// for itself, so two sessions dropping triggers of one table (two
+		// guards removed at once) deadlocked. A table dropped meanwhile is
+		// skipped.
+		drops, err := queryStrings(c, `SELECT q FROM (SELECT DISTINCT n.nspname, r.relname, 0 AS step, format('DO $offlinelock$BEGIN LOCK TABLE %I.%I IN ACCESS EXCLUSIVE MODE; '
+				'EXCEPTION WHEN undefined_table THEN NULL; END$offlinelock$', n.nspname, r.relname) AS q
 			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
-			WHERE t.tgname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own, prefix, s.table)
+			WHERE t.tgname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`
+			UNION ALL SELECT n.nspname, r.relname, 1, format('DROP TRIGGER IF EXISTS %I ON %I.%I', t.tgname, n.nspname, r.relname)
+			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
+			WHERE t.tgname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`) d ORDER BY nspname, relname, step, q`, prefix, s.table)
 		if err != nil {
 			return err
 		}
-		events, err := queryStrings(c, `SELECT format('DROP EVENT TRIGGER IF EXISTS %I', e.evtname) FROM pg_event_trigger e JOIN pg_proc p ON p.oid = e.evtfoid
-			WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
-		if err != nil {
-			return err
-		}
-		drops = append(drops, events...)
-		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) FROM pg_proc p WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
+		// CASCADE for trigger functions: a child's triggers made on them
+		// since the list above (the event trigger, in another session's
+		// DDL) go with them; nothing but a trigger can use one.
+		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) || CASE WHEN p.prorettype = 'trigger'::regtype THEN ' CASCADE' ELSE '' END
+			FROM pg_proc p WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
 		if err != nil {
 			return err
 		}
@@ -427,7 +442,10 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 				return err
 			}
 		}
-		return nil
+		if super, err := mayCreateEventTriggers(c); err != nil || !super {
+			return err
+		}
+		return removeDDLTrigger(c)
 	})
 }
 

@@ -12,23 +12,32 @@ import (
 // … INHERIT, a partition created or attached) has none: its held rows
 // would be open to every writer until the next install. Where the
 // installing role may (a superuser: PostgreSQL lets no one else create
-// event triggers), the install adds an event trigger that runs at the end
-// of every CREATE TABLE and ALTER TABLE. Each table the command made or
-// changed, and each table below it, that lacks some of the guard's
-// triggers and inherits from a guarded ancestor gets them, in the same
-// transaction. The function runs as a superuser on anyone's DDL, so it
-// trusts nothing a writer can make: an ancestor counts only if it has the
-// child's owner and each of its four triggers runs the function this
-// guard's install made for it (its exact name, in the lock table's
-// schema, owned by this function's owner); temporary tables are skipped;
-// the child's triggers run a copy of those functions' bodies under the
-// name the next install gives them (or, where that name is another
-// function's, the ancestor's own), so no text a writer chose is ever
-// compiled. A child of ancestors guarded for different records, or owned
-// by another role than its guarded ancestor, is left to the next install,
-// with a warning. Without the event trigger (an install
-// by a role that is not a superuser), a child is guarded at the next
-// install (docs/guard.md).
+// event triggers), the install adds its worker (ddlSQL) and makes sure of
+// the database's one event trigger, offlinelock_ddl, which runs at the end
+// of every CREATE TABLE, ALTER TABLE and CREATE SCHEMA and calls the
+// worker of each guard an ancestor of the command's tables carries.
+//
+// One event trigger for every guard, not one per guard: PostgreSQL reads
+// the list of event triggers before it calls them, so where one guard's
+// function was dropped (RemoveGuard, DROP SCHEMA … CASCADE) while another
+// one of the list ran, the DDL failed ("cache lookup failed for
+// function"). The one event trigger's function is never dropped by the
+// plugin (the last RemoveGuard drops the event trigger and leaves it), and
+// it looks each worker up when it calls it, so a worker dropped meanwhile
+// is skipped.
+//
+// The worker runs as a superuser on anyone's DDL, so it trusts nothing a
+// writer can make: an ancestor counts only if it has the child's owner
+// and each of its four triggers runs the function this guard's install
+// made for it (its exact name, in the lock table's schema, owned by the
+// worker's owner); temporary tables are skipped; the child's triggers run
+// a copy of those functions' bodies under the name the next install gives
+// them (or, where that name is another function's, the ancestor's own),
+// so no text a writer chose is ever compiled. A child of ancestors guarded
+// for different records, or owned by another role than its guarded
+// ancestor, is left to the next install, with a warning. Without the
+// event trigger (an install by a role that is not a superuser), a child is
+// guarded at the next install (docs/guard.md).
 
 // pgTrigger is one of a guarded table's four statement triggers: its
 // name's suffix, its event (before ON <table>), and the clause after the
@@ -45,10 +54,10 @@ func pgStatementTriggers() []pgTrigger {
 	}
 }
 
-// ddlEventTrigger is the event trigger's name: event triggers are named
-// per database, so it carries the lock table's schema too.
-func (s *postgresStore) ddlEventTrigger(schema string) string {
-	return s.guardPrefix() + "_ddl_" + guardName(s.lockName(), schema)
+// ddlWorker is this guard's function that guards the children a DDL
+// command made: the event trigger calls it with the command's tables.
+func (s *postgresStore) ddlWorker(schema string) string {
+	return pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_ddl")
 }
 
 // mayCreateEventTriggers reports whether the connected role is a superuser.
@@ -59,8 +68,11 @@ func mayCreateEventTriggers(c Conn) (bool, error) {
 	return super, err
 }
 
-// ddlSQL creates the event trigger's function and the event trigger, in
-// schema (the lock table's, unquoted).
+// ddlSQL creates this guard's worker, in schema (the lock table's,
+// unquoted): called by the event trigger (installDDLTrigger) with the
+// tables a DDL command made or changed, it gives each of them, and each
+// table below them, that lacks this guard's triggers and inherits from a
+// table this guard covers, that table's guard.
 func (s *postgresStore) ddlSQL(schema string) []string {
 	var names []string
 	for _, tg := range pgStatementTriggers() {
@@ -79,14 +91,12 @@ func (s *postgresStore) ddlSQL(schema string) []string {
 	hash := func(relname string) string {
 		return "substr(encode(sha256(convert_to(" + sqlLiteral(s.lockName()) + ", 'UTF8') || decode('00', 'hex') || convert_to(lower(" + relname + "::text), 'UTF8')), 'hex'), 1, 10)"
 	}
-	fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_ddl")
-	r := strings.NewReplacer("{fn}", fn, "{upd}", sqlLiteral(s.guardPrefix()+"_upd"), "{names}", strings.Join(names, ", "),
+	r := strings.NewReplacer("{fn}", s.ddlWorker(schema), "{upd}", sqlLiteral(s.guardPrefix()+"_upd"), "{names}", strings.Join(names, ", "),
 		"{schema}", sqlLiteral(schema), "{prefix}", sqlLiteral(s.guardPrefix()+"_"),
 		"{lt}", sqlLiteral(pgQuote(schema)+"."+s.table), "{event}", clause(func(tg pgTrigger) string { return tg.event }),
 		"{rest}", clause(func(tg pgTrigger) string { return tg.rest }),
-		"{evt}", pgQuote(s.ddlEventTrigger(schema)), "{evtname}", sqlLiteral(s.ddlEventTrigger(schema)),
 		"{prefixlen}", strconv.Itoa(len(s.guardPrefix())+1), "{hashanc}", hash("a.relname"), "{hashchild}", hash("child.relname"))
-	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {fn}() RETURNS event_trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
+	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {fn}(objs oid[]) RETURNS void LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
 DECLARE
 	me oid := (SELECT oid FROM pg_roles WHERE rolname = current_user);
 	child record;
@@ -96,13 +106,12 @@ DECLARE
 	target text;
 	fnoid oid;
 BEGIN
-	IF to_regclass({lt}) IS NULL THEN -- no lock table, no guard to extend: this trigger goes (the next install makes it again)
-		EXECUTE format('DROP EVENT TRIGGER IF EXISTS %I', {evtname});
+	IF to_regclass({lt}) IS NULL THEN -- no lock table, no guard to extend
 		RETURN;
 	END IF;
 	FOR child IN
 		WITH RECURSIVE d(oid) AS (
-			SELECT c.objid FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass AND c.objsubid = 0
+			SELECT unnest(objs)
 			UNION SELECT i.inhrelid FROM pg_inherits i JOIN d ON i.inhparent = d.oid)
 		SELECT r.oid, r.relname, r.relowner FROM d JOIN pg_class r ON r.oid = d.oid
 		WHERE r.relkind IN ('r', 'p') AND r.relpersistence <> 't'
@@ -163,7 +172,109 @@ BEGIN
 		END LOOP;
 	END LOOP;
 END
-$offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {fn}() FROM PUBLIC`),
-		r.Replace(`DROP EVENT TRIGGER IF EXISTS {evt}`),
-		r.Replace(`CREATE EVENT TRIGGER {evt} ON ddl_command_end WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE SCHEMA') EXECUTE PROCEDURE {fn}()`)}
+$offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {fn}(oid[]) FROM PUBLIC`)}
+}
+
+// ddlTrigger names the database's one event trigger, and its function.
+const ddlTrigger = "offlinelock_ddl"
+
+// ddlTriggerBody is the event trigger's function: it calls the worker of
+// each guard whose update trigger an ancestor of the command's tables
+// carries (a superuser's SECURITY DEFINER function, in that trigger's
+// function's schema, named for its guard), with the command's tables. A
+// worker dropped after the lookup is skipped; any other failure fails the
+// DDL, as a trigger's would. No backslash or LIKE: a session with
+// standard_conforming_strings off compiles it the same.
+const ddlTriggerBody = `
+DECLARE
+	objs oid[];
+	w record;
+BEGIN
+	SELECT array_agg(c.objid) INTO objs FROM pg_event_trigger_ddl_commands() c WHERE c.classid = 'pg_class'::regclass AND c.objsubid = 0;
+	IF objs IS NULL THEN
+		RETURN;
+	END IF;
+	FOR w IN
+		WITH RECURSIVE d(oid) AS (
+			SELECT unnest(objs)
+			UNION SELECT i.inhrelid FROM pg_inherits i JOIN d ON i.inhparent = d.oid),
+		u(oid) AS (
+			SELECT i.inhparent FROM pg_inherits i JOIN d ON i.inhrelid = d.oid
+			UNION SELECT i.inhparent FROM pg_inherits i JOIN u ON i.inhrelid = u.oid)
+		SELECT DISTINCT p.oid, n.nspname, p.proname FROM u
+			JOIN pg_trigger t ON t.tgrelid = u.oid AND left(t.tgname, 2) = 'ol' AND right(t.tgname, 4) = '_upd'
+			JOIN pg_proc f ON f.oid = t.tgfoid
+			JOIN pg_proc p ON p.pronamespace = f.pronamespace AND p.proname = left(t.tgname, -4) || '_ddl'
+			JOIN pg_namespace n ON n.oid = p.pronamespace
+			JOIN pg_roles r ON r.oid = p.proowner
+		WHERE r.rolsuper AND p.prosecdef AND p.prorettype = 'void'::regtype AND p.pronargs = 1 AND p.proargtypes[0] = 'oid[]'::regtype
+		ORDER BY p.oid
+	LOOP
+		BEGIN
+			EXECUTE format('SELECT %I.%I($1)', w.nspname, w.proname) USING objs;
+		EXCEPTION WHEN OTHERS THEN
+			IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = w.oid) THEN
+				RAISE;
+			END IF; -- removed meanwhile by another session
+		END;
+	END LOOP;
+END
+`
+
+// ddlTriggerTags are the commands the event trigger runs after.
+const ddlTriggerTags = `'CREATE TABLE', 'ALTER TABLE', 'CREATE SCHEMA'`
+
+// installDDLTrigger makes sure the database's event trigger is in place,
+// enabled and running a superuser's function of ddlTriggerBody; where it
+// is not, it makes that function and points the event trigger at it. The
+// function goes in schema public where there is one, else in schema (the
+// lock table's, unquoted): dropping a schema drops its functions and
+// their event trigger, and a tenant's schema (schema-per-tenant) is
+// dropped with its tenant, public seldom. Installs of every lock table
+// take the same advisory lock first, so two never race to make it.
+func installDDLTrigger(c Conn, schema string) error {
+	if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext('offlinelock:ddl'))`); err != nil {
+		return err
+	}
+	var ok bool
+	_, err := c.Query(`SELECT e.evtenabled IN ('O', 'A') AND e.evtevent = 'ddl_command_end' AND e.evttags = ARRAY[`+ddlTriggerTags+`]
+			AND p.prosrc = $2 AND p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp'] AND r.rolsuper
+		FROM pg_catalog.pg_event_trigger e JOIN pg_catalog.pg_proc p ON p.oid = e.evtfoid JOIN pg_catalog.pg_roles r ON r.oid = p.proowner
+		WHERE e.evtname = $1`, []any{ddlTrigger, ddlTriggerBody}, func(r *sql.Rows) error { return r.Scan(&ok) })
+	if err != nil || ok {
+		return err
+	}
+	if _, err := c.Query(`SELECT nspname FROM pg_catalog.pg_namespace WHERE nspname = 'public'`, nil,
+		func(r *sql.Rows) error { return r.Scan(&schema) }); err != nil {
+		return err
+	}
+	fn := pgQuote(schema) + "." + pgQuote(ddlTrigger) + "()"
+	for _, q := range []string{
+		`CREATE OR REPLACE FUNCTION ` + fn + ` RETURNS event_trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$` + ddlTriggerBody + `$offlinelock$`,
+		`ALTER FUNCTION ` + fn + ` OWNER TO CURRENT_USER`, // a function of that name someone else made is this one's now
+		`REVOKE ALL ON FUNCTION ` + fn + ` FROM PUBLIC`,
+		`DROP EVENT TRIGGER IF EXISTS ` + pgQuote(ddlTrigger),
+		`CREATE EVENT TRIGGER ` + pgQuote(ddlTrigger) + ` ON ddl_command_end WHEN TAG IN (` + ddlTriggerTags + `) EXECUTE PROCEDURE ` + fn,
+	} {
+		if _, err := c.Exec(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeDDLTrigger drops the event trigger once no guard's worker is
+// left, and leaves its function: a DDL running meanwhile in another
+// session may have read the event trigger already and still call it.
+func removeDDLTrigger(c Conn) error {
+	if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext('offlinelock:ddl'))`); err != nil {
+		return err
+	}
+	_, err := c.Exec(`DO $offlinelock$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_proc p WHERE left(p.proname, 2) = 'ol' AND right(p.proname, 4) = '_ddl'
+		AND p.prorettype = 'void'::regtype AND p.pronargs = 1 AND p.proargtypes[0] = 'oid[]'::regtype) THEN
+		DROP EVENT TRIGGER IF EXISTS ` + pgQuote(ddlTrigger) + `;
+	END IF;
+END $offlinelock$`)
+	return err
 }

@@ -1,0 +1,102 @@
+package offlinelock_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+type DdlRaceDoc struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Title string
+}
+
+// TestGuardEventTriggerLeavesOtherDDLAlone: with guards installed and
+// removed over and over in other sessions (as tests, tenants and
+// deployments do), DDL in this session never fails, whether or not it
+// gives a guarded table a child. PostgreSQL reads its list of event
+// triggers before it runs them, so an event trigger whose function is
+// dropped while another one of that list runs failed the DDL ("cache
+// lookup failed for function").
+func TestGuardEventTriggerLeavesOtherDDLAlone(t *testing.T) {
+	db := openPostgres(t)
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS ddl_race_docs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE ddl_race_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	var plugins []*offlinelock.Plugin
+	for range 3 {
+		_, p := setupOn(t, openPostgres(t), offlinelock.Config{Models: []any{&DdlRaceDoc{}}})
+		plugins = append(plugins, p)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	churn := make([]error, len(plugins))
+	cycles := make([]atomic.Int64, len(plugins))
+	for i, p := range plugins {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					churn[i] = p.InstallGuard(db)
+					return
+				default:
+				}
+				if err := p.RemoveGuard(db); err != nil {
+					churn[i] = err
+					return
+				}
+				if err := p.InstallGuard(db); err != nil {
+					churn[i] = err
+					return
+				}
+				cycles[i].Add(1)
+			}
+		}()
+	}
+	// at least 60 rounds, and until every guard has come and gone three
+	// times meanwhile
+	overlapped := func() bool {
+		for i := range cycles {
+			if cycles[i].Load() < 3 {
+				return false
+			}
+		}
+		return true
+	}
+	ddl := openPostgres(t)
+	for i := 0; i < 60 || !overlapped(); i++ {
+		require.Less(t, i, 2000, "the guards' installs made no progress")
+		for _, q := range []string{
+			`CREATE TABLE zz_ddl_parent (id bigint)`,
+			`CREATE TABLE zz_ddl_child () INHERITS (zz_ddl_parent)`,
+			`ALTER TABLE zz_ddl_child ADD COLUMN note text`,
+			`CREATE TABLE zz_ddl_heir () INHERITS (ddl_race_docs)`,
+			`DROP TABLE zz_ddl_parent, zz_ddl_heir CASCADE`,
+		} {
+			if err := ddl.Exec(q).Error; err != nil {
+				close(done)
+				wg.Wait()
+				require.NoError(t, err, fmt.Sprintf("round %d: %s", i, q))
+			}
+		}
+	}
+	close(done)
+	wg.Wait()
+	for _, err := range churn {
+		require.NoError(t, err)
+	}
+	// and the event trigger still guards a child, once for each guard
+	require.NoError(t, ddl.Exec(`CREATE TABLE zz_ddl_heir () INHERITS (ddl_race_docs)`).Error)
+	defer ddl.Exec(`DROP TABLE IF EXISTS zz_ddl_heir`)
+	var triggers int64
+	require.NoError(t, ddl.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'zz_ddl_heir'::regclass AND NOT tgisinternal`).Scan(&triggers).Error)
+	require.Equal(t, int64(4*len(plugins)), triggers)
+}
