@@ -252,7 +252,8 @@ func TestGuardCoversChildrenMadeAfterTheInstall(t *testing.T) {
 // would make it a superuser) and gives it a child: the DDL passes, the
 // child gets nothing, no function is made, and the role stays what it was. A session
 // with standard_conforming_strings off still runs DDL, and its child of a
-// guarded table is guarded.
+// guarded table is guarded. A function named like the guard's worker
+// fails no DDL.
 func TestGuardEventTriggerTrustsNoWriter(t *testing.T) {
 	table := "ol_et" + randomHex(5)
 	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
@@ -319,6 +320,22 @@ func TestGuardEventTriggerTrustsNoWriter(t *testing.T) {
 	_, w2 := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs_scs TO %s`)
 	err = w2.Exec(`UPDATE pt_heirs_scs SET title = 'x' WHERE id = 7`).Error
 	require.True(t, refusedByGuard(err, "pt_heirs", "7"), "want the guard's refusal, got %v", err)
+
+	// A role that may create in the lock table's schema (PUBLIC could,
+	// before PostgreSQL 15) makes a function of the worker's name, with a
+	// default, which would make the event trigger's call of it ambiguous:
+	// the DDL still passes, and the child waits for the next install.
+	heirTriggers := func() (n int64) {
+		require.NoError(t, db.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'pt_heirs_amb'::regclass AND NOT tgisinternal`).Scan(&n).Error)
+		return n
+	}
+	require.NoError(t, db.Exec(`GRANT CREATE ON SCHEMA public TO `+role).Error)
+	require.NoError(t, w.Exec(`CREATE FUNCTION public.`+prefix+`_ddl(objs oid[], n int DEFAULT 0) RETURNS void LANGUAGE sql AS 'SELECT'`).Error)
+	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs_amb () INHERITS (pt_heirs)`).Error)
+	require.Zero(t, heirTriggers())
+	require.NoError(t, w.Exec(`DROP FUNCTION public.`+prefix+`_ddl(oid[], int)`).Error)
+	require.NoError(t, p.InstallGuard(db))
+	require.Equal(t, int64(4), heirTriggers())
 	require.NoError(t, p.RemoveGuard(db))
 }
 

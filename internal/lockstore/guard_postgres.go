@@ -368,10 +368,11 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.Table))+"_upd")
 		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
-		// locked first: DROP TRIGGER opens the table for reading and then
-		// takes it for itself, so two guards installed on one table at once
-		// deadlocked
-		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN ACCESS EXCLUSIVE MODE"}, stmts...)
+		// locked first, in the mode CREATE TRIGGER takes, which one session
+		// at a time holds (readers go on): DROP TRIGGER opens the table for
+		// reading and then takes it for itself, so two guards installed on
+		// one table at once deadlocked
+		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN SHARE ROW EXCLUSIVE MODE"}, stmts...)
 		for _, q := range stmts {
 			if _, err := c.Exec(q); err != nil {
 				return err
@@ -413,12 +414,12 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		// in another schema (schema-per-tenant) has a guard of the same
 		// names, which is not this one's.
 		const own = `(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($2))`
-		// Each table locked before its first DROP TRIGGER, in one order:
-		// DROP TRIGGER opens its table for reading first and then takes it
-		// for itself, so two sessions dropping triggers of one table (two
-		// guards removed at once) deadlocked. A table dropped meanwhile is
-		// skipped.
-		drops, err := queryStrings(c, `SELECT q FROM (SELECT DISTINCT n.nspname, r.relname, 0 AS step, format('DO $offlinelock$BEGIN LOCK TABLE %I.%I IN ACCESS EXCLUSIVE MODE; '
+		// Each table locked before its first DROP TRIGGER, in one order and
+		// in a mode one session at a time holds: DROP TRIGGER opens its
+		// table for reading first and then takes it for itself, so two
+		// sessions dropping triggers of one table (two guards removed at
+		// once) deadlocked. A table dropped meanwhile is skipped.
+		drops, err := queryStrings(c, `SELECT q FROM (SELECT DISTINCT n.nspname, r.relname, 0 AS step, format('DO $offlinelock$BEGIN LOCK TABLE %I.%I IN SHARE ROW EXCLUSIVE MODE; '
 				'EXCEPTION WHEN undefined_table THEN NULL; END$offlinelock$', n.nspname, r.relname) AS q
 			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
 			WHERE t.tgname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`

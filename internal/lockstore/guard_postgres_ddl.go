@@ -182,7 +182,8 @@ const ddlTrigger = "offlinelock_ddl"
 // each guard whose update trigger an ancestor of the command's tables
 // carries (a superuser's SECURITY DEFINER function, in that trigger's
 // function's schema, named for its guard), with the command's tables. A
-// worker dropped after the lookup is skipped; any other failure fails the
+// worker dropped after the lookup is skipped, and so is one whose name
+// another function shares (with a warning); any other failure fails the
 // DDL, as a trigger's would. No backslash or LIKE: a session with
 // standard_conforming_strings off compiles it the same.
 const ddlTriggerBody = `
@@ -201,7 +202,7 @@ BEGIN
 		u(oid) AS (
 			SELECT i.inhparent FROM pg_inherits i JOIN d ON i.inhrelid = d.oid
 			UNION SELECT i.inhparent FROM pg_inherits i JOIN u ON i.inhrelid = u.oid)
-		SELECT DISTINCT p.oid, n.nspname, p.proname FROM u
+		SELECT DISTINCT p.oid, p.pronamespace, n.nspname, p.proname FROM u
 			JOIN pg_trigger t ON t.tgrelid = u.oid AND left(t.tgname, 2) = 'ol' AND right(t.tgname, 4) = '_upd'
 			JOIN pg_proc f ON f.oid = t.tgfoid
 			JOIN pg_proc p ON p.pronamespace = f.pronamespace AND p.proname = left(t.tgname, -4) || '_ddl'
@@ -210,9 +211,19 @@ BEGIN
 		WHERE r.rolsuper AND p.prosecdef AND p.prorettype = 'void'::regtype AND p.pronargs = 1 AND p.proargtypes[0] = 'oid[]'::regtype
 		ORDER BY p.oid
 	LOOP
+		-- called by name, which another function of that name (an overload
+		-- with a default, made by a role that may create in that schema)
+		-- would make ambiguous: that guard's children wait for its next
+		-- install, rather than this DDL fail
+		IF (SELECT count(*) FROM pg_proc q WHERE q.pronamespace = w.pronamespace AND q.proname = w.proname) > 1 THEN
+			RAISE WARNING 'offlinelock: another function is named %.%: a child this command made is guarded at the next install (offlinelock guard install)', w.nspname, w.proname;
+			CONTINUE;
+		END IF;
 		BEGIN
 			EXECUTE format('SELECT %I.%I($1)', w.nspname, w.proname) USING objs;
-		EXCEPTION WHEN OTHERS THEN
+		EXCEPTION WHEN ambiguous_function THEN
+			RAISE WARNING 'offlinelock: another function is named %.%: a child this command made is guarded at the next install (offlinelock guard install)', w.nspname, w.proname;
+		WHEN OTHERS THEN
 			IF EXISTS (SELECT 1 FROM pg_proc WHERE oid = w.oid) THEN
 				RAISE;
 			END IF; -- removed meanwhile by another session
