@@ -83,13 +83,6 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 			return err
 		}
 		stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
-		super, err := mayCreateEventTriggers(c)
-		if err != nil {
-			return err
-		}
-		if super {
-			stmts = append(stmts, s.ddlSQL(schema)...)
-		}
 		// in place: nothing to create (a role that may not is verifying)
 		ok, err := pgInstalled(c, stmts)
 		for _, q := range stmts {
@@ -97,9 +90,6 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 				break
 			}
 			_, err = c.Exec(q)
-		}
-		if err == nil && super {
-			err = installDDLTrigger(c, schema)
 		}
 		if err == nil {
 			s.ordered.Store(true)
@@ -234,6 +224,21 @@ func pgWriter(catalog string) string {
 func pgHeld(lt string) string {
 	return `(l.access = 'write' AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM me OR l.access = 'read' AND EXISTS (SELECT 1 FROM ` + lt +
 		` r WHERE r.resource = l.resource AND r.lock_id = l.lock_id AND r.holder <> '' AND r.expires_at > clock_timestamp() AND r.session IS DISTINCT FROM me))`
+}
+
+// pgTrigger is one of a guarded table's four statement triggers: its
+// name's suffix, its event (before ON <table>), and the clause after the
+// table's name.
+type pgTrigger struct{ suffix, event, rest string }
+
+// pgStatementTriggers are the four, in the order the install creates them.
+func pgStatementTriggers() []pgTrigger {
+	return []pgTrigger{
+		{"_ins", "AFTER INSERT", "REFERENCING NEW TABLE AS offlinelock_new FOR EACH STATEMENT"},
+		{"_upd", "AFTER UPDATE", "REFERENCING OLD TABLE AS offlinelock_old NEW TABLE AS offlinelock_new FOR EACH STATEMENT"},
+		{"_del", "AFTER DELETE", "REFERENCING OLD TABLE AS offlinelock_old FOR EACH STATEMENT"},
+		{"_trunc", "BEFORE TRUNCATE", "FOR EACH STATEMENT"},
+	}
 }
 
 // triggerSQL is plan's trigger functions, one per event, and their
@@ -429,9 +434,9 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		if err != nil {
 			return err
 		}
-		// CASCADE for trigger functions: a child's triggers made on them
-		// since the list above (the event trigger, in another session's
-		// DDL) go with them; nothing but a trigger can use one.
+		// CASCADE for trigger functions: a trigger made on one since the
+		// list above (another session's install guarding a new child) goes
+		// with it; nothing but a trigger can use one.
 		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) || CASE WHEN p.prorettype = 'trigger'::regtype THEN ' CASCADE' ELSE '' END
 			FROM pg_proc p WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
 		if err != nil {
@@ -443,10 +448,7 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 				return err
 			}
 		}
-		if super, err := mayCreateEventTriggers(c); err != nil || !super {
-			return err
-		}
-		return removeDDLTrigger(c)
+		return nil
 	})
 }
 

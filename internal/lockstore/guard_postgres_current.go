@@ -18,7 +18,6 @@ import (
 var (
 	pgFunctionDef = regexp.MustCompile(`(?s)^CREATE OR REPLACE FUNCTION (\S+?)\((.*?)\) RETURNS .*? AS \$offlinelock\$(.*)\$offlinelock\$$`)
 	pgTriggerDef  = regexp.MustCompile(`^CREATE TRIGGER (\S+) \S+ (?:\S+ )*?ON (\S+) `)
-	pgEventDef    = regexp.MustCompile(`^CREATE EVENT TRIGGER (\S+) `)
 )
 
 // pgInstalled reports whether every function and trigger stmts create is
@@ -39,8 +38,6 @@ func pgState(c Conn, stmts []string) (string, error) {
 			state, err = pgFunctionState(c, m[1]+"("+argTypes(m[2])+")", m[3])
 		} else if m := pgTriggerDef.FindStringSubmatch(q); m != nil {
 			state, err = pgTriggerState(c, m[1], m[2])
-		} else if m := pgEventDef.FindStringSubmatch(q); m != nil {
-			state, err = pgEventTriggerState(c, m[1])
 		}
 		if err != nil || state != GuardOK {
 			return state, err
@@ -85,12 +82,5 @@ func pgTriggerState(c Conn, name, table string) (string, error) {
 	_, err := c.Query(`SELECT CASE WHEN t.tgenabled IN ('O', 'A') THEN 'ok' ELSE 'disabled' END FROM pg_catalog.pg_trigger t
 		WHERE t.tgrelid = pg_catalog.to_regclass($2) AND t.tgname = $1`,
 		[]any{strings.Trim(name, `"`), table}, func(r *sql.Rows) error { return r.Scan(&state) })
-	return state, err
-}
-
-func pgEventTriggerState(c Conn, name string) (string, error) {
-	state := GuardDropped
-	_, err := c.Query(`SELECT CASE WHEN e.evtenabled IN ('O', 'A') THEN 'ok' ELSE 'disabled' END FROM pg_catalog.pg_event_trigger e WHERE e.evtname = $1`,
-		[]any{strings.Trim(name, `"`)}, func(r *sql.Rows) error { return r.Scan(&state) })
 	return state, err
 }

@@ -16,14 +16,13 @@ type DdlRaceDoc struct {
 	Title string
 }
 
-// TestGuardEventTriggerLeavesOtherDDLAlone: with guards installed and
-// removed over and over in other sessions (as tests, tenants and
-// deployments do), DDL in this session never fails, whether or not it
-// gives a guarded table a child. PostgreSQL reads its list of event
-// triggers before it runs them, so an event trigger whose function is
-// dropped while another one of that list runs failed the DDL ("cache
-// lookup failed for function").
-func TestGuardEventTriggerLeavesOtherDDLAlone(t *testing.T) {
+// TestGuardsComeAndGoWhileOthersRunDDL: three guards of one table
+// installed and removed over and over at once (as tests, tenants and
+// deployments do) never deadlock each other (DROP TRIGGER opens its table
+// for reading and then takes it for itself), and DDL in another session
+// meanwhile, children of the guarded table among it, never fails; the
+// children are guarded by each guard's next install.
+func TestGuardsComeAndGoWhileOthersRunDDL(t *testing.T) {
 	db := openPostgres(t)
 	drop := func() { db.Exec(`DROP TABLE IF EXISTS ddl_race_docs CASCADE`) }
 	drop()
@@ -93,9 +92,11 @@ func TestGuardEventTriggerLeavesOtherDDLAlone(t *testing.T) {
 	for _, err := range churn {
 		require.NoError(t, err)
 	}
-	// and the event trigger still guards a child, once for each guard
 	require.NoError(t, ddl.Exec(`CREATE TABLE zz_ddl_heir () INHERITS (ddl_race_docs)`).Error)
 	defer ddl.Exec(`DROP TABLE IF EXISTS zz_ddl_heir`)
+	for _, p := range plugins {
+		require.NoError(t, p.InstallGuard(db))
+	}
 	var triggers int64
 	require.NoError(t, ddl.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'zz_ddl_heir'::regclass AND NOT tgisinternal`).Scan(&triggers).Error)
 	require.Equal(t, int64(4*len(plugins)), triggers)
