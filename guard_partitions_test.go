@@ -283,3 +283,51 @@ func writesOfPtTables(t *testing.T, db, w *gorm.DB, held []guardedWrite, free, w
 	require.NoError(t, db.Raw(`SELECT id || ':' || title FROM pt_docs UNION ALL SELECT id || ':' || title FROM pt_heirs ORDER BY 1`).Scan(&titles).Error)
 	require.Equal(t, want, titles)
 }
+
+// TestGuardOwnsItsFunctions: a role that may create in the lock table's
+// schema (PUBLIC could in public before PostgreSQL 15) makes functions of
+// the guard's names before the install (they can be computed). A
+// superuser's CREATE OR REPLACE keeps a function's owner, so the role
+// would own, and could later rewrite, what the guard runs as a superuser;
+// the install takes each function over instead, the role can no longer
+// replace one, and the guard refuses its write of a held row.
+func TestGuardOwnsItsFunctions(t *testing.T) {
+	table := "ol_ow" + randomHex(5)
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	require.NoError(t, p.InstallGuard(db))
+	var upd string
+	require.NoError(t, db.Raw(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND tgname LIKE '%\_upd'`).Scan(&upd).Error)
+	prefix := strings.TrimSuffix(upd, "_upd")
+	var signatures []string
+	require.NoError(t, db.Raw(`SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.proname LIKE ? || '\_%'`, prefix).Scan(&signatures).Error)
+	require.NotEmpty(t, signatures)
+	require.NoError(t, p.RemoveGuard(db))
+
+	_, w := pgRole(t, db, `GRANT USAGE, CREATE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
+	for _, sig := range signatures {
+		name, args, _ := strings.Cut(sig, "(")
+		ret, body := "trigger", "RETURN NULL;"
+		if args != ")" {
+			ret, body = "void", ""
+		}
+		require.NoError(t, w.Exec(`CREATE FUNCTION public.`+name+`(`+args+` RETURNS `+ret+` LANGUAGE plpgsql AS $$BEGIN `+body+` END$$`).Error, sig)
+	}
+	require.NoError(t, p.InstallGuard(db))
+	var foreign int64
+	require.NoError(t, db.Raw(`SELECT count(*) FROM pg_proc WHERE proname LIKE ? || '\_%' AND proowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user)`, prefix).Scan(&foreign).Error)
+	require.Zero(t, foreign, "the install owns every function of the guard")
+	for _, sig := range signatures {
+		name, args, _ := strings.Cut(sig, "(")
+		err := w.Exec(`ALTER FUNCTION public.` + name + `(` + args + ` SECURITY INVOKER`).Error
+		require.ErrorContains(t, err, "must be owner of function", sig)
+	}
+	require.NoError(t, db.Exec(`INSERT INTO pt_heirs VALUES (7, 'held')`).Error)
+	_, err := p.Acquire(as(db, martin), &PtHeir{ID: 7}, offlinelock.Write)
+	require.NoError(t, err)
+	err = w.Exec(`UPDATE pt_heirs SET title = 'x' WHERE id = 7`).Error
+	require.True(t, refusedByGuard(err, "pt_heirs", "7"), "want the guard's refusal, got %v", err)
+}

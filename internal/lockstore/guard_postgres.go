@@ -84,8 +84,8 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		}
 		stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
 		// in place: nothing to create (a role that may not is verifying)
-		ok, err := pgInstalled(c, stmts)
-		for _, q := range stmts {
+		ok, err := pgInstalled(c, pgQuote(schema)+"."+s.table, stmts)
+		for _, q := range pgOwned(stmts) {
 			if ok || err != nil {
 				break
 			}
@@ -367,7 +367,7 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 			return err
 		}
 		if have[strings.ToLower(plan.Table)] == version {
-			if ok, err := pgInstalled(c, stmts); err != nil || ok {
+			if ok, err := pgInstalled(c, pgQuote(schema)+"."+s.table, stmts); err != nil || ok {
 				return err // in place, by definition, not by its comment alone
 			}
 		}
@@ -378,7 +378,7 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		// reading and then takes it for itself, so two guards installed on
 		// one table at once deadlocked
 		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN SHARE ROW EXCLUSIVE MODE"}, stmts...)
-		for _, q := range stmts {
+		for _, q := range pgOwned(stmts) {
 			if _, err := c.Exec(q); err != nil {
 				return err
 			}

@@ -21,21 +21,40 @@ var (
 )
 
 // pgInstalled reports whether every function and trigger stmts create is
-// in place as they create it.
-func pgInstalled(c Conn, stmts []string) (bool, error) {
-	state, err := pgState(c, stmts)
+// in place as they create it; lt is the lock table, qualified.
+func pgInstalled(c Conn, lt string, stmts []string) (bool, error) {
+	state, err := pgState(c, lt, stmts)
 	return state == GuardOK, err
+}
+
+// pgOwned is stmts, each function they create then given to the role that
+// runs them. A superuser's CREATE OR REPLACE of a function another role
+// made first (a role that may create in the schema, which can tell the
+// guard's names) keeps that role as its owner, who could then rewrite
+// what the guard runs; a role that is not a superuser fails on it
+// instead.
+func pgOwned(stmts []string) []string {
+	var out []string
+	for _, q := range stmts {
+		out = append(out, q)
+		if m := pgFunctionDef.FindStringSubmatch(q); m != nil {
+			out = append(out, "ALTER FUNCTION "+m[1]+"("+argTypes(m[2])+") OWNER TO CURRENT_USER")
+		}
+	}
+	return out
 }
 
 // pgState is the state of what stmts create: GuardOK when every function
 // and trigger is in place as they create it, else the first difference
-// found (GuardDropped, GuardDisabled, GuardReplaced).
-func pgState(c Conn, stmts []string) (string, error) {
+// found (GuardDropped, GuardDisabled, GuardReplaced). A function counts as
+// in place only if a superuser or the owner of lt (the lock table,
+// qualified) owns it.
+func pgState(c Conn, lt string, stmts []string) (string, error) {
 	for _, q := range stmts {
 		state := GuardOK
 		var err error
 		if m := pgFunctionDef.FindStringSubmatch(q); m != nil {
-			state, err = pgFunctionState(c, m[1]+"("+argTypes(m[2])+")", m[3])
+			state, err = pgFunctionState(c, lt, m[1]+"("+argTypes(m[2])+")", m[3])
 		} else if m := pgTriggerDef.FindStringSubmatch(q); m != nil {
 			state, err = pgTriggerState(c, m[1], m[2])
 		}
@@ -55,7 +74,7 @@ func (s *postgresStore) TableState(c Conn, plan GuardPlan) (string, error) {
 		return "", err
 	}
 	stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
-	return pgState(c, append(stmts, s.triggerSQL(pgQuote(schema), plan)...))
+	return pgState(c, pgQuote(schema)+"."+s.table, append(stmts, s.triggerSQL(pgQuote(schema), plan)...))
 }
 
 // argTypes is a parameter list's types: "res text, id text" → "text, text".
@@ -69,11 +88,14 @@ func argTypes(params string) string {
 	return strings.Join(out, ", ")
 }
 
-func pgFunctionState(c Conn, signature, body string) (string, error) {
+func pgFunctionState(c Conn, lt, signature, body string) (string, error) {
 	state := GuardDropped
-	_, err := c.Query(`SELECT CASE WHEN coalesce(p.prosrc = $2 AND p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp'], false) THEN 'ok' ELSE 'replaced' END
-		FROM pg_catalog.pg_proc p WHERE p.oid = pg_catalog.to_regprocedure($1)`,
-		[]any{signature, body}, func(r *sql.Rows) error { return r.Scan(&state) })
+	_, err := c.Query(`SELECT CASE WHEN coalesce(p.prosrc = $2 AND p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp']
+			AND (o.rolsuper OR p.proowner OPERATOR(pg_catalog.=) (SELECT t.relowner FROM pg_catalog.pg_class t WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3)::oid)), false)
+		THEN 'ok' ELSE 'replaced' END
+		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) p.proowner
+		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)::oid`,
+		[]any{signature, body, lt}, func(r *sql.Rows) error { return r.Scan(&state) })
 	return state, err
 }
 
