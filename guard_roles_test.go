@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -262,4 +263,45 @@ func TestGuardLeastPrivilegeOnMariaDB(t *testing.T) {
 	var credit int
 	require.NoError(t, db.Raw(`SELECT credit FROM gd_customers WHERE id = 130`).Scan(&credit).Error)
 	require.Equal(t, 7, credit)
+}
+
+// TestGuardRefusesSchemasOpenToEveryone: where every role may create in a
+// schema on the installing session's search_path (PUBLIC has CREATE, as on
+// public before PostgreSQL 15), any role could make the functions and
+// operators the install's queries pick and run them with the installer's
+// rights: db.Use fails saying which schema and what to revoke, and
+// creates nothing; after the REVOKE it installs.
+func TestGuardRefusesSchemasOpenToEveryone(t *testing.T) {
+	admin := openPostgres(t)
+	schema := "ol_open_" + randomHex(4)
+	require.NoError(t, admin.Exec(`CREATE SCHEMA `+schema).Error)
+	t.Cleanup(func() { admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`) })
+	require.NoError(t, admin.Exec(`GRANT CREATE ON SCHEMA `+schema+` TO PUBLIC`).Error)
+	db, err := gorm.Open(dialectorOf("postgres", dsnOf("postgres")+" search_path="+schema), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, _ := db.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	require.NoError(t, db.AutoMigrate(&GdCustomer{}))
+	table := "ol_" + randomHex(5)
+	cfg := offlinelock.Config{Table: table, Models: []any{&GdCustomer{}}, Logger: slog.New(slog.DiscardHandler)}
+	err = db.Use(offlinelock.New(cfg))
+	require.ErrorContains(t, err, `REVOKE CREATE ON SCHEMA "`+schema+`" FROM PUBLIC`)
+	var made int64
+	require.NoError(t, admin.Raw(`SELECT count(*) FROM pg_proc WHERE pronamespace = ?::regnamespace`, schema).Scan(&made).Error)
+	require.Zero(t, made, "nothing created")
+	var triggers int64
+	require.NoError(t, admin.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = ?::regclass AND NOT tgisinternal`, schema+".gd_customers").Scan(&triggers).Error)
+	require.Zero(t, triggers, "nothing created")
+
+	require.NoError(t, admin.Exec(`REVOKE CREATE ON SCHEMA `+schema+` FROM PUBLIC`).Error)
+	db2, err := gorm.Open(dialectorOf("postgres", dsnOf("postgres")+" search_path="+schema), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB2, _ := db2.DB()
+	t.Cleanup(func() { sqlDB2.Close() })
+	p := offlinelock.New(cfg)
+	require.NoError(t, db2.Use(p))
+	tables, err := p.GuardedTables(db2)
+	require.NoError(t, err)
+	require.Equal(t, []string{"gd_customers"}, tables)
+	require.NoError(t, p.RemoveGuard(db2))
 }

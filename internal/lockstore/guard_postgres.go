@@ -79,6 +79,9 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if err != nil {
 			return err
 		}
+		if err := refuseOpenSchemas(c, schema); err != nil {
+			return err
+		}
 		if _, err := s.guardKeyIn(c, `INSERT INTO `+pgQuote(schema)+`.`+s.catalog+` (name, spec) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`); err != nil {
 			return err
 		}
@@ -96,6 +99,30 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		}
 		return err
 	})
+}
+
+// refuseOpenSchemas fails the install where every role may create in the
+// lock table's schema (lockSchema, unquoted) or in a schema on the
+// installing session's search_path, as PUBLIC may in public before
+// PostgreSQL 15: any role could then make functions under the names the
+// guard's install uses, or functions and operators that the install's
+// own queries, on that search_path, would pick over pg_catalog's, and
+// run them with the installing role's rights.
+func refuseOpenSchemas(c Conn, lockSchema string) error {
+	open, err := queryStrings(c, `SELECT n.nspname::text FROM pg_catalog.pg_namespace n
+		WHERE (n.nspname OPERATOR(pg_catalog.=) ANY (pg_catalog.current_schemas(false)) OR n.nspname OPERATOR(pg_catalog.=) $1::name)
+			AND pg_catalog.has_schema_privilege('public', n.oid, 'CREATE') ORDER BY 1`, lockSchema)
+	if err != nil || len(open) == 0 {
+		return err
+	}
+	quoted := make([]string, len(open))
+	for i, n := range open {
+		quoted[i] = pgQuote(n)
+	}
+	return errors.New("every role may create objects in schema " + strings.Join(open, ", ") +
+		" (PUBLIC has CREATE there, as on public before PostgreSQL 15), so any role could make the functions the guard's install names, " +
+		"or functions and operators its queries would pick, and run them with the installing role's rights: " +
+		"REVOKE CREATE ON SCHEMA " + strings.Join(quoted, ", ") + " FROM PUBLIC")
 }
 
 // routineSQL is the shared routines: refuse raises the refusal of one
