@@ -253,6 +253,10 @@ func TestGuardFunctionsAreClosedToWriters(t *testing.T) {
 	}()
 	require.NoError(t, err)
 	require.Len(t, fns, 4)
+	var grant string // the lock table's own trigger function, which orders grants
+	require.NoError(t, db.Raw(`SELECT tgfoid::regproc::text FROM pg_trigger WHERE tgrelid = ?::regclass AND NOT tgisinternal`, table).Scan(&grant).Error)
+	require.NotEmpty(t, grant)
+	fns = append(fns, grant)
 
 	_, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
 	require.NoError(t, w.Exec(`CREATE TEMP TABLE zz_mine (id bigint, title text)`).Error)
@@ -288,9 +292,11 @@ func writesOfPtTables(t *testing.T, db, w *gorm.DB, held []guardedWrite, free, w
 // schema (PUBLIC could in public before PostgreSQL 15) makes functions of
 // the guard's names before the install (they can be computed). A
 // superuser's CREATE OR REPLACE keeps a function's owner, so the role
-// would own, and could later rewrite, what the guard runs as a superuser;
-// the install takes each function over instead, the role can no longer
-// replace one, and the guard refuses its write of a held row.
+// would own, and could later rewrite, what the guard runs as a superuser,
+// and its grants to an accomplice would stay; the install takes each
+// function over and closes it instead, the role can no longer replace
+// one, the accomplice may not execute one, and the guard refuses the
+// role's write of a held row.
 func TestGuardOwnsItsFunctions(t *testing.T) {
 	table := "ol_ow" + randomHex(5)
 	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
@@ -308,6 +314,7 @@ func TestGuardOwnsItsFunctions(t *testing.T) {
 	require.NoError(t, p.RemoveGuard(db))
 
 	_, w := pgRole(t, db, `GRANT USAGE, CREATE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
+	accomplice, w2 := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`)
 	for _, sig := range signatures {
 		name, args, _ := strings.Cut(sig, "(")
 		ret, body := "trigger", "RETURN NULL;"
@@ -315,6 +322,7 @@ func TestGuardOwnsItsFunctions(t *testing.T) {
 			ret, body = "void", ""
 		}
 		require.NoError(t, w.Exec(`CREATE FUNCTION public.`+name+`(`+args+` RETURNS `+ret+` LANGUAGE plpgsql AS $$BEGIN `+body+` END$$`).Error, sig)
+		require.NoError(t, w.Exec(`GRANT EXECUTE ON FUNCTION public.`+name+`(`+args+` TO `+accomplice).Error, sig)
 	}
 	require.NoError(t, p.InstallGuard(db))
 	var foreign int64
@@ -324,9 +332,15 @@ func TestGuardOwnsItsFunctions(t *testing.T) {
 		name, args, _ := strings.Cut(sig, "(")
 		err := w.Exec(`ALTER FUNCTION public.` + name + `(` + args + ` SECURITY INVOKER`).Error
 		require.ErrorContains(t, err, "must be owner of function", sig)
+		var may bool // nor may its accomplice hang one on a table of its own
+		require.NoError(t, w2.Raw(`SELECT has_function_privilege(?, 'EXECUTE')`, "public."+sig).Scan(&may).Error)
+		require.False(t, may, sig)
 	}
+	states, err := p.GuardStatus(db)
+	require.NoError(t, err)
+	require.Contains(t, states, offlinelock.GuardState{Table: "pt_heirs", State: "ok"})
 	require.NoError(t, db.Exec(`INSERT INTO pt_heirs VALUES (7, 'held')`).Error)
-	_, err := p.Acquire(as(db, martin), &PtHeir{ID: 7}, offlinelock.Write)
+	_, err = p.Acquire(as(db, martin), &PtHeir{ID: 7}, offlinelock.Write)
 	require.NoError(t, err)
 	err = w.Exec(`UPDATE pt_heirs SET title = 'x' WHERE id = 7`).Error
 	require.True(t, refusedByGuard(err, "pt_heirs", "7"), "want the guard's refusal, got %v", err)

@@ -28,17 +28,29 @@ func pgInstalled(c Conn, lt string, stmts []string) (bool, error) {
 }
 
 // pgOwned is stmts, each function they create then given to the role that
-// runs them. A superuser's CREATE OR REPLACE of a function another role
-// made first (a role that may create in the schema, which can tell the
-// guard's names) keeps that role as its owner, who could then rewrite
-// what the guard runs; a role that is not a superuser fails on it
-// instead.
+// runs them and closed to every other role. A superuser's CREATE OR
+// REPLACE of a function another role made first (a role that may create
+// in the schema, which can tell the guard's names) keeps that role as its
+// owner, who could then rewrite what the guard runs, and keeps its
+// grants; a role that is not a superuser fails on it instead. Closed: a
+// trigger fires its function without EXECUTE, which only CREATE TRIGGER
+// checks, so a role with EXECUTE could hang a guard function, which runs
+// with its owner's rights, on a table of its own whose columns have types
+// of its own, with casts of its own the function would run.
 func pgOwned(stmts []string) []string {
 	var out []string
 	for _, q := range stmts {
 		out = append(out, q)
 		if m := pgFunctionDef.FindStringSubmatch(q); m != nil {
-			out = append(out, "ALTER FUNCTION "+m[1]+"("+argTypes(m[2])+") OWNER TO CURRENT_USER")
+			sig := m[1] + "(" + argTypes(m[2]) + ")"
+			out = append(out, "ALTER FUNCTION "+sig+" OWNER TO CURRENT_USER", "REVOKE ALL ON FUNCTION "+sig+" FROM PUBLIC",
+				`DO $offlinelock$DECLARE g record; BEGIN
+	FOR g IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
+		WHERE p.oid OPERATOR(pg_catalog.=) `+sqlLiteral(sig)+`::pg_catalog.regprocedure::pg_catalog.oid AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
+			AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP -- PUBLIC's went above
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', `+sqlLiteral(sig)+`, g.grantee::pg_catalog.regrole);
+	END LOOP;
+END$offlinelock$`)
 		}
 	}
 	return out
@@ -48,7 +60,7 @@ func pgOwned(stmts []string) []string {
 // and trigger is in place as they create it, else the first difference
 // found (GuardDropped, GuardDisabled, GuardReplaced). A function counts as
 // in place only if a superuser or the owner of lt (the lock table,
-// qualified) owns it.
+// qualified) owns it, and no other role may execute it (pgOwned).
 func pgState(c Conn, lt string, stmts []string) (string, error) {
 	for _, q := range stmts {
 		state := GuardOK
@@ -91,7 +103,8 @@ func argTypes(params string) string {
 func pgFunctionState(c Conn, lt, signature, body string) (string, error) {
 	state := GuardDropped
 	_, err := c.Query(`SELECT CASE WHEN coalesce(p.prosrc = $2 AND p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp']
-			AND (o.rolsuper OR p.proowner OPERATOR(pg_catalog.=) (SELECT t.relowner FROM pg_catalog.pg_class t WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3)::oid)), false)
+			AND (o.rolsuper OR p.proowner OPERATOR(pg_catalog.=) (SELECT t.relowner FROM pg_catalog.pg_class t WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3)::oid))
+			AND p.proacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(p.proacl) a WHERE a.grantee OPERATOR(pg_catalog.<>) p.proowner), false)
 		THEN 'ok' ELSE 'replaced' END
 		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) p.proowner
 		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)::oid`,
