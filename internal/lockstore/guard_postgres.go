@@ -440,11 +440,17 @@ func (s *postgresStore) GuardedTables(c Conn) (map[string]string, error) {
 func (s *postgresStore) RemoveGuard(c Conn) error {
 	c = s.observed(c)
 	return c.inTx(func(c Conn) error {
+		// as GuardTable: DROP TRIGGER waits for the table's writers
+		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
+			return err
+		}
 		prefix := s.guardPrefix() + `\_%`
 		// IF EXISTS: a table dropped meanwhile took its triggers with it.
 		// The lock table's own schema only: a lock table of the same name
 		// in another schema (schema-per-tenant) has a guard of the same
-		// names, which is not this one's.
+		// names, which is not this one's. Only triggers that run this
+		// guard's functions: a trigger of its name that runs another
+		// function is someone else's.
 		const own = `(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($2))`
 		// Each table locked before its first DROP TRIGGER, in one order and
 		// in a mode one session at a time holds: DROP TRIGGER opens its
@@ -454,10 +460,10 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		drops, err := queryStrings(c, `SELECT q FROM (SELECT DISTINCT n.nspname, r.relname, 0 AS step, format('DO $offlinelock$BEGIN LOCK TABLE %I.%I IN SHARE ROW EXCLUSIVE MODE; '
 				'EXCEPTION WHEN undefined_table THEN NULL; END$offlinelock$', n.nspname, r.relname) AS q
 			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
-			WHERE t.tgname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`
+			WHERE t.tgname LIKE $1 AND f.proname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`
 			UNION ALL SELECT n.nspname, r.relname, 1, format('DROP TRIGGER IF EXISTS %I ON %I.%I', t.tgname, n.nspname, r.relname)
 			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
-			WHERE t.tgname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`) d ORDER BY nspname, relname, step, q`, prefix, s.table)
+			WHERE t.tgname LIKE $1 AND f.proname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`) d ORDER BY nspname, relname, step, q`, prefix, s.table)
 		if err != nil {
 			return err
 		}
