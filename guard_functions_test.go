@@ -1,0 +1,106 @@
+package offlinelock_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// The guard's own functions (PostgreSQL): owned by the role that installs
+// them and closed to every other, whoever made a function of that name
+// first.
+
+// TestGuardFunctionsAreClosedToWriters: the guard's functions run with
+// their owner's rights (here a superuser's), and a trigger fires its
+// function without EXECUTE, which only CREATE TRIGGER checks. A role with
+// DML and TEMP may not hang a guard function on a table of its own (whose
+// key could have a type with a cast of its own, which the function would
+// run with its owner's rights).
+func TestGuardFunctionsAreClosedToWriters(t *testing.T) {
+	table := "ol_et" + randomHex(5)
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	require.NoError(t, p.InstallGuard(db))
+	fns, err := func() (fns []string, err error) {
+		err = db.Raw(`SELECT DISTINCT tgfoid::regproc::text FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND NOT tgisinternal`).Scan(&fns).Error
+		return fns, err
+	}()
+	require.NoError(t, err)
+	require.Len(t, fns, 4)
+	var grant string // the lock table's own trigger function, which orders grants
+	require.NoError(t, db.Raw(`SELECT tgfoid::regproc::text FROM pg_trigger WHERE tgrelid = ?::regclass AND NOT tgisinternal`, table).Scan(&grant).Error)
+	require.NotEmpty(t, grant)
+	fns = append(fns, grant)
+
+	_, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
+	require.NoError(t, w.Exec(`CREATE TEMP TABLE zz_mine (id bigint, title text)`).Error)
+	for _, fn := range fns {
+		err = w.Exec(`CREATE TRIGGER zz_hung AFTER UPDATE ON zz_mine FOR EACH STATEMENT EXECUTE FUNCTION ` + fn + `()`).Error
+		require.ErrorContains(t, err, "permission denied for function", fn)
+	}
+	require.NoError(t, p.RemoveGuard(db))
+}
+
+// TestGuardOwnsItsFunctions: a role that may create in the lock table's
+// schema (PUBLIC could in public before PostgreSQL 15) makes functions of
+// the guard's names before the install (they can be computed). A
+// superuser's CREATE OR REPLACE keeps a function's owner, so the role
+// would own, and could later rewrite, what the guard runs as a superuser,
+// and its grants to an accomplice would stay; the install takes each
+// function over and closes it instead, the role can no longer replace
+// one, the accomplice may not execute one, and the guard refuses the
+// role's write of a held row.
+func TestGuardOwnsItsFunctions(t *testing.T) {
+	table := "ol_ow" + randomHex(5)
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	require.NoError(t, p.InstallGuard(db))
+	var upd string
+	require.NoError(t, db.Raw(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND tgname LIKE '%\_upd'`).Scan(&upd).Error)
+	prefix := strings.TrimSuffix(upd, "_upd")
+	var signatures []string
+	require.NoError(t, db.Raw(`SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.proname LIKE ? || '\_%'`, prefix).Scan(&signatures).Error)
+	require.NotEmpty(t, signatures)
+	require.NoError(t, p.RemoveGuard(db))
+
+	_, w := pgRole(t, db, `GRANT USAGE, CREATE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
+	accomplice, w2 := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`)
+	for _, sig := range signatures {
+		name, args, _ := strings.Cut(sig, "(")
+		ret, body := "trigger", "RETURN NULL;"
+		if args != ")" {
+			ret, body = "void", ""
+		}
+		require.NoError(t, w.Exec(`CREATE FUNCTION public.`+name+`(`+args+` RETURNS `+ret+` LANGUAGE plpgsql AS $$BEGIN `+body+` END$$`).Error, sig)
+		require.NoError(t, w.Exec(`GRANT EXECUTE ON FUNCTION public.`+name+`(`+args+` TO `+accomplice).Error, sig)
+	}
+	require.NoError(t, p.InstallGuard(db))
+	var foreign int64
+	require.NoError(t, db.Raw(`SELECT count(*) FROM pg_proc WHERE proname LIKE ? || '\_%' AND proowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user)`, prefix).Scan(&foreign).Error)
+	require.Zero(t, foreign, "the install owns every function of the guard")
+	for _, sig := range signatures {
+		name, args, _ := strings.Cut(sig, "(")
+		err := w.Exec(`ALTER FUNCTION public.` + name + `(` + args + ` SECURITY INVOKER`).Error
+		require.ErrorContains(t, err, "must be owner of function", sig)
+		var may bool // nor may its accomplice hang one on a table of its own
+		require.NoError(t, w2.Raw(`SELECT has_function_privilege(?, 'EXECUTE')`, "public."+sig).Scan(&may).Error)
+		require.False(t, may, sig)
+	}
+	states, err := p.GuardStatus(db)
+	require.NoError(t, err)
+	require.Contains(t, states, offlinelock.GuardState{Table: "pt_heirs", State: "ok"})
+	require.NoError(t, db.Exec(`INSERT INTO pt_heirs VALUES (7, 'held')`).Error)
+	_, err = p.Acquire(as(db, martin), &PtHeir{ID: 7}, offlinelock.Write)
+	require.NoError(t, err)
+	err = w.Exec(`UPDATE pt_heirs SET title = 'x' WHERE id = 7`).Error
+	require.True(t, refusedByGuard(err, "pt_heirs", "7"), "want the guard's refusal, got %v", err)
+}
