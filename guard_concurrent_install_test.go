@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -100,4 +101,49 @@ func TestGuardsComeAndGoWhileOthersRunDDL(t *testing.T) {
 	var triggers int64
 	require.NoError(t, ddl.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'zz_ddl_heir'::regclass AND NOT tgisinternal`).Scan(&triggers).Error)
 	require.Equal(t, int64(4*len(plugins)), triggers)
+}
+
+// TestGuardRepairBesideAReaderThatWrites: an application transaction reads
+// a guarded table, an install that repairs the table's guard (or a
+// RemoveGuard) comes to wait for it, and the transaction then writes the
+// table: both succeed. An install that held the table in a weaker mode
+// while it waited for the one DROP TRIGGER takes deadlocked that write.
+func TestGuardRepairBesideAReaderThatWrites(t *testing.T) {
+	db := openPostgres(t)
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS ddl_race_docs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE ddl_race_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	require.NoError(t, db.Exec(`INSERT INTO ddl_race_docs VALUES (1, 'free')`).Error)
+	_, p := setupOn(t, openPostgres(t), offlinelock.Config{Models: []any{&DdlRaceDoc{}}})
+	var ins string
+	require.NoError(t, db.Raw(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'ddl_race_docs'::regclass AND tgname LIKE '%\_ins'`).Scan(&ins).Error)
+	require.NotEmpty(t, ins)
+	for _, step := range []struct {
+		name    string
+		prepare string
+		run     func() error
+	}{
+		{"install", `ALTER TABLE ddl_race_docs DISABLE TRIGGER ` + ins, func() error { return p.InstallGuard(db) }},
+		{"remove", `SELECT 1`, func() error { return p.RemoveGuard(db) }},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			require.NoError(t, db.Exec(step.prepare).Error)
+			tx := openPostgres(t).Begin()
+			require.NoError(t, tx.Exec(`SELECT count(*) FROM ddl_race_docs`).Error)
+			done := make(chan error, 1)
+			go func() { done <- step.run() }()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				var waiting int64
+				require.NoError(t, db.Raw(`SELECT count(*) FROM pg_locks WHERE relation = 'ddl_race_docs'::regclass AND NOT granted`).Scan(&waiting).Error)
+				if waiting > 0 {
+					break
+				}
+				require.True(t, time.Now().Before(deadline), "the %s never waited for the reader", step.name)
+			}
+			require.NoError(t, tx.Exec(`UPDATE ddl_race_docs SET title = ? WHERE id = 1`, step.name).Error)
+			require.NoError(t, tx.Commit().Error)
+			require.NoError(t, <-done)
+		})
+	}
 }

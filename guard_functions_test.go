@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -103,4 +104,61 @@ func TestGuardOwnsItsFunctions(t *testing.T) {
 	require.NoError(t, err)
 	err = w.Exec(`UPDATE pt_heirs SET title = 'x' WHERE id = 7`).Error
 	require.True(t, refusedByGuard(err, "pt_heirs", "7"), "want the guard's refusal, got %v", err)
+}
+
+// TestGuardTakesBackWhatItsFunctionsGaveAway: a guard installed before its
+// functions were closed (or opened since by a grant) let a writer hang one
+// on a table of its own, and that trigger goes on firing it after a
+// REVOKE, since only CREATE TRIGGER checks EXECUTE; a grant with GRANT
+// OPTION passed on keeps a grant of its own. guard status reports the
+// table replaced, and the next install makes the function anew (the
+// planted trigger goes with the old one) and takes every grant back.
+func TestGuardTakesBackWhatItsFunctionsGaveAway(t *testing.T) {
+	table := "ol_tb" + randomHex(5)
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	require.NoError(t, p.InstallGuard(db))
+	var ins, refuse string
+	require.NoError(t, db.Raw(`SELECT tgfoid::regprocedure::text FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND tgname LIKE '%\_ins'`).Scan(&ins).Error)
+	require.NoError(t, db.Raw(`SELECT oid::regprocedure::text FROM pg_proc WHERE proname = ?`, strings.SplitN(ins, "_", 2)[0]+"_refuse").Scan(&refuse).Error)
+	require.NotEmpty(t, refuse)
+
+	_, w := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON pt_heirs TO %s`)
+	heir, _ := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`)
+	heir2, _ := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`)
+	// as before the functions were closed
+	require.NoError(t, db.Exec(`GRANT EXECUTE ON FUNCTION `+ins+` TO PUBLIC`).Error)
+	require.NoError(t, w.Exec(`CREATE TEMP TABLE zz_planted (id bigint, title text)`).Error)
+	require.NoError(t, w.Exec(`CREATE TRIGGER zz_planted AFTER INSERT ON zz_planted REFERENCING NEW TABLE AS offlinelock_new FOR EACH STATEMENT EXECUTE FUNCTION `+ins).Error)
+	require.NoError(t, db.Exec(`REVOKE EXECUTE ON FUNCTION `+ins+` FROM PUBLIC`).Error)
+	// a grant passed on
+	require.NoError(t, db.Exec(`GRANT EXECUTE ON FUNCTION `+refuse+` TO `+heir+` WITH GRANT OPTION`).Error)
+	require.NoError(t, db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec(`SET LOCAL ROLE ` + heir).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`GRANT EXECUTE ON FUNCTION ` + refuse + ` TO ` + heir2).Error
+	}))
+
+	states, err := p.GuardStatus(db)
+	require.NoError(t, err)
+	require.Contains(t, states, offlinelock.GuardState{Table: "pt_heirs", State: "replaced"})
+	require.NoError(t, p.InstallGuard(db))
+	states, err = p.GuardStatus(db)
+	require.NoError(t, err)
+	require.Contains(t, states, offlinelock.GuardState{Table: "pt_heirs", State: "ok"})
+	var planted int64
+	require.NoError(t, w.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'zz_planted'::regclass`).Scan(&planted).Error)
+	require.Zero(t, planted, "the planted trigger went with the old function")
+	for _, role := range []string{heir, heir2} {
+		var may bool
+		require.NoError(t, db.Raw(`SELECT has_function_privilege(?, ?, 'EXECUTE')`, role, refuse).Scan(&may).Error)
+		require.False(t, may, role)
+	}
+	var guarded int64
+	require.NoError(t, db.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND NOT tgisinternal`).Scan(&guarded).Error)
+	require.Equal(t, int64(4), guarded)
 }

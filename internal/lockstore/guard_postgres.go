@@ -400,11 +400,23 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.Table))+"_upd")
 		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
-		// locked first, in the mode CREATE TRIGGER takes, which one session
-		// at a time holds (readers go on): DROP TRIGGER opens the table for
-		// reading and then takes it for itself, so two guards installed on
-		// one table at once deadlocked
-		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN SHARE ROW EXCLUSIVE MODE"}, stmts...)
+		// Locked first: DROP TRIGGER of a trigger that exists opens the
+		// table for reading and then takes it for itself, so two guards
+		// installed on one table at once deadlocked. Where a trigger of
+		// this guard's is there to drop, in the mode DROP TRIGGER takes
+		// (held in a weaker mode, a reader's write in the same transaction
+		// would deadlock with the wait for it); else in the mode CREATE
+		// TRIGGER takes, which lets readers go on.
+		mode := "SHARE ROW EXCLUSIVE"
+		var there bool
+		if _, err := c.Query(`SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)::pg_catalog.oid
+				AND t.tgname LIKE $2)`, []any{pgQuote(plan.Table), s.guardPrefix() + `\_%`}, func(r *sql.Rows) error { return r.Scan(&there) }); err != nil {
+			return err
+		}
+		if there {
+			mode = "ACCESS EXCLUSIVE"
+		}
+		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN " + mode + " MODE"}, stmts...)
 		for _, q := range pgOwned(stmts) {
 			if _, err := c.Exec(q); err != nil {
 				return err
@@ -453,11 +465,12 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		// function is someone else's.
 		const own = `(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($2))`
 		// Each table locked before its first DROP TRIGGER, in one order and
-		// in a mode one session at a time holds: DROP TRIGGER opens its
-		// table for reading first and then takes it for itself, so two
-		// sessions dropping triggers of one table (two guards removed at
-		// once) deadlocked. A table dropped meanwhile is skipped.
-		drops, err := queryStrings(c, `SELECT q FROM (SELECT DISTINCT n.nspname, r.relname, 0 AS step, format('DO $offlinelock$BEGIN LOCK TABLE %I.%I IN SHARE ROW EXCLUSIVE MODE; '
+		// in the mode DROP TRIGGER takes: it opens its table for reading
+		// first and then takes it for itself, so two sessions dropping
+		// triggers of one table (two guards removed at once) deadlocked,
+		// and a lock held in a weaker mode meanwhile deadlocked a reader's
+		// write. A table dropped meanwhile is skipped.
+		drops, err := queryStrings(c, `SELECT q FROM (SELECT DISTINCT n.nspname, r.relname, 0 AS step, format('DO $offlinelock$BEGIN LOCK TABLE %I.%I IN ACCESS EXCLUSIVE MODE; '
 				'EXCEPTION WHEN undefined_table THEN NULL; END$offlinelock$', n.nspname, r.relname) AS q
 			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
 			WHERE t.tgname LIKE $1 AND f.proname LIKE $1 AND t.tgparentid = 0 AND f.pronamespace = `+own+`

@@ -18,7 +18,35 @@ import (
 var (
 	pgFunctionDef = regexp.MustCompile(`(?s)^CREATE OR REPLACE FUNCTION (\S+?)\((.*?)\) RETURNS .*? AS \$offlinelock\$(.*)\$offlinelock\$$`)
 	pgTriggerDef  = regexp.MustCompile(`^CREATE TRIGGER (\S+) \S+ (?:\S+ )*?ON (\S+) `)
+	pgTriggerFn   = regexp.MustCompile(`EXECUTE PROCEDURE (\S+)\(\)$`)
 )
+
+// pgHook is the trigger stmts hang on a function: its name and table.
+type pgHook struct{ name, table string }
+
+// pgHooks maps each function stmts hang a trigger on to that trigger.
+func pgHooks(stmts []string) map[string]pgHook {
+	out := map[string]pgHook{}
+	for _, q := range stmts {
+		if m, f := pgTriggerDef.FindStringSubmatch(q), pgTriggerFn.FindStringSubmatch(q); m != nil && f != nil {
+			out[f[1]] = pgHook{strings.Trim(m[1], `"`), m[2]}
+		}
+	}
+	return out
+}
+
+// pgForeignTriggers is SQL that is true where a trigger other than hook
+// (or a partition's clone of it) runs the function fnoid: a trigger
+// planted while the function was open to PUBLIC (before its EXECUTE was
+// revoked) goes on firing it, since only CREATE TRIGGER checks EXECUTE.
+// A function no trigger of stmts runs (a routine) has none to check.
+func pgForeignTriggers(fnoid string, hook pgHook, ok bool) string {
+	if !ok {
+		return "false"
+	}
+	return `EXISTS (SELECT 1 FROM pg_catalog.pg_trigger g WHERE g.tgfoid OPERATOR(pg_catalog.=) ` + fnoid + ` AND g.tgparentid OPERATOR(pg_catalog.=) 0
+		AND NOT (g.tgname OPERATOR(pg_catalog.=) ` + sqlLiteral(hook.name) + `::pg_catalog.name AND g.tgrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(` + sqlLiteral(hook.table) + `)::pg_catalog.oid))`
+}
 
 // pgInstalled reports whether every function and trigger stmts create is
 // in place as they create it; lt is the lock table, qualified.
@@ -36,22 +64,34 @@ func pgInstalled(c Conn, lt string, stmts []string) (bool, error) {
 // trigger fires its function without EXECUTE, which only CREATE TRIGGER
 // checks, so a role with EXECUTE could hang a guard function, which runs
 // with its owner's rights, on a table of its own whose columns have types
-// of its own, with casts of its own the function would run.
+// of its own, with casts of its own the function would run; a function
+// such a trigger still runs (hung while the function was open, before
+// this version) is dropped with it and made again.
 func pgOwned(stmts []string) []string {
+	hooks := pgHooks(stmts)
 	var out []string
 	for _, q := range stmts {
-		out = append(out, q)
-		if m := pgFunctionDef.FindStringSubmatch(q); m != nil {
-			sig := m[1] + "(" + argTypes(m[2]) + ")"
-			out = append(out, "ALTER FUNCTION "+sig+" OWNER TO CURRENT_USER", "REVOKE ALL ON FUNCTION "+sig+" FROM PUBLIC",
-				`DO $offlinelock$DECLARE g record; BEGIN
+		m := pgFunctionDef.FindStringSubmatch(q)
+		if m == nil {
+			out = append(out, q)
+			continue
+		}
+		sig := m[1] + "(" + argTypes(m[2]) + ")"
+		if hook, ok := hooks[m[1]]; ok { // a function others hung triggers on is made anew, with a new oid, and theirs go
+			out = append(out, `DO $offlinelock$BEGIN
+	IF `+pgForeignTriggers(`pg_catalog.to_regprocedure(`+sqlLiteral(sig)+`)::pg_catalog.oid`, hook, true)+` THEN
+		EXECUTE `+sqlLiteral("DROP FUNCTION "+sig+" CASCADE")+`;
+	END IF;
+END$offlinelock$`)
+		}
+		out = append(out, q, "ALTER FUNCTION "+sig+" OWNER TO CURRENT_USER", "REVOKE ALL ON FUNCTION "+sig+" FROM PUBLIC",
+			`DO $offlinelock$DECLARE g record; BEGIN
 	FOR g IN SELECT DISTINCT a.grantee FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
 		WHERE p.oid OPERATOR(pg_catalog.=) `+sqlLiteral(sig)+`::pg_catalog.regprocedure::pg_catalog.oid AND a.grantee OPERATOR(pg_catalog.<>) p.proowner
 			AND a.grantee OPERATOR(pg_catalog.<>) 0 LOOP -- PUBLIC's went above
-		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s', `+sqlLiteral(sig)+`, g.grantee::pg_catalog.regrole);
+		EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION %s FROM %s CASCADE', `+sqlLiteral(sig)+`, g.grantee::pg_catalog.regrole);
 	END LOOP;
 END$offlinelock$`)
-		}
 	}
 	return out
 }
@@ -59,14 +99,18 @@ END$offlinelock$`)
 // pgState is the state of what stmts create: GuardOK when every function
 // and trigger is in place as they create it, else the first difference
 // found (GuardDropped, GuardDisabled, GuardReplaced). A function counts as
-// in place only if a superuser or the owner of lt (the lock table,
-// qualified) owns it, and no other role may execute it (pgOwned).
+// in place only if a superuser owns it, or the owner of lt (the lock
+// table, qualified), or a role of that owner's group or whose group that
+// owner is in (a deployment's login role and its owner role), and no
+// other role may execute it (pgOwned).
 func pgState(c Conn, lt string, stmts []string) (string, error) {
+	hooks := pgHooks(stmts)
 	for _, q := range stmts {
 		state := GuardOK
 		var err error
 		if m := pgFunctionDef.FindStringSubmatch(q); m != nil {
-			state, err = pgFunctionState(c, lt, m[1]+"("+argTypes(m[2])+")", m[3])
+			hook, ok := hooks[m[1]]
+			state, err = pgFunctionState(c, lt, m[1]+"("+argTypes(m[2])+")", m[3], pgForeignTriggers("p.oid", hook, ok))
 		} else if m := pgTriggerDef.FindStringSubmatch(q); m != nil {
 			state, err = pgTriggerState(c, m[1], m[2])
 		}
@@ -100,11 +144,13 @@ func argTypes(params string) string {
 	return strings.Join(out, ", ")
 }
 
-func pgFunctionState(c Conn, lt, signature, body string) (string, error) {
+func pgFunctionState(c Conn, lt, signature, body, foreign string) (string, error) {
 	state := GuardDropped
 	_, err := c.Query(`SELECT CASE WHEN coalesce(p.prosrc = $2 AND p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp']
-			AND (o.rolsuper OR p.proowner OPERATOR(pg_catalog.=) (SELECT t.relowner FROM pg_catalog.pg_class t WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3)::oid))
-			AND p.proacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(p.proacl) a WHERE a.grantee OPERATOR(pg_catalog.<>) p.proowner), false)
+			AND (o.rolsuper OR EXISTS (SELECT 1 FROM pg_catalog.pg_class t WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3)::oid
+				AND (pg_catalog.pg_has_role(p.proowner, t.relowner, 'MEMBER') OR pg_catalog.pg_has_role(t.relowner, p.proowner, 'MEMBER'))))
+			AND p.proacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(p.proacl) a WHERE a.grantee OPERATOR(pg_catalog.<>) p.proowner)
+			AND NOT `+foreign+`, false)
 		THEN 'ok' ELSE 'replaced' END
 		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) p.proowner
 		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)::oid`,
