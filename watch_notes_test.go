@@ -92,3 +92,40 @@ func TestWatchTellsANoteCommittedLate(t *testing.T) {
 		})
 	}
 }
+
+// TestNotesTableMadeByManyAtOnce: the first Watch of several nodes at once
+// each finds the notes table missing and makes it; PostgreSQL fails the
+// second of two CREATE TABLEs at once, which must not fail that Watch (the
+// browser scene's events stream failed so, now and then).
+func TestNotesTableMadeByManyAtOnce(t *testing.T) {
+	for _, d := range databases() {
+		t.Run(d.name, func(t *testing.T) {
+			cfg := offlinelock.Config{}
+			db, p := setupModels(t, d, cfg)
+			cfg.Table = p.TableName()
+			const nodes = 6
+			plugins := make([]*offlinelock.Plugin, nodes)
+			dbs := make([]*gorm.DB, nodes)
+			for i := range nodes {
+				dbs[i] = secondNode(t, d, db)
+				plugins[i] = offlinelock.New(cfg)
+				require.NoError(t, dbs[i].Use(plugins[i]))
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			start := make(chan struct{})
+			errs := make(chan error, nodes)
+			for i := range nodes {
+				go func() {
+					<-start
+					_, err := plugins[i].Watch(ctx, dbs[i], &Doc{ID: 7})
+					errs <- err
+				}()
+			}
+			close(start)
+			for range nodes {
+				require.NoError(t, <-errs)
+			}
+		})
+	}
+}
