@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -24,55 +25,35 @@ type DdlRaceDoc struct {
 // meanwhile, children of the guarded table among it, never fails; the
 // children are guarded by each guard's next install.
 func TestGuardsComeAndGoWhileOthersRunDDL(t *testing.T) {
-	db := openPostgres(t)
-	drop := func() { db.Exec(`DROP TABLE IF EXISTS ddl_race_docs CASCADE`) }
-	drop()
-	t.Cleanup(drop)
-	require.NoError(t, db.Exec(`CREATE TABLE ddl_race_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	db := freshDdlRaceDocs(t)
 	var plugins []*offlinelock.Plugin
 	for range 3 {
 		_, p := setupOn(t, openPostgres(t), offlinelock.Config{Models: []any{&DdlRaceDoc{}}})
 		plugins = append(plugins, p)
 	}
-	done := make(chan struct{})
+	// each guard removed and installed again a bounded number of times,
+	// all at once, while this session runs DDL until they are done
+	const cycles = 8
 	var wg sync.WaitGroup
 	churn := make([]error, len(plugins))
-	cycles := make([]atomic.Int64, len(plugins))
+	var finished atomic.Int64
 	for i, p := range plugins {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-done:
-					churn[i] = p.InstallGuard(db)
-					return
-				default:
-				}
-				if err := p.RemoveGuard(db); err != nil {
-					churn[i] = err
+			defer finished.Add(1)
+			for range cycles {
+				if churn[i] = p.RemoveGuard(db); churn[i] != nil {
 					return
 				}
-				if err := p.InstallGuard(db); err != nil {
-					churn[i] = err
+				if churn[i] = p.InstallGuard(db); churn[i] != nil {
 					return
 				}
-				cycles[i].Add(1)
 			}
 		}()
 	}
-	// at least 60 rounds, and until every guard has come and gone three
-	// times meanwhile
-	overlapped := func() bool {
-		for i := range cycles {
-			if cycles[i].Load() < 3 {
-				return false
-			}
-		}
-		return true
-	}
 	ddl := openPostgres(t)
-	for i := 0; i < 60 || !overlapped(); i++ {
+	for i := 0; finished.Load() < int64(len(plugins)); i++ {
 		require.Less(t, i, 2000, "the guards' installs made no progress")
 		for _, q := range []string{
 			`CREATE TABLE zz_ddl_parent (id bigint)`,
@@ -82,13 +63,11 @@ func TestGuardsComeAndGoWhileOthersRunDDL(t *testing.T) {
 			`DROP TABLE zz_ddl_parent, zz_ddl_heir CASCADE`,
 		} {
 			if err := ddl.Exec(q).Error; err != nil {
-				close(done)
 				wg.Wait()
 				require.NoError(t, err, fmt.Sprintf("round %d: %s", i, q))
 			}
 		}
 	}
-	close(done)
 	wg.Wait()
 	for _, err := range churn {
 		require.NoError(t, err)
@@ -109,11 +88,7 @@ func TestGuardsComeAndGoWhileOthersRunDDL(t *testing.T) {
 // table: both succeed. An install that held the table in a weaker mode
 // while it waited for the one DROP TRIGGER takes deadlocked that write.
 func TestGuardRepairBesideAReaderThatWrites(t *testing.T) {
-	db := openPostgres(t)
-	drop := func() { db.Exec(`DROP TABLE IF EXISTS ddl_race_docs CASCADE`) }
-	drop()
-	t.Cleanup(drop)
-	require.NoError(t, db.Exec(`CREATE TABLE ddl_race_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	db := freshDdlRaceDocs(t)
 	require.NoError(t, db.Exec(`INSERT INTO ddl_race_docs VALUES (1, 'free')`).Error)
 	_, p := setupOn(t, openPostgres(t), offlinelock.Config{Models: []any{&DdlRaceDoc{}}})
 	var ins string
@@ -146,4 +121,16 @@ func TestGuardRepairBesideAReaderThatWrites(t *testing.T) {
 			require.NoError(t, <-done)
 		})
 	}
+}
+
+// freshDdlRaceDocs opens PostgreSQL and makes a fresh ddl_race_docs table,
+// dropped after the test.
+func freshDdlRaceDocs(t *testing.T) *gorm.DB {
+	t.Helper()
+	db := openPostgres(t)
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS ddl_race_docs, zz_ddl_parent CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE ddl_race_docs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	return db
 }

@@ -22,12 +22,7 @@ import (
 // run with its owner's rights).
 func TestGuardFunctionsAreClosedToWriters(t *testing.T) {
 	table := "ol_et" + randomHex(5)
-	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
-	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
-	drop()
-	t.Cleanup(drop)
-	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
-	require.NoError(t, p.InstallGuard(db))
+	db, p := guardedPtHeirs(t, table)
 	fns, err := func() (fns []string, err error) {
 		err = db.Raw(`SELECT DISTINCT tgfoid::regproc::text FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND NOT tgisinternal`).Scan(&fns).Error
 		return fns, err
@@ -59,12 +54,7 @@ func TestGuardFunctionsAreClosedToWriters(t *testing.T) {
 // role's write of a held row.
 func TestGuardOwnsItsFunctions(t *testing.T) {
 	table := "ol_ow" + randomHex(5)
-	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
-	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
-	drop()
-	t.Cleanup(drop)
-	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
-	require.NoError(t, p.InstallGuard(db))
+	db, p := guardedPtHeirs(t, table)
 	var upd string
 	require.NoError(t, db.Raw(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND tgname LIKE '%\_upd'`).Scan(&upd).Error)
 	prefix := strings.TrimSuffix(upd, "_upd")
@@ -115,12 +105,7 @@ func TestGuardOwnsItsFunctions(t *testing.T) {
 // planted trigger goes with the old one) and takes every grant back.
 func TestGuardTakesBackWhatItsFunctionsGaveAway(t *testing.T) {
 	table := "ol_tb" + randomHex(5)
-	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
-	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
-	drop()
-	t.Cleanup(drop)
-	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
-	require.NoError(t, p.InstallGuard(db))
+	db, p := guardedPtHeirs(t, table)
 	var ins, refuse string
 	require.NoError(t, db.Raw(`SELECT tgfoid::regprocedure::text FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND tgname LIKE '%\_ins'`).Scan(&ins).Error)
 	require.NoError(t, db.Raw(`SELECT oid::regprocedure::text FROM pg_proc WHERE proname = ?`, strings.SplitN(ins, "_", 2)[0]+"_refuse").Scan(&refuse).Error)
@@ -161,4 +146,17 @@ func TestGuardTakesBackWhatItsFunctionsGaveAway(t *testing.T) {
 	var guarded int64
 	require.NoError(t, db.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'pt_heirs'::regclass AND NOT tgisinternal`).Scan(&guarded).Error)
 	require.Equal(t, int64(4), guarded)
+}
+
+// guardedPtHeirs is a fresh pt_heirs table (PostgreSQL) guarded by a
+// plugin on lock table table, dropped after the test.
+func guardedPtHeirs(t *testing.T, table string) (*gorm.DB, *offlinelock.Plugin) {
+	t.Helper()
+	db, p := setup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&PtHeir{}}})
+	drop := func() { db.Exec(`DROP TABLE IF EXISTS pt_heirs CASCADE`) }
+	drop()
+	t.Cleanup(drop)
+	require.NoError(t, db.Exec(`CREATE TABLE pt_heirs (id bigint PRIMARY KEY, title text NOT NULL DEFAULT '')`).Error)
+	require.NoError(t, p.InstallGuard(db))
+	return db, p
 }
