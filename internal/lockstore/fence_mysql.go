@@ -43,16 +43,18 @@ BEGIN
 	DECLARE until DATETIME(6);
 	DECLARE other TINYINT DEFAULT 0;
 	DECLARE ok BOOL DEFAULT FALSE;
+	` + mysqlGuardClockDecl + `
 	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
+	` + mysqlGuardClockSet + `
 	SELECT access, session, expires_at INTO a, s, until FROM ` + s.table + mysqlPK + `
 		WHERE resource = res AND lock_id = id AND holder = ''` + mysqlShare + `;
-	IF a = 'write' AND s = me AND until > ` + mysqlClock + ` THEN
+	IF a = 'write' AND s = me AND until > clock THEN
 		SET ok = TRUE;
-	ELSEIF or_free AND (a IS NULL OR a = '' OR a = 'write' AND until <= ` + mysqlClock + `) THEN
+	ELSEIF or_free AND (a IS NULL OR a = '' OR a = 'write' AND until <= clock) THEN
 		SET ok = TRUE;
 	ELSEIF or_free AND a = 'read' THEN
 		SELECT 1 INTO other FROM ` + s.table + mysqlPK + `
-			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > ` + mysqlClock + ` AND session <> me LIMIT 1` + mysqlShare + `;
+			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > clock AND session <> me LIMIT 1` + mysqlShare + `;
 		SET ok = other = 0;
 	END IF;
 	IF ok THEN

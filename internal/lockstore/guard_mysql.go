@@ -66,6 +66,9 @@ const sessionMarkSQL = "(CONV(LEFT(SHA2(CONCAT({k}, {s}), 256), 14), 16, 10) & 1
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return s.withGuardLock(c, func(c Conn) error {
+		if err := s.probeGuardClock(c); err != nil {
+			return err
+		}
 		key, err := s.guardKeyIn(c, `INSERT IGNORE INTO `+s.catalog+` (name, spec) VALUES (?, ?)`)
 		if err != nil {
 			return err
@@ -113,12 +116,14 @@ offlinelock: BEGIN
 	DECLARE me BIGINT UNSIGNED DEFAULT @@session.max_join_size & 18446744073709551614;
 	DECLARE fenced BOOL DEFAULT @offlinelock_fenced <=> 1; -- the trigger's reading of the keyed blank
 	DECLARE msg VARCHAR(128) CHARACTER SET utf8mb4;
+	` + mysqlGuardClockDecl + `
 	DECLARE EXIT HANDLER FOR 1146 BEGIN END; -- no lock table, no locks
 	DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = 'offlinelock: the lock table is hidden by a temporary table';
 	DECLARE CONTINUE HANDLER FOR NOT FOUND SET a = NULL;
 	IF id IS NULL THEN
 	LEAVE offlinelock;
 	END IF;
+	` + mysqlGuardClockSet + `
 	IF fenced THEN -- the plugin checks this write again, row-locked, before commit
 		SELECT access, session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
 			WHERE resource = res AND lock_id = id AND holder = '';
@@ -129,9 +134,9 @@ offlinelock: BEGIN
 	IF a = 'read' THEN
 		SET a = NULL;
 		SELECT 'read', session, user_name, acquired_at, expires_at INTO a, s, u, since, until FROM ` + s.table + pk + `
-			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > UTC_TIMESTAMP(6) AND ` + mine("session") + ` <> me
+			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > clock AND ` + mine("session") + ` <> me
 			ORDER BY holder LIMIT 1 ` + mysqlShare + `;
-	ELSEIF a = 'write' AND (until <= UTC_TIMESTAMP(6) OR ` + mine("s") + ` = me) THEN
+	ELSEIF a = 'write' AND (until <= clock OR ` + mine("s") + ` = me) THEN
 	SET a = NULL;
 	ELSEIF a <> 'write' THEN
 	SET a = NULL;
