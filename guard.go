@@ -780,7 +780,11 @@ func (b *planBuilder) record(s tableSpec, table string) (*guardRecord, error) {
 
 // memberRecord is the record of a row of member s whose column holds its
 // parent's key: the parent's key when the parent is the root, else the
-// parent row's own record, read by a subquery per level.
+// parent row's own record, read by a subquery per level. Each level's
+// read is a locking one (ShareRow): an open move of a parent makes the
+// write wait and then read where the move left it, and a move that comes
+// later waits for the write; a REPEATABLE READ snapshot never decides a
+// root (PostgreSQL refuses a parent changed since it, 40001).
 func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]string, depth int) (*guardRecord, error) {
 	parent, ok := b.specs[strings.ToLower(s.Root.Table)]
 	if !ok || len(parent.Key) != 1 || depth > 8 {
@@ -810,7 +814,7 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 	pk := parent.Key[0].Name
 	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
 		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
-			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(column) + ")"
+			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(column) + g.ShareRow() + ")"
 	}}, nil
 }
 
@@ -861,7 +865,7 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 	col, pk := cols[0].Column, s.Key[0].Name
 	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
 		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
-			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(col) + ")"
+			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(col) + g.ShareRow() + ")"
 	}}, nil
 }
 

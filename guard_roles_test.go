@@ -75,9 +75,14 @@ var pgWriterGrants = []string{
 // gdSubSetup is gdSetup with GdSub in the catalog, sub 1 under the held
 // order's line 1 and sub 2 under the free order's line 2.
 func gdSubSetup(t *testing.T) (*gorm.DB, *offlinelock.Plugin, string) {
+	return gdSubSetupOn(t, database{"postgres", openPostgres})
+}
+
+// gdSubSetupOn is gdSubSetup on d.
+func gdSubSetupOn(t *testing.T, d database) (*gorm.DB, *offlinelock.Plugin, string) {
 	t.Helper()
 	table := "ol_roles_" + randomHex(4)
-	db, p := gdSetup(t, database{"postgres", openPostgres}, offlinelock.Config{Table: table, Models: []any{&GdSub{}}})
+	db, p := gdSetup(t, d, offlinelock.Config{Table: table, Models: []any{&GdSub{}}})
 	require.NoError(t, db.Migrator().DropTable(&GdSub{}))
 	t.Cleanup(func() { db.Migrator().DropTable(&GdSub{}) })
 	require.NoError(t, db.AutoMigrate(&GdSub{}))

@@ -175,6 +175,12 @@ type Guard interface {
 	// expression that reads the same in every SQL mode.
 	Quote(ident string) string
 	Backslash() string
+	// ShareRow ends a SELECT of the guard's that reads a business row it
+	// judges by (a member's parent, on the way to its root): a locking
+	// read, so that the row is read as it is at the write, not as a
+	// snapshot or the last commit has it, and cannot change until the
+	// write's transaction ends.
+	ShareRow() string
 	// GuardRefusal recognises a guard's refusal in err, naming the record
 	// where the message carried it (resources are the known resources).
 	GuardRefusal(err error, resources []string) (GuardRefusal, bool)

@@ -27,6 +27,8 @@ func (s *mysqlStore) Quote(ident string) string {
 
 func (s *mysqlStore) Backslash() string { return "CHAR(92 USING utf8mb4)" }
 
+func (s *mysqlStore) ShareRow() string { return mysqlShare }
+
 func (s *mysqlStore) lockName() string { return strings.Trim(s.table, "`") }
 
 func (s *mysqlStore) guardPrefix() string { return "ol" + guardName(s.lockName()) }

@@ -22,6 +22,8 @@ func (s *postgresStore) Quote(ident string) string { return pgQuote(ident) }
 
 func (s *postgresStore) Backslash() string { return "chr(92)" }
 
+func (s *postgresStore) ShareRow() string { return " FOR SHARE" }
+
 // pgQuote quotes an identifier, each part of a schema-qualified one.
 func pgQuote(ident string) string {
 	parts := strings.Split(ident, ".")
