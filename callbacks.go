@@ -350,7 +350,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 	}
 	b.endTransaction(db, st)
 	if db.Error != nil {
-		db.Error = lockstore.ReadOnly(db.Error)
+		db.Error = lockstore.BeingWritten(lockstore.ReadOnly(db.Error))
 		p.clusterConflict(db, st)
 		p.giveBack(db, st)
 		p.lockedByGuard(db)

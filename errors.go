@@ -15,9 +15,16 @@ import (
 
 var (
 	// ErrLocked reports that someone else holds a lock that conflicts with
-	// the one asked for. The error is always a *LockedError; use errors.As to
-	// learn who holds it and until when.
-	ErrLocked = errors.New("offlinelock: locked by another session")
+	// the one asked for. A refusal that names holders is a *LockedError;
+	// use errors.As to learn who holds it and until when (ErrBeingWritten,
+	// an open write of the record, names none).
+	ErrLocked = lockstore.ErrLocked
+
+	// ErrBeingWritten reports a grant refused because another transaction
+	// kept the record (or a record sharing its order) open for writing
+	// longer than the guard lets a grant wait (2 s on PostgreSQL); it is
+	// an ErrLocked, and a retry may succeed.
+	ErrBeingWritten = lockstore.ErrBeingWritten
 
 	// ErrNotLocked reports that the session does not hold the lock it needs
 	// or tries to release: nobody holds it, or its lock has expired.

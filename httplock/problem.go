@@ -99,6 +99,10 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			}
 			p.Detail = fmt.Sprintf("%s is locked by %s until %s%s", s.name(le.Resource, le.ID), by, until.Format(time.RFC3339), resume)
 		}
+	case errors.Is(err, offlinelock.ErrBeingWritten): // an open write of the record: no holder to name
+		p.Status, p.Type, p.Title = http.StatusLocked, ProblemBase+"locked", "Locked"
+		p.Detail = "this record is being written by another transaction; try again in a moment"
+		w.Header().Set("Retry-After", "1")
 	case errors.As(err, &re):
 		p.Status, p.Type, p.Title, p.Detail = re.status, ProblemBase+re.kind, http.StatusText(re.status), re.detail
 	case errors.Is(err, offlinelock.ErrNotLocked):

@@ -12,6 +12,13 @@ var (
 	ErrNotLocked = errors.New("offlinelock: not locked by this session")
 	// ErrInvalid: bad input, refused before any statement changed anything.
 	ErrInvalid = errors.New("offlinelock: invalid input")
+	// ErrLocked: someone else holds a lock that conflicts with the one
+	// asked for (the root package's ErrLocked is this value).
+	ErrLocked = errors.New("offlinelock: locked by another session")
+	// ErrBeingWritten: a grant waited its bound for another transaction's
+	// open write of the record, or of a record sharing its order, and was
+	// refused; retry. It is an ErrLocked.
+	ErrBeingWritten = fmt.Errorf("%w: the record is being written by another transaction; retry", ErrLocked)
 	// ErrReadOnly: a read-only server refused a lock statement.
 	ErrReadOnly = errors.New("offlinelock: lock statements need the primary, and this connection is read-only")
 )
@@ -48,6 +55,20 @@ func ReadOnly(err error) error {
 	var coded interface{ SQLState() string }
 	if errors.As(err, &coded) && coded.SQLState() == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
 		return fmt.Errorf("%w: %w", ErrReadOnly, err)
+	}
+	return err
+}
+
+// BeingWritten is err, told as ErrBeingWritten when a grant's wait for a
+// lock timed out (PostgreSQL's 55P03: the guard's bounded wait for the
+// writes of its record still open, pgGrantWait).
+func BeingWritten(err error) error {
+	if err == nil || errors.Is(err, ErrLocked) {
+		return err
+	}
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) && coded.SQLState() == "55P03" {
+		return fmt.Errorf("%w: %w", ErrBeingWritten, err)
 	}
 	return err
 }

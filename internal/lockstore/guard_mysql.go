@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -300,8 +301,15 @@ func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 	return c.db.Connection(func(tx *gorm.DB) error {
 		cc := NewConn(tx, c.ctx).on(c.obs)
 		name := "offlinelock:guard:" + s.lockName()
-		if _, err := cc.Exec(`SELECT GET_LOCK(?, 30)`, name); err != nil {
+		// Bounded, and its answer read: any user may take a named lock,
+		// and one that holds this one delays an install by 5 s, then the
+		// install fails saying so (it never goes on unserialised).
+		var got sql.NullInt64
+		if _, err := cc.Query(`SELECT GET_LOCK(?, 5)`, []any{name}, func(r *sql.Rows) error { return r.Scan(&got) }); err != nil {
 			return err
+		}
+		if got.Int64 != 1 {
+			return fmt.Errorf("offlinelock: another session holds the guard's install lock (GET_LOCK %q) past 5 s; retry, or find it with SELECT * FROM information_schema.METADATA_LOCK_INFO", name)
 		}
 		defer cc.Exec(`SELECT RELEASE_LOCK(?)`, name)
 		// DDL waits for the metadata lock of every open transaction that

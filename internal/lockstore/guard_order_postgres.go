@@ -41,11 +41,15 @@ func (s *postgresStore) orderClass() string {
 }
 
 // pgBucket is the second int4 of the advisory lock of record (res, id),
-// both SQL text expressions: the two hashes combined, so that a trigger's
-// constant resource costs nothing per row (hashtext is immutable: the
-// planner folds hashtext('<resource>') once).
+// both SQL text expressions: 25 bits of the resource's hash above 6 bits
+// of the id's, so that each table (each resource) has buckets of its own:
+// a service's open bulk write of one table never delays a grant of
+// another (two resources share buckets with a chance of 2^-25), and
+// within one table two records share a bucket with a chance of 1 in
+// pgOrderBuckets. A trigger's constant resource costs nothing per row
+// (hashtext is immutable: the planner folds hashtext('<resource>') once).
 func pgBucket(res, id string) string {
-	return "((hashtext(" + id + ") # hashtext(" + res + ")) & " + strconv.Itoa(pgOrderBuckets-1) + ")"
+	return "((hashtext(" + res + ") & 33554431) * " + strconv.Itoa(pgOrderBuckets) + " + (hashtext(" + id + ") & " + strconv.Itoa(pgOrderBuckets-1) + "))"
 }
 
 // orderLocks is a scalar subquery that takes fn (pg_advisory_xact_lock or
@@ -92,6 +96,13 @@ func pgSnapshotCheck(lt, res string) string {
 		") offlinelock_s(k) WHERE k IS NOT NULL ON CONFLICT DO NOTHING; RAISE SQLSTATE '" + pgOrderSkip + "'; EXCEPTION WHEN SQLSTATE '" + pgOrderSkip + "' THEN NULL; END;"
 }
 
+// pgGrantWait bounds a grant's wait for the writes of its record still
+// open (the function's own lock_timeout, in force only while it runs):
+// past it the grant is refused as ErrBeingWritten, so that a write left
+// open, or a role holding the record's bucket, delays a grant by this
+// much at most. A caller's context cancels the wait sooner.
+const pgGrantWait = "2s"
+
 // grantOrderSQL is the lock table's trigger that orders a grant after the
 // writes of its record still open (see above): a key row inserted takes
 // the record's order lock exclusive. A key row that exists already (a
@@ -102,7 +113,7 @@ func (s *postgresStore) grantOrderSQL(schema string) []string {
 	fn := schema + "." + pgQuote(s.guardPrefix()+"_grant")
 	name := s.guardPrefix() + "_grant"
 	lt := schema + "." + s.table
-	return []string{`CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
+	return []string{`CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql ` + pgOwnRights + ` SET lock_timeout = '` + pgGrantWait + `' AS $offlinelock$
 BEGIN
 	IF NEW.access = '' OR NEW.holder <> '' OR EXISTS (SELECT 1 FROM ` + lt + ` l WHERE l.resource = NEW.resource AND l.lock_id = NEW.lock_id AND l.holder = '') THEN
 		RETURN NEW; -- a key row that exists orders its grants itself: a writer holds it FOR SHARE

@@ -74,6 +74,11 @@ func (s *postgresStore) schema(c Conn) (string, error) {
 func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return c.inTx(func(c Conn) error {
+		// Bounded: a session holding the install's lock (any role can take
+		// an advisory lock) delays db.Use by this much, never hangs it.
+		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
+			return err
+		}
 		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
 			return err
 		}

@@ -104,6 +104,10 @@ func (s *postgresStore) RowLocks() bool { return true }
 func (s *postgresStore) Migrate(c Conn) error {
 	c = s.observed(c)
 	return c.inTx(func(c Conn) error {
+		// Bounded, as the guard's install is (InstallGuardRoutine).
+		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
+			return err
+		}
 		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
 			return err
 		}
@@ -265,6 +269,12 @@ RETURNING ` + returning
 // holders.
 func (s *postgresStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
+	got, err := s.grantOrdered(c, keys, o, access, ttl)
+	return got, BeingWritten(err)
+}
+
+// grantOrdered is Grant, the order locks of a grant of several keys first.
+func (s *postgresStore) grantOrdered(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	if len(keys) > 1 && s.ordered.Load() && access != Write {
 		// Write grants take their order locks in their own statement
 		// (grantManyOrdered): no round trip more.

@@ -1,0 +1,93 @@
+package offlinelock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// PostgreSQL: a grant waits for an open write of its record at most 2 s
+// (the guard's bound), then is refused as ErrBeingWritten, an ErrLocked,
+// having written nothing; once the write commits it is given (issue 47).
+func TestGuardOrderGrantWaitIsBounded(t *testing.T) {
+	db, p := goSetup(t)
+	w := goOrderWriter(t, db)
+	for _, q := range []string{`BEGIN`, `UPDATE gd_customers SET credit = 7 WHERE id = 130`} {
+		_, err := w.ExecContext(context.Background(), q)
+		require.NoError(t, err)
+	}
+	lt := p.TableName()
+	var before int64
+	require.NoError(t, db.Raw(`SELECT count(*) FROM `+lt).Scan(&before).Error)
+	start := time.Now()
+	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	waited := time.Since(start)
+	require.ErrorIs(t, err, offlinelock.ErrBeingWritten)
+	require.ErrorIs(t, err, offlinelock.ErrLocked)
+	assert.GreaterOrEqual(t, waited, 2*time.Second, "it waited for the write first")
+	assert.Less(t, waited, 6*time.Second, "bounded")
+	var after int64
+	require.NoError(t, db.Raw(`SELECT count(*) FROM `+lt).Scan(&after).Error)
+	assert.Equal(t, before, after, "nothing written to the lock table")
+	_, err = w.ExecContext(context.Background(), `UPDATE go_accts SET credit = 8 WHERE id = 2`)
+	require.NoError(t, err)
+	var a GoAcct
+	err = as(db, david).First(&a, 2).Error // the locked load: the same bound
+	require.ErrorIs(t, err, offlinelock.ErrBeingWritten)
+	_, err = w.ExecContext(context.Background(), `COMMIT`)
+	require.NoError(t, err)
+	var c GdCustomer
+	_, err = p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err)
+	require.NoError(t, as(db, david).First(&c, 130).Error)
+	assert.Equal(t, 7, c.Credit)
+	require.NoError(t, as(db, david).First(&a, 2).Error)
+	assert.Equal(t, 8, a.Credit)
+}
+
+// PostgreSQL: each table's records have order buckets of their own: a
+// service's open transaction writing a thousand free rows of one table
+// (every bucket of a table that shared them) delays no grant of another.
+func TestGuardOrderTablesShareNoBuckets(t *testing.T) {
+	db, p := goSetup(t)
+	w := goOrderWriter(t, db)
+	for _, q := range []string{`BEGIN`, `INSERT INTO go_accts (id, credit) SELECT g, 0 FROM generate_series(100, 1099) g`} {
+		_, err := w.ExecContext(context.Background(), q)
+		require.NoError(t, err)
+	}
+	defer w.ExecContext(context.Background(), `ROLLBACK`)
+	for id := uint(130); id < 140; id++ {
+		require.NoError(t, admin(db).Save(&GdCustomer{ID: id, Name: "free"}).Error)
+		_, err := p.Acquire(as(db, david), &GdCustomer{ID: id}, offlinelock.Write)
+		require.NoError(t, err, "a record of another table: no wait")
+	}
+}
+
+// A role that may only connect and holds the install's lock (an advisory
+// lock on PostgreSQL, a named lock on MariaDB) delays a new node's db.Use
+// by a bounded time, never hangs it (issue 47).
+func TestGuardInstallLockIsBounded(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := gdSetup(t, d, offlinelock.Config{})
+			other := goOrderWriter(t, db)
+			take := `SELECT pg_advisory_lock(hashtext('offlinelock:guard:"` + p.TableName() + `"'))`
+			if d.name == "mysql" {
+				take = "SELECT GET_LOCK('offlinelock:guard:" + p.TableName() + "', 0)"
+			}
+			_, err := other.ExecContext(context.Background(), take)
+			require.NoError(t, err)
+			start := time.Now()
+			err = p.InstallGuard(db)
+			assert.Less(t, time.Since(start), 15*time.Second, "bounded")
+			require.Error(t, err, "the install did not take the lock the other session holds: the test proves nothing")
+			assert.Regexp(t, "lock timeout|canceling statement due to lock timeout|install lock", err.Error())
+			other.Close()
+		})
+	}
+}
