@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -68,26 +69,55 @@ func TestGuardOrderTablesShareNoBuckets(t *testing.T) {
 	}
 }
 
-// A role that may only connect and holds the install's lock (an advisory
-// lock on PostgreSQL, a named lock on MariaDB) delays a new node's db.Use
-// by a bounded time, never hangs it (issue 47).
+// The install's lock is one no outsider can hold: on PostgreSQL the lock
+// table's SHARE UPDATE EXCLUSIVE lock (a role without UPDATE on it may not
+// take it; the advisory lock it replaces any role could), on MariaDB a
+// named lock, bounded and its answer read. Held by a session that may,
+// it delays an install by a bounded time, never hangs it (issue 47).
 func TestGuardInstallLockIsBounded(t *testing.T) {
 	for _, d := range serverDatabases() {
 		t.Run(d.name, func(t *testing.T) {
 			db, p := gdSetup(t, d, offlinelock.Config{})
-			other := goOrderWriter(t, db)
-			take := `SELECT pg_advisory_lock(hashtext('offlinelock:guard:"` + p.TableName() + `"'))`
-			if d.name == "mysql" {
-				take = "SELECT GET_LOCK('offlinelock:guard:" + p.TableName() + "', 0)"
+			lt := p.TableName()
+			take := "SELECT GET_LOCK('offlinelock:guard:" + lt + "', 0)"
+			if d.name == "postgres" {
+				// The old key, which any role could take, no longer holds an install up.
+				_, nobody := pgRole(t, db)
+				require.NoError(t, nobody.Exec(`SELECT pg_advisory_lock(hashtext('offlinelock:guard:"`+lt+`"'))`).Error)
+				require.NoError(t, p.InstallGuard(db))
+				require.ErrorContains(t, nobody.Exec(`BEGIN; LOCK TABLE "`+lt+`" IN SHARE UPDATE EXCLUSIVE MODE; COMMIT`).Error, "permission denied")
+				take = `BEGIN; LOCK TABLE "` + lt + `" IN SHARE UPDATE EXCLUSIVE MODE`
 			}
-			_, err := other.ExecContext(context.Background(), take)
-			require.NoError(t, err)
+			other := goOrderWriter(t, db)
+			for _, q := range splitStatements(take) {
+				_, err := other.ExecContext(context.Background(), q)
+				require.NoError(t, err)
+			}
 			start := time.Now()
-			err = p.InstallGuard(db)
+			err := p.InstallGuard(db)
 			assert.Less(t, time.Since(start), 15*time.Second, "bounded")
 			require.Error(t, err, "the install did not take the lock the other session holds: the test proves nothing")
-			assert.Regexp(t, "lock timeout|canceling statement due to lock timeout|install lock", err.Error())
+			assert.Regexp(t, "lock timeout|install lock", err.Error())
 			other.Close()
 		})
 	}
+}
+
+// PostgreSQL: the order is rows of a table closed to every role but the
+// guard's owner: a role that may only connect, and another service with
+// DML on the business tables, can neither lock nor read them, so neither
+// can hold a grant up (issue 47).
+func TestGuardOrderNoOutsiderCanHoldIt(t *testing.T) {
+	db, p := goSetup(t)
+	order := `"` + p.TableName() + `_order"`
+	_, nobody := pgRole(t, db)
+	_, service := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON gd_customers, go_accts TO %s`)
+	for name, r := range map[string]*gorm.DB{"a role that may only connect": nobody, "another service": service} {
+		for _, q := range []string{`SELECT k FROM ` + order + ` FOR SHARE`, `SELECT count(*) FROM ` + order, `LOCK TABLE ` + order + ` IN ACCESS SHARE MODE`} {
+			err := r.Transaction(func(tx *gorm.DB) error { return tx.Exec(q).Error })
+			assert.ErrorContains(t, err, "permission denied", "%s: %s", name, q)
+		}
+	}
+	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err)
 }

@@ -71,6 +71,37 @@ func (s *postgresStore) schema(c Conn) (string, error) {
 	return name, err
 }
 
+// installLock serialises the guard's installs and removals of this lock
+// table: its SHARE UPDATE EXCLUSIVE lock, which only a role that may
+// update the lock table can take (an advisory lock, which it replaces,
+// any role could hold), and which grants and releases (ROW EXCLUSIVE)
+// never wait for. Bounded by the transaction's lock_timeout.
+func (s *postgresStore) installLock(c Conn) error {
+	_, err := c.Exec(`LOCK TABLE ` + s.table + ` IN SHARE UPDATE EXCLUSIVE MODE`)
+	return err
+}
+
+// orderTableExists says whether lt's order table is there.
+func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
+	var ok bool
+	_, err := c.Query(`SELECT to_regclass($1) IS NOT NULL`, []any{s.orderTable(lt)}, func(r *sql.Rows) error { return r.Scan(&ok) })
+	return ok, err
+}
+
+// planResources are the resources plan's triggers order.
+func planResources(plan GuardPlan) []string {
+	var out []string
+	for _, r := range plan.Records {
+		out = append(out, r.Resource)
+	}
+	for _, cc := range plan.Cascades {
+		for _, r := range cc.Records {
+			out = append(out, r.Resource)
+		}
+	}
+	return out
+}
+
 func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return c.inTx(func(c Conn) error {
@@ -79,7 +110,7 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
 			return err
 		}
-		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
+		if err := s.installLock(c); err != nil {
 			return err
 		}
 		schema, err := s.schema(c)
@@ -94,7 +125,12 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		}
 		stmts := append(s.routineSQL(pgQuote(schema)), s.grantOrderSQL(pgQuote(schema))...)
 		// in place: nothing to create (a role that may not is verifying)
-		ok, err := pgInstalled(c, pgQuote(schema)+"."+s.table, stmts)
+		lt := pgQuote(schema) + "." + s.table
+		ok, err := pgInstalled(c, lt, stmts)
+		if ok && err == nil {
+			ok, err = s.orderTableExists(c, lt)
+		}
+		stmts = append(s.orderTableSQL(lt), stmts...)
 		for _, q := range pgOwned(stmts) {
 			if ok || err != nil {
 				break
@@ -387,7 +423,7 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
 			return err
 		}
-		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:guard:"+s.table); err != nil {
+		if err := s.installLock(c); err != nil {
 			return err
 		}
 		schema, err := s.schema(c)
@@ -424,6 +460,10 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 			mode = "ACCESS EXCLUSIVE"
 		}
 		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN " + mode + " MODE"}, stmts...)
+		// The order's rows of the plan's resources, before a trigger reads them.
+		if _, err := c.Exec(s.orderRowsSQL(pgQuote(schema)+"."+s.table), planResources(plan)); err != nil {
+			return err
+		}
 		for _, q := range pgOwned(stmts) {
 			if _, err := c.Exec(q); err != nil {
 				return err
@@ -496,6 +536,11 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 			return err
 		}
 		drops = append(drops, functions...)
+		schema, err := s.schema(c)
+		if err != nil {
+			return err
+		}
+		drops = append(drops, "DROP TABLE IF EXISTS "+s.orderTable(pgQuote(schema)+"."+s.table))
 		for _, q := range drops {
 			if _, err := c.Exec(q); err != nil {
 				return err

@@ -110,7 +110,7 @@ func pgState(c Conn, lt string, stmts []string) (string, error) {
 		var err error
 		if m := pgFunctionDef.FindStringSubmatch(q); m != nil {
 			hook, ok := hooks[m[1]]
-			state, err = pgFunctionState(c, lt, m[1]+"("+argTypes(m[2])+")", m[3], pgForeignTriggers("p.oid", hook, ok))
+			state, err = pgFunctionState(c, lt, m[1]+"("+argTypes(m[2])+")", m[3], pgForeignTriggers("p.oid", hook, ok), pgFunctionConfig(q))
 		} else if m := pgTriggerDef.FindStringSubmatch(q); m != nil {
 			state, err = pgTriggerState(c, m[1], m[2])
 		}
@@ -144,9 +144,20 @@ func argTypes(params string) string {
 	return strings.Join(out, ", ")
 }
 
-func pgFunctionState(c Conn, lt, signature, body, foreign string) (string, error) {
+// pgFunctionConfig is the proconfig a function q creates has: its own
+// search_path (pgOwnRights) and, for the grant's trigger, its lock_timeout
+// (pgGrantWait).
+func pgFunctionConfig(q string) []string {
+	config := []string{"search_path=pg_catalog, pg_temp"}
+	if strings.Contains(q, " SET lock_timeout = '"+pgGrantWait+"' AS $offlinelock$") {
+		config = append(config, "lock_timeout="+pgGrantWait)
+	}
+	return config
+}
+
+func pgFunctionState(c Conn, lt, signature, body, foreign string, config []string) (string, error) {
 	state := GuardDropped
-	_, err := c.Query(`SELECT CASE WHEN coalesce(p.prosrc = $2 AND p.prosecdef AND p.proconfig = ARRAY['search_path=pg_catalog, pg_temp']
+	_, err := c.Query(`SELECT CASE WHEN coalesce(p.prosrc = $2 AND p.prosecdef AND p.proconfig = $4::text[]
 			AND (o.rolsuper OR EXISTS (SELECT 1 FROM pg_catalog.pg_class t WHERE t.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($3)::oid
 				AND (pg_catalog.pg_has_role(p.proowner, t.relowner, 'MEMBER') OR pg_catalog.pg_has_role(t.relowner, p.proowner, 'MEMBER'))))
 			AND p.proacl IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(p.proacl) a WHERE a.grantee OPERATOR(pg_catalog.<>) p.proowner)
@@ -154,7 +165,7 @@ func pgFunctionState(c Conn, lt, signature, body, foreign string) (string, error
 		THEN 'ok' ELSE 'replaced' END
 		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) p.proowner
 		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)::oid`,
-		[]any{signature, body, lt}, func(r *sql.Rows) error { return r.Scan(&state) })
+		[]any{signature, body, lt, config}, func(r *sql.Rows) error { return r.Scan(&state) })
 	return state, err
 }
 

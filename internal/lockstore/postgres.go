@@ -50,8 +50,7 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s.identity = PostgresSetIdentity(catalog) + ` IS NOT NULL`
 	s.grantOne = dollarBind(s.writeGrantOne(grantReturning, "?"))
 	s.grantMany = dollarBind(s.writeGrant(grantReturning))
-	s.grantManyOrdered = dollarBind(`WITH offlinelock_order AS (SELECT ` +
-		s.orderLocks("pg_advisory_xact_lock", "SELECT * FROM unnest(?::text[], ?::text[])") + ` AS n) ` +
+	s.grantManyOrdered = dollarBind(`WITH ` + s.orderRequest("SELECT * FROM unnest(?::text[], ?::text[])") + ` ` +
 		strings.Replace(s.writeGrant(grantReturning), " ORDER BY k.ord", " WHERE (SELECT n FROM offlinelock_order) >= 0 ORDER BY k.ord", 1))
 	// The load's statement is GORM's, and GORM's log shows its arguments:
 	// the hash goes as bytes, which it shows as <binary>.
@@ -612,7 +611,7 @@ func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int, ordered bo
 		// The order locks first, in bucket order (guard_order_postgres.go).
 		first = `(SELECT n FROM offlinelock_order) >= 0 AND `
 		keys += `,
-offlinelock_order AS (SELECT ` + s.orderLocks("pg_advisory_xact_lock", "SELECT "+arg(1)+"::text, lock_id FROM offlinelock_keys") + ` AS n)`
+` + s.orderRequest("SELECT "+arg(1)+"::text, lock_id FROM offlinelock_keys")
 	}
 	return `WITH ` + keys + `,
 offlinelock_new AS (` + insert(first+"NOT "+anyTaken) + `
