@@ -82,6 +82,20 @@ type GuardCascade struct {
 	Records   []GuardRecord
 }
 
+// planResources are the resources plan's triggers order.
+func planResources(plan GuardPlan) []string {
+	var out []string
+	for _, r := range plan.Records {
+		out = append(out, r.Resource)
+	}
+	for _, cc := range plan.Cascades {
+		for _, r := range cc.Records {
+			out = append(out, r.Resource)
+		}
+	}
+	return out
+}
+
 // guardName derives a short, stable name for a guard object of a lock
 // table: identifiers are limited to 63 (PostgreSQL) and 64 (MySQL) bytes.
 func guardName(lockTable string, parts ...string) string {

@@ -467,6 +467,17 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		if err != nil {
 			return err
 		}
+		// The order's rows of the plan's resources, before a trigger reads them.
+		resources := planResources(plan)
+		args := make([]any, len(resources))
+		for i, r := range resources {
+			args[i] = r
+		}
+		if len(resources) > 0 {
+			if _, err := c.Exec(s.orderRowsSQL(len(resources)), args...); err != nil {
+				return err
+			}
+		}
 		for i, q := range stmts {
 			q = strings.Replace(q, "{version}", version, 1)
 			if s.mariadb.Load() {

@@ -31,17 +31,29 @@ import (
 // The cost is a grant that waits for an open write of another record of
 // its bucket, and one indexed read per row a writer writes.
 
-// mysqlOrderBuckets is how many bucket rows the order table has: the
-// chance that a grant waits for an unrelated open write is one in this.
+// mysqlOrderBuckets is how many bucket rows each resource (each lockable
+// table) has in the order table: the chance that a grant waits for an
+// open write of another record of its table is one in this; a record of
+// another table shares none (but where two resources' CRC32s agree in 22
+// bits: one in 4 million).
 const mysqlOrderBuckets = 1024
 
 // orderTable is the order table's name, quoted.
 func (s *mysqlStore) orderTable() string { return s.Quote(s.lockName() + "_order") }
 
 // mysqlBucket is the bucket of record (res, id), SQL expressions of the
-// same bytes on both sides (a trigger's key, the lock table's row).
+// same bytes on both sides (a trigger's key, the lock table's row): 22
+// bits of the resource's CRC32 above 10 bits of the record's.
 func mysqlBucket(res, id string) string {
-	return "(CRC32(CONCAT(" + res + ", X'00', " + id + ")) & " + strconv.Itoa(mysqlOrderBuckets-1) + ")"
+	return "(((CRC32(" + res + ") & 4194303) << 10) | (CRC32(CONCAT(" + res + ", X'00', " + id + ")) & " + strconv.Itoa(mysqlOrderBuckets-1) + "))"
+}
+
+// orderRowsSQL inserts the bucket rows of resources (as many ? as
+// resources), made before a guarded table's triggers read them.
+func (s *mysqlStore) orderRowsSQL(resources int) string {
+	r := strings.TrimSuffix(strings.Repeat("SELECT CAST(? AS BINARY) AS r UNION ALL ", resources), " UNION ALL ")
+	return `INSERT IGNORE INTO ` + s.orderTable() + ` (b) WITH RECURSIVE d(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM d WHERE n < 31)
+SELECT ((CRC32(x.r) & 4194303) << 10) | (a.n * 32 + c.n) FROM (` + r + `) x, d a, d c`
 }
 
 // orderedProbe is the trigger's statement that takes its record's bucket
@@ -54,16 +66,10 @@ func (s *mysqlStore) orderedProbe() string {
 		mysqlBucket("offlinelock_res", "offlinelock_k") + mysqlShare + "); "
 }
 
-// orderSQL creates the order table, sealed with seal, and its bucket rows.
+// orderSQL creates the order table, sealed with seal; each guarded
+// table's install adds the bucket rows of its resources (orderRowsSQL).
 func (s *mysqlStore) orderSQL(seal string) []string {
-	rows := make([]string, mysqlOrderBuckets)
-	for i := range rows {
-		rows[i] = "(" + strconv.Itoa(i) + ")"
-	}
-	return []string{
-		"CREATE TABLE IF NOT EXISTS " + s.orderTable() + " (b SMALLINT NOT NULL PRIMARY KEY, KEY " + s.Quote(seal) + " (b)) ENGINE=InnoDB",
-		"INSERT IGNORE INTO " + s.orderTable() + " (b) VALUES " + strings.Join(rows, ", "),
-	}
+	return []string{"CREATE TABLE IF NOT EXISTS " + s.orderTable() + " (b BIGINT NOT NULL PRIMARY KEY, KEY " + s.Quote(seal) + " (b)) ENGINE=InnoDB"}
 }
 
 // grantOrderName is the lock table's trigger that orders grants.
@@ -96,25 +102,21 @@ func (s *mysqlStore) installOrder(c Conn) error {
 	if err != nil {
 		return err
 	}
-	var n, sealed int64
-	if _, err := c.Query(`SELECT COUNT(*), COUNT(INDEX_NAME) FROM information_schema.TABLES t LEFT JOIN information_schema.STATISTICS i
+	var n, sealed, wide int64
+	if _, err := c.Query(`SELECT COUNT(*), COUNT(INDEX_NAME), (SELECT COUNT(*) FROM information_schema.COLUMNS o WHERE o.TABLE_SCHEMA = DATABASE() AND o.TABLE_NAME = ?
+			AND o.COLUMN_NAME = 'b' AND o.DATA_TYPE = 'bigint')
+		FROM information_schema.TABLES t LEFT JOIN information_schema.STATISTICS i
 		ON i.TABLE_SCHEMA = t.TABLE_SCHEMA AND i.TABLE_NAME = t.TABLE_NAME AND i.INDEX_NAME = ? WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?`,
-		[]any{seal, s.lockName() + "_order"}, func(r *sql.Rows) error { return r.Scan(&n, &sealed) }); err != nil {
+		[]any{s.lockName() + "_order", seal, s.lockName() + "_order"}, func(r *sql.Rows) error { return r.Scan(&n, &sealed, &wide) }); err != nil {
 		return err
 	}
-	if n == 1 && sealed == 0 { // made before the seal it carries now
+	if n == 1 && (sealed == 0 || wide == 0) { // made before the seal it carries now, or with buckets shared by every table
 		if _, err := c.Exec("DROP TABLE " + s.orderTable()); err != nil {
 			return err
 		}
 		n = 0
 	}
-	if n == 1 {
-		_, err := c.Query(`SELECT COUNT(*) FROM `+s.orderTable(), nil, func(r *sql.Rows) error { return r.Scan(&n) })
-		if err != nil {
-			return err
-		}
-	}
-	if n != mysqlOrderBuckets {
+	if n != 1 {
 		for _, q := range s.orderSQL(seal) {
 			if _, err := c.Exec(q); err != nil {
 				return err

@@ -88,20 +88,6 @@ func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
 	return ok, err
 }
 
-// planResources are the resources plan's triggers order.
-func planResources(plan GuardPlan) []string {
-	var out []string
-	for _, r := range plan.Records {
-		out = append(out, r.Resource)
-	}
-	for _, cc := range plan.Cascades {
-		for _, r := range cc.Records {
-			out = append(out, r.Resource)
-		}
-	}
-	return out
-}
-
 func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return c.inTx(func(c Conn) error {
@@ -461,8 +447,10 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN " + mode + " MODE"}, stmts...)
 		// The order's rows of the plan's resources, before a trigger reads them.
-		if _, err := c.Exec(s.orderRowsSQL(pgQuote(schema)+"."+s.table), planResources(plan)); err != nil {
-			return err
+		if resources := planResources(plan); len(resources) > 0 {
+			if _, err := c.Exec(s.orderRowsSQL(pgQuote(schema)+"."+s.table), resources); err != nil {
+				return err
+			}
 		}
 		for _, q := range pgOwned(stmts) {
 			if _, err := c.Exec(q); err != nil {
