@@ -2,10 +2,10 @@ package lockstore
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -21,6 +21,13 @@ import (
 // table checks those children itself. TRUNCATE fires no triggers: it is
 // not guarded. The writer's session reaches the triggers as the statement's
 // own max_join_size (identity.go).
+
+// installLockName is the named lock that serialises the guard's installs:
+// keyed by the guard's key (MySQL limits names to 64 characters).
+func installLockName(key string) string {
+	h := sha256.Sum256([]byte("offlinelock install\x00" + key))
+	return "offlinelock:guard:" + hex.EncodeToString(h[:16])
+}
 
 func (s *mysqlStore) Quote(ident string) string {
 	return "`" + strings.ReplaceAll(ident, "`", "``") + "`"
@@ -296,20 +303,24 @@ func (s *mysqlStore) triggersState(c Conn, names []string, version string) (stri
 }
 
 // withGuardLock serialises the guard's DDL between nodes (a named lock;
-// DDL commits implicitly, so there is no transaction to hold it).
+// DDL commits implicitly, so there is no transaction to hold it). Any
+// user may take a named lock, so its name is keyed (installLockName): only
+// a role that may read the catalog can tell it, and no one else can hold
+// an install up. The wait is bounded and its answer read.
 func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 	return c.db.Connection(func(tx *gorm.DB) error {
 		cc := NewConn(tx, c.ctx).on(c.obs)
-		name := "offlinelock:guard:" + s.lockName()
-		// Bounded, and its answer read: any user may take a named lock,
-		// and one that holds this one delays an install by 5 s, then the
-		// install fails saying so (it never goes on unserialised).
+		key, err := s.guardKeyIn(cc, `INSERT IGNORE INTO `+s.catalog+` (name, spec) VALUES (?, ?)`)
+		if err != nil {
+			return err
+		}
+		name := installLockName(key)
 		var got sql.NullInt64
 		if _, err := cc.Query(`SELECT GET_LOCK(?, 5)`, []any{name}, func(r *sql.Rows) error { return r.Scan(&got) }); err != nil {
 			return err
 		}
 		if got.Int64 != 1 {
-			return fmt.Errorf("offlinelock: another session holds the guard's install lock (GET_LOCK %q) past 5 s; retry, or find it with SELECT * FROM information_schema.METADATA_LOCK_INFO", name)
+			return errors.New("offlinelock: another node's install of the guard held its install lock past 5 s; retry")
 		}
 		defer cc.Exec(`SELECT RELEASE_LOCK(?)`, name)
 		// DDL waits for the metadata lock of every open transaction that
