@@ -100,8 +100,8 @@
 //     fence.go's rule of when a key row is held stays the plugin's; any
 //     other write the guard admits holds the key rows until it commits.
 //     A record without a key row holds nothing, so a grant and an open
-//     write of it are ordered by buckets of records: advisory locks on
-//     PostgreSQL, the rows of the order table on MariaDB (every isolation
+//     write of it are ordered by buckets of records: the rows of the order
+//     table, per table, closed to every other role (every isolation
 //     level a client may choose, READ COMMITTED included), taken shared by
 //     writes and exclusive by a grant that makes a key row
 //     (internal/lockstore/guard_order_*.go).

@@ -16,7 +16,7 @@ import (
 // isolation level (and @@tx_isolation does not show a level set with SET
 // TRANSACTION), so the guard cannot tell when it is safe to skip this.
 //
-// So, as PostgreSQL's advisory locks do (guard_order_postgres.go), a row
+// So, as on PostgreSQL (guard_order_postgres.go), a row
 // per bucket of records in the order table (<lock table>_order) orders
 // them: every write the guard checks without a fence reads its record's
 // bucket row LOCK IN SHARE MODE before it probes the key row, and holds it

@@ -91,8 +91,8 @@ func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
 func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return c.inTx(func(c Conn) error {
-		// Bounded: a session holding the install's lock (any role can take
-		// an advisory lock) delays db.Use by this much, never hangs it.
+		// Bounded: another node's install holding the install's lock
+		// (installLock) delays db.Use by this much, never hangs it.
 		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
 			return err
 		}
