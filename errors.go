@@ -26,6 +26,12 @@ var (
 	// an ErrLocked, and a retry may succeed.
 	ErrBeingWritten = lockstore.ErrBeingWritten
 
+	// ErrGuardProtocol reports that the database's guard was installed by
+	// a newer offlinelock whose protocol (how grants and the guard order
+	// each other) this node does not speak: the node leaves the guard as it
+	// is, and must be upgraded before it grants.
+	ErrGuardProtocol = lockstore.ErrGuardProtocol
+
 	// ErrNotLocked reports that the session does not hold the lock it needs
 	// or tries to release: nobody holds it, or its lock has expired.
 	ErrNotLocked = lockstore.ErrNotLocked

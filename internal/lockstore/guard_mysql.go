@@ -76,6 +76,10 @@ const sessionMarkSQL = "(CONV(LEFT(SHA2(CONCAT({k}, {s}), 256), 14), 16, 10) & 1
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
 	return s.withGuardLock(c, func(c Conn) error {
+		protocol, err := s.checkProtocol(c)
+		if err != nil {
+			return err
+		}
 		if err := s.probeGuardClock(c); err != nil {
 			return err
 		}
@@ -97,7 +101,10 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 		// The fence function only saves the fence a statement: without it
 		// (a privilege the procedure did not need), the fence keeps its own.
 		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody(key)) == nil)
-		return nil
+		if state, err := s.routineState(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil || state != GuardOK {
+			return err // in place but hidden from this user: the owner records the protocol
+		}
+		return s.recordProtocol(c, protocol, `INSERT INTO `+s.catalog+` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`)
 	})
 }
 
@@ -465,6 +472,9 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 	names, stmts := s.triggerSQL(plan, key)
 	version := guardVersion(stmts...)
 	return s.withGuardLock(c, func(c Conn) error {
+		if _, err := s.checkProtocol(c); err != nil {
+			return err
+		}
 		// Every trigger, by name: one dropped beside others in place is
 		// put back.
 		state, err := s.triggersState(c, names, version)

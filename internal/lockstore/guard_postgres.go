@@ -106,6 +106,10 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if err := refuseOpenSchemas(c, schema); err != nil {
 			return err
 		}
+		protocol, err := s.checkProtocol(c)
+		if err != nil {
+			return err
+		}
 		if _, err := s.guardKeyIn(c, `INSERT INTO `+pgQuote(schema)+`.`+s.catalog+` (name, spec) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`); err != nil {
 			return err
 		}
@@ -122,6 +126,9 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 				break
 			}
 			_, err = c.Exec(q)
+		}
+		if err == nil && !ok {
+			err = s.recordProtocol(c, protocol, `INSERT INTO `+pgQuote(schema)+`.`+s.catalog+` (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec`)
 		}
 		if err == nil {
 			s.ordered.Store(true)
@@ -410,6 +417,9 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 			return err
 		}
 		if err := s.installLock(c); err != nil {
+			return err
+		}
+		if _, err := s.checkProtocol(c); err != nil {
 			return err
 		}
 		schema, err := s.schema(c)

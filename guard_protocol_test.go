@@ -1,0 +1,39 @@
+package offlinelock_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// The guard carries its protocol in the catalog; a node whose code speaks
+// an older one never replaces a newer guard: its install fails naming the
+// upgrade (ErrGuardProtocol), and the guard goes on refusing held writes
+// and letting free ones through (issue 48).
+func TestGuardProtocolNewerIsLeftAlone(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := gdSetup(t, d, offlinelock.Config{})
+			catalog := p.TableName() + "_tables"
+			var spec string
+			require.NoError(t, db.Raw(`SELECT spec FROM `+catalog+` WHERE name = 'offlinelock:guard protocol'`).Scan(&spec).Error)
+			require.Equal(t, "2", spec, "the install records its protocol")
+			before, err := p.GuardedTables(db)
+			require.NoError(t, err)
+
+			require.NoError(t, plainGORM(t, db).Exec(`UPDATE `+catalog+` SET spec = '3' WHERE name = 'offlinelock:guard protocol'`).Error)
+			err = p.InstallGuard(db)
+			require.ErrorIs(t, err, offlinelock.ErrGuardProtocol)
+			assert.Contains(t, err.Error(), "protocol 3 is installed and this node speaks 2: upgrade")
+			after, err := p.GuardedTables(db)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "the newer guard is left as it is")
+			held := rawOn("UPDATE `gd_customers` SET credit = 1 WHERE id = 129")(t, db, p)
+			assert.True(t, refusedByGuard(held, "gd_customers", "129"), "got %v", held)
+			assert.NoError(t, rawOn("UPDATE `gd_customers` SET credit = 1 WHERE id = 130")(t, db, p))
+		})
+	}
+}

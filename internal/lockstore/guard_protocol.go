@@ -1,0 +1,72 @@
+package lockstore
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// The guard's protocol: what a grant and the guard's triggers agree on
+// (how a grant is ordered against the writes still open, which clock
+// judges an expiry, how a member's root is read). A grant made under one
+// protocol against a guard of another can be unordered, so a node whose
+// code does not speak the installed guard's protocol must not grant.
+//
+//	1  before issue 47: advisory locks (PostgreSQL), shared buckets, the
+//	   statement's clock (MariaDB); implied where the catalog has no row
+//	2  the order table's rows per resource, the wall clock, parents read
+//	   with a locking read
+//
+// The installed protocol is a row of the catalog (guardProtocolName),
+// written by the install that puts this protocol's routines in place. An
+// install never replaces a guard of a newer protocol (ErrGuardProtocol):
+// the node's install fails, naming the upgrade, and its grants are
+// refused; the guard stays as the newer nodes made it. Versions before
+// this one skip the row (it is no table's spec).
+
+// GuardProtocol is the protocol this version's guard and grants speak.
+const GuardProtocol = 2
+
+const guardProtocolName = "offlinelock:guard protocol"
+
+// ErrGuardProtocol: the installed guard speaks a newer protocol than this
+// node's code; the node must be upgraded before it grants.
+var ErrGuardProtocol = errors.New("offlinelock: the installed guard speaks a newer protocol than this node")
+
+// installedProtocol is the protocol the catalog records: 1 where it
+// records none (a guard installed before the row existed, or none yet).
+func (t *sqlStore) installedProtocol(c Conn) (int, error) {
+	var spec sql.NullString
+	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{guardProtocolName}, func(r *sql.Rows) error { return r.Scan(&spec) })
+	if err != nil || !spec.Valid {
+		return 1, err
+	}
+	n, err := strconv.Atoi(spec.String)
+	if err != nil {
+		return 0, fmt.Errorf("offlinelock: the catalog's guard protocol %q is not a number", spec.String)
+	}
+	return n, nil
+}
+
+// checkProtocol refuses to touch a guard of a newer protocol; it returns
+// the installed one.
+func (t *sqlStore) checkProtocol(c Conn) (int, error) {
+	n, err := t.installedProtocol(c)
+	if err == nil && n > GuardProtocol {
+		err = fmt.Errorf("%w: protocol %d is installed and this node speaks %d: upgrade this node's offlinelock "+
+			"(its grants are refused until then; the guard is left as the newer nodes installed it)", ErrGuardProtocol, n, GuardProtocol)
+	}
+	return n, err
+}
+
+// recordProtocol records GuardProtocol as installed, where installed (as
+// checkProtocol read it) is older. upsert is the dialect's INSERT that
+// replaces the row's spec, with ? for name and spec.
+func (t *sqlStore) recordProtocol(c Conn, installed int, upsert string) error {
+	if installed >= GuardProtocol {
+		return nil
+	}
+	_, err := c.Exec(t.bind(upsert), guardProtocolName, strconv.Itoa(GuardProtocol))
+	return err
+}
