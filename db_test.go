@@ -11,10 +11,6 @@ import (
 
 // The databases and their environment (testkit.PostgresEnv,
 // testkit.MySQLEnv) are testkit's, shared with the tests module.
-const (
-	postgresEnv = testkit.PostgresEnv
-	mysqlEnv    = testkit.MySQLEnv
-)
 
 type database struct {
 	name string

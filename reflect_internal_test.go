@@ -14,7 +14,7 @@ import (
 // fails here instead of silently refusing or passing.
 func TestReflectionFailsClosed(t *testing.T) {
 	type statementWithoutScopes struct{ Table string }
-	type processorWithoutCallbacks struct{ fns []func(*gorm.DB) }
+	type processorWithoutCallbacks struct{ _ []func(*gorm.DB) } // a processor's shape, lacking the callbacks field
 	if !pendingScopes(&statementWithoutScopes{}) {
 		t.Error("a statement without a scopes field must count as having Scopes")
 	}

@@ -357,6 +357,9 @@ func readmeMetrics(t *testing.T, base string) {
 	_, body := send(t, req)
 	readme := string(mustRead(t, "../../README.md"))
 	_, sample, ok := strings.Cut(readme, "serves them for Prometheus at `GET /metrics`")
+	if !ok {
+		t.Fatal("the README does not say where the metrics are served")
+	}
 	if _, sample, ok = strings.Cut(sample, "```\n"); !ok {
 		t.Fatal("the README has no /metrics sample")
 	}
