@@ -157,6 +157,9 @@ func (s *mysqlStore) RowLocks() bool { return true }
 // InnoDB's 3072-byte limit.
 func (s *mysqlStore) Migrate(c Conn) error {
 	c = s.observed(c)
+	if err := s.checkServer(c); err != nil {
+		return err
+	}
 	// CREATE TABLE IF NOT EXISTS is safe for nodes that start together:
 	// InnoDB's metadata lock serialises them, the later ones see the table.
 	// It needs CREATE even when the table is there, so a role that may

@@ -102,6 +102,9 @@ func (s *postgresStore) RowLocks() bool { return true }
 // catalog.
 func (s *postgresStore) Migrate(c Conn) error {
 	c = s.observed(c)
+	if err := s.checkServer(c); err != nil {
+		return err
+	}
 	return c.inTx(func(c Conn) error {
 		// Bounded, as the guard's install is (InstallGuardRoutine).
 		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
