@@ -616,7 +616,7 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 			grant = s.grantOne
 		}
 		got, err := grant(c, keys, o, ttl)
-		return allOrNothing(got, mysqlError(err))
+		return allOrNothing(got, grantWaited(err))
 	}
 	got, err := s.decide(c, keys, o, access, ttl)
 	err = s.txLost(err)
@@ -625,7 +625,17 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 		// are read back (galera.go).
 		err = s.Confirm(c, keys, o, access)
 	}
-	return allOrNothing(got, mysqlError(err))
+	return allOrNothing(got, grantWaited(err))
+}
+
+// grantWaited is a grant's error explained (mysqlError), and told as
+// ErrBeingWritten where the grant timed out waiting for a row lock: an
+// open write of its record, or of a record of its order bucket.
+func grantWaited(err error) error {
+	if mysqlCode(err) == 1205 {
+		return fmt.Errorf("%w: %w", ErrBeingWritten, mysqlError(err))
+	}
+	return mysqlError(err)
 }
 
 func (s *mysqlStore) Check(c Conn, keys []Key, o Owner, fence bool) (mine, free []Key, err error) {
