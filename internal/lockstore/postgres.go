@@ -117,6 +117,9 @@ func (s *postgresStore) Migrate(c Conn) error {
 			if err == nil {
 				err = s.hashTokens(c)
 			}
+			if err == nil {
+				err = s.checkPrivileges(c)
+			}
 			return err // in place: a role that may not create it verifies
 		}
 		for _, stmt := range []string{
@@ -167,6 +170,30 @@ func (s *postgresStore) migrated(c Conn) (bool, error) {
 	}
 	cols, err := queryStrings(c, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'reason' AND NOT attisdropped`, s.table)
 	return len(cols) > 0, err
+}
+
+// checkPrivileges names the grant a role that found the lock table in
+// place lacks for what every grant does: DML on the lock table and the
+// catalog, USAGE on the generation sequence. Without it the first
+// Acquire would fail with a bare "permission denied".
+func (s *postgresStore) checkPrivileges(c Conn) error {
+	var missing []string
+	_, err := c.Query(`SELECT g FROM (VALUES
+		($1::text, has_table_privilege($1, 'SELECT') AND has_table_privilege($1, 'INSERT') AND has_table_privilege($1, 'UPDATE') AND has_table_privilege($1, 'DELETE'),
+			'GRANT SELECT, INSERT, UPDATE, DELETE ON ' || $1),
+		($2::text, has_table_privilege($2, 'SELECT') AND has_table_privilege($2, 'INSERT') AND has_table_privilege($2, 'UPDATE'), 'GRANT SELECT, INSERT, UPDATE ON ' || $2),
+		($3::text, has_sequence_privilege($3, 'USAGE'), 'GRANT USAGE ON SEQUENCE ' || $3)) v(o, ok, g) WHERE NOT ok`,
+		[]any{s.table, s.catalog, s.seq}, func(r *sql.Rows) error {
+			var g string
+			err := r.Scan(&g)
+			missing = append(missing, g)
+			return err
+		})
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	return fmt.Errorf("offlinelock: permission denied: this role may not use the lock table as every grant does; as the owner, run: %s TO <this role>",
+		strings.Join(missing, " TO <this role>; "))
 }
 
 // OwnerHint is what to do when a role may not create the lock table or
