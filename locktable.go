@@ -203,6 +203,43 @@ func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
 	return t.Renew(direct(db), session, ttl)
 }
 
+// Shorten cuts the lease of the session's Write lock on target so that it
+// ends ttl from now on the database clock, when that is sooner than it
+// ends now: a page that is left keeps its lock for a few seconds (a reload
+// resumes it) instead of for the rest of its lease. A lease that ends
+// sooner is left as it is: Acquire and Renew extend a lease, Shorten
+// only cuts it. It returns the lock as stored (its expiry, without its
+// token or reason) and the lease left on the database clock.
+//
+// The owner in db's context must hold a live Write lock on target:
+// otherwise ErrNotLocked, and nothing changes, whoever else holds it. A
+// ttl that is not positive is ErrInvalid; one above Config.MaxTTL is
+// capped, as everywhere.
+func (p *Plugin) Shorten(db *gorm.DB, target any, ttl time.Duration) (*Lock, time.Duration, error) {
+	db = onPrimary(db)
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ttl <= 0 {
+		return nil, 0, invalid("TTL %v must be positive", ttl)
+	}
+	o, err := ownerOf(db)
+	if err != nil {
+		return nil, 0, err
+	}
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return nil, 0, err
+	}
+	l, now, err := t.Shorten(direct(db), k, o.Session, min(ttl, p.cfg.MaxTTL))
+	if err != nil {
+		return nil, 0, err
+	}
+	out := publicLock(l)
+	return &out, max(l.ExpiresAt.Sub(now), 0), nil
+}
+
 // checkSessionAction allows a session-wide action on session when the caller
 // is that session or the application itself (no owner), and otherwise asks
 // Config.Authorize and logs the decision.
