@@ -90,7 +90,9 @@ export function editLock(o) {
     }
     state.token = "";
     sessionStorage.removeItem(key);
-    if (resuming && r.status === 403) return acquire(); // the kept token ran out: a lock of our own again
+    // The kept token ran out and the record is free: a lock of our own
+    // again (a held record is told below, as to any new lock).
+    if (resuming && (r.status === 403 || (r.status === 423 && r.json && /lock-required$/.test(r.json.type || "")))) return acquire();
     if (r.status === 423 && r.json && r.json.lockedByYou) {
       state.me = r.json.lockedBy;
       return tell("lockedByYou", r.json, "You are editing this in another tab since " + clock(r.json.lockedSince) + ".",
