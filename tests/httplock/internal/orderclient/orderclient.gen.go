@@ -348,14 +348,34 @@ type ClientInterface interface {
 	// Corresponds with GET /orders/{orderId}/lock (the `GetLockOrder` operationId).
 	GetLockOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// LockOrderWithBody Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrderWithBody Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /orders/{orderId}/lock (the `LockOrder` operationId).
 	LockOrderWithBody(ctx context.Context, orderId string, params *LockOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// LockOrder Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrder Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -537,7 +557,17 @@ func (c *Client) GetLockOrder(ctx context.Context, orderId string, reqEditors ..
 	return c.Client.Do(req)
 }
 
-// LockOrderWithBody Take a lock, or refresh its lease with its own Lock-Token
+// LockOrderWithBody Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes any type of body and a specified content type.
 //
@@ -554,7 +584,17 @@ func (c *Client) LockOrderWithBody(ctx context.Context, orderId string, params *
 	return c.Client.Do(req)
 }
 
-// LockOrder Take a lock, or refresh its lease with its own Lock-Token
+// LockOrder Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1285,14 +1325,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /orders/{orderId}/lock (the `GetLockOrder` operationId).
 	GetLockOrderWithResponse(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*GetLockOrderResponse, error)
 
-	// LockOrderWithBodyWithResponse Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrderWithBodyWithResponse Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /orders/{orderId}/lock (the `LockOrder` operationId).
 	LockOrderWithBodyWithResponse(ctx context.Context, orderId string, params *LockOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LockOrderResponse, error)
 
-	// LockOrderWithResponse Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrderWithResponse Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2208,7 +2268,17 @@ func (c *ClientWithResponses) GetLockOrderWithResponse(ctx context.Context, orde
 	return ParseGetLockOrderResponse(rsp)
 }
 
-// LockOrderWithBodyWithResponse Take a lock, or refresh its lease with its own Lock-Token
+// LockOrderWithBodyWithResponse Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2221,7 +2291,17 @@ func (c *ClientWithResponses) LockOrderWithBodyWithResponse(ctx context.Context,
 	return ParseLockOrderResponse(rsp)
 }
 
-// LockOrderWithResponse Take a lock, or refresh its lease with its own Lock-Token
+// LockOrderWithResponse Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2932,57 +3012,61 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7FrvbttGEn+VAa+AJRwtyY6Dq+VPbpL2XLhNEPuQHCLfYUWOxI3JXXZ3aVkwBNzT3IPdkxxmd/nPpGyr",
-	"SZug6JdEJvfP7OxvZn4zw7sgklkuBQqjg+ldkCCLUdmf5zK6vpTXKOiPGHWkeG64FME0uEwQUhld72nQ",
-	"GCk0YGggDA4Ov4U5NzqEBG+HJ6BRxMANzFl0DVwArbnvFg0Dhb8UXGEcTI0qMAx0lGDGaLecGYOKdvrX",
-	"h8n+MdtfXN09O9x8E4SBWecYTANtFBfLYLPZhEHOFMvQeLHPXtK/eMuyPKWRUsX/Pj4++PYwCANOS+bM",
-	"JEEYCJbRax4/KMn97cJaLa+tNlhKw+zCTnf10q3DPmnJt5UcfRp3OpYLMF79YCQs+Q1CkcPgaDKBFTeJ",
-	"LAxwMyxP+6BQu5z7LWpZqAg72iW996pWlTN22WhDg3UuhcYKhU4hkRQGhaGfLM9THjHSzThXcp5i9teP",
-	"Wlqk1kt/o3ARTIO/jGuIj91bPX7jZrkN26q+kBlKgYCpRkhkGutK4SFIBczpnmsQiDHGsOBKm2ATBuWi",
-	"v6OwpwLefv8Cjo+e/w3yalip4EqDXUCd2lOM4B03CZR3Ozp7+TPLEDQaGNCh/UXvaZi5qz6LZ8EwtArh",
-	"MemApVpCIWJUYBJmgO5+FIRBrmSOynB3iyyKUNtfKIosmH4IFDKyvJXiBoOrjl2HAYscZE6tEhdSZcwE",
-	"0yBmBvcNzzDomYO3OVeod5myRIGKOaXcBRkXPCMBD6qhXBhcoqKxPO5BbBik2x3la5Guye+RvghKqPY0",
-	"yJWAGuPhDt7O7YXxd+teQRQyj6ueV7X1dl4ak77FjHHBxfICIyli3VLGpKuMTdOmPzRN3TrUSsywvPrW",
-	"hTZvqn/71sXU8JDzjxhZWyNUv7rxJtb1lTEzjFwlGbI1V6SxJyDwBsmEvS+lnxq1polfCLNsh7Hzdfe0",
-	"hl2j2Jc3qKawSiQYKa+BmxOg+0FtMHbPmb7Wv4nN7GQnT8Du9uORFblxNuwJOmOKTNMR3TFiWCUoiHEo",
-	"JkAWpk/839kWmNkK4DOxkBZqafp6EUw/PBwGrCPfhHf3cOr8iv3JDWb6sWjilyklYkqxdecQ5aJdya+8",
-	"7G8dvCxda8mz7SZXybpmLlyDvdkpXGNuLHEBbkLQCXlHIwmy1lQztgaNSFc6+OHVJfzvP/8du1BMa7E4",
-	"4wJSro37O5JCyxSJ/WTs9hzF0iTB9PD587D3phsX3Jb1YDT6id1eXp7DIMYFK1IDx5PJ8ATYXKMwDorl",
-	"GwtB2vGB4LHpQUCDLrQ1GKNhPN3dhsqX/5RFjyFVIcgqn5TF0rQKSLniIuI5S2HAhDQJxXM2H05J8XQH",
-	"dFv19ZE91qY1lzJFJmoRLrhw5vU0f+Im/UMYd+inTdKGmcLZJrt1en9+fNy4haPJpC+IG27SLaZvH/Rx",
-	"36Zl2LflMpUYYXlpfaZ+ya7x9Q2qX2MyUzAyjckiSPn0011i2DAceiNwZa/mceR3oUjaxKhQ3KwvyEk4",
-	"oSpEdOV6l0ib2mlgZZgpQdVgu3saXkix4MvRmwa4YI5MEbooAod1/J2JSMprjiGZ+PCkymUoglsqKuJc",
-	"cmE0MKFXqOBocjCCy8oJNN4TJSVuPhN+/1M7wkigmJ4bu14D8EeTZ2Ahv+Iah25Rz3w1FBqhLfRoViV0",
-	"Fv32VQ3RxJjcUXXu3XtbeW/ovBnXhkcgF4uUe4qirVXB3y8v34zgFKKUozDW7nSZczBdURd78cz5nnAm",
-	"3G2YKkssE256Uqd84LLB0t1qsFRGh8BEbEOqJnMv8tFMvFJKKg1Mta60lcDAoEw9vM5UIShsgkZFJ7H/",
-	"kVBcz0QsoyKjAzED5MfHMkfBcj5asywdwSsWJUAmYbexHl0TZ1NrcBZGgkVMlJdPJ3D34O058Kq0eiId",
-	"Op0GYXCDSpdefULm6HcOpsGz0WT0zDHwxGJ+bLE0dlOnd8ESrbVWgp3FFDFpzDnX5tzv0CxAfPDFgF8K",
-	"VOveXPiBJLt/bqEtvHaeVxPbnad6NtU3tXL2m6t7qfrhZPJA6ttNeT+FrXQS4bIkpUPP8U2C3BuspgWO",
-	"nHR9e1WnqDNtGv9sx/FHO41/vpM85KKLLGNqHUwDwp53GQMLxhMgF0b+TazJX7bcnsJFoVEP7SJNgI/v",
-	"SlRuxnc83ow9m3YVuBak+6Ssh4yr2hDh6ZGxZy8DQk4u9TbTeuvEOHfRzMeX72S83gld2yJsIzoeTIgi",
-	"kDGXD8JHgr9fphvk2wONKnDTsY6jbizwR41/HUAP/iiA/l6qCPc9/CyniKSK9/TuIA8hlcsl5YEU4mze",
-	"KygpdBnOuBEkRh+3e/glmhc2/AaPujiDt2b8kd0wd61tDPYUN9v3/yO7YRduYlsj5M7mSq40Ks8EKEjD",
-	"qwvIZFykCAOMuQ1A3q6b4fShc73OUZy+OQt28t3lovXJOlVIvy48G02gjPVBr5l0/XY5t+IIzRo33d89",
-	"htdirMH0w1Vbc1zXEjjd2CL1+M5XMDf9JaM2c6WcyLEjkqaEZAhzTLiIgUie74D8xOM4xRVT6FiQ4yuo",
-	"Z2UalTABh+/fWy5Fx6on7FnqRYQGY5jjQvoRbVESJuIUFdErPZ2Jo8NnMPM50yyAVcJTLG1iXphuatfk",
-	"f1U5u2ViMzFYJcyUcRPmMl57wymf2ulcE+03wxOohdgv3Z6VBQUIaafbrWaCkvqSyrOmKNLTUMfvmU0g",
-	"hKRBKb8p08zFvdMIzyad9DAo6z9hWf8hfTq1V/ye5qnqcXnuoXMnDN4ii30zayZq+ej1AQhZr+Nuly7S",
-	"nq8v33GM9F7s7CLN4nBPgy0P9TROPE536ptcWRYbJV2jt49fK9cF2i2ud3tdjvT9uoj8JF/Q0udJzeXK",
-	"hpdNGlcJjxJYSspXtuQ4QSf+vn//FLt35vhHiMdHh09Y37fXPi18v0iYWGLDrbjmUa8XG/pmEWWftl7R",
-	"66EtQX0ojJHcJaY/KQl5LPewJdotWPVF0s+XcRx8rQTtXSI7rVCKD4UwPLVuP9h8QcfXm0ukDYh8Sbf3",
-	"GMLKquCm2/z+3GDuA/K55dwKFwp1gvFJo4jkQxxF6FwhRX70pl1WeIxURJBsl9OQjetkGIT3vyLZr7qj",
-	"fQL6wbXWnZSHzhp+27NTTFkqRgf7TGL/GTWe6lMu2TX6wqb9rsJD0EUGC8qqTNlmsQ+EjLFt8zYTu3vf",
-	"dljc7hOUXUdY2w8WHAEk9lgTyrrx6MklF0vr86q+agjIosRKOROO29qONDANP168/tk2oUdwCtooZBkl",
-	"Bspodyq3nyPMjbjJNSSYxiN45YRjConsshgWSmau68QMmzONIWjpK6RCxrinQRdzOusclYYl2kQgs7t5",
-	"jpSnxZILork+dX5HzPCVXWJwABrm67KnNbQSqLVTEkRMKY5EjoDHJz4bEgIj46i7rT7PxDnTZt9Kvn/2",
-	"Ega2Wu2T2D3tjnRh60QQS9TDlkJKxfeoZCYWCt15WTkOMq7daMp+rEtySl4xDVHh2hEyjR0j7wYGp98n",
-	"Mgib41tN7LtddszyT4XXo5/9x+IGl/ezSW9ZIdmBSXANCctzyvgEpakWrV+OLWx3HarRnfvCRKa7oUuB",
-	"yS8qoZ3Rtd0GmUjtJCprslcx6piAP+sDLPqwX47qI6acLdG1h8jMvkZIH02Od4x8x7+XyZzq68YnYWAk",
-	"pNgs3ADG3MCA1bHGXeSwTIhXjPsy2BYwU/SyTfqvDs2USlQfFNiOp6eZjlMStGTKozUMyhrbyIerso1+",
-	"0ghUjnuaBGei9X1dVbWZQuNzhtAFEMli37Gs++l72pNeCvG+c2ZfzQTNt8F/YVCtmIr1SavlTrSXiAxT",
-	"S1RQfxxFod+aZW2lmmd5uvbRvy82GX/GtmV+/sTj/icJvcnHb0/AL5vfAzUqfX+S8exzsOvW9zohLFBE",
-	"BGSbqjnXM1glsuRKwMicIiTzYg3+633PFndTiLJW83Wl/06uTywAVB/k9zS7/2znbcPeD/ymgb3Cfw3T",
-	"aNi0Pi76cLW52vw/AAD//w==",
+	"7Fvvbhs3En+VwV4BS7i1JDsOrpY/uUnac+E2QexDcoh8B2p3pGW8S25JrmXBEHBPcw92T3IYkvvPu7Kt",
+	"Jm2Col9aeZfkDuff7zdD5i6IZJZLgcLoYHoXJMhiVPbnuYyuL+U1CvojRh0pnhsuRTANLhOEVEbXexo0",
+	"RgoNGBoIg4PDb2HOjQ4hwdvhCWgUMXADcxZdAxdAa+67RcNA4S8FVxgHU6MKDAMdJZgx+lrOjEFFX/rX",
+	"h8n+MdtfXN09O9x8E4SBWecYTANtFBfLYLPZhEHOFMvQeLHPXtJ/8ZZleUojpYr/fXx88O1hEAaclsyZ",
+	"SYIwECyj1zx+UJL7nwtrtby22mApDbMLO93VS7c2+6Ql31Zy9Gnc6VguwHj1g5Gw5DcIRQ6Do8kEVtwk",
+	"sjDAzbDc7YNC7bLvt6hloSLsaJf03qtaVc7Y5UMbGqxzKTRWXugUEklhUBj6yfI85REj3YxzJecpZn/9",
+	"qKX11HrpbxQugmnwl3Ht4mP3Vo/fuFnug21VX8gMpUDAVCMkMo11pfAQpALmdM81CMQYY1hwpU2wCYNy",
+	"0d9R2FMBb79/AcdHz/8GeTWsVHClwa5DndpdjOAdNwmUth2dvfyZZQgaDQxo097QexpmztRn8SwYhlYh",
+	"PCYdsFRLKESMCkzCDJDtR0EY5ErmqAx3VmRRhNr+QlFkwfRDoJBR5K0UNxhcdeI6DFjkXObUKnEhVcZM",
+	"MA1iZnDf8AyDnjl4m3OFepcpSxSomFPKXZBxwTMS8KAayoXBJSoay+Mejw2DdHuifC3SNeU90he5Eqo9",
+	"DXIloPbxcIds576F8XfrXkEUMu9XPa/q6O28NCZ9ixnjgovlBUZSxLqljElXGZtmTH9ohrpNqJWYYWn6",
+	"lkGblur/fMswtXvI+UeMbKyRV7+68SHWzZUxM4xSJQWyDVeksScg8AYphH0upZ8ataaJX8hn2Q5j5+vu",
+	"bg27RrEvb1BNYZVIMFJeAzcnQPZBbTB2z5m+1r9JzOwUJ0/w3e3boyhy4yzsCdpjikzTFt02YlglKIhx",
+	"KCZAFqZP/N85FpjZ6sBnYiGtq6Xp60Uw/fAwDNhEvgnv7vmpyyv2JzeY6cfQxC9TSsSUYuvOJspFu5Jf",
+	"ednfOveydK0lzzZLrpJ1zVy4BmvZKVxjbixxAW5C0AllRyPJZW2oZmwNGpFMOvjh1SX87z//HTsoprVY",
+	"nHEBKdfG/R1JoWWKxH4ydnuOYmmSYHr4/HnYa+mGgduyHoxGP7Hby8tzGMS4YEVq4HgyGZ4Am2sUxrli",
+	"+ca6IH3xAfDY9HhAgy60NRijYTzdPYbKl/+URU8gVRBklU/KYmlaAVKuuIh4zlIYMCFNQnjO5sMpKZ5s",
+	"QNaqzUfxWIfWXMoUmahFuODChdfT8omb9A9h3KafNkkbZgoXm+zW6f358XHDCkeTSR+IG27SLaFvH/Rx",
+	"32Zk2LflMpUYYWm0vlC/ZNf4+gbVrwmZKRiZxhQRpHz66YwYNgKH3ghcWdM87vldVyRtYlQobtYXlCSc",
+	"UJVHdOV6l0hb2mlgJcyUTtVgu3saXkix4MvRm4ZzwRyZIu8iBA5r/J2JSMprjiGF+PCkqmUIwS0VFXEu",
+	"uTAamNArVHA0ORjBZZUEGu+JkhI3nwn//VM7wkggTM+NXa/h8EeTZ2BdfsU1Dt2invlqKDRCW+jRrCro",
+	"rPfbV7WLJsbkjqpzn97byntD+824NjwCuVik3FMUbaMK/n55+WYEpxClHIWxcafLmoPpirpYwzOXe8KZ",
+	"cNYwVZVYFtz0pC75wFWDZbrVYKmMDoGJ2EKqpnAv8tFMvFJKKg1MtUzaKmBgUJYeXmeqEASboFHRTuz/",
+	"SCiuZyKWUZHRhpgByuNjmaNgOR+tWZaO4BWLEqCQsJ+xGV0TZ1NrcBFGgkVMlManHTg7+HgOvCqtnkiH",
+	"TqdBGNyg0mVWn1A4+i8H0+DZaDJ65hh4Yn1+bH1p7KZO74Il2mitBDuLCTFpzDnX5tx/odmA+OCbAb8U",
+	"qNa9tfADRXb/3EJb99p5Xk1sd57q2VTf1CrZb67uleqHk8kDpW+35P0UttIphMuWlA49xzcJch+wmhY4",
+	"ctL1favaRV1p0/hnO44/2mn8853koRRdZBlT62AakO/5lDGwzngClMIov4k15ctW2lO4KDTqoV2k6eDj",
+	"u9IrN+M7Hm/Gnk27DlzLpfukrIeMq94Q+dMjY89eBuQ5udTbQuutE+PcoZnHl+9kvN7Ju7YhbAMdDyZE",
+	"ESiYywfhI+Dvl+mCfHugUQVuOtFx1MUCv9X41znowR/Fob+XKsJ9736WU0RSxXt6dycPIZXLJdWBBHG2",
+	"7hVUFLoKZ9wAidHH7Rl+ieaFhd/g0RRn8NaMP7Ib5sza9sGe5mbb/j+yG3bhJrY1QulsruRKo/JMgEAa",
+	"Xl1AJuMiRRhgzC0A+bhuwulD+3qdozh9cxbslLvLReuddbqQfl14NppAifVBb5h083Y5t+IIzR432e8e",
+	"w2sx1mD64aqtOa5rCZxubJN6fOc7mJv+llGbuVJN5NgRSVO6ZAhzTLiIgUiePwH5icdxiium0LEgx1dQ",
+	"z8oyKmECDt+/t1yKtlVP2LPUiwgNxjDHhfQj2qIkTMQpKqJXejoTR4fPYOZrplkAq4SnWMbEvDDd0q7J",
+	"/6p2divEZmKwSpgpcRPmMl77wCmf2ulcE+03wxOohdgv056VBQUIaafbT80EFfUllWdNUaSnoY7fM1tA",
+	"CEmDUn5TlpmLe7sRnk066WFQ9n/Csv9D+nRqr/g9zVPV43LfQ5dOGLxFFvvDrJmo5aPXByBkvY6zLhnS",
+	"7q+v3nGM9B52dj3N+uGeBtse6jk48X6607nJlWWxUdINevv4tXKnQLvhevesy5G+X4fIT8oFLX2e1Fyu",
+	"PPCyReMq4VECS0n1ypYaJ+jg7/v3T4l7F45/BDw+OnzC+v547dPg+0XCxBIbacUdHvVmsaE/LKLq0/Yr",
+	"ejO0JagPwRjJXfr0JxUhj9UetkW7xVd9k/TzVRwHXytBe5fIzlEo4UMhDE9t2g82XzDx+VriXpOqB3Wm",
+	"wKpOGQwOJwdDe6R7D1IFy7hYNg7t/DGpSXAmWtBqoaoJagsLUD4MXJvYkdo5RjJDDXXXGRZKZiDkCqSY",
+	"CeMPreY0OCrlm1hCK5aoSEydSGVKRmHbgYKWX5gQtAQGOVvWWErPSVoBTF/Dwh51LXAF2n+dzLdQ2A7b",
+	"Nj+GmDKsFHbhhMc4PHE6cElyT0N1eGSX6zk7qUiPNpJIjhSoR00lzDGVKzgAqWaCzeWNH207SESuXBee",
+	"aziaTEZw2lT201kDqbeySt3gblCEsEMQQughFyslxXIIkU14eiZoDhfL6aMe5KhRQ9VcQ4JpHPYzqZko",
+	"z7G4dlYa2AZ8w3tLUlX1/IaOfbRTZdrIk18S+x9Ls2VrfNO9AfK5M3pfNj+3MartRabeEB10otDFQk2M",
+	"y3jMFRJHRg+CZS+U3J9cMV1b6EuYToZBeP++1X51j6BvF35wbRq3lUOHG7+tgsjllorRxj6T2H/yq6ei",
+	"76UL/eoGEvmp5U/Wa6tmfrvWe4BYje1liGb7494NKOuz++TG7t6Ettd6XJlEabDOjPXxvM+SlPYIC6rb",
+	"ByEgixIr5Uw4LLb3NoBp+PHi9c8W9Siza6OQZVQ+K6Pdrtz3tuXOEbxywjGFVBKy2MVrE0otMrpzBCFj",
+	"3NOgizntdY5KwxJt/szs13wlkafFkgsqBn2D6R3VT6/sEoMD0DBflye/QyuBWjslQcSU4kjICjw+8T0D",
+	"ITAyDqrsGc1MnDNt9q3k+2cvYWDPdHyrZ0+7LV3YbqqF32FLIaXie1QyE4QTngmUrbSMazeapyUMWyWv",
+	"mIaocId2Mo23IYfT7xN5tu2EWU3su6/s2As7FV6PfvYfi0Ff3u+5+MgKKQ5MgmtIWJ4ThRTAhPPWL8ep",
+	"t6cO1TjD/qro/mVF+SgvKqFd0LXThqVSVZKoosmaYtQJAb/XB2rNw345qqt+RJw9B5Zp/DW69NHkeEfU",
+	"O/69QuZUXzcZtJGQYrO9CRhzAwNWY40z5LBsG60Y983iLc5M6GWvsnx13kwFd3Xtxt4L8BSzqoxymfJo",
+	"DYOyEz3ycFVeNjlpAJXjnbZ0a91CrQqgKTQu/YQOQCSL/bl+fetkT3vCSxDvz5ftq6oUArYwqFZMxfqk",
+	"dTGFKC+RGKaIR9dXCAn6bVjWUap5lqdrj/592GT8HtuR+fkrk/sXd3qrk9+efF82b801Kts/iXj2OZh1",
+	"61ZbCAsUETmyLdNc6hmsEllyJWAUThFSeLEG//W5Z0u6KUTZ0fzSeaYdSU6uT+wQVP9spedKyJ+H3tt8",
+	"7wd+0/C9wt8Zaxxrtq7gfbjaXG3+HwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
