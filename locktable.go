@@ -184,6 +184,21 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 	return n, err
 }
 
+// endNotes are the notes that tell how locks ended (kind:
+// ReasonForceReleased), by user, or by each lock's own user when by is "".
+func endNotes(ls []Lock, kind, by string) []lockNote {
+	out := make([]lockNote, 0, len(ls))
+	at := time.Now().UTC()
+	for _, l := range ls {
+		who := by
+		if who == "" {
+			who = l.Owner.User
+		}
+		out = append(out, lockNote{Resource: l.Resource, LockID: l.ID, Kind: kind, ByUser: who, Generation: l.Generation, At: at})
+	}
+	return out
+}
+
 // Renew is the heartbeat: it pushes every live lock of session to expire no
 // earlier than now+TTL on the database clock, and returns how many it
 // renewed. Expired locks stay expired. The same owner rules as ReleaseAll.
@@ -312,20 +327,27 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
-	var ended int
-	err = t.forceRelease(direct(db), k, func(now time.Time, held []Lock) error {
-		for _, l := range held {
-			err := p.authorize(ctx, "force_release", l)
-			p.audit(ctx, "force_release", l, caller, now, err)
-			if err != nil {
-				return err
+	var ended []Lock
+	noted := p.notes.ensure(db, p.cfg.Table) == nil // without it (a role that may not make it), told as released
+	err = db.Transaction(func(tx *gorm.DB) error {
+		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
+			for _, l := range held {
+				err := p.authorize(ctx, "force_release", l)
+				p.audit(ctx, "force_release", l, caller, now, err)
+				if err != nil {
+					return err
+				}
 			}
+			ended = held
+			return nil
+		})
+		if err != nil || !noted {
+			return err
 		}
-		ended = len(held)
-		return nil
+		return p.notes.add(tx, p.cfg.Table, endNotes(ended, ReasonForceReleased, caller.User)...)
 	})
 	if err == nil {
-		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(ended))
+		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(len(ended)))
 	}
 	return err
 }

@@ -12,8 +12,9 @@ import (
 
 // The notes table (<Config.Table>_notes) keeps what a lock row cannot say:
 // that a lock was taken over (by whom, why) and that someone asked to edit
-// a record. Only TakeOver and RequestEdit write it, so locks pay nothing
-// for it; every node's watcher reads the notes added since its last poll,
+// a record, and that an admin removed a lock (ForceRelease). Only those
+// write it, so grants and releases pay nothing for
+// it; every node's watcher reads the notes added since its last poll,
 // which is how a take-over or a request on one node reaches a page
 // watching through another. Notes older than noteLife are deleted as new
 // ones are added.
@@ -93,12 +94,15 @@ func (n *noteTable) ensure(db *gorm.DB, table string) error {
 // range of at would, under MariaDB's REPEATABLE READ, lock the next key
 // past the range too, the newest note, and wait for a take-over's
 // transaction still open.)
-func (n *noteTable) add(db *gorm.DB, table string, nt lockNote) error {
-	if err := notesOn(db, table).Create(&nt).Error; err != nil {
+func (n *noteTable) add(db *gorm.DB, table string, nts ...lockNote) error {
+	if len(nts) == 0 {
+		return nil
+	}
+	if err := notesOn(db, table).CreateInBatches(&nts, 100).Error; err != nil {
 		return err
 	}
 	var old []int64
-	err := notesOn(db, table).Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nt.At.Add(-noteLife)}).
+	err := notesOn(db, table).Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nts[0].At.Add(-noteLife)}).
 		Limit(notesPruned).Pluck("id", &old).Error
 	if err != nil || len(old) == 0 {
 		return err

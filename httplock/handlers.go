@@ -355,8 +355,14 @@ func decode(r *http.Request, into any) error {
 	return nil
 }
 
+// writeJSON answers v as JSON: never sniffed as anything else, and never
+// stored by a cache (a lock's state changes by the second, and an answer
+// that carries a Lock-Token holds a secret).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
 }

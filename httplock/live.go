@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"time"
@@ -127,9 +126,15 @@ type eventBody struct {
 	ExpiresAt           *time.Time `json:"expiresAt,omitempty"`
 	TTLRemainingSeconds *int64     `json:"ttlRemainingSeconds,omitempty"`
 	Generation          int64      `json:"generation,omitempty"`
-	By                  string     `json:"by,omitempty"`
-	Reason              string     `json:"reason,omitempty"`
-	At                  time.Time  `json:"at"`
+	// LockedSince and LockedUntil are AcquiredAt and ExpiresAt under the
+	// names a 423 problem gives them (to the second, as there): "locked
+	// by someone else" has one shape whether a page learns it from a 423
+	// or from an event.
+	LockedSince *time.Time `json:"lockedSince,omitempty"`
+	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
+	By          string     `json:"by,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	At          time.Time  `json:"at"`
 }
 
 // keepAliveEvery is how often an idle event stream sends a comment, so
@@ -149,24 +154,15 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, err)
 		return
 	}
-	// A reconnect (the browser sends the last id it saw) may have missed
-	// a release: a record free now is told as released first. It is read
-	// after the watch began, so a release between the two is told by one
-	// or the other (a held record is told as locked by the watch itself).
-	// A failed read skips the replay rather than the stream: a browser
-	// does not reconnect after an error status.
-	var free *offlinelock.Event
-	if r.Header.Get("Last-Event-ID") != "" {
-		if free, err = s.releasedNow(r, target); err != nil {
-			s.cfg.Logger.WarnContext(r.Context(), "httplock: event stream: reading the lock for a reconnect", slog.String("error", err.Error()))
-			free = nil
-		}
-	}
+	// The watch's first event is the record's state (locked, or released
+	// when it is free): a new page, and a reconnect that missed a release
+	// while it was cut, start from what the database has.
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Accel-Buffering", "no") // nginx would hold events back in its buffer
+	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	// The id makes every reconnect carry Last-Event-ID, even one before
 	// the first event.
@@ -176,9 +172,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 		sent++
 		data, _ := json.Marshal(eventOf(res, e))
 		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", sent, e.Kind, data)
-	}
-	if free != nil {
-		send(*free)
 	}
 	rc.Flush()
 	alive := time.NewTicker(keepAliveEvery)
@@ -199,27 +192,25 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 }
 
-// releasedNow is a released event when target is free now, or nil.
-func (s *Server) releasedNow(r *http.Request, target any) (*offlinelock.Event, error) {
-	db := s.cfg.DB.WithContext(r.Context())
-	holders, err := s.cfg.Locks.Holders(db, target)
-	if err != nil || len(holders) > 0 {
-		return nil, err
-	}
-	resource, id, err := s.cfg.Locks.KeyOf(db, target)
-	if err != nil {
-		return nil, err
-	}
-	return &offlinelock.Event{Kind: offlinelock.EventReleased, Resource: resource, ID: id, At: time.Now()}, nil
-}
-
+// eventOf is e as an event stream's data. A released event names no
+// holder (the lock is gone; its generation says which one ended, its
+// reason how); every other event that has a lock names its holder as the
+// LockEvent schema says, the same fields whatever the event.
 func eventOf(res *resource, e offlinelock.Event) eventBody {
 	b := eventBody{Resource: res.Name, ID: e.ID, By: e.By, Reason: e.Reason, At: e.At.UTC()}
+	if e.Kind == offlinelock.EventReleased {
+		if e.Lock != nil {
+			b.Generation = e.Lock.Generation
+		}
+		return b
+	}
 	if l := e.Lock; l != nil {
 		acquired, expires := l.AcquiredAt.UTC(), l.ExpiresAt.UTC()
 		left := int64(math.Round(max(time.Until(l.ExpiresAt), 0).Seconds()))
 		b.LockedBy, b.Access, b.Generation = l.Owner.User, string(l.Access), l.Generation
 		b.AcquiredAt, b.ExpiresAt, b.TTLRemainingSeconds = &acquired, &expires, &left
+		since, until := acquired.Truncate(time.Second), expires.Truncate(time.Second)
+		b.LockedSince, b.LockedUntil = &since, &until
 	}
 	return b
 }

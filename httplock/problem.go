@@ -31,6 +31,9 @@ type Problem struct {
 	// tab, client or session. It may take the lock over
 	// (POST …/lock/takeover) to resume here.
 	LockedByYou bool `json:"lockedByYou,omitempty"`
+	// Generation is the holder's lock's generation, as lock events carry
+	// it: a page can tell a later lock from the one it was refused by.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // requestError is an error this package made, with its status and a detail
@@ -86,7 +89,7 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			h := le.Holders[0]
 			until := h.ExpiresAt.UTC().Truncate(time.Second)
 			since := h.AcquiredAt.UTC().Truncate(time.Second)
-			p.LockedBy, p.LockedUntil, p.LockedSince = h.Owner.User, &until, &since
+			p.LockedBy, p.LockedUntil, p.LockedSince, p.Generation = h.Owner.User, &until, &since, h.Generation
 			by, resume := h.Owner.User, ""
 			if principal, err := s.cfg.Principal(r); err == nil && principal != "" && principal == h.Owner.User {
 				// The same person, through another session or token (a
@@ -120,7 +123,10 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		s.cfg.Logger.ErrorContext(r.Context(), "httplock: internal error", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
 	json.NewEncoder(w).Encode(p)
 }

@@ -108,6 +108,8 @@ func TestLeavingFreesTheRecord(t *testing.T) {
 			// The waiting page is told, and the record is free, within 10 s.
 			released := waitForEvent(t, events, "released", 10*time.Second)
 			assert.Equal(t, generation, released["generation"])
+			assert.Equal(t, "expired", released["reason"], "the cut lease ran out")
+			assert.NotContains(t, released, "lockedBy", "no stale holder")
 			assert.Less(t, time.Since(leftAt), 10*time.Second)
 			taken := c.do("POST", path+"/lock", next, "", `{"ttlSeconds": 60}`)
 			require.Equal(t, http.StatusCreated, taken.status, "%s: %s", next, taken.body)
@@ -115,5 +117,22 @@ func TestLeavingFreesTheRecord(t *testing.T) {
 			assert.Greater(t, taken.json(t)["generation"].(float64), generation.(float64))
 			require.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", next, taken.header.Get("Lock-Token"), "").status)
 		}
+	})
+}
+
+// TestAForceReleaseIsToldAsSuch: an admin's release reaches the record's
+// pages as released with reason force-released, naming no holder.
+func TestAForceReleaseIsToldAsSuch(t *testing.T) {
+	eachDB(t, func(t *testing.T, c *client) {
+		const path = "/orders/ord_99182"
+		got := c.do("POST", path+"/lock", "usr_client_1", "", "")
+		require.Equal(t, http.StatusCreated, got.status)
+		events := c.stream(path+"/lock/events", "usr_client_2")
+		assert.Equal(t, "usr_client_1", waitForEvent(t, events, "locked", 5*time.Second)["lockedBy"])
+		require.Equal(t, http.StatusNoContent, c.do("POST", "/admin/locks/orders/ord_99182/release", "admin", "", `{"reason": "stuck"}`).status)
+		released := waitForEvent(t, events, "released", 5*time.Second)
+		assert.Equal(t, "force-released", released["reason"])
+		assert.Equal(t, got.json(t)["generation"], released["generation"])
+		assert.NotContains(t, released, "lockedBy")
 	})
 }

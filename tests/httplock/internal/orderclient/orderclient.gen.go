@@ -96,20 +96,37 @@ type Lock struct {
 // LockAccess defines model for Lock.Access.
 type LockAccess string
 
-// LockEvent The data of one lock event; never a token or a session
+// LockEvent The data of one lock event; never a token or a session. "Locked by someone else" has one
+// shape whatever its source: lockedBy, lockedSince, lockedUntil and generation, as in a 423
+// problem (locked, taken-over, expiring and requested events carry them with the holder's
+// lock). A released event carries no holder fields: only the generation of the lock that
+// ended, and its reason.
 type LockEvent struct {
 	Access     *LockEventAccess `json:"access,omitempty"`
 	AcquiredAt *time.Time       `json:"acquiredAt,omitempty"`
 	At         time.Time        `json:"at"`
 
 	// By taken-over: who took it; requested: who asks
-	By         *string    `json:"by,omitempty"`
-	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
-	Generation *int       `json:"generation,omitempty"`
-	Id         string     `json:"id"`
-	LockedBy   *string    `json:"lockedBy,omitempty"`
+	By        *string    `json:"by,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 
-	// Reason taken-over: the reason given; released: expired when it ran out
+	// Generation the lock's; on released, the lock that ended (absent when the stream starts on a free record)
+	Generation *int   `json:"generation,omitempty"`
+	Id         string `json:"id"`
+
+	// LockedBy who holds the lock (absent from released)
+	LockedBy *string `json:"lockedBy,omitempty"`
+
+	// LockedSince acquiredAt to the second, as a 423's
+	LockedSince *time.Time `json:"lockedSince,omitempty"`
+
+	// LockedUntil expiresAt to the second, as a 423's
+	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
+
+	// Reason taken-over: the reason given. released: how the lock ended: released (by its holder,
+	// or its login ended: EndLogin, ReleaseAll), expired (its lease ran out, or was cut by a
+	// page that was left), force-released (an admin); absent on the released that starts a
+	// stream on a free record.
 	Reason              *string `json:"reason,omitempty"`
 	Resource            string  `json:"resource"`
 	TtlRemainingSeconds *int    `json:"ttlRemainingSeconds,omitempty"`
@@ -149,8 +166,11 @@ type LockRequest struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	Detail   string  `json:"detail"`
-	LockedBy *string `json:"lockedBy,omitempty"`
+	Detail string `json:"detail"`
+
+	// Generation 423 locked: the holder's lock's generation, as lock events carry it
+	Generation *int    `json:"generation,omitempty"`
+	LockedBy   *string `json:"lockedBy,omitempty"`
 
 	// LockedByYou the holder is the caller's own principal (another tab): it may take the lock over
 	LockedByYou *bool      `json:"lockedByYou,omitempty"`
@@ -385,11 +405,12 @@ type ClientInterface interface {
 	// LockEventsOrder The record's lock events, as they happen on any node
 	//
 	// Server-sent events named locked, released, taken-over, expiring and requested, each with
-	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-	// read from the database, so every node's subscribers get them within the plugin's
-	// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-	// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-	// free, so a release missed while the stream was cut is told.
+	// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+	// locked when it is held, released (without a reason) when it is free, so a new page and a
+	// release missed while the stream was cut are told. Events are read from the database, so
+	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+	// A released event says how the lock ended (reason) and which lock it was (generation),
+	// never its old holder. Every event carries an id.
 	//
 	// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 	LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -614,11 +635,12 @@ func (c *Client) LockOrder(ctx context.Context, orderId string, params *LockOrde
 // LockEventsOrder The record's lock events, as they happen on any node
 //
 // Server-sent events named locked, released, taken-over, expiring and requested, each with
-// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-// read from the database, so every node's subscribers get them within the plugin's
-// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-// free, so a release missed while the stream was cut is told.
+// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+// locked when it is held, released (without a reason) when it is free, so a new page and a
+// release missed while the stream was cut are told. Events are read from the database, so
+// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+// A released event says how the lock ended (reason) and which lock it was (generation),
+// never its old holder. Every event carries an id.
 //
 // Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 func (c *Client) LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1362,11 +1384,12 @@ type ClientWithResponsesInterface interface {
 	// LockEventsOrderWithResponse The record's lock events, as they happen on any node
 	//
 	// Server-sent events named locked, released, taken-over, expiring and requested, each with
-	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-	// read from the database, so every node's subscribers get them within the plugin's
-	// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-	// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-	// free, so a release missed while the stream was cut is told.
+	// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+	// locked when it is held, released (without a reason) when it is free, so a new page and a
+	// release missed while the stream was cut are told. Events are read from the database, so
+	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+	// A released event says how the lock ended (reason) and which lock it was (generation),
+	// never its old holder. Every event carries an id.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1412,6 +1435,30 @@ type ClientWithResponsesInterface interface {
 	UnlockOrderWithResponse(ctx context.Context, orderId string, params *UnlockOrderParams, reqEditors ...RequestEditorFn) (*UnlockOrderResponse, error)
 }
 
+// AdminListLocksResponse400Headers the declared response headers of an HTTP 400 response for AdminListLocks
+type AdminListLocksResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminListLocksResponse403Headers the declared response headers of an HTTP 403 response for AdminListLocks
+type AdminListLocksResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminListLocksResponse404Headers the declared response headers of an HTTP 404 response for AdminListLocks
+type AdminListLocksResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminListLocksResponse500Headers the declared response headers of an HTTP 500 response for AdminListLocks
+type AdminListLocksResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type AdminListLocksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1425,6 +1472,14 @@ type AdminListLocksResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminListLocksResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AdminListLocksResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminListLocksResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AdminListLocksResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1481,6 +1536,36 @@ func (r AdminListLocksResponse) ContentType() string {
 	return ""
 }
 
+// AdminReleaseLockResponse400Headers the declared response headers of an HTTP 400 response for AdminReleaseLock
+type AdminReleaseLockResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse401Headers the declared response headers of an HTTP 401 response for AdminReleaseLock
+type AdminReleaseLockResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse403Headers the declared response headers of an HTTP 403 response for AdminReleaseLock
+type AdminReleaseLockResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse404Headers the declared response headers of an HTTP 404 response for AdminReleaseLock
+type AdminReleaseLockResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse500Headers the declared response headers of an HTTP 500 response for AdminReleaseLock
+type AdminReleaseLockResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type AdminReleaseLockResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1494,6 +1579,16 @@ type AdminReleaseLockResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminReleaseLockResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminReleaseLockResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AdminReleaseLockResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminReleaseLockResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AdminReleaseLockResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1550,9 +1645,16 @@ func (r AdminReleaseLockResponse) ContentType() string {
 	return ""
 }
 
+// GetClientResponse200Headers the declared response headers of an HTTP 200 response for GetClient
+type GetClientResponse200Headers struct {
+	XContentTypeOptions string
+}
+
 type GetClientResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetClientResponse200Headers
 }
 
 // GetBody returns the raw response body bytes
@@ -1625,6 +1727,42 @@ func (r GetOpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// PatchOrderResponse400Headers the declared response headers of an HTTP 400 response for PatchOrder
+type PatchOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse401Headers the declared response headers of an HTTP 401 response for PatchOrder
+type PatchOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse403Headers the declared response headers of an HTTP 403 response for PatchOrder
+type PatchOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse404Headers the declared response headers of an HTTP 404 response for PatchOrder
+type PatchOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse423Headers the declared response headers of an HTTP 423 response for PatchOrder
+type PatchOrderResponse423Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse500Headers the declared response headers of an HTTP 500 response for PatchOrder
+type PatchOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type PatchOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1640,6 +1778,18 @@ type PatchOrderResponse struct {
 	ApplicationproblemJSON423 *Locked
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PatchOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PatchOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PatchOrderResponse404Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *PatchOrderResponse423Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PatchOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1701,6 +1851,30 @@ func (r PatchOrderResponse) ContentType() string {
 	return ""
 }
 
+// GetLockOrderResponse400Headers the declared response headers of an HTTP 400 response for GetLockOrder
+type GetLockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// GetLockOrderResponse401Headers the declared response headers of an HTTP 401 response for GetLockOrder
+type GetLockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// GetLockOrderResponse404Headers the declared response headers of an HTTP 404 response for GetLockOrder
+type GetLockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// GetLockOrderResponse500Headers the declared response headers of an HTTP 500 response for GetLockOrder
+type GetLockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type GetLockOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1714,6 +1888,14 @@ type GetLockOrderResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetLockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLockOrderResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetLockOrderResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetLockOrderResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1772,12 +1954,52 @@ func (r GetLockOrderResponse) ContentType() string {
 
 // LockOrderResponse200Headers the declared response headers of an HTTP 200 response for LockOrder
 type LockOrderResponse200Headers struct {
-	LockToken string
+	CacheControl        string
+	LockToken           string
+	XContentTypeOptions string
 }
 
 // LockOrderResponse201Headers the declared response headers of an HTTP 201 response for LockOrder
 type LockOrderResponse201Headers struct {
-	LockToken string
+	CacheControl        string
+	LockToken           string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse400Headers the declared response headers of an HTTP 400 response for LockOrder
+type LockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse401Headers the declared response headers of an HTTP 401 response for LockOrder
+type LockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse403Headers the declared response headers of an HTTP 403 response for LockOrder
+type LockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse404Headers the declared response headers of an HTTP 404 response for LockOrder
+type LockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse423Headers the declared response headers of an HTTP 423 response for LockOrder
+type LockOrderResponse423Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse500Headers the declared response headers of an HTTP 500 response for LockOrder
+type LockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
 }
 
 type LockOrderResponse struct {
@@ -1803,6 +2025,18 @@ type LockOrderResponse struct {
 	Headers200 *LockOrderResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *LockOrderResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *LockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *LockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *LockOrderResponse404Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *LockOrderResponse423Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *LockOrderResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1874,6 +2108,37 @@ func (r LockOrderResponse) ContentType() string {
 	return ""
 }
 
+// LockEventsOrderResponse200Headers the declared response headers of an HTTP 200 response for LockEventsOrder
+type LockEventsOrderResponse200Headers struct {
+	CacheControl        string
+	XAccelBuffering     string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse400Headers the declared response headers of an HTTP 400 response for LockEventsOrder
+type LockEventsOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse401Headers the declared response headers of an HTTP 401 response for LockEventsOrder
+type LockEventsOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse404Headers the declared response headers of an HTTP 404 response for LockEventsOrder
+type LockEventsOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse500Headers the declared response headers of an HTTP 500 response for LockEventsOrder
+type LockEventsOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type LockEventsOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1885,6 +2150,16 @@ type LockEventsOrderResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *LockEventsOrderResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *LockEventsOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LockEventsOrderResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *LockEventsOrderResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *LockEventsOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1936,6 +2211,48 @@ func (r LockEventsOrderResponse) ContentType() string {
 	return ""
 }
 
+// RequestLockOrderResponse400Headers the declared response headers of an HTTP 400 response for RequestLockOrder
+type RequestLockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse401Headers the declared response headers of an HTTP 401 response for RequestLockOrder
+type RequestLockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse403Headers the declared response headers of an HTTP 403 response for RequestLockOrder
+type RequestLockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse404Headers the declared response headers of an HTTP 404 response for RequestLockOrder
+type RequestLockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse409Headers the declared response headers of an HTTP 409 response for RequestLockOrder
+type RequestLockOrderResponse409Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse429Headers the declared response headers of an HTTP 429 response for RequestLockOrder
+type RequestLockOrderResponse429Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse500Headers the declared response headers of an HTTP 500 response for RequestLockOrder
+type RequestLockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type RequestLockOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1943,6 +2260,8 @@ type RequestLockOrderResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -1951,6 +2270,20 @@ type RequestLockOrderResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RequestLockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequestLockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RequestLockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RequestLockOrderResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RequestLockOrderResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequestLockOrderResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RequestLockOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1961,6 +2294,11 @@ func (r RequestLockOrderResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RequestLockOrderResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2014,7 +2352,45 @@ func (r RequestLockOrderResponse) ContentType() string {
 
 // TakeOverLockOrderResponse201Headers the declared response headers of an HTTP 201 response for TakeOverLockOrder
 type TakeOverLockOrderResponse201Headers struct {
-	LockToken string
+	CacheControl        string
+	LockToken           string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse400Headers the declared response headers of an HTTP 400 response for TakeOverLockOrder
+type TakeOverLockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse401Headers the declared response headers of an HTTP 401 response for TakeOverLockOrder
+type TakeOverLockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse403Headers the declared response headers of an HTTP 403 response for TakeOverLockOrder
+type TakeOverLockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse404Headers the declared response headers of an HTTP 404 response for TakeOverLockOrder
+type TakeOverLockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse423Headers the declared response headers of an HTTP 423 response for TakeOverLockOrder
+type TakeOverLockOrderResponse423Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse500Headers the declared response headers of an HTTP 500 response for TakeOverLockOrder
+type TakeOverLockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
 }
 
 type TakeOverLockOrderResponse struct {
@@ -2030,10 +2406,24 @@ type TakeOverLockOrderResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON423 the response for an HTTP 423 `application/problem+json` response
+	ApplicationproblemJSON423 *Locked
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *TakeOverLockOrderResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TakeOverLockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TakeOverLockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TakeOverLockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TakeOverLockOrderResponse404Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *TakeOverLockOrderResponse423Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TakeOverLockOrderResponse500Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -2059,6 +2449,11 @@ func (r TakeOverLockOrderResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r TakeOverLockOrderResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON423 returns the response for an HTTP 423 `application/problem+json` response
+func (r TakeOverLockOrderResponse) GetApplicationproblemJSON423() *Locked {
+	return r.ApplicationproblemJSON423
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -2095,6 +2490,36 @@ func (r TakeOverLockOrderResponse) ContentType() string {
 	return ""
 }
 
+// UnlockOrderResponse400Headers the declared response headers of an HTTP 400 response for UnlockOrder
+type UnlockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse401Headers the declared response headers of an HTTP 401 response for UnlockOrder
+type UnlockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse403Headers the declared response headers of an HTTP 403 response for UnlockOrder
+type UnlockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse404Headers the declared response headers of an HTTP 404 response for UnlockOrder
+type UnlockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse500Headers the declared response headers of an HTTP 500 response for UnlockOrder
+type UnlockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type UnlockOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2108,6 +2533,16 @@ type UnlockOrderResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UnlockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnlockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UnlockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UnlockOrderResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UnlockOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -2317,11 +2752,12 @@ func (c *ClientWithResponses) LockOrderWithResponse(ctx context.Context, orderId
 // LockEventsOrderWithResponse The record's lock events, as they happen on any node
 //
 // Server-sent events named locked, released, taken-over, expiring and requested, each with
-// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-// read from the database, so every node's subscribers get them within the plugin's
-// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-// free, so a release missed while the stream was cut is told.
+// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+// locked when it is held, released (without a reason) when it is free, so a new page and a
+// release missed while the stream was cut are told. Events are read from the database, so
+// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+// A released event says how the lock ended (reason) and which lock it was (generation),
+// never its old holder. Every event carries an id.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2447,6 +2883,77 @@ func ParseAdminListLocksResponse(rsp *http.Response) (*AdminListLocksResponse, e
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers AdminListLocksResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers AdminListLocksResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminListLocksResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers AdminListLocksResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2504,6 +3011,94 @@ func ParseAdminReleaseLockResponse(rsp *http.Response) (*AdminReleaseLockRespons
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers AdminReleaseLockResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminReleaseLockResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AdminReleaseLockResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminReleaseLockResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers AdminReleaseLockResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2518,6 +3113,19 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 	response := &GetClientResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetClientResponse200Headers
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -2610,6 +3218,111 @@ func ParsePatchOrderResponse(rsp *http.Response) (*PatchOrderResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers PatchOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PatchOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PatchOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PatchOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 423:
+		var headers PatchOrderResponse423Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 500:
+		var headers PatchOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2662,6 +3375,77 @@ func ParseGetLockOrderResponse(rsp *http.Response) (*GetLockOrderResponse, error
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers GetLockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetLockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetLockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetLockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2742,16 +3526,37 @@ func ParseLockOrderResponse(rsp *http.Response) (*LockOrderResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers LockOrderResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.LockToken = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers LockOrderResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2759,7 +3564,116 @@ func ParseLockOrderResponse(rsp *http.Response) (*LockOrderResponse, error) {
 			}
 			headers.LockToken = value
 		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers LockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers LockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers LockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers LockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 423:
+		var headers LockOrderResponse423Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 500:
+		var headers LockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2809,6 +3723,101 @@ func ParseLockEventsOrderResponse(rsp *http.Response) (*LockEventsOrderResponse,
 
 	}
 
+	switch {
+	case rsp.StatusCode == 200:
+		var headers LockEventsOrderResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers LockEventsOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers LockEventsOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers LockEventsOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers LockEventsOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2843,6 +3852,13 @@ func ParseRequestLockOrderResponse(rsp *http.Response) (*RequestLockOrderRespons
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2871,6 +3887,128 @@ func ParseRequestLockOrderResponse(rsp *http.Response) (*RequestLockOrderRespons
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers RequestLockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RequestLockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RequestLockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RequestLockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RequestLockOrderResponse409Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequestLockOrderResponse429Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RequestLockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2925,6 +4063,13 @@ func ParseTakeOverLockOrderResponse(rsp *http.Response) (*TakeOverLockOrderRespo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest Locked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON423 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2937,6 +4082,13 @@ func ParseTakeOverLockOrderResponse(rsp *http.Response) (*TakeOverLockOrderRespo
 	switch {
 	case rsp.StatusCode == 201:
 		var headers TakeOverLockOrderResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2944,7 +4096,116 @@ func ParseTakeOverLockOrderResponse(rsp *http.Response) (*TakeOverLockOrderRespo
 			}
 			headers.LockToken = value
 		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers TakeOverLockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TakeOverLockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TakeOverLockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TakeOverLockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 423:
+		var headers TakeOverLockOrderResponse423Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 500:
+		var headers TakeOverLockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -3004,6 +4265,94 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers UnlockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UnlockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UnlockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UnlockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers UnlockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -3012,61 +4361,70 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fvvbhs3En+VwV4BS7i1JDsOrpY/uUnac+E2QexDcoh8B2p3pGW8S25JrmXBEHBPcw92T3IYkvvPu7Kt",
-	"Jm2Col9aeZfkDuff7zdD5i6IZJZLgcLoYHoXJMhiVPbnuYyuL+U1CvojRh0pnhsuRTANLhOEVEbXexo0",
-	"RgoNGBoIg4PDb2HOjQ4hwdvhCWgUMXADcxZdAxdAa+67RcNA4S8FVxgHU6MKDAMdJZgx+lrOjEFFX/rX",
-	"h8n+MdtfXN09O9x8E4SBWecYTANtFBfLYLPZhEHOFMvQeLHPXtJ/8ZZleUojpYr/fXx88O1hEAaclsyZ",
-	"SYIwECyj1zx+UJL7nwtrtby22mApDbMLO93VS7c2+6Ql31Zy9Gnc6VguwHj1g5Gw5DcIRQ6Do8kEVtwk",
-	"sjDAzbDc7YNC7bLvt6hloSLsaJf03qtaVc7Y5UMbGqxzKTRWXugUEklhUBj6yfI85REj3YxzJecpZn/9",
-	"qKX11HrpbxQugmnwl3Ht4mP3Vo/fuFnug21VX8gMpUDAVCMkMo11pfAQpALmdM81CMQYY1hwpU2wCYNy",
-	"0d9R2FMBb79/AcdHz/8GeTWsVHClwa5DndpdjOAdNwmUth2dvfyZZQgaDQxo097QexpmztRn8SwYhlYh",
-	"PCYdsFRLKESMCkzCDJDtR0EY5ErmqAx3VmRRhNr+QlFkwfRDoJBR5K0UNxhcdeI6DFjkXObUKnEhVcZM",
-	"MA1iZnDf8AyDnjl4m3OFepcpSxSomFPKXZBxwTMS8KAayoXBJSoay+Mejw2DdHuifC3SNeU90he5Eqo9",
-	"DXIloPbxcIds576F8XfrXkEUMu9XPa/q6O28NCZ9ixnjgovlBUZSxLqljElXGZtmTH9ohrpNqJWYYWn6",
-	"lkGblur/fMswtXvI+UeMbKyRV7+68SHWzZUxM4xSJQWyDVeksScg8AYphH0upZ8ataaJX8hn2Q5j5+vu",
-	"bg27RrEvb1BNYZVIMFJeAzcnQPZBbTB2z5m+1r9JzOwUJ0/w3e3boyhy4yzsCdpjikzTFt02YlglKIhx",
-	"KCZAFqZP/N85FpjZ6sBnYiGtq6Xp60Uw/fAwDNhEvgnv7vmpyyv2JzeY6cfQxC9TSsSUYuvOJspFu5Jf",
-	"ednfOveydK0lzzZLrpJ1zVy4BmvZKVxjbixxAW5C0AllRyPJZW2oZmwNGpFMOvjh1SX87z//HTsoprVY",
-	"nHEBKdfG/R1JoWWKxH4ydnuOYmmSYHr4/HnYa+mGgduyHoxGP7Hby8tzGMS4YEVq4HgyGZ4Am2sUxrli",
-	"+ca6IH3xAfDY9HhAgy60NRijYTzdPYbKl/+URU8gVRBklU/KYmlaAVKuuIh4zlIYMCFNQnjO5sMpKZ5s",
-	"QNaqzUfxWIfWXMoUmahFuODChdfT8omb9A9h3KafNkkbZgoXm+zW6f358XHDCkeTSR+IG27SLaFvH/Rx",
-	"32Zk2LflMpUYYWm0vlC/ZNf4+gbVrwmZKRiZxhQRpHz66YwYNgKH3ghcWdM87vldVyRtYlQobtYXlCSc",
-	"UJVHdOV6l0hb2mlgJcyUTtVgu3saXkix4MvRm4ZzwRyZIu8iBA5r/J2JSMprjiGF+PCkqmUIwS0VFXEu",
-	"uTAamNArVHA0ORjBZZUEGu+JkhI3nwn//VM7wkggTM+NXa/h8EeTZ2BdfsU1Dt2invlqKDRCW+jRrCro",
-	"rPfbV7WLJsbkjqpzn97byntD+824NjwCuVik3FMUbaMK/n55+WYEpxClHIWxcafLmoPpirpYwzOXe8KZ",
-	"cNYwVZVYFtz0pC75wFWDZbrVYKmMDoGJ2EKqpnAv8tFMvFJKKg1MtUzaKmBgUJYeXmeqEASboFHRTuz/",
-	"SCiuZyKWUZHRhpgByuNjmaNgOR+tWZaO4BWLEqCQsJ+xGV0TZ1NrcBFGgkVMlManHTg7+HgOvCqtnkiH",
-	"TqdBGNyg0mVWn1A4+i8H0+DZaDJ65hh4Yn1+bH1p7KZO74Il2mitBDuLCTFpzDnX5tx/odmA+OCbAb8U",
-	"qNa9tfADRXb/3EJb99p5Xk1sd57q2VTf1CrZb67uleqHk8kDpW+35P0UttIphMuWlA49xzcJch+wmhY4",
-	"ctL1favaRV1p0/hnO44/2mn8853koRRdZBlT62AakO/5lDGwzngClMIov4k15ctW2lO4KDTqoV2k6eDj",
-	"u9IrN+M7Hm/Gnk27DlzLpfukrIeMq94Q+dMjY89eBuQ5udTbQuutE+PcoZnHl+9kvN7Ju7YhbAMdDyZE",
-	"ESiYywfhI+Dvl+mCfHugUQVuOtFx1MUCv9X41znowR/Fob+XKsJ9736WU0RSxXt6dycPIZXLJdWBBHG2",
-	"7hVUFLoKZ9wAidHH7Rl+ieaFhd/g0RRn8NaMP7Ib5sza9sGe5mbb/j+yG3bhJrY1QulsruRKo/JMgEAa",
-	"Xl1AJuMiRRhgzC0A+bhuwulD+3qdozh9cxbslLvLReuddbqQfl14NppAifVBb5h083Y5t+IIzR432e8e",
-	"w2sx1mD64aqtOa5rCZxubJN6fOc7mJv+llGbuVJN5NgRSVO6ZAhzTLiIgUiePwH5icdxiium0LEgx1dQ",
-	"z8oyKmECDt+/t1yKtlVP2LPUiwgNxjDHhfQj2qIkTMQpKqJXejoTR4fPYOZrplkAq4SnWMbEvDDd0q7J",
-	"/6p2divEZmKwSpgpcRPmMl77wCmf2ulcE+03wxOohdgv056VBQUIaafbT80EFfUllWdNUaSnoY7fM1tA",
-	"CEmDUn5TlpmLe7sRnk066WFQ9n/Csv9D+nRqr/g9zVPV43LfQ5dOGLxFFvvDrJmo5aPXByBkvY6zLhnS",
-	"7q+v3nGM9B52dj3N+uGeBtse6jk48X6607nJlWWxUdINevv4tXKnQLvhevesy5G+X4fIT8oFLX2e1Fyu",
-	"PPCyReMq4VECS0n1ypYaJ+jg7/v3T4l7F45/BDw+OnzC+v547dPg+0XCxBIbacUdHvVmsaE/LKLq0/Yr",
-	"ejO0JagPwRjJXfr0JxUhj9UetkW7xVd9k/TzVRwHXytBe5fIzlEo4UMhDE9t2g82XzDx+VriXpOqB3Wm",
-	"wKpOGQwOJwdDe6R7D1IFy7hYNg7t/DGpSXAmWtBqoaoJagsLUD4MXJvYkdo5RjJDDXXXGRZKZiDkCqSY",
-	"CeMPreY0OCrlm1hCK5aoSEydSGVKRmHbgYKWX5gQtAQGOVvWWErPSVoBTF/Dwh51LXAF2n+dzLdQ2A7b",
-	"Nj+GmDKsFHbhhMc4PHE6cElyT0N1eGSX6zk7qUiPNpJIjhSoR00lzDGVKzgAqWaCzeWNH207SESuXBee",
-	"aziaTEZw2lT201kDqbeySt3gblCEsEMQQughFyslxXIIkU14eiZoDhfL6aMe5KhRQ9VcQ4JpHPYzqZko",
-	"z7G4dlYa2AZ8w3tLUlX1/IaOfbRTZdrIk18S+x9Ls2VrfNO9AfK5M3pfNj+3MartRabeEB10otDFQk2M",
-	"y3jMFRJHRg+CZS+U3J9cMV1b6EuYToZBeP++1X51j6BvF35wbRq3lUOHG7+tgsjllorRxj6T2H/yq6ei",
-	"76UL/eoGEvmp5U/Wa6tmfrvWe4BYje1liGb7494NKOuz++TG7t6Ettd6XJlEabDOjPXxvM+SlPYIC6rb",
-	"ByEgixIr5Uw4LLb3NoBp+PHi9c8W9Siza6OQZVQ+K6Pdrtz3tuXOEbxywjGFVBKy2MVrE0otMrpzBCFj",
-	"3NOgizntdY5KwxJt/szs13wlkafFkgsqBn2D6R3VT6/sEoMD0DBflye/QyuBWjslQcSU4kjICjw+8T0D",
-	"ITAyDqrsGc1MnDNt9q3k+2cvYWDPdHyrZ0+7LV3YbqqF32FLIaXie1QyE4QTngmUrbSMazeapyUMWyWv",
-	"mIaocId2Mo23IYfT7xN5tu2EWU3su6/s2As7FV6PfvYfi0Ff3u+5+MgKKQ5MgmtIWJ4ThRTAhPPWL8ep",
-	"t6cO1TjD/qro/mVF+SgvKqFd0LXThqVSVZKoosmaYtQJAb/XB2rNw345qqt+RJw9B5Zp/DW69NHkeEfU",
-	"O/69QuZUXzcZtJGQYrO9CRhzAwNWY40z5LBsG60Y983iLc5M6GWvsnx13kwFd3Xtxt4L8BSzqoxymfJo",
-	"DYOyEz3ycFVeNjlpAJXjnbZ0a91CrQqgKTQu/YQOQCSL/bl+fetkT3vCSxDvz5ftq6oUArYwqFZMxfqk",
-	"dTGFKC+RGKaIR9dXCAn6bVjWUap5lqdrj/592GT8HtuR+fkrk/sXd3qrk9+efF82b801Kts/iXj2OZh1",
-	"61ZbCAsUETmyLdNc6hmsEllyJWAUThFSeLEG//W5Z0u6KUTZ0fzSeaYdSU6uT+wQVP9spedKyJ+H3tt8",
-	"7wd+0/C9wt8Zaxxrtq7gfbjaXG3+HwAA//8=",
+	"7FvvbiM5cn+VQucAS0hbkv8McpY/eWd9lwl8O4Oxg5lg2gmo7pKa626yj6QsC4aAPE0eLE8SFMn+p27Z",
+	"1qx3Z26znyyrSXaxWPWrXxVLj0Es80IKFEYH08cgRZagsh+vZHx3I+9Q0D8J6ljxwnApgmlwkyJkMr47",
+	"0KAxVmjA0EAYHB3/GWbc6BBSfBieg0aRADcwY/EdcAG05qFbNAwU/n3JFSbB1KglhoGOU8wZva1gxqCi",
+	"N/3nl8nhGTuc3z6eHG/+FISBWRcYTANtFBeLYLMJg5/kteDzeVfKf7t+/1MIhZKzDHNgQq9Q6RDwHoUB",
+	"bRSyXAMTCcj5POMCaUejnzUwhSDwHhVoWhgTYDRubVIuFoCZxieFR7HMg+mXQEg7PbjdIbSRCrtCX96j",
+	"WgOJbkVrSw9cg5CHmqaegxQIJmUGYqYURw2soV/Il9r4bcwQYhanmLxQbveCPsE3YVAwxXI03kje/Win",
+	"PrC8yGikVMl/nZ0d/fk4CANO+ymYSYMwECynx/xpEbp6qozwvVUQy2iYXdhZar10y7RetOTHSo4++3YW",
+	"LedgvLGDkbDg9wjLAgankwmsuEnl0gA3w3K3Twq1z74/opZLFWNHu6T3XtWqcsY+L9rQYF1IobHyeaeQ",
+	"WAqDwtBHVhQZjxnpZuzt8Z9/1tLiQr30nxTOg2nwT+MaUMbuqR5/cLPcC9uqvpY5kiGTW0Eqs0RXCg9B",
+	"KmBO92T4iAkmMOdKmyBsItVbMu7Dt1IYJbNdsvjx49LzNmHw2c5BYQ5v1gUeOhPTL1jA+rXdTLmz31Bj",
+	"FwI+/uUtnJ2++ZcSHr4TdWxKU6tsqetaF/Y8R/CJmxRKKx+9+/EnliNoNDCg4/cmf6Ahckb/LomCYWhN",
+	"gydkDSzTEpYiQeUwkLxgFIRBoWSBynBnzyyOUesmuilkhEErxU0fwoUBi53zXNiTnEuVMxNMg4QZPDQ8",
+	"x6BnDj4UXKHeZ8oCBSrmlPIY5FzwnAQ8qoZyYXCBisbypMd3wyDbHaDfi2xN8Zb0RU6F6kCDXAmovT3c",
+	"I8q6d2Hyw7pXEIXMG3fPoxrHOg+NyT5izrjgYnGNsRSJbilj0lXGpoluX5qgZ0NLJWZYHn3rQJsn1f/6",
+	"1sHU5iFnP2NsAh89Lu+9n3ejRsIMo6BBkGaBy7KNcx+IWRlV6KNGrbkUI4g87MJsDboBh1EAKdO0VCR0",
+	"ygqEVcqMXYgbDW7nUyj3HPpP11zEWP7z78LwzDKJel8h8RkugMHp8UkkSooxcDNCMOwOxaG8RxWC1RfR",
+	"HlqCNI/aYOJ2pS3xWJOR5TYYtswtErTecAQXoDBDpstpFV0R0g+GOccs0VOQZLa0SC1sOwKnzEQCRUJi",
+	"MkstNTjrG0XiW3k/22PsbN21m1rfU1ilEoyUd8DNea1v9z3Td/pXQZ8tcSpyTxSzOrywfQxgTwEGbKbp",
+	"TFcpOrRxvBq0YcqQ7QKDuUIEhbFUyTDYE99KzGmLSNpoc4VKkLmSeSXzcDeUWS/prlyfP9E9uyGLDNZn",
+	"rMMc0Bm8TMsNF+y+qTq1V3hRDcC7LYte4cZZFitGlZamkMpVrUl7sNPaaQeztfUz56thJKTDn0wuuChH",
+	"X4rkiv4P4aObd5FlQw8ftIadQN+DYgLk0lhyt2Ia4qUh4GORKNjCJzT0fYZzMwxhLlWMh7UwTABLci6G",
+	"5+BPXAq/Nz/EruDtj0XCG+S2JTq8+NbxipmdQeadmEsLYln2fh5MvzzNFy3Z2oSPWwjozsx+5AZz/Rzt",
+	"9MuUEjGl2LqziXLRruS3XvaPDrhsKt+SZ5ehrtJ1bYBcuxA0hTssjIss3ISgU2IwRhIY2iiYszVoROAG",
+	"Bn+9vIH//e//GbvEgdayZgIZ18b9H0uhZYaECTl7uEKxMGkwPX7zJuw96cYBt2U9Go3+xh5ubq5gkOCc",
+	"LTMDZ5NJZY/O08on1ibpjU8QvE2PBTTyirYGEzTMwcleoH56fOIZwbRNCn0ZZ4sd1NSlDPLc9EL3k7yw",
+	"fPgfctkfZnz45w7HY5ZlFVEtFBcxL1hGLi9NSjyfzYZTOmw6d7KQ2mQI4mr5ZlJmyEQP2H8Vbr9skjbM",
+	"LB0esAd31m/OzhonfzqZ9GnQcJPtgBv7RV91oOmN9mm5TCVGWBpKH7zcsDt8f4/qa9x0CkZmSRmz6KOP",
+	"Cw1npScCV/Zonve2rvmTNjFeKm7W1wRMTqjKIrpyfUqlLTVS5PSkqTSqRip+oOGtFHO+GH1oGBfMkCmy",
+	"LmLmYc3LIxFLeccxJFgZnlfVHld1Qwp8heTkIL42dzo5GsFNBTyN55SqCsQkEv79F3aEkUAMtTB2vYbB",
+	"n05OwJr8imscukV9RqxhqRHaQrtQZiHcWr99VJtoakzh6gjch5S28j7QfnOuDY/LSqg9OW29Cv715uYD",
+	"kfg44xRtye90WZWxVMWlNPbgmcO7MBLuNExVRysLwPRNo0jpigglxGuwxFw7bk8sRZO7L4tRJC6VksrV",
+	"ZndVV2BQ1kW8ztRSUKgGjcpWc+kPCcV1JBIZL3PaEDNAsWMsCxSs4KM1y7MRXLI4BXIJl4RQFNEEiGoN",
+	"zsNIsJjIiDt82oGnFM6fg0ZR2erQ6TQIg3tUuowkE3JH/+ZgGpyMJqMTl5mn1ubH1pbGbur0MVig9dZK",
+	"sHcJRWkac8W1ufJvaJZov/hy6d+XqNa91cInypD9c5famtfe87xjfc1UzyP7plZgv7ndKmYeTyZP1OW6",
+	"9bhfwpA6VbryikSHPvc3KXLvsJoWOHXS9b2r2kVdBqTxJ3uOP91r/Ju95CGIXuY5U+tgGpDtecgYWGM8",
+	"B4IwwjexJrxswZ7C+VKjHtpFmgY+fiytcjN+5Mlm7Cm9uxFqmXSflPWQcVU9J3t6Zuy7HwOynELqXa7l",
+	"M5orF818fPlBJuu9rGtXhG1Ex6MJUQRy5vKL8Jng75fpBvn2QKOWuOl4x2k3FvitJl9noEe/F4P+SzPp",
+	"tJyCUkbPlvcy8pDS5AUmLsTZKo5IYJW6rGrcvnncifALNG9t+A2ehTiDD2b8M7tn7ljbNthz/bN1Zcru",
+	"2bWb2LpSeJWrgUq9hI0zJVcalacVFPHh8hpymSwzhAEm3EYzDxLN2PyUkt4XKC4+vAv2CgTlorWaOvct",
+	"fl04GU2gJA5Br891g0A5tyIczYImGcMWXWzR32D65batOa5rCZxu7J3g+NFfk2z669JtGkwJlqNaJE1p",
+	"3yHMMOUiAWKMPi/8G0+SDFdMoaNUjvygjsqcLGUCjj9/tsSMtlVPOLA8jtgRJjDDufQj2qKkTCQZKuJq",
+	"ehoJylMjn4BFAaxSnmHpYLOl6eaJTTJZVQRb/hqJQVU3p4czmay9F5bf2ulcUw5hhudQC3FYYqiVBQUI",
+	"aafbV0WCm7DKC1qX79Jz2uqK3l7c06CM35c563xrN8JTUyc9DOrKq6c/pE+n9ipZoHmq+rrc99BhE4OP",
+	"yBKf4keilo8eH4GQ9TrudOkg7f76kidfYW8H4q6lWTs80GDrWz331N5O97qmvrWUOE67Tm+/fq/cpft+",
+	"JKHbWuAY5NeF9xdhQUuf5zUxLPsLbAa6SnmcwkKi3pkwBZ1g/vnzS/zeuePvIbifHr9gfd/N8Mu4wNuU",
+	"iQU2YMXdUPei2NDfSLvyOCUKfQht2e5TYYzkLm36F2U0zyUytsa8w1Z9lff10pej75XtfercJrkCxNLe",
+	"nRLsB5tvCHw+MdmqePVEnSmwquwGg+PJ0dBesmyFVMFyLhaNIrDvxTApRqIVWm2oaga1uQ1Q3g1cHdkx",
+	"5BnGMkcNddnc3cMJuQIpImH8zfiMBselfBPLjsUCFYmpU6lMyShsbVGgvQQKQUtgUN8OcXc5RNIKYPoO",
+	"5vY+fY4rf4fmuvrsZU/Tbbfa/BJCWCnswilPcHjudOBA8kBDfUNHy/Vc/lSkx/bLJSSxHjWVMMNMruAI",
+	"pIoEm8l7P9qWo4hcuWsEruF0MhnBRVPZL2cNpN7qVOpqeYMihB2CEEIPuVgpKRZDiC3g6UjQHC4W02ct",
+	"qL799UJwDSlmSdjPpCJhx3O7P3tKA1vNb1hvSaqqAuLQsY82VGYNnPyWsf85mC3r7Jtuw91rI3ofml9Z",
+	"H9Xobpp7XHTQ8ULnCzUxLv2xUEgcGX0QLAurZP7adW/Ym2Km0+Hr9KQ1GiifmVS3K79OZ9+xC1i/7smQ",
+	"rS8UI43+o+vrD0b5Ur5x48CuanElz6z7I6q7kHZ2+wSVHLuL2gaj3GqxtV56aJsl/J0uUZIEyoavRovP",
+	"s61fISCLUytlJBz7sO1wwLTrWqc4P4JLf1WikOWhrzAIgTFhkAzL9ozqtrBK2LVhBqeudwwTaAQKF1Dq",
+	"RpA673ZF0CFsRRXPGyimWO5gay2UXTs951xr+waeYbNzqexJsbFdZondi73GU7aBJnG42aQ09KZIuNsh",
+	"IROkfSxndAQzVBoWaOoeOZ/SFdlywRs3kp8oj3VKGxyBhtm6bCGgyNdpodNsrXu6dmBQ6sLVNyiRdC0V",
+	"rqdmUF/zD8NIiKqXsL7HLY+u3arHBPBkVwh2+nlhwmLrk3bxQ6fwPSuUF6L1Aw4Y+J84LOdzV2haE1dU",
+	"8mHtKBSdmIbPhxdxjNnhD3YYFwvb5SAWXDxYHjh8rQ7qrde4Uv/zv7jo/5HIPwQq/2Zp2s12Yc+DmT1K",
+	"k+IaUlYUlKcIYMJ54rdL3HajtWp0XXxXOeVNlVdQKFJCOw9q83rL1ysEbMPSqAMPfq9PFDSO++Wo+pMI",
+	"unUFxr+L0tXkbE9icvZbudiFvmumdUZChs2aO2DCDQzYdif4sKxlrhj3Nxg7jJ8Ihm3W+u6s/1Mq68Yy",
+	"2/ni854qXS9kxuM1DMrrkZGP3WU71Xkjalet7JFo/f6iysqn0GhrcwwpkyzxnSt1PD7QPgujiO47KOyj",
+	"Kj8HNjeoVkwl+rzVemV/PcAgY4qSuzr0j+Ci2QlrLz54XmRrTwj74rzxe2x78uuny9utab0p86+fmN00",
+	"e1Eb5ZY/krT/V0laq780hDmKmByu7oaHwSqV1kjIYxm5fYyOg9aplMfIHbC4FOV1wLfGw7bHO7l+YXmt",
+	"+oltT3PWH+0nu2zvr/y+YXtL373Z6AloNcN+ud3cbv4vAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

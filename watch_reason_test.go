@@ -1,0 +1,93 @@
+package offlinelock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// nextOf is the next event of ch of kind, passing over expiring events (a
+// short lease's warning may come first).
+func nextOf(t *testing.T, ch <-chan offlinelock.Event, kind offlinelock.EventKind) offlinelock.Event {
+	t.Helper()
+	for {
+		e := next(t, ch)
+		if e.Kind == offlinelock.EventExpiring && kind != offlinelock.EventExpiring {
+			continue
+		}
+		require.Equal(t, kind, e.Kind, "%+v", e)
+		return e
+	}
+}
+
+// TestReleasedSaysWhy: a watch starts with the record's state (released,
+// without a lock or a reason, for a free record), and each released
+// event says how the lock ended: released by its holder or with its
+// session (ReleaseAll), an admin removed it (ForceRelease), its lease ran
+// out, or was cut by its holder (Shorten) and ran out; the event carries
+// the generation of the lock that ended.
+func TestReleasedSaysWhy(t *testing.T) {
+	onlyBoss := func(ctx context.Context, action string, _ offlinelock.Lock) error {
+		if o, _ := offlinelock.OwnerFrom(ctx); o.User == boss.User {
+			return nil
+		}
+		return errors.New("boss only")
+	}
+	eachDBWithModels(t, offlinelock.Config{Authorize: onlyBoss, WatchEvery: 20 * time.Millisecond}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		events, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		first := nextOf(t, events, offlinelock.EventReleased)
+		assert.Nil(t, first.Lock)
+		assert.Empty(t, first.Reason)
+
+		for _, c := range []struct {
+			reason string
+			ttl    time.Duration
+			end    func(l *offlinelock.Lock)
+		}{
+			{offlinelock.ReasonReleased, time.Minute, func(*offlinelock.Lock) {
+				require.NoError(t, p.Release(as(db, martin), &Doc{ID: 1}))
+			}},
+			{offlinelock.ReasonReleased, time.Minute, func(*offlinelock.Lock) { // a sign-out: not told apart yet
+				n, err := p.ReleaseAll(as(db, martin), martin.Session)
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, n)
+			}},
+			{offlinelock.ReasonForceReleased, time.Minute, func(*offlinelock.Lock) {
+				require.ErrorIs(t, p.ForceRelease(as(db, david), "docs", "1"), offlinelock.ErrForbidden, "refused: nothing noted")
+				require.NoError(t, p.ForceRelease(as(db, boss), "docs", "1"))
+			}},
+			{offlinelock.ReasonExpired, time.Second, func(l *offlinelock.Lock) { waitPast(t, db, l.ExpiresAt) }},
+			{offlinelock.ReasonExpired, time.Minute, func(*offlinelock.Lock) {
+				cut, _, err := p.Shorten(as(db, martin), &Doc{ID: 1}, time.Second)
+				require.NoError(t, err)
+				waitPast(t, db, cut.ExpiresAt)
+			}},
+		} {
+			l, err := p.Acquire(withTTL(db, martin, c.ttl), &Doc{ID: 1}, offlinelock.Write)
+			require.NoError(t, err)
+			assert.Equal(t, l.Generation, nextOf(t, events, offlinelock.EventLocked).Lock.Generation)
+			c.end(l)
+			e := nextOf(t, events, offlinelock.EventReleased)
+			assert.Equal(t, c.reason, e.Reason)
+			require.NotNil(t, e.Lock, c.reason)
+			assert.Equal(t, l.Generation, e.Lock.Generation, c.reason)
+		}
+		// A ReleaseAll of a session that holds nothing tells nothing, and
+		// the released record stays told as free.
+		_, err = p.ReleaseAll(as(db, martin), martin.Session)
+		require.NoError(t, err)
+		second, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		assert.Equal(t, offlinelock.EventReleased, nextOf(t, second, offlinelock.EventReleased).Kind)
+	})
+}
