@@ -61,6 +61,38 @@ func TestTheSceneInABrowser(t *testing.T) {
 			t.Fatalf("the open page sent %d lock requests in %v, renewing every %v (at most %d)", n, window, a.opts.renew, most)
 		}
 
+		// A network blip and a proxy's 502 in a row: the page renews again
+		// with backoff within the lease, keeps the lock, and says nothing.
+		served := faults.set([]fault{dropConnection, badGateway}, nil)
+		for range 2 {
+			select {
+			case <-served:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the page sent no renewal to fail")
+			}
+		}
+		failed := s.holder(129) // not renewed since the first failure
+		for kept := failed; !kept.ExpiresAt.After(failed.ExpiresAt); kept = s.holder(129) {
+			if time.Now().After(failed.ExpiresAt) || kept.Generation != first.Generation {
+				t.Fatalf("after two failed renewals Martin's lock is %+v (was %+v)", kept, failed)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		s.wait(martin, "lockstate", "You are editing customer 129.", time.Second)
+		if text := s.text(martin, "status"); text != "" {
+			t.Fatalf("the page told of a renewal that was retried: %q", text)
+		}
+
+		// A first lock that fails is told, not left at "Taking the lock…".
+		served = faults.set(nil, []fault{badGateway})
+		s.open(david, 130)
+		<-served
+		s.wait(david, "lockstate", "Not editing: the lock could not be taken.", 5*time.Second)
+		s.click(david, "retry")
+		s.wait(david, "lockstate", "You are editing customer 130.", 10*time.Second)
+		s.do(david, chromedp.Navigate(base+"/customers/129/edit"))
+		s.wait(david, "lockstate", "Locked by martin since ", 10*time.Second)
+
 		s.click(david, "ask")
 		s.wait(martin, "notice", "david asks to edit this customer.", 5*time.Second)
 
@@ -120,6 +152,22 @@ func TestTheSceneInABrowser(t *testing.T) {
 			t.Fatalf("the duplicated tab changed the lock: %+v, was %+v", now, moved)
 		}
 		s.wait(tab, "lockstate", "You are editing customer 130.", time.Second)
+
+		// A lock the page's event stream never tells (one shorter than a
+		// poll; here the streams are held at the server's door) is looked
+		// up a few seconds after its 423, and its end is told.
+		streams.cut()
+		eve := a.db.WithContext(offlinelock.WithOwner(context.Background(), offlinelock.Owner{Session: "eve-1", User: "eve"}))
+		if _, err := a.locks.Acquire(eve, &Customer{ID: 129}, offlinelock.Write); err != nil {
+			t.Fatal(err)
+		}
+		s.open(david, 129)
+		s.wait(david, "lockstate", "Locked by eve since ", 10*time.Second)
+		if err := a.locks.Release(eve, &Customer{ID: 129}); err != nil {
+			t.Fatal(err)
+		}
+		s.wait(david, "lockstate", "Customer 129 is free now.", 6*time.Second)
+		streams.reopen()
 
 		s.do(martin, chromedp.Navigate(base+"/"))
 		s.do(martin, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("signin")))
@@ -195,6 +243,16 @@ func (s *scene) waitFree(id int, within time.Duration) {
 			s.t.Fatalf("customer %d is still held after %v: %+v", id, within, holders)
 		}
 	}
+}
+
+// text is element id's text.
+func (s *scene) text(ctx context.Context, id string) string {
+	s.t.Helper()
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return text
 }
 
 // holder is the lock on customer id.

@@ -43,6 +43,9 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lock") {
 				lockPosts.Add(1)
+				if faults.lock(w, r) {
+					return
+				}
 			}
 			if strings.HasSuffix(r.URL.Path, "/lock/events") {
 				streams.wait(r)
@@ -84,6 +87,60 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 // lockPosts counts the POST …/lock requests the test servers answered:
 // the pages' lock and renewal requests.
 var lockPosts atomic.Int64
+
+// faults makes the test servers fail lock requests, as a network or a
+// proxy does: renewals (with a Lock-Token) and first locks (without one)
+// each take the next of their own list, while it lasts.
+var faults faultList
+
+// A fault is how one lock request fails.
+type fault int
+
+const (
+	dropConnection fault = iota // the connection closes unanswered: the browser's fetch fails
+	badGateway                  // a proxy's 502
+)
+
+type faultList struct {
+	mu               sync.Mutex
+	renewals, firsts []fault
+	served           chan fault // each fault served, for the test to wait on
+}
+
+// set arms the faults and returns the channel the served ones arrive on.
+func (f *faultList) set(renewals, firsts []fault) <-chan fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.renewals, f.firsts, f.served = renewals, firsts, make(chan fault, len(renewals)+len(firsts))
+	return f.served
+}
+
+// lock fails r with the next fault for its kind, if any, and says so.
+func (f *faultList) lock(w http.ResponseWriter, r *http.Request) bool {
+	f.mu.Lock()
+	list := &f.firsts
+	if r.Header.Get("Lock-Token") != "" {
+		list = &f.renewals
+	}
+	if len(*list) == 0 {
+		f.mu.Unlock()
+		return false
+	}
+	next := (*list)[0]
+	*list = (*list)[1:]
+	served := f.served
+	f.mu.Unlock()
+	switch next {
+	case dropConnection:
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	case badGateway:
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+	}
+	served <- next
+	return true
+}
 
 // streams lets the browser test cut the pages' event streams: while they
 // are cut, a page's reconnect waits at the server's door.

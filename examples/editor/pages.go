@@ -139,7 +139,7 @@ const buttons = (...list) => {
     $("actions").append(b);
   }
 };
-const lock = editLock({ resource: "customers", id, ttlSeconds: {{.TTL}}, renewEverySeconds: {{.Renew}}, on: {
+const lock = editLock({ resource: "customers", id, ttlSeconds: {{.TTL}}, renewEverySeconds: {{.Renew}}, announce: false, on: {
   locked: () => { buttons(); say("lockstate", "You are editing customer " + id + "."); },
   lockedByOther: (p) => {
     say("lockstate", "Locked by " + p.lockedBy + " since " + at(p.lockedSince || p.acquiredAt) + ".");
@@ -159,7 +159,13 @@ const lock = editLock({ resource: "customers", id, ttlSeconds: {{.TTL}}, renewEv
   released: () => { say("lockstate", "Customer " + id + " is free now."); buttons(["take", "Edit it", () => location.reload()]); },
   expiring: (e) => say("notice", "Your lock runs out in " + e.ttlRemainingSeconds + " s."),
   idle: () => say("notice", "You have been away: your lock will run out."),
-  error: (r) => say("status", (r.json && r.json.detail) || "The lock could not be kept (" + r.status + ")."),
+  error: (r) => {
+    say("status", (r.json && r.json.detail) || "The lock could not be kept (" + r.status + ").");
+    if (!lock.lock) { // the first lock failed: not left at "Taking the lock…"
+      say("lockstate", "Not editing: the lock could not be taken.");
+      buttons(["retry", "Try again", () => { say("status", ""); say("lockstate", "Taking the lock…"); lock.retry(); }]);
+    }
+  },
 } });
 $("edit").onsubmit = async (ev) => {
   ev.preventDefault();
