@@ -184,8 +184,49 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 	return n, err
 }
 
+// EndSession ends a session that signed out or expired: it releases every
+// lock of session, live or expired, as ReleaseAll does, and notes each
+// live one as ended with its session, in the same transaction, so that
+// every Watch of its records, on any node, tells EventReleased with
+// ReasonSignedOut. It returns how many lock rows it removed. Beside
+// ReleaseAll it costs a read of the session's locks and a note per live
+// lock; where the notes table is missing and cannot be made, it is
+// ReleaseAll, and the releases are told as ReasonReleased. The same owner
+// rules as ReleaseAll. httplock's EndLogin calls it.
+func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
+	db = onPrimary(db)
+	t, err := p.storeFor(db)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.checkSessionAction(db, "release_all", session); err != nil {
+		return 0, err
+	}
+	p.hints.dropSession(session)
+	noted := p.notes.ensure(db, p.cfg.Table) == nil
+	var n int64
+	err = db.Transaction(func(tx *gorm.DB) error {
+		var live []Lock
+		if noted {
+			if live, err = t.list(direct(tx), Filter{Session: session}); err != nil {
+				return err
+			}
+		}
+		if n, err = t.ReleaseAll(direct(tx), session); err != nil {
+			return err
+		}
+		return p.notes.add(tx, p.cfg.Table, endNotes(live, ReasonSignedOut, "")...)
+	})
+	if err != nil {
+		return 0, err
+	}
+	p.tel.released(ctxOf(db), dbSystem(db), kindReleaseAll, "", n)
+	return n, nil
+}
+
 // endNotes are the notes that tell how locks ended (kind:
-// ReasonForceReleased), by user, or by each lock's own user when by is "".
+// ReasonForceReleased, ReasonSignedOut), by user, or by each lock's own
+// user when by is "".
 func endNotes(ls []Lock, kind, by string) []lockNote {
 	out := make([]lockNote, 0, len(ls))
 	at := time.Now().UTC()

@@ -12,7 +12,8 @@ import (
 
 // The notes table (<Config.Table>_notes) keeps what a lock row cannot say:
 // that a lock was taken over (by whom, why) and that someone asked to edit
-// a record, and that an admin removed a lock (ForceRelease). Only those
+// a record, and how a lock ended when its row cannot say: an admin
+// removed it (ForceRelease), its session ended (EndSession). Only those
 // write it, so grants and releases pay nothing for
 // it; every node's watcher reads the notes added since its last poll,
 // which is how a take-over or a request on one node reaches a page

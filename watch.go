@@ -16,7 +16,8 @@ const (
 	// starts on a record that is held).
 	EventLocked EventKind = "locked"
 	// EventReleased: the lock ended and the record is free; Reason says
-	// how (ReasonReleased, ReasonExpired, ReasonForceReleased). Also sent first, without a Lock or a Reason,
+	// how (ReasonReleased, ReasonExpired, ReasonSignedOut,
+	// ReasonForceReleased). Also sent first, without a Lock or a Reason,
 	// when Watch starts on a record that is free, so that a watch always
 	// begins with the record's state.
 	EventReleased EventKind = "released"
@@ -34,9 +35,11 @@ const (
 // The reasons an EventReleased gives for a lock's end.
 const (
 	// ReasonReleased: its holder released it (Release, a save that
-	// released it, httplock's unlock), or its session ended (ReleaseAll,
-	// httplock's EndLogin: a sign-out is not told apart yet).
+	// released it, httplock's unlock), or ReleaseAll ended its session.
 	ReasonReleased = "released"
+	// ReasonSignedOut: its session ended with EndSession (sign-out, a
+	// session's expiry; httplock's EndLogin).
+	ReasonSignedOut = "signed-out"
 	// ReasonExpired: its lease ran out (a page that was left, or stopped
 	// renewing).
 	ReasonExpired = "expired"
@@ -61,7 +64,8 @@ type Event struct {
 	// By is who took the lock over, or who asks to edit.
 	By string
 	// Reason is the take-over's reason, or how a released lock ended
-	// (ReasonReleased, ReasonExpired, ReasonForceReleased).
+	// (ReasonReleased, ReasonExpired, ReasonSignedOut,
+	// ReasonForceReleased).
 	Reason string
 	// At is when the watcher saw the change.
 	At time.Time
@@ -384,5 +388,6 @@ func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) 
 }
 
 // endNote says whether a note of kind tells how a lock ended: the notes
-// ForceRelease writes, whose kind is the released event's reason.
-func endNote(kind string) bool { return kind == ReasonForceReleased }
+// ForceRelease and EndSession write, whose kind is the released event's
+// reason.
+func endNote(kind string) bool { return kind == ReasonForceReleased || kind == ReasonSignedOut }

@@ -29,8 +29,8 @@ func nextOf(t *testing.T, ch <-chan offlinelock.Event, kind offlinelock.EventKin
 
 // TestReleasedSaysWhy: a watch starts with the record's state (released,
 // without a lock or a reason, for a free record), and each released
-// event says how the lock ended: released by its holder or with its
-// session (ReleaseAll), an admin removed it (ForceRelease), its lease ran
+// event says how the lock ended: released by its holder (or by
+// ReleaseAll), its session ended (EndSession), an admin removed it (ForceRelease), its lease ran
 // out, or was cut by its holder (Shorten) and ran out; the event carries
 // the generation of the lock that ended.
 func TestReleasedSaysWhy(t *testing.T) {
@@ -57,8 +57,15 @@ func TestReleasedSaysWhy(t *testing.T) {
 			{offlinelock.ReasonReleased, time.Minute, func(*offlinelock.Lock) {
 				require.NoError(t, p.Release(as(db, martin), &Doc{ID: 1}))
 			}},
-			{offlinelock.ReasonReleased, time.Minute, func(*offlinelock.Lock) { // a sign-out: not told apart yet
+			{offlinelock.ReasonReleased, time.Minute, func(*offlinelock.Lock) { // ReleaseAll notes nothing: a bounded number of statements
 				n, err := p.ReleaseAll(as(db, martin), martin.Session)
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, n)
+			}},
+			{offlinelock.ReasonSignedOut, time.Minute, func(*offlinelock.Lock) {
+				_, err := p.EndSession(as(db, david), martin.Session)
+				require.ErrorIs(t, err, offlinelock.ErrForbidden, "another session's end is an admin's")
+				n, err := p.EndSession(as(db, martin), martin.Session)
 				require.NoError(t, err)
 				assert.EqualValues(t, 1, n)
 			}},

@@ -281,7 +281,8 @@ func loginPrefix(login string) string {
 // EndLogin releases every lock that principal took over HTTP in login
 // session login (Config.LoginSession): call it when the user signs out,
 // and from the session store when a session expires. It returns how many
-// locks it released. Their pages are told (released) by the event stream.
+// locks it released. Their pages are told by the event stream: released,
+// with reason signed-out (Plugin.EndSession).
 func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, error) {
 	if principal == "" || login == "" {
 		return 0, nil
@@ -296,7 +297,7 @@ func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, 
 			continue
 		}
 		done[l.Owner.Session] = true
-		n, err := s.cfg.Locks.ReleaseAll(s.cfg.DB.WithContext(offlinelock.WithOwner(ctx, l.Owner)), l.Owner.Session)
+		n, err := s.cfg.Locks.EndSession(s.cfg.DB.WithContext(offlinelock.WithOwner(ctx, l.Owner)), l.Owner.Session)
 		total += n
 		if err != nil {
 			return total, err

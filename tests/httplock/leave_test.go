@@ -1,14 +1,20 @@
 package httplock_test
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/httplock"
 )
 
 // waitForEvent reads events until one named name arrives, within d, and
@@ -135,4 +141,48 @@ func TestAForceReleaseIsToldAsSuch(t *testing.T) {
 		assert.Equal(t, got.json(t)["generation"], released["generation"])
 		assert.NotContains(t, released, "lockedBy")
 	})
+}
+
+// TestASignOutIsToldAsSuch: EndLogin (sign-out, a session's expiry)
+// reaches the record's pages as released with reason signed-out.
+func TestASignOutIsToldAsSuch(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(name, func(t *testing.T) {
+			db := openDB(t, name)
+			table := "ol_" + randomHex(6)
+			locks := offlinelock.New(offlinelock.Config{Table: table, Logger: slog.New(slog.DiscardHandler), WatchEvery: 50 * time.Millisecond})
+			require.NoError(t, db.Use(locks))
+			require.NoError(t, db.AutoMigrate(&Order{}))
+			binaryKeys(t, db)
+			t.Cleanup(func() { db.Migrator().DropTable(&Order{}); dropLockTable(db, table) })
+			require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1"}).Error)
+			srv, err := httplock.New(httplock.Config{Locks: locks, DB: db, Principal: principal,
+				LoginSession: func(r *http.Request) (string, error) { return r.Header.Get("X-Login"), nil },
+				Resources:    []httplock.Resource{{Name: "orders", Model: &Order{}}}})
+			require.NoError(t, err)
+			ts := httptest.NewServer(srv.Handler())
+			t.Cleanup(ts.Close)
+			t.Cleanup(ts.CloseClientConnections)
+			c := &client{t: t, base: ts.URL, validate: func(*http.Request, *http.Response, []byte) {}}
+
+			req, err := http.NewRequest("POST", ts.URL+"/orders/ord_1/lock", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer usr_client_1")
+			req.Header.Set("X-Login", "login-1")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusCreated, resp.StatusCode)
+
+			events := c.stream("/orders/ord_1/lock/events", "usr_client_2")
+			locked := waitForEvent(t, events, "locked", 5*time.Second)
+			n, err := srv.EndLogin(context.Background(), "usr_client_1", "login-1")
+			require.NoError(t, err)
+			assert.EqualValues(t, 1, n)
+			released := waitForEvent(t, events, "released", 5*time.Second)
+			assert.Equal(t, "signed-out", released["reason"])
+			assert.Equal(t, locked["generation"], released["generation"])
+			assert.NotContains(t, released, "lockedBy")
+		})
+	}
 }
