@@ -141,6 +141,14 @@ func TestTheSceneInABrowser(t *testing.T) {
 		// the kept token too) does not share its lock: it is told, and the
 		// lock stays the first tab's.
 		moved := s.holder(130)
+		// What the holding tab posts on its BroadcastChannel is kept, to
+		// show that its answer names the lock without its token.
+		if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.posted = []; {
+  const post = BroadcastChannel.prototype.postMessage;
+  BroadcastChannel.prototype.postMessage = function (m) { window.posted.push(JSON.stringify(m)); return post.call(this, m); };
+} true`)); err != nil {
+			t.Fatal(err)
+		}
 		opened := chromedp.WaitNewTarget(tab, func(i *target.Info) bool { return strings.HasSuffix(i.URL, "/customers/130/edit") })
 		if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.open(location.href) !== null`)); err != nil {
 			t.Fatal(err)
@@ -152,6 +160,22 @@ func TestTheSceneInABrowser(t *testing.T) {
 			t.Fatalf("the duplicated tab changed the lock: %+v, was %+v", now, moved)
 		}
 		s.wait(tab, "lockstate", "You are editing customer 130.", time.Second)
+		posted, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`window.posted`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := chromedp.Run(tab, chromedp.Evaluate[string](`sessionStorage.getItem("offlinelock:/customers/130")`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(posted) == 0 || token == "" {
+			t.Fatalf("the holding tab answered %q, holding %q", posted, token)
+		}
+		for _, m := range posted {
+			if strings.Contains(m, token) {
+				t.Fatalf("the holding tab posted its Lock-Token on the BroadcastChannel: %s", m)
+			}
+		}
 
 		// A lock the page's event stream never tells (one shorter than a
 		// poll; here the streams are held at the server's door) is looked
