@@ -36,6 +36,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -119,6 +120,56 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	resources map[string]*resource
+
+	mu      sync.Mutex
+	streams map[string]map[chan struct{}]struct{} // open event streams by loginKey, closed by EndLogin
+}
+
+// loginKey names one login of one principal among the open streams.
+func loginKey(principal, login string) string { return principal + "\x00" + login }
+
+// openStream registers an event stream of r's login, if Config.LoginSession
+// names one: the channel closes when EndLogin ends that login; done
+// forgets it.
+func (s *Server) openStream(r *http.Request, principal string) (ended <-chan struct{}, done func()) {
+	if s.cfg.LoginSession == nil {
+		return nil, func() {}
+	}
+	login, err := s.cfg.LoginSession(r)
+	if err != nil || login == "" {
+		return nil, func() {}
+	}
+	k, ch := loginKey(principal, login), make(chan struct{})
+	s.mu.Lock()
+	if s.streams == nil {
+		s.streams = map[string]map[chan struct{}]struct{}{}
+	}
+	if s.streams[k] == nil {
+		s.streams[k] = map[chan struct{}]struct{}{}
+	}
+	s.streams[k][ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, open := s.streams[k][ch]; open {
+			delete(s.streams[k], ch)
+			if len(s.streams[k]) == 0 {
+				delete(s.streams, k)
+			}
+		}
+	}
+}
+
+// endStreams ends the open event streams of principal's login.
+func (s *Server) endStreams(principal, login string) {
+	k := loginKey(principal, login)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.streams[k] {
+		close(ch)
+	}
+	delete(s.streams, k)
 }
 
 type resource struct {
@@ -282,11 +333,14 @@ func loginPrefix(login string) string {
 // session login (Config.LoginSession): call it when the user signs out,
 // and from the session store when a session expires. It returns how many
 // locks it released. Their pages are told by the event stream: released,
-// with reason signed-out (Plugin.EndSession).
+// with reason signed-out (Plugin.EndSession). The login's own event
+// streams on this Server end at once (on other nodes, at their next
+// event or keep-alive, when Config.Principal no longer answers).
 func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, error) {
 	if principal == "" || login == "" {
 		return 0, nil
 	}
+	s.endStreams(principal, login)
 	held, err := s.cfg.Locks.List(s.cfg.DB.WithContext(ctx), offlinelock.Filter{User: principal})
 	if err != nil {
 		return 0, err

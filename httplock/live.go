@@ -145,7 +145,7 @@ const keepAliveEvery = 15 * time.Second
 // a text/event-stream (locked, released, taken-over, expiring, requested),
 // read from the database, so that every node's subscribers get them.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, _, ok := s.liveTarget(w, r, res)
+	res, target, principal, ok := s.liveTarget(w, r, res)
 	if !ok {
 		return
 	}
@@ -173,23 +173,49 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 		data, _ := json.Marshal(eventOf(res, e))
 		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", sent, e.Kind, data)
 	}
+	// Each write gets a deadline of its own, past the next keep-alive: a
+	// server's WriteTimeout (a deadline for the whole response) would
+	// otherwise cut the stream, losing the event it was writing, while a
+	// reader that is gone still frees the handler.
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(2 * keepAliveEvery)) }
+	ended, done := s.openStream(r, principal)
+	defer done()
+	deadline()
 	rc.Flush()
 	alive := time.NewTicker(keepAliveEvery)
 	defer alive.Stop()
 	for {
 		select {
 		case e, open := <-events:
-			if !open {
+			if !open || !s.signedIn(r, principal) {
 				return
 			}
+			deadline()
 			send(e)
+		case <-ended:
+			return // EndLogin: the login is over
 		case <-alive.C:
+			if !s.signedIn(r, principal) {
+				return
+			}
+			deadline()
 			fmt.Fprint(w, ": keep-alive\n\n")
 		}
 		if rc.Flush() != nil {
 			return
 		}
 	}
+}
+
+// signedIn says whether the request that opened a stream is still
+// principal's: a stream whose login ended (sign-out, a session's expiry:
+// Config.Principal no longer answers with principal) tells nothing more
+// and ends, before the event or keep-alive it would have written. The
+// browser's reconnect then gets the 401 of a request without a principal,
+// after which an EventSource does not try again.
+func (s *Server) signedIn(r *http.Request, principal string) bool {
+	now, err := s.cfg.Principal(r)
+	return err == nil && now == principal
 }
 
 // eventOf is e as an event stream's data. A released event names no

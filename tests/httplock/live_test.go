@@ -162,6 +162,12 @@ func (c *client) reconnect(path, user, lastID string) <-chan sse {
 	require.NoError(c.t, err)
 	require.Equal(c.t, http.StatusOK, resp.StatusCode)
 	require.Equal(c.t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return readEvents(resp)
+}
+
+// readEvents hands the events of an event stream's response to the
+// returned channel, and closes it when the stream ends.
+func readEvents(resp *http.Response) <-chan sse {
 	out := make(chan sse, 16)
 	go func() {
 		defer resp.Body.Close()

@@ -410,7 +410,8 @@ type ClientInterface interface {
 	// release missed while the stream was cut are told. Events are read from the database, so
 	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 	// A released event says how the lock ended (reason) and which lock it was (generation),
-	// never its old holder. Every event carries an id.
+	// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+	// its login ends (EndLogin, or the principal is no longer signed in).
 	//
 	// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 	LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -640,7 +641,8 @@ func (c *Client) LockOrder(ctx context.Context, orderId string, params *LockOrde
 // release missed while the stream was cut are told. Events are read from the database, so
 // every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 // A released event says how the lock ended (reason) and which lock it was (generation),
-// never its old holder. Every event carries an id.
+// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+// its login ends (EndLogin, or the principal is no longer signed in).
 //
 // Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 func (c *Client) LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1389,7 +1391,8 @@ type ClientWithResponsesInterface interface {
 	// release missed while the stream was cut are told. Events are read from the database, so
 	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 	// A released event says how the lock ended (reason) and which lock it was (generation),
-	// never its old holder. Every event carries an id.
+	// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+	// its login ends (EndLogin, or the principal is no longer signed in).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2757,7 +2760,8 @@ func (c *ClientWithResponses) LockOrderWithResponse(ctx context.Context, orderId
 // release missed while the stream was cut are told. Events are read from the database, so
 // every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 // A released event says how the lock ended (reason) and which lock it was (generation),
-// never its old holder. Every event carries an id.
+// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+// its login ends (EndLogin, or the principal is no longer signed in).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4361,70 +4365,71 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fv9bhtJcn+VwuQAkcjwQ7KMnKi/tF7fxYFubVgK7MCjBM2ZIqdXM91z3U1RhEAgT5MHy5ME1d3zxRlK",
-	"ole79m32L8tkT091ddWvfvXBhyCWeSEFCqOD2UOQIktQ2T8vZXx7LW9R0H8S1LHiheFSBLPgOkXIZHx7",
-	"pEFjrNCAoYUwOD75M8y50SGkeD88B40iAW5gzuJb4AJoz5HbNAwU/n3FFSbBzKgVhoGOU8wZva1gxqCi",
-	"N/3nl+nojI0WNw+vTrZ/CsLAbAoMZoE2iotlsN2GwU/ySvDFoivlv129/ymEQsl5hjkwodeodAh4h8KA",
-	"NgpZroGJBORikXGBdKLxzxqYQhB4hwo0bYwJMFq3MSkXS8BM46PCo1jlwexLIKR9PLjZI7SRCrtCv71D",
-	"tQES3YrWlh64BiFHmh49BykQTMoMxEwpjhpYQ7+Qr7Txx5gjxCxOMXmm3O4FfYJvw6BgiuVovJG8+9E+",
-	"es/yIqOVUiX/dXZ2/OeTIAw4nadgJg3CQLCcvuaPi9DVU2WE762CWEbL7MbOUuutW6b1rC0/VnL02bez",
-	"aLkA440djIQlv0NYFTA4nU5hzU0qVwa4GZanfVSoQ879EbVcqRg72iW996pWlU8c8qItLdaFFBorn3cK",
-	"iaUwKAz9yYoi4zEj3Uy8Pf7zz1paXKi3/pPCRTAL/mlSA8rEfasnH9xT7oVtVV/JHMmQya0glVmiK4WH",
-	"IBUwp3syfMQEE1hwpU0QNpHqDRn36I0URslsnyx+/aT0vG0YfLbPoDCj602BI2di+hkbWL+2hylP9htq",
-	"7ELAx7+8gbPT1/9SwsN3oo5taWqVLXVd68Le5xg+cZNCaeXjdz/+xHIEjQYGdP3e5I80RM7o3yVRMAyt",
-	"afCErIFlWsJKJKgcBpIXjIMwKJQsUBnu7JnFMWrdRDeFjDBorbjpQ7gwYLFzngt7kwupcmaCWZAwgyPD",
-	"cwx6nsH7givUhzyyRIGKOaU8BDkXPCcBj6ulXBhcoqK1POnx3TDI9gfo9yLbULwlfZFToTrSINcCam8P",
-	"D4iy7l2Y/LDpFUQh88bd81WNY50vjck+Ys644GJ5hbEUiW4pY9pVxraJbl+aoGdDSyVmWF5960KbN9X/",
-	"+tbF1OYh5z9jbAIfPd7eeT/vRo2EGUZBgyDNApdlG+c+ELMyqtCfGrXmUowh8rAL8w3oBhxGAaRM01aR",
-	"0CkrENYpM3YjbjS4k8+gPHPo/7riIsbyP/8uDM8sk6jPFRKf4QIYnJ68ikRJMQbuiRAMu0UxkneoQrD6",
-	"ItpDW5DmURtM3Km0JR4bMrLcBsOWuUWC9huO4QIUZsh0+VhFV4T0i2HBMUv0DCSZLW1SC9uOwCkzkUCR",
-	"kJjMUksNzvrGkfhW3s8OWDvfdO2m1vcM1qkEI+UtcHNe69t9zvSt/lXQZ0ecitwTxawuL2xfA9hbgAGb",
-	"a7rTdYoObRyvBm2YMmS7wGChEEFhLFUyDA7EtxJz2iKSNtpcoRJkoWReyTzcD2XWS7o71/dPdM8eyCKD",
-	"9RnrMEd0B8/TcsMFu2+qbu0FXlQD8H7Lole4dZbFinGlpRmkcl1r0l7srHbawXxj/cz56jCMhBM9gQF9",
-	"bFeBYgLkyljKtmYa4pUhOGNQsKXPUujjDBdmGILmS4HJiMiz20MuufCOPYO3IrmkD4YhLKSKcVSLwgSw",
-	"JOdieA7+vqXwJ/NL7Ku89bFIeHPctUOHFt86WjGzN8S8EwtpISzL3i+C2ZfH2aKlWtvwYQf/3I3ZP7nB",
-	"XD9FOv02pURMKbbpHKLctCv5jZf9o4Mtm8i35Nlnput0U5sf1y4AzeAWC+PiCjch6JT4i5EEhTYG5mwD",
-	"GhG4gcFf317D//73/0xc2kB7WTOBjGvj/h9LoWWGhAg5u79EsTRpMDt5/TrsvenGBbdlPR6P/8bur68v",
-	"YZDggq0yA2fTaWWPzs/Kb6xN0hsfoXfbHgtoZBVtDSZomAOTgyD99OSV5wOzNiX0RZwdblATlzLEc9ML",
-	"3I+ywvLL/5Cr/iDjgz93KB6zLKtoaqG4iHnBMnJ5aVJi+Ww+nNFl072ThdQmQwBXyzeXMkMmeqD+q1D7",
-	"eQ9pw8zK4QG7d3f9+uyscfOn02mfBg032R64sR/01Qaa3mi/LbepxAhLQ+mDl2t2i+/vUH2Nm87AyCwp",
-	"Ixb96S4xbDgrfSNwba/maW/rmj9pE+OV4mZzRcDkhKosoivXp1TaQiPFTU+ZSqNqJOJHGt5IseDL8YeG",
-	"ccEcmSLrIl4e1qw8ErGUtxxDgpXheVXrcTU3pCBZSE4O4itzp9PjMVxXwNP4nhJVgZhEwr//wq4wEoif",
-	"Fsbu1zD40+krsCa/5hqHblOfD2tYaYS20C6UWQi31m+/qk00NaZwVQTuQ0pbeR/ovDnXhsdlHdTenLZe",
-	"Bf96ff2BKHyccYq25He6rMlYouISGnvxzOFdGAl3G6aqopXlX/qkUaJ0JYQS4jVYWq4dsyeOosndV8U4",
-	"Em+VkspVZvfVVmBQVkW8ztRKUKgGjcrWcukfEorrSCQyXuV0IGaAYsdEFihYwccblmdjeMviFMglXApC",
-	"UUQTIKoNOA8jwWIiI+7y6QSeUjh/DholZatDp9MgDO5Q6TKSTMkd/ZuDWfBqPB2/cnl5am1+Ym1p4h6d",
-	"PQRLtN5aCfYuoShNay65Npf+Dc0C7RdfLP37CtWmt1b4SBGy/9mVtuZ18HPesb7mUc83+x6twH57s1PK",
-	"PJlOH6nKdatxv4QhdWp0ZYNEhz7zNyly77CaNjh10vW9qzpFXQSk9a8OXH960PrXB8lDEL3Kc6Y2wSwg",
-	"2/OQMbDGeA4EYYRvYkN42YI9hYuVRj20mzQNfPJQWuV28sCT7cRTetcPapl0n5T1kklVOyd7emLtux8D",
-	"spxC6n2u9dGJcemimY8vP8hkc5B17Yuwjeh4PCWKQM5cfhA+Efz9Nt0g315o1Aq3He847cYCf9Tk6wz0",
-	"+Pdi0H9pJp2WU1DK6NnyQUYeUma7xMSFOFvDEQmsU5dVTdp9x70Iv0Tzxobf4EmIM3hvJj+zO+autW2D",
-	"Pc2fnYYpu2NX7sFWQ+FFGgOVegkb50quNSpPKyjiw9sryGWyyhAGmHAbzTxINGPzY0p6X6C4+PAuOCgQ",
-	"lJvWaup0W/y+8Go8hZI4BL0+1w0C5bMV4WiWM8kYduhii/4Gsy83bc1xXUvgdGM7gpMH3yTZ9lel2zSY",
-	"EixHtUia0r5DmGPKRQLEGH1e+DeeJBmumUJHqRz5QR2VOVnKBJx8/myJGR2rfuDI8jhiR5jAHBfSr2iL",
-	"kjKRZKiIq+lZJChPjXwCFgWwTnmGpYPNV6abJzbJZFUPbPlrJAZV1Zy+nMtk472w/NQ+zjXlEGZ4DrUQ",
-	"oxJDrSwoQEj7uH1VJLgJq7yg1XqXntNWDXrbtqdFGb8rc9bFzmmEp6ZOehjUdVdPf0ifTu1VskDPqerj",
-	"8txDh00MPiJLfIofiVo++voYhKz3cbdLF2nP15c8+fp6OxB3Lc3a4ZEGW9/q6VJ7Oz2oSX1jKXGcdp3e",
-	"fvxeuZb7YSShO1jgGOTXhfdnYUFLn+c1MSynC2wGuk55nMJSot6bMAWdYP7583P83rnj7yG4n548Y38/",
-	"y/DLuMCblIklNmDF9ad7UWzo+9Guok2JQh9CW7b7WBgjuUub/kUZzVOJjK0x77FVX+V9ufTl+Htle586",
-	"vSRXgFjZzinBfrD9hsDnE5OdildP1JkBq8puMDiZHg9tM2YnpAqWc7FsFIH9JIZJMRKt0GpDVTOoLWyA",
-	"8m7g6siOIc8xljlqqMvmrgsn5BqkiITxffE5LY5L+aaWHYslKhJTp1KZklHY2qJA2y0KQctWG4m7LhJJ",
-	"K4DpW1jYbvoC176D5mb6bLOn6bY7Q34JIawUduOUJzg8dzpwIHmkoe7P0XY9zZ+K9NhpuYQk1uOmEuaY",
-	"yTUcg1SRYHN551fbchSRK9dG4BpOp9MxXDSV/XzWQOqtbqWuljcoQtghCCH0kIu1kmI5hNgCno4EPcPF",
-	"cvakBdW9Xy8E15BiloT9TCoSdj2357O3NLDV/Ib1lqSqKiAOHftoQ2XWwMlvGfufgtmyzr7tjtu9NKL3",
-	"ofml9VGNrs/c46KDjhc6X6iJcemPhULiyOiDYFlYJfPXbnbD9omZTocvM5HWGJ984qF6WPll5vpOXMD6",
-	"dW+GbH2pGGn0H11ffzDK5/KNawd21YAreWY9R1H1QtrZ7SNUcuIatQ1GuTNga710ZIclfE+XKEkC5bhX",
-	"Y8DnycGvEJDFqZUyEo592GE4YNrNrFOcH8Nb3ypRyPLQVxiEwJgwSIbleEbVLawSdm2YwZmbHMMEGoHC",
-	"BZR6EKTOu10RdAg7UcXzBoopljvYWgtl107POdfavoFn2JxbKmdXbGyXWWLPYtt4yo7PJA43m5SG3hQJ",
-	"1x0SMkE6x2pOVzBHpWGJpp6Q8yldka2WvNGR/ER5rFPa4Bg0zDflCAFFvs4AnWYb3TOzA4NSF66+QYmk",
-	"G6lwwzeDus0/DCMhqknCuo9bXl17UI8J4Mm+EOz088yExdYn7eYjp/ADK5QXovXzDRj4HzisFgtXaLIj",
-	"R0rebxyFohvT8Hl0EceYjX6wy7hY2ikHseTi3vLA4UvNT++8xpX6n/69Rf9PRP4hUPk3S9Oudwt7Hszs",
-	"VZoUN5CyoqA8RQATzhO/XeK2H61VY+riu8opr6u8gkKREtp5UJvXW75eIWAblsYdePBnfaSgcdIvRzWf",
-	"RNCtKzD+XZSupmcHEpOz38rFLvRtM60zEjJs1twBE25gwHbnwIdlLXPNuO9g7DF+Ihh2WOu7s/5PqawH",
-	"y+zki897qnS9kBmPNzAo2yNjH7vLcarzRtSuBtkj0fr1RZWVz6Ax1uYYUiZZ4idX6nh8pH0WRhHdT1DY",
-	"r6r8HNjCoFozlejz1uiV/e0Ag4wpSu7q0D+Gi+YkrG188LzINp4Q9sV548/Y9uSXT5d3R9N6U+ZfPzG7",
-	"bs6iNsotfyRp/6+StNZ8aQgLFDE5XD0LD4N1Kq2RkMcycvsYHQetUymPkXtgcSXKdsC3xsO2xzu5fmF5",
-	"rfqBbc9w1h/jJ/ts76/8rmF7Kz+92ZgJaA3DfrnZ3mz/LwAA//8=",
+	"7Fv9bhtJcn+VwuQAkciIomQZOVF/ab2+iwPf2rAV2IHpBM2ZIqdXM91z3U1RhEAgT5MHy5MEVd3zRQ4l",
+	"0etd+zb7l+WZ7p7q+vzVB++jRBelVqicjSb3UYYiRcN/vtbJzbW+QUX/SdEmRpZOahVNousMIdfJzZEF",
+	"i4lBB44WwuD07M8wk87GkOHd8BIsqhSkg5lIbkAqoDOP/aFxZPDvS2kwjSbOLDGObJJhIehrpXAODX3p",
+	"Pz+Njy/E8fzz/bOzzZ+iOHLrEqNJZJ2RahFtNnH0k36v5Hy+S+W/vX/zUwyl0bMcCxDKrtDYGPAWlQPr",
+	"DIrCglAp6Pk8lwrpRqOfLQiDoPAWDVg6GFMQtG7tMqkWgLnFB4lHtSyiyadIad4efd5DtNMGd4l+eYtm",
+	"DUQ6k9alHqQFpY8tbb0ErRBcJhwkwhiJFkSLv1AsrQvXmCEkIskwfSLd/gN9hG/iqBRGFOiCkrz6kbfe",
+	"iaLMaaU26X9dXJz++SyKI0n3KYXLojhSoqDX8mESdvlUK+EbZpDIaRkf7DW1ObqjWk868l1NR59+e43W",
+	"c3BB2cFpWMhbhGUJg/PxGFbSZXrpQLphddsHiTrk3u/Q6qVJcIe7xPde1ppqxyEf2tBiW2plsbZ5z5BE",
+	"K4fK0Z+iLHOZCOLNSdDHf/7ZavYLzdF/MjiPJtE/nTQO5cS/tSdv/S7/wS6r3+sCSZHJrCDTeWprhseg",
+	"DQjPe1J8xBRTmEtjXRS3PdULUu7jF1o5o/N9tIT1J5XlbeLoI+9B5Y6v1yUeexWzTziA7ZovU93sN+TY",
+	"lYJ3f3kBF+fP/6VyD98JOzaVqtW6tGtaVyzPEXyQLoNKy0evfvxJFAgWHQxI/EHljyxMvdK/SqfRMGbV",
+	"kClpg8ithqVK0XgfSFYwiuKoNLpE46TXZ5EkaG3buxkU5INWRro+DxdHIvHGc8WSnGtTCBdNolQ4PHay",
+	"wKhnD96V0qA9ZMsCFRrhmXIfFVLJggg8rZdK5XCBhtbKtMd24yjfH6DfqHxN8Zb4RUaF5siCXilorD0+",
+	"IMr6b2H6w7qXEIMiKHfPq8aP7bx0Ln+HhZBKqsV7TLRKbYcZ411mbNre7VPb6XFoqcmMK9F3BNqWVP/n",
+	"O4Jp1EPPfsbERSF6vLwNdr4bNVLhBAUNcmnsuBhtXIZALKqoQn9atFZqNYJpcLswW4NtucNpBJmwdNRU",
+	"2UyUCKtMOD5IOgv+5hOo7hyHv95LlWD1n39XTuaMJJp7xYRnpAIB52fPpqqCGAO/IwYnblAd61s0MTC/",
+	"CPbQEcR5tA5TfyvLwGNNSlZwMOyo21TRecMRXIHBHIWtttVwRemwGOYS89ROQJPa0iENsd0InAk3VahS",
+	"IlMwtLTgtW80Vd/K+sUBa2frXb1p+D2BVabBaX0D0l02/PbPhb2xv4r32SKnBvcEMWvhxV0xAEsBBmJm",
+	"SaarDL238bgarBPGke6CgLlBBIOJNukwOtC/VT6nSyJxo4sVakLmRhc1zcP9roytZPfkRv4E9/hC7BnY",
+	"ZthgjkgGT+NyywR3v1RL7St8qHHA+zWLPuHXMYpVo5pLE8j0quEkC3bSGO1gtmY787Y6jKfKk57CgB7z",
+	"KjBCgV46hmwrYSFZOnJnAkqxCFkKPc5x7oYxWLlQmB4TePZn6IVUwbAn8FKlr+nBMIa5NgkeN6QIBSIt",
+	"pBpeQpC3VuFmYQl/KmifmKqgjtt66L3Ft45Wwu0NMa/UXLMLy/M382jy6WG0yFBrE99v+T8vMf5TOizs",
+	"Y6AzHFNRJIwR651LVIfuUv450P7Ouy1O5Dv07FPTVbZu1E9aH4AmcIOl83FFuhhsRvjFaXKFHAMLsQaL",
+	"CNLB4K8vr+F///t/TnzaQGexmkAurfP/T7SyOkfyCIW4e41q4bJocvb8edwr6ZaAu7SejkZ/E3fX169h",
+	"kOJcLHMHF+NxrY/ezqo3rJP0xQfg3aZHA1pZRZeDKTrhnclBLv387FnAA5MuJAxFnC1s0ACXKsRL1+u4",
+	"H0SF1cv/0Mv+IBOCv/RePBF5XsPU0kiVyFLkZPLaZYTyxWw4IWGT3ElDGpUhB9fQN9M6R6F6XP0Xee2n",
+	"bbJOuKX3B+LOy/r5xUVL8ufjcR8HnXT5HnfDD/pqA21r5LfVMTUZcaUofe7lWtzgm1s0X2KmE3A6T6uI",
+	"RX96IcYtY6U3ClcsmsetbVf9iZuYLI106/fkmDxRtUbs0vUh01xopLgZIFOlVK1E/MjCC63mcjF621Iu",
+	"mKEwpF2Ey+MGlU9VovWNxJjcyvCyrvX4mhtSkCy1JAMJlbnz8ekIrmvH03pPiapCTKcqfP+KVzgNhE9L",
+	"x+e1FP58/AxY5VfS4tAfGvJhC0uL0CXahzJ24az9/KpR0cy50lcRZAgpXea9pfsW0jqZVHVQlpxlq4J/",
+	"vb5+SxA+ySVFW7I7W9VkGKj4hIYFL7y/i6fKS8PVVbSq/EtPWiVKX0KoXLwFhuXWI3vCKJbMfVmOpuql",
+	"Mdr4yuy+2goMqqpI4JlZKgrVYNFwLZf+IaKknapUJ8uCLiQcUOw40SUqUcrRWhT5CF6KJAMyCZ+CUBSx",
+	"5BDNGryFEWEJgREvfLpBgBTenqNWSZl56HkaxdEtGltFkjGZY/hyNImejcajZz4vz1jnT1iXTvzWyX20",
+	"QLbWmrBXKUVpWvNaWvc6fKFdoP0UiqV/X6JZ99YKHyhC9u9dWlavg/cFw/qSrQFv9m2tnf3m81Yp82w8",
+	"fqAqt1uN+yUIaadGVzVIbBwyf5ehDAZr6YBzT13ft+pbNEVAWv/swPXnB61/fhA95KKXRSHMOppEpHvB",
+	"ZQxYGS+BXBj5N7Umf9lxewbnS4t2yIe0FfzkvtLKzcm9TDcnAdL7flBHpfuobJac1LVz0qdH1r76MSLN",
+	"KbXdZ1rvPBmvfTQL8eUHna4P0q59EbYVHU/HBBHImKsH8SPBPxyzG+S7C51Z4mbHOs53Y0G4avplCnr6",
+	"e1Hov7STTsYUlDIGtHyQkseU2S4w9SGOazgqhVXms6qTbt9xr4dfoHvB4Td61MU5vHMnP4tb4cXa1cGe",
+	"5s9Ww1Tcivd+Y6eh8FUaAzV7yTfOjF5ZNAFWUMSHl++h0OkyRxhgKjmaBSfRjs0PMelNierq7avooEBQ",
+	"HdqwaafbEs6FZ6MxVMAh6rW53SBQ7a0BR7ucScqwBRc78DeafPrc5Zy0DQWeN9wRPLkPTZJNf1W6C4Mp",
+	"wfJQi6ip9DuGGWZSpUCIMeSFf5NpmuNKGPSQyoMftNMqJ8uEgrOPHxmY0bWaDUeM4wgdYQoznOuwoktK",
+	"JlSaoyGsZidTRXnqNCRg0whWmcyxMrDZ0u3miW0wWdcDO/Y6VYO6ak4vZzpdByusnvJ2aSmHcMNLaIg4",
+	"rnwo04IKlObt/Kmpki6u84JO610HTFs36LltT4tyeVvlrPOt26gATT31MGjqrgH+ED892+tkgfaZ+nF1",
+	"76H3TQLeoUhDij9VDX30+hSUbs7x0iVB8v36kqdQX+8G4l1NYz08ssD1rZ4uddDTg5rUnxkSJ9mu0fPj",
+	"N8a33A8DCbuDBR5Bfll4f5Iv6PDzsgGG1XQBZ6CrTCYZLDTavQlTtBPMP358it17c/w9BPfzsyecH2YZ",
+	"fhkWeJEJtcCWW/H96V4vNgz9aF/RpkShz0Mz2n0ojBHdlU7/oozmsUSGa8x7dDVUeb9e+nL6vaK9Dzu9",
+	"JF+AWHLnlNx+tPmGji8kJlsVr56oMwFRl91gcDY+HXIzZiukKlFItWgVgcMkhstwqjqhlUNVO6jNOUAF",
+	"M/B1ZI+QZ5joAi00ZXPfhVN6BVpNlQt98RktTir6xoyO1QINkWkzbVyFKLi2qJC7RTFY3WkjSd9FImoV",
+	"CHsDc+6mz3EVOmh+po+bPW2z3RryS8nDasUHZzLF4aXngXeSRxaa/hwd19P8qUEPT8ulRLEdtZkww1yv",
+	"4BS0mSox07dhNZejCFz5NoK0cD4ej+CqzeynowZiby2VplreggjxDkCIoQdcrIxWiyEk7PDsVNEeqRaT",
+	"RzWo6f0GIqSFDPM07kdSU8XrJd+PpTTgan5LeytQVRcQhx59dF1l3vKT3zL2P+Zmqzr7Znfc7mt79D5v",
+	"/ppt1KLvM/eY6GDHCr0tNMC4ssfSIGFkDEGwKqyS+ls/u8F9YmGz4deZSGuNTz6yqRlW/jpzfWc+YP26",
+	"kiFdXxhBHP1H59cfiPKpeOPaO7t6wJUss5mjqHsh3ez2ASh54hu1LUS5NWDLVnrMwxKhp0uQJIVq3Ks1",
+	"4PPo4FcMKJKMqZwqjz54GA6E9TPrFOdH8DK0SgyKIg4VBqUwIR+k42o8o+4W1gm7dcLhxE+OYQqtQOED",
+	"SjMI0uTdvgg6hK2oEnADxRTGDlxroeza87mQ1vIXZI7tuaVqdoVju85Tvgu38QyPz6Teb7YhDX1pqnx3",
+	"SOkU6R7LGYlghsbCAl0zIRdSujJfLmSrI/mB8ljPtMEpWJitqxECinw7A3RWrG3PzA4MKl74+gYlkn6k",
+	"wg/fDJo2/zCeKlVPEjZ93Ep03UE9oUCmhFACk1ClNgaHeU4KEoACFNpgzGKYqnqoh9fCoBrpYY3v9jsZ",
+	"5VRI0A8Ggdwf8b04npgfcTmU73LsST+wIHqlOr8WgUH4PcVyPvd1LZ5wMvpu7REbKYiFj8dXSYL58Q+8",
+	"TKoFD1WohVR3DDuHX2tce+szvrPw+M87+n+R8g8RBH6zrPB6u44YfCeL0mW4hkyUJaVFCoTyhv/t8sT9",
+	"wcG0hjy+qxT2uk5jKPIZZb0FddMITg9qh9v1gqMd9xDu+kD95KyfjnociiKFrX3/76JSNr44EAdd/FYm",
+	"dmVv2lmk05Bju8QPmEoHA7E9dj6sSqcrIUPDZI/yE57h2bDvTvs/ZLqZY+NBm5Bm1dWBUucyWcOg6saM",
+	"AlSoprcuWyChnpufqs6PPeogO4HWFJ0HZLkWaRiUacL/kQ1JHwGIMLDBr+pyAIi5Q7MSJrWXnUkv/qmC",
+	"gFwYiuMN0iDY0Bq85T6LLMp8HfBnX5x34Y5dS/762fn2JFxvhv7r54HX7dHXVnXnj5zw/1VO2BlnjWGO",
+	"KiGDa0bvYbDKNCsJWawgs0/QY9Amcws+co9bXKqq+/Ct/WHX4j1dv7CaV/+et2cW7I9pl32691d529K9",
+	"ZRgWbY0gdGZvP33efN78XwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

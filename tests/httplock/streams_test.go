@@ -1,0 +1,122 @@
+package httplock_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/httplock"
+)
+
+// liveServer serves orders/ord_1 on database name with cfg's Principal
+// and LoginSession, and with server's settings on the http.Server.
+func liveServer(t *testing.T, name string, cfg httplock.Config, server func(*http.Server)) (*httplock.Server, *client) {
+	t.Helper()
+	db := openDB(t, name)
+	table := "ol_" + randomHex(6)
+	locks := offlinelock.New(offlinelock.Config{Table: table, Logger: slog.New(slog.DiscardHandler), WatchEvery: 50 * time.Millisecond})
+	require.NoError(t, db.Use(locks))
+	require.NoError(t, db.AutoMigrate(&Order{}))
+	binaryKeys(t, db)
+	t.Cleanup(func() { db.Migrator().DropTable(&Order{}); dropLockTable(db, table) })
+	require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1"}).Error)
+	cfg.Locks, cfg.DB = locks, db
+	cfg.Resources = []httplock.Resource{{Name: "orders", Model: &Order{}}}
+	srv, err := httplock.New(cfg)
+	require.NoError(t, err)
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	if server != nil {
+		server(ts.Config)
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	t.Cleanup(ts.CloseClientConnections)
+	return srv, &client{t: t, base: ts.URL, db: db, validate: func(*http.Request, *http.Response, []byte) {}}
+}
+
+// streamAs opens the record's event stream as user in login.
+func (c *client) streamAs(user, login string) <-chan sse {
+	c.t.Helper()
+	req, err := http.NewRequestWithContext(c.t.Context(), "GET", c.base+"/orders/ord_1/lock/events", nil)
+	require.NoError(c.t, err)
+	req.Header.Set("Authorization", "Bearer "+user)
+	req.Header.Set("X-Login", login)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(c.t, err)
+	require.Equal(c.t, http.StatusOK, resp.StatusCode)
+	return readEvents(resp)
+}
+
+// ends waits for the stream to end, failing on any event it still tells.
+func ends(t *testing.T, events <-chan sse, within time.Duration) {
+	t.Helper()
+	select {
+	case e, open := <-events:
+		require.False(t, open, "the stream told %s after its login ended", e.name)
+	case <-time.After(within):
+		t.Fatalf("the stream is still open after %v", within)
+	}
+}
+
+// TestAStreamEndsWithItsLogin: an event stream tells nothing more once
+// its login ended: EndLogin ends the login's streams at once; a
+// principal that Config.Principal no longer answers for (a session
+// that expired, or was ended on another node) is told no further event.
+func TestAStreamEndsWithItsLogin(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(name, func(t *testing.T) {
+			var signedOut sync.Map // principals whose session ended
+			who := func(r *http.Request) (string, error) {
+				p, err := principal(r)
+				if _, out := signedOut.Load(p); out {
+					return "", errors.New("signed out")
+				}
+				return p, err
+			}
+			srv, c := liveServer(t, name, httplock.Config{Principal: who,
+				LoginSession: func(r *http.Request) (string, error) { return r.Header.Get("X-Login"), nil }}, nil)
+
+			mine, other := c.streamAs("usr_client_2", "login-a"), c.streamAs("usr_client_2", "login-b")
+			waitForEvent(t, mine, "released", 5*time.Second)
+			waitForEvent(t, other, "released", 5*time.Second)
+			_, err := srv.EndLogin(context.Background(), "usr_client_2", "login-a")
+			require.NoError(t, err)
+			ends(t, mine, 5*time.Second)
+
+			stale := c.streamAs("usr_client_3", "login-c")
+			waitForEvent(t, stale, "released", 5*time.Second)
+			signedOut.Store("usr_client_3", true)
+			got := c.do("POST", "/orders/ord_1/lock", "usr_client_1", "", "")
+			require.Equal(t, http.StatusCreated, got.status)
+			ends(t, stale, 5*time.Second)
+			assert.Equal(t, "usr_client_1", waitForEvent(t, other, "locked", 5*time.Second)["lockedBy"], "another login's stream goes on")
+		})
+	}
+}
+
+// TestAStreamOutlivesWriteTimeout: a server with WriteTimeout set (common
+// hardening) neither cuts an event stream nor loses the event it writes
+// after the timeout.
+func TestAStreamOutlivesWriteTimeout(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(name, func(t *testing.T) {
+			const timeout = 500 * time.Millisecond
+			_, c := liveServer(t, name, httplock.Config{Principal: principal}, func(s *http.Server) { s.WriteTimeout = timeout })
+			events := c.streamAs("usr_client_2", "")
+			waitForEvent(t, events, "released", 5*time.Second)
+			time.Sleep(2 * timeout) // time itself: the server's deadline must pass
+			got := c.do("POST", "/orders/ord_1/lock", "usr_client_1", "", "")
+			require.Equal(t, http.StatusCreated, got.status)
+			assert.Equal(t, "usr_client_1", waitForEvent(t, events, "locked", 5*time.Second)["lockedBy"])
+		})
+	}
+}
