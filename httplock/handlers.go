@@ -192,6 +192,9 @@ func (s *Server) lockInput(r *http.Request, res *resource, target any) (string, 
 		}
 		return "", req, err
 	}
+	if err := s.allow(r, res, principal, ActionLock); err != nil {
+		return "", req, err
+	}
 	return principal, req, nil
 }
 
@@ -262,6 +265,10 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, offlinelock.ErrNoOwner)
 		return
 	}
+	if err := s.allow(r, res, principal, ActionLock); err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
 	held, err := s.lockFor(r, token, principal, target)
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -281,11 +288,15 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 // info is GET /{resource}/{id}/lock. Like Middleware, it tells nobody
 // unauthenticated who holds what.
 func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
-	if principal, err := s.cfg.Principal(r); err != nil || principal == "" {
+	principal, err := s.cfg.Principal(r)
+	if err != nil || principal == "" {
 		s.WriteError(w, r, offlinelock.ErrNoOwner)
 		return
 	}
 	res, target, err := s.target(res, r.PathValue("id"))
+	if err == nil {
+		err = s.allow(r, res, principal, ActionRead)
+	}
 	if err != nil {
 		s.WriteError(w, r, err)
 		return

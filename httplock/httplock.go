@@ -68,6 +68,44 @@ type Resource struct {
 	// (The plugin's Acquire of a missing row stays allowed: reserving a
 	// key is legitimate in Go code.)
 	Exists func(r *http.Request, id string) (bool, error)
+	// Allow decides who may do what with a record over HTTP: action is
+	// ActionRead (GET …/lock), ActionWatch (…/lock/events), ActionLock
+	// (POST …/lock and …/unlock), ActionTakeOver or ActionRequest (ask
+	// to edit); id is the record's id as the URL gives it. It is asked
+	// after Exists, before anything is read or changed. A nil error
+	// allows; an error that wraps gorm.ErrRecordNotFound answers 404, as
+	// for a record that is not there (for a record the caller may not
+	// know of: what the application's own GET of it answers); any other
+	// error is a 403 whose detail shows its text. Nothing is changed
+	// either way. Default nil: every principal may do all of them, and
+	// only Exists stands between a user and a record.
+	Allow func(r *http.Request, principal, action, id string) error
+}
+
+// The actions Resource.Allow is asked about.
+const (
+	ActionRead     = "read"      // GET …/lock: who holds it
+	ActionWatch    = "watch"     // GET …/lock/events
+	ActionLock     = "lock"      // POST …/lock, POST …/unlock
+	ActionTakeOver = "take_over" // POST …/lock/takeover
+	ActionRequest  = "request"   // POST …/lock/request
+)
+
+// allow asks res.Allow whether principal may do action with the record
+// of r's id: nil, notFound, or a 403.
+func (s *Server) allow(r *http.Request, res *resource, principal, action string) error {
+	if res.Allow == nil {
+		return nil
+	}
+	err := res.Allow(r, principal, action, r.PathValue("id"))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return notFound
+	default:
+		return forbidden("you may not " + strings.ReplaceAll(action, "_", " ") + " this record: " + err.Error())
+	}
 }
 
 // Config configures a Server.

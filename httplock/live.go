@@ -26,7 +26,7 @@ func SameUserTakeOver(_ *http.Request, principal string, holder offlinelock.Lock
 
 // takeOver is POST /{resource}/{id}/lock/takeover.
 func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, principal, ok := s.liveTarget(w, r, res)
+	res, target, principal, ok := s.liveTarget(w, r, res, ActionTakeOver)
 	if !ok {
 		return
 	}
@@ -66,7 +66,7 @@ func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource)
 // caller edit. 202; 409 when the caller holds the lock itself, or nobody
 // does (take it instead).
 func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) {
-	_, target, principal, ok := s.liveTarget(w, r, res)
+	_, target, principal, ok := s.liveTarget(w, r, res, ActionRequest)
 	if !ok {
 		return
 	}
@@ -94,8 +94,9 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) 
 }
 
 // liveTarget checks what every live endpoint needs: a principal (401), a
-// record of a served resource (404; an id that is not UTF-8 is 400).
-func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource) (*resource, any, string, bool) {
+// record of a served resource (404; an id that is not UTF-8 is 400), and
+// Resource.Allow's leave for action (403, or 404).
+func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource, action string) (*resource, any, string, bool) {
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
 		s.WriteError(w, r, offlinelock.ErrNoOwner)
@@ -107,6 +108,9 @@ func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resourc
 		if found, err = s.exists(r, res, target); err == nil && !found {
 			err = notFound
 		}
+	}
+	if err == nil {
+		err = s.allow(r, res, principal, action)
 	}
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -145,7 +149,7 @@ const keepAliveEvery = 15 * time.Second
 // a text/event-stream (locked, released, taken-over, expiring, requested),
 // read from the database, so that every node's subscribers get them.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, principal, ok := s.liveTarget(w, r, res)
+	res, target, principal, ok := s.liveTarget(w, r, res, ActionWatch)
 	if !ok {
 		return
 	}

@@ -311,3 +311,30 @@ func TestTakeOverPolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestGuestsOnlyLook: the example's Resource.Allow lets "guest" see who
+// holds a customer and watch it, and nothing else: a 403, and nothing
+// changes.
+func TestGuestsOnlyLook(t *testing.T) {
+	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
+		martin, guest := signIn(t, base, "martin"), signIn(t, base, "guest")
+		status, token, _ := martin.do("POST", "/customers/129/lock", "", "")
+		if status != http.StatusCreated {
+			t.Fatalf("martin's lock: %d", status)
+		}
+		for _, path := range []string{"/customers/129/lock", "/customers/130/lock", "/customers/129/lock/request", "/customers/129/lock/takeover"} {
+			if status, _, body := guest.do("POST", path, "", ""); status != http.StatusForbidden || !strings.Contains(body, "guests may only look") {
+				t.Errorf("a guest's POST %s: %d %s", path, status, body)
+			}
+		}
+		if status, _, body := guest.do("POST", "/customers/129/unlock", token, ""); status != http.StatusForbidden {
+			t.Errorf("a guest's unlock with martin's token: %d %s", status, body)
+		}
+		if status, _, body := guest.do("GET", "/customers/129/lock", "", ""); status != http.StatusOK || !strings.Contains(body, `"lockedBy":"martin"`) {
+			t.Errorf("a guest's look: %d %s", status, body)
+		}
+		if got := held(t, a); len(got) != 1 || got[0] != "129 martin" {
+			t.Fatalf("the guest changed the locks: %q", got)
+		}
+	})
+}

@@ -110,7 +110,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html><title
 <h1>Sign in</h1>{{if .}}<p id="error">{{.}}</p>{{end}}
 <form method="post" action="/login"><label>User <input id="user" name="user" autofocus></label>
 <label>Password <input id="password" name="password" type="password"></label><button id="signin">Sign in</button></form>
-<p>Any user name, the password "demo"; "admin" may take over locks.</p>`))
+<p>Any user name, the password "demo"; "admin" may take over locks; "guest" may only look.</p>`))
 
 var listPage = template.Must(template.New("list").Parse(`<!doctype html><title>Customers</title>` + style + `
 <p>Signed in as <b id="me">{{.User}}</b> <form method="post" action="/logout" style="display:inline"><button id="logout">Sign out</button></form></p>

@@ -30,7 +30,9 @@ func liveServer(t *testing.T, name string, cfg httplock.Config, server func(*htt
 	t.Cleanup(func() { db.Migrator().DropTable(&Order{}); dropLockTable(db, table) })
 	require.NoError(t, db.WithContext(offlinelock.Bypass(context.Background(), "seed")).Create(&Order{ID: "ord_1"}).Error)
 	cfg.Locks, cfg.DB = locks, db
-	cfg.Resources = []httplock.Resource{{Name: "orders", Model: &Order{}}}
+	if len(cfg.Resources) == 0 {
+		cfg.Resources = []httplock.Resource{{Name: "orders", Model: &Order{}}}
+	}
 	srv, err := httplock.New(cfg)
 	require.NoError(t, err)
 	ts := httptest.NewUnstartedServer(srv.Handler())

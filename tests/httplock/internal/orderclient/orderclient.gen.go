@@ -1866,6 +1866,12 @@ type GetLockOrderResponse401Headers struct {
 	XContentTypeOptions string
 }
 
+// GetLockOrderResponse403Headers the declared response headers of an HTTP 403 response for GetLockOrder
+type GetLockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 // GetLockOrderResponse404Headers the declared response headers of an HTTP 404 response for GetLockOrder
 type GetLockOrderResponse404Headers struct {
 	CacheControl        string
@@ -1887,6 +1893,8 @@ type GetLockOrderResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -1895,6 +1903,8 @@ type GetLockOrderResponse struct {
 	Headers400 *GetLockOrderResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetLockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetLockOrderResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetLockOrderResponse404Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -1914,6 +1924,11 @@ func (r GetLockOrderResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetLockOrderResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetLockOrderResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2130,6 +2145,12 @@ type LockEventsOrderResponse401Headers struct {
 	XContentTypeOptions string
 }
 
+// LockEventsOrderResponse403Headers the declared response headers of an HTTP 403 response for LockEventsOrder
+type LockEventsOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 // LockEventsOrderResponse404Headers the declared response headers of an HTTP 404 response for LockEventsOrder
 type LockEventsOrderResponse404Headers struct {
 	CacheControl        string
@@ -2149,6 +2170,8 @@ type LockEventsOrderResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -2159,6 +2182,8 @@ type LockEventsOrderResponse struct {
 	Headers400 *LockEventsOrderResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *LockEventsOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *LockEventsOrderResponse403Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *LockEventsOrderResponse404Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -2173,6 +2198,11 @@ func (r LockEventsOrderResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r LockEventsOrderResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LockEventsOrderResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -3365,6 +3395,13 @@ func ParseGetLockOrderResponse(rsp *http.Response) (*GetLockOrderResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3416,6 +3453,23 @@ func ParseGetLockOrderResponse(rsp *http.Response) (*GetLockOrderResponse, error
 			headers.XContentTypeOptions = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetLockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers GetLockOrderResponse404Headers
 		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
@@ -3711,6 +3765,13 @@ func ParseLockEventsOrderResponse(rsp *http.Response) (*LockEventsOrderResponse,
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3786,6 +3847,23 @@ func ParseLockEventsOrderResponse(rsp *http.Response) (*LockEventsOrderResponse,
 			headers.XContentTypeOptions = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers LockEventsOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
 	case rsp.StatusCode == 404:
 		var headers LockEventsOrderResponse404Headers
 		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
@@ -4365,71 +4443,72 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fv9bhtJcn+VwuQAkciIomQZOVF/ab2+iwPf2rAV2IHpBM2ZIqdXM91z3U1RhEAgT5MHy5MEVd3zRQ4l",
-	"0etd+zb7l+WZ7p7q+vzVB++jRBelVqicjSb3UYYiRcN/vtbJzbW+QUX/SdEmRpZOahVNousMIdfJzZEF",
-	"i4lBB44WwuD07M8wk87GkOHd8BIsqhSkg5lIbkAqoDOP/aFxZPDvS2kwjSbOLDGObJJhIehrpXAODX3p",
-	"Pz+Njy/E8fzz/bOzzZ+iOHLrEqNJZJ2RahFtNnH0k36v5Hy+S+W/vX/zUwyl0bMcCxDKrtDYGPAWlQPr",
-	"DIrCglAp6Pk8lwrpRqOfLQiDoPAWDVg6GFMQtG7tMqkWgLnFB4lHtSyiyadIad4efd5DtNMGd4l+eYtm",
-	"DUQ6k9alHqQFpY8tbb0ErRBcJhwkwhiJFkSLv1AsrQvXmCEkIskwfSLd/gN9hG/iqBRGFOiCkrz6kbfe",
-	"iaLMaaU26X9dXJz++SyKI0n3KYXLojhSoqDX8mESdvlUK+EbZpDIaRkf7DW1ObqjWk868l1NR59+e43W",
-	"c3BB2cFpWMhbhGUJg/PxGFbSZXrpQLphddsHiTrk3u/Q6qVJcIe7xPde1ppqxyEf2tBiW2plsbZ5z5BE",
-	"K4fK0Z+iLHOZCOLNSdDHf/7ZavYLzdF/MjiPJtE/nTQO5cS/tSdv/S7/wS6r3+sCSZHJrCDTeWprhseg",
-	"DQjPe1J8xBRTmEtjXRS3PdULUu7jF1o5o/N9tIT1J5XlbeLoI+9B5Y6v1yUeexWzTziA7ZovU93sN+TY",
-	"lYJ3f3kBF+fP/6VyD98JOzaVqtW6tGtaVyzPEXyQLoNKy0evfvxJFAgWHQxI/EHljyxMvdK/SqfRMGbV",
-	"kClpg8ithqVK0XgfSFYwiuKoNLpE46TXZ5EkaG3buxkU5INWRro+DxdHIvHGc8WSnGtTCBdNolQ4PHay",
-	"wKhnD96V0qA9ZMsCFRrhmXIfFVLJggg8rZdK5XCBhtbKtMd24yjfH6DfqHxN8Zb4RUaF5siCXilorD0+",
-	"IMr6b2H6w7qXEIMiKHfPq8aP7bx0Ln+HhZBKqsV7TLRKbYcZ411mbNre7VPb6XFoqcmMK9F3BNqWVP/n",
-	"O4Jp1EPPfsbERSF6vLwNdr4bNVLhBAUNcmnsuBhtXIZALKqoQn9atFZqNYJpcLswW4NtucNpBJmwdNRU",
-	"2UyUCKtMOD5IOgv+5hOo7hyHv95LlWD1n39XTuaMJJp7xYRnpAIB52fPpqqCGAO/IwYnblAd61s0MTC/",
-	"CPbQEcR5tA5TfyvLwGNNSlZwMOyo21TRecMRXIHBHIWtttVwRemwGOYS89ROQJPa0iENsd0InAk3VahS",
-	"IlMwtLTgtW80Vd/K+sUBa2frXb1p+D2BVabBaX0D0l02/PbPhb2xv4r32SKnBvcEMWvhxV0xAEsBBmJm",
-	"SaarDL238bgarBPGke6CgLlBBIOJNukwOtC/VT6nSyJxo4sVakLmRhc1zcP9roytZPfkRv4E9/hC7BnY",
-	"ZthgjkgGT+NyywR3v1RL7St8qHHA+zWLPuHXMYpVo5pLE8j0quEkC3bSGO1gtmY787Y6jKfKk57CgB7z",
-	"KjBCgV46hmwrYSFZOnJnAkqxCFkKPc5x7oYxWLlQmB4TePZn6IVUwbAn8FKlr+nBMIa5NgkeN6QIBSIt",
-	"pBpeQpC3VuFmYQl/KmifmKqgjtt66L3Ft45Wwu0NMa/UXLMLy/M382jy6WG0yFBrE99v+T8vMf5TOizs",
-	"Y6AzHFNRJIwR651LVIfuUv450P7Ouy1O5Dv07FPTVbZu1E9aH4AmcIOl83FFuhhsRvjFaXKFHAMLsQaL",
-	"CNLB4K8vr+F///t/TnzaQGexmkAurfP/T7SyOkfyCIW4e41q4bJocvb8edwr6ZaAu7SejkZ/E3fX169h",
-	"kOJcLHMHF+NxrY/ezqo3rJP0xQfg3aZHA1pZRZeDKTrhnclBLv387FnAA5MuJAxFnC1s0ACXKsRL1+u4",
-	"H0SF1cv/0Mv+IBOCv/RePBF5XsPU0kiVyFLkZPLaZYTyxWw4IWGT3ElDGpUhB9fQN9M6R6F6XP0Xee2n",
-	"bbJOuKX3B+LOy/r5xUVL8ufjcR8HnXT5HnfDD/pqA21r5LfVMTUZcaUofe7lWtzgm1s0X2KmE3A6T6uI",
-	"RX96IcYtY6U3ClcsmsetbVf9iZuYLI106/fkmDxRtUbs0vUh01xopLgZIFOlVK1E/MjCC63mcjF621Iu",
-	"mKEwpF2Ey+MGlU9VovWNxJjcyvCyrvX4mhtSkCy1JAMJlbnz8ekIrmvH03pPiapCTKcqfP+KVzgNhE9L",
-	"x+e1FP58/AxY5VfS4tAfGvJhC0uL0CXahzJ24az9/KpR0cy50lcRZAgpXea9pfsW0jqZVHVQlpxlq4J/",
-	"vb5+SxA+ySVFW7I7W9VkGKj4hIYFL7y/i6fKS8PVVbSq/EtPWiVKX0KoXLwFhuXWI3vCKJbMfVmOpuql",
-	"Mdr4yuy+2goMqqpI4JlZKgrVYNFwLZf+IaKknapUJ8uCLiQcUOw40SUqUcrRWhT5CF6KJAMyCZ+CUBSx",
-	"5BDNGryFEWEJgREvfLpBgBTenqNWSZl56HkaxdEtGltFkjGZY/hyNImejcajZz4vz1jnT1iXTvzWyX20",
-	"QLbWmrBXKUVpWvNaWvc6fKFdoP0UiqV/X6JZ99YKHyhC9u9dWlavg/cFw/qSrQFv9m2tnf3m81Yp82w8",
-	"fqAqt1uN+yUIaadGVzVIbBwyf5ehDAZr6YBzT13ft+pbNEVAWv/swPXnB61/fhA95KKXRSHMOppEpHvB",
-	"ZQxYGS+BXBj5N7Umf9lxewbnS4t2yIe0FfzkvtLKzcm9TDcnAdL7flBHpfuobJac1LVz0qdH1r76MSLN",
-	"KbXdZ1rvPBmvfTQL8eUHna4P0q59EbYVHU/HBBHImKsH8SPBPxyzG+S7C51Z4mbHOs53Y0G4avplCnr6",
-	"e1Hov7STTsYUlDIGtHyQkseU2S4w9SGOazgqhVXms6qTbt9xr4dfoHvB4Td61MU5vHMnP4tb4cXa1cGe",
-	"5s9Ww1Tcivd+Y6eh8FUaAzV7yTfOjF5ZNAFWUMSHl++h0OkyRxhgKjmaBSfRjs0PMelNierq7avooEBQ",
-	"HdqwaafbEs6FZ6MxVMAh6rW53SBQ7a0BR7ucScqwBRc78DeafPrc5Zy0DQWeN9wRPLkPTZJNf1W6C4Mp",
-	"wfJQi6ip9DuGGWZSpUCIMeSFf5NpmuNKGPSQyoMftNMqJ8uEgrOPHxmY0bWaDUeM4wgdYQoznOuwoktK",
-	"JlSaoyGsZidTRXnqNCRg0whWmcyxMrDZ0u3miW0wWdcDO/Y6VYO6ak4vZzpdByusnvJ2aSmHcMNLaIg4",
-	"rnwo04IKlObt/Kmpki6u84JO610HTFs36LltT4tyeVvlrPOt26gATT31MGjqrgH+ED892+tkgfaZ+nF1",
-	"76H3TQLeoUhDij9VDX30+hSUbs7x0iVB8v36kqdQX+8G4l1NYz08ssD1rZ4uddDTg5rUnxkSJ9mu0fPj",
-	"N8a33A8DCbuDBR5Bfll4f5Iv6PDzsgGG1XQBZ6CrTCYZLDTavQlTtBPMP358it17c/w9BPfzsyecH2YZ",
-	"fhkWeJEJtcCWW/H96V4vNgz9aF/RpkShz0Mz2n0ojBHdlU7/oozmsUSGa8x7dDVUeb9e+nL6vaK9Dzu9",
-	"JF+AWHLnlNx+tPmGji8kJlsVr56oMwFRl91gcDY+HXIzZiukKlFItWgVgcMkhstwqjqhlUNVO6jNOUAF",
-	"M/B1ZI+QZ5joAi00ZXPfhVN6BVpNlQt98RktTir6xoyO1QINkWkzbVyFKLi2qJC7RTFY3WkjSd9FImoV",
-	"CHsDc+6mz3EVOmh+po+bPW2z3RryS8nDasUHZzLF4aXngXeSRxaa/hwd19P8qUEPT8ulRLEdtZkww1yv",
-	"4BS0mSox07dhNZejCFz5NoK0cD4ej+CqzeynowZiby2VplreggjxDkCIoQdcrIxWiyEk7PDsVNEeqRaT",
-	"RzWo6f0GIqSFDPM07kdSU8XrJd+PpTTgan5LeytQVRcQhx59dF1l3vKT3zL2P+Zmqzr7Znfc7mt79D5v",
-	"/ppt1KLvM/eY6GDHCr0tNMC4ssfSIGFkDEGwKqyS+ls/u8F9YmGz4deZSGuNTz6yqRlW/jpzfWc+YP26",
-	"kiFdXxhBHP1H59cfiPKpeOPaO7t6wJUss5mjqHsh3ez2ASh54hu1LUS5NWDLVnrMwxKhp0uQJIVq3Ks1",
-	"4PPo4FcMKJKMqZwqjz54GA6E9TPrFOdH8DK0SgyKIg4VBqUwIR+k42o8o+4W1gm7dcLhxE+OYQqtQOED",
-	"SjMI0uTdvgg6hK2oEnADxRTGDlxroeza87mQ1vIXZI7tuaVqdoVju85Tvgu38QyPz6Teb7YhDX1pqnx3",
-	"SOkU6R7LGYlghsbCAl0zIRdSujJfLmSrI/mB8ljPtMEpWJitqxECinw7A3RWrG3PzA4MKl74+gYlkn6k",
-	"wg/fDJo2/zCeKlVPEjZ93Ep03UE9oUCmhFACk1ClNgaHeU4KEoACFNpgzGKYqnqoh9fCoBrpYY3v9jsZ",
-	"5VRI0A8Ggdwf8b04npgfcTmU73LsST+wIHqlOr8WgUH4PcVyPvd1LZ5wMvpu7REbKYiFj8dXSYL58Q+8",
-	"TKoFD1WohVR3DDuHX2tce+szvrPw+M87+n+R8g8RBH6zrPB6u44YfCeL0mW4hkyUJaVFCoTyhv/t8sT9",
-	"wcG0hjy+qxT2uk5jKPIZZb0FddMITg9qh9v1gqMd9xDu+kD95KyfjnociiKFrX3/76JSNr44EAdd/FYm",
-	"dmVv2lmk05Bju8QPmEoHA7E9dj6sSqcrIUPDZI/yE57h2bDvTvs/ZLqZY+NBm5Bm1dWBUucyWcOg6saM",
-	"AlSoprcuWyChnpufqs6PPeogO4HWFJ0HZLkWaRiUacL/kQ1JHwGIMLDBr+pyAIi5Q7MSJrWXnUkv/qmC",
-	"gFwYiuMN0iDY0Bq85T6LLMp8HfBnX5x34Y5dS/762fn2JFxvhv7r54HX7dHXVnXnj5zw/1VO2BlnjWGO",
-	"KiGDa0bvYbDKNCsJWawgs0/QY9Amcws+co9bXKqq+/Ct/WHX4j1dv7CaV/+et2cW7I9pl32691d529K9",
-	"ZRgWbY0gdGZvP33efN78XwAAAP//",
+	"7Fv9bhtJcn+VwuQAkciIpGQZOVF/ab2+iwPf2rAV2IHpBM2ZIqdXM91z3U1RhEAgT5MHy5MEVd3zJQ4l",
+	"0fauN3v7l6iZ/qiuro9ffcxdlOii1AqVs9H0LspQpGj452udXF/pa1T0T4o2MbJ0UqtoGl1lCLlOro8s",
+	"WEwMOnA0EAYnp3+GuXQ2hgxvhxdgUaUgHcxFcg1SAa157BeNI4N/X0mDaTR1ZoVxZJMMC0G7lcI5NLTT",
+	"f36aHJ+L48Xnu2en2z9FceQ2JUbTyDoj1TLabuPoJ/1eycVil8p/e//mpxhKo+c5FiCUXaOxMeANKgfW",
+	"GRSFBaFS0ItFLhXSiUY/WxAGQeENGrC0MKYgaNzGZVItAXOLDxKPalVE00+R0jw9+ryHaKcN7hL98gbN",
+	"Boh0Jq1LPUgLSh9bmnoBWiG4TDhIhDESLYgWf6FYWReOMUdIRJJh+kS6/QZ9hG/jqBRGFOiCkLz6kafe",
+	"iqLMaaQ26X+dn5/8+TSKI0nnKYXLojhSoqDX8mESdvlUC+EbZpDIaRgv7CW1WbojWk9a8l1NR598e4nW",
+	"C3BB2MFpWMobhFUJg7PJBNbSZXrlQLphddoHiTrk3O/Q6pVJcIe7xPde1ppqxiEbbWmwLbWyWOu8Z0ii",
+	"lUPl6Kcoy1wmgngzDvL4zz9bzXahWfpPBhfRNPqncWNQxv6tHb/1s/yGXVa/1wWSIJNaQabz1NYMj0Eb",
+	"EJ73JPiIKaawkMa6KG5bqhck3McvtHJG5/toCePHleZt4+gjz0Hljq82JR57EbNPWID1mg9TnexX5Nil",
+	"gnd/eQHnZ8//pTIPvxF2bCtRq2VpV7Uu+T5H8EG6DCopH7368SdRIFh0MKDrDyJ/ZGHmhf5VOouGMYuG",
+	"TEkaRG41rFSKxttA0oJRFEel0SUaJ708iyRBa9vWzaAgG7Q20vVZuDgSiVeeS77JhTaFcNE0SoXDYycL",
+	"jHrm4G0pDdpDpixRoRGeKXdRIZUsiMCTeqhUDpdoaKxMe3Q3jvL9DvqNyjfkb4lfpFRojizotYJG2+MD",
+	"vKzfC9MfNr2EGBRBuHteNXZs56Vz+TsshFRSLd9jolVqO8yY7DJj27Zun9pGj11LTWZcXX3nQts31b99",
+	"52Ia8dDznzFxUfAeL2+Cnu96jVQ4QU6DTBobLkYbF8ERi8qr0E+L1kqtRjALZhfmG7AtcziLIBOWlpop",
+	"m4kSYZ0JxwtJZ8GffArVmePw671UCVb//LtyMmck0ZwrJjwjFQg4O302UxXEGPgZMThxjepY36CJgflF",
+	"sIeWIM6jdZj6U1kGHhsSsoKdYUfcZorWG47gEgzmKGw1rYYrSofBsJCYp3YKmsSWFmmI7XrgTLiZQpUS",
+	"mYKhpQUvfaOZ+l7aLw4YO9/syk3D7ymsMw1O62uQ7qLht38u7LX9RazPPXJqcE8Qs768uHsNwLcAAzG3",
+	"dKfrDL218bgarBPGkeyCgIVBBIOJNukwOtC+VTanSyJxo4sVakIWRhc1zcP9poy1ZHfl5v4J7vGB2DKw",
+	"zrDCHNEdPI3LLRXc3am+tW+wUWOA90sWbeHHMYpVo5pLU8j0uuEkX+y0UdrBfMN65nV1GM+UJz2FAT3m",
+	"UWCEAr1yDNnWwkKycmTOBJRiGaIUepzjwg1jsHKpMD0m8OzX0EupgmJP4aVKX9ODYQwLbRI8bkgRCkRa",
+	"SDW8gHDfWoWThSG8VZA+MVNBHO/LobcW39tbCbfXxbxSC80mLM/fLKLpp4fRIkOtbXx3z/75G+Of0mFh",
+	"HwOdYZmKImGM2Owcolp0l/LPgfZ33mxxIN+hZ5+YrrNNI37Segc0hWssnfcr0sVgM8IvTpMpZB9YiA1Y",
+	"RJAOBn99eQX/+9//M/ZhA63FYgK5tM7/n2hldY5kEQpx+xrV0mXR9PT587j3plsX3KX1ZDT6m7i9unoN",
+	"gxQXYpU7OJ9Mann0ela9YZmkHR+Ad9seCWhFFV0OpuiENyYHmfSz02cBD0y7kDAkce5hgwa4VC5eul7D",
+	"/SAqrF7+h171O5ng/KW34onI8xqmlkaqRJYiJ5XXLiOUL+bDKV023TtJSCMyZOAa+uZa5yhUj6n/Iqv9",
+	"tEnWCbfy9kDc+rt+fn7euvmzyaSPg066fI+54Qd9uYG2NvLbapmajLgSlD7zciWu8c0Nmi9R0yk4naeV",
+	"x6Kf/hLjlrLSG4VrvprHtW1X/ImbmKyMdJv3ZJg8UbVE7NL1IdOcaCS/GSBTJVStQPzIwgutFnI5etsS",
+	"LpijMCRdhMvjBpXPVKL1tcSYzMrwos71+JwbkpMstSQFCZm5s8nJCK5qw9N6T4GqQkxnKux/ySOcBsKn",
+	"peP1WgJ/NnkGLPJraXE4gpciyYLbOrLthS0hMZypyq0cWbjMc72GjADkOkOvN53VSXkIBMewFi7J4pBo",
+	"YX0iNeLQxF7PFJHB3vxsckZumHlLNLSUlVdT2sG10mvQi6HnQAjeLawsQpfD3u+yv2FV5VeNPmXOlT7l",
+	"IYP/6970W7qcQlonkyppywewnvZ/vbp6S/FGkkuCBnQoWyWQGFX56IulVHjjHM+UFx1Xp/yqXDU9aeVT",
+	"fb6j8kcWOIawPgwhQGXJNq3K0Uy9NEYbn0belwiCQZXCCTwzK0W4AiwaTjzTHyJK2plKdbIq6EDCATm6",
+	"sS5RiVKONqLIg3yQ/vp4iVyeJettNuDNARGWEHLykkonCPjHG5+olf9mHnqeRnF0g8ZWbm9CtiPsHE2j",
+	"Z6PJ6JlPImSsoGMW/LGfOr2LlsimpSbsVUqQgsa8lta9Dju0s8mfQmb37ys0m97E5gMZ0/65K8vidfC8",
+	"YAW+ZGoAx31Ta8+0/Xwv73o6mTyQQtxNHX4NnNtJKFbVHBuHNIXLUAaFtbTAmaeub6/6FE3GksY/O3D8",
+	"2UHjnx9ED/mTVVEIs4mmEcleMBkDFsYLIHtLxlhtyLh3bLTBxcqiHfIibQEf31VSuR3fyXQ7DvGHL151",
+	"RLqPymbIuE70kzw9MvbVjxFJTqntPtV658l47V1vcIY/6HRzkHTtgwMtV34yITxDylw9iB9BKmGZXUTS",
+	"HejMCrc72nG26wvCUdMvE9CT34tA/6UdIddOOkD7g4ScsMByial3cZxwUimsMx8CjrtF0r0WfonuBbvf",
+	"6FET5/DWjX8WN8Jfa1cGeypV96q74ka89xM71Y9vUsWo2Uu2cW702qIJsII8Prx8D4VOVznCAFPJ3iwY",
+	"ibZvfohJb0pUl29fRQc5gmrRhk07paGwLjwbTaACDlGvzu06gWpuDTjauVcShnvYtoPVo+mnz13OSdtQ",
+	"4HnD5cvxXajobPtT6F3MTtGgh1pETSXfMcwxkyoFQowhiP2bTNMc18Kgh1Qe/KCdVQFkJhScfvzIwIyO",
+	"1Uw4YhxH6AhTmONChxFdUjKhUkK9ZqXsdKYoqJ6FaHEWwTqTOVYKNl+53aC2DSbr5GVHX2dqUKf46eVc",
+	"p5ughdVTni4tBTxueAENEceVDWVaUIHSPJ23minp4jqI6fQJ6IBp624C7jGgQbm8qQLsxb3TqABNQ0gw",
+	"aJLEAf4QPz3b69iD5pn6cXXuobdNAt6hSEM+YqYa+uj1CSjdrONvly6Sz9cX6YViQNcR70oay+GRBU7G",
+	"9ZTUg5weVFH/zJA4yXaVnh+/Mb4/4DCQsNsF4RHkl7n3J9mCDj8vGmBYtUJwuLzOZJLBUqPdGzBFO878",
+	"48en6L1Xx9+Dcz87fcL6ofHi67DAi0yoJbbMii+m91qxYSie+/Q7BQp9FprR7kNujOiuZPqrIprHAhlO",
+	"iO+R1ZCS/nbhy+8GHX7YKZT5hMWKy8LkJqLtdzSUIZC5l87r8VJTEHVOEQank5Ohz011XbAShVTLVoY7",
+	"tJlwlqzjitm1tZ3ggh1aUBufJPeIeo6JLtBCUxPwJUbOeKmZcqHoP6fBSUXfhNG0WvqEms20cRUC4cSp",
+	"Qi6FxWB1p0YmfYmMqFWc4POZtwWuQ3nQNyxyJaut5vc6GFOyyFrxwplMcXjheeCN6pGFpvhIy/VUtmqQ",
+	"xK2AKVFsR20mzDHXazgBbWZKzPVNGM3pKwJjvkYiLZxNJiO4bDP76SiD2FvfSlMKaEGKeAdQxNADRtZG",
+	"q+UQEjaQdqZojlTL6aMS1BS2AxHSQoZ5Gvcjr5ni8ZLPx7c04NRqS3orEFYnHIcerXRNa96yq98TKzxm",
+	"lqsiwna3l/Bbe4A+6/+addSiL6L3qOhgRwu9LjRAutLH0iBhagxOs0rEkvhb35jCRXBhs+G3abdr9YY+",
+	"MqnpxP42TYun3sH9sjdDsr40gjj6/51ffyDQp+KNK2/s6u5d0symSaSunXSj4Qeg59hXoVsI9F73MGvp",
+	"MXeChII1QZIUql62VvfSo11tMaBIMqZypjz64E4/ENY35JOfH8HLUFoxKIo4ZCSUwoRskI6r3pO6FFoH",
+	"+NYJh1PfFocptByFdyhNl0sTp/uk6RDueZWAG8inMHbg3AxF457PhbSWd5A5tpuyqsYc9u06T/ksXEo0",
+	"3BuUervZhjS000z5apLSKdI5VnO6gjkaC0t0TftfCAHLfLWUrXLrB4p7PdMGJ2Bhvqn6I8jz7XQHWrGx",
+	"PQ1JMKh44fMhFHj6fhHfWTRoehiG8Uypuk2yKVJXV9ftQhQKZEoIJTAJVWpjcJjnJCABKEChDcZ8DTNV",
+	"dyzxWBhU/Uos8d1yK6OcCgn6rieQ+z2+v44nxlOcPuWzHHvSD0ygXqrOpzAwCB+LrBYLnwfj9i2jbzce",
+	"sZGAWPh4fJkkmB//wMOkWnLHiFpKdcuwc/itetHvbeMrEY9/u9L/uc0fTuCrrPr9PGWwtXz1LsMNZKIs",
+	"KYxSIJQ3FN8vrtzvTEyr4+U3FfJeNS0VOQqjrNe4btjB4URtoLtWc7RjTsJZH8jPnPbTUfeGkWexta/4",
+	"XWTiJucH4qbzX0vFLn0zTxV1Og05tksIgKl0MBD3e/CHVWp2LWQoyOwRfsI/3Cj3m5P+D5lumvq4kSeE",
+	"ZXU2odS5TDYwqKo9owAtqla2ixaoqD8imKnOly+1U55Cq6XQA7hcizQ04jRw4ciGIJEAR2gI4Vd1+gDE",
+	"wqFZC5Pai07bG3+3ISAXhvx+g0wIZrS6kLmOI4sy3wS82ocLXDhjV5O/fTR/vy2wN6L/5ePGq3YfcCsb",
+	"9EcM+Q8VQ3Z6e2NYoEpI4ZrvEGCwzjQLCWmsILVP0GPWJtILNnKPWVypqrrxve1hV+M9XV+Z/as/bu7p",
+	"Nfujm2af7P1V3rRkbxWaUVstDp1G5E+ft5+3/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
