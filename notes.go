@@ -123,13 +123,28 @@ func int64sAny(ns []int64) []any {
 }
 
 // since returns the notes after id written at from or later, oldest
-// first, at most limit of them.
+// first: those that say how a lock changed hands or ended (take-overs,
+// force releases, sign-outs), at most limit of them, then the requests
+// to edit, at most limit of them, read apart. Anyone may ask to edit, so
+// a flood of requests (RequestsPerMinute per user, from many users)
+// fills only its own read: it can neither delay nor hide a take-over.
 func (n *noteTable) since(db *gorm.DB, table string, id int64, from time.Time, limit int) ([]lockNote, error) {
 	var out []lockNote
-	err := notesOn(db, table).
-		Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).
-		Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).Order("id").Limit(limit).Find(&out).Error
-	return out, err
+	for _, kinds := range []clause.Expression{
+		clause.Neq{Column: clause.Column{Name: "kind"}, Value: string(EventRequested)},
+		clause.Eq{Column: clause.Column{Name: "kind"}, Value: string(EventRequested)},
+	} {
+		var some []lockNote
+		err := notesOn(db, table).
+			Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).
+			Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).Where(kinds).
+			Order("id").Limit(limit).Find(&some).Error
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, some...)
+	}
+	return out, nil
 }
 
 // requestsBy returns user's requests to edit written at from or later.

@@ -3,6 +3,7 @@ package offlinelock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -96,5 +97,39 @@ func TestReleasedSaysWhy(t *testing.T) {
 		second, err := p.Watch(ctx, db, &Doc{ID: 1})
 		require.NoError(t, err)
 		assert.Equal(t, offlinelock.EventReleased, nextOf(t, second, offlinelock.EventReleased).Kind)
+	})
+}
+
+// TestAFloodOfRequestsHidesNoTakeOver: more requests to edit than one
+// poll reads (here 1,100 notes of another record within the minute a
+// poll looks back on) neither delay nor hide a take-over of a watched
+// record: take-overs are read apart from requests.
+func TestAFloodOfRequestsHidesNoTakeOver(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{Authorize: onlyBossTakesOver, WatchEvery: 50 * time.Millisecond}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		_, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		events, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		require.Equal(t, offlinelock.EventLocked, next(t, events).Kind)
+
+		type floodNote struct {
+			Resource, LockID, Kind, ByUser, Reason string
+			Generation                             int64
+			At                                     time.Time
+		}
+		flood := make([]floodNote, 1100)
+		for i := range flood {
+			flood[i] = floodNote{Resource: "docs", LockID: "2", Kind: string(offlinelock.EventRequested), ByUser: "u" + strconv.Itoa(i), Generation: 1, At: time.Now().UTC()}
+		}
+		require.NoError(t, db.Table(p.TableName()+"_notes").CreateInBatches(flood, 200).Error)
+
+		taken, err := p.TakeOver(as(db, boss), &Doc{ID: 1}, "urgent")
+		require.NoError(t, err)
+		e := nextOf(t, events, offlinelock.EventTakenOver)
+		assert.Equal(t, taken.Generation, e.Lock.Generation)
+		assert.Equal(t, "urgent", e.Reason)
+		assert.WithinDuration(t, time.Now(), e.At, 2*time.Second, "told within the 2 s promise")
 	})
 }
