@@ -149,6 +149,12 @@ type Config struct {
 	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
 	// ttlSeconds outside 1..MaxTTL is a 400.
 	DefaultTTL, MaxTTL time.Duration
+	// StreamOpens is how many event streams may be opening at once, each
+	// reading the database (Resource.Exists or a count of the record, the
+	// record's lock); the others wait their turn, so that a thousand pages
+	// opening at once (after a deploy, or a network cut) take at most
+	// this many database connections between them. Default 8.
+	StreamOpens int
 	// Logger receives admin actions and internal errors (whose text never
 	// reaches a response); default slog.Default().
 	Logger *slog.Logger
@@ -161,6 +167,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	streams map[string]map[chan struct{}]struct{} // open event streams by loginKey, closed by EndLogin
+	opening chan struct{}                         // a token per event stream opening now (Config.StreamOpens)
 }
 
 // loginKey names one login of one principal among the open streams.
@@ -237,7 +244,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, resources: map[string]*resource{}}
+	if cfg.StreamOpens <= 0 {
+		cfg.StreamOpens = 8
+	}
+	s := &Server{cfg: cfg, resources: map[string]*resource{}, opening: make(chan struct{}, cfg.StreamOpens)}
 	for _, r := range cfg.Resources {
 		if !pathSegment(r.Name) {
 			return nil, fmt.Errorf("httplock: resource name %q must be one URL path segment of letters, digits and -._~ (Middleware finds a route's record by it)", r.Name)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"time"
@@ -97,10 +98,19 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) 
 // record of a served resource (404; an id that is not UTF-8 is 400), and
 // Resource.Allow's leave for action (403, or 404).
 func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource, action string) (*resource, any, string, bool) {
+	res, target, principal, err := s.liveCheck(r, res, action)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return nil, nil, "", false
+	}
+	return res, target, principal, true
+}
+
+// liveCheck is liveTarget's checks, with their error.
+func (s *Server) liveCheck(r *http.Request, res *resource, action string) (*resource, any, string, error) {
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return nil, nil, "", false
+		return nil, nil, "", offlinelock.ErrNoOwner
 	}
 	res, target, err := s.target(res, r.PathValue("id"))
 	if err == nil {
@@ -113,10 +123,9 @@ func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resourc
 		err = s.allow(r, res, principal, action)
 	}
 	if err != nil {
-		s.WriteError(w, r, err)
-		return nil, nil, "", false
+		return nil, nil, "", err
 	}
-	return res, target, principal, true
+	return res, target, principal, nil
 }
 
 // eventBody is one lock event as a text/event-stream's data: never a
@@ -149,11 +158,35 @@ const keepAliveEvery = 15 * time.Second
 // a text/event-stream (locked, released, taken-over, expiring, requested),
 // read from the database, so that every node's subscribers get them.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, principal, ok := s.liveTarget(w, r, res, ActionWatch)
-	if !ok {
+	// At most Config.StreamOpens streams read the database to open at
+	// once; the others wait their turn (a bounded wait, not a connection
+	// each).
+	select {
+	case s.opening <- struct{}{}:
+	case <-r.Context().Done():
 		return
 	}
-	events, err := s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
+	res, target, principal, err := s.liveCheck(r, res, ActionWatch)
+	var events <-chan offlinelock.Event
+	if err == nil {
+		events, err = s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
+	}
+	<-s.opening
+	if err != nil && internal(err) {
+		// A browser's EventSource does not reconnect after an error
+		// status, so a stream that cannot open now (a database that is
+		// down or out of connections) opens, asks to be retried, and
+		// ends: the browser tries again, and the cause is logged.
+		s.cfg.Logger.WarnContext(r.Context(), "httplock: an event stream could not open; its client will retry", slog.String("error", err.Error()))
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "retry: 2000\n: the stream could not open; try again\n\n")
+		return
+	}
 	if err != nil {
 		s.WriteError(w, r, err)
 		return

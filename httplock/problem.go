@@ -131,6 +131,17 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	json.NewEncoder(w).Encode(p)
 }
 
+// internal says whether WriteError answers err with a 500: an error that
+// is none of the plugin's, GORM's or this package's known ones.
+func internal(err error) bool {
+	var re *requestError
+	var le *offlinelock.LockedError
+	return !errors.As(err, &re) && !errors.As(err, &le) &&
+		!errors.Is(err, offlinelock.ErrNotLocked) && !errors.Is(err, offlinelock.ErrNoOwner) &&
+		!errors.Is(err, offlinelock.ErrTooManyRequests) && !errors.Is(err, offlinelock.ErrForbidden) &&
+		!errors.Is(err, offlinelock.ErrInvalid) && !errors.Is(err, gorm.ErrRecordNotFound)
+}
+
 // name is how a message names a record: "order 'ord_99182'".
 func (s *Server) name(table, id string) string {
 	for _, res := range s.resources {

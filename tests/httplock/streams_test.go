@@ -3,10 +3,13 @@ package httplock_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,4 +124,73 @@ func TestAStreamOutlivesWriteTimeout(t *testing.T) {
 			assert.Equal(t, "usr_client_1", waitForEvent(t, events, "locked", 5*time.Second)["lockedBy"])
 		})
 	}
+}
+
+// TestStreamOpensWaitTheirTurn: many pages opening their event streams at
+// once read the database a few at a time (Config.StreamOpens), and all
+// of them open and are told the record's state.
+func TestStreamOpensWaitTheirTurn(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(name, func(t *testing.T) {
+			var now, most atomic.Int32
+			exists := func(*http.Request, string) (bool, error) {
+				n := now.Add(1)
+				defer now.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(10 * time.Millisecond) // a slow database: opens overlap
+				return true, nil
+			}
+			_, c := liveServer(t, name, httplock.Config{Principal: principal, StreamOpens: 3,
+				Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: exists}}}, nil)
+			const pages = 40
+			opened := make(chan (<-chan sse), pages)
+			for range pages {
+				go func() { opened <- c.streamAs("usr_client_2", "") }()
+			}
+			for range pages {
+				select {
+				case events := <-opened:
+					waitForEvent(t, events, "released", 10*time.Second)
+				case <-time.After(10 * time.Second):
+					t.Fatal("a stream did not open within 10 s")
+				}
+			}
+			assert.LessOrEqual(t, most.Load(), int32(3), "opens reading the database at once")
+			assert.Positive(t, most.Load())
+		})
+	}
+}
+
+// TestAStreamThatCannotOpenIsRetried: a stream that cannot open (its
+// database reads fail) answers 200 asking to be retried and ends, so a
+// browser's EventSource, which gives up after an error status, tries
+// again; the next open works.
+func TestAStreamThatCannotOpenIsRetried(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	exists := func(*http.Request, string) (bool, error) {
+		if down.Load() {
+			return false, errors.New("the database is out of connections")
+		}
+		return true, nil
+	}
+	_, c := liveServer(t, "sqlite", httplock.Config{Principal: principal,
+		Resources: []httplock.Resource{{Name: "orders", Model: &Order{}, Exists: exists}}}, nil)
+	req, err := http.NewRequestWithContext(t.Context(), "GET", c.base+"/orders/ord_1/lock/events", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer usr_client_2")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	assert.True(t, strings.HasPrefix(string(body), "retry: 2000\n"), "%q", body)
+	assert.NotContains(t, string(body), "event:")
+	assert.NotContains(t, string(body), "out of connections", "the cause is logged, not sent")
+
+	down.Store(false)
+	waitForEvent(t, c.streamAs("usr_client_2", ""), "released", 5*time.Second)
 }

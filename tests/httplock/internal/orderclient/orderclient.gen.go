@@ -411,7 +411,10 @@ type ClientInterface interface {
 	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 	// A released event says how the lock ended (reason) and which lock it was (generation),
 	// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
-	// its login ends (EndLogin, or the principal is no longer signed in).
+	// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+	// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+	// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+	// again (it gives up after an error status).
 	//
 	// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 	LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -642,7 +645,10 @@ func (c *Client) LockOrder(ctx context.Context, orderId string, params *LockOrde
 // every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 // A released event says how the lock ended (reason) and which lock it was (generation),
 // never its old holder. Every event carries an id. A stream ends, telling nothing more, when
-// its login ends (EndLogin, or the principal is no longer signed in).
+// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+// again (it gives up after an error status).
 //
 // Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 func (c *Client) LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1392,7 +1398,10 @@ type ClientWithResponsesInterface interface {
 	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 	// A released event says how the lock ended (reason) and which lock it was (generation),
 	// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
-	// its login ends (EndLogin, or the principal is no longer signed in).
+	// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+	// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+	// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+	// again (it gives up after an error status).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2791,7 +2800,10 @@ func (c *ClientWithResponses) LockOrderWithResponse(ctx context.Context, orderId
 // every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
 // A released event says how the lock ended (reason) and which lock it was (generation),
 // never its old holder. Every event carries an id. A stream ends, telling nothing more, when
-// its login ends (EndLogin, or the principal is no longer signed in).
+// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+// again (it gives up after an error status).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -4443,72 +4455,74 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fv9bhtJcn+VwuQAkciIpGQZOVF/ab2+iwPf2rAV2IHpBM2ZIqdXM91z3U1RhEAgT5MHy5MEVd3zJQ4l",
-	"0fauN3v7l6iZ/qiuro9ffcxdlOii1AqVs9H0LspQpGj452udXF/pa1T0T4o2MbJ0UqtoGl1lCLlOro8s",
-	"WEwMOnA0EAYnp3+GuXQ2hgxvhxdgUaUgHcxFcg1SAa157BeNI4N/X0mDaTR1ZoVxZJMMC0G7lcI5NLTT",
-	"f36aHJ+L48Xnu2en2z9FceQ2JUbTyDoj1TLabuPoJ/1eycVil8p/e//mpxhKo+c5FiCUXaOxMeANKgfW",
-	"GRSFBaFS0ItFLhXSiUY/WxAGQeENGrC0MKYgaNzGZVItAXOLDxKPalVE00+R0jw9+ryHaKcN7hL98gbN",
-	"Boh0Jq1LPUgLSh9bmnoBWiG4TDhIhDESLYgWf6FYWReOMUdIRJJh+kS6/QZ9hG/jqBRGFOiCkLz6kafe",
-	"iqLMaaQ26X+dn5/8+TSKI0nnKYXLojhSoqDX8mESdvlUC+EbZpDIaRgv7CW1WbojWk9a8l1NR598e4nW",
-	"C3BB2MFpWMobhFUJg7PJBNbSZXrlQLphddoHiTrk3O/Q6pVJcIe7xPde1ppqxiEbbWmwLbWyWOu8Z0ii",
-	"lUPl6Kcoy1wmgngzDvL4zz9bzXahWfpPBhfRNPqncWNQxv6tHb/1s/yGXVa/1wWSIJNaQabz1NYMj0Eb",
-	"EJ73JPiIKaawkMa6KG5bqhck3McvtHJG5/toCePHleZt4+gjz0Hljq82JR57EbNPWID1mg9TnexX5Nil",
-	"gnd/eQHnZ8//pTIPvxF2bCtRq2VpV7Uu+T5H8EG6DCopH7368SdRIFh0MKDrDyJ/ZGHmhf5VOouGMYuG",
-	"TEkaRG41rFSKxttA0oJRFEel0SUaJ708iyRBa9vWzaAgG7Q20vVZuDgSiVeeS77JhTaFcNE0SoXDYycL",
-	"jHrm4G0pDdpDpixRoRGeKXdRIZUsiMCTeqhUDpdoaKxMe3Q3jvL9DvqNyjfkb4lfpFRojizotYJG2+MD",
-	"vKzfC9MfNr2EGBRBuHteNXZs56Vz+TsshFRSLd9jolVqO8yY7DJj27Zun9pGj11LTWZcXX3nQts31b99",
-	"52Ia8dDznzFxUfAeL2+Cnu96jVQ4QU6DTBobLkYbF8ERi8qr0E+L1kqtRjALZhfmG7AtcziLIBOWlpop",
-	"m4kSYZ0JxwtJZ8GffArVmePw671UCVb//LtyMmck0ZwrJjwjFQg4O302UxXEGPgZMThxjepY36CJgflF",
-	"sIeWIM6jdZj6U1kGHhsSsoKdYUfcZorWG47gEgzmKGw1rYYrSofBsJCYp3YKmsSWFmmI7XrgTLiZQpUS",
-	"mYKhpQUvfaOZ+l7aLw4YO9/syk3D7ymsMw1O62uQ7qLht38u7LX9RazPPXJqcE8Qs768uHsNwLcAAzG3",
-	"dKfrDL218bgarBPGkeyCgIVBBIOJNukwOtC+VTanSyJxo4sVakIWRhc1zcP9poy1ZHfl5v4J7vGB2DKw",
-	"zrDCHNEdPI3LLRXc3am+tW+wUWOA90sWbeHHMYpVo5pLU8j0uuEkX+y0UdrBfMN65nV1GM+UJz2FAT3m",
-	"UWCEAr1yDNnWwkKycmTOBJRiGaIUepzjwg1jsHKpMD0m8OzX0EupgmJP4aVKX9ODYQwLbRI8bkgRCkRa",
-	"SDW8gHDfWoWThSG8VZA+MVNBHO/LobcW39tbCbfXxbxSC80mLM/fLKLpp4fRIkOtbXx3z/75G+Of0mFh",
-	"HwOdYZmKImGM2Owcolp0l/LPgfZ33mxxIN+hZ5+YrrNNI37Segc0hWssnfcr0sVgM8IvTpMpZB9YiA1Y",
-	"RJAOBn99eQX/+9//M/ZhA63FYgK5tM7/n2hldY5kEQpx+xrV0mXR9PT587j3plsX3KX1ZDT6m7i9unoN",
-	"gxQXYpU7OJ9Mann0ela9YZmkHR+Ad9seCWhFFV0OpuiENyYHmfSz02cBD0y7kDAkce5hgwa4VC5eul7D",
-	"/SAqrF7+h171O5ng/KW34onI8xqmlkaqRJYiJ5XXLiOUL+bDKV023TtJSCMyZOAa+uZa5yhUj6n/Iqv9",
-	"tEnWCbfy9kDc+rt+fn7euvmzyaSPg066fI+54Qd9uYG2NvLbapmajLgSlD7zciWu8c0Nmi9R0yk4naeV",
-	"x6Kf/hLjlrLSG4VrvprHtW1X/ImbmKyMdJv3ZJg8UbVE7NL1IdOcaCS/GSBTJVStQPzIwgutFnI5etsS",
-	"LpijMCRdhMvjBpXPVKL1tcSYzMrwos71+JwbkpMstSQFCZm5s8nJCK5qw9N6T4GqQkxnKux/ySOcBsKn",
-	"peP1WgJ/NnkGLPJraXE4gpciyYLbOrLthS0hMZypyq0cWbjMc72GjADkOkOvN53VSXkIBMewFi7J4pBo",
-	"YX0iNeLQxF7PFJHB3vxsckZumHlLNLSUlVdT2sG10mvQi6HnQAjeLawsQpfD3u+yv2FV5VeNPmXOlT7l",
-	"IYP/6970W7qcQlonkyppywewnvZ/vbp6S/FGkkuCBnQoWyWQGFX56IulVHjjHM+UFx1Xp/yqXDU9aeVT",
-	"fb6j8kcWOIawPgwhQGXJNq3K0Uy9NEYbn0belwiCQZXCCTwzK0W4AiwaTjzTHyJK2plKdbIq6EDCATm6",
-	"sS5RiVKONqLIg3yQ/vp4iVyeJettNuDNARGWEHLykkonCPjHG5+olf9mHnqeRnF0g8ZWbm9CtiPsHE2j",
-	"Z6PJ6JlPImSsoGMW/LGfOr2LlsimpSbsVUqQgsa8lta9Dju0s8mfQmb37ys0m97E5gMZ0/65K8vidfC8",
-	"YAW+ZGoAx31Ta8+0/Xwv73o6mTyQQtxNHX4NnNtJKFbVHBuHNIXLUAaFtbTAmaeub6/6FE3GksY/O3D8",
-	"2UHjnx9ED/mTVVEIs4mmEcleMBkDFsYLIHtLxlhtyLh3bLTBxcqiHfIibQEf31VSuR3fyXQ7DvGHL151",
-	"RLqPymbIuE70kzw9MvbVjxFJTqntPtV658l47V1vcIY/6HRzkHTtgwMtV34yITxDylw9iB9BKmGZXUTS",
-	"HejMCrc72nG26wvCUdMvE9CT34tA/6UdIddOOkD7g4ScsMByial3cZxwUimsMx8CjrtF0r0WfonuBbvf",
-	"6FET5/DWjX8WN8Jfa1cGeypV96q74ka89xM71Y9vUsWo2Uu2cW702qIJsII8Prx8D4VOVznCAFPJ3iwY",
-	"ibZvfohJb0pUl29fRQc5gmrRhk07paGwLjwbTaACDlGvzu06gWpuDTjauVcShnvYtoPVo+mnz13OSdtQ",
-	"4HnD5cvxXajobPtT6F3MTtGgh1pETSXfMcwxkyoFQowhiP2bTNMc18Kgh1Qe/KCdVQFkJhScfvzIwIyO",
-	"1Uw4YhxH6AhTmONChxFdUjKhUkK9ZqXsdKYoqJ6FaHEWwTqTOVYKNl+53aC2DSbr5GVHX2dqUKf46eVc",
-	"p5ughdVTni4tBTxueAENEceVDWVaUIHSPJ23minp4jqI6fQJ6IBp624C7jGgQbm8qQLsxb3TqABNQ0gw",
-	"aJLEAf4QPz3b69iD5pn6cXXuobdNAt6hSEM+YqYa+uj1CSjdrONvly6Sz9cX6YViQNcR70oay+GRBU7G",
-	"9ZTUg5weVFH/zJA4yXaVnh+/Mb4/4DCQsNsF4RHkl7n3J9mCDj8vGmBYtUJwuLzOZJLBUqPdGzBFO878",
-	"48en6L1Xx9+Dcz87fcL6ofHi67DAi0yoJbbMii+m91qxYSie+/Q7BQp9FprR7kNujOiuZPqrIprHAhlO",
-	"iO+R1ZCS/nbhy+8GHX7YKZT5hMWKy8LkJqLtdzSUIZC5l87r8VJTEHVOEQank5Ohz011XbAShVTLVoY7",
-	"tJlwlqzjitm1tZ3ggh1aUBufJPeIeo6JLtBCUxPwJUbOeKmZcqHoP6fBSUXfhNG0WvqEms20cRUC4cSp",
-	"Qi6FxWB1p0YmfYmMqFWc4POZtwWuQ3nQNyxyJaut5vc6GFOyyFrxwplMcXjheeCN6pGFpvhIy/VUtmqQ",
-	"xK2AKVFsR20mzDHXazgBbWZKzPVNGM3pKwJjvkYiLZxNJiO4bDP76SiD2FvfSlMKaEGKeAdQxNADRtZG",
-	"q+UQEjaQdqZojlTL6aMS1BS2AxHSQoZ5Gvcjr5ni8ZLPx7c04NRqS3orEFYnHIcerXRNa96yq98TKzxm",
-	"lqsiwna3l/Bbe4A+6/+addSiL6L3qOhgRwu9LjRAutLH0iBhagxOs0rEkvhb35jCRXBhs+G3abdr9YY+",
-	"MqnpxP42TYun3sH9sjdDsr40gjj6/51ffyDQp+KNK2/s6u5d0symSaSunXSj4Qeg59hXoVsI9F73MGvp",
-	"MXeChII1QZIUql62VvfSo11tMaBIMqZypjz64E4/ENY35JOfH8HLUFoxKIo4ZCSUwoRskI6r3pO6FFoH",
-	"+NYJh1PfFocptByFdyhNl0sTp/uk6RDueZWAG8inMHbg3AxF457PhbSWd5A5tpuyqsYc9u06T/ksXEo0",
-	"3BuUervZhjS000z5apLSKdI5VnO6gjkaC0t0TftfCAHLfLWUrXLrB4p7PdMGJ2Bhvqn6I8jz7XQHWrGx",
-	"PQ1JMKh44fMhFHj6fhHfWTRoehiG8Uypuk2yKVJXV9ftQhQKZEoIJTAJVWpjcJjnJCABKEChDcZ8DTNV",
-	"dyzxWBhU/Uos8d1yK6OcCgn6rieQ+z2+v44nxlOcPuWzHHvSD0ygXqrOpzAwCB+LrBYLnwfj9i2jbzce",
-	"sZGAWPh4fJkkmB//wMOkWnLHiFpKdcuwc/itetHvbeMrEY9/u9L/uc0fTuCrrPr9PGWwtXz1LsMNZKIs",
-	"KYxSIJQ3FN8vrtzvTEyr4+U3FfJeNS0VOQqjrNe4btjB4URtoLtWc7RjTsJZH8jPnPbTUfeGkWexta/4",
-	"XWTiJucH4qbzX0vFLn0zTxV1Og05tksIgKl0MBD3e/CHVWp2LWQoyOwRfsI/3Cj3m5P+D5lumvq4kSeE",
-	"ZXU2odS5TDYwqKo9owAtqla2ixaoqD8imKnOly+1U55Cq6XQA7hcizQ04jRw4ciGIJEAR2gI4Vd1+gDE",
-	"wqFZC5Pai07bG3+3ISAXhvx+g0wIZrS6kLmOI4sy3wS82ocLXDhjV5O/fTR/vy2wN6L/5ePGq3YfcCsb",
-	"9EcM+Q8VQ3Z6e2NYoEpI4ZrvEGCwzjQLCWmsILVP0GPWJtILNnKPWVypqrrxve1hV+M9XV+Z/as/bu7p",
-	"Nfujm2af7P1V3rRkbxWaUVstDp1G5E+ft5+3/xcAAP//",
+	"7Fv9btvIdn+VA/YCllBalh0HvZH/8mZzb1PkboLYRVKEaTEij8RZkzO8MyMrQiCgT9MH65MU58zwy6Js",
+	"K8lutnv3rzjizPDM+fydD36OUl1WWqFyNpp9jnIUGRr+85VOb671DSr6T4Y2NbJyUqtoFl3nCIVOb44s",
+	"WEwNOnC0EEanZ3+GuXQ2hhw/jS/AospAOpiL9AakAjrz2B8aRwb/vpIGs2jmzArjyKY5loLeVgnn0NCb",
+	"/vPD9PiZOF58/PzkbPunKI7cpsJoFllnpFpG220c/aSvlFwsdqn8t6vXP8VQGT0vsASh7BqNjQFvUTmw",
+	"zqAoLQiVgV4sCqmQbjT52YIwCApv0YClgzEDQes2LpdqCVhYvJd4VKsymn2IlObt0cc9RDttcJfoF7do",
+	"NkCkM2l96kFaUPrY0tYL0ArB5cJBKoyRaEF0+AvlyrpwjTlCKtIcs0fS7V8wRPg2jiphRIkuKMnLH3nr",
+	"J1FWBa3UJvuvZ89O/3wWxZGk+1TC5VEcKVHSY3k/Cbt8apTwNTNIFLSMD/aa2h7dU61HHfm2oWNIv71G",
+	"6wW4oOzgNCzlLcKqgtH5dApr6XK9ciDduL7tvUQdcu+3aPXKpLjDXeL7IGtNveOQF21psa20stjYvGdI",
+	"qpVD5ehPUVWFTAXx5iTo4z//bDX7hfboPxlcRLPon05ah3Lin9qTN36Xf2Gf1Ve6RFJkMivIdZHZhuEx",
+	"aAPC854UHzHDDBbSWBfFXU/1nJT7+LlWzuhiHy1h/Ulteds4es97ULnj602Fx17F7CMOYLvmy9Q3+xU5",
+	"dqng7V+ew7Pzp/9Su4ffCDu2tao1urRrWpcszwm8ky6HWssnL3/8SZQIFh2MSPxB5Y8sJF7pX2ZJNI5Z",
+	"NWRG2iAKq2GlMjTeB5IVTKI4qoyu0Djp9VmkKVrb9W4GBfmgtZFuyMPFkUi98VyyJBfalMJFsygTDo+d",
+	"LDEa2IOfKmnQHrJliQqN8Ez5HJVSyZIIPG2WSuVwiYbWymzAduOo2B+gX6tiQ/GW+EVGhebIgl4raK09",
+	"PiDK+ndh9sNmkBCDIij3wKPWj+08dK54i6WQSqrlFaZaZbbHjOkuM7Zd7/ah6/Q4tDRkxrXoewLtSmr4",
+	"9T3BtOqh5z9j6qIQPV7cBjvfjRqZcIKCBrk0dlyMNi5CIBZ1VKE/LVortZpAEtwuzDdgO+4wiSAXlo5K",
+	"lM1FhbDOheODpLPgbz6D+s5x+OtKqhTr//y7crJgJNHeKyY8IxUIOD97kqgaYoz8jhicuEF1rG/RxMD8",
+	"IthDRxDn0TrM/K0sA48NKVnJwbCnbomi88YTuASDBQpbb2vgitJhMSwkFpmdgSa1pUNaYvsROBcuUagy",
+	"IlMwtLTgtW+SqO9l/eKAtfPNrt60/J7BOtfgtL4B6S5afvvfhb2xv4j3uUNOA+4JYjbCi/tiAJYCjMTc",
+	"kkzXOXpv43E1WCeMI90FAQuDCAZTbbJxdKB/q31On0TiRh8rNIQsjC4bmsf7XRlbye7JrfwJ7vGF2DOw",
+	"zbDBHJEMHsfljgnuvqmR2jd4UeuA92sWvcKvYxSrJg2XZpDrdctJFuysNdrRfMN25m11HCfKk57BiH7m",
+	"VWCEAr1yDNnWwkK6cuTOBFRiGbIU+rnAhRvHYOVSYXZM4NmfoZdSBcOewQuVvaIfxjEstEnxuCVFKBBZ",
+	"KdX4AoK8tQo3C0v4VUH7RKKCOt7VQ+8tvne0Em5viHmpFppdWFG8XkSzD/ejRYZa2/jzHf/nJcZ/Soel",
+	"fQh0hmNqioQxYrNzifrQXco/BtrferfFiXyPnn1qus43rfpJ6wPQDG6wcj6uSBeDzQm/OE2ukGNgKTZg",
+	"EUE6GP31xTX873//z4lPG+gsVhMopHX+/6lWVhdIHqEUn16hWro8mp09fRoPSroj4D6tp5PJ38Sn6+tX",
+	"MMpwIVaFg2fTaaOP3s7qJ6yT9MZ74N12QAM6WUWfgxk64Z3JQS79/OxJwAOzPiQMRZw72KAFLnWIl27Q",
+	"cd+LCuuH/6FXw0EmBH/pvXgqiqKBqZWRKpWVKMjktcsJ5Yv5eEbCJrmThrQqQw6upW+udYFCDbj6L/La",
+	"j9tknXAr7w/EJy/rp8+edSR/Pp0OcdBJV+xxN/zDUG2ga438tD6mISOuFWXIvVyLG3x9i+ZLzHQGThdZ",
+	"HbHoTy/EuGOs9EThmkXzsLXtqj9xE9OVkW5zRY7JE9VoxC5d73LNhUaKmwEy1UrVScSPLDzXaiGXkzcd",
+	"5YI5CkPaRbg8blF5olKtbyTG5FbGF02tx9fckIJkpSUZSKjMnU9PJ3DdOJ7Oc0pUFWKWqPD+S17hNBA+",
+	"rRyf11H48+kTYJVfS4vjCbwQaR7C1pHtHmwJiWGi6rByZOGyKPQacgKQ6xy93fROJ+MhEBzDWrg0j0Oh",
+	"he2JzIhTE3uTKCKDo/n59JzCMPOWaOgYK5+mtIMbpdegF2PPgZC8W1hZhD6HfdzleMOmyo9ae8qdq3zJ",
+	"Q4b415f0GxJOKa2TaV205QtYT/u/Xl+/oXwjLSRBA7qUrQtIjKp89sVaKrxzjhPlVcc1Jb+6Vk2/dOqp",
+	"vt5RxyMLnENYn4YQoLLkm1bVJFEvjNHGl5H3FYJgVJdwAs/MShGuAIuGC8/0DxElbaIyna5KupBwQIHu",
+	"RFeoRCUnG1EWQT/Ifn2+RCHPkvc2G/DugAhLCTl5TaUbBPzjnU/UqX8zDz1Pozi6RWPrsDcl3xHeHM2i",
+	"J5Pp5IkvIuRsoCes+Cd+6+xztER2LQ1hLzOCFLTmlbTuVXhDt5r8IVR2/75CsxksbN5TMR3eu7KsXgfv",
+	"C17gS7YGcDy0tYlM24936q5n0+k9JcTd0uHXwLmdgmLdzbFxKFO4HGUwWEsHnHvqht7V3KKtWNL6Jweu",
+	"Pz9o/dOD6KF4sipLYTbRLCLdCy5jxMp4AeRvyRmrDTn3no82uFhZtGM+pKvgJ59rrdyefJbZ9iTkH755",
+	"1VPpISrbJSdNoZ/06YG1L3+MSHMqbfeZ1ltPxisfekMw/EFnm4O0ax8c6ITy0ynhGTLm+of4AaQSjtlF",
+	"JP2Fzqxwu2Md57uxIFw1+zIFPf29KPRfuhlyE6QDtD9IyQkLLJeY+RDHBSeVwTr3KeBJv0m618Mv0T3n",
+	"8Bs96OIcfnInP4tb4cXa18GBTtWd7q64FVd+Y6/78U26GA17yTfOjV5bNAFWUMSHF1dQ6mxVIIwwkxzN",
+	"gpPoxub7mPS6QnX55mV0UCCoD23ZtNMaCufCk8kUauAQDdrcbhCo9zaAo1t7JWW4g217WD2affjY55y0",
+	"LQWeN9y+PPkcOjrb4RJ6H7NTNuihFlFT63cMc8ylyoAQY0hi/yazrMC1MOghlQc/aJM6gcyFgrP37xmY",
+	"0bXaDUeM4wgdYQZzXOiwok9KLlRGqNeslJ0lipLqJGSLSQTrXBZYG9h85XaT2i6YbIqXPXtN1Kgp8dPD",
+	"uc42wQrrX3m7tJTwuPEFtEQc1z6UaUEFSvN2flWipIubJKY3J6ADpm2mCXjGgBYV8rZOsBd3bqMCNA0p",
+	"wagtEgf4Q/z0bG9yD9pnmp/re4+9bxLwFkUW6hGJaumjx6egdHuOly4Jku83lOmFZkA/EO9qGuvhkQUu",
+	"xg201IOeHtRR/8iQOM13jZ5/fm38fMBhIGF3CsIjyC8L74/yBT1+XrTAsB6F4HR5ncs0h6VGuzdhinaC",
+	"+fv3j7F7b46/h+B+fvaI88Pgxddhgee5UEvsuBXfTB/0YuPQPPfld0oUhjw0o937whjRXev0V2U0DyUy",
+	"XBDfo6uhJP3t0pffDTp8t9Mo8wWLFbeFKUxE2+/oKEMic6ecNxClZiCamiKMzqanY1+b6odgJUqplp0K",
+	"dxgz4SpZLxRzaOsGwQUHtGA2vkjuEfUcU12ihbYn4FuMXPFSiXKh6T+nxWlN35TRtFr6gprNtXE1AuHC",
+	"qUJuhcVgda9HJn2LjKhVXODzlbcFrkN70A8sciera+Z3Jhgz8sha8cG5zHB84XngneqRhbb5SMcNdLYa",
+	"kMSjgBlRbCddJsyx0Gs4BW0SJeb6Nqzm8hWBMd8jkRbOp9MJXHaZ/XiUQextpNK2AjqQIt4BFDEMgJG1",
+	"0Wo5hpQdpE0U7ZFqOXtQg9rGdiBCWsixyOJh5JUoXi/5fiylEZdWO9pbg7Cm4Dj2aKXvWouOX/2eWOEh",
+	"t1w3Eba7s4TfOgIMef9XbKMWfRN9wERHO1bobaEF0rU9VgYJU2MImnUhltTf+sEUboILm4+/zbhdZzb0",
+	"gU3tJPa3GVo88wHul5UM6frSCOLo/3d+/YFAH4s3rr2za6Z3yTLbIZGmd9LPhu+Bnie+C91BoHemh9lK",
+	"j3kSJDSsCZJkUM+ydaaXHpxqiwFFmjOVifLogyf9QFg/kE9xfgIvQmvFoCjjUJFQClPyQTquZ0+aVmiT",
+	"4FsnHM78WBxm0AkUPqC0Uy5tnu6LpmO4E1UCbqCYwtiBazOUjXs+l9JafoMssDuUVQ/mcGzXRcZ34Vai",
+	"4dmgzPvNLqShNyXKd5OUzpDusZqTCOZoLCzRteN/IQWsitVSdtqt7yjv9UwbnYKF+aaej6DItzMdaMXG",
+	"Dgwkwajmha+HUOLp50X8ZNGonWEYx4lSzZhk26SuRdefQhQKZEYIJTAJVWZjcFgUpCABKECpDcYshkQ1",
+	"E0u8Fkb1vBJrfL/dyiinRoJ+6gmkGk+41GY9z7vsJr0jsCdI+E6WCKO6wjUJ7LxiMnn/uPcNCIEa0BUq",
+	"H8AaUJqRtRFM4/71AoK2khcc11/FwFn4ngGSyKAzmxn9Mk0i5rZnCamc8hpzxS0LcMTARImlkApG0oU+",
+	"6KoCsSC8KxSgMeQGuBS3F+h4LXxkGslVYxbhsZfYgXXjS9X7AghG4RuZ1WLhy388tWb0p41nLMnIwvvj",
+	"yzTF4vgHXibVkgdl1FKqT4y2x99qBP/Oa3wD5uFPdoa/Mvoj9n1VMLtbng0hhkXvctxALiqyN61AKO8f",
+	"v186vT+Gms6gz28q079uJ0kKFEZZb3H9bIuzqCYu9YPFZMedhLveU5Y6G6ajGYmjgGqbEPm7KEBOnx0I",
+	"F5/9WiZ26WeY6mTbaSiw2zkBzKSDkbj76cG4rkivhQx9qD3KT7CP5wN/c9r/LtftLCPPL4VstCmiVLqQ",
+	"6WYXAtQTfBcdLNV8O5Go3gc/DRaZQWeS0uPWQosszB+1KOnIhtyYIn+Yg+FHTdXER/e1MJm96E378ecq",
+	"AgphCO60gIzQVWf4mttXsqyKTYDpQ7jAhTv2LfnbFzHuTkMOFjJ++XT5ujv+3CmC/ZE6/0Olzr2R5hgW",
+	"qFIyuPbzCxitc81KQhYryOxT9Ji1TXCDj9zjFleqbup8b3/Yt3hP11cWPZtvugdG7P4YItqne3+Vtx3d",
+	"W4UZ3M5kR2/++sPH7cft/wUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
