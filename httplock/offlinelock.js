@@ -241,8 +241,10 @@ export function editLock(o) {
   // (another tab) or someone else.
   function watching(d) {
     if (state.asking) return;
-    state.other = d;
+    const known = state.other && d.generation && state.other.generation === d.generation && state.other.lockedBy === d.lockedBy;
+    state.other = known ? Object.assign({}, state.other, d) : d;
     state.seenGen = Math.max(state.seenGen || 0, d.generation || 0);
+    if (known) return; // the lock the page shows already (its 423, then the stream's first event)
     if (state.me && d.lockedBy === state.me) {
       const p = Object.assign({ lockedSince: d.acquiredAt, lockedByYou: true }, d);
       return tell("lockedByYou", p, "You are editing this in another tab since " + clock(p.lockedSince) + ".",
