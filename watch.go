@@ -63,6 +63,8 @@ type Event struct {
 	Lock *Lock
 	// By is who took the lock over, or who asks to edit.
 	By string
+	// Viewers are the users who have the record open (EventViewers; View).
+	Viewers []Viewer
 	// Reason is the take-over's reason, or how a released lock ended
 	// (ReasonReleased, ReasonExpired, ReasonSignedOut,
 	// ReasonForceReleased).
@@ -94,7 +96,7 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 	}
 	w := b.watcher.Load()
 	if w == nil {
-		b.watcher.CompareAndSwap(nil, &watcher{p: p, t: b.t, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}, pending: map[*watch]struct{}{}})
+		b.watcher.CompareAndSwap(nil, &watcher{p: p, t: b.t, pr: &b.presence, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}, pending: map[*watch]struct{}{}, viewers: map[key][]Viewer{}})
 		w = b.watcher.Load()
 	}
 	sub := &watch{ch: make(chan Event, 16)}
@@ -117,14 +119,16 @@ func (s *watch) send(e Event) {
 
 // watcher polls one database's watched records.
 type watcher struct {
-	p *Plugin
-	t lockStore
+	p  *Plugin
+	t  lockStore
+	pr *presence // the Views of this database, whose rows each poll reads too
 
 	mu       sync.Mutex
 	db       *gorm.DB // a session of the database, on its own connections
 	subs     map[key]map[*watch]struct{}
 	seen     map[key]*Lock       // each watched record's lock at the last poll; nil when free
 	pending  map[*watch]struct{} // watches of records watched already, told their state by the next poll
+	viewers  map[key][]Viewer    // each watched record's viewers as last told
 	warned   map[key]time.Time
 	lease    map[key]time.Duration // each held record's lease, as last seen granted or renewed
 	lastNote int64                 // the newest note when the watcher started: older ones are not told
@@ -199,6 +203,7 @@ func (w *watcher) remove(k key, sub *watch) {
 		delete(w.seen, k)
 		delete(w.warned, k)
 		delete(w.lease, k)
+		delete(w.viewers, k)
 	}
 	if len(w.subs) == 0 && w.stop != nil {
 		w.stop()
@@ -259,6 +264,9 @@ func (w *watcher) poll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A failed read of the viewers skips them this poll: the locks' events
+	// go on, and the error is the poll's.
+	viewers, viewersErr := w.p.viewersNow(db, w.pr, keys)
 	now := make(map[key]*Lock, len(keys))
 	for _, l := range publicLocks(locks) {
 		if k := (key{Resource: l.Resource, ID: l.ID}); now[k] == nil {
@@ -293,9 +301,19 @@ func (w *watcher) poll(ctx context.Context) error {
 				}
 			}
 		}
+		if viewersErr == nil {
+			list, changed := viewers[k], !sameViewers(viewers[k], w.viewers[k])
+			e := Event{Kind: EventViewers, Resource: k.Resource, ID: k.ID, Viewers: list, At: at}
+			for s := range subs {
+				if changed || fresh[s] && len(list) > 0 {
+					s.send(e)
+				}
+			}
+			w.viewers[k] = list
+		}
 		w.seen[k] = now[k]
 	}
-	return nil
+	return viewersErr
 }
 
 // untold sorts the notes a poll read that it has not told yet by record,

@@ -133,3 +133,58 @@ func TestAFloodOfRequestsHidesNoTakeOver(t *testing.T) {
 		assert.WithinDuration(t, time.Now(), e.At, 2*time.Second, "told within the 2 s promise")
 	})
 }
+
+// nextViewers is the next EventViewers of ch, passing over lock events.
+func nextViewers(t *testing.T, ch <-chan offlinelock.Event) []string {
+	t.Helper()
+	for {
+		e := next(t, ch)
+		if e.Kind != offlinelock.EventViewers {
+			continue
+		}
+		var users []string
+		for _, v := range e.Viewers {
+			users = append(users, v.User)
+			assert.False(t, v.Since.IsZero())
+		}
+		return users
+	}
+}
+
+// TestViewersAreTold: a View is told to every Watch of the record, on
+// any node, as the list of users who have it open (each once, in the
+// order they came); a View that ends is gone at the next poll; bad input
+// is refused and views nothing.
+func TestViewersAreTold(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{WatchEvery: 50 * time.Millisecond}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		events, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		require.Equal(t, offlinelock.EventReleased, next(t, events).Kind)
+
+		require.ErrorIs(t, p.View(ctx, db, &Doc{ID: 1}, ""), offlinelock.ErrInvalid)
+		require.ErrorIs(t, p.View(ctx, db, &Doc{ID: 1}, "bad\x00name"), offlinelock.ErrInvalid)
+
+		martinViews, endMartin := context.WithCancel(ctx)
+		require.NoError(t, p.View(martinViews, db, &Doc{ID: 1}, "martin"))
+		assert.Equal(t, []string{"martin"}, nextViewers(t, events))
+		davidViews, endDavid := context.WithCancel(ctx)
+		require.NoError(t, p.View(davidViews, db, &Doc{ID: 1}, "david"))
+		require.NoError(t, p.View(davidViews, db, &Doc{ID: 1}, "david"), "a second tab of david's")
+		assert.Equal(t, []string{"martin", "david"}, nextViewers(t, events))
+		require.NoError(t, p.View(ctx, db, &Doc{ID: 2}, "eve"), "another record's viewer is not told here")
+
+		// A second watch of the record starts with the record's state and
+		// its viewers.
+		second, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		assert.Equal(t, offlinelock.EventReleased, next(t, second).Kind)
+		assert.Equal(t, []string{"martin", "david"}, nextViewers(t, second))
+
+		endMartin()
+		assert.Equal(t, []string{"david"}, nextViewers(t, events))
+		endDavid()
+		assert.Empty(t, nextViewers(t, events), "nobody has it open")
+	})
+}

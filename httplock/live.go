@@ -147,7 +147,16 @@ type eventBody struct {
 	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
 	By          string     `json:"by,omitempty"`
 	Reason      string     `json:"reason,omitempty"`
-	At          time.Time  `json:"at"`
+	// Viewers are the users who have the record open (a viewers event):
+	// names and since when, never a session or a token.
+	Viewers *[]viewerBody `json:"viewers,omitempty"`
+	At      time.Time     `json:"at"`
+}
+
+// viewerBody is one user who has a record open.
+type viewerBody struct {
+	User  string    `json:"user"`
+	Since time.Time `json:"since"`
 }
 
 // keepAliveEvery is how often an idle event stream sends a comment, so
@@ -170,6 +179,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 	var events <-chan offlinelock.Event
 	if err == nil {
 		events, err = s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
+	}
+	if err == nil {
+		// The page is a viewer of the record while its stream is open:
+		// the record's other pages are told (viewers). Without presence
+		// (a viewers table that cannot be made) the stream goes on.
+		if verr := s.cfg.Locks.View(r.Context(), s.cfg.DB, target, principal); verr != nil {
+			s.cfg.Logger.WarnContext(r.Context(), "httplock: event stream: presence", slog.String("error", verr.Error()))
+		}
 	}
 	<-s.opening
 	if err != nil && internal(err) {
@@ -261,6 +278,14 @@ func (s *Server) signedIn(r *http.Request, principal string) bool {
 // LockEvent schema says, the same fields whatever the event.
 func eventOf(res *resource, e offlinelock.Event) eventBody {
 	b := eventBody{Resource: res.Name, ID: e.ID, By: e.By, Reason: e.Reason, At: e.At.UTC()}
+	if e.Kind == offlinelock.EventViewers {
+		list := make([]viewerBody, len(e.Viewers))
+		for i, v := range e.Viewers {
+			list[i] = viewerBody{User: v.User, Since: v.Since.UTC()}
+		}
+		b.Viewers = &list
+		return b
+	}
 	if e.Kind == offlinelock.EventReleased {
 		if e.Lock != nil {
 			b.Generation = e.Lock.Generation

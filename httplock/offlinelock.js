@@ -32,7 +32,8 @@ const TOKEN_HEADER = "Lock-Token";
  * @param {number} [o.leaveSeconds]      the lease left when the page is left (default 5)
  * @param {string} [o.reason]            why the lock is taken, shown to others
  * @param {object} [o.on]  callbacks: locked(lock), lockedByOther(problem), lockedByYou(problem),
- *   takenOver(event), requested(event), released(event), expiring(event), idle(), error(err)
+ *   takenOver(event), requested(event), released(event), expiring(event), idle(), error(err),
+ *   viewers(list): the users who have the record open, [{user, since}], this user included
  * @param {boolean} [o.banner]  show the default banner for events without a callback (default true)
  * @param {number} [o.confirmSeconds] after a 423, how long to wait for the event stream to tell
  *   that lock before looking it up once (GET …/lock), so that a lock shorter than one watch
@@ -270,6 +271,9 @@ export function editLock(o) {
       clearTimeout(state.timer);
       tell("takenOver", d, d.by + " took over this record" + (d.reason ? " (" + d.reason + ")" : "") + ": your changes can no longer be saved.");
     });
+    // Who else has the record open: the users of the record's pages,
+    // this user's other tabs included, each once with since when.
+    handle("viewers", (d) => { if (on.viewers) on.viewers(d.viewers || []); });
     handle("requested", (d) => { if (state.token) tell("requested", d, d.by + " asks to edit this record."); });
     handle("released", (d) => {
       if (state.token && mine(d)) return lost(d, "Your lock on this record has ended: your changes can no longer be saved.");

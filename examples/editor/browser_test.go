@@ -46,6 +46,8 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.wait(martin, "lockstate", "You are editing customer 129.", 10*time.Second)
 		s.open(david, 129)
 		s.wait(david, "lockstate", "Locked by martin since ", 10*time.Second)
+		s.wait(martin, "viewers", "david is also viewing.", 5*time.Second)
+		s.wait(david, "viewers", "martin is also viewing.", 5*time.Second)
 		s.screenshot(david)
 
 		// The page keeps the lock past its lease.
@@ -86,6 +88,7 @@ func TestTheSceneInABrowser(t *testing.T) {
 		// A first lock that fails is told, not left at "Taking the lock…".
 		served = faults.set(nil, []fault{badGateway})
 		s.open(david, 130)
+		s.waitEmpty(martin, "viewers", 10*time.Second) // david left customer 129
 		<-served
 		s.wait(david, "lockstate", "Not editing: the lock could not be taken.", 5*time.Second)
 		s.click(david, "retry")
@@ -249,6 +252,16 @@ func (s *scene) wait(ctx context.Context, id, want string, within time.Duration)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
 		s.t.Fatalf("%v: #%s says %q, not %q within %v (%v)", ctx.Value(personKey{}), id, text, want, within, err)
+	}
+}
+
+// waitEmpty waits until element id has no text.
+func (s *scene) waitEmpty(ctx context.Context, id string, within time.Duration) {
+	s.t.Helper()
+	js := `document.getElementById(` + strconv.Quote(id) + `).textContent === ""`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		s.t.Fatalf("%v: #%s still says %q after %v (%v)", ctx.Value(personKey{}), id, text, within, err)
 	}
 }
 

@@ -119,7 +119,7 @@ var listPage = template.Must(template.New("list").Parse(`<!doctype html><title>C
 var editPage = template.Must(template.New("edit").Parse(`<!doctype html><title>Customer {{.C.ID}}</title>` + style + `
 <p>Signed in as <b id="me">{{.User}}</b> · <a href="/">all customers</a></p>
 <h1>Customer {{.C.ID}}</h1>
-<p id="lockstate" role="status">Taking the lock…</p><p id="notice" role="status"></p>
+<p id="lockstate" role="status">Taking the lock…</p><p id="notice" role="status"></p><p id="viewers" role="status"></p>
 <form id="edit"><label>Name <input id="name" name="name" value="{{.C.Name}}" required></label>
 <label>Credit <input id="credit" name="credit" type="number" value="{{.C.Credit}}"></label>
 <button id="save">Save</button></form>
@@ -156,6 +156,10 @@ const lock = editLock({ resource: "customers", id, ttlSeconds: {{.TTL}}, renewEv
       (e.reason ? " (" + e.reason + ")" : "") + ": your changes can no longer be saved.");
   },
   requested: (e) => say("notice", e.by + " asks to edit this customer."),
+  viewers: (list) => {
+    const others = list.map((v) => v.user).filter((u) => u !== me);
+    say("viewers", others.length ? others.join(", ") + (others.length > 1 ? " are" : " is") + " also viewing." : "");
+  },
   released: () => { say("lockstate", "Customer " + id + " is free now."); buttons(["take", "Edit it", () => location.reload()]); },
   expiring: (e) => say("notice", "Your lock runs out in " + e.ttlRemainingSeconds + " s."),
   idle: () => say("notice", "You have been away: your lock will run out."),

@@ -194,3 +194,37 @@ func TestAStreamThatCannotOpenIsRetried(t *testing.T) {
 	down.Store(false)
 	waitForEvent(t, c.streamAs("usr_client_2", ""), "released", 5*time.Second)
 }
+
+// TestViewersOverHTTP: each open event stream is a viewer of its record;
+// the record's streams are told the users who have it open (viewers),
+// and a page that closes its stream is gone from the list.
+func TestViewersOverHTTP(t *testing.T) {
+	for _, name := range []string{"sqlite", "postgres", "mysql"} {
+		t.Run(name, func(t *testing.T) {
+			_, c := liveServer(t, name, httplock.Config{Principal: principal}, nil)
+			users := func(d map[string]any) []string {
+				var out []string
+				for _, v := range d["viewers"].([]any) {
+					out = append(out, v.(map[string]any)["user"].(string))
+					assert.NotEmpty(t, v.(map[string]any)["since"])
+				}
+				return out
+			}
+			martin := c.streamAs("usr_martin", "")
+			assert.Equal(t, []string{"usr_martin"}, users(waitForEvent(t, martin, "viewers", 5*time.Second)))
+
+			ctx, leave := context.WithCancel(t.Context())
+			req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/orders/ord_1/lock/events", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer usr_david")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			david := readEvents(resp)
+			assert.Equal(t, []string{"usr_martin", "usr_david"}, users(waitForEvent(t, martin, "viewers", 5*time.Second)))
+			assert.Equal(t, []string{"usr_martin", "usr_david"}, users(waitForEvent(t, david, "viewers", 5*time.Second)))
+
+			leave() // david's page is closed
+			assert.Equal(t, []string{"usr_martin"}, users(waitForEvent(t, martin, "viewers", 5*time.Second)))
+		})
+	}
+}

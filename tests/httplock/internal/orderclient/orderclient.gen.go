@@ -130,6 +130,12 @@ type LockEvent struct {
 	Reason              *string `json:"reason,omitempty"`
 	Resource            string  `json:"resource"`
 	TtlRemainingSeconds *int    `json:"ttlRemainingSeconds,omitempty"`
+
+	// Viewers viewers: the users who have the record open, each once, by since; never a session or a token
+	Viewers *[]struct {
+		Since time.Time `json:"since"`
+		User  string    `json:"user"`
+	} `json:"viewers,omitempty"`
 }
 
 // LockEventAccess defines model for LockEvent.Access.
@@ -404,8 +410,10 @@ type ClientInterface interface {
 
 	// LockEventsOrder The record's lock events, as they happen on any node
 	//
-	// Server-sent events named locked, released, taken-over, expiring and requested, each with
-	// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+	// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+	// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+	// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+	// list changes. Every stream, a reconnect too, starts with the record's state:
 	// locked when it is held, released (without a reason) when it is free, so a new page and a
 	// release missed while the stream was cut are told. Events are read from the database, so
 	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
@@ -638,8 +646,10 @@ func (c *Client) LockOrder(ctx context.Context, orderId string, params *LockOrde
 
 // LockEventsOrder The record's lock events, as they happen on any node
 //
-// Server-sent events named locked, released, taken-over, expiring and requested, each with
-// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+// list changes. Every stream, a reconnect too, starts with the record's state:
 // locked when it is held, released (without a reason) when it is free, so a new page and a
 // release missed while the stream was cut are told. Events are read from the database, so
 // every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
@@ -1391,8 +1401,10 @@ type ClientWithResponsesInterface interface {
 
 	// LockEventsOrderWithResponse The record's lock events, as they happen on any node
 	//
-	// Server-sent events named locked, released, taken-over, expiring and requested, each with
-	// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+	// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+	// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+	// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+	// list changes. Every stream, a reconnect too, starts with the record's state:
 	// locked when it is held, released (without a reason) when it is free, so a new page and a
 	// release missed while the stream was cut are told. Events are read from the database, so
 	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
@@ -2793,8 +2805,10 @@ func (c *ClientWithResponses) LockOrderWithResponse(ctx context.Context, orderId
 
 // LockEventsOrderWithResponse The record's lock events, as they happen on any node
 //
-// Server-sent events named locked, released, taken-over, expiring and requested, each with
-// a LockEvent as JSON data. Every stream, a reconnect too, starts with the record's state:
+// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+// list changes. Every stream, a reconnect too, starts with the record's state:
 // locked when it is held, released (without a reason) when it is free, so a new page and a
 // release missed while the stream was cut are told. Events are read from the database, so
 // every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
@@ -4455,74 +4469,76 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fv9btvIdn+VA/YCllBalh0HvZH/8mZzb1PkboLYRVKEaTEij8RZkzO8MyMrQiCgT9MH65MU58zwy6Js",
-	"K8lutnv3rzjizPDM+fydD36OUl1WWqFyNpp9jnIUGRr+85VOb671DSr6T4Y2NbJyUqtoFl3nCIVOb44s",
-	"WEwNOnC0EEanZ3+GuXQ2hhw/jS/AospAOpiL9AakAjrz2B8aRwb/vpIGs2jmzArjyKY5loLeVgnn0NCb",
-	"/vPD9PiZOF58/PzkbPunKI7cpsJoFllnpFpG220c/aSvlFwsdqn8t6vXP8VQGT0vsASh7BqNjQFvUTmw",
-	"zqAoLQiVgV4sCqmQbjT52YIwCApv0YClgzEDQes2LpdqCVhYvJd4VKsymn2IlObt0cc9RDttcJfoF7do",
-	"NkCkM2l96kFaUPrY0tYL0ArB5cJBKoyRaEF0+AvlyrpwjTlCKtIcs0fS7V8wRPg2jiphRIkuKMnLH3nr",
-	"J1FWBa3UJvuvZ89O/3wWxZGk+1TC5VEcKVHSY3k/Cbt8apTwNTNIFLSMD/aa2h7dU61HHfm2oWNIv71G",
-	"6wW4oOzgNCzlLcKqgtH5dApr6XK9ciDduL7tvUQdcu+3aPXKpLjDXeL7IGtNveOQF21psa20stjYvGdI",
-	"qpVD5ehPUVWFTAXx5iTo4z//bDX7hfboPxlcRLPon05ah3Lin9qTN36Xf2Gf1Ve6RFJkMivIdZHZhuEx",
-	"aAPC854UHzHDDBbSWBfFXU/1nJT7+LlWzuhiHy1h/Ulteds4es97ULnj602Fx17F7CMOYLvmy9Q3+xU5",
-	"dqng7V+ew7Pzp/9Su4ffCDu2tao1urRrWpcszwm8ky6HWssnL3/8SZQIFh2MSPxB5Y8sJF7pX2ZJNI5Z",
-	"NWRG2iAKq2GlMjTeB5IVTKI4qoyu0Djp9VmkKVrb9W4GBfmgtZFuyMPFkUi98VyyJBfalMJFsygTDo+d",
-	"LDEa2IOfKmnQHrJliQqN8Ez5HJVSyZIIPG2WSuVwiYbWymzAduOo2B+gX6tiQ/GW+EVGhebIgl4raK09",
-	"PiDK+ndh9sNmkBCDIij3wKPWj+08dK54i6WQSqrlFaZaZbbHjOkuM7Zd7/ah6/Q4tDRkxrXoewLtSmr4",
-	"9T3BtOqh5z9j6qIQPV7cBjvfjRqZcIKCBrk0dlyMNi5CIBZ1VKE/LVortZpAEtwuzDdgO+4wiSAXlo5K",
-	"lM1FhbDOheODpLPgbz6D+s5x+OtKqhTr//y7crJgJNHeKyY8IxUIOD97kqgaYoz8jhicuEF1rG/RxMD8",
-	"IthDRxDn0TrM/K0sA48NKVnJwbCnbomi88YTuASDBQpbb2vgitJhMSwkFpmdgSa1pUNaYvsROBcuUagy",
-	"IlMwtLTgtW+SqO9l/eKAtfPNrt60/J7BOtfgtL4B6S5afvvfhb2xv4j3uUNOA+4JYjbCi/tiAJYCjMTc",
-	"kkzXOXpv43E1WCeMI90FAQuDCAZTbbJxdKB/q31On0TiRh8rNIQsjC4bmsf7XRlbye7JrfwJ7vGF2DOw",
-	"zbDBHJEMHsfljgnuvqmR2jd4UeuA92sWvcKvYxSrJg2XZpDrdctJFuysNdrRfMN25m11HCfKk57BiH7m",
-	"VWCEAr1yDNnWwkK6cuTOBFRiGbIU+rnAhRvHYOVSYXZM4NmfoZdSBcOewQuVvaIfxjEstEnxuCVFKBBZ",
-	"KdX4AoK8tQo3C0v4VUH7RKKCOt7VQ+8tvne0Em5viHmpFppdWFG8XkSzD/ejRYZa2/jzHf/nJcZ/Soel",
-	"fQh0hmNqioQxYrNzifrQXco/BtrferfFiXyPnn1qus43rfpJ6wPQDG6wcj6uSBeDzQm/OE2ukGNgKTZg",
-	"EUE6GP31xTX873//z4lPG+gsVhMopHX+/6lWVhdIHqEUn16hWro8mp09fRoPSroj4D6tp5PJ38Sn6+tX",
-	"MMpwIVaFg2fTaaOP3s7qJ6yT9MZ74N12QAM6WUWfgxk64Z3JQS79/OxJwAOzPiQMRZw72KAFLnWIl27Q",
-	"cd+LCuuH/6FXw0EmBH/pvXgqiqKBqZWRKpWVKMjktcsJ5Yv5eEbCJrmThrQqQw6upW+udYFCDbj6L/La",
-	"j9tknXAr7w/EJy/rp8+edSR/Pp0OcdBJV+xxN/zDUG2ga438tD6mISOuFWXIvVyLG3x9i+ZLzHQGThdZ",
-	"HbHoTy/EuGOs9EThmkXzsLXtqj9xE9OVkW5zRY7JE9VoxC5d73LNhUaKmwEy1UrVScSPLDzXaiGXkzcd",
-	"5YI5CkPaRbg8blF5olKtbyTG5FbGF02tx9fckIJkpSUZSKjMnU9PJ3DdOJ7Oc0pUFWKWqPD+S17hNBA+",
-	"rRyf11H48+kTYJVfS4vjCbwQaR7C1pHtHmwJiWGi6rByZOGyKPQacgKQ6xy93fROJ+MhEBzDWrg0j0Oh",
-	"he2JzIhTE3uTKCKDo/n59JzCMPOWaOgYK5+mtIMbpdegF2PPgZC8W1hZhD6HfdzleMOmyo9ae8qdq3zJ",
-	"Q4b415f0GxJOKa2TaV205QtYT/u/Xl+/oXwjLSRBA7qUrQtIjKp89sVaKrxzjhPlVcc1Jb+6Vk2/dOqp",
-	"vt5RxyMLnENYn4YQoLLkm1bVJFEvjNHGl5H3FYJgVJdwAs/MShGuAIuGC8/0DxElbaIyna5KupBwQIHu",
-	"RFeoRCUnG1EWQT/Ifn2+RCHPkvc2G/DugAhLCTl5TaUbBPzjnU/UqX8zDz1Pozi6RWPrsDcl3xHeHM2i",
-	"J5Pp5IkvIuRsoCes+Cd+6+xztER2LQ1hLzOCFLTmlbTuVXhDt5r8IVR2/75CsxksbN5TMR3eu7KsXgfv",
-	"C17gS7YGcDy0tYlM24936q5n0+k9JcTd0uHXwLmdgmLdzbFxKFO4HGUwWEsHnHvqht7V3KKtWNL6Jweu",
-	"Pz9o/dOD6KF4sipLYTbRLCLdCy5jxMp4AeRvyRmrDTn3no82uFhZtGM+pKvgJ59rrdyefJbZ9iTkH755",
-	"1VPpISrbJSdNoZ/06YG1L3+MSHMqbfeZ1ltPxisfekMw/EFnm4O0ax8c6ITy0ynhGTLm+of4AaQSjtlF",
-	"JP2Fzqxwu2Md57uxIFw1+zIFPf29KPRfuhlyE6QDtD9IyQkLLJeY+RDHBSeVwTr3KeBJv0m618Mv0T3n",
-	"8Bs96OIcfnInP4tb4cXa18GBTtWd7q64FVd+Y6/78U26GA17yTfOjV5bNAFWUMSHF1dQ6mxVIIwwkxzN",
-	"gpPoxub7mPS6QnX55mV0UCCoD23ZtNMaCufCk8kUauAQDdrcbhCo9zaAo1t7JWW4g217WD2affjY55y0",
-	"LQWeN9y+PPkcOjrb4RJ6H7NTNuihFlFT63cMc8ylyoAQY0hi/yazrMC1MOghlQc/aJM6gcyFgrP37xmY",
-	"0bXaDUeM4wgdYQZzXOiwok9KLlRGqNeslJ0lipLqJGSLSQTrXBZYG9h85XaT2i6YbIqXPXtN1Kgp8dPD",
-	"uc42wQrrX3m7tJTwuPEFtEQc1z6UaUEFSvN2flWipIubJKY3J6ADpm2mCXjGgBYV8rZOsBd3bqMCNA0p",
-	"wagtEgf4Q/z0bG9yD9pnmp/re4+9bxLwFkUW6hGJaumjx6egdHuOly4Jku83lOmFZkA/EO9qGuvhkQUu",
-	"xg201IOeHtRR/8iQOM13jZ5/fm38fMBhIGF3CsIjyC8L74/yBT1+XrTAsB6F4HR5ncs0h6VGuzdhinaC",
-	"+fv3j7F7b46/h+B+fvaI88Pgxddhgee5UEvsuBXfTB/0YuPQPPfld0oUhjw0o937whjRXev0V2U0DyUy",
-	"XBDfo6uhJP3t0pffDTp8t9Mo8wWLFbeFKUxE2+/oKEMic6ecNxClZiCamiKMzqanY1+b6odgJUqplp0K",
-	"dxgz4SpZLxRzaOsGwQUHtGA2vkjuEfUcU12ihbYn4FuMXPFSiXKh6T+nxWlN35TRtFr6gprNtXE1AuHC",
-	"qUJuhcVgda9HJn2LjKhVXODzlbcFrkN70A8sciera+Z3Jhgz8sha8cG5zHB84XngneqRhbb5SMcNdLYa",
-	"kMSjgBlRbCddJsyx0Gs4BW0SJeb6Nqzm8hWBMd8jkRbOp9MJXHaZ/XiUQextpNK2AjqQIt4BFDEMgJG1",
-	"0Wo5hpQdpE0U7ZFqOXtQg9rGdiBCWsixyOJh5JUoXi/5fiylEZdWO9pbg7Cm4Dj2aKXvWouOX/2eWOEh",
-	"t1w3Eba7s4TfOgIMef9XbKMWfRN9wERHO1bobaEF0rU9VgYJU2MImnUhltTf+sEUboILm4+/zbhdZzb0",
-	"gU3tJPa3GVo88wHul5UM6frSCOLo/3d+/YFAH4s3rr2za6Z3yTLbIZGmd9LPhu+Bnie+C91BoHemh9lK",
-	"j3kSJDSsCZJkUM+ydaaXHpxqiwFFmjOVifLogyf9QFg/kE9xfgIvQmvFoCjjUJFQClPyQTquZ0+aVmiT",
-	"4FsnHM78WBxm0AkUPqC0Uy5tnu6LpmO4E1UCbqCYwtiBazOUjXs+l9JafoMssDuUVQ/mcGzXRcZ34Vai",
-	"4dmgzPvNLqShNyXKd5OUzpDusZqTCOZoLCzRteN/IQWsitVSdtqt7yjv9UwbnYKF+aaej6DItzMdaMXG",
-	"Dgwkwajmha+HUOLp50X8ZNGonWEYx4lSzZhk26SuRdefQhQKZEYIJTAJVWZjcFgUpCABKECpDcYshkQ1",
-	"E0u8Fkb1vBJrfL/dyiinRoJ+6gmkGk+41GY9z7vsJr0jsCdI+E6WCKO6wjUJ7LxiMnn/uPcNCIEa0BUq",
-	"H8AaUJqRtRFM4/71AoK2khcc11/FwFn4ngGSyKAzmxn9Mk0i5rZnCamc8hpzxS0LcMTARImlkApG0oU+",
-	"6KoCsSC8KxSgMeQGuBS3F+h4LXxkGslVYxbhsZfYgXXjS9X7AghG4RuZ1WLhy388tWb0p41nLMnIwvvj",
-	"yzTF4vgHXibVkgdl1FKqT4y2x99qBP/Oa3wD5uFPdoa/Mvoj9n1VMLtbng0hhkXvctxALiqyN61AKO8f",
-	"v186vT+Gms6gz28q079uJ0kKFEZZb3H9bIuzqCYu9YPFZMedhLveU5Y6G6ajGYmjgGqbEPm7KEBOnx0I",
-	"F5/9WiZ26WeY6mTbaSiw2zkBzKSDkbj76cG4rkivhQx9qD3KT7CP5wN/c9r/LtftLCPPL4VstCmiVLqQ",
-	"6WYXAtQTfBcdLNV8O5Go3gc/DRaZQWeS0uPWQosszB+1KOnIhtyYIn+Yg+FHTdXER/e1MJm96E378ecq",
-	"AgphCO60gIzQVWf4mttXsqyKTYDpQ7jAhTv2LfnbFzHuTkMOFjJ++XT5ujv+3CmC/ZE6/0Olzr2R5hgW",
-	"qFIyuPbzCxitc81KQhYryOxT9Ji1TXCDj9zjFleqbup8b3/Yt3hP11cWPZtvugdG7P4YItqne3+Vtx3d",
-	"W4UZ3M5kR2/++sPH7cft/wUAAP//",
+	"7Fv9bhtJcn+VwuQAkciIomQZOVN/ab2+iwPf2rAU2IHHCZozRU6vht287qZowiCQp8mD5UmCqu6eD3Eo",
+	"ibZ3vdnbv0TN9Ed1dX386mM+J7leLLVC5Wwy+ZyUKAo0/POVzm+u9Q0q+qdAmxu5dFKrZJJclwiVzm+O",
+	"LFjMDTpwNBAGp2d/hql0NoUSPw0vwKIqQDqYivwGpAJa89gvmiYG/76SBotk4swK08TmJS4E7bYUzqGh",
+	"nf7zw/j4mTieffz85Gz7pyRN3GaJySSxzkg1T7bbNPlJXyk5m+1S+W9Xr39KYWn0tMIFCGXXaGwKeIvK",
+	"gXUGxcKCUAXo2aySCulEo58tCIOg8BYNWFoYCxA0buNKqeaAlcV7iUe1WiSTD4nSPD35uIdopw3uEv3i",
+	"Fs0GiHQmrUs9SAtKH1uaegFaIbhSOMiFMRItiBZ/YbGyLhxjipCLvMTikXT7DfoI36bJUhixQBeE5OWP",
+	"PPWTWCwrGqlN8V/Pnp3++SxJE0nnWQpXJmmixIJey/tJ2OVTLYSvmUGiomG8sJfUZumOaD1qybc1HX3y",
+	"7SVaz8AFYQenYS5vEVZLGJyPx7CWrtQrB9IN42nvJeqQc79Fq1cmxx3uEt97WWvijEM22tJgu9TKYq3z",
+	"niG5Vg6Vo59iuaxkLog3J0Ee//lnq9kuNEv/yeAsmST/dNIYlBP/1p688bP8hl1WX+kFkiCTWkGpq8LW",
+	"DE9BGxCe9yT4iAUWMJPGuiRtW6rnJNzHz7VyRlf7aAnjT6LmbdPkPc9B5Y6vN0s89iJmH7EA6zUfJp7s",
+	"V+TYpYK3f3kOz86f/ks0D78RdmyjqNWytKtal3yfI3gnXQlRykcvf/xJLBAsOhjQ9QeRP7KQeaF/WWTJ",
+	"MGXRkAVJg6ishpUq0HgbSFowStJkafQSjZNenkWeo7Vt62ZQkA1aG+n6LFyaiNwrzyXf5EybhXDJJCmE",
+	"w2MnF5j0zMFPS2nQHjJljgqN8Ez5nCykkgsi8LQeKpXDORoaK4se3U2Tar+Dfq2qDflb4hcpFZojC3qt",
+	"oNH29AAv6/fC4odNLyEGRRDunleNHdt56Vz1FhdCKqnmV5hrVdgOM8a7zNi2rduHttFj11KTmcar71xo",
+	"+6b6t+9cTCMeevoz5i4J3uPFbdDzXa9RCCfIaZBJY8PFaOMiOGIRvQr9tGit1GoEWTC7MN2AbZnDLIFS",
+	"WFoqU7YUS4R1KRwvJJ0Ff/IJxDOn4deVVDnGf/5dOVkxkmjOlRKekQoEnJ89yVSEGAM/IwUnblAd61s0",
+	"KTC/CPbQEsR5tA4LfyrLwGNDQrZgZ9gRt0zResMRXILBCoWN02q4onQYDDOJVWEnoElsaZGG2K4HLoXL",
+	"FKqCyBQMLS146Rtl6ntpvzhg7HSzKzcNvyewLjU4rW9AuouG3/65sDf2F7E+d8ipwT1BzPry0u41AN8C",
+	"DMTU0p2uS/TWxuNqsE4YR7ILAmYGEQzm2hTD5ED7Fm1Ol0TiRhcr1ITMjF7UNA/3mzLWkt2Vm/snuMcH",
+	"YsvAOsMKc0R38Dgut1Rwd6f61r7BRo0B3i9ZtIUfxyhWjWouTaDU64aTfLGTRmkH0w3rmdfVYZopT3oB",
+	"A3rMo8AIBXrlGLKthYV85cicCViKeYhS6HGFMzdMwcq5wuKYwLNfQ8+lCoo9gReqeEUPhinMtMnxuCFF",
+	"KBDFQqrhBYT71iqcLAzhrYL0iUwFcbwrh95a/OLeKk1uJa4DLOteTXjh72Vl0VjW8VLcYjgQ0Ql6iSoF",
+	"FHkJms06+QgS3calBD/inYoLsYZ0uOBduxbRRql/nFwRXf3xSdsJ86g0rN3nM8MDYYzYPOjChdvrd1+q",
+	"mWa7XlWvZ8nkw/0QmvHnNr3LAi/G/LNm0iOWuf8QcdFdyj8G2t96W757Jft0d11uGp2U1nvlCdzg0nln",
+	"K10KtiRQ5zTJDovDQmzAIoJ0MPjri2v43//+nxMfS9FarDtQSev8/7lWVldIZnIhPr1CNXdlMjl7+jTt",
+	"Ff+W1HdpPR2N/iY+XV+/gkGBM7GqHDwbj2sl9UIe37Ci0o73YN5tjwS0Qq0uBwt0wlvYg/zc+dmTAJIm",
+	"XZwcMlt3AFOD5iLuka7Xm90LlePL/9Crfs8bEJH0ri0XVVVj96WRKpdLUZEd1K6k0EdMhxO6bLp3kpBG",
+	"ZMjqN/RNta5QqB7/90Wu7HGTrBNu5Y2k+OTv+umzZ62bPx/3Gk0nXbXHBvODhwwSv43L1GSkUVD6zMu1",
+	"uMHXt2i+RE0n4HRVRDdOP/0lpi1lpTcK13w1D2vbrvgTNzFfGek2V2SYMBj3IBG7dL0rNWdfCUwEHBmF",
+	"qpWdOLLwXKuZnI/etIQLpigMSRc5k7RxMZnKtb6RmJJZGV7UCTCfiERCDkstSUFCuvJ8fDqC69rwtN5T",
+	"9K4Qi0yF/S95hNNAoH3peL2WwJ+PnwCL/FpaHI7gBXlE7yOPbHthS/AUMxXdypGFy6rSaygJVa9L9HrT",
+	"WZ2UhyKDFNbC5WUask+sT6RG7FrtTaaIDIY45+NzwibMW/bTjbLyako7uFF6DXo29BwIGQ1Lvh66HPZg",
+	"hP0Nqyq/avSpdG7p80Ay+L/uTb+hy1lI62QeM9l8AOtp/9fr6zcUhOWVJLxEh7Ixq8ZQ04ekLKXCG+c0",
+	"U150XJ0HjQl8etJKMvskUPRHFjiwsj42I5RpyTatlqNMvTBGG59b35cdg0HMawWemZUisAUWDWfj6Q8R",
+	"JW2mCp2vFnQg4YAc3QkhJbGUo41YVEE+SH99EEkuz5L1Nhvw5oAIywlOekmlEwRQ6I1P0ioKMA89T5M0",
+	"uUVjo9sbk+0IOyeT5MloPHriMyslK+gJC/6Jnzr5nMyRTUtN2MuCIAWNeSWtexV2aKfYP4R0999XaDa9",
+	"2d570sj9cyNeO3ResAJfMjVEDH1Ta8+0/XgnGX02Ht+TV93Np34NnNvJssYSl00D0HYlyqCwlhY499T1",
+	"7VWfoknj0vgnB44/P2j804PoIX+yWiyE2SSThGQvmIwBC+MFkL0lY6w2ZNw7NtrgbGXRDnmRtoCffI5S",
+	"uT35LIvtSQjKfEWvI9J9VDZDTurqB8nTA2Nf/piQ5Cy13adabz0Zr7zrDc7wB11sDpKufXCg5cpPx4Rn",
+	"SJnjg/QBpBKW2UUk3YHOrHC7ox3nu74gHLX4MgE9/b0I9F/aaYPaSQdof5CQExaYz7HwLo6zcKqAdelD",
+	"wJNu5XivhZ+je87uN3nQxDn85E5+FrfCX2tXBnvKd3dK3uJWXPmJnZLQNynt1Owl2zg1em3RBFhBHh9e",
+	"XMFCF6sKYYCFZG8WjETbN9/HpNdLVJdvXiYHOYK4aMOmnXpZWBeejMYQgUPSq3O7TiDOrQFHOyFNwnAH",
+	"23awejL58LHLOWkbCjxvuKZ78jmUubb9dYUuZqdo0EMtoibKdwpTLKUqgBBjCGL/JouiwrUw6CGVBz9o",
+	"sxhAlkLB2fv3DMzoWM2EI8ZxhI6wgCnOdBjRJaUUqiDUa1bKTjJFQXUWosUsgXUpK4wKNl253aC2DSbr",
+	"jG5HXzM1qOse9HKqi03QwviUp0tLAY8bXkBDxHG0oUwLKlCap/NWmZIurYOYTvOEDpi2brHgxgsaVMnb",
+	"GGDP7pxGBWgaQoJBkzkP8If46dlexx40z9SP47mH3jYJeIuiCPmITDX00etTULpZx98uXSSfry/SCxWS",
+	"riPelTSWwyMLnIzr6TMIcnpQm8FHhsR5uav0/Pi18U0Th4GE3dYQjyC/zL0/yhZ0+HnRAMPYH8Lh8rqU",
+	"eQlzjXZvwJTsOPP37x+j914dfw/O/fzsEeuHbpSvwwLPS6HmnZz6YK8VG4aOAl+ToEChz0Iz2r3PjRHd",
+	"Uaa/KqJ5KJDhhPgeWQ0p6W8Xvvxu0OG7neqhT1isuFZObiLZfkdDGQKZO+m8Hi81AVHnFGFwNj4d+txU",
+	"1wUrsZBq3spwh94bzpJ1XDG7trYTnLFDC2rjk+QeUU8x1wu00NQEfN2VM14qUy50QkxpcB7pGzOaVnOf",
+	"ULOlNi4iEE6cKuT6YApWdwqH0tcNiVrFCT6feZvhOtRMfRcnl/faan6nrbMgi6wVL1zKAocXngfeqB5Z",
+	"aCqytFxPua8GSdwfWRDFdtRmwhQrvYZT0CZTYqpDKc+nrwiM+RqJtHA+Ho/gss3sx6MMYm99K00poAUp",
+	"0h1AkUIPGFkbreZDyNlA2kzRHKnmkwclqKn2ByKkhRKrIu1HXpni8ZLPx7c04NRqS3ojCKsTjkOPVrqm",
+	"tWrZ1e+JFR4yy7GIsN1tsPzWHqDP+r9iHbXoOwt6VHSwo4VeFxogHfVxaZAwNQanGROxJP7Wd+twZ4Cw",
+	"5fDb9CC2GmYfmNS0p3+bTs4z7+B+2ZshWZ8bQRz9/86vPxDoY/HGtTd2dUszaWbTOVPXTrrR8D3Q88RX",
+	"oVsI9E5LNWvpMbfHhII1QZICYoNfq6Wrp9UvbfX5kSMMnSppprgNJRSK6j5IENZ/rkAOfxRHh4rLw80t",
+	"MKBVM8W/Q7eOtCDCQim37qgNKF3gBczJKBEFUsHpGDj9QbxjsFChuJVqPkx9PTY6qUwRLdHNjeBFqALR",
+	"VmlIniiFOZlLncbeobpqW+cirBMOJ76tEcPy3qd539d0KTUpBZ/fHcIdBxggDrk/ppzTSJmKCcuFtJZ3",
+	"kBW2m+piYxXDEF0VfBauehru7Sq8iW+jL9opU77wRSykc6ymJC1TupU5uqZ9M0Sry2o1l63K8DsK0T3T",
+	"BqdgYbqJrRzkpHe6O63Y2J6GMhhEXvjUDcXIvrXFd4YNmnaLYZopVbe5NvX0eHXdLlKhQBYEpgKTUBU2",
+	"BYdVRaAlYBpYaIMpX0Om6o4zHguD2G/GytmtDDMgi6DVd62BVMMRZwWt53mb3ZnyuFTQ5Tu5QBjEZNwo",
+	"sPOKyeT5w843PIS/gkp08HNBhoEQJZfaZxCklQz2MH7VBGfhexTIEoPObCb0ZJwlzG3PEhI55SXmiqsr",
+	"4IiBmRJzIRUMpAsl29USxIyguVCAxpDF4qzhXkzmpfCRES8nuPkKj/2NHZjivlSdL7hgEL5xWs1mPlPJ",
+	"XYdGf9p4xtIdWXh/fJnnWB3/wMPYygkLai7VJw4Mht/qE4o72/ha0cOfXPV/JfaHm/4qv3s3kxy8IV+9",
+	"K3EDpViSvrVczPeL/Pe7e9PqSfpNJSWum6aXCoVR1mtcNzDkgK/2S11nMdoxJ+Gs92TQzvrpqLv3yKHa",
+	"2kX+LnKl42cHIttnv5aKXfp2q5gXcBoqbBd5AAvpYCDufjoyjMnztZChZLZH+Amhcivjb07635W6abvk",
+	"VqsQONf5nqWuZL7ZhQCx2fCihaXqb18y1flgq8YiE2g1fXrcWmlRhFapBiUd2RDGk+ePveH0qk7weO++",
+	"FqawF53GRP7cSEAlDMGdBpARumo1z3OlTS6W1SZEFH24wIUzdjX52+db7jZu9uZcfvnI/rrdqd3K1/0R",
+	"5f9DRfmd7usUZqhyUrjm8xkYUCBMQkIaKxx/1eExaxOLBxu5xyyuVKw/fW972NV4T9dX5mfrb/J7ugH/",
+	"6HfaJ3t/lbct2VuFduFWE0qnVfzDx+3H7f8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
