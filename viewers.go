@@ -139,15 +139,21 @@ func (pr *presence) ensure(p *Plugin, db *gorm.DB) error {
 }
 
 // refresh marks this node's views seen every viewerBeat, in one statement
-// per 100 of them, until ctx ends.
+// per 100 of them, until ctx ends; every tenth beat it also deletes the
+// rows that stopped counting a minute ago (their node stopped).
 func (pr *presence) refresh(ctx context.Context, table string) {
 	tick := time.NewTicker(viewerBeat)
 	defer tick.Stop()
-	for {
+	for beat := 1; ; beat++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if beat%10 == 0 {
+			viewersOn(pr.db.WithContext(ctx), table).
+				Where(clause.Lt{Column: clause.Column{Name: "seen"}, Value: time.Now().UTC().Add(-ViewerGone - time.Minute)}).
+				Delete(&viewerRow{})
 		}
 		pr.mu.Lock()
 		ids := make([]any, 0, len(pr.views))

@@ -188,3 +188,24 @@ func TestViewersAreTold(t *testing.T) {
 		assert.Empty(t, nextViewers(t, events), "nobody has it open")
 	})
 }
+
+// TestAViewerWhoseNodeStoppedIsGone: a view whose node stopped refreshing
+// it (its process died: the row stays) no longer counts after
+// ViewerGone.
+func TestAViewerWhoseNodeStoppedIsGone(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{WatchEvery: 50 * time.Millisecond}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		require.NoError(t, p.View(ctx, db, &Doc{ID: 1}, "martin")) // makes the table
+		type viewer struct {
+			ID, Resource, LockID, UserName string
+			Since, Seen                    time.Time
+		}
+		stale := time.Now().UTC().Add(-offlinelock.ViewerGone - time.Second)
+		require.NoError(t, db.Table(p.TableName()+"_viewers").Create(&viewer{ID: "dead-node-view", Resource: "docs", LockID: "1",
+			UserName: "david", Since: stale, Seen: stale}).Error)
+		events, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"martin"}, nextViewers(t, events), "the stopped node's viewer does not count")
+	})
+}
