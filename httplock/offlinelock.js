@@ -33,7 +33,11 @@ const TOKEN_HEADER = "Lock-Token";
  * @param {string} [o.reason]            why the lock is taken, shown to others
  * @param {object} [o.on]  callbacks: locked(lock), lockedByOther(problem), lockedByYou(problem),
  *   takenOver(event), requested(event), released(event), expiring(event), idle(), error(err),
- *   viewers(list): the users who have the record open, [{user, since}], this user included
+ *   viewers(list): the users who have the record open, [{user, since}], this user included,
+ *   kept({data, why, at}): the page's unsaved form, handed back after a take-over, a lost lock or
+ *   lock.keep() (a refused save), and again after a reload
+ * @param {function} [o.unsaved] returns the page's unsaved form (any JSON value), or null when there
+ *   is nothing unsaved: kept in this tab's sessionStorage when the lock is lost, never sent
  * @param {boolean} [o.banner]  show the default banner for events without a callback (default true)
  * @param {number} [o.confirmSeconds] after a 423, how long to wait for the event stream to tell
  *   that lock before looking it up once (GET …/lock), so that a lock shorter than one watch
@@ -198,7 +202,21 @@ export function editLock(o) {
     state.token = "";
     state.stopped = true;
     sessionStorage.removeItem(key);
+    keep("lost");
     tell("error", r, "Your lock on this record has ended: your changes can no longer be saved.");
+  }
+
+  // keep hands the page's unsaved form (o.unsaved()) back to it when the
+  // lock is lost, taken over or a save refused, and keeps it in this
+  // tab's sessionStorage, so that a reload offers it again (kept). It is
+  // never sent anywhere; forgetKept() (at sign-out) and lock.forgetKept()
+  // drop it.
+  function keep(why) {
+    const data = o.unsaved ? o.unsaved() : null;
+    if (data === null || data === undefined) return;
+    const kept = { data, why, at: new Date().toISOString() };
+    try { sessionStorage.setItem(key + ":kept", JSON.stringify(kept)); } catch (e) { /* too large, or storage off: still handed over */ }
+    tell("kept", kept, "Your unsaved changes are kept on this page.");
   }
 
   // lost ends this page's hold on a lock that ended or passed to someone
@@ -210,6 +228,7 @@ export function editLock(o) {
     state.stopped = true;
     sessionStorage.removeItem(key);
     clearTimeout(state.timer);
+    keep("lost");
     tell("error", { status: 0, json: { detail: text } }, text);
   }
 
@@ -270,6 +289,7 @@ export function editLock(o) {
       sessionStorage.removeItem(key);
       clearTimeout(state.timer);
       tell("takenOver", d, d.by + " took over this record" + (d.reason ? " (" + d.reason + ")" : "") + ": your changes can no longer be saved.");
+      keep("taken-over");
     });
     // Who else has the record open: the users of the record's pages,
     // this user's other tabs included, each once with since when.
@@ -373,6 +393,12 @@ export function editLock(o) {
     retry() { if (!state.token) return acquire(); },
     /** release gives the lock up now (after a save, or on cancel). */
     release() { state.stopped = true; clearTimeout(state.timer); release(); },
+    /** keep hands the page's unsaved form back (kept) and keeps it for a reload: call it when a save is refused. */
+    keep(why) { keep(why || "not-saved"); },
+    /** kept is what this tab kept of the record's unsaved form ({data, why, at}), or null. */
+    get kept() { try { return JSON.parse(sessionStorage.getItem(key + ":kept")); } catch (e) { return null; } },
+    /** forgetKept drops it (copied, restored or discarded). */
+    forgetKept() { sessionStorage.removeItem(key + ":kept"); },
     /** stop ends renewals and events without releasing. */
     stop() { state.stopped = true; clearTimeout(state.timer); if (state.events) state.events.close(); },
   };
@@ -382,9 +408,23 @@ export function editLock(o) {
       state.token = "";
       sessionStorage.removeItem(key);
     }
-    acquire();
+    return acquire();
+  }).then(() => {
+    const kept = api.kept; // typing kept before a reload: offered again
+    if (kept) tell("kept", kept, "Your unsaved changes from before are kept on this page.");
   });
   return api;
+}
+
+/**
+ * forgetKept drops the unsaved forms every record's lock kept in this tab
+ * (lock.keep, a take-over, a lost lock): call it at sign-out.
+ */
+export function forgetKept() {
+  for (let i = sessionStorage.length - 1; i >= 0; i--) {
+    const k = sessionStorage.key(i);
+    if (k && k.startsWith("offlinelock:") && k.endsWith(":kept")) sessionStorage.removeItem(k);
+  }
 }
 
 function clock(iso) {

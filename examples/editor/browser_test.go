@@ -99,13 +99,24 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.click(david, "ask")
 		s.wait(martin, "notice", "david asks to edit this customer.", 5*time.Second)
 
+		// Martin types; the take-over hands his typing back to his page,
+		// which keeps it through a reload.
+		s.do(martin, chromedp.SetValue(chromedp.ID("name"), "Acme Widgets Renamed"))
 		s.open(admin, 129)
 		s.wait(admin, "lockstate", "Locked by martin since ", 10*time.Second)
 		s.click(admin, "takeover")
 		s.wait(admin, "lockstate", "You are editing customer 129.", 5*time.Second)
 		s.wait(martin, "lockstate", "admin took over this customer (the customer is on the phone): your changes can no longer be saved.", 2*time.Second)
+		s.wait(martin, "kept", "Your unsaved changes: name \u201cAcme Widgets Renamed\u201d, credit 5000.", 5*time.Second)
 		s.click(martin, "save")
 		s.wait(martin, "status", "Not saved: customer '129' is locked by admin until ", 5*time.Second)
+		s.do(martin, chromedp.Reload())
+		s.wait(martin, "lockstate", "Locked by admin since ", 10*time.Second)
+		s.wait(martin, "kept", "Your unsaved changes: name \u201cAcme Widgets Renamed\u201d, credit 5000.", 5*time.Second)
+		s.click(martin, "restorekept")
+		if name, err := chromedp.Run(martin, chromedp.Value(chromedp.ID("name"))); err != nil || name != "Acme Widgets Renamed" {
+			t.Fatalf("the kept typing put back: %q %v", name, err)
+		}
 		s.wait(david, "lockstate", "Locked by admin since ", 5*time.Second)
 
 		// The admin leaves while the pages' event streams are cut: David's
@@ -197,7 +208,13 @@ func TestTheSceneInABrowser(t *testing.T) {
 		streams.reopen()
 
 		s.do(martin, chromedp.Navigate(base+"/"))
+		if n, err := chromedp.Run(martin, chromedp.Evaluate[int](`Object.keys(sessionStorage).filter((k) => k.endsWith(":kept")).length`)); err != nil || n == 0 {
+			t.Fatalf("before sign-out, martin's tab keeps %d unsaved forms (%v)", n, err)
+		}
 		s.do(martin, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("signin")))
+		if n, err := chromedp.Run(martin, chromedp.Evaluate[int](`Object.keys(sessionStorage).filter((k) => k.endsWith(":kept")).length`)); err != nil || n != 0 {
+			t.Fatalf("after sign-out, martin's tab still keeps %d unsaved forms (%v)", n, err)
+		}
 		if got := held(t, a); len(got) != 0 {
 			t.Fatalf("after Martin signed out, the lock table holds %q", got)
 		}

@@ -114,7 +114,11 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html><title
 
 var listPage = template.Must(template.New("list").Parse(`<!doctype html><title>Customers</title>` + style + `
 <p>Signed in as <b id="me">{{.User}}</b> <form method="post" action="/logout" style="display:inline"><button id="logout">Sign out</button></form></p>
-<h1>Customers</h1><ul>{{range .Customers}}<li><a href="/customers/{{.ID}}/edit">{{.ID}} {{.Name}}</a></li>{{end}}</ul>`))
+<h1>Customers</h1><ul>{{range .Customers}}<li><a href="/customers/{{.ID}}/edit">{{.ID}} {{.Name}}</a></li>{{end}}</ul>
+<script type="module">
+import { forgetKept } from "/offlinelock.js";
+document.getElementById("logout").form.addEventListener("submit", () => forgetKept()); // kept typing ends with the sign-in
+</script>`))
 
 var editPage = template.Must(template.New("edit").Parse(`<!doctype html><title>Customer {{.C.ID}}</title>` + style + `
 <p>Signed in as <b id="me">{{.User}}</b> · <a href="/">all customers</a></p>
@@ -125,6 +129,7 @@ var editPage = template.Must(template.New("edit").Parse(`<!doctype html><title>C
 <button id="save">Save</button></form>
 <p id="actions">{{if .Admin}}<label>Reason <input id="reason" value="the customer is on the phone"></label>{{end}}</p>
 <p id="status" role="status"></p>
+<div id="keptbox" hidden><p id="kept" role="status"></p><p id="keptactions"></p></div>
 <script type="module">
 import { editLock } from "/offlinelock.js";
 const me = {{.User}}, id = "{{.C.ID}}", admin = {{.Admin}};
@@ -139,7 +144,24 @@ const buttons = (...list) => {
     $("actions").append(b);
   }
 };
-const lock = editLock({ resource: "customers", id, ttlSeconds: {{.TTL}}, renewEverySeconds: {{.Renew}}, announce: false, on: {
+const initial = { name: $("name").value, credit: $("credit").value };
+const form = () => ({ name: $("name").value, credit: $("credit").value });
+// The unsaved form, which the client keeps when the lock is lost or taken
+// over, or a save refused: null when nothing was changed.
+const unsaved = () => { const f = form(); return f.name !== initial.name || f.credit !== initial.credit ? f : null; };
+const showKept = (k) => {
+  const d = k.data, text = "Your unsaved changes: name \u201c" + d.name + "\u201d, credit " + d.credit + ".";
+  say("kept", text);
+  const acts = $("keptactions");
+  acts.replaceChildren();
+  const add = (bid, label, run) => { const b = document.createElement("button"); b.type = "button"; b.id = bid; b.textContent = label; b.onclick = run; acts.append(b); };
+  add("copykept", "Copy my changes", () => navigator.clipboard && navigator.clipboard.writeText(text).catch(() => {}));
+  add("restorekept", "Put my changes back", () => { $("name").value = d.name; $("credit").value = d.credit; });
+  add("discardkept", "Discard them", () => { lock.forgetKept(); $("keptbox").hidden = true; });
+  $("keptbox").hidden = false;
+};
+const lock = editLock({ resource: "customers", id, ttlSeconds: {{.TTL}}, renewEverySeconds: {{.Renew}}, announce: false, unsaved, on: {
+  kept: showKept,
   locked: () => { buttons(); say("lockstate", "You are editing customer " + id + "."); },
   lockedByOther: (p) => {
     say("lockstate", "Locked by " + p.lockedBy + " since " + at(p.lockedSince || p.acquiredAt) + ".");
@@ -177,8 +199,9 @@ $("edit").onsubmit = async (ev) => {
   if (lock.token) headers["Lock-Token"] = lock.token;
   const r = await fetch("/customers/" + id, { method: "PATCH", headers, credentials: "same-origin",
     body: JSON.stringify({ name: $("name").value, credit: Number($("credit").value) }) });
-  if (r.ok) return say("status", "Saved.");
+  if (r.ok) { lock.forgetKept(); initial.name = $("name").value; initial.credit = $("credit").value; return say("status", "Saved."); }
   const p = await r.json().catch(() => ({}));
   say("status", "Not saved: " + (p.detail || r.status));
+  lock.keep("not-saved");
 };
 </script>`))
