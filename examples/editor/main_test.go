@@ -338,3 +338,37 @@ func TestGuestsOnlyLook(t *testing.T) {
 		}
 	})
 }
+
+// TestPagesRunUnderAStrictCSP: the pages allow only the application's own
+// script and style files (no inline script or style, which
+// offlinelock.js does not need either), and serve those files.
+func TestPagesRunUnderAStrictCSP(t *testing.T) {
+	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
+		martin := signIn(t, base, "martin")
+		for _, path := range []string{"/", "/customers/129/edit"} {
+			resp, err := martin.c.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := resp.Header.Get("Content-Security-Policy"); got != csp {
+				t.Errorf("%s: Content-Security-Policy %q", path, got)
+			}
+			page := string(body)
+			if strings.Count(page, "<script") != strings.Count(page, `<script type="module" src="/static/`) || strings.Contains(page, "style=") || strings.Contains(page, "<style") {
+				t.Errorf("%s has inline script or style:\n%s", path, page)
+			}
+		}
+		for path, kind := range map[string]string{"/static/edit.js": "text/javascript", "/static/list.js": "text/javascript", "/static/editor.css": "text/css"} {
+			resp, err := martin.c.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), kind) {
+				t.Errorf("%s: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+		}
+	})
+}
