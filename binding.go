@@ -28,7 +28,8 @@ type binding struct {
 	changes   atomic.Uint64 // the registry's changes (registry.changes) this binding has written
 	catalogAt atomic.Int64  // when this database's catalog was last read, in Unix nanoseconds
 
-	watcher atomic.Pointer[watcher] // one poll of the lock table for every Watch here (watch.go)
+	watcher  atomic.Pointer[watcher] // one poll of the lock table for every Watch here (watch.go)
+	presence presence                // this node's Views here (viewers.go)
 }
 
 // modelHere is what a binding has done for one model on its database.

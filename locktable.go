@@ -184,6 +184,62 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 	return n, err
 }
 
+// EndSession ends a session that signed out or expired: it releases every
+// lock of session, live or expired, as ReleaseAll does, and notes each
+// live one as ended with its session, in the same transaction, so that
+// every Watch of its records, on any node, tells EventReleased with
+// ReasonSignedOut. It returns how many lock rows it removed. Beside
+// ReleaseAll it costs a read of the session's locks and a note per live
+// lock; where the notes table is missing and cannot be made, it is
+// ReleaseAll, and the releases are told as ReasonReleased. The same owner
+// rules as ReleaseAll. httplock's EndLogin calls it.
+func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
+	db = onPrimary(db)
+	t, err := p.storeFor(db)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.checkSessionAction(db, "release_all", session); err != nil {
+		return 0, err
+	}
+	p.hints.dropSession(session)
+	noted := p.notes.ensure(db, p.cfg.Table) == nil
+	var n int64
+	err = db.Transaction(func(tx *gorm.DB) error {
+		var live []Lock
+		if noted {
+			if live, err = t.list(direct(tx), Filter{Session: session}); err != nil {
+				return err
+			}
+		}
+		if n, err = t.ReleaseAll(direct(tx), session); err != nil {
+			return err
+		}
+		return p.notes.add(tx, p.cfg.Table, endNotes(live, ReasonSignedOut, "")...)
+	})
+	if err != nil {
+		return 0, err
+	}
+	p.tel.released(ctxOf(db), dbSystem(db), kindReleaseAll, "", n)
+	return n, nil
+}
+
+// endNotes are the notes that tell how locks ended (kind:
+// ReasonForceReleased, ReasonSignedOut), by user, or by each lock's own
+// user when by is "".
+func endNotes(ls []Lock, kind, by string) []lockNote {
+	out := make([]lockNote, 0, len(ls))
+	at := time.Now().UTC()
+	for _, l := range ls {
+		who := by
+		if who == "" {
+			who = l.Owner.User
+		}
+		out = append(out, lockNote{Resource: l.Resource, LockID: l.ID, Kind: kind, ByUser: who, Generation: l.Generation, At: at})
+	}
+	return out
+}
+
 // Renew is the heartbeat: it pushes every live lock of session to expire no
 // earlier than now+TTL on the database clock, and returns how many it
 // renewed. Expired locks stay expired. The same owner rules as ReleaseAll.
@@ -201,6 +257,43 @@ func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
 		return 0, err
 	}
 	return t.Renew(direct(db), session, ttl)
+}
+
+// Shorten cuts the lease of the session's Write lock on target so that it
+// ends ttl from now on the database clock, when that is sooner than it
+// ends now: a page that is left keeps its lock for a few seconds (a reload
+// resumes it) instead of for the rest of its lease. A lease that ends
+// sooner is left as it is: Acquire and Renew extend a lease, Shorten
+// only cuts it. It returns the lock as stored (its expiry, without its
+// token or reason) and the lease left on the database clock.
+//
+// The owner in db's context must hold a live Write lock on target:
+// otherwise ErrNotLocked, and nothing changes, whoever else holds it. A
+// ttl that is not positive is ErrInvalid; one above Config.MaxTTL is
+// capped, as everywhere.
+func (p *Plugin) Shorten(db *gorm.DB, target any, ttl time.Duration) (*Lock, time.Duration, error) {
+	db = onPrimary(db)
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ttl <= 0 {
+		return nil, 0, invalid("TTL %v must be positive", ttl)
+	}
+	o, err := ownerOf(db)
+	if err != nil {
+		return nil, 0, err
+	}
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return nil, 0, err
+	}
+	l, now, err := t.Shorten(direct(db), k, o.Session, min(ttl, p.cfg.MaxTTL))
+	if err != nil {
+		return nil, 0, err
+	}
+	out := publicLock(l)
+	return &out, max(l.ExpiresAt.Sub(now), 0), nil
 }
 
 // checkSessionAction allows a session-wide action on session when the caller
@@ -275,20 +368,27 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
-	var ended int
-	err = t.forceRelease(direct(db), k, func(now time.Time, held []Lock) error {
-		for _, l := range held {
-			err := p.authorize(ctx, "force_release", l)
-			p.audit(ctx, "force_release", l, caller, now, err)
-			if err != nil {
-				return err
+	var ended []Lock
+	noted := p.notes.ensure(db, p.cfg.Table) == nil // without it (a role that may not make it), told as released
+	err = db.Transaction(func(tx *gorm.DB) error {
+		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
+			for _, l := range held {
+				err := p.authorize(ctx, "force_release", l)
+				p.audit(ctx, "force_release", l, caller, now, err)
+				if err != nil {
+					return err
+				}
 			}
+			ended = held
+			return nil
+		})
+		if err != nil || !noted {
+			return err
 		}
-		ended = len(held)
-		return nil
+		return p.notes.add(tx, p.cfg.Table, endNotes(ended, ReasonForceReleased, caller.User)...)
 	})
 	if err == nil {
-		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(ended))
+		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(len(ended)))
 	}
 	return err
 }

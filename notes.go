@@ -12,8 +12,10 @@ import (
 
 // The notes table (<Config.Table>_notes) keeps what a lock row cannot say:
 // that a lock was taken over (by whom, why) and that someone asked to edit
-// a record. Only TakeOver and RequestEdit write it, so locks pay nothing
-// for it; every node's watcher reads the notes added since its last poll,
+// a record, and how a lock ended when its row cannot say: an admin
+// removed it (ForceRelease), its session ended (EndSession). Only those
+// write it, so grants and releases pay nothing for
+// it; every node's watcher reads the notes added since its last poll,
 // which is how a take-over or a request on one node reaches a page
 // watching through another. Notes older than noteLife are deleted as new
 // ones are added.
@@ -93,12 +95,15 @@ func (n *noteTable) ensure(db *gorm.DB, table string) error {
 // range of at would, under MariaDB's REPEATABLE READ, lock the next key
 // past the range too, the newest note, and wait for a take-over's
 // transaction still open.)
-func (n *noteTable) add(db *gorm.DB, table string, nt lockNote) error {
-	if err := notesOn(db, table).Create(&nt).Error; err != nil {
+func (n *noteTable) add(db *gorm.DB, table string, nts ...lockNote) error {
+	if len(nts) == 0 {
+		return nil
+	}
+	if err := notesOn(db, table).CreateInBatches(&nts, 100).Error; err != nil {
 		return err
 	}
 	var old []int64
-	err := notesOn(db, table).Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nt.At.Add(-noteLife)}).
+	err := notesOn(db, table).Where(clause.Lt{Column: clause.Column{Name: "at"}, Value: nts[0].At.Add(-noteLife)}).
 		Limit(notesPruned).Pluck("id", &old).Error
 	if err != nil || len(old) == 0 {
 		return err
@@ -118,13 +123,28 @@ func int64sAny(ns []int64) []any {
 }
 
 // since returns the notes after id written at from or later, oldest
-// first, at most limit of them.
+// first: those that say how a lock changed hands or ended (take-overs,
+// force releases, sign-outs), at most limit of them, then the requests
+// to edit, at most limit of them, read apart. Anyone may ask to edit, so
+// a flood of requests (RequestsPerMinute per user, from many users)
+// fills only its own read: it can neither delay nor hide a take-over.
 func (n *noteTable) since(db *gorm.DB, table string, id int64, from time.Time, limit int) ([]lockNote, error) {
 	var out []lockNote
-	err := notesOn(db, table).
-		Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).
-		Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).Order("id").Limit(limit).Find(&out).Error
-	return out, err
+	for _, kinds := range []clause.Expression{
+		clause.Neq{Column: clause.Column{Name: "kind"}, Value: string(EventRequested)},
+		clause.Eq{Column: clause.Column{Name: "kind"}, Value: string(EventRequested)},
+	} {
+		var some []lockNote
+		err := notesOn(db, table).
+			Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).
+			Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).Where(kinds).
+			Order("id").Limit(limit).Find(&some).Error
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, some...)
+	}
+	return out, nil
 }
 
 // requestsBy returns user's requests to edit written at from or later.

@@ -170,10 +170,14 @@ func TestWatchTellsEveryChange(t *testing.T) {
 			t.Cleanup(cancel)
 			events, err := q.Watch(ctx, other, &Doc{ID: 7})
 			require.NoError(t, err)
+			e := next(t, events)
+			assert.Equal(t, offlinelock.EventReleased, e.Kind, "a watch starts with the record's state: free")
+			assert.Nil(t, e.Lock)
+			assert.Empty(t, e.Reason, "no lock ended")
 
 			held, err := p.Acquire(as(db, martin), &Doc{ID: 7}, offlinelock.Write)
 			require.NoError(t, err)
-			e := next(t, events)
+			e = next(t, events)
 			assert.Equal(t, offlinelock.EventLocked, e.Kind)
 			assert.Equal(t, "7", e.ID)
 			assert.Equal(t, martin.User, e.Lock.Owner.User)
@@ -196,7 +200,8 @@ func TestWatchTellsEveryChange(t *testing.T) {
 			require.NoError(t, p.Release(as(db, boss), &Doc{ID: 7}))
 			e = next(t, events)
 			assert.Equal(t, offlinelock.EventReleased, e.Kind)
-			assert.Empty(t, e.Reason)
+			assert.Equal(t, offlinelock.ReasonReleased, e.Reason)
+			assert.Equal(t, taken.Generation, e.Lock.Generation, "the lock that ended")
 
 			// A second watch of the record shares the poll and starts with
 			// the lock as it is.
@@ -217,7 +222,7 @@ func TestWatchTellsEveryChange(t *testing.T) {
 			assert.Equal(t, offlinelock.EventExpiring, e.Kind, "no renewal came")
 			e = next(t, events)
 			assert.Equal(t, offlinelock.EventReleased, e.Kind)
-			assert.Equal(t, "expired", e.Reason)
+			assert.Equal(t, offlinelock.ReasonExpired, e.Reason)
 
 			cancel()
 			for range events {

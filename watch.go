@@ -15,8 +15,11 @@ const (
 	// EventLocked: someone took the lock (also sent first, when Watch
 	// starts on a record that is held).
 	EventLocked EventKind = "locked"
-	// EventReleased: the lock ended: released, swept, or run out (Reason
-	// "expired"); the record is free.
+	// EventReleased: the lock ended and the record is free; Reason says
+	// how (ReasonReleased, ReasonExpired, ReasonSignedOut,
+	// ReasonForceReleased). Also sent first, without a Lock or a Reason,
+	// when Watch starts on a record that is free, so that a watch always
+	// begins with the record's state.
 	EventReleased EventKind = "released"
 	// EventTakenOver: TakeOver gave the lock to By, for Reason; the old
 	// holder is fenced.
@@ -27,6 +30,21 @@ const (
 	EventExpiring EventKind = "expiring"
 	// EventRequested: By asks to edit the record (RequestEdit).
 	EventRequested EventKind = "requested"
+)
+
+// The reasons an EventReleased gives for a lock's end.
+const (
+	// ReasonReleased: its holder released it (Release, a save that
+	// released it, httplock's unlock), or ReleaseAll ended its session.
+	ReasonReleased = "released"
+	// ReasonSignedOut: its session ended with EndSession (sign-out, a
+	// session's expiry; httplock's EndLogin).
+	ReasonSignedOut = "signed-out"
+	// ReasonExpired: its lease ran out (a page that was left, or stopped
+	// renewing).
+	ReasonExpired = "expired"
+	// ReasonForceReleased: an admin removed it (ForceRelease).
+	ReasonForceReleased = "force-released"
 )
 
 // DefaultWatchEvery is how often a watcher reads the locks it watches when
@@ -45,8 +63,11 @@ type Event struct {
 	Lock *Lock
 	// By is who took the lock over, or who asks to edit.
 	By string
-	// Reason is the take-over's reason, or "expired" for a lock that ran
-	// out.
+	// Viewers are the users who have the record open (EventViewers; View).
+	Viewers []Viewer
+	// Reason is the take-over's reason, or how a released lock ended
+	// (ReasonReleased, ReasonExpired, ReasonSignedOut,
+	// ReasonForceReleased).
 	Reason string
 	// At is when the watcher saw the change.
 	At time.Time
@@ -75,7 +96,7 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 	}
 	w := b.watcher.Load()
 	if w == nil {
-		b.watcher.CompareAndSwap(nil, &watcher{p: p, t: b.t, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}})
+		b.watcher.CompareAndSwap(nil, &watcher{p: p, t: b.t, pr: &b.presence, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}, pending: map[*watch]struct{}{}, viewers: map[key][]Viewer{}})
 		w = b.watcher.Load()
 	}
 	sub := &watch{ch: make(chan Event, 16)}
@@ -98,13 +119,16 @@ func (s *watch) send(e Event) {
 
 // watcher polls one database's watched records.
 type watcher struct {
-	p *Plugin
-	t lockStore
+	p  *Plugin
+	t  lockStore
+	pr *presence // the Views of this database, whose rows each poll reads too
 
 	mu       sync.Mutex
 	db       *gorm.DB // a session of the database, on its own connections
 	subs     map[key]map[*watch]struct{}
-	seen     map[key]*Lock // each watched record's lock at the last poll; nil when free
+	seen     map[key]*Lock       // each watched record's lock at the last poll; nil when free
+	pending  map[*watch]struct{} // watches of records watched already, told their state by the next poll
+	viewers  map[key][]Viewer    // each watched record's viewers as last told
 	warned   map[key]time.Time
 	lease    map[key]time.Duration // each held record's lease, as last seen granted or renewed
 	lastNote int64                 // the newest note when the watcher started: older ones are not told
@@ -120,8 +144,11 @@ func (p *Plugin) watchEvery() time.Duration {
 	return DefaultWatchEvery
 }
 
-// add subscribes sub to k, telling it k's lock now if there is one, and
-// starts the poll loop if it is not running.
+// add subscribes sub to k and starts the poll loop if it is not running.
+// sub is told k's state first, as the database has it: a record nobody
+// watched yet is read now; one watched already is told by the next poll,
+// whose one read serves every watch added since (what the last poll saw
+// may have changed since).
 func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -137,22 +164,31 @@ func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
 		w.stop = stop
 		go w.loop(ctx)
 	}
-	if w.subs[k] == nil {
-		held, err := w.holderOn(w.db, k)
-		if err != nil {
-			if len(w.subs) == 0 {
-				w.stop()
-				w.stop = nil
-			}
-			return err
+	if w.subs[k] != nil {
+		w.subs[k][sub] = struct{}{}
+		w.pending[sub] = struct{}{}
+		return nil
+	}
+	held, err := w.holderOn(w.db, k)
+	if err != nil {
+		if len(w.subs) == 0 {
+			w.stop()
+			w.stop = nil
 		}
-		w.subs[k], w.seen[k] = map[*watch]struct{}{}, held
+		return err
 	}
-	w.subs[k][sub] = struct{}{}
-	if l := w.seen[k]; l != nil {
-		sub.send(Event{Kind: EventLocked, Resource: k.Resource, ID: k.ID, Lock: l, At: time.Now()})
-	}
+	w.subs[k], w.seen[k] = map[*watch]struct{}{sub: {}}, held
+	sub.send(stateOf(k, held, time.Now()))
 	return nil
+}
+
+// stateOf is the event that tells a new watch k's state: locked with l,
+// or released (without a lock or a reason) when l is nil.
+func stateOf(k key, l *Lock, at time.Time) Event {
+	if l != nil {
+		return Event{Kind: EventLocked, Resource: k.Resource, ID: k.ID, Lock: l, At: at}
+	}
+	return Event{Kind: EventReleased, Resource: k.Resource, ID: k.ID, At: at} // free: the state, not a change
 }
 
 // remove ends sub, and the poll loop with the last one.
@@ -160,12 +196,14 @@ func (w *watcher) remove(k key, sub *watch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.subs[k], sub)
+	delete(w.pending, sub)
 	close(sub.ch)
 	if len(w.subs[k]) == 0 {
 		delete(w.subs, k)
 		delete(w.seen, k)
 		delete(w.warned, k)
 		delete(w.lease, k)
+		delete(w.viewers, k)
 	}
 	if len(w.subs) == 0 && w.stop != nil {
 		w.stop()
@@ -226,6 +264,9 @@ func (w *watcher) poll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A failed read of the viewers skips them this poll: the locks' events
+	// go on, and the error is the poll's.
+	viewers, viewersErr := w.p.viewersNow(db, w.pr, keys)
 	now := make(map[key]*Lock, len(keys))
 	for _, l := range publicLocks(locks) {
 		if k := (key{Resource: l.Resource, ID: l.ID}); now[k] == nil {
@@ -242,14 +283,37 @@ func (w *watcher) poll(ctx context.Context) error {
 		if subs == nil {
 			continue // no longer watched
 		}
+		var fresh map[*watch]bool
+		for s := range subs {
+			if _, ok := w.pending[s]; ok {
+				delete(w.pending, s)
+				if fresh == nil {
+					fresh = map[*watch]bool{}
+				}
+				fresh[s] = true
+				s.send(stateOf(k, now[k], at)) // its first: the state this poll read, not the changes since the last
+			}
+		}
 		for _, e := range w.changes(k, w.seen[k], now[k], byKey[k], at) {
 			for s := range subs {
-				s.send(e)
+				if !fresh[s] {
+					s.send(e)
+				}
 			}
+		}
+		if viewersErr == nil {
+			list, changed := viewers[k], !sameViewers(viewers[k], w.viewers[k])
+			e := Event{Kind: EventViewers, Resource: k.Resource, ID: k.ID, Viewers: list, At: at}
+			for s := range subs {
+				if changed || fresh[s] && len(list) > 0 {
+					s.send(e)
+				}
+			}
+			w.viewers[k] = list
 		}
 		w.seen[k] = now[k]
 	}
-	return nil
+	return viewersErr
 }
 
 // untold sorts the notes a poll read that it has not told yet by record,
@@ -264,6 +328,11 @@ func (w *watcher) untold(notes []lockNote, now map[key]*Lock, from time.Time) ma
 		if is := now[k]; n.Kind == string(EventTakenOver) && (is == nil || is.Generation < n.Generation) {
 			// Committed after the locks were read: told by the next poll,
 			// with the lock it gave (or, once the window passes, not).
+			continue
+		}
+		if is := now[k]; endNote(n.Kind) && is != nil && is.Generation == n.Generation {
+			// The end of a lock the locks read still saw: its release
+			// committed between the two reads; told with it next poll.
 			continue
 		}
 		w.toldNote[n.ID] = n.At
@@ -298,8 +367,14 @@ func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) 
 		out = append(out, e)
 	case changed && was != nil:
 		e := ev(EventReleased, was)
+		e.Reason = ReasonReleased
 		if !was.ExpiresAt.After(at) {
-			e.Reason = "expired"
+			e.Reason = ReasonExpired
+		}
+		for _, n := range notes {
+			if endNote(n.Kind) && n.Generation == was.Generation {
+				e.Reason = n.Kind // ended by an admin or with its session, maybe before its expiry
+			}
 		}
 		out = append(out, e)
 		if is != nil {
@@ -329,3 +404,8 @@ func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) 
 	}
 	return out
 }
+
+// endNote says whether a note of kind tells how a lock ended: the notes
+// ForceRelease and EndSession write, whose kind is the released event's
+// reason.
+func endNote(kind string) bool { return kind == ReasonForceReleased || kind == ReasonSignedOut }

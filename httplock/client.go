@@ -19,6 +19,7 @@ func (s *Server) ServeClient(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "text/javascript; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(clientJS)))
 	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff") // a browser runs it only as the script it says it is
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		w.Write(clientJS)

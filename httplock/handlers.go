@@ -108,7 +108,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	if presented != "" {
 		held, err := s.lockFor(r, presented, principal, target)
 		if err != nil {
-			s.WriteError(w, r, err)
+			s.WriteError(w, r, s.notYours(r, target, err))
 			return
 		}
 		owner, status = held.Owner, http.StatusOK // a refresh of the lease
@@ -131,13 +131,47 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
 	if status == http.StatusOK {
-		b.TTLRemainingSeconds = int64(math.Round(ttl.Seconds()))
+		// The lease asked for is the lease kept, shorter than the one
+		// left too (a page that is left asks for a few seconds): Acquire
+		// only extends, Shorten cuts what it kept beyond ttl. Both the
+		// expiry and the lease left are the stored ones.
+		cut, left, err := s.cfg.Locks.Shorten(s.cfg.DB.WithContext(ctx), target, ttl)
+		if err != nil {
+			s.WriteError(w, r, err)
+			return
+		}
+		b.ExpiresAt, b.TTLRemainingSeconds = cut.ExpiresAt.UTC(), int64(math.Round(left.Seconds()))
 	}
 	if b.Reason == "" && status == http.StatusOK { // a refresh without a reason keeps the lock's
 		b.Reason = s.keptReason(ctx, target, l.Owner.Session)
 	}
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, status, b)
+}
+
+// notYours is the answer to a Lock-Token that is no live lock of the
+// caller's on target (err, from lockFor): 423 as a lock without a token
+// gets it, naming the holder, when someone holds the record, and
+// lock-required when nobody does. Nothing is changed either way: a
+// token that is not the holder's neither renews nor cuts its lease.
+func (s *Server) notYours(r *http.Request, target any, err error) error {
+	var re *requestError
+	if !errors.As(err, &re) || re.status != http.StatusForbidden {
+		return err
+	}
+	db := s.cfg.DB.WithContext(r.Context())
+	holders, err := s.cfg.Locks.Holders(db, target)
+	if err != nil {
+		return err
+	}
+	if len(holders) == 0 {
+		return &requestError{http.StatusLocked, "lock-required", re.detail + ": take a new lock (POST …/lock without a Lock-Token)"}
+	}
+	resource, id, err := s.cfg.Locks.KeyOf(db, target)
+	if err != nil {
+		return err
+	}
+	return &offlinelock.LockedError{Resource: resource, ID: id, Wanted: offlinelock.Write, Holders: holders}
 }
 
 // lockInput is who asks to lock target and what they ask, once target is
@@ -156,6 +190,9 @@ func (s *Server) lockInput(r *http.Request, res *resource, target any) (string, 
 		if err == nil {
 			err = notFound
 		}
+		return "", req, err
+	}
+	if err := s.allow(r, res, principal, ActionLock); err != nil {
 		return "", req, err
 	}
 	return principal, req, nil
@@ -228,6 +265,10 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, offlinelock.ErrNoOwner)
 		return
 	}
+	if err := s.allow(r, res, principal, ActionLock); err != nil {
+		s.WriteError(w, r, err)
+		return
+	}
 	held, err := s.lockFor(r, token, principal, target)
 	if err != nil {
 		s.WriteError(w, r, err)
@@ -247,11 +288,15 @@ func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
 // info is GET /{resource}/{id}/lock. Like Middleware, it tells nobody
 // unauthenticated who holds what.
 func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
-	if principal, err := s.cfg.Principal(r); err != nil || principal == "" {
+	principal, err := s.cfg.Principal(r)
+	if err != nil || principal == "" {
 		s.WriteError(w, r, offlinelock.ErrNoOwner)
 		return
 	}
 	res, target, err := s.target(res, r.PathValue("id"))
+	if err == nil {
+		err = s.allow(r, res, principal, ActionRead)
+	}
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
@@ -321,8 +366,14 @@ func decode(r *http.Request, into any) error {
 	return nil
 }
 
+// writeJSON answers v as JSON: never sniffed as anything else, and never
+// stored by a cache (a lock's state changes by the second, and an answer
+// that carries a Lock-Token holds a secret).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
 }

@@ -36,6 +36,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -67,6 +68,44 @@ type Resource struct {
 	// (The plugin's Acquire of a missing row stays allowed: reserving a
 	// key is legitimate in Go code.)
 	Exists func(r *http.Request, id string) (bool, error)
+	// Allow decides who may do what with a record over HTTP: action is
+	// ActionRead (GET …/lock), ActionWatch (…/lock/events), ActionLock
+	// (POST …/lock and …/unlock), ActionTakeOver or ActionRequest (ask
+	// to edit); id is the record's id as the URL gives it. It is asked
+	// after Exists, before anything is read or changed. A nil error
+	// allows; an error that wraps gorm.ErrRecordNotFound answers 404, as
+	// for a record that is not there (for a record the caller may not
+	// know of: what the application's own GET of it answers); any other
+	// error is a 403 whose detail shows its text. Nothing is changed
+	// either way. Default nil: every principal may do all of them, and
+	// only Exists stands between a user and a record.
+	Allow func(r *http.Request, principal, action, id string) error
+}
+
+// The actions Resource.Allow is asked about.
+const (
+	ActionRead     = "read"      // GET …/lock: who holds it
+	ActionWatch    = "watch"     // GET …/lock/events
+	ActionLock     = "lock"      // POST …/lock, POST …/unlock
+	ActionTakeOver = "take_over" // POST …/lock/takeover
+	ActionRequest  = "request"   // POST …/lock/request
+)
+
+// allow asks res.Allow whether principal may do action with the record
+// of r's id: nil, notFound, or a 403.
+func (s *Server) allow(r *http.Request, res *resource, principal, action string) error {
+	if res.Allow == nil {
+		return nil
+	}
+	err := res.Allow(r, principal, action, r.PathValue("id"))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return notFound
+	default:
+		return forbidden("you may not " + strings.ReplaceAll(action, "_", " ") + " this record: " + err.Error())
+	}
 }
 
 // Config configures a Server.
@@ -110,6 +149,12 @@ type Config struct {
 	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
 	// ttlSeconds outside 1..MaxTTL is a 400.
 	DefaultTTL, MaxTTL time.Duration
+	// StreamOpens is how many event streams may be opening at once, each
+	// reading the database (Resource.Exists or a count of the record, the
+	// record's lock); the others wait their turn, so that a thousand pages
+	// opening at once (after a deploy, or a network cut) take at most
+	// this many database connections between them. Default 8.
+	StreamOpens int
 	// Logger receives admin actions and internal errors (whose text never
 	// reaches a response); default slog.Default().
 	Logger *slog.Logger
@@ -119,6 +164,57 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	resources map[string]*resource
+
+	mu      sync.Mutex
+	streams map[string]map[chan struct{}]struct{} // open event streams by loginKey, closed by EndLogin
+	opening chan struct{}                         // a token per event stream opening now (Config.StreamOpens)
+}
+
+// loginKey names one login of one principal among the open streams.
+func loginKey(principal, login string) string { return principal + "\x00" + login }
+
+// openStream registers an event stream of r's login, if Config.LoginSession
+// names one: the channel closes when EndLogin ends that login; done
+// forgets it.
+func (s *Server) openStream(r *http.Request, principal string) (ended <-chan struct{}, done func()) {
+	if s.cfg.LoginSession == nil {
+		return nil, func() {}
+	}
+	login, err := s.cfg.LoginSession(r)
+	if err != nil || login == "" {
+		return nil, func() {}
+	}
+	k, ch := loginKey(principal, login), make(chan struct{})
+	s.mu.Lock()
+	if s.streams == nil {
+		s.streams = map[string]map[chan struct{}]struct{}{}
+	}
+	if s.streams[k] == nil {
+		s.streams[k] = map[chan struct{}]struct{}{}
+	}
+	s.streams[k][ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, open := s.streams[k][ch]; open {
+			delete(s.streams[k], ch)
+			if len(s.streams[k]) == 0 {
+				delete(s.streams, k)
+			}
+		}
+	}
+}
+
+// endStreams ends the open event streams of principal's login.
+func (s *Server) endStreams(principal, login string) {
+	k := loginKey(principal, login)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.streams[k] {
+		close(ch)
+	}
+	delete(s.streams, k)
 }
 
 type resource struct {
@@ -148,7 +244,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, resources: map[string]*resource{}}
+	if cfg.StreamOpens <= 0 {
+		cfg.StreamOpens = 8
+	}
+	s := &Server{cfg: cfg, resources: map[string]*resource{}, opening: make(chan struct{}, cfg.StreamOpens)}
 	for _, r := range cfg.Resources {
 		if !pathSegment(r.Name) {
 			return nil, fmt.Errorf("httplock: resource name %q must be one URL path segment of letters, digits and -._~ (Middleware finds a route's record by it)", r.Name)
@@ -281,11 +380,15 @@ func loginPrefix(login string) string {
 // EndLogin releases every lock that principal took over HTTP in login
 // session login (Config.LoginSession): call it when the user signs out,
 // and from the session store when a session expires. It returns how many
-// locks it released. Their pages are told (released) by the event stream.
+// locks it released. Their pages are told by the event stream: released,
+// with reason signed-out (Plugin.EndSession). The login's own event
+// streams on this Server end at once (on other nodes, at their next
+// event or keep-alive, when Config.Principal no longer answers).
 func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, error) {
 	if principal == "" || login == "" {
 		return 0, nil
 	}
+	s.endStreams(principal, login)
 	held, err := s.cfg.Locks.List(s.cfg.DB.WithContext(ctx), offlinelock.Filter{User: principal})
 	if err != nil {
 		return 0, err
@@ -296,7 +399,7 @@ func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, 
 			continue
 		}
 		done[l.Owner.Session] = true
-		n, err := s.cfg.Locks.ReleaseAll(s.cfg.DB.WithContext(offlinelock.WithOwner(ctx, l.Owner)), l.Owner.Session)
+		n, err := s.cfg.Locks.EndSession(s.cfg.DB.WithContext(offlinelock.WithOwner(ctx, l.Owner)), l.Owner.Session)
 		total += n
 		if err != nil {
 			return total, err

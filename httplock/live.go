@@ -27,7 +27,7 @@ func SameUserTakeOver(_ *http.Request, principal string, holder offlinelock.Lock
 
 // takeOver is POST /{resource}/{id}/lock/takeover.
 func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, principal, ok := s.liveTarget(w, r, res)
+	res, target, principal, ok := s.liveTarget(w, r, res, ActionTakeOver)
 	if !ok {
 		return
 	}
@@ -67,7 +67,7 @@ func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource)
 // caller edit. 202; 409 when the caller holds the lock itself, or nobody
 // does (take it instead).
 func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) {
-	_, target, principal, ok := s.liveTarget(w, r, res)
+	_, target, principal, ok := s.liveTarget(w, r, res, ActionRequest)
 	if !ok {
 		return
 	}
@@ -95,12 +95,22 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) 
 }
 
 // liveTarget checks what every live endpoint needs: a principal (401), a
-// record of a served resource (404; an id that is not UTF-8 is 400).
-func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource) (*resource, any, string, bool) {
+// record of a served resource (404; an id that is not UTF-8 is 400), and
+// Resource.Allow's leave for action (403, or 404).
+func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource, action string) (*resource, any, string, bool) {
+	res, target, principal, err := s.liveCheck(r, res, action)
+	if err != nil {
+		s.WriteError(w, r, err)
+		return nil, nil, "", false
+	}
+	return res, target, principal, true
+}
+
+// liveCheck is liveTarget's checks, with their error.
+func (s *Server) liveCheck(r *http.Request, res *resource, action string) (*resource, any, string, error) {
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return nil, nil, "", false
+		return nil, nil, "", offlinelock.ErrNoOwner
 	}
 	res, target, err := s.target(res, r.PathValue("id"))
 	if err == nil {
@@ -109,11 +119,13 @@ func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resourc
 			err = notFound
 		}
 	}
-	if err != nil {
-		s.WriteError(w, r, err)
-		return nil, nil, "", false
+	if err == nil {
+		err = s.allow(r, res, principal, action)
 	}
-	return res, target, principal, true
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return res, target, principal, nil
 }
 
 // eventBody is one lock event as a text/event-stream's data: never a
@@ -127,9 +139,24 @@ type eventBody struct {
 	ExpiresAt           *time.Time `json:"expiresAt,omitempty"`
 	TTLRemainingSeconds *int64     `json:"ttlRemainingSeconds,omitempty"`
 	Generation          int64      `json:"generation,omitempty"`
-	By                  string     `json:"by,omitempty"`
-	Reason              string     `json:"reason,omitempty"`
-	At                  time.Time  `json:"at"`
+	// LockedSince and LockedUntil are AcquiredAt and ExpiresAt under the
+	// names a 423 problem gives them (to the second, as there): "locked
+	// by someone else" has one shape whether a page learns it from a 423
+	// or from an event.
+	LockedSince *time.Time `json:"lockedSince,omitempty"`
+	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
+	By          string     `json:"by,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	// Viewers are the users who have the record open (a viewers event):
+	// names and since when, never a session or a token.
+	Viewers *[]viewerBody `json:"viewers,omitempty"`
+	At      time.Time     `json:"at"`
+}
+
+// viewerBody is one user who has a record open.
+type viewerBody struct {
+	User  string    `json:"user"`
+	Since time.Time `json:"since"`
 }
 
 // keepAliveEvery is how often an idle event stream sends a comment, so
@@ -140,33 +167,56 @@ const keepAliveEvery = 15 * time.Second
 // a text/event-stream (locked, released, taken-over, expiring, requested),
 // read from the database, so that every node's subscribers get them.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, _, ok := s.liveTarget(w, r, res)
-	if !ok {
+	// At most Config.StreamOpens streams read the database to open at
+	// once; the others wait their turn (a bounded wait, not a connection
+	// each).
+	select {
+	case s.opening <- struct{}{}:
+	case <-r.Context().Done():
 		return
 	}
-	events, err := s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
+	res, target, principal, err := s.liveCheck(r, res, ActionWatch)
+	var events <-chan offlinelock.Event
+	if err == nil {
+		events, err = s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
+	}
+	if err == nil {
+		// The page is a viewer of the record while its stream is open:
+		// the record's other pages are told (viewers). Without presence
+		// (a viewers table that cannot be made) the stream goes on.
+		if verr := s.cfg.Locks.View(r.Context(), s.cfg.DB, target, principal); verr != nil {
+			s.cfg.Logger.WarnContext(r.Context(), "httplock: event stream: presence", slog.String("error", verr.Error()))
+		}
+	}
+	<-s.opening
+	if err != nil && internal(err) {
+		// A browser's EventSource does not reconnect after an error
+		// status, so a stream that cannot open now (a database that is
+		// down or out of connections) opens, asks to be retried, and
+		// ends: the browser tries again, and the cause is logged.
+		s.cfg.Logger.WarnContext(r.Context(), "httplock: an event stream could not open; its client will retry", slog.String("error", err.Error()))
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "retry: 2000\n: the stream could not open; try again\n\n")
+		return
+	}
 	if err != nil {
 		s.WriteError(w, r, err)
 		return
 	}
-	// A reconnect (the browser sends the last id it saw) may have missed
-	// a release: a record free now is told as released first. It is read
-	// after the watch began, so a release between the two is told by one
-	// or the other (a held record is told as locked by the watch itself).
-	// A failed read skips the replay rather than the stream: a browser
-	// does not reconnect after an error status.
-	var free *offlinelock.Event
-	if r.Header.Get("Last-Event-ID") != "" {
-		if free, err = s.releasedNow(r, target); err != nil {
-			s.cfg.Logger.WarnContext(r.Context(), "httplock: event stream: reading the lock for a reconnect", slog.String("error", err.Error()))
-			free = nil
-		}
-	}
+	// The watch's first event is the record's state (locked, or released
+	// when it is free): a new page, and a reconnect that missed a release
+	// while it was cut, start from what the database has.
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Accel-Buffering", "no") // nginx would hold events back in its buffer
+	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	// The id makes every reconnect carry Last-Event-ID, even one before
 	// the first event.
@@ -177,20 +227,32 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 		data, _ := json.Marshal(eventOf(res, e))
 		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", sent, e.Kind, data)
 	}
-	if free != nil {
-		send(*free)
-	}
+	// Each write gets a deadline of its own, past the next keep-alive: a
+	// server's WriteTimeout (a deadline for the whole response) would
+	// otherwise cut the stream, losing the event it was writing, while a
+	// reader that is gone still frees the handler.
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(2 * keepAliveEvery)) }
+	ended, done := s.openStream(r, principal)
+	defer done()
+	deadline()
 	rc.Flush()
 	alive := time.NewTicker(keepAliveEvery)
 	defer alive.Stop()
 	for {
 		select {
 		case e, open := <-events:
-			if !open {
+			if !open || !s.signedIn(r, principal) {
 				return
 			}
+			deadline()
 			send(e)
+		case <-ended:
+			return // EndLogin: the login is over
 		case <-alive.C:
+			if !s.signedIn(r, principal) {
+				return
+			}
+			deadline()
 			fmt.Fprint(w, ": keep-alive\n\n")
 		}
 		if rc.Flush() != nil {
@@ -199,27 +261,44 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 }
 
-// releasedNow is a released event when target is free now, or nil.
-func (s *Server) releasedNow(r *http.Request, target any) (*offlinelock.Event, error) {
-	db := s.cfg.DB.WithContext(r.Context())
-	holders, err := s.cfg.Locks.Holders(db, target)
-	if err != nil || len(holders) > 0 {
-		return nil, err
-	}
-	resource, id, err := s.cfg.Locks.KeyOf(db, target)
-	if err != nil {
-		return nil, err
-	}
-	return &offlinelock.Event{Kind: offlinelock.EventReleased, Resource: resource, ID: id, At: time.Now()}, nil
+// signedIn says whether the request that opened a stream is still
+// principal's: a stream whose login ended (sign-out, a session's expiry:
+// Config.Principal no longer answers with principal) tells nothing more
+// and ends, before the event or keep-alive it would have written. The
+// browser's reconnect then gets the 401 of a request without a principal,
+// after which an EventSource does not try again.
+func (s *Server) signedIn(r *http.Request, principal string) bool {
+	now, err := s.cfg.Principal(r)
+	return err == nil && now == principal
 }
 
+// eventOf is e as an event stream's data. A released event names no
+// holder (the lock is gone; its generation says which one ended, its
+// reason how); every other event that has a lock names its holder as the
+// LockEvent schema says, the same fields whatever the event.
 func eventOf(res *resource, e offlinelock.Event) eventBody {
 	b := eventBody{Resource: res.Name, ID: e.ID, By: e.By, Reason: e.Reason, At: e.At.UTC()}
+	if e.Kind == offlinelock.EventViewers {
+		list := make([]viewerBody, len(e.Viewers))
+		for i, v := range e.Viewers {
+			list[i] = viewerBody{User: v.User, Since: v.Since.UTC()}
+		}
+		b.Viewers = &list
+		return b
+	}
+	if e.Kind == offlinelock.EventReleased {
+		if e.Lock != nil {
+			b.Generation = e.Lock.Generation
+		}
+		return b
+	}
 	if l := e.Lock; l != nil {
 		acquired, expires := l.AcquiredAt.UTC(), l.ExpiresAt.UTC()
 		left := int64(math.Round(max(time.Until(l.ExpiresAt), 0).Seconds()))
 		b.LockedBy, b.Access, b.Generation = l.Owner.User, string(l.Access), l.Generation
 		b.AcquiredAt, b.ExpiresAt, b.TTLRemainingSeconds = &acquired, &expires, &left
+		since, until := acquired.Truncate(time.Second), expires.Truncate(time.Second)
+		b.LockedSince, b.LockedUntil = &since, &until
 	}
 	return b
 }

@@ -32,8 +32,31 @@ const TOKEN_HEADER = "Lock-Token";
  * @param {number} [o.leaveSeconds]      the lease left when the page is left (default 5)
  * @param {string} [o.reason]            why the lock is taken, shown to others
  * @param {object} [o.on]  callbacks: locked(lock), lockedByOther(problem), lockedByYou(problem),
- *   takenOver(event), requested(event), released(event), expiring(event), idle(), error(err)
+ *   takenOver(event), requested(event), released(event), expiring(event), idle(), error(err),
+ *   viewers(list): the users who have the record open, [{user, since}], this user included,
+ *   kept({data, why, at}): the page's unsaved form, handed back after a take-over, a lost lock or
+ *   lock.keep() (a refused save), and again after a reload
+ * @param {function} [o.unsaved] returns the page's unsaved form (any JSON value), or null when there
+ *   is nothing unsaved: kept in this tab's sessionStorage when the lock is lost, never sent
  * @param {boolean} [o.banner]  show the default banner for events without a callback (default true)
+ * @param {number} [o.confirmSeconds] after a 423, how long to wait for the event stream to tell
+ *   that lock before looking it up once (GET …/lock), so that a lock shorter than one watch
+ *   interval cannot leave the page showing it (default 3)
+ * @param {boolean} [o.announce] announce each change of the lock to screen readers in a hidden
+ *   aria-live region (default true; false for a page whose own callbacks write to a live region)
+ *
+ * "Locked by someone else" has one shape, whether it comes from a 423 (lockedByOther's argument
+ * after a refused lock) or from an event (a lock seen on the stream): an object with lockedBy,
+ * lockedSince and lockedUntil (ISO times, to the second), generation, and lockedByYou when the
+ * holder is this user in another tab; an event also has acquiredAt, expiresAt and
+ * ttlRemainingSeconds, a 423 its detail.
+ *
+ * Renewals that fail for want of an answer (a network error, a 5xx, 408, 429) are sent again with
+ * backoff while the lease lasts; error(r) is called only when the lock is lost (refused, or the
+ * lease ran out). A first lock that fails so calls error(r) with a detail, and the banner offers
+ * to try again. A hidden tab renews every hiddenRenewEverySeconds, counted from the last renewal;
+ * a browser that freezes or throttles it further lets the lease run out, and the page is told
+ * when it wakes.
  */
 export function editLock(o) {
   const base = (o.base || "") + "/" + encodeURIComponent(o.resource) + "/" + encodeURIComponent(o.id);
@@ -41,25 +64,56 @@ export function editLock(o) {
   const on = o.on || {};
   const state = { token: sessionStorage.getItem(key) || "", lock: null, timer: 0, stopped: false, lastInput: Date.now(), events: null, asking: false };
 
+  // tell hands an event to the page's callback, or to the banner; its
+  // text is also announced to screen readers (a live region) unless the
+  // banner, itself a live region, shows it or the page says it announces
+  // its own (announce: false).
   const tell = (name, arg, text, action) => {
-    if (on[name]) return on[name](arg);
-    if (o.banner !== false && text) banner(text, action);
+    if (on[name]) {
+      if (text && o.announce !== false) announce(text);
+      return on[name](arg);
+    }
+    if (o.banner !== false && text) return banner(text, action);
+    if (text && o.announce !== false) announce(text);
   };
 
+  // post sends one request; a network error (the server never answered)
+  // is status 0 with a detail, never a rejected promise.
   async function post(path, body, token) {
     const headers = { "Content-Type": "application/json" };
     if (token) headers[TOKEN_HEADER] = token;
-    const r = await fetch(base + path, { method: "POST", headers, body: JSON.stringify(body || {}), credentials: "same-origin" });
-    const text = await r.text();
-    let json = null;
-    try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
-    return { status: r.status, json, token: r.headers.get(TOKEN_HEADER) || "" };
+    try {
+      const r = await fetch(base + path, { method: "POST", headers, body: JSON.stringify(body || {}), credentials: "same-origin" });
+      const text = await r.text();
+      let json = null;
+      try { json = text ? JSON.parse(text) : null; } catch (e) { json = null; }
+      return { status: r.status, json, token: r.headers.get(TOKEN_HEADER) || "", retryAfter: Number(r.headers.get("Retry-After")) || 0 };
+    } catch (e) {
+      return { status: 0, json: { detail: "The server did not answer (" + e.message + ")." }, token: "", retryAfter: 0 };
+    }
   }
 
+  // transient says whether a failed request may succeed if sent again: no
+  // answer, a server or proxy error, a timeout, too many requests.
+  const transient = (status) => status === 0 || status >= 500 || status === 408 || status === 429;
+
   function hold(r) {
+    state.other = null;
+    if (r.token && r.token !== state.token) {
+      // A new lock: a new id for it, which this tab's copies share and
+      // which says "mine" over the BroadcastChannel in place of the token.
+      state.tabLock = Math.random().toString(36).slice(2) + Date.now().toString(36);
+      sessionStorage.setItem(key + ":id", state.tabLock);
+    }
     state.token = r.token || state.token;
     state.lock = r.json;
     state.me = r.json && r.json.lockedBy;
+    state.failures = 0;
+    // The lease as this page's own clock runs: the server's remaining
+    // seconds from the moment of its answer (never the server's clock
+    // against the browser's).
+    state.renewedAt = performance.now();
+    state.heldUntil = state.renewedAt + ((r.json && r.json.ttlRemainingSeconds) || 0) * 1000;
     sessionStorage.setItem(key, state.token);
     schedule();
   }
@@ -68,14 +122,18 @@ export function editLock(o) {
     return (state.lock && state.lock.ttlRemainingSeconds) || o.ttlSeconds || 300;
   }
 
+  // schedule sets the next renewal a renewal interval after the last one
+  // (shorter while visible, longer while hidden): a tab switch moves it
+  // to that interval's end, never later and never to "now".
   function schedule(soon) {
     clearTimeout(state.timer);
     if (state.stopped || !state.token) return;
     const lease = leaseSeconds();
     const visible = document.visibilityState !== "hidden";
     let every = visible ? (o.renewEverySeconds || lease / 3) : (o.hiddenRenewEverySeconds || (lease * 2) / 3);
-    if (soon) every = Math.min(every, 2); // a resumed lock: after the leaving page's last word
-    state.timer = setTimeout(renew, Math.max(1, every) * 1000);
+    if (soon === true) every = Math.min(every, 2); // a resumed lock: after the leaving page's last word
+    const due = (state.renewedAt || performance.now()) + Math.max(1, every) * 1000;
+    state.timer = setTimeout(renew, Math.max(0, due - performance.now()));
   }
 
   async function acquire() {
@@ -83,6 +141,12 @@ export function editLock(o) {
     const resuming = !!state.token;
     state.asking = true;
     const r = await post("/lock", body, state.token).finally(() => { state.asking = false; });
+    if (transient(r.status)) {
+      // Not taken, and not refused: said so, with a way to try again
+      // (a kept token stays kept for that).
+      return tell("error", r, "The lock could not be taken: " + ((r.json && r.json.detail) || "the server answered " + r.status + "."),
+        { label: "Try again", run: () => acquire() });
+    }
     if (r.status === 200 || r.status === 201) {
       hold(r);
       if (resuming) schedule(true);
@@ -90,7 +154,13 @@ export function editLock(o) {
     }
     state.token = "";
     sessionStorage.removeItem(key);
-    if (resuming && r.status === 403) return acquire(); // the kept token ran out: a lock of our own again
+    // The kept token ran out and the record is free: a lock of our own
+    // again (a held record is told below, as to any new lock).
+    if (resuming && (r.status === 403 || (r.status === 423 && r.json && /lock-required$/.test(r.json.type || "")))) return acquire();
+    if (r.status === 423 && r.json && r.json.lockedBy) {
+      state.other = r.json;
+      confirmLater(r.json);
+    }
     if (r.status === 423 && r.json && r.json.lockedByYou) {
       state.me = r.json.lockedBy;
       return tell("lockedByYou", r.json, "You are editing this in another tab since " + clock(r.json.lockedSince) + ".",
@@ -110,31 +180,91 @@ export function editLock(o) {
       return tell("idle", null, "You have been away; this record's lock will run out and others may edit it.");
     }
     const r = await post("/lock", { ttlSeconds: o.ttlSeconds }, state.token);
+    if (state.stopped || !state.token) return; // ended meanwhile (a take-over told, a release)
     if (r.status === 200 || r.status === 201) return hold(r);
-    // Refused before the stream told why: a take-over note may follow
-    // (the renewal can beat the event), and is told as such.
+    if (transient(r.status)) {
+      // A network blip, a proxy's 502 during a deploy, a 429: tried
+      // again with backoff (1, 2, 4 … 15 s, or Retry-After) while the
+      // lease lasts; the page is told only when the lock is lost.
+      state.failures = (state.failures || 0) + 1;
+      const wait = Math.max(r.retryAfter * 1000, Math.min(15000, 1000 * 2 ** (state.failures - 1)));
+      const left = state.heldUntil - performance.now();
+      if (left > 0) {
+        clearTimeout(state.timer);
+        state.timer = setTimeout(renew, Math.max(250, Math.min(wait, left - 500)));
+        return;
+      }
+    }
+    // Refused, or the lease ran out while the server could not be
+    // reached. Refused before the stream told why: a take-over note may
+    // follow (the renewal can beat the event), and is told as such.
     state.lostAt = (state.lock && state.lock.generation) || 1;
     state.token = "";
     state.stopped = true;
     sessionStorage.removeItem(key);
+    keep("lost");
     tell("error", r, "Your lock on this record has ended: your changes can no longer be saved.");
+  }
+
+  // keep hands the page's unsaved form (o.unsaved()) back to it when the
+  // lock is lost, taken over or a save refused, and keeps it in this
+  // tab's sessionStorage, so that a reload offers it again (kept). It is
+  // never sent anywhere; forgetKept() (at sign-out) and lock.forgetKept()
+  // drop it.
+  function keep(why) {
+    const data = o.unsaved ? o.unsaved() : null;
+    if (data === null || data === undefined) return;
+    const kept = { data, why, at: new Date().toISOString() };
+    try { sessionStorage.setItem(key + ":kept", JSON.stringify(kept)); } catch (e) { /* too large, or storage off: still handed over */ }
+    tell("kept", kept, "Your unsaved changes are kept on this page.");
   }
 
   // lost ends this page's hold on a lock that ended or passed to someone
   // else without a take-over note.
   function lost(d, text) {
     state.lostAt = d.generation; // a take-over note may follow: told as such
+    state.other = d.lockedBy ? d : null; // its end is told
     state.token = "";
     state.stopped = true;
     sessionStorage.removeItem(key);
     clearTimeout(state.timer);
+    keep("lost");
     tell("error", { status: 0, json: { detail: text } }, text);
+  }
+
+  // confirmLater makes sure that a page refused by a lock learns of its
+  // end: a lock shorter than one watch interval is never seen by the
+  // event stream, so a lock the stream has not told within a few seconds
+  // is looked up (GET …/lock): free, the page is told released; held by
+  // a later lock, it is told that one.
+  function confirmLater(p) {
+    clearTimeout(state.check);
+    const gen = p.generation || 0;
+    state.check = setTimeout(async () => {
+      if (state.token || !state.other || (state.seenGen || 0) >= gen) return;
+      let r;
+      try { r = await fetch(base + "/lock", { credentials: "same-origin" }); } catch (e) { return; }
+      if (state.token || !state.other) return;
+      if (r.status === 404) {
+        state.other = null;
+        return tell("released", { resource: o.resource, id: String(o.id) }, "This record is free now.", { label: "Edit it", run: () => acquire() });
+      }
+      const info = r.ok ? await r.json().catch(() => null) : null;
+      if (info && info.generation !== gen) {
+        const since = (t) => t && t.replace(/\.\d+Z$/, "Z");
+        watching(Object.assign({ lockedSince: since(info.acquiredAt), lockedUntil: since(info.expiresAt) }, info));
+      }
+    }, (o.confirmSeconds || 3) * 1000);
   }
 
   // watching tells a page that holds no lock who does now: this user
   // (another tab) or someone else.
   function watching(d) {
     if (state.asking) return;
+    const known = state.other && d.generation && state.other.generation === d.generation && state.other.lockedBy === d.lockedBy;
+    state.other = known ? Object.assign({}, state.other, d) : d;
+    state.seenGen = Math.max(state.seenGen || 0, d.generation || 0);
+    if (known) return; // the lock the page shows already (its 423, then the stream's first event)
     if (state.me && d.lockedBy === state.me) {
       const p = Object.assign({ lockedSince: d.acquiredAt, lockedByYou: true }, d);
       return tell("lockedByYou", p, "You are editing this in another tab since " + clock(p.lockedSince) + ".",
@@ -153,16 +283,27 @@ export function editLock(o) {
       if (!state.token && !(state.lostAt && d.generation >= state.lostAt)) return watching(d);
       if (mine(d)) return; // our own take-over
       state.lostAt = 0;
+      state.other = d;
       state.token = "";
       state.stopped = true;
       sessionStorage.removeItem(key);
       clearTimeout(state.timer);
       tell("takenOver", d, d.by + " took over this record" + (d.reason ? " (" + d.reason + ")" : "") + ": your changes can no longer be saved.");
+      keep("taken-over");
     });
+    // Who else has the record open: the users of the record's pages,
+    // this user's other tabs included, each once with since when.
+    handle("viewers", (d) => { if (on.viewers) on.viewers(d.viewers || []); });
     handle("requested", (d) => { if (state.token) tell("requested", d, d.by + " asks to edit this record."); });
     handle("released", (d) => {
       if (state.token && mine(d)) return lost(d, "Your lock on this record has ended: your changes can no longer be saved.");
-      if (!state.token) tell("released", d, "This record is free now.", { label: "Edit it", run: () => acquire() });
+      // A page told of someone else's lock (by a 423 or an event) is
+      // told of its end; a stream's first event on a free record tells a
+      // page that knew of no lock nothing.
+      if (!state.token && state.other) {
+        state.other = null;
+        tell("released", d, "This record is free now.", { label: "Edit it", run: () => acquire() });
+      }
     });
     handle("expiring", (d) => { if (mine(d)) tell("expiring", d, "Your lock on this record runs out in " + d.ttlRemainingSeconds + " s."); });
     handle("locked", (d) => {
@@ -177,7 +318,7 @@ export function editLock(o) {
     if (!state.token) return;
     const headers = {};
     headers[TOKEN_HEADER] = state.token;
-    fetch(base + "/unlock", { method: "POST", headers, keepalive: true, credentials: "same-origin" });
+    fetch(base + "/unlock", { method: "POST", headers, keepalive: true, credentials: "same-origin" }).catch(() => {});
     state.token = "";
     sessionStorage.removeItem(key);
   }
@@ -191,7 +332,7 @@ export function editLock(o) {
     const headers = { "Content-Type": "application/json" };
     headers[TOKEN_HEADER] = state.token;
     fetch(base + "/lock", { method: "POST", headers, keepalive: true, credentials: "same-origin",
-      body: JSON.stringify({ ttlSeconds: o.leaveSeconds || 5 }) });
+      body: JSON.stringify({ ttlSeconds: o.leaveSeconds || 5 }) }).catch(() => {});
   }
 
   // A duplicated tab (or one opened with window.open) starts with a copy
@@ -200,31 +341,35 @@ export function editLock(o) {
   // whether one of them holds it; one that does answers, and the new tab
   // takes no part in that lock: it asks for one of its own, and the server
   // tells it "you are editing this in another tab". A reload has no such
-  // tab left (its old page is gone), and resumes.
+  // tab left (its old page is gone), and resumes. The question and the
+  // answer name the lock by an id of its own, kept beside the token: the
+  // token never crosses the channel.
+  state.tabLock = sessionStorage.getItem(key + ":id") || "";
   const channel = typeof BroadcastChannel === "undefined" ? null : new BroadcastChannel(key);
   if (channel) {
     channel.addEventListener("message", (m) => {
-      if (m.data && m.data.who && m.data.who === state.token && !state.stopped) channel.postMessage({ mine: state.token });
+      if (m.data && m.data.who && state.token && m.data.who === state.tabLock && !state.stopped) channel.postMessage({ mine: state.tabLock });
     });
   }
   function heldElsewhere(token) {
-    if (!channel || !token) return Promise.resolve(false);
+    const id = state.tabLock;
+    if (!channel || !token || !id) return Promise.resolve(false);
     return new Promise((resolve) => {
       const answer = (m) => {
-        if (!m.data || m.data.mine !== token) return;
+        if (!m.data || m.data.mine !== id) return;
         clearTimeout(timer);
         channel.removeEventListener("message", answer);
         resolve(true);
       };
       const timer = setTimeout(() => { channel.removeEventListener("message", answer); resolve(false); }, 300);
       channel.addEventListener("message", answer);
-      channel.postMessage({ who: token });
+      channel.postMessage({ who: id });
     });
   }
 
   const input = () => { state.lastInput = Date.now(); };
   for (const ev of ["keydown", "pointerdown", "input", "scroll"]) addEventListener(ev, input, { passive: true });
-  document.addEventListener("visibilitychange", schedule);
+  document.addEventListener("visibilitychange", () => schedule());
   addEventListener("pagehide", leave);
   addEventListener("pageshow", (e) => { if (e.persisted) acquire(); }); // back from the page cache
 
@@ -244,8 +389,16 @@ export function editLock(o) {
       if (r.status !== 202) tell("error", r, (r.json && r.json.detail) || "The request could not be sent.");
       return r.status === 202;
     },
+    /** retry asks for the lock again, as after a first lock that failed (error). */
+    retry() { if (!state.token) return acquire(); },
     /** release gives the lock up now (after a save, or on cancel). */
     release() { state.stopped = true; clearTimeout(state.timer); release(); },
+    /** keep hands the page's unsaved form back (kept) and keeps it for a reload: call it when a save is refused. */
+    keep(why) { keep(why || "not-saved"); },
+    /** kept is what this tab kept of the record's unsaved form ({data, why, at}), or null. */
+    get kept() { try { return JSON.parse(sessionStorage.getItem(key + ":kept")); } catch (e) { return null; } },
+    /** forgetKept drops it (copied, restored or discarded). */
+    forgetKept() { sessionStorage.removeItem(key + ":kept"); },
     /** stop ends renewals and events without releasing. */
     stop() { state.stopped = true; clearTimeout(state.timer); if (state.events) state.events.close(); },
   };
@@ -255,9 +408,23 @@ export function editLock(o) {
       state.token = "";
       sessionStorage.removeItem(key);
     }
-    acquire();
+    return acquire();
+  }).then(() => {
+    const kept = api.kept; // typing kept before a reload: offered again
+    if (kept) tell("kept", kept, "Your unsaved changes from before are kept on this page.");
   });
   return api;
+}
+
+/**
+ * forgetKept drops the unsaved forms every record's lock kept in this tab
+ * (lock.keep, a take-over, a lost lock): call it at sign-out.
+ */
+export function forgetKept() {
+  for (let i = sessionStorage.length - 1; i >= 0; i--) {
+    const k = sessionStorage.key(i);
+    if (k && k.startsWith("offlinelock:") && k.endsWith(":kept")) sessionStorage.removeItem(k);
+  }
 }
 
 function clock(iso) {
@@ -266,12 +433,28 @@ function clock(iso) {
   return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
 }
 
+// announce says text to screen readers through a visually hidden live
+// region (styled through the CSSOM, which a strict style-src allows).
+function announce(text) {
+  let el = document.getElementById("offlinelock-live");
+  if (!el) {
+    el = document.createElement("div");
+    el.id = "offlinelock-live";
+    el.setAttribute("role", "status");
+    el.setAttribute("aria-live", "polite");
+    Object.assign(el.style, { position: "absolute", width: "1px", height: "1px", overflow: "hidden", clip: "rect(0 0 0 0)", whiteSpace: "nowrap" });
+    document.body.append(el);
+  }
+  el.textContent = text;
+}
+
 function banner(text, action) {
   let el = document.getElementById("offlinelock-banner");
   if (!el) {
     el = document.createElement("div");
     el.id = "offlinelock-banner";
     el.setAttribute("role", "status");
+    el.setAttribute("aria-live", "polite");
     el.style.cssText = "position:sticky;top:0;z-index:1000;padding:.6em 1em;background:#fff3cd;color:#533f03;border-bottom:1px solid #e0c36a;font:14px system-ui,sans-serif";
     document.body.prepend(el);
   }

@@ -31,6 +31,9 @@ type Problem struct {
 	// tab, client or session. It may take the lock over
 	// (POST …/lock/takeover) to resume here.
 	LockedByYou bool `json:"lockedByYou,omitempty"`
+	// Generation is the holder's lock's generation, as lock events carry
+	// it: a page can tell a later lock from the one it was refused by.
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // requestError is an error this package made, with its status and a detail
@@ -86,7 +89,7 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			h := le.Holders[0]
 			until := h.ExpiresAt.UTC().Truncate(time.Second)
 			since := h.AcquiredAt.UTC().Truncate(time.Second)
-			p.LockedBy, p.LockedUntil, p.LockedSince = h.Owner.User, &until, &since
+			p.LockedBy, p.LockedUntil, p.LockedSince, p.Generation = h.Owner.User, &until, &since, h.Generation
 			by, resume := h.Owner.User, ""
 			if principal, err := s.cfg.Principal(r); err == nil && principal != "" && principal == h.Owner.User {
 				// The same person, through another session or token (a
@@ -124,9 +127,23 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		s.cfg.Logger.ErrorContext(r.Context(), "httplock: internal error", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(p.Status)
 	json.NewEncoder(w).Encode(p)
+}
+
+// internal says whether WriteError answers err with a 500: an error that
+// is none of the plugin's, GORM's or this package's known ones.
+func internal(err error) bool {
+	var re *requestError
+	var le *offlinelock.LockedError
+	return !errors.As(err, &re) && !errors.As(err, &le) &&
+		!errors.Is(err, offlinelock.ErrNotLocked) && !errors.Is(err, offlinelock.ErrNoOwner) &&
+		!errors.Is(err, offlinelock.ErrTooManyRequests) && !errors.Is(err, offlinelock.ErrForbidden) &&
+		!errors.Is(err, offlinelock.ErrInvalid) && !errors.Is(err, gorm.ErrRecordNotFound)
 }
 
 // name is how a message names a record: "order 'ord_99182'".

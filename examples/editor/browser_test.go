@@ -46,6 +46,8 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.wait(martin, "lockstate", "You are editing customer 129.", 10*time.Second)
 		s.open(david, 129)
 		s.wait(david, "lockstate", "Locked by martin since ", 10*time.Second)
+		s.wait(martin, "viewers", "david is also viewing.", 5*time.Second)
+		s.wait(david, "viewers", "martin is also viewing.", 5*time.Second)
 		s.screenshot(david)
 
 		// The page keeps the lock past its lease.
@@ -61,16 +63,60 @@ func TestTheSceneInABrowser(t *testing.T) {
 			t.Fatalf("the open page sent %d lock requests in %v, renewing every %v (at most %d)", n, window, a.opts.renew, most)
 		}
 
+		// A network blip and a proxy's 502 in a row: the page renews again
+		// with backoff within the lease, keeps the lock, and says nothing.
+		served := faults.set([]fault{dropConnection, badGateway}, nil)
+		for range 2 {
+			select {
+			case <-served:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the page sent no renewal to fail")
+			}
+		}
+		failed := s.holder(129) // not renewed since the first failure
+		for kept := failed; !kept.ExpiresAt.After(failed.ExpiresAt); kept = s.holder(129) {
+			if time.Now().After(failed.ExpiresAt) || kept.Generation != first.Generation {
+				t.Fatalf("after two failed renewals Martin's lock is %+v (was %+v)", kept, failed)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		s.wait(martin, "lockstate", "You are editing customer 129.", time.Second)
+		if text := s.text(martin, "status"); text != "" {
+			t.Fatalf("the page told of a renewal that was retried: %q", text)
+		}
+
+		// A first lock that fails is told, not left at "Taking the lock…".
+		served = faults.set(nil, []fault{badGateway})
+		s.open(david, 130)
+		s.waitEmpty(martin, "viewers", 10*time.Second) // david left customer 129
+		<-served
+		s.wait(david, "lockstate", "Not editing: the lock could not be taken.", 5*time.Second)
+		s.click(david, "retry")
+		s.wait(david, "lockstate", "You are editing customer 130.", 10*time.Second)
+		s.do(david, chromedp.Navigate(base+"/customers/129/edit"))
+		s.wait(david, "lockstate", "Locked by martin since ", 10*time.Second)
+
 		s.click(david, "ask")
 		s.wait(martin, "notice", "david asks to edit this customer.", 5*time.Second)
 
+		// Martin types; the take-over hands his typing back to his page,
+		// which keeps it through a reload.
+		s.do(martin, chromedp.SetValue(chromedp.ID("name"), "Acme Widgets Renamed"))
 		s.open(admin, 129)
 		s.wait(admin, "lockstate", "Locked by martin since ", 10*time.Second)
 		s.click(admin, "takeover")
 		s.wait(admin, "lockstate", "You are editing customer 129.", 5*time.Second)
 		s.wait(martin, "lockstate", "admin took over this customer (the customer is on the phone): your changes can no longer be saved.", 2*time.Second)
+		s.wait(martin, "kept", "Your unsaved changes: name \u201cAcme Widgets Renamed\u201d, credit 5000.", 5*time.Second)
 		s.click(martin, "save")
 		s.wait(martin, "status", "Not saved: customer '129' is locked by admin until ", 5*time.Second)
+		s.do(martin, chromedp.Reload())
+		s.wait(martin, "lockstate", "Locked by admin since ", 10*time.Second)
+		s.wait(martin, "kept", "Your unsaved changes: name \u201cAcme Widgets Renamed\u201d, credit 5000.", 5*time.Second)
+		s.click(martin, "restorekept")
+		if name, err := chromedp.Run(martin, chromedp.Value(chromedp.ID("name"))); err != nil || name != "Acme Widgets Renamed" {
+			t.Fatalf("the kept typing put back: %q %v", name, err)
+		}
 		s.wait(david, "lockstate", "Locked by admin since ", 5*time.Second)
 
 		// The admin leaves while the pages' event streams are cut: David's
@@ -109,6 +155,14 @@ func TestTheSceneInABrowser(t *testing.T) {
 		// the kept token too) does not share its lock: it is told, and the
 		// lock stays the first tab's.
 		moved := s.holder(130)
+		// What the holding tab posts on its BroadcastChannel is kept, to
+		// show that its answer names the lock without its token.
+		if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.posted = []; {
+  const post = BroadcastChannel.prototype.postMessage;
+  BroadcastChannel.prototype.postMessage = function (m) { window.posted.push(JSON.stringify(m)); return post.call(this, m); };
+} true`)); err != nil {
+			t.Fatal(err)
+		}
 		opened := chromedp.WaitNewTarget(tab, func(i *target.Info) bool { return strings.HasSuffix(i.URL, "/customers/130/edit") })
 		if _, err := chromedp.Run(tab, chromedp.Evaluate[bool](`window.open(location.href) !== null`)); err != nil {
 			t.Fatal(err)
@@ -120,9 +174,47 @@ func TestTheSceneInABrowser(t *testing.T) {
 			t.Fatalf("the duplicated tab changed the lock: %+v, was %+v", now, moved)
 		}
 		s.wait(tab, "lockstate", "You are editing customer 130.", time.Second)
+		posted, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`window.posted`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, err := chromedp.Run(tab, chromedp.Evaluate[string](`sessionStorage.getItem("offlinelock:/customers/130")`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(posted) == 0 || token == "" {
+			t.Fatalf("the holding tab answered %q, holding %q", posted, token)
+		}
+		for _, m := range posted {
+			if strings.Contains(m, token) {
+				t.Fatalf("the holding tab posted its Lock-Token on the BroadcastChannel: %s", m)
+			}
+		}
+
+		// A lock the page's event stream never tells (one shorter than a
+		// poll; here the streams are held at the server's door) is looked
+		// up a few seconds after its 423, and its end is told.
+		streams.cut()
+		eve := a.db.WithContext(offlinelock.WithOwner(context.Background(), offlinelock.Owner{Session: "eve-1", User: "eve"}))
+		if _, err := a.locks.Acquire(eve, &Customer{ID: 129}, offlinelock.Write); err != nil {
+			t.Fatal(err)
+		}
+		s.open(david, 129)
+		s.wait(david, "lockstate", "Locked by eve since ", 10*time.Second)
+		if err := a.locks.Release(eve, &Customer{ID: 129}); err != nil {
+			t.Fatal(err)
+		}
+		s.wait(david, "lockstate", "Customer 129 is free now.", 6*time.Second)
+		streams.reopen()
 
 		s.do(martin, chromedp.Navigate(base+"/"))
+		if n, err := chromedp.Run(martin, chromedp.Evaluate[int](`Object.keys(sessionStorage).filter((k) => k.endsWith(":kept")).length`)); err != nil || n == 0 {
+			t.Fatalf("before sign-out, martin's tab keeps %d unsaved forms (%v)", n, err)
+		}
 		s.do(martin, chromedp.Click(chromedp.ID("logout")), chromedp.WaitVisible(chromedp.ID("signin")))
+		if n, err := chromedp.Run(martin, chromedp.Evaluate[int](`Object.keys(sessionStorage).filter((k) => k.endsWith(":kept")).length`)); err != nil || n != 0 {
+			t.Fatalf("after sign-out, martin's tab still keeps %d unsaved forms (%v)", n, err)
+		}
 		if got := held(t, a); len(got) != 0 {
 			t.Fatalf("after Martin signed out, the lock table holds %q", got)
 		}
@@ -180,6 +272,16 @@ func (s *scene) wait(ctx context.Context, id, want string, within time.Duration)
 	}
 }
 
+// waitEmpty waits until element id has no text.
+func (s *scene) waitEmpty(ctx context.Context, id string, within time.Duration) {
+	s.t.Helper()
+	js := `document.getElementById(` + strconv.Quote(id) + `).textContent === ""`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		s.t.Fatalf("%v: #%s still says %q after %v (%v)", ctx.Value(personKey{}), id, text, within, err)
+	}
+}
+
 // waitFree waits until nobody holds customer id.
 func (s *scene) waitFree(id int, within time.Duration) {
 	s.t.Helper()
@@ -195,6 +297,16 @@ func (s *scene) waitFree(id int, within time.Duration) {
 			s.t.Fatalf("customer %d is still held after %v: %+v", id, within, holders)
 		}
 	}
+}
+
+// text is element id's text.
+func (s *scene) text(ctx context.Context, id string) string {
+	s.t.Helper()
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return text
 }
 
 // holder is the lock on customer id.

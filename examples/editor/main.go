@@ -131,7 +131,7 @@ func build(ctx context.Context, dsn string, o options) (*app, func(), error) {
 	if err == nil {
 		a.api, err = httplock.New(httplock.Config{Locks: a.locks, DB: db, Logger: a.log, DefaultTTL: o.ttl,
 			Principal: a.principal, LoginSession: a.login, TakeOver: a.mayTakeOver,
-			Resources: []httplock.Resource{{Name: "customers", Model: &Customer{}}}})
+			Resources: []httplock.Resource{{Name: "customers", Model: &Customer{}, Allow: mayDo}}})
 	}
 	if err != nil {
 		closeDB()
@@ -156,6 +156,15 @@ func (a *app) login(r *http.Request) (string, error) {
 		return "", errors.New("not signed in")
 	}
 	return s.login, nil
+}
+
+// mayDo is the customers' Resource.Allow: "guest" may look at a record
+// and its lock (read, watch), and do nothing else with it.
+func mayDo(_ *http.Request, principal, action, _ string) error {
+	if principal == "guest" && action != httplock.ActionRead && action != httplock.ActionWatch {
+		return errors.New("guests may only look")
+	}
+	return nil
 }
 
 // mayTakeOver is the take-over policy: the holder themself (another tab),

@@ -43,6 +43,9 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lock") {
 				lockPosts.Add(1)
+				if faults.lock(w, r) {
+					return
+				}
 			}
 			if strings.HasSuffix(r.URL.Path, "/lock/events") {
 				streams.wait(r)
@@ -84,6 +87,60 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 // lockPosts counts the POST …/lock requests the test servers answered:
 // the pages' lock and renewal requests.
 var lockPosts atomic.Int64
+
+// faults makes the test servers fail lock requests, as a network or a
+// proxy does: renewals (with a Lock-Token) and first locks (without one)
+// each take the next of their own list, while it lasts.
+var faults faultList
+
+// A fault is how one lock request fails.
+type fault int
+
+const (
+	dropConnection fault = iota // the connection closes unanswered: the browser's fetch fails
+	badGateway                  // a proxy's 502
+)
+
+type faultList struct {
+	mu               sync.Mutex
+	renewals, firsts []fault
+	served           chan fault // each fault served, for the test to wait on
+}
+
+// set arms the faults and returns the channel the served ones arrive on.
+func (f *faultList) set(renewals, firsts []fault) <-chan fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.renewals, f.firsts, f.served = renewals, firsts, make(chan fault, len(renewals)+len(firsts))
+	return f.served
+}
+
+// lock fails r with the next fault for its kind, if any, and says so.
+func (f *faultList) lock(w http.ResponseWriter, r *http.Request) bool {
+	f.mu.Lock()
+	list := &f.firsts
+	if r.Header.Get("Lock-Token") != "" {
+		list = &f.renewals
+	}
+	if len(*list) == 0 {
+		f.mu.Unlock()
+		return false
+	}
+	next := (*list)[0]
+	*list = (*list)[1:]
+	served := f.served
+	f.mu.Unlock()
+	switch next {
+	case dropConnection:
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+	case badGateway:
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+	}
+	served <- next
+	return true
+}
 
 // streams lets the browser test cut the pages' event streams: while they
 // are cut, a page's reconnect waits at the server's door.
@@ -251,6 +308,67 @@ func TestTakeOverPolicy(t *testing.T) {
 		status, _, body := martin.do("PATCH", "/customers/129", token, `{"name": "Martin's", "credit": 1}`)
 		if status != http.StatusLocked || !strings.Contains(body, "customer '129' is locked by admin until") {
 			t.Fatalf("Martin's save after the take-over: %d %s", status, body)
+		}
+	})
+}
+
+// TestGuestsOnlyLook: the example's Resource.Allow lets "guest" see who
+// holds a customer and watch it, and nothing else: a 403, and nothing
+// changes.
+func TestGuestsOnlyLook(t *testing.T) {
+	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
+		martin, guest := signIn(t, base, "martin"), signIn(t, base, "guest")
+		status, token, _ := martin.do("POST", "/customers/129/lock", "", "")
+		if status != http.StatusCreated {
+			t.Fatalf("martin's lock: %d", status)
+		}
+		for _, path := range []string{"/customers/129/lock", "/customers/130/lock", "/customers/129/lock/request", "/customers/129/lock/takeover"} {
+			if status, _, body := guest.do("POST", path, "", ""); status != http.StatusForbidden || !strings.Contains(body, "guests may only look") {
+				t.Errorf("a guest's POST %s: %d %s", path, status, body)
+			}
+		}
+		if status, _, body := guest.do("POST", "/customers/129/unlock", token, ""); status != http.StatusForbidden {
+			t.Errorf("a guest's unlock with martin's token: %d %s", status, body)
+		}
+		if status, _, body := guest.do("GET", "/customers/129/lock", "", ""); status != http.StatusOK || !strings.Contains(body, `"lockedBy":"martin"`) {
+			t.Errorf("a guest's look: %d %s", status, body)
+		}
+		if got := held(t, a); len(got) != 1 || got[0] != "129 martin" {
+			t.Fatalf("the guest changed the locks: %q", got)
+		}
+	})
+}
+
+// TestPagesRunUnderAStrictCSP: the pages allow only the application's own
+// script and style files (no inline script or style, which
+// offlinelock.js does not need either), and serve those files.
+func TestPagesRunUnderAStrictCSP(t *testing.T) {
+	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
+		martin := signIn(t, base, "martin")
+		for _, path := range []string{"/", "/customers/129/edit"} {
+			resp, err := martin.c.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := resp.Header.Get("Content-Security-Policy"); got != csp {
+				t.Errorf("%s: Content-Security-Policy %q", path, got)
+			}
+			page := string(body)
+			if strings.Count(page, "<script") != strings.Count(page, `<script type="module" src="/static/`) || strings.Contains(page, "style=") || strings.Contains(page, "<style") {
+				t.Errorf("%s has inline script or style:\n%s", path, page)
+			}
+		}
+		for path, kind := range map[string]string{"/static/edit.js": "text/javascript", "/static/list.js": "text/javascript", "/static/editor.css": "text/css"} {
+			resp, err := martin.c.Get(base + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), kind) {
+				t.Errorf("%s: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"embed"
 	"encoding/json"
 	"html/template"
 	"math"
@@ -10,6 +11,11 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
+// staticFiles are the pages' script and style, served as files.
+//
+//go:embed static
+var staticFiles embed.FS
+
 // routes are the editor's pages, its one write, and httplock's endpoints
 // (the lock, take-over, ask-to-edit and event endpoints, and
 // /offlinelock.js).
@@ -17,6 +23,7 @@ func (a *app) routes() http.Handler {
 	mux := http.NewServeMux()
 	a.api.Register(mux)
 	origins := http.NewCrossOriginProtection()
+	mux.Handle("GET /static/", http.FileServerFS(staticFiles))
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) { render(w, loginPage, nil) })
 	mux.Handle("POST /login", origins.Handler(http.HandlerFunc(a.signIn)))
 	mux.Handle("POST /logout", origins.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,79 +103,40 @@ func (a *app) save(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// csp is the pages' Content-Security-Policy: only the application's own
+// files run or style a page (no inline script or style), which
+// offlinelock.js works under.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
 func render(w http.ResponseWriter, t *template.Template, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Security-Policy", csp)
 	t.Execute(w, data)
 }
 
-var style = `<style>body{font:15px system-ui,sans-serif;margin:2em auto;max-width:40em}
-#lockstate{padding:.6em 1em;background:#eef4ff;border-radius:4px}#notice{color:#8a5a00}
-label{display:block;margin:.5em 0}button{margin-right:.5em}</style>`
+var style = `<link rel="stylesheet" href="/static/editor.css">`
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html><title>Sign in</title>` + style + `
 <h1>Sign in</h1>{{if .}}<p id="error">{{.}}</p>{{end}}
 <form method="post" action="/login"><label>User <input id="user" name="user" autofocus></label>
 <label>Password <input id="password" name="password" type="password"></label><button id="signin">Sign in</button></form>
-<p>Any user name, the password "demo"; "admin" may take over locks.</p>`))
+<p>Any user name, the password "demo"; "admin" may take over locks; "guest" may only look.</p>`))
 
 var listPage = template.Must(template.New("list").Parse(`<!doctype html><title>Customers</title>` + style + `
-<p>Signed in as <b id="me">{{.User}}</b> <form method="post" action="/logout" style="display:inline"><button id="logout">Sign out</button></form></p>
-<h1>Customers</h1><ul>{{range .Customers}}<li><a href="/customers/{{.ID}}/edit">{{.ID}} {{.Name}}</a></li>{{end}}</ul>`))
+<p>Signed in as <b id="me">{{.User}}</b> <form method="post" action="/logout" class="inline"><button id="logout">Sign out</button></form></p>
+<h1>Customers</h1><ul>{{range .Customers}}<li><a href="/customers/{{.ID}}/edit">{{.ID}} {{.Name}}</a></li>{{end}}</ul>
+<script type="module" src="/static/list.js"></script>`))
 
 var editPage = template.Must(template.New("edit").Parse(`<!doctype html><title>Customer {{.C.ID}}</title>` + style + `
+<body data-me="{{.User}}" data-id="{{.C.ID}}" data-admin="{{.Admin}}" data-ttl="{{.TTL}}" data-renew="{{.Renew}}">
 <p>Signed in as <b id="me">{{.User}}</b> · <a href="/">all customers</a></p>
 <h1>Customer {{.C.ID}}</h1>
-<p id="lockstate" role="status">Taking the lock…</p><p id="notice" role="status"></p>
+<p id="lockstate" role="status">Taking the lock…</p><p id="notice" role="status"></p><p id="viewers" role="status"></p>
 <form id="edit"><label>Name <input id="name" name="name" value="{{.C.Name}}" required></label>
 <label>Credit <input id="credit" name="credit" type="number" value="{{.C.Credit}}"></label>
 <button id="save">Save</button></form>
 <p id="actions">{{if .Admin}}<label>Reason <input id="reason" value="the customer is on the phone"></label>{{end}}</p>
 <p id="status" role="status"></p>
-<script type="module">
-import { editLock } from "/offlinelock.js";
-const me = {{.User}}, id = "{{.C.ID}}", admin = {{.Admin}};
-const $ = (x) => document.getElementById(x);
-const say = (x, text) => { $(x).textContent = text; };
-const at = (iso) => iso ? new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : "?";
-const buttons = (...list) => {
-  for (const b of document.querySelectorAll("#actions button")) b.remove();
-  for (const [bid, label, run] of list) {
-    const b = document.createElement("button");
-    b.type = "button"; b.id = bid; b.textContent = label; b.onclick = run;
-    $("actions").append(b);
-  }
-};
-const lock = editLock({ resource: "customers", id, ttlSeconds: {{.TTL}}, renewEverySeconds: {{.Renew}}, on: {
-  locked: () => { buttons(); say("lockstate", "You are editing customer " + id + "."); },
-  lockedByOther: (p) => {
-    say("lockstate", "Locked by " + p.lockedBy + " since " + at(p.lockedSince || p.acquiredAt) + ".");
-    buttons(["ask", "Ask to edit", async () => { if (await lock.request()) say("notice", "Asked " + p.lockedBy + "; you will be told when it is free."); }],
-      ...(admin ? [["takeover", "Take over", () => lock.takeOver($("reason").value)]] : []));
-  },
-  lockedByYou: (p) => {
-    say("lockstate", "You are editing this in another tab since " + at(p.lockedSince) + ".");
-    buttons(["here", "Edit here instead", () => lock.takeOver("moved to another tab")]);
-  },
-  takenOver: (e) => {
-    buttons();
-    say("lockstate", (e.by === me ? "You took this over in another tab" : e.by + " took over this customer") +
-      (e.reason ? " (" + e.reason + ")" : "") + ": your changes can no longer be saved.");
-  },
-  requested: (e) => say("notice", e.by + " asks to edit this customer."),
-  released: () => { say("lockstate", "Customer " + id + " is free now."); buttons(["take", "Edit it", () => location.reload()]); },
-  expiring: (e) => say("notice", "Your lock runs out in " + e.ttlRemainingSeconds + " s."),
-  idle: () => say("notice", "You have been away: your lock will run out."),
-  error: (r) => say("status", (r.json && r.json.detail) || "The lock could not be kept (" + r.status + ")."),
-} });
-$("edit").onsubmit = async (ev) => {
-  ev.preventDefault();
-  const headers = { "Content-Type": "application/json" };
-  if (lock.token) headers["Lock-Token"] = lock.token;
-  const r = await fetch("/customers/" + id, { method: "PATCH", headers, credentials: "same-origin",
-    body: JSON.stringify({ name: $("name").value, credit: Number($("credit").value) }) });
-  if (r.ok) return say("status", "Saved.");
-  const p = await r.json().catch(() => ({}));
-  say("status", "Not saved: " + (p.detail || r.status));
-};
-</script>`))
+<div id="keptbox" hidden><p id="kept" role="status"></p><p id="keptactions"></p></div>
+<script type="module" src="/static/edit.js"></script>`))

@@ -87,6 +87,12 @@ func consoleInBrowser(t *testing.T, browser, dsn string, open func() *gorm.DB) {
 	if got := pageLocks(t, bctx); !slices.Equal(got, want) {
 		t.Fatalf("console lists %q, want %q", got, want)
 	}
+	// The console fits a 900 px window: no sideways scrolling.
+	must(chromedp.Do(bctx, chromedp.EmulateViewport(900, 560)))
+	if wide, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || wide > 900 {
+		t.Fatalf("at 900 px the console is %d px wide (%v)", wide, err)
+	}
+	must(chromedp.Do(bctx, chromedp.EmulateViewport(1280, 560)))
 	html, err := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("html")))
 	must(err)
 	for _, token := range tokens {

@@ -376,6 +376,19 @@ func readmeMetrics(t *testing.T, base string) {
 			t.Errorf("the README's /metrics sample line is not printed: %s", l)
 		}
 	}
+	// The statement histogram's buckets fit lock statements (0.5 ms to
+	// 5 s), not OpenTelemetry's defaults (0 to 10,000 s).
+	var les []string
+	for _, l := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(l, "offlinelock_statement_duration_seconds_bucket{") && strings.Contains(l, `db_operation_name="INSERT"`) {
+			_, le, _ := strings.Cut(l, `le="`)
+			le, _, _ = strings.Cut(le, `"`)
+			les = append(les, le)
+		}
+	}
+	if want := "0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 +Inf"; strings.Join(les, " ") != want {
+		t.Errorf("the statement histogram's buckets: %v, want %s", les, want)
+	}
 	if t.Failed() {
 		t.Logf("GET /metrics printed:\n%s", body)
 	}

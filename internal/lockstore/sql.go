@@ -950,6 +950,36 @@ func (t *sqlStore) ForceRelease(c Conn, k Key, allow func(now time.Time, held []
 	})
 }
 
+// Shorten cuts session's Write lock on k, its key row held, to end at
+// now+ttl (to the millisecond, the coarsest clock of the three databases)
+// when that is sooner than its expiry.
+func (t *sqlStore) Shorten(c Conn, k Key, session string, ttl time.Duration) (Lock, time.Time, error) {
+	c = t.observed(c)
+	var out Lock
+	var now time.Time
+	err := t.inTx(c, func(c Conn) error {
+		krs, n, err := t.lockKeys(c, []Key{k})
+		if err != nil {
+			return err
+		}
+		kr := krs[k]
+		if kr.Access != Write || kr.Owner.Session != session || !kr.live(n) {
+			return notHeld(k)
+		}
+		if until := n.Add(ttl).Truncate(time.Millisecond); until.Before(kr.ExpiresAt) {
+			q := `UPDATE ` + t.table + t.fromHint + ` SET expires_at = ? WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session")
+			if _, err := c.Exec(t.bind(q), t.timeArg(until), k.Resource, k.ID, session); err != nil {
+				return err
+			}
+			kr.ExpiresAt = until
+		}
+		kr.Token = ""
+		out, now = kr.Lock, n
+		return nil
+	})
+	return out, now, err
+}
+
 // ByToken returns the live lock whose token is token, found by its hash
 // through the token index, without its token.
 func (t *sqlStore) ByToken(c Conn, token string) (*Lock, error) {

@@ -62,6 +62,13 @@ type Store interface {
 	// now, and says how many it renewed; expired locks stay expired.
 	Renew(c Conn, session string, ttl time.Duration) (int64, error)
 
+	// Shorten cuts the lease of session's live Write lock on k to end ttl
+	// after the database clock's now, when that is sooner than it ends;
+	// a lease that ends sooner is left as it is. It returns the lock as
+	// stored, without its token, and the clock it read: ErrNotLocked when
+	// session holds no live Write lock on k (nothing is changed).
+	Shorten(c Conn, k Key, session string, ttl time.Duration) (Lock, time.Time, error)
+
 	// Sweep deletes a batch of expired rows and says how many, and whether
 	// that was a whole batch (more may be waiting); it never waits for a
 	// record whose locks another statement is changing. cur carries a

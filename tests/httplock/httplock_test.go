@@ -387,12 +387,13 @@ func TestLockLifecycle(t *testing.T) {
 		assert.Equal(t, "usr_client_1", got.json(t)["lockedBy"])
 		assert.NotContains(t, string(got.body), token, "GET never shows the token")
 
-		// Unlock: missing token 400; wrong 403; another principal's 403; the holder's 204.
+		// Unlock: missing token 400; wrong 403; another principal's 403 (its
+		// refresh 423, as any lock of a held record); the holder's 204.
 		assert.Equal(t, http.StatusBadRequest, c.do("POST", path+"/unlock", "usr_client_1", "", "").status)
 		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_1", strings.Repeat("0", 32), "").status)
 		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_1", "not-a-token", "").status)
 		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_2", token, "").status)
-		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/lock", "usr_client_2", token, "").status, "nor can it refresh")
+		assert.Equal(t, http.StatusLocked, c.do("POST", path+"/lock", "usr_client_2", token, "").status, "nor can it refresh: locked by usr_client_1")
 		assert.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "usr_client_1", token, "").status)
 		assert.Equal(t, http.StatusForbidden, c.do("POST", path+"/unlock", "usr_client_1", token, "").status, "a released token is dead")
 		assert.Equal(t, http.StatusNotFound, c.do("GET", path+"/lock", "usr_client_1", "", "").status)

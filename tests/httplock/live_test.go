@@ -162,6 +162,12 @@ func (c *client) reconnect(path, user, lastID string) <-chan sse {
 	require.NoError(c.t, err)
 	require.Equal(c.t, http.StatusOK, resp.StatusCode)
 	require.Equal(c.t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return readEvents(resp)
+}
+
+// readEvents hands the events of an event stream's response to the
+// returned channel, and closes it when the stream ends.
+func readEvents(resp *http.Response) <-chan sse {
 	out := make(chan sse, 16)
 	go func() {
 		defer resp.Body.Close()
@@ -188,12 +194,16 @@ func (c *client) reconnect(path, user, lastID string) <-chan sse {
 	return out
 }
 
-// nextEvent is the stream's next event, its data decoded.
+// nextEvent is the stream's next lock event, its data decoded (viewers
+// events, which say who has the record open, are passed over).
 func nextEvent(t *testing.T, events <-chan sse) (string, map[string]any) {
 	t.Helper()
 	select {
 	case e, ok := <-events:
 		require.True(t, ok, "the stream ended")
+		if e.name == "viewers" {
+			return nextEvent(t, events)
+		}
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(e.data), &m), e.data)
 		return e.name, m
@@ -212,14 +222,23 @@ func TestLockEventsOverHTTP(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, c.do("GET", path+"/lock/events", "", "", "").status)
 		assert.Equal(t, http.StatusNotFound, c.do("GET", "/orders/nope/lock/events", "usr_client_2", "", "").status)
 		events := c.stream(path+"/lock/events", "usr_client_2")
+		name, data := nextEvent(t, events)
+		assert.Equal(t, "released", name, "a stream starts with the record's state: free")
+		assert.NotContains(t, data, "reason", "no lock ended")
+		assert.NotContains(t, data, "lockedBy")
 
 		locked := c.do("POST", path+"/lock", "usr_client_1", "", "")
 		require.Equal(t, http.StatusCreated, locked.status)
-		name, data := nextEvent(t, events)
+		name, data = nextEvent(t, events)
 		assert.Equal(t, "locked", name)
 		assert.Equal(t, "usr_client_1", data["lockedBy"])
 		assert.Equal(t, locked.json(t)["generation"], data["generation"])
 		assert.NotContains(t, data, "lockToken")
+		// One shape for "locked by someone else": the 423's names.
+		refused := c.do("POST", path+"/lock", "usr_client_2", "", "").json(t)
+		for _, field := range []string{"lockedBy", "lockedSince", "lockedUntil", "generation"} {
+			assert.Equal(t, refused[field], data[field], field)
+		}
 
 		require.Equal(t, http.StatusAccepted, c.do("POST", path+"/lock/request", "usr_client_2", "", "").status)
 		name, data = nextEvent(t, events)
@@ -235,30 +254,43 @@ func TestLockEventsOverHTTP(t *testing.T) {
 		assert.Equal(t, "admin", data["lockedBy"])
 
 		require.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "admin", taken.header.Get("Lock-Token"), "").status)
-		name, _ = nextEvent(t, events)
+		name, data = nextEvent(t, events)
 		assert.Equal(t, "released", name)
+		assert.Equal(t, "released", data["reason"])
+		assert.Equal(t, taken.json(t)["generation"], data["generation"], "which lock ended")
+		assert.NotContains(t, data, "lockedBy", "no stale holder")
+		assert.NotContains(t, data, "expiresAt")
 	})
 }
 
 // TestReconnectedEventStreamIsToldOfARelease: a page whose stream was cut
 // while the record became free is told released when its browser
 // reconnects (with Last-Event-ID); a held record is told locked; a first
-// connection to a free record is told nothing until a change.
+// connection is told the record's state too.
 func TestReconnectedEventStreamIsToldOfARelease(t *testing.T) {
 	eachDB(t, func(t *testing.T, c *client) {
 		const path = "/orders/ord_99182"
 		events := c.stream(path+"/lock/events", "usr_client_2")
+		name, _ := nextEvent(t, events)
+		require.Equal(t, "released", name, "free at the start")
 		locked := c.do("POST", path+"/lock", "usr_client_1", "", "")
 		require.Equal(t, http.StatusCreated, locked.status)
-		select {
-		case e := <-events:
-			assert.Equal(t, "locked", e.name)
-			assert.Equal(t, "1", e.id, "every event carries an id, so that a reconnect says it is one")
-		case <-time.After(5 * time.Second):
-			t.Fatal("no event within 5 s")
+		var lastID string
+		for lastID == "" {
+			select {
+			case e := <-events:
+				if e.name == "viewers" {
+					continue // the page itself, viewing
+				}
+				assert.Equal(t, "locked", e.name)
+				assert.NotEmpty(t, e.id, "every event carries an id, so that a reconnect says it is one")
+				lastID = e.id
+			case <-time.After(5 * time.Second):
+				t.Fatal("no event within 5 s")
+			}
 		}
 
-		name, data := nextEvent(t, c.reconnect(path+"/lock/events", "usr_client_2", "1"))
+		name, data := nextEvent(t, c.reconnect(path+"/lock/events", "usr_client_2", lastID))
 		assert.Equal(t, "locked", name, "a held record, reconnected")
 		assert.Equal(t, "usr_client_1", data["lockedBy"])
 
@@ -272,10 +304,12 @@ func TestReconnectedEventStreamIsToldOfARelease(t *testing.T) {
 		}
 
 		first := c.stream(path+"/lock/events", "usr_client_2")
+		name, _ = nextEvent(t, first)
+		assert.Equal(t, "released", name, "a first connection is told the record is free")
 		again := c.do("POST", path+"/lock", "usr_client_1", "", "")
 		require.Equal(t, http.StatusCreated, again.status)
 		name, _ = nextEvent(t, first)
-		assert.Equal(t, "locked", name, "a first connection is told no released of a record that was free")
+		assert.Equal(t, "locked", name)
 
 		require.Equal(t, http.StatusNoContent, c.do("POST", path+"/unlock", "usr_client_1", again.header.Get("Lock-Token"), "").status)
 	})
@@ -346,10 +380,13 @@ func TestLockEventsAcrossNodes(t *testing.T) {
 			_, baseB := node(reopen(t, name, a))
 
 			onB := (&client{t: t, base: baseB, validate: func(*http.Request, *http.Response, []byte) {}}).stream("/orders/ord_1/lock/events", "usr_client_2")
+			kind, data := nextEvent(t, onB)
+			require.Equal(t, "released", kind, "free at the start")
+			assert.NotContains(t, data, "reason")
 			viaA := &client{t: t, base: baseA, validate: func(*http.Request, *http.Response, []byte) {}}
 			locked := viaA.do("POST", "/orders/ord_1/lock", "usr_client_1", "", "")
 			require.Equal(t, http.StatusCreated, locked.status)
-			kind, data := nextEvent(t, onB)
+			kind, data = nextEvent(t, onB)
 			assert.Equal(t, "locked", kind)
 			assert.Equal(t, "usr_client_1", data["lockedBy"])
 			require.Equal(t, http.StatusNoContent, viaA.do("POST", "/orders/ord_1/unlock", "usr_client_1", locked.header.Get("Lock-Token"), "").status)

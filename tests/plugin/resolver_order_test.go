@@ -79,6 +79,7 @@ func TestWatchBehindResolver(t *testing.T) {
 
 	events, err := p.Watch(t.Context(), db, &testkit.Doc{ID: 1})
 	require.NoError(t, err)
+	require.Equal(t, offlinelock.EventReleased, testkit.Next(t, events).Kind, "free at the start")
 	_, err = p.Acquire(testkit.As(db, testkit.Martin), &testkit.Doc{ID: 1}, offlinelock.Write)
 	require.NoError(t, err)
 	require.Equal(t, offlinelock.EventLocked, testkit.Next(t, events).Kind)

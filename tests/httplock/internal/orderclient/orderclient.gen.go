@@ -96,23 +96,46 @@ type Lock struct {
 // LockAccess defines model for Lock.Access.
 type LockAccess string
 
-// LockEvent The data of one lock event; never a token or a session
+// LockEvent The data of one lock event; never a token or a session. "Locked by someone else" has one
+// shape whatever its source: lockedBy, lockedSince, lockedUntil and generation, as in a 423
+// problem (locked, taken-over, expiring and requested events carry them with the holder's
+// lock). A released event carries no holder fields: only the generation of the lock that
+// ended, and its reason.
 type LockEvent struct {
 	Access     *LockEventAccess `json:"access,omitempty"`
 	AcquiredAt *time.Time       `json:"acquiredAt,omitempty"`
 	At         time.Time        `json:"at"`
 
 	// By taken-over: who took it; requested: who asks
-	By         *string    `json:"by,omitempty"`
-	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
-	Generation *int       `json:"generation,omitempty"`
-	Id         string     `json:"id"`
-	LockedBy   *string    `json:"lockedBy,omitempty"`
+	By        *string    `json:"by,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 
-	// Reason taken-over: the reason given; released: expired when it ran out
+	// Generation the lock's; on released, the lock that ended (absent when the stream starts on a free record)
+	Generation *int   `json:"generation,omitempty"`
+	Id         string `json:"id"`
+
+	// LockedBy who holds the lock (absent from released)
+	LockedBy *string `json:"lockedBy,omitempty"`
+
+	// LockedSince acquiredAt to the second, as a 423's
+	LockedSince *time.Time `json:"lockedSince,omitempty"`
+
+	// LockedUntil expiresAt to the second, as a 423's
+	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
+
+	// Reason taken-over: the reason given. released: how the lock ended: released (by its holder),
+	// expired (its lease ran out, or was cut by a page that was left), signed-out (its login
+	// ended: EndLogin), force-released (an admin); absent on the released that starts a
+	// stream on a free record.
 	Reason              *string `json:"reason,omitempty"`
 	Resource            string  `json:"resource"`
 	TtlRemainingSeconds *int    `json:"ttlRemainingSeconds,omitempty"`
+
+	// Viewers viewers: the users who have the record open, each once, by since; never a session or a token
+	Viewers *[]struct {
+		Since time.Time `json:"since"`
+		User  string    `json:"user"`
+	} `json:"viewers,omitempty"`
 }
 
 // LockEventAccess defines model for LockEvent.Access.
@@ -149,8 +172,11 @@ type LockRequest struct {
 
 // Problem defines model for Problem.
 type Problem struct {
-	Detail   string  `json:"detail"`
-	LockedBy *string `json:"lockedBy,omitempty"`
+	Detail string `json:"detail"`
+
+	// Generation 423 locked: the holder's lock's generation, as lock events carry it
+	Generation *int    `json:"generation,omitempty"`
+	LockedBy   *string `json:"lockedBy,omitempty"`
 
 	// LockedByYou the holder is the caller's own principal (another tab): it may take the lock over
 	LockedByYou *bool      `json:"lockedByYou,omitempty"`
@@ -348,14 +374,34 @@ type ClientInterface interface {
 	// Corresponds with GET /orders/{orderId}/lock (the `GetLockOrder` operationId).
 	GetLockOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// LockOrderWithBody Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrderWithBody Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /orders/{orderId}/lock (the `LockOrder` operationId).
 	LockOrderWithBody(ctx context.Context, orderId string, params *LockOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// LockOrder Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrder Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -364,12 +410,19 @@ type ClientInterface interface {
 
 	// LockEventsOrder The record's lock events, as they happen on any node
 	//
-	// Server-sent events named locked, released, taken-over, expiring and requested, each with
-	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-	// read from the database, so every node's subscribers get them within the plugin's
-	// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-	// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-	// free, so a release missed while the stream was cut is told.
+	// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+	// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+	// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+	// list changes. Every stream, a reconnect too, starts with the record's state:
+	// locked when it is held, released (without a reason) when it is free, so a new page and a
+	// release missed while the stream was cut are told. Events are read from the database, so
+	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+	// A released event says how the lock ended (reason) and which lock it was (generation),
+	// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+	// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+	// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+	// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+	// again (it gives up after an error status).
 	//
 	// Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 	LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -537,7 +590,17 @@ func (c *Client) GetLockOrder(ctx context.Context, orderId string, reqEditors ..
 	return c.Client.Do(req)
 }
 
-// LockOrderWithBody Take a lock, or refresh its lease with its own Lock-Token
+// LockOrderWithBody Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes any type of body and a specified content type.
 //
@@ -554,7 +617,17 @@ func (c *Client) LockOrderWithBody(ctx context.Context, orderId string, params *
 	return c.Client.Do(req)
 }
 
-// LockOrder Take a lock, or refresh its lease with its own Lock-Token
+// LockOrder Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -573,12 +646,19 @@ func (c *Client) LockOrder(ctx context.Context, orderId string, params *LockOrde
 
 // LockEventsOrder The record's lock events, as they happen on any node
 //
-// Server-sent events named locked, released, taken-over, expiring and requested, each with
-// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-// read from the database, so every node's subscribers get them within the plugin's
-// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-// free, so a release missed while the stream was cut is told.
+// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+// list changes. Every stream, a reconnect too, starts with the record's state:
+// locked when it is held, released (without a reason) when it is free, so a new page and a
+// release missed while the stream was cut are told. Events are read from the database, so
+// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+// A released event says how the lock ended (reason) and which lock it was (generation),
+// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+// again (it gives up after an error status).
 //
 // Corresponds with GET /orders/{orderId}/lock/events (the `LockEventsOrder` operationId).
 func (c *Client) LockEventsOrder(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1285,14 +1365,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /orders/{orderId}/lock (the `GetLockOrder` operationId).
 	GetLockOrderWithResponse(ctx context.Context, orderId string, reqEditors ...RequestEditorFn) (*GetLockOrderResponse, error)
 
-	// LockOrderWithBodyWithResponse Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrderWithBodyWithResponse Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /orders/{orderId}/lock (the `LockOrder` operationId).
 	LockOrderWithBodyWithResponse(ctx context.Context, orderId string, params *LockOrderParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LockOrderResponse, error)
 
-	// LockOrderWithResponse Take a lock, or refresh its lease with its own Lock-Token
+	// LockOrderWithResponse Take a lock, or set its lease with its own Lock-Token
+	//
+	// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+	// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+	// the database clock (200), longer or shorter than the one left, so a page that is left
+	// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+	// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+	// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+	// this record (another principal's, another record's, released, expired, wrong) changes
+	// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+	// when it is free (take a new lock without the token).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1301,12 +1401,19 @@ type ClientWithResponsesInterface interface {
 
 	// LockEventsOrderWithResponse The record's lock events, as they happen on any node
 	//
-	// Server-sent events named locked, released, taken-over, expiring and requested, each with
-	// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-	// read from the database, so every node's subscribers get them within the plugin's
-	// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-	// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-	// free, so a release missed while the stream was cut is told.
+	// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+	// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+	// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+	// list changes. Every stream, a reconnect too, starts with the record's state:
+	// locked when it is held, released (without a reason) when it is free, so a new page and a
+	// release missed while the stream was cut are told. Events are read from the database, so
+	// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+	// A released event says how the lock ended (reason) and which lock it was (generation),
+	// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+	// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+	// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+	// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+	// again (it gives up after an error status).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1352,6 +1459,30 @@ type ClientWithResponsesInterface interface {
 	UnlockOrderWithResponse(ctx context.Context, orderId string, params *UnlockOrderParams, reqEditors ...RequestEditorFn) (*UnlockOrderResponse, error)
 }
 
+// AdminListLocksResponse400Headers the declared response headers of an HTTP 400 response for AdminListLocks
+type AdminListLocksResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminListLocksResponse403Headers the declared response headers of an HTTP 403 response for AdminListLocks
+type AdminListLocksResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminListLocksResponse404Headers the declared response headers of an HTTP 404 response for AdminListLocks
+type AdminListLocksResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminListLocksResponse500Headers the declared response headers of an HTTP 500 response for AdminListLocks
+type AdminListLocksResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type AdminListLocksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1365,6 +1496,14 @@ type AdminListLocksResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminListLocksResponse400Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AdminListLocksResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminListLocksResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AdminListLocksResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1421,6 +1560,36 @@ func (r AdminListLocksResponse) ContentType() string {
 	return ""
 }
 
+// AdminReleaseLockResponse400Headers the declared response headers of an HTTP 400 response for AdminReleaseLock
+type AdminReleaseLockResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse401Headers the declared response headers of an HTTP 401 response for AdminReleaseLock
+type AdminReleaseLockResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse403Headers the declared response headers of an HTTP 403 response for AdminReleaseLock
+type AdminReleaseLockResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse404Headers the declared response headers of an HTTP 404 response for AdminReleaseLock
+type AdminReleaseLockResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// AdminReleaseLockResponse500Headers the declared response headers of an HTTP 500 response for AdminReleaseLock
+type AdminReleaseLockResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type AdminReleaseLockResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1434,6 +1603,16 @@ type AdminReleaseLockResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *AdminReleaseLockResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AdminReleaseLockResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *AdminReleaseLockResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *AdminReleaseLockResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *AdminReleaseLockResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1490,9 +1669,16 @@ func (r AdminReleaseLockResponse) ContentType() string {
 	return ""
 }
 
+// GetClientResponse200Headers the declared response headers of an HTTP 200 response for GetClient
+type GetClientResponse200Headers struct {
+	XContentTypeOptions string
+}
+
 type GetClientResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetClientResponse200Headers
 }
 
 // GetBody returns the raw response body bytes
@@ -1565,6 +1751,42 @@ func (r GetOpenAPIResponse) ContentType() string {
 	return ""
 }
 
+// PatchOrderResponse400Headers the declared response headers of an HTTP 400 response for PatchOrder
+type PatchOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse401Headers the declared response headers of an HTTP 401 response for PatchOrder
+type PatchOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse403Headers the declared response headers of an HTTP 403 response for PatchOrder
+type PatchOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse404Headers the declared response headers of an HTTP 404 response for PatchOrder
+type PatchOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse423Headers the declared response headers of an HTTP 423 response for PatchOrder
+type PatchOrderResponse423Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// PatchOrderResponse500Headers the declared response headers of an HTTP 500 response for PatchOrder
+type PatchOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type PatchOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1580,6 +1802,18 @@ type PatchOrderResponse struct {
 	ApplicationproblemJSON423 *Locked
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PatchOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *PatchOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PatchOrderResponse404Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *PatchOrderResponse423Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PatchOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1641,6 +1875,36 @@ func (r PatchOrderResponse) ContentType() string {
 	return ""
 }
 
+// GetLockOrderResponse400Headers the declared response headers of an HTTP 400 response for GetLockOrder
+type GetLockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// GetLockOrderResponse401Headers the declared response headers of an HTTP 401 response for GetLockOrder
+type GetLockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// GetLockOrderResponse403Headers the declared response headers of an HTTP 403 response for GetLockOrder
+type GetLockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// GetLockOrderResponse404Headers the declared response headers of an HTTP 404 response for GetLockOrder
+type GetLockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// GetLockOrderResponse500Headers the declared response headers of an HTTP 500 response for GetLockOrder
+type GetLockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type GetLockOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1650,10 +1914,22 @@ type GetLockOrderResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetLockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetLockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *GetLockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetLockOrderResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetLockOrderResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1669,6 +1945,11 @@ func (r GetLockOrderResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetLockOrderResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetLockOrderResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -1712,12 +1993,52 @@ func (r GetLockOrderResponse) ContentType() string {
 
 // LockOrderResponse200Headers the declared response headers of an HTTP 200 response for LockOrder
 type LockOrderResponse200Headers struct {
-	LockToken string
+	CacheControl        string
+	LockToken           string
+	XContentTypeOptions string
 }
 
 // LockOrderResponse201Headers the declared response headers of an HTTP 201 response for LockOrder
 type LockOrderResponse201Headers struct {
-	LockToken string
+	CacheControl        string
+	LockToken           string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse400Headers the declared response headers of an HTTP 400 response for LockOrder
+type LockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse401Headers the declared response headers of an HTTP 401 response for LockOrder
+type LockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse403Headers the declared response headers of an HTTP 403 response for LockOrder
+type LockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse404Headers the declared response headers of an HTTP 404 response for LockOrder
+type LockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse423Headers the declared response headers of an HTTP 423 response for LockOrder
+type LockOrderResponse423Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockOrderResponse500Headers the declared response headers of an HTTP 500 response for LockOrder
+type LockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
 }
 
 type LockOrderResponse struct {
@@ -1743,6 +2064,18 @@ type LockOrderResponse struct {
 	Headers200 *LockOrderResponse200Headers
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *LockOrderResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *LockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *LockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *LockOrderResponse404Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *LockOrderResponse423Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *LockOrderResponse500Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -1814,6 +2147,43 @@ func (r LockOrderResponse) ContentType() string {
 	return ""
 }
 
+// LockEventsOrderResponse200Headers the declared response headers of an HTTP 200 response for LockEventsOrder
+type LockEventsOrderResponse200Headers struct {
+	CacheControl        string
+	XAccelBuffering     string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse400Headers the declared response headers of an HTTP 400 response for LockEventsOrder
+type LockEventsOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse401Headers the declared response headers of an HTTP 401 response for LockEventsOrder
+type LockEventsOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse403Headers the declared response headers of an HTTP 403 response for LockEventsOrder
+type LockEventsOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse404Headers the declared response headers of an HTTP 404 response for LockEventsOrder
+type LockEventsOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// LockEventsOrderResponse500Headers the declared response headers of an HTTP 500 response for LockEventsOrder
+type LockEventsOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type LockEventsOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1821,10 +2191,24 @@ type LockEventsOrderResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *LockEventsOrderResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *LockEventsOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LockEventsOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *LockEventsOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *LockEventsOrderResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *LockEventsOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1835,6 +2219,11 @@ func (r LockEventsOrderResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r LockEventsOrderResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LockEventsOrderResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -1876,6 +2265,48 @@ func (r LockEventsOrderResponse) ContentType() string {
 	return ""
 }
 
+// RequestLockOrderResponse400Headers the declared response headers of an HTTP 400 response for RequestLockOrder
+type RequestLockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse401Headers the declared response headers of an HTTP 401 response for RequestLockOrder
+type RequestLockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse403Headers the declared response headers of an HTTP 403 response for RequestLockOrder
+type RequestLockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse404Headers the declared response headers of an HTTP 404 response for RequestLockOrder
+type RequestLockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse409Headers the declared response headers of an HTTP 409 response for RequestLockOrder
+type RequestLockOrderResponse409Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse429Headers the declared response headers of an HTTP 429 response for RequestLockOrder
+type RequestLockOrderResponse429Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// RequestLockOrderResponse500Headers the declared response headers of an HTTP 500 response for RequestLockOrder
+type RequestLockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type RequestLockOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -1883,6 +2314,8 @@ type RequestLockOrderResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -1891,6 +2324,20 @@ type RequestLockOrderResponse struct {
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RequestLockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequestLockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *RequestLockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RequestLockOrderResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RequestLockOrderResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequestLockOrderResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RequestLockOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -1901,6 +2348,11 @@ func (r RequestLockOrderResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RequestLockOrderResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RequestLockOrderResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -1954,7 +2406,45 @@ func (r RequestLockOrderResponse) ContentType() string {
 
 // TakeOverLockOrderResponse201Headers the declared response headers of an HTTP 201 response for TakeOverLockOrder
 type TakeOverLockOrderResponse201Headers struct {
-	LockToken string
+	CacheControl        string
+	LockToken           string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse400Headers the declared response headers of an HTTP 400 response for TakeOverLockOrder
+type TakeOverLockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse401Headers the declared response headers of an HTTP 401 response for TakeOverLockOrder
+type TakeOverLockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse403Headers the declared response headers of an HTTP 403 response for TakeOverLockOrder
+type TakeOverLockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse404Headers the declared response headers of an HTTP 404 response for TakeOverLockOrder
+type TakeOverLockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse423Headers the declared response headers of an HTTP 423 response for TakeOverLockOrder
+type TakeOverLockOrderResponse423Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// TakeOverLockOrderResponse500Headers the declared response headers of an HTTP 500 response for TakeOverLockOrder
+type TakeOverLockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
 }
 
 type TakeOverLockOrderResponse struct {
@@ -1970,10 +2460,24 @@ type TakeOverLockOrderResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON423 the response for an HTTP 423 `application/problem+json` response
+	ApplicationproblemJSON423 *Locked
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *TakeOverLockOrderResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *TakeOverLockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TakeOverLockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *TakeOverLockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *TakeOverLockOrderResponse404Headers
+	// Headers423 the parsed response headers for an HTTP 423 response
+	Headers423 *TakeOverLockOrderResponse423Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *TakeOverLockOrderResponse500Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -1999,6 +2503,11 @@ func (r TakeOverLockOrderResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r TakeOverLockOrderResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON423 returns the response for an HTTP 423 `application/problem+json` response
+func (r TakeOverLockOrderResponse) GetApplicationproblemJSON423() *Locked {
+	return r.ApplicationproblemJSON423
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -2035,6 +2544,36 @@ func (r TakeOverLockOrderResponse) ContentType() string {
 	return ""
 }
 
+// UnlockOrderResponse400Headers the declared response headers of an HTTP 400 response for UnlockOrder
+type UnlockOrderResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse401Headers the declared response headers of an HTTP 401 response for UnlockOrder
+type UnlockOrderResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse403Headers the declared response headers of an HTTP 403 response for UnlockOrder
+type UnlockOrderResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse404Headers the declared response headers of an HTTP 404 response for UnlockOrder
+type UnlockOrderResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// UnlockOrderResponse500Headers the declared response headers of an HTTP 500 response for UnlockOrder
+type UnlockOrderResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
 type UnlockOrderResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2048,6 +2587,16 @@ type UnlockOrderResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UnlockOrderResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UnlockOrderResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *UnlockOrderResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UnlockOrderResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UnlockOrderResponse500Headers
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -2208,7 +2757,17 @@ func (c *ClientWithResponses) GetLockOrderWithResponse(ctx context.Context, orde
 	return ParseGetLockOrderResponse(rsp)
 }
 
-// LockOrderWithBodyWithResponse Take a lock, or refresh its lease with its own Lock-Token
+// LockOrderWithBodyWithResponse Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2221,7 +2780,17 @@ func (c *ClientWithResponses) LockOrderWithBodyWithResponse(ctx context.Context,
 	return ParseLockOrderResponse(rsp)
 }
 
-// LockOrderWithResponse Take a lock, or refresh its lease with its own Lock-Token
+// LockOrderWithResponse Take a lock, or set its lease with its own Lock-Token
+//
+// Without a Lock-Token: a new lock (201), or 423 "locked" naming the holder. With the
+// caller's own live Lock-Token of this record: the lease becomes ttlSeconds from now on
+// the database clock (200), longer or shorter than the one left, so a page that is left
+// can ask for a few seconds and free the record (offlinelock.js does on pagehide); the
+// answer's expiresAt and ttlRemainingSeconds are the stored ones. ttlSeconds below 1 or
+// above the server's MaxTTL is 400. A Lock-Token that is not a live lock of the caller's on
+// this record (another principal's, another record's, released, expired, wrong) changes
+// nothing: 423 "locked" naming the holder when the record is held, 423 "lock-required"
+// when it is free (take a new lock without the token).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2236,12 +2805,19 @@ func (c *ClientWithResponses) LockOrderWithResponse(ctx context.Context, orderId
 
 // LockEventsOrderWithResponse The record's lock events, as they happen on any node
 //
-// Server-sent events named locked, released, taken-over, expiring and requested, each with
-// a LockEvent as JSON data. A stream starts with locked when the record is held. Events are
-// read from the database, so every node's subscribers get them within the plugin's
-// Config.WatchEvery (1 s by default). Every event carries an id; a reconnect that sends
-// Last-Event-ID (as a browser's EventSource does) starts with released when the record is
-// free, so a release missed while the stream was cut is told.
+// Server-sent events named locked, released, taken-over, expiring, requested and viewers,
+// each with a LockEvent as JSON data. viewers lists the users who have the record open (each
+// open stream is a viewer, on any node; gone within 10 s of its page leaving), told when the
+// list changes. Every stream, a reconnect too, starts with the record's state:
+// locked when it is held, released (without a reason) when it is free, so a new page and a
+// release missed while the stream was cut are told. Events are read from the database, so
+// every node's subscribers get them within the plugin's Config.WatchEvery (1 s by default).
+// A released event says how the lock ended (reason) and which lock it was (generation),
+// never its old holder. Every event carries an id. A stream ends, telling nothing more, when
+// its login ends (EndLogin, or the principal is no longer signed in). Opens read the database
+// a few at a time (httplock.Config.StreamOpens); one that cannot open (the database down or
+// out of connections) answers 200 with "retry: 2000" and ends, so an EventSource tries
+// again (it gives up after an error status).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2367,6 +2943,77 @@ func ParseAdminListLocksResponse(rsp *http.Response) (*AdminListLocksResponse, e
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers AdminListLocksResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 403:
+		var headers AdminListLocksResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminListLocksResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers AdminListLocksResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2424,6 +3071,94 @@ func ParseAdminReleaseLockResponse(rsp *http.Response) (*AdminReleaseLockRespons
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers AdminReleaseLockResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers AdminReleaseLockResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers AdminReleaseLockResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers AdminReleaseLockResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers AdminReleaseLockResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2438,6 +3173,19 @@ func ParseGetClientResponse(rsp *http.Response) (*GetClientResponse, error) {
 	response := &GetClientResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetClientResponse200Headers
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -2530,6 +3278,111 @@ func ParsePatchOrderResponse(rsp *http.Response) (*PatchOrderResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers PatchOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PatchOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers PatchOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers PatchOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 423:
+		var headers PatchOrderResponse423Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 500:
+		var headers PatchOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2568,6 +3421,13 @@ func ParseGetLockOrderResponse(rsp *http.Response) (*GetLockOrderResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2582,6 +3442,94 @@ func ParseGetLockOrderResponse(rsp *http.Response) (*GetLockOrderResponse, error
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers GetLockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetLockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers GetLockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetLockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetLockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2662,16 +3610,37 @@ func ParseLockOrderResponse(rsp *http.Response) (*LockOrderResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers LockOrderResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.LockToken = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
 		}
 		response.Headers200 = &headers
 	case rsp.StatusCode == 201:
 		var headers LockOrderResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2679,7 +3648,116 @@ func ParseLockOrderResponse(rsp *http.Response) (*LockOrderResponse, error) {
 			}
 			headers.LockToken = value
 		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers LockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers LockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers LockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers LockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 423:
+		var headers LockOrderResponse423Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 500:
+		var headers LockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2713,6 +3791,13 @@ func ParseLockEventsOrderResponse(rsp *http.Response) (*LockEventsOrderResponse,
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2727,6 +3812,118 @@ func ParseLockEventsOrderResponse(rsp *http.Response) (*LockEventsOrderResponse,
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers LockEventsOrderResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers LockEventsOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers LockEventsOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers LockEventsOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers LockEventsOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers LockEventsOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2763,6 +3960,13 @@ func ParseRequestLockOrderResponse(rsp *http.Response) (*RequestLockOrderRespons
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2791,6 +3995,128 @@ func ParseRequestLockOrderResponse(rsp *http.Response) (*RequestLockOrderRespons
 		}
 		response.ApplicationproblemJSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 400:
+		var headers RequestLockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RequestLockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers RequestLockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers RequestLockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RequestLockOrderResponse409Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequestLockOrderResponse429Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RequestLockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2845,6 +4171,13 @@ func ParseTakeOverLockOrderResponse(rsp *http.Response) (*TakeOverLockOrderRespo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 423:
+		var dest Locked
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON423 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2857,6 +4190,13 @@ func ParseTakeOverLockOrderResponse(rsp *http.Response) (*TakeOverLockOrderRespo
 	switch {
 	case rsp.StatusCode == 201:
 		var headers TakeOverLockOrderResponse201Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
 		if values := rsp.Header.Values("Lock-Token"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Lock-Token", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -2864,7 +4204,116 @@ func ParseTakeOverLockOrderResponse(rsp *http.Response) (*TakeOverLockOrderRespo
 			}
 			headers.LockToken = value
 		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers TakeOverLockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers TakeOverLockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers TakeOverLockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers TakeOverLockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 423:
+		var headers TakeOverLockOrderResponse423Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers423 = &headers
+	case rsp.StatusCode == 500:
+		var headers TakeOverLockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil
@@ -2924,6 +4373,94 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 
 	}
 
+	switch {
+	case rsp.StatusCode == 400:
+		var headers UnlockOrderResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UnlockOrderResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers UnlockOrderResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers UnlockOrderResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers UnlockOrderResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
 	return response, nil
 }
 
@@ -2932,57 +4469,76 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7FrvbttGEn+VAa+AJRwtyY6Dq+VPbpL2XLhNEPuQHCLfYUWOxI3JXXZ3aVkwBNzT3IPdkxxmd/nPpGyr",
-	"SZug6JdEJvfP7OxvZn4zw7sgklkuBQqjg+ldkCCLUdmf5zK6vpTXKOiPGHWkeG64FME0uEwQUhld72nQ",
-	"GCk0YGggDA4Ov4U5NzqEBG+HJ6BRxMANzFl0DVwArbnvFg0Dhb8UXGEcTI0qMAx0lGDGaLecGYOKdvrX",
-	"h8n+MdtfXN09O9x8E4SBWecYTANtFBfLYLPZhEHOFMvQeLHPXtK/eMuyPKWRUsX/Pj4++PYwCANOS+bM",
-	"JEEYCJbRax4/KMn97cJaLa+tNlhKw+zCTnf10q3DPmnJt5UcfRp3OpYLMF79YCQs+Q1CkcPgaDKBFTeJ",
-	"LAxwMyxP+6BQu5z7LWpZqAg72iW996pWlTN22WhDg3UuhcYKhU4hkRQGhaGfLM9THjHSzThXcp5i9teP",
-	"Wlqk1kt/o3ARTIO/jGuIj91bPX7jZrkN26q+kBlKgYCpRkhkGutK4SFIBczpnmsQiDHGsOBKm2ATBuWi",
-	"v6OwpwLefv8Cjo+e/w3yalip4EqDXUCd2lOM4B03CZR3Ozp7+TPLEDQaGNCh/UXvaZi5qz6LZ8EwtArh",
-	"MemApVpCIWJUYBJmgO5+FIRBrmSOynB3iyyKUNtfKIosmH4IFDKyvJXiBoOrjl2HAYscZE6tEhdSZcwE",
-	"0yBmBvcNzzDomYO3OVeod5myRIGKOaXcBRkXPCMBD6qhXBhcoqKxPO5BbBik2x3la5Guye+RvghKqPY0",
-	"yJWAGuPhDt7O7YXxd+teQRQyj6ueV7X1dl4ak77FjHHBxfICIyli3VLGpKuMTdOmPzRN3TrUSsywvPrW",
-	"hTZvqn/71sXU8JDzjxhZWyNUv7rxJtb1lTEzjFwlGbI1V6SxJyDwBsmEvS+lnxq1polfCLNsh7Hzdfe0",
-	"hl2j2Jc3qKawSiQYKa+BmxOg+0FtMHbPmb7Wv4nN7GQnT8Du9uORFblxNuwJOmOKTNMR3TFiWCUoiHEo",
-	"JkAWpk/839kWmNkK4DOxkBZqafp6EUw/PBwGrCPfhHf3cOr8iv3JDWb6sWjilyklYkqxdecQ5aJdya+8",
-	"7G8dvCxda8mz7SZXybpmLlyDvdkpXGNuLHEBbkLQCXlHIwmy1lQztgaNSFc6+OHVJfzvP/8du1BMa7E4",
-	"4wJSro37O5JCyxSJ/WTs9hzF0iTB9PD587D3phsX3Jb1YDT6id1eXp7DIMYFK1IDx5PJ8ATYXKMwDorl",
-	"GwtB2vGB4LHpQUCDLrQ1GKNhPN3dhsqX/5RFjyFVIcgqn5TF0rQKSLniIuI5S2HAhDQJxXM2H05J8XQH",
-	"dFv19ZE91qY1lzJFJmoRLrhw5vU0f+Im/UMYd+inTdKGmcLZJrt1en9+fNy4haPJpC+IG27SLaZvH/Rx",
-	"36Zl2LflMpUYYXlpfaZ+ya7x9Q2qX2MyUzAyjckiSPn0011i2DAceiNwZa/mceR3oUjaxKhQ3KwvyEk4",
-	"oSpEdOV6l0ib2mlgZZgpQdVgu3saXkix4MvRmwa4YI5MEbooAod1/J2JSMprjiGZ+PCkymUoglsqKuJc",
-	"cmE0MKFXqOBocjCCy8oJNN4TJSVuPhN+/1M7wkigmJ4bu14D8EeTZ2Ahv+Iah25Rz3w1FBqhLfRoViV0",
-	"Fv32VQ3RxJjcUXXu3XtbeW/ovBnXhkcgF4uUe4qirVXB3y8v34zgFKKUozDW7nSZczBdURd78cz5nnAm",
-	"3G2YKkssE256Uqd84LLB0t1qsFRGh8BEbEOqJnMv8tFMvFJKKg1Mta60lcDAoEw9vM5UIShsgkZFJ7H/",
-	"kVBcz0QsoyKjAzED5MfHMkfBcj5asywdwSsWJUAmYbexHl0TZ1NrcBZGgkVMlJdPJ3D34O058Kq0eiId",
-	"Op0GYXCDSpdefULm6HcOpsGz0WT0zDHwxGJ+bLE0dlOnd8ESrbVWgp3FFDFpzDnX5tzv0CxAfPDFgF8K",
-	"VOveXPiBJLt/bqEtvHaeVxPbnad6NtU3tXL2m6t7qfrhZPJA6ttNeT+FrXQS4bIkpUPP8U2C3BuspgWO",
-	"nHR9e1WnqDNtGv9sx/FHO41/vpM85KKLLGNqHUwDwp53GQMLxhMgF0b+TazJX7bcnsJFoVEP7SJNgI/v",
-	"SlRuxnc83ow9m3YVuBak+6Ssh4yr2hDh6ZGxZy8DQk4u9TbTeuvEOHfRzMeX72S83gld2yJsIzoeTIgi",
-	"kDGXD8JHgr9fphvk2wONKnDTsY6jbizwR41/HUAP/iiA/l6qCPc9/CyniKSK9/TuIA8hlcsl5YEU4mze",
-	"KygpdBnOuBEkRh+3e/glmhc2/AaPujiDt2b8kd0wd61tDPYUN9v3/yO7YRduYlsj5M7mSq40Ks8EKEjD",
-	"qwvIZFykCAOMuQ1A3q6b4fShc73OUZy+OQt28t3lovXJOlVIvy48G02gjPVBr5l0/XY5t+IIzRo33d89",
-	"htdirMH0w1Vbc1zXEjjd2CL1+M5XMDf9JaM2c6WcyLEjkqaEZAhzTLiIgUie74D8xOM4xRVT6FiQ4yuo",
-	"Z2UalTABh+/fWy5Fx6on7FnqRYQGY5jjQvoRbVESJuIUFdErPZ2Jo8NnMPM50yyAVcJTLG1iXphuatfk",
-	"f1U5u2ViMzFYJcyUcRPmMl57wymf2ulcE+03wxOohdgv3Z6VBQUIaafbrWaCkvqSyrOmKNLTUMfvmU0g",
-	"hKRBKb8p08zFvdMIzyad9DAo6z9hWf8hfTq1V/ye5qnqcXnuoXMnDN4ii30zayZq+ej1AQhZr+Nuly7S",
-	"nq8v33GM9F7s7CLN4nBPgy0P9TROPE536ptcWRYbJV2jt49fK9cF2i2ud3tdjvT9uoj8JF/Q0udJzeXK",
-	"hpdNGlcJjxJYSspXtuQ4QSf+vn//FLt35vhHiMdHh09Y37fXPi18v0iYWGLDrbjmUa8XG/pmEWWftl7R",
-	"66EtQX0ojJHcJaY/KQl5LPewJdotWPVF0s+XcRx8rQTtXSI7rVCKD4UwPLVuP9h8QcfXm0ukDYh8Sbf3",
-	"GMLKquCm2/z+3GDuA/K55dwKFwp1gvFJo4jkQxxF6FwhRX70pl1WeIxURJBsl9OQjetkGIT3vyLZr7qj",
-	"fQL6wbXWnZSHzhp+27NTTFkqRgf7TGL/GTWe6lMu2TX6wqb9rsJD0EUGC8qqTNlmsQ+EjLFt8zYTu3vf",
-	"dljc7hOUXUdY2w8WHAEk9lgTyrrx6MklF0vr86q+agjIosRKOROO29qONDANP168/tk2oUdwCtooZBkl",
-	"Bspodyq3nyPMjbjJNSSYxiN45YRjConsshgWSmau68QMmzONIWjpK6RCxrinQRdzOusclYYl2kQgs7t5",
-	"jpSnxZILork+dX5HzPCVXWJwABrm67KnNbQSqLVTEkRMKY5EjoDHJz4bEgIj46i7rT7PxDnTZt9Kvn/2",
-	"Ega2Wu2T2D3tjnRh60QQS9TDlkJKxfeoZCYWCt15WTkOMq7daMp+rEtySl4xDVHh2hEyjR0j7wYGp98n",
-	"Mgib41tN7LtddszyT4XXo5/9x+IGl/ezSW9ZIdmBSXANCctzyvgEpakWrV+OLWx3HarRnfvCRKa7oUuB",
-	"yS8qoZ3Rtd0GmUjtJCprslcx6piAP+sDLPqwX47qI6acLdG1h8jMvkZIH02Od4x8x7+XyZzq68YnYWAk",
-	"pNgs3ADG3MCA1bHGXeSwTIhXjPsy2BYwU/SyTfqvDs2USlQfFNiOp6eZjlMStGTKozUMyhrbyIerso1+",
-	"0ghUjnuaBGei9X1dVbWZQuNzhtAFEMli37Gs++l72pNeCvG+c2ZfzQTNt8F/YVCtmIr1SavlTrSXiAxT",
-	"S1RQfxxFod+aZW2lmmd5uvbRvy82GX/GtmV+/sTj/icJvcnHb0/AL5vfAzUqfX+S8exzsOvW9zohLFBE",
-	"BGSbqjnXM1glsuRKwMicIiTzYg3+633PFndTiLJW83Wl/06uTywAVB/k9zS7/2znbcPeD/ymgb3Cfw3T",
-	"aNi0Pi76cLW52vw/AAD//w==",
+	"7Fv9bhtJcn+VwuQAkciIomQZOVN/ab2+iwPf2rAU2IHHCZozRU6vht287qZowiCQp8mD5UmCqu6eD3Eo",
+	"ibZ3vdnbv0TN9Ed1dX386mM+J7leLLVC5Wwy+ZyUKAo0/POVzm+u9Q0q+qdAmxu5dFKrZJJclwiVzm+O",
+	"LFjMDTpwNBAGp2d/hql0NoUSPw0vwKIqQDqYivwGpAJa89gvmiYG/76SBotk4swK08TmJS4E7bYUzqGh",
+	"nf7zw/j4mTieffz85Gz7pyRN3GaJySSxzkg1T7bbNPlJXyk5m+1S+W9Xr39KYWn0tMIFCGXXaGwKeIvK",
+	"gXUGxcKCUAXo2aySCulEo58tCIOg8BYNWFoYCxA0buNKqeaAlcV7iUe1WiSTD4nSPD35uIdopw3uEv3i",
+	"Fs0GiHQmrUs9SAtKH1uaegFaIbhSOMiFMRItiBZ/YbGyLhxjipCLvMTikXT7DfoI36bJUhixQBeE5OWP",
+	"PPWTWCwrGqlN8V/Pnp3++SxJE0nnWQpXJmmixIJey/tJ2OVTLYSvmUGiomG8sJfUZumOaD1qybc1HX3y",
+	"7SVaz8AFYQenYS5vEVZLGJyPx7CWrtQrB9IN42nvJeqQc79Fq1cmxx3uEt97WWvijEM22tJgu9TKYq3z",
+	"niG5Vg6Vo59iuaxkLog3J0Ee//lnq9kuNEv/yeAsmST/dNIYlBP/1p688bP8hl1WX+kFkiCTWkGpq8LW",
+	"DE9BGxCe9yT4iAUWMJPGuiRtW6rnJNzHz7VyRlf7aAnjT6LmbdPkPc9B5Y6vN0s89iJmH7EA6zUfJp7s",
+	"V+TYpYK3f3kOz86f/ks0D78RdmyjqNWytKtal3yfI3gnXQlRykcvf/xJLBAsOhjQ9QeRP7KQeaF/WWTJ",
+	"MGXRkAVJg6ishpUq0HgbSFowStJkafQSjZNenkWeo7Vt62ZQkA1aG+n6LFyaiNwrzyXf5EybhXDJJCmE",
+	"w2MnF5j0zMFPS2nQHjJljgqN8Ez5nCykkgsi8LQeKpXDORoaK4se3U2Tar+Dfq2qDflb4hcpFZojC3qt",
+	"oNH29AAv6/fC4odNLyEGRRDunleNHdt56Vz1FhdCKqnmV5hrVdgOM8a7zNi2rduHttFj11KTmcar71xo",
+	"+6b6t+9cTCMeevoz5i4J3uPFbdDzXa9RCCfIaZBJY8PFaOMiOGIRvQr9tGit1GoEWTC7MN2AbZnDLIFS",
+	"WFoqU7YUS4R1KRwvJJ0Ff/IJxDOn4deVVDnGf/5dOVkxkmjOlRKekQoEnJ89yVSEGAM/IwUnblAd61s0",
+	"KTC/CPbQEsR5tA4LfyrLwGNDQrZgZ9gRt0zResMRXILBCoWN02q4onQYDDOJVWEnoElsaZGG2K4HLoXL",
+	"FKqCyBQMLS146Rtl6ntpvzhg7HSzKzcNvyewLjU4rW9AuouG3/65sDf2F7E+d8ipwT1BzPry0u41AN8C",
+	"DMTU0p2uS/TWxuNqsE4YR7ILAmYGEQzm2hTD5ED7Fm1Ol0TiRhcr1ITMjF7UNA/3mzLWkt2Vm/snuMcH",
+	"YsvAOsMKc0R38Dgut1Rwd6f61r7BRo0B3i9ZtIUfxyhWjWouTaDU64aTfLGTRmkH0w3rmdfVYZopT3oB",
+	"A3rMo8AIBXrlGLKthYV85cicCViKeYhS6HGFMzdMwcq5wuKYwLNfQ8+lCoo9gReqeEUPhinMtMnxuCFF",
+	"KBDFQqrhBYT71iqcLAzhrYL0iUwFcbwrh95a/OLeKk1uJa4DLOteTXjh72Vl0VjW8VLcYjgQ0Ql6iSoF",
+	"FHkJms06+QgS3calBD/inYoLsYZ0uOBduxbRRql/nFwRXf3xSdsJ86g0rN3nM8MDYYzYPOjChdvrd1+q",
+	"mWa7XlWvZ8nkw/0QmvHnNr3LAi/G/LNm0iOWuf8QcdFdyj8G2t96W757Jft0d11uGp2U1nvlCdzg0nln",
+	"K10KtiRQ5zTJDovDQmzAIoJ0MPjri2v43//+nxMfS9FarDtQSev8/7lWVldIZnIhPr1CNXdlMjl7+jTt",
+	"Ff+W1HdpPR2N/iY+XV+/gkGBM7GqHDwbj2sl9UIe37Ci0o73YN5tjwS0Qq0uBwt0wlvYg/zc+dmTAJIm",
+	"XZwcMlt3AFOD5iLuka7Xm90LlePL/9Crfs8bEJH0ri0XVVVj96WRKpdLUZEd1K6k0EdMhxO6bLp3kpBG",
+	"ZMjqN/RNta5QqB7/90Wu7HGTrBNu5Y2k+OTv+umzZ62bPx/3Gk0nXbXHBvODhwwSv43L1GSkUVD6zMu1",
+	"uMHXt2i+RE0n4HRVRDdOP/0lpi1lpTcK13w1D2vbrvgTNzFfGek2V2SYMBj3IBG7dL0rNWdfCUwEHBmF",
+	"qpWdOLLwXKuZnI/etIQLpigMSRc5k7RxMZnKtb6RmJJZGV7UCTCfiERCDkstSUFCuvJ8fDqC69rwtN5T",
+	"9K4Qi0yF/S95hNNAoH3peL2WwJ+PnwCL/FpaHI7gBXlE7yOPbHthS/AUMxXdypGFy6rSaygJVa9L9HrT",
+	"WZ2UhyKDFNbC5WUask+sT6RG7FrtTaaIDIY45+NzwibMW/bTjbLyako7uFF6DXo29BwIGQ1Lvh66HPZg",
+	"hP0Nqyq/avSpdG7p80Ay+L/uTb+hy1lI62QeM9l8AOtp/9fr6zcUhOWVJLxEh7Ixq8ZQ04ekLKXCG+c0",
+	"U150XJ0HjQl8etJKMvskUPRHFjiwsj42I5RpyTatlqNMvTBGG59b35cdg0HMawWemZUisAUWDWfj6Q8R",
+	"JW2mCp2vFnQg4YAc3QkhJbGUo41YVEE+SH99EEkuz5L1Nhvw5oAIywlOekmlEwRQ6I1P0ioKMA89T5M0",
+	"uUVjo9sbk+0IOyeT5MloPHriMyslK+gJC/6Jnzr5nMyRTUtN2MuCIAWNeSWtexV2aKfYP4R0999XaDa9",
+	"2d570sj9cyNeO3ResAJfMjVEDH1Ta8+0/XgnGX02Ht+TV93Np34NnNvJssYSl00D0HYlyqCwlhY499T1",
+	"7VWfoknj0vgnB44/P2j804PoIX+yWiyE2SSThGQvmIwBC+MFkL0lY6w2ZNw7NtrgbGXRDnmRtoCffI5S",
+	"uT35LIvtSQjKfEWvI9J9VDZDTurqB8nTA2Nf/piQ5Cy13adabz0Zr7zrDc7wB11sDpKufXCg5cpPx4Rn",
+	"SJnjg/QBpBKW2UUk3YHOrHC7ox3nu74gHLX4MgE9/b0I9F/aaYPaSQdof5CQExaYz7HwLo6zcKqAdelD",
+	"wJNu5XivhZ+je87uN3nQxDn85E5+FrfCX2tXBnvKd3dK3uJWXPmJnZLQNynt1Owl2zg1em3RBFhBHh9e",
+	"XMFCF6sKYYCFZG8WjETbN9/HpNdLVJdvXiYHOYK4aMOmnXpZWBeejMYQgUPSq3O7TiDOrQFHOyFNwnAH",
+	"23awejL58LHLOWkbCjxvuKZ78jmUubb9dYUuZqdo0EMtoibKdwpTLKUqgBBjCGL/JouiwrUw6CGVBz9o",
+	"sxhAlkLB2fv3DMzoWM2EI8ZxhI6wgCnOdBjRJaUUqiDUa1bKTjJFQXUWosUsgXUpK4wKNl253aC2DSbr",
+	"jG5HXzM1qOse9HKqi03QwviUp0tLAY8bXkBDxHG0oUwLKlCap/NWmZIurYOYTvOEDpi2brHgxgsaVMnb",
+	"GGDP7pxGBWgaQoJBkzkP8If46dlexx40z9SP47mH3jYJeIuiCPmITDX00etTULpZx98uXSSfry/SCxWS",
+	"riPelTSWwyMLnIzr6TMIcnpQm8FHhsR5uav0/Pi18U0Th4GE3dYQjyC/zL0/yhZ0+HnRAMPYH8Lh8rqU",
+	"eQlzjXZvwJTsOPP37x+j914dfw/O/fzsEeuHbpSvwwLPS6HmnZz6YK8VG4aOAl+ToEChz0Iz2r3PjRHd",
+	"Uaa/KqJ5KJDhhPgeWQ0p6W8Xvvxu0OG7neqhT1isuFZObiLZfkdDGQKZO+m8Hi81AVHnFGFwNj4d+txU",
+	"1wUrsZBq3spwh94bzpJ1XDG7trYTnLFDC2rjk+QeUU8x1wu00NQEfN2VM14qUy50QkxpcB7pGzOaVnOf",
+	"ULOlNi4iEE6cKuT6YApWdwqH0tcNiVrFCT6feZvhOtRMfRcnl/faan6nrbMgi6wVL1zKAocXngfeqB5Z",
+	"aCqytFxPua8GSdwfWRDFdtRmwhQrvYZT0CZTYqpDKc+nrwiM+RqJtHA+Ho/gss3sx6MMYm99K00poAUp",
+	"0h1AkUIPGFkbreZDyNlA2kzRHKnmkwclqKn2ByKkhRKrIu1HXpni8ZLPx7c04NRqS3ojCKsTjkOPVrqm",
+	"tWrZ1e+JFR4yy7GIsN1tsPzWHqDP+r9iHbXoOwt6VHSwo4VeFxogHfVxaZAwNQanGROxJP7Wd+twZ4Cw",
+	"5fDb9CC2GmYfmNS0p3+bTs4z7+B+2ZshWZ8bQRz9/86vPxDoY/HGtTd2dUszaWbTOVPXTrrR8D3Q88RX",
+	"oVsI9E5LNWvpMbfHhII1QZICYoNfq6Wrp9UvbfX5kSMMnSppprgNJRSK6j5IENZ/rkAOfxRHh4rLw80t",
+	"MKBVM8W/Q7eOtCDCQim37qgNKF3gBczJKBEFUsHpGDj9QbxjsFChuJVqPkx9PTY6qUwRLdHNjeBFqALR",
+	"VmlIniiFOZlLncbeobpqW+cirBMOJ76tEcPy3qd539d0KTUpBZ/fHcIdBxggDrk/ppzTSJmKCcuFtJZ3",
+	"kBW2m+piYxXDEF0VfBauehru7Sq8iW+jL9opU77wRSykc6ymJC1TupU5uqZ9M0Sry2o1l63K8DsK0T3T",
+	"BqdgYbqJrRzkpHe6O63Y2J6GMhhEXvjUDcXIvrXFd4YNmnaLYZopVbe5NvX0eHXdLlKhQBYEpgKTUBU2",
+	"BYdVRaAlYBpYaIMpX0Om6o4zHguD2G/GytmtDDMgi6DVd62BVMMRZwWt53mb3ZnyuFTQ5Tu5QBjEZNwo",
+	"sPOKyeT5w843PIS/gkp08HNBhoEQJZfaZxCklQz2MH7VBGfhexTIEoPObCb0ZJwlzG3PEhI55SXmiqsr",
+	"4IiBmRJzIRUMpAsl29USxIyguVCAxpDF4qzhXkzmpfCRES8nuPkKj/2NHZjivlSdL7hgEL5xWs1mPlPJ",
+	"XYdGf9p4xtIdWXh/fJnnWB3/wMPYygkLai7VJw4Mht/qE4o72/ha0cOfXPV/JfaHm/4qv3s3kxy8IV+9",
+	"K3EDpViSvrVczPeL/Pe7e9PqSfpNJSWum6aXCoVR1mtcNzDkgK/2S11nMdoxJ+Gs92TQzvrpqLv3yKHa",
+	"2kX+LnKl42cHIttnv5aKXfp2q5gXcBoqbBd5AAvpYCDufjoyjMnztZChZLZH+Amhcivjb07635W6abvk",
+	"VqsQONf5nqWuZL7ZhQCx2fCihaXqb18y1flgq8YiE2g1fXrcWmlRhFapBiUd2RDGk+ePveH0qk7weO++",
+	"FqawF53GRP7cSEAlDMGdBpARumo1z3OlTS6W1SZEFH24wIUzdjX52+db7jZu9uZcfvnI/rrdqd3K1/0R",
+	"5f9DRfmd7usUZqhyUrjm8xkYUCBMQkIaKxx/1eExaxOLBxu5xyyuVKw/fW972NV4T9dX5mfrb/J7ugH/",
+	"6HfaJ3t/lbct2VuFduFWE0qnVfzDx+3H7f8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
