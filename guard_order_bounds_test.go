@@ -147,3 +147,37 @@ func TestGuardOrderNoOutsiderCanHoldIt(t *testing.T) {
 	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
 	require.NoError(t, err)
 }
+
+// An order table dropped (by its owner) and made anew by the next install
+// gets its rows back: the grant is ordered after an open write again, on
+// PostgreSQL and MariaDB.
+func TestGuardOrderRowsComeBackWithTheTable(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := goSetupOn(t, d)
+			q := `DROP TABLE "` + p.TableName() + `_order"`
+			if d.name == "mysql" {
+				q = "DROP TABLE `" + p.TableName() + "_order`"
+			}
+			require.NoError(t, db.Exec(q).Error)
+			require.NoError(t, p.InstallGuard(db))
+			w := goOrderWriter(t, db)
+			begin := []string{`BEGIN`}
+			if d.name == "mysql" {
+				begin = []string{`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`, `BEGIN`}
+			}
+			for _, q := range append(begin, `UPDATE gd_customers SET credit = 7 WHERE id = 130`) {
+				_, err := w.ExecContext(context.Background(), q)
+				require.NoError(t, err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			_, err := p.Acquire(db.WithContext(offlinelock.WithOwner(ctx, david)), &GdCustomer{ID: 130}, offlinelock.Write)
+			require.Error(t, err, "the grant waited for the open write")
+			_, err = w.ExecContext(context.Background(), `COMMIT`)
+			require.NoError(t, err)
+			_, err = p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
+			require.NoError(t, err)
+		})
+	}
+}

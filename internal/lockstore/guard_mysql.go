@@ -475,6 +475,12 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		if _, err := s.checkProtocol(c); err != nil {
 			return err
 		}
+		// The order's rows of the plan's resources, before a trigger reads
+		// them, and again on every install (an order table made anew has
+		// none); a user that may not insert them trusts the owner's.
+		if err := s.ensureOrderRows(c, plan); err != nil {
+			return err
+		}
 		// Every trigger, by name: one dropped beside others in place is
 		// put back.
 		state, err := s.triggersState(c, names, version)
@@ -487,17 +493,6 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		if err != nil {
 			return err
-		}
-		// The order's rows of the plan's resources, before a trigger reads them.
-		resources := planResources(plan)
-		args := make([]any, len(resources))
-		for i, r := range resources {
-			args[i] = r
-		}
-		if len(resources) > 0 {
-			if _, err := c.Exec(s.orderRowsSQL(len(resources)), args...); err != nil {
-				return err
-			}
 		}
 		for i, q := range stmts {
 			q = strings.Replace(q, "{version}", version, 1)

@@ -66,6 +66,25 @@ func (s *mysqlStore) orderedProbe() string {
 		mysqlBucket("offlinelock_res", "offlinelock_k") + mysqlShare + "); "
 }
 
+// ensureOrderRows inserts the order table's rows of plan's resources,
+// where this user may (1142: it may not; 1146: no order table yet, which
+// the routine's install makes).
+func (s *mysqlStore) ensureOrderRows(c Conn, plan GuardPlan) error {
+	resources := planResources(plan)
+	if len(resources) == 0 {
+		return nil
+	}
+	args := make([]any, len(resources))
+	for i, r := range resources {
+		args[i] = r
+	}
+	_, err := c.Exec(s.orderRowsSQL(len(resources)), args...)
+	if code := mysqlCode(err); code == 1142 || code == 1146 {
+		return nil
+	}
+	return err
+}
+
 // orderSQL creates the order table, sealed with seal; each guarded
 // table's install adds the bucket rows of its resources (orderRowsSQL).
 func (s *mysqlStore) orderSQL(seal string) []string {

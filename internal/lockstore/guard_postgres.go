@@ -81,6 +81,23 @@ func (s *postgresStore) installLock(c Conn) error {
 	return err
 }
 
+// ensureOrderRows inserts the order table's rows of plan's resources
+// where this role may (the owner; an application role that verifies may
+// not, and trusts the owner's install).
+func (s *postgresStore) ensureOrderRows(c Conn, lt string, plan GuardPlan) error {
+	resources := planResources(plan)
+	if len(resources) == 0 {
+		return nil
+	}
+	var may bool
+	if _, err := c.Query(`SELECT to_regclass($1) IS NOT NULL AND has_table_privilege($1, 'INSERT')`, []any{s.orderTable(lt)},
+		func(r *sql.Rows) error { return r.Scan(&may) }); err != nil || !may {
+		return err
+	}
+	_, err := c.Exec(s.orderRowsSQL(lt), resources)
+	return err
+}
+
 // orderTableExists says whether lt's order table is there.
 func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
 	var ok bool
@@ -428,6 +445,12 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		stmts := s.triggerSQL(pgQuote(schema), plan)
 		version := guardVersion(stmts...)
+		// The order's rows of the plan's resources, before a trigger reads
+		// them, and again on every install by a role that may (an order
+		// table made anew has none, and its triggers would lock nothing).
+		if err := s.ensureOrderRows(c, pgQuote(schema)+"."+s.table, plan); err != nil {
+			return err
+		}
 		have, err := s.GuardedTables(c)
 		if err != nil {
 			return err
@@ -456,12 +479,6 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 			mode = "ACCESS EXCLUSIVE"
 		}
 		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN " + mode + " MODE"}, stmts...)
-		// The order's rows of the plan's resources, before a trigger reads them.
-		if resources := planResources(plan); len(resources) > 0 {
-			if _, err := c.Exec(s.orderRowsSQL(pgQuote(schema)+"."+s.table), resources); err != nil {
-				return err
-			}
-		}
 		for _, q := range pgOwned(stmts) {
 			if _, err := c.Exec(q); err != nil {
 				return err
