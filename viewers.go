@@ -60,12 +60,14 @@ func viewersOn(db *gorm.DB, table string) *gorm.DB {
 // presence is one database's views on this node, and the loop that
 // refreshes their rows.
 type presence struct {
-	mu    sync.Mutex
-	db    *gorm.DB            // a session of the database, on its own connections
-	views map[string]struct{} // the ids of this node's live views
-	made  bool                // the viewers table is there
-	asked time.Time           // when a watcher last looked for it, while not made
-	stop  context.CancelFunc  // the refresh loop's, while views last
+	mu        sync.Mutex
+	db        *gorm.DB            // a session of the database, on its own connections
+	views     map[string]struct{} // the ids of this node's live views
+	made      bool                // the viewers table is there
+	asked     time.Time           // when a watcher last looked for it, while not made
+	failed    time.Time           // when making it last failed
+	failedErr error               // and why: told again, without asking the database, for ViewerGone
+	stop      context.CancelFunc  // the refresh loop's, while views last
 }
 
 // View announces that user has target open until ctx ends: every Watch of
@@ -127,11 +129,16 @@ func (pr *presence) ensure(p *Plugin, db *gorm.DB) error {
 	if pr.made {
 		return nil
 	}
+	if time.Since(pr.failed) < ViewerGone {
+		return pr.failedErr // a role that may not make it: not asked again at every page's open
+	}
 	s := p.background(db).Set(resolverWrite, struct{}{})
 	name := viewersOf(p.cfg.Table)
 	if !s.Migrator().HasTable(name) {
 		if err := s.Table(name).AutoMigrate(&viewerRow{}); err != nil && !s.Migrator().HasTable(name) {
-			return fmt.Errorf("offlinelock: the viewers table %s, which View needs, is missing and could not be made (run one View as a role that may create tables, then grant the application INSERT, SELECT, UPDATE and DELETE on it): %w", name, err)
+			pr.failed = time.Now()
+			pr.failedErr = fmt.Errorf("offlinelock: the viewers table %s, which View needs, is missing and could not be made (run one View as a role that may create tables, then grant the application INSERT, SELECT, UPDATE and DELETE on it): %w", name, err)
+			return pr.failedErr
 		}
 	}
 	pr.db, pr.views, pr.made = s, map[string]struct{}{}, true

@@ -17,7 +17,7 @@ const (
 	EventLocked EventKind = "locked"
 	// EventReleased: the lock ended and the record is free; Reason says
 	// how (ReasonReleased, ReasonExpired, ReasonSignedOut,
-	// ReasonForceReleased). Also sent first, without a Lock or a Reason,
+	// ReasonTakenOver, ReasonForceReleased). Also sent first, without a Lock or a Reason,
 	// when Watch starts on a record that is free, so that a watch always
 	// begins with the record's state.
 	EventReleased EventKind = "released"
@@ -43,6 +43,10 @@ const (
 	// ReasonExpired: its lease ran out (a page that was left, or stopped
 	// renewing).
 	ReasonExpired = "expired"
+	// ReasonTakenOver: TakeOver ended it (Event.By names who), and the
+	// lock the take-over gave ended before a poll saw it; a take-over
+	// seen is told as EventTakenOver.
+	ReasonTakenOver = "taken-over"
 	// ReasonForceReleased: an admin removed it (ForceRelease).
 	ReasonForceReleased = "force-released"
 )
@@ -325,9 +329,13 @@ func (w *watcher) untold(notes []lockNote, now map[key]*Lock, from time.Time) ma
 			continue
 		}
 		k := key{Resource: n.Resource, ID: n.LockID}
-		if is := now[k]; n.Kind == string(EventTakenOver) && (is == nil || is.Generation < n.Generation) {
+		if is := now[k]; n.Kind == string(EventTakenOver) && is != nil && is.Generation < n.Generation {
 			// Committed after the locks were read: told by the next poll,
-			// with the lock it gave (or, once the window passes, not).
+			// with the lock it gave (or, once the window passes, not). A
+			// take-over whose record the locks read found free has ended
+			// already (it wrote its lock and its note together, and took
+			// a lock that was live): told now, as the reason of the
+			// release of the lock it took.
 			continue
 		}
 		if is := now[k]; endNote(n.Kind) && is != nil && is.Generation == n.Generation {
@@ -372,8 +380,11 @@ func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) 
 			e.Reason = ReasonExpired
 		}
 		for _, n := range notes {
-			if endNote(n.Kind) && n.Generation == was.Generation {
+			switch {
+			case endNote(n.Kind) && n.Generation == was.Generation:
 				e.Reason = n.Kind // ended by an admin or with its session, maybe before its expiry
+			case n.Kind == string(EventTakenOver) && is == nil && n.Generation > was.Generation:
+				e.Reason, e.By = ReasonTakenOver, n.ByUser // and the lock it took ended within the poll
 			}
 		}
 		out = append(out, e)

@@ -209,3 +209,30 @@ func TestAViewerWhoseNodeStoppedIsGone(t *testing.T) {
 		assert.Equal(t, []string{"martin"}, nextViewers(t, events), "the stopped node's viewer does not count")
 	})
 }
+
+// TestATakeOverShorterThanAPollIsToldAsTheReason: a take-over whose own
+// lock ended before a poll saw it (taken over and released in one
+// transaction here) is the reason of the old lock's release, naming who
+// took it.
+func TestATakeOverShorterThanAPollIsToldAsTheReason(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{Authorize: onlyBossTakesOver, WatchEvery: 50 * time.Millisecond}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		held, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		events, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		require.Equal(t, offlinelock.EventLocked, next(t, events).Kind)
+
+		require.NoError(t, as(db, boss).Transaction(func(tx *gorm.DB) error {
+			if _, err := p.TakeOver(tx, &Doc{ID: 1}, "quick fix"); err != nil {
+				return err
+			}
+			return p.Release(tx, &Doc{ID: 1})
+		}))
+		e := nextOf(t, events, offlinelock.EventReleased)
+		assert.Equal(t, offlinelock.ReasonTakenOver, e.Reason)
+		assert.Equal(t, boss.User, e.By)
+		assert.Equal(t, held.Generation, e.Lock.Generation, "martin's lock ended")
+	})
+}
