@@ -14,13 +14,26 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// PostgreSQL: a grant waits for an open write of its record at most 2 s
-// (the guard's bound), then is refused as ErrBeingWritten, an ErrLocked,
-// having written nothing; once the write commits it is given (issue 47).
+// A grant waits for an open write of its record at most 2 s (the guard's
+// bound), then is refused as ErrBeingWritten, an ErrLocked, having
+// written nothing; once the write commits it is given (issue 47), on
+// PostgreSQL and MariaDB.
 func TestGuardOrderGrantWaitIsBounded(t *testing.T) {
-	db, p := goSetup(t)
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) { grantWaitIsBounded(t, d) })
+	}
+}
+
+// grantWaitIsBounded is TestGuardOrderGrantWaitIsBounded on d (MariaDB at
+// READ COMMITTED, where only the order table orders a free record).
+func grantWaitIsBounded(t *testing.T, d database) {
+	db, p := goSetupOn(t, d)
 	w := goOrderWriter(t, db)
-	for _, q := range []string{`BEGIN`, `UPDATE gd_customers SET credit = 7 WHERE id = 130`} {
+	begin := []string{`BEGIN`}
+	if d.name == "mysql" {
+		begin = []string{`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`, `BEGIN`}
+	}
+	for _, q := range append(begin, `UPDATE gd_customers SET credit = 7 WHERE id = 130`) {
 		_, err := w.ExecContext(context.Background(), q)
 		require.NoError(t, err)
 	}
