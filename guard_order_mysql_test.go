@@ -28,5 +28,5 @@ func TestGuardOrderGrantWaitsForOpenWriteOnMariaDB(t *testing.T) {
 func goAwaitInnoDBWait(t *testing.T, db *gorm.DB, done <-chan error) {
 	t.Helper()
 	goAwaitWait(t, db, done, `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT') +
-		(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Query', 'Execute') AND INFO LIKE 'INSERT%' AND TIME_MS > 200)`)
+		(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Query', 'Execute') AND (INFO LIKE 'INSERT%' OR INFO LIKE 'SET STATEMENT%INSERT%') AND TIME_MS > 200)`)
 }

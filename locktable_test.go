@@ -274,17 +274,17 @@ func TestRenewLeavesExpiredLocksExpired(t *testing.T) {
 
 func TestSweepDeletesOnlyExpiredRows(t *testing.T) {
 	eachDB(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-		var last *offlinelock.Lock
 		for i := uint(1); i <= 5; i++ {
-			l, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: i}, offlinelock.Write)
+			_, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: i}, offlinelock.Write)
 			require.NoError(t, err)
-			last = l
 		}
-		_, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: 6}, offlinelock.Read)
+		read, err := p.Acquire(withTTL(db, martin, 50*time.Millisecond), &Customer{ID: 6}, offlinelock.Read)
 		require.NoError(t, err)
 		_, err = p.Acquire(as(db, david), &Customer{ID: 7}, offlinelock.Write)
 		require.NoError(t, err)
-		waitPast(t, db, last.ExpiresAt.Add(60*time.Millisecond))
+		// Past the last of the six, the reader (taken after the writes:
+		// on a loaded machine more than 60 ms after them).
+		waitPast(t, db, read.ExpiresAt.Add(60*time.Millisecond))
 
 		expired, err := p.List(db, offlinelock.Filter{Expired: true})
 		require.NoError(t, err)
