@@ -141,5 +141,35 @@ func (b *binding) prepare(db *gorm.DB, m *model) error {
 	return nil
 }
 
+// learn prepares m for a statement the plugin lets through without
+// enforcing it (a load that takes no lock, a bypassed statement), where
+// a guard governs grants: its catalog row is written and its table
+// guarded before any of its rows can be held (docs/guard.md). A failure
+// is the next statement's to retry: this one goes on, and grants of its
+// records are refused until the guard covers its table.
+//
+// A read inside a caller's transaction does not: a failed catalog write
+// there would abort a read-only transaction (PostgreSQL), and a
+// connection of its own could wait for the pool the transaction holds.
+// The model is learnt by its next statement outside one (or by a write),
+// and its grants are refused until its table is covered. A write in a
+// transaction (GORM's own, around a Create, included) writes the
+// catalog row, which commits with it, and installs nothing: an install
+// beside the transaction would wait for the table it writes. The
+// table's next statement outside a transaction, or its first grant,
+// installs the guard.
+func (b *binding) learn(db *gorm.DB, m *model, write bool) {
+	if _, ok := b.p.guardGoverns(b); !ok {
+		return
+	}
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
+		if write {
+			_ = b.rememberModel(db, m)
+		}
+		return
+	}
+	_ = b.prepare(db, m)
+}
+
 // forget makes every model be prepared again.
 func (b *binding) forget() { b.epoch.Add(1) }

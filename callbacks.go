@@ -195,9 +195,11 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 		}
 	}
 	if onLoad && !m.locksOnLoad() {
+		b.learn(db, m, false)
 		return nil
 	}
 	if p.bypassed(db, op) {
+		b.learn(db, m, !onLoad)
 		return nil
 	}
 	return b.start(db, m, op)

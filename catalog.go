@@ -184,6 +184,10 @@ func (b *binding) rememberModel(db *gorm.DB, m *model) error {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	c := direct(db).WithoutCancel()
 	spec := b.p.specOf(m)
+	// What the table's guard covers may have grown (a join table, a
+	// cascade learnt from another model): its next install plans it
+	// again, and grants wait for that (coverage.go).
+	defer b.guard.forgetSoon(m.table)
 	if stored, err := b.t.specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
 		h.saved.Store(version) // committed already: no write, no row lock held in the caller's transaction
 		return nil

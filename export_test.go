@@ -69,3 +69,9 @@ func GuardKeyOf(p *Plugin, db *gorm.DB) string { return p.guardOf(db).key() }
 // a writer's identity, signed in the database: its one $1 is the claim
 // ("f:" or "s:" and the session).
 func IdentityStatement(p *Plugin) string { return p.pgIdentityStatement }
+
+// LockTableOf is p's lock table's name.
+func LockTableOf(p *Plugin) string { return p.cfg.Table }
+
+// CheckGuarded is the check every grant makes (coverage.go).
+func CheckGuarded(p *Plugin, db *gorm.DB, resource string) error { return p.checkGuarded(db, resource) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +40,32 @@ type guardState struct {
 	routine  bool                     // the shared routine is installed, this process
 	tables   map[string]string        // table (lower case) → the version installed
 	pending  map[string]chan struct{} // tables being guarded in the background: closed when done
+	busy     map[string]time.Time     // tables whose install timed out waiting for a lock → until when statements leave them alone
 	guardKey atomic.Pointer[string]   // the guard's key on MySQL/MariaDB, which the identity's mark is keyed with (loadGuardKey)
+
+	// What grants read (coverage.go): advanced with every change of
+	// tables, so that the next grant shows the guard's coverage again.
+	gen        atomic.Uint64
+	cover      atomic.Pointer[coverage] // the last coverage shown, as of gen
+	coverMu    sync.Mutex               // one coverage computed at a time
+	refreshing atomic.Bool              // a periodic check is under way
+	repairAt   atomic.Int64             // when a grant last tried to repair, in Unix nanoseconds (repairFor)
+}
+
+// changed makes the next grant show the guard's coverage again: call it
+// with every change of tables.
+func (gs *guardState) changed() { gs.gen.Add(1) }
+
+// forgetSoon makes table be guarded again by its next install, where
+// that does not wait for an install under way (which holds mu while it
+// waits for a connection the caller's transaction may hold), and the
+// next grant show the coverage again (which repairs what is missing).
+func (gs *guardState) forgetSoon(table string) {
+	if gs.mu.TryLock() {
+		delete(gs.tables, strings.ToLower(table))
+		gs.mu.Unlock()
+	}
+	gs.changed()
 }
 
 // key is the guard's key, or "" while it is not known (no guard: a mark
@@ -89,7 +115,12 @@ func (p *Plugin) guardStoreOf(db *gorm.DB) (lockStore, lockstore.Guard, error) {
 
 // ensureGuards installs or upgrades the guard of every lockable table in
 // specs (all the catalog's) that exists, on a connection of its own.
-func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
+//
+// With skipBusy (an install on a statement's way), a table whose install
+// timed out waiting for a lock in the last guardBusyFor is left to the
+// background retry (retryGuard) and the periodic check: each statement
+// would otherwise wait the install's lock timeout for it again.
+func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) error {
 	_, g, err := p.guardStoreOf(db)
 	if err != nil || g == nil {
 		return err
@@ -110,9 +141,20 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		}
 		gs.routine = true
 	}
-	plans, err := guardPlans(c, g, specs)
+	defer gs.changed()
+	// A table the guard cannot follow (planFailure) is left unguarded, and
+	// its records' grants refused (coverage.go); every other table is
+	// guarded all the same, and the first failure is returned.
+	fails := map[string]planFailure{}
+	plans, err := guardPlans(c, g, specs, fails)
 	if err != nil {
 		return err
+	}
+	var first error
+	for _, table := range slices.Sorted(maps.Keys(fails)) {
+		if first == nil {
+			first = fails[table].err
+		}
 	}
 	for _, plan := range plans {
 		if m := p.reg.tableModel(plan.Inherits); plan.Inherits != "" && m != nil {
@@ -121,14 +163,46 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec) error {
 		if v, ok := gs.tables[strings.ToLower(plan.Table)]; ok && v == plan.Version {
 			continue
 		}
+		if until, ok := gs.busy[strings.ToLower(plan.Table)]; skipBusy && ok && time.Now().Before(until) {
+			continue
+		}
 		if err := g.GuardTable(c, plan); tableGone(err) {
 			continue // dropped since the plan was made: nothing to guard
-		} else if err != nil {
+		} else if lockstore.IsLockTimeout(err) {
+			// The table is in use: the others likely are too, and each
+			// would wait as long. Tried again later (retryGuard, the
+			// tables' next statements after guardBusyFor); their grants
+			// are refused meanwhile.
+			if gs.busy == nil {
+				gs.busy = map[string]time.Time{}
+			}
+			gs.busy[strings.ToLower(plan.Table)] = time.Now().Add(guardBusyFor)
 			return guardInstallError("table "+plan.Table, err)
+		} else if err != nil {
+			if first == nil {
+				first = guardInstallError("table "+plan.Table, err)
+			}
+			continue
 		}
 		gs.tables[strings.ToLower(plan.Table)] = plan.Version
+		delete(gs.busy, strings.ToLower(plan.Table))
 	}
-	return nil
+	return first
+}
+
+// guardBusyFor is how long installs on statements' ways leave a table
+// alone after one timed out waiting for it.
+const guardBusyFor = 10 * time.Second
+
+// busyTable says whether an install timed out waiting for table in the
+// last guardBusyFor.
+func (gs *guardState) busyTable(table string) bool {
+	if !gs.mu.TryLock() {
+		return false // an install under way: it knows better soon
+	}
+	defer gs.mu.Unlock()
+	until, ok := gs.busy[strings.ToLower(table)]
+	return ok && time.Now().Before(until)
 }
 
 // tableGone: err says the table does not exist (PostgreSQL 42P01, MySQL
@@ -145,7 +219,18 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 	case p.cfg.LeaveGuard:
 		return nil
 	case !p.cfg.DisableGuard:
-		return p.InstallGuard(db)
+		err := p.InstallGuard(db)
+		if err != nil && lockstore.IsLockTimeout(err) {
+			// A business table in use by an open transaction: the
+			// application starts all the same, the grants of what is not
+			// covered are refused (coverage.go), and the install is
+			// tried again in the background.
+			p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard could not be installed or repaired at start-up: a table is in use; "+
+				"grants of the records it covers are refused until it is, and it is tried again in the background", "error", err)
+			go p.retryGuard(p.background(db))
+			return nil
+		}
+		return err
 	}
 	tables, err := p.GuardedTables(db)
 	if err != nil {
@@ -164,6 +249,50 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 		"remove it first with `offlinelock guard remove --dsn … --table %s` (or Plugin.RemoveGuard), or unset DisableGuard",
 		p.cfg.Table, strings.Join(tables, ", "), p.cfg.Table)
 }
+
+// retryGuard tries InstallGuard again, with growing pauses (1 s, 2 s, …
+// up to guardRetryMax), until it succeeds, fails for another reason than
+// a lock wait, or guardRetries tries are spent; the tables' next
+// statements and the periodic check (coverage.go) try too.
+func (p *Plugin) retryGuard(db *gorm.DB) {
+	pause := time.Second
+	for range guardRetries {
+		time.Sleep(pause)
+		pause = min(2*pause, guardRetryMax)
+		err := p.retryOnce(db)
+		if err == nil {
+			p.cfg.Logger.InfoContext(ctxOf(db), "offlinelock: the database guard is installed")
+			return
+		}
+		if !lockstore.IsLockTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+			p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: installing the database guard in the background failed", "error", err)
+			return
+		}
+	}
+}
+
+// retryOnce is one of retryGuard's installs. On PostgreSQL it is given
+// guardRetryWait: the statement waiting for a table in use is cancelled
+// then, and with it the lock it queued, which every reader of the table
+// waits behind. (MySQL/MariaDB go on waiting for a metadata lock after
+// the client gave up: the install's own lock_wait_timeout bounds it.)
+func (p *Plugin) retryOnce(db *gorm.DB) error {
+	if db.Dialector.Name() != "postgres" {
+		return p.InstallGuard(db)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), guardRetryWait)
+	defer cancel()
+	return p.InstallGuard(db.WithContext(ctx))
+}
+
+// guardRetryWait bounds each of retryGuard's installs on PostgreSQL.
+const guardRetryWait = time.Second
+
+// guardRetries and guardRetryMax bound retryGuard: about 10 minutes.
+const (
+	guardRetries  = 25
+	guardRetryMax = 30 * time.Second
+)
 
 // learnPartitions makes the names of the partitions and inheritance
 // children of m's table (PostgreSQL) names of m's to the plugin (Strict,
@@ -231,6 +360,7 @@ func (p *Plugin) forgetGuards(db *gorm.DB) {
 	gs.mu.Lock()
 	gs.routine, gs.tables = false, nil
 	gs.mu.Unlock()
+	gs.changed()
 	p.forgetModels(db)
 }
 
@@ -249,6 +379,7 @@ func (p *Plugin) forgetGuard(db *gorm.DB, table string) {
 	gs.mu.Lock()
 	delete(gs.tables, strings.ToLower(table))
 	gs.mu.Unlock()
+	gs.changed()
 }
 
 // guardLazily guards m's table if it is not yet known to be, logging a
@@ -382,9 +513,12 @@ func (p *Plugin) guardSession(db *gorm.DB) *gorm.DB {
 	return p.background(db).Session(&gorm.Session{Logger: logger.Discard})
 }
 
+// logGuardError logs an install that failed on a statement's way: the
+// statement goes on (the plugin checks it), and grants of the table's
+// records are refused until the guard is in place (coverage.go).
 func (p *Plugin) logGuardError(db *gorm.DB, m *model, err error) {
 	if err != nil {
-		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard is not installed yet", "table", m.table, "error", err)
+		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard could not be installed; grants of the table's records are refused until it is (offlinelock guard install)", "table", m.table, "error", err)
 	}
 }
 
@@ -417,7 +551,7 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 		}
 		p.forgetGuard(db, x.table)
 	}
-	err = p.ensureGuards(db, specs)
+	err = p.ensureGuards(db, specs, true)
 	if err != nil {
 		p.forgetModels(db) // the tables forgotten above are tried again by their next statements
 	}
@@ -453,6 +587,15 @@ func (p *Plugin) aggregateOf(m *model) []*model {
 		}
 	}
 	walk(m, 0)
+	// Members that name their root on their own side only (lock:"root",
+	// no association on the root's): known once GORM parsed them.
+	for _, c := range p.reg.lockable() {
+		if c.root == nil || c.err != nil || c.typ == nil || seen[strings.ToLower(c.table)] || p.resolve(c) != nil || !slices.Contains(c.chain, m) {
+			continue
+		}
+		seen[strings.ToLower(c.table)] = true
+		out = append(out, c)
+	}
 	return out
 }
 
@@ -468,12 +611,17 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 	if err != nil || g == nil {
 		return err
 	}
+	// Installs started in the background (after DDL through GORM) end
+	// first: one of them ending later would plan what it found before.
+	ctx, cancel := context.WithTimeout(ctxOf(db), coverWait)
+	p.guardOf(db).waitPending(ctx, !inTx(db))
+	cancel()
 	specs, err := t.specs(direct(p.background(db)))
 	if err != nil {
 		return err
 	}
 	p.forgetGuards(db)
-	return p.ensureGuards(db, specs)
+	return p.ensureGuards(db, specs, false)
 }
 
 // RemoveGuard drops the database guard of this plugin's lock table from
@@ -491,6 +639,7 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	gs.routine, gs.tables = false, nil
+	defer gs.changed()
 	defer p.forgetModels(db) // the next statement on a table guards it again
 	return g.RemoveGuard(direct(p.background(db)))
 }
@@ -501,9 +650,13 @@ type GuardState struct {
 	// State is "ok" (in place as this version installs it), "dropped" (a
 	// trigger or routine is missing), "disabled" (a trigger is disabled),
 	// "replaced" (a routine or trigger differs from what this version
-	// installs), or "hidden" (this role may not read the definitions).
-	// InstallGuard, or the next db.Use, repairs all but "hidden".
+	// installs), "hidden" (this role may not read the definitions), or
+	// "unguardable" (the guard cannot follow the table: Reason says why
+	// and what to change in the schema). InstallGuard, or the next
+	// db.Use, repairs "dropped", "disabled" and "replaced".
 	State string
+	// Reason says, for "unguardable", why.
+	Reason string
 }
 
 // GuardStatus reports, for every lockable table of the catalog that
@@ -522,20 +675,52 @@ func (p *Plugin) GuardStatus(db *gorm.DB) ([]GuardState, error) {
 	if err != nil {
 		return nil, err
 	}
-	plans, err := guardPlans(c, g, specs)
+	fails := map[string]planFailure{}
+	plans, err := guardPlans(c, g, specs, fails)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]GuardState, 0, len(plans))
+	out := make([]GuardState, 0, len(plans)+len(fails))
 	for _, plan := range plans {
 		state, err := g.TableState(c, plan)
+		if tableGone(err) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, GuardState{Table: strings.ToLower(plan.Table), State: state})
 	}
+	for table, f := range fails {
+		out = append(out, GuardState{Table: table, State: "unguardable", Reason: strings.TrimPrefix(f.err.Error(), "offlinelock: ")})
+	}
 	slices.SortFunc(out, func(a, b GuardState) int { return strings.Compare(a.Table, b.Table) })
 	return out, nil
+}
+
+// DeclaredTables lists, in order, the lockable tables the catalog
+// declares (lower case): those whose models an application registered
+// (Config.Models) or used on this lock table's database, whether or not
+// they exist. The guard covers their tables; an empty list means no
+// application has declared any yet.
+func (p *Plugin) DeclaredTables(db *gorm.DB) ([]string, error) {
+	db = onPrimary(db)
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := t.specs(direct(p.background(db)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(specs))
+	for _, s := range specs {
+		if s.Table != "" {
+			out = append(out, strings.ToLower(s.Table))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // GuardedTables lists, in order, the tables that carry this plugin's
@@ -560,7 +745,13 @@ func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
 
 // guardPlans are the plans of every table specs guard: the lockable
 // tables and their many2many join tables that exist.
-func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, error) {
+//
+// With fails nil, a table the guard cannot follow (a member whose root is
+// not in the catalog, a foreign key's action it cannot see) fails the
+// whole plan; else it is left out of the plans and recorded in fails,
+// with the lock resources whose records it can hold, and the rest are
+// planned.
+func guardPlans(c conn, g lockstore.Guard, specs []tableSpec, fails map[string]planFailure) ([]guardPlan, error) {
 	b := planBuilder{c: c, g: g, specs: map[string]tableSpec{}, types: map[string]map[string]string{}}
 	for _, s := range specs {
 		b.specs[strings.ToLower(s.Table)] = s
@@ -568,11 +759,24 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 	ps := planSet{byTable: map[string]*guardPlan{}, recordsOf: map[string][]guardRecord{}}
 	for _, s := range specs {
 		if err := ps.addRecords(&b, s); err != nil {
-			return nil, err
+			if fails == nil || lockstore.IsMissingTable(err) {
+				return nil, err
+			}
+			fails[strings.ToLower(s.Table)] = planFailure{err: err, resources: []string{strings.ToLower(resourceOfSpec(b.specs, s))}}
 		}
 	}
 	for _, table := range ps.children {
 		cs, err := b.cascadesInto(table, ps.recordsOf[table])
+		if err != nil && fails != nil {
+			f := planFailure{err: err}
+			for _, r := range ps.recordsOf[table] {
+				if !slices.Contains(f.resources, strings.ToLower(r.Resource)) {
+					f.resources = append(f.resources, strings.ToLower(r.Resource))
+				}
+			}
+			fails[strings.ToLower(table)] = f
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -585,6 +789,26 @@ func guardPlans(c conn, g lockstore.Guard, specs []tableSpec) ([]guardPlan, erro
 		return nil, err
 	}
 	return ps.plans(), nil
+}
+
+// planFailure is a table guardPlans could not plan: why, and the lock
+// resources (lower case) whose records it can hold.
+type planFailure struct {
+	err       error
+	resources []string
+}
+
+// resourceOfSpec is the lock resource of s's records: its root's, up
+// the chain of the catalog, or its own table's.
+func resourceOfSpec(specs map[string]tableSpec, s tableSpec) string {
+	for i := 0; s.Root != nil && i < 16; i++ {
+		up, ok := specs[strings.ToLower(s.Root.Table)]
+		if !ok {
+			return s.Root.Table
+		}
+		s = up
+	}
+	return s.Table
 }
 
 // planSet is the guard's plans as guardPlans builds them, by table, in

@@ -63,6 +63,10 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if refuseVolatileLimit(db, st) || st.m.root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
+	if err := p.checkGuarded(db, st.m.lockResource()); err != nil {
+		st.fail(db, err) // no guard, no grant (coverage.go)
+		return
+	}
 	st.restore = snapshot(db.Statement.ReflectValue)
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	if !gormOnly {
@@ -598,6 +602,10 @@ func (b *binding) beforeRow(db *gorm.DB) {
 		return
 	}
 	if refuseVolatileLimit(db, st) || st.m.root != nil && p.refuseMemberJoins(db, st) {
+		return
+	}
+	if err := p.checkGuarded(db, st.m.lockResource()); err != nil {
+		st.fail(db, err) // no guard, no grant (coverage.go)
 		return
 	}
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}

@@ -82,6 +82,14 @@ type Config struct {
 	// go on refusing writes of held records, this plugin's own included,
 	// that no statement of its would prove.
 	DisableGuard bool
+	// GuardCheckEvery is how often the plugin reads again, in the
+	// background, whether the database guard covers every table that can
+	// hold rows of lockable records (docs/guard.md, "No guard, no
+	// grant"): a trigger disabled or dropped, or a table created, outside
+	// the plugin is found within this period, and grants of its records
+	// are refused from then on. The plugin's own installs, repairs and
+	// DDL through GORM are seen at once. Default DefaultGuardCheckEvery.
+	GuardCheckEvery time.Duration
 	// LeaveGuard makes db.Use neither install the guard nor check for it,
 	// and the plugin never installs it on a statement's way; statements
 	// still carry the identity the guard reads. For tools that install,
@@ -345,6 +353,13 @@ func (p *Plugin) observeLive(db *gorm.DB) error {
 	}
 	if err := p.tel.observeLive(db, t); err != nil {
 		return fmt.Errorf("offlinelock: registering the live-locks gauge: %w", err)
+	}
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return err
+	}
+	if err := p.tel.observeUnguarded(db, b); err != nil {
+		return fmt.Errorf("offlinelock: registering the unguarded-tables gauge: %w", err)
 	}
 	return nil
 }

@@ -60,6 +60,14 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 	if err != nil {
 		return nil, err
 	}
+	if m := p.reg.tableModel(k.Resource); m != nil {
+		if err := p.rememberTarget(db, m, k); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.checkGuarded(db, k.Resource); err != nil {
+		return nil, err // no guard, no grant: nothing released, nothing noted
+	}
 	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
 		return nil, err
 	}

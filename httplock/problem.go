@@ -121,6 +121,12 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		p.Status, p.Type, p.Title, p.Detail = http.StatusForbidden, ProblemBase+"forbidden", "Forbidden", "you may not do this"
 	case errors.Is(err, offlinelock.ErrInvalid):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusBadRequest, ProblemBase+"bad-request", "Bad Request", "the request is not valid"
+	case errors.Is(err, offlinelock.ErrUnguarded):
+		// No guard, no grant: an operator's matter, named in the log.
+		p.Status, p.Type, p.Title = http.StatusServiceUnavailable, ProblemBase+"unguarded", "Service Unavailable"
+		p.Detail = "this record cannot be locked now: the database does not enforce its lock yet; an operator has been told"
+		s.cfg.Logger.ErrorContext(r.Context(), "httplock: a lock was refused: the database guard does not cover the record", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		p.Status, p.Type, p.Title, p.Detail = http.StatusNotFound, ProblemBase+"not-found", "Not Found", "there is no such record"
 	default:

@@ -96,4 +96,9 @@
 //	2  bad flags or arguments (including input the library refuses as
 //	   ErrInvalid, such as an over-long filter); nothing was done
 //	3  show or release of a record nobody holds
+//	4  guard status or install: a declared table is not fully guarded
+//	   (each table's state is printed on stdout)
+//	5  guard status or install: no lockable table is declared in the
+//	   catalog yet, so nothing is guarded; the application's db.Use
+//	   declares them (Config.Models), then run guard install again
 package main

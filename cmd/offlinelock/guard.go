@@ -2,17 +2,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/offlinelock/offlinelock"
 )
 
+// errUnguarded is guard status's or install's finding that a declared
+// table is not fully guarded (exit code 4).
+var errUnguarded = errors.New("a declared table is not fully guarded")
+
+// errNothingDeclared is guard status's or install's finding that no
+// lockable table is declared in the catalog yet (exit code 5).
+var errNothingDeclared = errors.New("no lockable table is declared yet")
+
 // guardCmd shows, installs or removes the database guard (docs/guard.md).
 func guardCmd(ctx context.Context, c cli, args []string) error {
 	fs := newFlags("guard", "status|install|remove [flags]",
-		"status lists the tables that carry the database guard of the lock table.\n"+
-			"install installs it (or upgrades it in place) on every lockable table of the catalog, as db.Use does.\n"+
+		"status reports, per table, whether the database guard of the lock table is in place on every table\n"+
+			"the catalog declares (and their join tables and foreign-key parents); it exits 4 when one is not.\n"+
+			"install installs it (or upgrades it in place) on every lockable table of the catalog, as db.Use does,\n"+
+			"and reports as status does: exit 4 when a declared table is left unguarded.\n"+
+			"Both exit 5 when no lockable table is declared yet: the application's db.Use (Config.Models) or\n"+
+			"its first statement on a lockable table declares it; its grants are refused until the guard covers it.\n"+
 			"remove drops it from every table and drops its routines: afterwards the database no longer refuses\n"+
 			"writes of held records from clients that do not pass through the plugin, until a node's db.Use\n"+
 			"installs it again (set offlinelock.Config.DisableGuard there to keep it off).")
@@ -34,33 +47,68 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		return err
 	}
 	defer closeDB()
+	var installErr error
 	switch pos[0] {
 	case "install":
-		if err := locks.InstallGuard(db); err != nil {
-			return err
-		}
+		installErr = locks.InstallGuard(db) // reported with the tables it left unguarded
 	case "remove":
 		if err := locks.RemoveGuard(db); err != nil {
 			return err
 		}
+		tables, err := locks.GuardedTables(db)
+		if err != nil {
+			return err
+		}
+		if len(tables) == 0 {
+			fmt.Fprintln(c.stdout, "no table carries the guard")
+			return nil
+		}
+		return fmt.Errorf("the guard is still on %s after its removal", strings.Join(tables, ", "))
 	}
-	tables, err := locks.GuardedTables(db)
+	if db.Dialector.Name() == "sqlite" {
+		fmt.Fprintln(c.stdout, "no table carries the guard") // SQLite has no guard (docs/guard.md)
+		return installErr
+	}
+	declared, err := locks.DeclaredTables(db)
 	if err != nil {
-		return err
+		return errors.Join(installErr, err)
 	}
-	if len(tables) == 0 {
-		fmt.Fprintln(c.stdout, "no table carries the guard")
-		return nil
+	if len(declared) == 0 {
+		fmt.Fprintf(c.stdout, "no lockable table is declared in the catalog yet: nothing is guarded.\n"+
+			"The application declares its tables at db.Use (Config.Models) or at its first statement on each; "+
+			"with the guard on, it installs the guard on them if its role may, and refuses their grants until it is in place. "+
+			"Run `offlinelock guard install` again once it has.\n")
+		return errors.Join(installErr, errNothingDeclared)
 	}
-	fmt.Fprintf(c.stdout, "guarded: %s\n", strings.Join(tables, ", "))
 	states, err := locks.GuardStatus(db)
 	if err != nil {
-		return err
+		return errors.Join(installErr, err)
 	}
+	bad := 0
+	seen := map[string]bool{}
 	for _, s := range states {
-		if s.State != "ok" {
-			fmt.Fprintf(c.stdout, "not in place: %s (%s): `offlinelock guard install` repairs it\n", s.Table, s.State)
+		seen[s.Table] = true
+		switch s.State {
+		case "ok":
+			fmt.Fprintf(c.stdout, "%s: guarded\n", s.Table)
+		case "hidden":
+			bad++
+			fmt.Fprintf(c.stdout, "%s: not shown: this role may not read the guard's definitions; run `offlinelock guard status` as the tables' owner\n", s.Table)
+		case "unguardable":
+			bad++
+			fmt.Fprintf(c.stdout, "%s: not guarded: %s\n", s.Table, s.Reason)
+		default:
+			bad++
+			fmt.Fprintf(c.stdout, "%s: not guarded (%s): `offlinelock guard install` as the tables' owner repairs it\n", s.Table, s.State)
 		}
 	}
-	return nil
+	for _, t := range declared {
+		if !seen[t] {
+			fmt.Fprintf(c.stdout, "%s: declared, no such table yet (guarded when it is made through GORM, or by `offlinelock guard install`)\n", t)
+		}
+	}
+	if bad > 0 {
+		return errors.Join(installErr, fmt.Errorf("%w: %d of %d tables", errUnguarded, bad, len(states)))
+	}
+	return installErr
 }

@@ -19,6 +19,8 @@ const (
 	exitFailed   = 1 // the database failed or refused, or the DSN is wrong
 	exitUsage    = 2 // bad flags or arguments; nothing was done
 	exitNotFound = 3 // show or release of a record nobody holds
+	exitUnguard  = 4 // guard status or install: a declared table is not fully guarded
+	exitNoTables = 5 // guard status or install: no lockable table is declared yet
 )
 
 const usage = `offlinelock inspects and administers the lock table of github.com/offlinelock/offlinelock.
@@ -49,6 +51,8 @@ exit codes:
   1  the database failed or refused, or the DSN is wrong
   2  bad flags or arguments; nothing was done
   3  show or release of a record nobody holds
+  4  guard status or install: a declared table is not fully guarded
+  5  guard status or install: no lockable table is declared yet
 `
 
 func main() {
@@ -114,6 +118,10 @@ func (c cli) exit(name string, err error) int {
 	switch {
 	case errors.Is(err, errNotHeld):
 		return exitNotFound
+	case errors.Is(err, errUnguarded) && !errors.Is(err, errNothingDeclared):
+		return exitUnguard
+	case errors.Is(err, errNothingDeclared):
+		return exitNoTables
 	case errors.Is(err, offlinelock.ErrInvalid):
 		return exitUsage // the library refused an argument; nothing changed
 	}

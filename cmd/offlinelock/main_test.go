@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -284,6 +286,36 @@ by user        david      2
 			r = cmd(append([]string{"guard", "remove"}, on...)...)
 			assert.Equal(t, result{exitOK, "no table carries the guard\n", ""}, r)
 			r = cmd(append([]string{"guard", "status"}, on...)...)
+			if d.name == "sqlite" {
+				assert.Equal(t, result{exitOK, "no table carries the guard\n", ""}, r)
+			} else {
+				// A declared table without its guard: status says so,
+				// per table, and exits 4 (issue 48).
+				assert.Equal(t, exitUnguard, r.code, r.stderr)
+				assert.Contains(t, r.stdout, "cli_guarded_docs: not guarded (dropped)")
+				assert.Contains(t, r.stderr, "a declared table is not fully guarded")
+				r = cmd(append([]string{"guard", "install"}, on...)...)
+				assert.Equal(t, exitOK, r.code, r.stderr)
+				assert.Contains(t, r.stdout, "cli_guarded_docs: guarded\n")
+
+				// A lock table whose catalog declares nothing: install
+				// guards nothing and says so, with exit code 5.
+				b := make([]byte, 5)
+				rand.Read(b)
+				fresh := []string{"--dsn", d.dsn, "--table", "cli_" + hex.EncodeToString(b)}
+				t.Cleanup(func() {
+					for _, suffix := range []string{"", "_generation", "_tables", "_notes", "_order"} {
+						d.db.Exec("DROP TABLE IF EXISTS " + fresh[3] + suffix)
+					}
+					d.db.Exec("DROP SEQUENCE IF EXISTS " + fresh[3] + "_generation")
+				})
+				r = cmd(append([]string{"guard", "install"}, fresh...)...)
+				assert.Equal(t, exitNoTables, r.code, r.stderr)
+				assert.Contains(t, r.stdout, "no lockable table is declared in the catalog yet")
+				r = cmd(append([]string{"guard", "status"}, fresh...)...)
+				assert.Equal(t, exitNoTables, r.code, r.stderr)
+			}
+			r = cmd(append([]string{"guard", "remove"}, on...)...)
 			assert.Equal(t, result{exitOK, "no table carries the guard\n", ""}, r)
 			r = cmd(append([]string{"guard", "off"}, on...)...)
 			assert.Equal(t, exitUsage, r.code)
