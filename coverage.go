@@ -56,8 +56,9 @@ type UnguardedTable struct {
 	// one of its triggers, routines or views is missing), "disabled"
 	// (a trigger is disabled), "replaced" (a trigger or routine differs
 	// from what this version installs), "unknown" (its guard could not be
-	// read in time: Reason says why), or "unguardable" (the guard cannot
-	// follow the table: Reason says why and what to change).
+	// read in time: Reason says why), "unguardable" (the guard cannot
+	// follow the table: Reason says why and what to change), or "newer"
+	// (a newer offlinelock installed the guard: upgrade this node).
 	State string
 	// Reason says it for people.
 	Reason string
@@ -179,6 +180,11 @@ func (p *Plugin) unguarded(resource string, gaps []UnguardedTable) error {
 
 // installAdvice is the way out for gaps.
 func (p *Plugin) installAdvice(gaps []UnguardedTable) string {
+	for _, g := range gaps {
+		if g.State == lockstore.GuardNewer {
+			return "Upgrade this node's offlinelock to the version that installed the guard: it grants nothing until then, and leaves the guard as it is"
+		}
+	}
 	for _, g := range gaps {
 		if g.State != "unguardable" {
 			return fmt.Sprintf("Run `offlinelock guard install --dsn <the tables' owner's DSN> --table %s` (or Plugin.InstallGuard as the tables' owner), "+
@@ -356,6 +362,8 @@ func reasonOf(state string) string {
 		return "carries a disabled trigger of the database guard"
 	case lockstore.GuardReplaced:
 		return "carries a database guard that differs from what this version installs (a trigger or routine was replaced, or the guard is of another version)"
+	case lockstore.GuardNewer:
+		return "carries a database guard of a newer protocol than this node speaks (ErrGuardProtocol)"
 	}
 	return "is not covered by the database guard (" + state + ")"
 }

@@ -220,6 +220,13 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 		return nil
 	case !p.cfg.DisableGuard:
 		err := p.InstallGuard(db)
+		if errors.Is(err, ErrGuardProtocol) {
+			// A newer node installed the guard: this one serves its
+			// statements, grants nothing (coverage.go: "newer"), and
+			// leaves the guard alone.
+			p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard was installed by a newer offlinelock; this node grants no lock until it is upgraded", "error", err)
+			return nil
+		}
 		if err != nil && lockstore.IsLockTimeout(err) {
 			// A business table in use by an open transaction: the
 			// application starts all the same, the grants of what is not

@@ -37,3 +37,29 @@ func TestGuardProtocolNewerIsLeftAlone(t *testing.T) {
 		})
 	}
 }
+
+// A node started against a guard of a newer protocol serves its
+// statements but grants nothing, naming the upgrade (issue 48).
+func TestGuardProtocolNewerRefusesGrantsOnly(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := gdSetup(t, d, offlinelock.Config{})
+			catalog := p.TableName() + "_tables"
+			require.NoError(t, plainGORM(t, db).Exec(`UPDATE `+catalog+` SET spec = '3' WHERE name = 'offlinelock:guard protocol'`).Error)
+			node := d.open(t)
+			p2 := offlinelock.New(offlinelock.Config{Table: p.TableName(), Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}})
+			useErr := node.Use(p2)
+			t.Logf("db.Use: %v", useErr)
+			_, err := p2.Acquire(as(node, david), &GdCustomer{ID: 130}, offlinelock.Write)
+			require.Error(t, err, "no grant from a node that does not speak the guard's protocol")
+			assert.ErrorIs(t, err, offlinelock.ErrUnenforceable)
+			assert.Contains(t, err.Error(), "Upgrade this node")
+			var held int64
+			require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+p.TableName()+` WHERE lock_id = '130' AND holder = ''`).Scan(&held).Error)
+			assert.Zero(t, held, "nothing written to the lock table")
+			assert.NoError(t, as(node, david).Model(&GdTag{ID: 1}).Update("name", "served").Error, "a write of an untagged table is served")
+			var c GdCustomer
+			assert.NoError(t, as(node, david).First(&c, 130).Error, "a read is served")
+		})
+	}
+}

@@ -242,4 +242,5 @@ const (
 	GuardDisabled = "disabled" // a trigger is disabled (ALTER TABLE … DISABLE TRIGGER)
 	GuardReplaced = "replaced" // a routine or trigger differs from what this version installs
 	GuardHidden   = "hidden"   // this role may not read the definitions (MariaDB without TRIGGER)
+	GuardNewer    = "newer"    // a newer protocol's guard is installed (ErrGuardProtocol): this node must be upgraded
 )

@@ -425,6 +425,10 @@ $offlinelock$`, pgRevoke(fn), "DROP TRIGGER IF EXISTS " + name + " ON " + pgQuot
 		"CREATE TRIGGER " + name + " AFTER INSERT OR UPDATE OR DELETE ON " + pgQuote(plan.Table) + " FOR EACH ROW EXECUTE PROCEDURE " + fn + "()"}
 }
 
+// pgBusinessTableWait bounds an install's wait for a business table's
+// lock (issue 48: no reader of a business table waits more than 1 s).
+const pgBusinessTableWait = "1s"
+
 func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 	c = s.observed(c)
 	return c.inTx(func(c Conn) error {
@@ -478,7 +482,10 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		if there {
 			mode = "ACCESS EXCLUSIVE"
 		}
-		stmts = append([]string{"LOCK TABLE " + pgQuote(plan.Table) + " IN " + mode + " MODE"}, stmts...)
+		// A business table in use holds this up 1 s at most (readers queue
+		// behind the lock's request meanwhile); past it the install fails,
+		// and is tried again later (the plugin's background repairs).
+		stmts = append([]string{"SET LOCAL lock_timeout = '" + pgBusinessTableWait + "'", "LOCK TABLE " + pgQuote(plan.Table) + " IN " + mode + " MODE"}, stmts...)
 		for _, q := range pgOwned(stmts) {
 			if _, err := c.Exec(q); err != nil {
 				return err

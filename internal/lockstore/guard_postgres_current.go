@@ -2,6 +2,7 @@ package lockstore
 
 import (
 	"database/sql"
+	"errors"
 	"regexp"
 	"strings"
 )
@@ -125,6 +126,11 @@ func pgState(c Conn, lt string, stmts []string) (string, error) {
 // they call.
 func (s *postgresStore) TableState(c Conn, plan GuardPlan) (string, error) {
 	c = s.observed(c)
+	if _, err := s.checkProtocol(c); errors.Is(err, ErrGuardProtocol) {
+		return GuardNewer, nil
+	} else if err != nil {
+		return "", err
+	}
 	schema, err := s.schema(c)
 	if err != nil {
 		return "", err
