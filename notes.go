@@ -1,8 +1,10 @@
 package offlinelock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,28 +124,50 @@ func int64sAny(ns []int64) []any {
 	return out
 }
 
-// since returns the notes after id written at from or later, oldest
-// first: those that say how a lock changed hands or ended (take-overs,
-// force releases, sign-outs), at most limit of them, then the requests
-// to edit, at most limit of them, read apart. Anyone may ask to edit, so
-// a flood of requests (RequestsPerMinute per user, from many users)
-// fills only its own read: it can neither delay nor hide a take-over.
-func (n *noteTable) since(db *gorm.DB, table string, id int64, from time.Time, limit int) ([]lockNote, error) {
+// notesPage is how many notes one read of the notes table returns at
+// most; a watcher reads page after page until it has them all.
+const notesPage = 1000
+
+// of returns the notes of the records keys written at from or later, each
+// record's after its own start id (start[k]: the newest note when it was
+// first watched), oldest first: all of them, read by id in pages of
+// notesPage, one statement per 100 records and page. Only the watched
+// records' notes are read, so a flood of notes on other records (anyone
+// may ask to edit) costs a watcher nothing, and a flood on one watched
+// record fills pages of its own without hiding or delaying another's.
+func (n *noteTable) of(db *gorm.DB, table string, keys []key, start map[key]int64, from time.Time) ([]lockNote, error) {
 	var out []lockNote
-	for _, kinds := range []clause.Expression{
-		clause.Neq{Column: clause.Column{Name: "kind"}, Value: string(EventRequested)},
-		clause.Eq{Column: clause.Column{Name: "kind"}, Value: string(EventRequested)},
-	} {
-		var some []lockNote
-		err := notesOn(db, table).
-			Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: id}).
-			Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).Where(kinds).
-			Order("id").Limit(limit).Find(&some).Error
-		if err != nil {
-			return nil, err
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), 100)]
+		keys = keys[len(batch):]
+		conds := make([]clause.Expression, len(batch))
+		after := start[batch[0]]
+		for i, k := range batch {
+			conds[i] = clause.And(clause.Eq{Column: clause.Column{Name: "resource"}, Value: k.Resource},
+				clause.Eq{Column: clause.Column{Name: "lock_id"}, Value: k.ID})
+			after = min(after, start[k])
 		}
-		out = append(out, some...)
+		for {
+			var page []lockNote
+			err := notesOn(db, table).Where(clause.Or(conds...)).
+				Where(clause.Gt{Column: clause.Column{Name: "id"}, Value: after}).
+				Where(clause.Gte{Column: clause.Column{Name: "at"}, Value: from.UTC()}).
+				Order("id").Limit(notesPage).Find(&page).Error
+			if err != nil {
+				return nil, err
+			}
+			for _, nt := range page {
+				if nt.ID > start[key{Resource: nt.Resource, ID: nt.LockID}] {
+					out = append(out, nt)
+				}
+			}
+			if len(page) < notesPage {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
 	}
+	slices.SortFunc(out, func(a, b lockNote) int { return cmp.Compare(a.ID, b.ID) })
 	return out, nil
 }
 

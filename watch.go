@@ -135,7 +135,7 @@ type watcher struct {
 	viewers  map[key][]Viewer    // each watched record's viewers as last told
 	warned   map[key]time.Time
 	lease    map[key]time.Duration // each held record's lease, as last seen granted or renewed
-	lastNote int64                 // the newest note when the watcher started: older ones are not told
+	start    map[key]int64         // the newest note when each record was first watched: older ones are not told
 	toldNote map[int64]time.Time   // the notes told within noteWindow, by id, with their At
 	polled   time.Time             // when the last poll began
 	stop     context.CancelFunc    // the poll loop's, while it runs
@@ -158,11 +158,7 @@ func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
 	defer w.mu.Unlock()
 	if w.stop == nil {
 		w.db = w.p.background(db).Set(resolverWrite, struct{}{})
-		last, err := w.p.notes.last(w.db, w.p.cfg.Table)
-		if err != nil {
-			return err
-		}
-		w.lastNote, w.warned, w.lease = last, map[key]time.Time{}, map[key]time.Duration{}
+		w.start, w.warned, w.lease = map[key]int64{}, map[key]time.Time{}, map[key]time.Duration{}
 		w.toldNote, w.polled = map[int64]time.Time{}, time.Now()
 		ctx, stop := context.WithCancel(context.Background())
 		w.stop = stop
@@ -173,7 +169,13 @@ func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
 		w.pending[sub] = struct{}{}
 		return nil
 	}
-	held, err := w.holderOn(w.db, k)
+	// The record's notes are told from the newest one now: read before
+	// its lock, so that a note committed between the two reads is told.
+	last, err := w.p.notes.last(w.db, w.p.cfg.Table)
+	var held *Lock
+	if err == nil {
+		held, err = w.holderOn(w.db, k)
+	}
 	if err != nil {
 		if len(w.subs) == 0 {
 			w.stop()
@@ -181,7 +183,7 @@ func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
 		}
 		return err
 	}
-	w.subs[k], w.seen[k] = map[*watch]struct{}{sub: {}}, held
+	w.subs[k], w.seen[k], w.start[k] = map[*watch]struct{}{sub: {}}, held, last
 	sub.send(stateOf(k, held, time.Now()))
 	return nil
 }
@@ -208,6 +210,7 @@ func (w *watcher) remove(k key, sub *watch) {
 		delete(w.warned, k)
 		delete(w.lease, k)
 		delete(w.viewers, k)
+		delete(w.start, k)
 	}
 	if len(w.subs) == 0 && w.stop != nil {
 		w.stop()
@@ -248,10 +251,12 @@ func (w *watcher) holderOn(db *gorm.DB, k key) (*Lock, error) {
 func (w *watcher) poll(ctx context.Context) error {
 	began := time.Now()
 	w.mu.Lock()
-	db, last, from := w.db.WithContext(ctx), w.lastNote, w.polled.Add(-noteWindow)
+	db, from := w.db.WithContext(ctx), w.polled.Add(-noteWindow)
 	keys := make([]key, 0, len(w.subs))
+	start := make(map[key]int64, len(w.subs))
 	for k := range w.subs {
 		keys = append(keys, k)
+		start[k] = w.start[k]
 	}
 	w.mu.Unlock()
 	// The locks first, then the notes: a take-over commits its lock and
@@ -264,7 +269,7 @@ func (w *watcher) poll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	notes, err := w.p.notes.since(db, w.p.cfg.Table, last, from, 1000)
+	notes, err := w.p.notes.of(db, w.p.cfg.Table, keys, start, from)
 	if err != nil {
 		return err
 	}

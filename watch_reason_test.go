@@ -3,7 +3,6 @@ package offlinelock_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -114,16 +113,7 @@ func TestAFloodOfRequestsHidesNoTakeOver(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, offlinelock.EventLocked, next(t, events).Kind)
 
-		type floodNote struct {
-			Resource, LockID, Kind, ByUser, Reason string
-			Generation                             int64
-			At                                     time.Time
-		}
-		flood := make([]floodNote, 1100)
-		for i := range flood {
-			flood[i] = floodNote{Resource: "docs", LockID: "2", Kind: string(offlinelock.EventRequested), ByUser: "u" + strconv.Itoa(i), Generation: 1, At: time.Now().UTC()}
-		}
-		require.NoError(t, db.Table(p.TableName()+"_notes").CreateInBatches(flood, 200).Error)
+		flood(t, db, p, "2", "u", 1100)
 
 		taken, err := p.TakeOver(as(db, boss), &Doc{ID: 1}, "urgent")
 		require.NoError(t, err)
