@@ -11,7 +11,9 @@
 //	go run ./examples/editor -dsn 'root@tcp(127.0.0.1:3306)/test?parseTime=true'
 //
 // Sign in with any user name and the password "demo"; "admin" may take
-// over anyone's lock. The sign-in is a stand-in for real authentication.
+// over anyone's lock. The password check is a stand-in for real authentication;
+// the sessions are gorilla/sessions cookies (sessions.go), and a sign-out or
+// an idle session releases its locks.
 package main
 
 import (

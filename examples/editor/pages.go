@@ -57,7 +57,10 @@ func (a *app) signIn(w http.ResponseWriter, r *http.Request) {
 		render(w, loginPage, "Wrong user name or password.")
 		return
 	}
-	a.sessions.start(w, user)
+	if err := a.sessions.start(w, r, user); err != nil {
+		a.api.WriteError(w, r, err)
+		return
+	}
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

@@ -5,56 +5,78 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	gsessions "github.com/gorilla/sessions"
 )
 
-// sessionCookie carries a browser's sign-in: a random value the server maps
-// to its session, so that the cookie alone never names anyone.
+// sessionCookie is the name of the browser's session cookie, which
+// gorilla/sessions signs and encrypts: it carries the user and the id of
+// their sign-in, and nothing a browser can forge or read.
 const sessionCookie = "editor_session"
 
 // session is one sign-in. login is its id for the lock table
-// (httplock.Config.LoginSession): random too, and not the cookie's value,
-// which is the secret.
+// (httplock.Config.LoginSession): random, and never the cookie itself.
 type session struct {
 	user, login string
 	seen        time.Time
 }
 
-// sessions is the example's session store: in memory, each session ending
-// after idle without a request. A real application uses its session
-// library here; what matters is the end hook, which releases the
-// session's locks (httplock's EndLogin), whether it ends by sign-out or by
-// expiry.
+// sessions are the example's sessions, on a real session library:
+// gorilla/sessions keeps each in the browser's cookie (signed with HMAC
+// and encrypted with AES, keys made at start), and the server keeps the
+// sign-ins that are live, so that a sign-out or an idle session ends at
+// once whatever cookie a browser still sends (a cookie store alone cannot
+// revoke a cookie). What matters to the locks is the end hook, which
+// releases the sign-in's locks (httplock's EndLogin), whether it ends by
+// sign-out or by expiry.
 type sessions struct {
+	store *gsessions.CookieStore
+
 	mu    sync.Mutex
-	byKey map[string]*session
+	live  map[string]*session // by login id
 	idle  time.Duration
 	ended func(s session) // called outside the lock
 	now   func() time.Time
 }
 
 func newSessions(idle time.Duration, ended func(session)) *sessions {
-	return &sessions{byKey: map[string]*session{}, idle: idle, ended: ended, now: time.Now}
+	hashKey, blockKey := make([]byte, 64), make([]byte, 32) // HMAC-SHA256, AES-256
+	rand.Read(hashKey)
+	rand.Read(blockKey)
+	store := gsessions.NewCookieStore(hashKey, blockKey)
+	// A cookie for as long as the browser runs (MaxAge 0): idleness is
+	// the server's to judge, refreshed by every request.
+	store.Options = &gsessions.Options{Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode}
+	return &sessions{store: store, live: map[string]*session{}, idle: idle, ended: ended, now: time.Now}
 }
 
 // start signs user in and sets the cookie on w.
-func (s *sessions) start(w http.ResponseWriter, user string) {
-	key, login := rand.Text(), rand.Text()
-	s.mu.Lock()
-	s.byKey[key] = &session{user: user, login: login, seen: s.now()}
-	s.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: key, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
-}
-
-// of is r's live session, seen now.
-func (s *sessions) of(r *http.Request) (session, bool) {
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return session{}, false
+func (s *sessions) start(w http.ResponseWriter, r *http.Request, user string) error {
+	login := rand.Text()
+	gs, _ := s.store.New(r, sessionCookie) // a fresh session, whatever cookie came
+	gs.Values["user"], gs.Values["login"] = user, login
+	if err := gs.Save(r, w); err != nil {
+		return err
 	}
 	s.mu.Lock()
+	s.live[login] = &session{user: user, login: login, seen: s.now()}
+	s.mu.Unlock()
+	return nil
+}
+
+// of is r's live session, seen now: its cookie decoded by the library,
+// its sign-in still live and not idle.
+func (s *sessions) of(r *http.Request) (session, bool) {
+	gs, err := s.store.Get(r, sessionCookie)
+	if err != nil || gs.IsNew {
+		return session{}, false
+	}
+	login, _ := gs.Values["login"].(string)
+	user, _ := gs.Values["user"].(string)
+	s.mu.Lock()
 	defer s.mu.Unlock()
-	se, ok := s.byKey[c.Value]
-	if !ok || s.now().Sub(se.seen) > s.idle {
+	se, ok := s.live[login]
+	if !ok || se.user != user || s.now().Sub(se.seen) > s.idle {
 		return session{}, false
 	}
 	se.seen = s.now()
@@ -63,14 +85,16 @@ func (s *sessions) of(r *http.Request) (session, bool) {
 
 // end signs r's session out, clearing the cookie on w.
 func (s *sessions) end(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
+	gs, err := s.store.Get(r, sessionCookie)
+	if err != nil || gs.IsNew {
 		return
 	}
+	login, _ := gs.Values["login"].(string)
+	gs.Options.MaxAge = -1 // the library deletes the cookie
+	gs.Save(r, w)
 	s.mu.Lock()
-	se, ok := s.byKey[c.Value]
-	delete(s.byKey, c.Value)
+	se, ok := s.live[login]
+	delete(s.live, login)
 	s.mu.Unlock()
 	if ok {
 		s.ended(*se)
@@ -82,10 +106,10 @@ func (s *sessions) end(w http.ResponseWriter, r *http.Request) {
 func (s *sessions) expire() {
 	var gone []session
 	s.mu.Lock()
-	for key, se := range s.byKey {
+	for login, se := range s.live {
 		if s.now().Sub(se.seen) > s.idle {
 			gone = append(gone, *se)
-			delete(s.byKey, key)
+			delete(s.live, login)
 		}
 	}
 	s.mu.Unlock()
