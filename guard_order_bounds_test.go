@@ -3,6 +3,7 @@ package offlinelock_test
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"testing"
 	"time"
@@ -28,15 +29,7 @@ func TestGuardOrderGrantWaitIsBounded(t *testing.T) {
 // READ COMMITTED, where only the order table orders a free record).
 func grantWaitIsBounded(t *testing.T, d database) {
 	db, p := goSetupOn(t, d)
-	w := goOrderWriter(t, db)
-	begin := []string{`BEGIN`}
-	if d.name == "mysql" {
-		begin = []string{`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`, `BEGIN`}
-	}
-	for _, q := range append(begin, `UPDATE gd_customers SET credit = 7 WHERE id = 130`) {
-		_, err := w.ExecContext(context.Background(), q)
-		require.NoError(t, err)
-	}
+	w := openWriteOf130(t, db, d)
 	lt := p.TableName()
 	var before int64
 	require.NoError(t, db.Raw(`SELECT count(*) FROM `+lt).Scan(&before).Error)
@@ -174,15 +167,7 @@ func TestGuardOrderRowsComeBackWithTheTable(t *testing.T) {
 			}
 			require.NoError(t, db.Exec(q).Error)
 			require.NoError(t, p.InstallGuard(db))
-			w := goOrderWriter(t, db)
-			begin := []string{`BEGIN`}
-			if d.name == "mysql" {
-				begin = []string{`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`, `BEGIN`}
-			}
-			for _, q := range append(begin, `UPDATE gd_customers SET credit = 7 WHERE id = 130`) {
-				_, err := w.ExecContext(context.Background(), q)
-				require.NoError(t, err)
-			}
+			w := openWriteOf130(t, db, d)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			_, err := p.Acquire(db.WithContext(offlinelock.WithOwner(ctx, david)), &GdCustomer{ID: 130}, offlinelock.Write)
@@ -193,4 +178,21 @@ func TestGuardOrderRowsComeBackWithTheTable(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// openWriteOf130 is another client's connection with a write of free
+// customer 130 open (MariaDB at READ COMMITTED, where only the order
+// table orders a free record).
+func openWriteOf130(t *testing.T, db *gorm.DB, d database) *sql.Conn {
+	t.Helper()
+	w := goOrderWriter(t, db)
+	begin := []string{`BEGIN`}
+	if d.name == "mysql" {
+		begin = []string{`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`, `BEGIN`}
+	}
+	for _, q := range append(begin, `UPDATE gd_customers SET credit = 7 WHERE id = 130`) {
+		_, err := w.ExecContext(context.Background(), q)
+		require.NoError(t, err)
+	}
+	return w
 }
