@@ -177,19 +177,30 @@ func (p *Plugin) Refused(db *gorm.DB, target any, access Access, err error) {
 // owner in the context it runs as the application (a session-expiry job);
 // with an owner of another session it needs Config.Authorize("release_all").
 func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, t, err := p.endingSession(db, session)
 	if err != nil {
 		return 0, err
 	}
-	if err := p.checkSessionAction(db, "release_all", session); err != nil {
-		return 0, err
-	}
-	p.hints.dropSession(session)
 	c := direct(db)
 	n, err := t.ReleaseAll(c, session)
 	p.tel.released(c.Context(), dbSystem(db), kindReleaseAll, "", n)
 	return n, err
+}
+
+// endingSession is what ReleaseAll and EndSession do first: db on the
+// primary, its lock table, the caller's right to end session, and the
+// session's hints dropped.
+func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, lockStore, error) {
+	db = onPrimary(db)
+	t, err := p.storeFor(db)
+	if err == nil {
+		err = p.checkSessionAction(db, "release_all", session)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	p.hints.dropSession(session)
+	return db, t, nil
 }
 
 // EndSession ends a session that signed out or expired: it releases every
@@ -202,15 +213,10 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 // ReleaseAll, and the releases are told as ReasonReleased. The same owner
 // rules as ReleaseAll. httplock's EndLogin calls it.
 func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, t, err := p.endingSession(db, session)
 	if err != nil {
 		return 0, err
 	}
-	if err := p.checkSessionAction(db, "release_all", session); err != nil {
-		return 0, err
-	}
-	p.hints.dropSession(session)
 	noted := p.notes.ensure(db, p.cfg.Table) == nil
 	var n int64
 	err = db.Transaction(func(tx *gorm.DB) error {
