@@ -75,3 +75,13 @@ func LockTableOf(p *Plugin) string { return p.cfg.Table }
 
 // CheckGuarded is the check every grant makes (coverage.go).
 func CheckGuarded(p *Plugin, db *gorm.DB, resource string) error { return p.checkGuarded(db, resource) }
+
+// SetGuardRevision makes p's store for db install and judge the guard as
+// revision r would (lockstore.SetGuardRevision).
+func SetGuardRevision(p *Plugin, db *gorm.DB, r int) {
+	t, err := p.storeFor(db)
+	if err != nil {
+		panic(err)
+	}
+	lockstore.SetGuardRevision(t.Store, r)
+}

@@ -83,6 +83,12 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 		if err := s.probeGuardClock(c); err != nil {
 			return err
 		}
+		if newer, err := s.newerRevision(c); err != nil || newer {
+			// A newer build's routines: theirs to change. The fence keeps
+			// its own check (fenceFn), which needs no routine of a version.
+			s.fenceFn.Store(false)
+			return err
+		}
 		key, err := s.guardKeyIn(c, `INSERT IGNORE INTO `+s.catalog+` (name, spec) VALUES (?, ?)`)
 		if err != nil {
 			return err
@@ -104,7 +110,7 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 		if state, err := s.routineState(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil || state != GuardOK {
 			return err // in place but hidden from this user: the owner records the protocol
 		}
-		return s.recordProtocol(c, protocol, `INSERT INTO `+s.catalog+` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`)
+		return s.recordProtocol(c, protocol, s.catalogUpsert())
 	})
 }
 
@@ -247,9 +253,18 @@ func (s *mysqlStore) routineState(c Conn, kind, name, body string) (string, erro
 }
 
 // TableState: plan's triggers by their version, and the guard's routines
-// by their definitions. MySQL cannot disable a trigger.
+// by their definitions, as a newer revision's count as in place (seenAs).
+// MySQL cannot disable a trigger.
 func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 	c = s.observed(c)
+	state, err := s.tableState(c, plan)
+	if err != nil {
+		return "", err
+	}
+	return s.seenAs(c, state)
+}
+
+func (s *mysqlStore) tableState(c Conn, plan GuardPlan) (string, error) {
 	if _, err := s.checkProtocol(c); errors.Is(err, ErrGuardProtocol) {
 		return GuardNewer, nil
 	} else if err != nil {
@@ -276,7 +291,7 @@ func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 		return state, err
 	}
 	names, stmts := s.triggerSQL(plan, key)
-	state, err := s.triggersState(c, names, guardVersion(stmts...))
+	state, err := s.triggersState(c, names, s.triggersVersion(stmts))
 	if err != nil || state != GuardOK {
 		return state, err
 	}
@@ -475,10 +490,13 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		return err
 	}
 	names, stmts := s.triggerSQL(plan, key)
-	version := guardVersion(stmts...)
+	version := s.triggersVersion(stmts)
 	return s.withGuardLock(c, func(c Conn) error {
 		if _, err := s.checkProtocol(c); err != nil {
 			return err
+		}
+		if newer, err := s.newerRevision(c); err != nil || newer {
+			return err // a newer build's guard: it is theirs to change
 		}
 		// The order's rows of the plan's resources, before a trigger reads
 		// them, and again on every install (an order table made anew has
@@ -516,8 +534,13 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 				return err
 			}
 		}
-		return nil
+		return s.recordRevision(c, s.catalogUpsert())
 	})
+}
+
+// catalogUpsert writes a catalog row's spec, (name, spec) as ?.
+func (s *mysqlStore) catalogUpsert() string {
+	return `INSERT INTO ` + s.catalog + ` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`
 }
 
 // A trigger whose body this user may not read (no TRIGGER privilege: a

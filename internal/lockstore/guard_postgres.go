@@ -134,6 +134,10 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		// in place: nothing to create (a role that may not is verifying)
 		lt := pgQuote(schema) + "." + s.table
 		ok, err := pgInstalled(c, lt, stmts)
+		if !ok && err == nil {
+			// A newer build's routines (and its order table): theirs to change.
+			ok, err = s.newerRevision(c)
+		}
 		if ok && err == nil {
 			ok, err = s.orderTableExists(c, lt)
 		}
@@ -145,13 +149,18 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 			_, err = c.Exec(q)
 		}
 		if err == nil && !ok {
-			err = s.recordProtocol(c, protocol, `INSERT INTO `+pgQuote(schema)+`.`+s.catalog+` (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec`)
+			err = s.recordProtocol(c, protocol, s.catalogUpsert(schema))
 		}
 		if err == nil {
 			s.ordered.Store(true)
 		}
 		return err
 	})
+}
+
+// catalogUpsert writes a catalog row's spec, (name, spec) as ?.
+func (s *postgresStore) catalogUpsert(schema string) string {
+	return `INSERT INTO ` + pgQuote(schema) + `.` + s.catalog + ` (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec`
 }
 
 // refuseOpenSchemas fails the install where every role may create in the
@@ -447,8 +456,11 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		if err != nil {
 			return err
 		}
+		if newer, err := s.newerRevision(c); err != nil || newer {
+			return err // a newer build's guard: it is theirs to change
+		}
 		stmts := s.triggerSQL(pgQuote(schema), plan)
-		version := guardVersion(stmts...)
+		version := s.triggersVersion(stmts)
 		// The order's rows of the plan's resources, before a trigger reads
 		// them, and again on every install by a role that may (an order
 		// table made anew has none, and its triggers would lock nothing).
@@ -491,7 +503,7 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 				return err
 			}
 		}
-		return nil
+		return s.recordRevision(c, s.catalogUpsert(schema))
 	})
 }
 

@@ -126,6 +126,14 @@ func pgState(c Conn, lt string, stmts []string) (string, error) {
 // they call.
 func (s *postgresStore) TableState(c Conn, plan GuardPlan) (string, error) {
 	c = s.observed(c)
+	state, err := s.tableState(c, plan)
+	if err != nil {
+		return "", err
+	}
+	return s.seenAs(c, state)
+}
+
+func (s *postgresStore) tableState(c Conn, plan GuardPlan) (string, error) {
 	if _, err := s.checkProtocol(c); errors.Is(err, ErrGuardProtocol) {
 		return GuardNewer, nil
 	} else if err != nil {

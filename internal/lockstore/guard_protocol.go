@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -69,4 +70,79 @@ func (t *sqlStore) recordProtocol(c Conn, installed int, upsert string) error {
 	}
 	_, err := c.Exec(t.bind(upsert), guardProtocolName, strconv.Itoa(GuardProtocol))
 	return err
+}
+
+// Revisions: a release may change the guard's SQL without changing what a
+// grant and the guard agree on (the protocol). During a rolling upgrade two
+// builds share one database; if each put back the definitions its own code
+// makes, they would replace each other's triggers for as long as both run,
+// and each replacement takes the business table's lock. So the catalog
+// records the newest revision installed (guardRevisionName), and a node of
+// an older revision of the same protocol never replaces a definition: it
+// counts the newer one as in place (TableState), installs nothing, and
+// grants. It still sees a trigger dropped or disabled, which no revision
+// does. A node of a newer revision replaces the older definitions and
+// records its own.
+
+// GuardRevision numbers this version's guard SQL within GuardProtocol: a
+// release that changes the SQL the guard installs, and not the protocol,
+// raises it.
+const GuardRevision = 1
+
+const guardRevisionName = "offlinelock:guard revision"
+
+// installedRevision is the revision the catalog records: 0 where it
+// records none.
+func (t *sqlStore) installedRevision(c Conn) (int, error) {
+	var spec sql.NullString
+	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{guardRevisionName}, func(r *sql.Rows) error { return r.Scan(&spec) })
+	if err != nil || !spec.Valid {
+		return 0, err
+	}
+	n, err := strconv.Atoi(spec.String)
+	if err != nil {
+		return 0, fmt.Errorf("offlinelock: the catalog's guard revision %q is not a number", spec.String)
+	}
+	return n, nil
+}
+
+// newerRevision says whether a newer revision of this node's protocol is
+// installed: this node then leaves every definition as it is.
+func (t *sqlStore) newerRevision(c Conn) (bool, error) {
+	protocol, err := t.installedProtocol(c)
+	if err != nil || protocol != GuardProtocol {
+		return false, err
+	}
+	n, err := t.installedRevision(c)
+	return n > int(t.revision.Load()), err
+}
+
+// recordRevision records this node's revision as installed, where the
+// catalog's is older; upsert as recordProtocol's.
+func (t *sqlStore) recordRevision(c Conn, upsert string) error {
+	n, err := t.installedRevision(c)
+	if err != nil || n >= int(t.revision.Load()) {
+		return err
+	}
+	_, err = c.Exec(t.bind(upsert), guardRevisionName, strconv.Itoa(int(t.revision.Load())))
+	return err
+}
+
+// triggersVersion is the version mark of a table's trigger statements:
+// their hash, with the revision, so that two revisions' marks differ
+// even where their statements do not.
+func (t *sqlStore) triggersVersion(stmts []string) string {
+	return guardVersion(append(slices.Clone(stmts), "revision "+strconv.Itoa(int(t.revision.Load())))...)
+}
+
+// seenAs is state as this node reports it: a definition another
+// revision made counts as in place where that revision is newer.
+func (t *sqlStore) seenAs(c Conn, state string) (string, error) {
+	if state != GuardReplaced {
+		return state, nil
+	}
+	if newer, err := t.newerRevision(c); err != nil || newer {
+		return GuardOK, err
+	}
+	return state, nil
 }

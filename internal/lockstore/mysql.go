@@ -113,6 +113,7 @@ func NewMySQL(name string, obs Observer) Store {
 		clock: mysqlClock, bind: func(q string) string { return q }, fenceRead: mysqlShare,
 		timeArg: func(t time.Time) any { return t.UTC().Format(mysqlTime) }}}
 	s.nextGens = s.nextGenerations
+	s.revision.Store(GuardRevision)
 	s.fenceCallSQL = s.Quote(s.fenceName()) + "(?, ?, ?, ?) = 1"
 	s.keysIn = orKeys
 	s.fromHint = mysqlPK

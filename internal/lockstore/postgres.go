@@ -46,6 +46,7 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 		// the columns are NOT NULL, so it means "=".
 		filter: func(col string) string { return col + " IS NOT DISTINCT FROM ?" }}}
 	s.nextGens = s.nextGenerations
+	s.revision.Store(GuardRevision)
 	// A one-time filter: evaluated once, before the scan, whatever it finds.
 	s.identity = PostgresSetIdentity(catalog) + ` IS NOT NULL`
 	s.grantOne = dollarBind(s.writeGrantOne(grantReturning, "?"))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -39,6 +40,9 @@ type sqlStore struct {
 	// carry it.
 	identity string
 	nextGens func(Conn, int) ([]int64, error)
+	// revision is the guard revision this store installs (GuardRevision;
+	// tests set another, SetGuardRevision).
+	revision atomic.Int32
 
 	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
 	// no ON CONFLICT, no RETURNING, no IN (VALUES …)); nil or "" keeps the

@@ -135,3 +135,15 @@ func SQLiteCachedStatements(s Store) []string {
 	}
 	return texts
 }
+
+// SetGuardRevision makes s install and judge the guard as revision r
+// would (GuardRevision is the default): what a test of a rolling upgrade
+// runs its second build as.
+func SetGuardRevision(s Store, r int) {
+	switch st := s.(type) {
+	case *postgresStore:
+		st.revision.Store(int32(r))
+	case *mysqlStore:
+		st.revision.Store(int32(r))
+	}
+}
