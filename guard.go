@@ -220,6 +220,9 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 		return nil
 	case !p.cfg.DisableGuard:
 		err := p.InstallGuard(db)
+		if err == nil {
+			err = p.setRefusal(db)
+		}
 		if errors.Is(err, ErrGuardProtocol) {
 			// A newer node installed the guard: this one serves its
 			// statements, grants nothing (coverage.go: "newer"), and
@@ -255,6 +258,22 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 		"the database would go on refusing writes of held records, this plugin's own included; "+
 		"remove it first with `offlinelock guard remove --dsn … --table %s` (or Plugin.RemoveGuard), or unset DisableGuard",
 		p.cfg.Table, strings.Join(tables, ", "), p.cfg.Table)
+}
+
+// setRefusal writes Config.GuardNamesRecordOnly where the guard reads it.
+// Where it cannot, a node that asked for less fails to start; one that
+// did not ask leaves the setting as it is.
+func (p *Plugin) setRefusal(db *gorm.DB) error {
+	_, g, err := p.guardStoreOf(db)
+	if err != nil || g == nil {
+		return err
+	}
+	err = g.SetRefusal(direct(p.background(db)), p.cfg.GuardNamesRecordOnly)
+	if err != nil && !p.cfg.GuardNamesRecordOnly {
+		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: could not write the guard's refusal setting; it is left as it was", "error", err)
+		return nil
+	}
+	return err
 }
 
 // retryGuard tries InstallGuard again, with growing pauses (1 s, 2 s, …

@@ -95,6 +95,12 @@ type Config struct {
 	// still carry the identity the guard reads. For tools that install,
 	// inspect or remove the guard themselves (the offlinelock command).
 	LeaveGuard bool
+	// GuardNamesRecordOnly makes the database guard's refusal of another
+	// client's write name the record only ("… is locked by another
+	// session"), not its holder nor the lock's times, which by default any
+	// role whose write is refused reads. It is a setting of the database
+	// (a catalog row), not of this node: the last node to start decides.
+	GuardNamesRecordOnly bool
 	// WatchEvery is how often Watch reads the locks it watches (one read
 	// per watched record, however many watch it); default
 	// DefaultWatchEvery.

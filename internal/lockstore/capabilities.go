@@ -138,6 +138,9 @@ type Guard interface {
 	// InstallGuardRoutine makes; "" before it did. Keep it secret: who
 	// has it can write past the guard as any session.
 	GuardKey(c Conn) (string, error)
+	// SetRefusal makes the guard's refusals name the record only
+	// (recordOnly), or its holder and the lock's times too.
+	SetRefusal(c Conn, recordOnly bool) error
 	// Inheritors lists the tables that inherit table's rows, at every
 	// depth: its partitions and inheritance children (PostgreSQL; none on
 	// MySQL), whose direct writes fire their own triggers only; and

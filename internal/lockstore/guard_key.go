@@ -24,7 +24,10 @@ import (
 //     triggers carry the key (the procedure and fence function) or a key
 //     derived from it (the triggers' proof check) in their bodies, which a
 //     user without privileges on them cannot read.
-const guardKeyName = "offlinelock:guard key"
+const guardKeyName = guardRowPrefix + "guard key"
+
+// guardRowPrefix begins the name of every catalog row of the guard's own.
+const guardRowPrefix = "offlinelock:"
 
 // newGuardKey is a fresh key from crypto/rand.
 func newGuardKey() string {

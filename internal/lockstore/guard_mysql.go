@@ -166,7 +166,8 @@ offlinelock: BEGIN
 	END IF;
 	IF a IS NOT NULL THEN
 	SET msg = LEFT(CONCAT('offlinelock: ', CONVERT(res USING utf8mb4), ' ', CONVERT(id USING utf8mb4), ' is locked by ',
-		IF(u = '', 'another session', u), ' until ', DATE_FORMAT(until, '%Y-%m-%d %H:%i:%s'), ' (UTC)'), 128);
+		IF(` + refusalHidesHolder(s.catalog) + `, 'another session',
+			CONCAT(IF(u = '', 'another session', u), ' until ', DATE_FORMAT(until, '%Y-%m-%d %H:%i:%s'), ' (UTC)'))), 128);
 	SIGNAL SQLSTATE '` + guardSQLState + `' SET MESSAGE_TEXT = msg;
 	END IF;
 END`

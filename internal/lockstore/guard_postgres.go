@@ -194,10 +194,12 @@ func refuseOpenSchemas(c Conn, lockSchema string) error {
 func (s *postgresStore) routineSQL(schema string) []string {
 	r := strings.NewReplacer("{refuse}", schema+"."+pgQuote(s.guardPrefix()+"_refuse"),
 		"{trunc}", schema+"."+pgQuote(s.guardPrefix()+"_truncate"),
-		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState, "{me}", pgWriter(schema+"."+s.catalog))
+		"{lt}", schema+"."+s.table, "{ltname}", sqlLiteral(schema+"."+s.table), "{state}", guardSQLState, "{me}", pgWriter(schema+"."+s.catalog),
+		"{hides}", refusalHidesHolder(schema+"."+s.catalog))
 	const raise = `RAISE EXCEPTION USING ERRCODE = '{state}', TABLE = res, DETAIL = h.lock_id,
-		MESSAGE = 'offlinelock: ' || res || ' ' || h.lock_id || ' is locked by ' || CASE WHEN h.user_name = '' THEN 'another session' ELSE h.user_name END ||
-			' since ' || to_char(h.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' until ' || to_char(h.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' (UTC)',
+		MESSAGE = 'offlinelock: ' || res || ' ' || h.lock_id || ' is locked by ' || CASE WHEN {hides} THEN 'another session' ELSE
+			CASE WHEN h.user_name = '' THEN 'another session' ELSE h.user_name END ||
+			' since ' || to_char(h.acquired_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' until ' || to_char(h.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' (UTC)' END,
 		HINT = 'the holder releases it, or an operator calls ForceRelease, before another session writes it';`
 	return []string{r.Replace(`CREATE OR REPLACE FUNCTION {refuse}(res text, id text) RETURNS void LANGUAGE plpgsql ` + pgOwnRights + ` AS $offlinelock$
 DECLARE

@@ -716,7 +716,10 @@ ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.s
 func (t *sqlStore) Catalog(c Conn) ([]CatalogRow, error) {
 	c = t.observed(c)
 	var out []CatalogRow
-	_, err := c.Query(t.bind(`SELECT name, spec FROM `+t.catalog+` WHERE name <> ? AND name <> ? ORDER BY name`), []any{guardKeyName, guardProtocolName}, func(r *sql.Rows) error {
+	// The guard's own rows (its key, protocol, revision, settings) are no
+	// table's spec: their names start with "offlinelock:", which no
+	// table's name does.
+	_, err := c.Query(t.bind(`SELECT name, spec FROM `+t.catalog+` WHERE name NOT LIKE ? ORDER BY name`), []any{guardRowPrefix + "%"}, func(r *sql.Rows) error {
 		var name, spec string
 		err := r.Scan(&name, &spec)
 		out = append(out, CatalogRow{Name: name, Spec: []byte(spec)})
