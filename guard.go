@@ -1023,9 +1023,39 @@ func (b *planBuilder) record(s tableSpec, table string) (*guardRecord, error) {
 				parts[i] = g.Spell(kinds[i], row+"."+g.Quote(col), types[strings.ToLower(col)])
 			}
 			return encodeKeySQL(parts, g.Backslash())
-		}}, nil
+		}, Match: b.match(kinds, cols, types)}, nil
 	}
 	return b.memberRecord(s, s.Root.Column, types, 0)
+}
+
+// match is a record's Match where its key is one column whose kind the
+// store can compare through an index (Equal), else nil.
+func (b *planBuilder) match(kinds []keyKind, cols []string, types map[string]string) func(row, id string) (string, string) {
+	if len(cols) != 1 {
+		return nil
+	}
+	if _, ok := b.g.Equal(kinds[0], "", "", ""); !ok {
+		return nil
+	}
+	g := b.g
+	return func(row, id string) (string, string) {
+		cond, _ := g.Equal(kinds[0], row+"."+g.Quote(cols[0]), id, types[strings.ToLower(cols[0])])
+		return "", cond
+	}
+}
+
+// matchIn is Match of a row whose column col holds the key pk of a row of
+// from (aliased alias) that up matches: from is read first, by up's
+// match, then the row by col; nil where up has no match.
+func (b *planBuilder) matchIn(up *guardRecord, col, from, alias, pk string) func(row, id string) (string, string) {
+	if up.Match == nil {
+		return nil
+	}
+	g := b.g
+	return func(row, id string) (string, string) {
+		joins, cond := up.Match(alias, id)
+		return joins + from + " " + alias + " STRAIGHT_JOIN ", cond + " AND " + row + "." + g.Quote(col) + " = " + alias + "." + g.Quote(pk)
+	}
 }
 
 // memberRecord is the record of a row of member s whose column holds its
@@ -1046,7 +1076,7 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 		kind := parent.Key[0].Kind
 		return &guardRecord{Resource: parent.Table, Key: func(row string) string {
 			return g.Spell(kind, row+"."+g.Quote(column), colType)
-		}}, nil
+		}, Match: b.match([]keyKind{kind}, []string{column}, types)}, nil
 	}
 	ptypes, err := b.columnTypes(parent.Table)
 	if err != nil || ptypes == nil {
@@ -1065,7 +1095,7 @@ func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]
 	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
 		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
 			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(column) + g.ShareRow() + ")"
-	}}, nil
+	}, Match: b.matchIn(up, column, from, alias, pk)}, nil
 }
 
 // joinRecord is how a row of join table join belongs to side s's record.
@@ -1088,13 +1118,17 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 		if len(parts) != len(s.Key) {
 			return nil, fmt.Errorf("offlinelock: guarding join table %s: it does not hold the whole key of %s", join, s.Table)
 		}
-		return &guardRecord{Resource: s.Table, Key: func(row string) string {
+		rec := &guardRecord{Resource: s.Table, Key: func(row string) string {
 			out := make([]string, len(parts))
 			for i, p := range parts {
 				out[i] = g.Spell(p.Kind, row+"."+g.Quote(p.Name), types[strings.ToLower(p.Name)])
 			}
 			return encodeKeySQL(out, g.Backslash())
-		}}, nil
+		}}
+		if len(parts) == 1 {
+			rec.Match = b.match([]keyKind{parts[0].Kind}, []string{parts[0].Name}, types)
+		}
+		return rec, nil
 	}
 	if len(s.Key) != 1 || len(cols) != 1 {
 		return nil, fmt.Errorf("offlinelock: guarding join table %s: member %s must have a one-column key", join, s.Table)
@@ -1116,7 +1150,7 @@ func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*
 	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
 		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
 			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(col) + g.ShareRow() + ")"
-	}}, nil
+	}, Match: b.matchIn(up, col, from, alias, pk)}, nil
 }
 
 // encodeKeySQL is encodeKey in SQL: one part as it is, several escaped

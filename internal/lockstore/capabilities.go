@@ -138,6 +138,10 @@ type Guard interface {
 	// InstallGuardRoutine makes; "" before it did. Keep it secret: who
 	// has it can write past the guard as any session.
 	GuardKey(c Conn) (string, error)
+	// Equal is a condition, answered by expr's index, that the column
+	// expression expr of type colType holds the key of kind k whose text
+	// is the SQL expression id; false where the store knows none.
+	Equal(k KeyKind, expr, id, colType string) (string, bool)
 	// SetRefusal makes the guard's refusals name the record only
 	// (recordOnly), or its holder and the lock's times too.
 	SetRefusal(c Conn, recordOnly bool) error

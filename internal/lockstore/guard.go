@@ -59,6 +59,13 @@ type GuardPlan struct {
 type GuardRecord struct {
 	Resource string
 	Key      func(row string) string
+	// Match, where not nil, finds by indexes every row (alias row) whose
+	// Key is the SQL expression id (and maybe others): joins are the
+	// tables to read before the row's, each followed by STRAIGHT_JOIN
+	// (its parents, from the root down), and cond the condition on them
+	// and the row. A grant's probe reads the record's rows by it
+	// (MariaDB, guard_probe_mysql.go); without it, by Key, by scan.
+	Match func(row, id string) (joins, cond string)
 }
 
 // GuardCascade is a foreign key whose ON DELETE or ON UPDATE action

@@ -299,7 +299,7 @@ func (s *mysqlStore) tableState(c Conn, plan GuardPlan) (string, error) {
 	if _, ok, err := s.sealedViews(c, stmts, false); err != nil || !ok {
 		return GuardDropped, err
 	}
-	return GuardOK, nil
+	return s.probeState(c, plan)
 }
 
 // triggersState: every trigger of names carries version (GuardOK), or the
@@ -514,6 +514,9 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 			// meanwhile); past it the install fails and is tried again.
 			_, err = c.Exec(`SET SESSION lock_wait_timeout = 1`)
 		}
+		if err == nil && state == GuardOK {
+			err = s.installProbe(c, plan) // where a version before the probes installed the triggers
+		}
 		if err != nil || state == GuardOK || state == GuardHidden {
 			return err
 		}
@@ -534,6 +537,9 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 			if _, err := c.Exec(q); err != nil {
 				return err
 			}
+		}
+		if err := s.installProbe(c, plan); err != nil {
+			return err
 		}
 		return s.recordRevision(c, s.catalogUpsert())
 	})
@@ -612,8 +618,16 @@ func (s *mysqlStore) RemoveGuard(c Conn) error {
 		if _, err := c.Exec("DROP FUNCTION IF EXISTS " + s.Quote(s.fenceName())); err != nil {
 			return err
 		}
-		_, err = c.Exec("DROP PROCEDURE IF EXISTS " + s.Quote(s.guardPrefix()+"_check"))
-		return err
+		probes, err := s.tableProbes(c)
+		if err != nil {
+			return err
+		}
+		for _, p := range append(probes, s.probeName(), s.guardPrefix()+"_check") {
+			if _, err := c.Exec("DROP PROCEDURE IF EXISTS " + s.Quote(p)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

@@ -109,7 +109,8 @@ func (s *mysqlStore) grantOrderSQL() string {
 	return "CREATE TRIGGER " + s.Quote(s.grantOrderName()) + " BEFORE INSERT ON " + s.table +
 		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT DEFAULT 0; " +
 		"IF NEW.holder = '' THEN SELECT COUNT(*) INTO offlinelock_n FROM " + s.table + " WHERE resource = NEW.resource AND lock_id = NEW.lock_id AND holder = ''; " +
-		"IF offlinelock_n = 0 THEN SET offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); END IF; END IF; END"
+		"IF offlinelock_n = 0 THEN SET offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); " +
+		"IF NEW.access <> '' THEN CALL " + s.Quote(s.probeName()) + "(NEW.resource, NEW.lock_id); END IF; END IF; END IF; END"
 }
 
 // installOrder creates the order table and the grant's trigger where they
@@ -145,9 +146,22 @@ func (s *mysqlStore) installOrder(c Conn) error {
 	if s.galera.Load() {
 		return nil // galeraSkipsGrantOrder
 	}
-	stmt := s.grantOrderSQL()
+	// The triggers call the dispatcher of the probes
+	// (guard_probe_mysql.go): it is there before them.
+	if err := s.installDispatcher(c); err != nil {
+		return err
+	}
+	if err := s.installLockTableTrigger(c, s.grantOrderName(), s.grantOrderSQL()); err != nil {
+		return err
+	}
+	return s.installLockTableTrigger(c, s.probeTriggerName(), s.probeTriggerSQL())
+}
+
+// installLockTableTrigger puts the lock table's trigger name, made by
+// stmt, in place where it is not.
+func (s *mysqlStore) installLockTableTrigger(c Conn, name, stmt string) error {
 	version := guardVersion(stmt)
-	state, err := s.triggersState(c, []string{s.grantOrderName()}, version)
+	state, err := s.triggersState(c, []string{name}, version)
 	if err != nil || state == GuardOK || state == GuardHidden {
 		return err
 	}
@@ -158,7 +172,7 @@ func (s *mysqlStore) installOrder(c Conn) error {
 	q := strings.Replace(stmts[0], "{version}", version, 1)
 	if s.mariadb.Load() {
 		q = "CREATE OR REPLACE" + strings.TrimPrefix(q, "CREATE")
-	} else if _, err := c.Exec("DROP TRIGGER IF EXISTS " + s.Quote(s.grantOrderName())); err != nil {
+	} else if _, err := c.Exec("DROP TRIGGER IF EXISTS " + s.Quote(name)); err != nil {
 		return err
 	}
 	_, err = c.Exec(q)
@@ -177,5 +191,9 @@ func (s *mysqlStore) orderState(c Conn) (string, error) {
 	if s.galera.Load() {
 		return GuardOK, nil // galeraSkipsGrantOrder
 	}
-	return s.triggersState(c, []string{s.grantOrderName()}, guardVersion(s.grantOrderSQL()))
+	state, err := s.triggersState(c, []string{s.grantOrderName()}, guardVersion(s.grantOrderSQL()))
+	if err != nil || state != GuardOK {
+		return state, err
+	}
+	return s.triggersState(c, []string{s.probeTriggerName()}, guardVersion(s.probeTriggerSQL()))
 }

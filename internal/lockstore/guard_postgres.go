@@ -158,6 +158,10 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	})
 }
 
+// Equal: PostgreSQL keeps its order across PREPARE TRANSACTION, and needs
+// no probe (guard_probe_mysql.go).
+func (s *postgresStore) Equal(KeyKind, string, string, string) (string, bool) { return "", false }
+
 // catalogUpsert writes a catalog row's spec, (name, spec) as ?.
 func (s *postgresStore) catalogUpsert(schema string) string {
 	return `INSERT INTO ` + pgQuote(schema) + `.` + s.catalog + ` (name, spec) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec`
