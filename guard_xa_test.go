@@ -2,6 +2,7 @@ package offlinelock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -87,6 +88,16 @@ func TestGuardOrdersPreparedTransactions(t *testing.T) {
 					var n int64
 					require.NoError(t, db.Table(p.TableName()).Where("session = ?", david.Session).Count(&n).Error)
 					assert.Zero(t, n, "nothing of the refused grant was written")
+					if inTx {
+						var wait int64
+						require.NoError(t, as(db, david).Transaction(func(tx *gorm.DB) error {
+							if _, err := p.Acquire(tx, c.target, offlinelock.Write); !errors.Is(err, offlinelock.ErrBeingWritten) {
+								return fmt.Errorf("want ErrBeingWritten, got %v", err)
+							}
+							return tx.Raw(`SELECT @@session.innodb_lock_wait_timeout`).Scan(&wait).Error
+						}))
+						assert.NotZero(t, wait, "the session's lock wait, put back")
+					}
 					require.NoError(t, grant(c.other), "the same write leaves another record free")
 
 					rgExec(t, w, `XA COMMIT '`+xid+`'`)

@@ -13,9 +13,16 @@ import (
 // What a prepared transaction keeps is the exclusive locks of the rows it
 // wrote. So a grant, once it holds its order (its key row locked, or its
 // bucket taken for a key row it inserts), reads the record's rows in
-// every table of its aggregate with a locking read (the probe): a write
-// still open, prepared or not, holds the grant up until it ends, and a
-// prepared one past the grant's wait (2 s) refuses it as being written.
+// every table of its aggregate with a locking read (the probe) that does
+// not wait (SET STATEMENT innodb_lock_wait_timeout = 0 FOR: a routine may
+// not say NOWAIT, 1314, and a session setting changed in a routine would
+// outlive an error, which no handler sees): a row still locked by a write, prepared or not,
+// refuses the grant as being written (1205, ErrBeingWritten). By then the
+// grant has waited (2 s at most) for the writes that held its order; a
+// row locked now is a prepared write's, or one of a write that came
+// after the grant took its order and waits for it. Waiting for that one
+// would deadlock (the write holds its row and waits for the key row the
+// grant holds); refusing the grant lets it land instead.
 //
 // The probe is a procedure per guarded table (its plan's records, each a
 // locking read of the rows that belong to the record), installed with the
@@ -64,8 +71,8 @@ func (s *mysqlStore) probeBody(plan GuardPlan, cols []string) string {
 		if rec.Match != nil {
 			joins, cond = rec.Match("offlinelock_r", "id")
 		}
-		reads = append(reads, "IF res = "+sqlLiteral(rec.Resource)+" THEN SET n = (SELECT "+all+" FROM "+joins+s.Quote(plan.Table)+
-			" offlinelock_r WHERE "+cond+mysqlShare+"); END IF;")
+		reads = append(reads, "IF res = "+sqlLiteral(rec.Resource)+" THEN SET STATEMENT innodb_lock_wait_timeout = 0 FOR SELECT "+all+" INTO n FROM "+
+			joins+s.Quote(plan.Table)+" offlinelock_r WHERE "+cond+mysqlShare+"; END IF;")
 	}
 	return `(res VARBINARY(512), id VARBINARY(1020))
 COMMENT '{version}'
@@ -77,11 +84,7 @@ BEGIN
 END`
 }
 
-// dispatcherBody calls every table probe of names, waiting 2 s at most
-// for a row (as a bulk grant's statement does, mysqlGrantWaitPrefix, and
-// less where the session allows less) and then failing as a grant that
-// waited does (1205, ErrBeingWritten); the session's setting is put back
-// either way.
+// dispatcherBody calls every table probe of names.
 func (s *mysqlStore) dispatcherBody(names []string) string {
 	calls := make([]string, 0, len(names))
 	for _, n := range names {
@@ -91,11 +94,7 @@ func (s *mysqlStore) dispatcherBody(names []string) string {
 COMMENT '{version}'
 READS SQL DATA
 BEGIN
-	DECLARE wait BIGINT DEFAULT @@session.innodb_lock_wait_timeout;
-	DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN SET @@session.innodb_lock_wait_timeout = wait; RESIGNAL; END;
-	SET @@session.innodb_lock_wait_timeout = LEAST(wait, 2);
-	` + strings.Join(calls, "\n\t") + `
-	SET @@session.innodb_lock_wait_timeout = wait;
+	` + strings.Join(append(calls, "DO 0;"), "\n\t") + `
 END`
 }
 
