@@ -133,6 +133,14 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 		return err
 	}
 	b.catalogAt.Store(time.Now().UnixNano())
+	// A failover or restart since the last refresh: move the generation
+	// epoch to this server (PostgreSQL roles that cannot read the WAL
+	// timeline; lockstore/generation_postgres.go).
+	if k, ok := b.t.Store.(lockstore.EpochKeeper); ok {
+		if err := k.KeepEpoch(direct(db)); err != nil {
+			return err
+		}
+	}
 	for _, sp := range specs {
 		if p.reg.tableModel(sp.Table) == nil {
 			p.reg.storeTable(modelOfSpec(sp))

@@ -712,7 +712,7 @@ ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.s
 func (t *sqlStore) Catalog(c Conn) ([]CatalogRow, error) {
 	c = t.observed(c)
 	var out []CatalogRow
-	_, err := c.Query(t.bind(`SELECT name, spec FROM `+t.catalog+` WHERE name <> ? AND name <> ? ORDER BY name`), []any{guardKeyName, guardProtocolName}, func(r *sql.Rows) error {
+	_, err := c.Query(t.bind(`SELECT name, spec FROM `+t.catalog+` WHERE name <> ? AND name <> ? AND name <> ? ORDER BY name`), []any{guardKeyName, guardProtocolName, epochName}, func(r *sql.Rows) error {
 		var name, spec string
 		err := r.Scan(&name, &spec)
 		out = append(out, CatalogRow{Name: name, Spec: []byte(spec)})
