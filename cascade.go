@@ -2,7 +2,6 @@ package offlinelock
 
 import (
 	"cmp"
-	"database/sql"
 	"fmt"
 	"reflect"
 	"strings"
@@ -24,17 +23,29 @@ import (
 
 // cascadeRef is a child table whose rows change when rows of its parent
 // are deleted (onDelete) or have their key changed (onUpdate): column
-// holds the parent's key, parentColumn ("" where unknown).
+// holds the parent's key, parentColumn ("" where unknown). keepsOnDelete
+// says the delete action sets the column (SET NULL, SET DEFAULT) rather
+// than deleting the child rows, so the child's own children are not
+// reached; childKey is the child's one-column primary key ("" where
+// unknown), through which the walk goes on to the next level.
 type cascadeRef struct {
 	table, column, parentColumn string
+	childKey                    string
 	onDelete, onUpdate          bool
+	keepsOnDelete               bool
 }
 
 // changesChildren says whether a foreign key's action changes the child
 // rows.
 func changesChildren(action string) bool {
+	return strings.EqualFold(strings.TrimSpace(action), "CASCADE") || setsChildren(action)
+}
+
+// setsChildren says whether a foreign key's action rewrites the child
+// rows' column rather than deleting them.
+func setsChildren(action string) bool {
 	a := strings.ToUpper(strings.TrimSpace(action))
-	return a == "CASCADE" || a == "SET NULL" || a == "SET DEFAULT"
+	return a == "SET NULL" || a == "SET DEFAULT"
 }
 
 // noteCascades records the cascading foreign keys s's relationships
@@ -46,9 +57,13 @@ func (r *registry) noteCascades(s *schema.Schema) {
 			continue
 		}
 		ref := cascadeRef{table: c.Schema.Table, column: c.ForeignKeys[0].DBName, onDelete: changesChildren(c.OnDelete),
-			onUpdate: changesChildren(c.OnUpdate) && len(c.References) == 1 && c.References[0].PrimaryKey}
+			onUpdate:      changesChildren(c.OnUpdate) && len(c.References) == 1 && c.References[0].PrimaryKey,
+			keepsOnDelete: setsChildren(c.OnDelete)}
 		if len(c.References) == 1 {
 			ref.parentColumn = c.References[0].DBName
+		}
+		if len(c.Schema.PrimaryFields) == 1 {
+			ref.childKey = c.Schema.PrimaryFields[0].DBName
 		}
 		if (ref.onDelete || ref.onUpdate) && r.addCascade(c.ReferenceSchema.Table, ref) {
 			r.changed(c.Schema.Table)
@@ -63,7 +78,8 @@ func (r *registry) addCascade(parent string, ref cascadeRef) bool {
 	for i, c := range r.cascades[name] {
 		if strings.EqualFold(c.table, ref.table) && c.column == ref.column {
 			merged := cascadeRef{table: c.table, column: c.column, parentColumn: cmp.Or(c.parentColumn, ref.parentColumn),
-				onDelete: c.onDelete || ref.onDelete, onUpdate: c.onUpdate || ref.onUpdate}
+				childKey: cmp.Or(c.childKey, ref.childKey), onDelete: c.onDelete || ref.onDelete, onUpdate: c.onUpdate || ref.onUpdate,
+				keepsOnDelete: keepsBoth(c, ref)}
 			r.cascades[name][i] = merged
 			return merged != c
 		}
@@ -73,6 +89,19 @@ func (r *registry) addCascade(parent string, ref cascadeRef) bool {
 	}
 	r.cascades[name] = append(r.cascades[name], ref)
 	return true
+}
+
+// keepsBoth says whether two records of one foreign key agree that its
+// delete action keeps the child rows: where they differ, the delete is
+// taken to delete them, which reaches further.
+func keepsBoth(a, b cascadeRef) bool {
+	switch {
+	case a.onDelete && b.onDelete:
+		return a.keepsOnDelete && b.keepsOnDelete
+	case a.onDelete:
+		return a.keepsOnDelete
+	}
+	return b.keepsOnDelete
 }
 
 // cascadesFrom lists the foreign keys of table that cascade deletes or
@@ -85,7 +114,8 @@ func (r *registry) cascadesFrom(table string) []columnSpec {
 	for parent, refs := range r.cascades {
 		for _, c := range refs {
 			if (c.onDelete || c.onUpdate) && strings.EqualFold(c.table, table) {
-				out = append(out, columnSpec{Name: parent, Column: c.column, Key: c.parentColumn, OnUpdate: c.onUpdate, NoDelete: !c.onDelete})
+				out = append(out, columnSpec{Name: parent, Column: c.column, Key: c.parentColumn, OnUpdate: c.onUpdate, NoDelete: !c.onDelete,
+					KeepsOnDelete: c.onDelete && c.keepsOnDelete})
 			}
 		}
 	}
@@ -106,72 +136,6 @@ func (r *registry) cascadesOf(parent string, op opKind) []cascadeRef {
 	return out
 }
 
-// cascadedKeys lists the lock keys of the lockable rows op (a delete, or
-// an update of the key) of m's rows with the key values ids cascades to,
-// at any depth, row-locked on PostgreSQL so that they stay the rows the
-// write changes. Below the first level, only deletes cascade on (a
-// child's key does not change when its parent's does).
-func (p *Plugin) cascadedKeys(db *gorm.DB, m *model, ids []any, op opKind, depth int) ([]key, error) {
-	if len(ids) == 0 || depth > 8 {
-		return nil, nil
-	}
-	var out []key
-	for _, ref := range p.reg.cascadesOf(m.table, op) {
-		child := p.reg.tableModel(ref.table)
-		if child == nil || len(child.pk) != 1 {
-			continue
-		}
-		vals, err := p.childKeys(db, child, ref.column, ids)
-		if err != nil {
-			return nil, err
-		}
-		rows := make([][]any, len(vals))
-		for i, v := range vals {
-			rows[i] = []any{v}
-		}
-		ts, err := p.targetsOfRows(db, child, rows)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range ts {
-			out = append(out, t.k)
-		}
-		if op != opDelete {
-			continue // an update changes only the child's column, not its key
-		}
-		deeper, err := p.cascadedKeys(db, child, vals, opDelete, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, deeper...)
-	}
-	return out, nil
-}
-
-// childKeys reads the keys of child's rows whose column is one of ids.
-func (p *Plugin) childKeys(db *gorm.DB, child *model, column string, ids []any) ([]any, error) {
-	q := &gorm.Statement{DB: db, Table: child.table, Clauses: map[string]clause.Clause{}}
-	q.AddClause(clause.Select{Columns: []clause.Column{{Name: child.pk[0].DBName}}})
-	q.AddClause(clause.From{Tables: []clause.Table{{Name: child.table}}})
-	q.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: clause.Column{Name: column}, Values: ids}}})
-	build := []string{"SELECT", "FROM", "WHERE"}
-	if p.lockRows(db) {
-		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate})
-		build = append(build, "FOR")
-	}
-	q.Build(build...)
-	var out []any
-	_, err := direct(db).Query(q.SQL.String(), q.Vars, func(r *sql.Rows) error {
-		var v any
-		if err := r.Scan(&v); err != nil {
-			return err
-		}
-		out = append(out, v)
-		return nil
-	})
-	return out, err
-}
-
 // checkCascades requires the session's Write locks on the lockable rows
 // op (a delete, or an update of the key) of rows cascades to, before the
 // write runs.
@@ -183,7 +147,7 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) 
 	for i, r := range rows {
 		ids[i] = st.m.keyArgs([]any{r.k.ID})[0]
 	}
-	keys, err := p.cascadedKeys(db, st.m, ids, op, 0)
+	keys, err := p.cascadedKeys(db, cascadeStep{table: st.m.table, keyColumn: st.m.pk[0].DBName, op: op, ids: ids})
 	if err != nil || len(keys) == 0 {
 		return err
 	}
@@ -262,7 +226,7 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 	for i, r := range rows {
 		ids[i] = m.keyArgs([]any{r.k.ID})[0]
 	}
-	keys, err := p.cascadedKeys(db, m, ids, op, 0)
+	keys, err := p.cascadedKeys(db, cascadeStep{table: m.table, keyColumn: m.pk[0].DBName, op: op, ids: ids})
 	if err != nil || len(keys) == 0 {
 		db.AddError(err)
 		return

@@ -56,6 +56,10 @@ type columnSpec struct {
 	// and neither field).
 	OnUpdate bool `json:"onUpdate,omitempty"`
 	NoDelete bool `json:"noDelete,omitempty"`
+	// KeepsOnDelete: the delete action sets the column (SET NULL, SET
+	// DEFAULT) and keeps the rows (older versions wrote neither, and are
+	// read as deleting them, which reaches further).
+	KeepsOnDelete bool `json:"keepsOnDelete,omitempty"`
 }
 
 type rootSpec struct {
@@ -129,6 +133,14 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 		return err
 	}
 	b.catalogAt.Store(time.Now().UnixNano())
+	// A failover or restart since the last refresh: move the generation
+	// epoch to this server (PostgreSQL roles that cannot read the WAL
+	// timeline; lockstore/generation_postgres.go).
+	if k, ok := b.t.Store.(lockstore.EpochKeeper); ok {
+		if err := k.KeepEpoch(direct(db)); err != nil {
+			return err
+		}
+	}
 	for _, sp := range specs {
 		if p.reg.tableModel(sp.Table) == nil {
 			p.reg.storeTable(modelOfSpec(sp))
@@ -137,7 +149,11 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column, key: l.Key})
 		}
 		for _, c := range sp.Cascades {
-			p.reg.addCascade(c.Name, cascadeRef{table: sp.Table, column: c.Column, parentColumn: c.Key, onDelete: !c.NoDelete, onUpdate: c.OnUpdate})
+			ref := cascadeRef{table: sp.Table, column: c.Column, parentColumn: c.Key, onDelete: !c.NoDelete, onUpdate: c.OnUpdate, keepsOnDelete: c.KeepsOnDelete}
+			if len(sp.Key) == 1 {
+				ref.childKey = sp.Key[0].Name
+			}
+			p.reg.addCascade(c.Name, ref)
 		}
 	}
 	return nil

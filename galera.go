@@ -77,8 +77,8 @@ func (p *Plugin) confirmGrants(db *gorm.DB, st *state) error {
 // needed on Galera: a certification failure comes only at that COMMIT,
 // after every statement's callbacks have returned, so this is what tells
 // it as the lock answer it is. GORM commits a caller's own transaction
-// (db.Transaction, Begin and Commit) through the driver with no callback,
-// so there the plugin cannot see it (docs/scaling.md).
+// (db.Transaction, Begin and Commit) with no callback: the plugin's pool
+// on Galera sees that COMMIT (galera_commit.go).
 type commitWatch struct {
 	mu     sync.Mutex
 	writes []watchedWrite
@@ -95,13 +95,14 @@ type watchedWrite struct {
 // commitWatchKey is the context key of a transaction's commitWatch.
 type commitWatchKey struct{}
 
-// watchCommit records st's fenced write in the watch of db's context, if
-// any, on Galera, once the statement succeeded in its caller's transaction.
+// watchCommit records st's fenced write in the watch of its transaction,
+// if any (commitWatchOf), on Galera, once the statement succeeded in its
+// caller's transaction.
 func watchCommit(db *gorm.DB, st *state) {
 	if st.ownTx || st.t == nil || len(st.required) == 0 || !lockstore.IsGalera(st.t.Store) {
 		return
 	}
-	w, _ := ctxOf(db).Value(commitWatchKey{}).(*commitWatch)
+	w := commitWatchOf(db)
 	if w == nil {
 		return
 	}
@@ -141,7 +142,9 @@ func (p *Plugin) commitConflict(db *gorm.DB, w *commitWatch, err error) error {
 // tells a Galera cluster's refusal of its COMMIT as the lock answer it is:
 // ErrNotLocked (naming the record) when a lock one of its writes needed
 // was taken over or released on another node meanwhile. Elsewhere, and
-// for any other error, it returns what db.Transaction returns.
+// for any other error, it returns what db.Transaction returns. On a pool
+// that is database/sql's own, db.Transaction does the same (the plugin's
+// pool sees its COMMIT, galera_commit.go); this works on any pool.
 func (p *Plugin) Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	w := &commitWatch{}
 	err := db.WithContext(context.WithValue(ctxOf(db), commitWatchKey{}, w)).Transaction(fn, opts...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -107,38 +108,61 @@ func TestGalera(t *testing.T) {
 		require.NoError(t, d.Model(&Doc{ID: 100}).Update("title", "david").Error, "the new holder writes")
 	})
 
-	t.Run("a save in the caller's transaction whose COMMIT another node's takeover refuses", func(t *testing.T) {
-		m, d := as(dbs[0], martin), as(dbs[1], david)
-		require.NoError(t, admin(dbs[0]).Create(&Doc{ID: 101, Title: "before"}).Error)
-		_, err := ps[0].Acquire(m, &Doc{ID: 101}, offlinelock.Write)
-		require.NoError(t, err)
-		saved, resume := make(chan struct{}), make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			done <- ps[0].Transaction(m, func(tx *gorm.DB) error {
-				if err := tx.Model(&Doc{ID: 101}).Update("title", "martin").Error; err != nil {
-					return err
-				}
-				close(saved)
-				<-resume
-				return nil
-			})
-		}()
-		<-saved
-		require.NoError(t, ps[1].ForceRelease(as(dbs[1], offlinelock.Owner{Session: "A1", User: "admin"}), "docs", "101"))
-		_, err = ps[1].Acquire(d, &Doc{ID: 101}, offlinelock.Write)
-		require.NoError(t, err)
-		close(resume)
-		err = <-done
-		require.ErrorIs(t, err, offlinelock.ErrNotLocked, "the COMMIT's certification failure is the lock answer")
-		require.ErrorContains(t, err, "COMMIT")
-		for i, db := range dbs {
-			var doc Doc
-			require.NoError(t, db.Exec("SET SESSION wsrep_sync_wait = 1").Error)
-			require.NoError(t, db.Raw("SELECT * FROM docs WHERE id = 101").Scan(&doc).Error)
-			require.Equal(t, "before", doc.Title, "node %d", i+1)
-		}
-	})
+	// A save in the caller's transaction, certified away at its COMMIT by
+	// another node's takeover: the lock answer, however the caller
+	// commits (issue 48). The caller's own transaction runs on the
+	// plugin's pool, which sees its COMMIT.
+	for i, c := range []struct {
+		name string
+		run  func(p *offlinelock.Plugin, db *gorm.DB, fn func(tx *gorm.DB) error) error
+	}{
+		{"Plugin.Transaction", func(p *offlinelock.Plugin, db *gorm.DB, fn func(tx *gorm.DB) error) error {
+			return p.Transaction(db, fn)
+		}},
+		{"db.Transaction", func(_ *offlinelock.Plugin, db *gorm.DB, fn func(tx *gorm.DB) error) error { return db.Transaction(fn) }},
+		{"Begin and Commit", func(_ *offlinelock.Plugin, db *gorm.DB, fn func(tx *gorm.DB) error) error {
+			tx := db.Begin()
+			if err := fn(tx); err != nil {
+				tx.Rollback()
+				return err
+			}
+			return tx.Commit().Error
+		}},
+	} {
+		t.Run("a save in the caller's transaction whose COMMIT another node's takeover refuses: "+c.name, func(t *testing.T) {
+			id := uint(101 + i)
+			m, d := as(dbs[0], martin), as(dbs[1], david)
+			require.NoError(t, admin(dbs[0]).Create(&Doc{ID: id, Title: "before"}).Error)
+			_, err := ps[0].Acquire(m, &Doc{ID: id}, offlinelock.Write)
+			require.NoError(t, err)
+			saved, resume := make(chan struct{}), make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- c.run(ps[0], m, func(tx *gorm.DB) error {
+					if err := tx.Model(&Doc{ID: id}).Update("title", "martin").Error; err != nil {
+						return err
+					}
+					close(saved)
+					<-resume
+					return nil
+				})
+			}()
+			<-saved
+			require.NoError(t, ps[1].ForceRelease(as(dbs[1], offlinelock.Owner{Session: "A1", User: "admin"}), "docs", strconv.Itoa(int(id))))
+			_, err = ps[1].Acquire(d, &Doc{ID: id}, offlinelock.Write)
+			require.NoError(t, err)
+			close(resume)
+			err = <-done
+			require.ErrorIs(t, err, offlinelock.ErrNotLocked, "the COMMIT's certification failure is the lock answer")
+			require.ErrorContains(t, err, "COMMIT")
+			for i, db := range dbs {
+				var doc Doc
+				require.NoError(t, db.Exec("SET SESSION wsrep_sync_wait = 1").Error)
+				require.NoError(t, db.Raw("SELECT * FROM docs WHERE id = ?", id).Scan(&doc).Error)
+				require.Equal(t, "before", doc.Title, "node %d", i+1)
+			}
+		})
+	}
 
 	t.Run("no lost update over three nodes", func(t *testing.T) {
 		const keys, sessions = 4, 12

@@ -50,9 +50,10 @@ type Lock struct {
 	// Generation grows at every grant of the key and is never reused, so it
 	// serves as a fencing token: a later holder always has a larger one.
 	// Re-acquiring a lock you hold keeps its generation. On PostgreSQL it
-	// carries the WAL timeline above 2^40, so a standby promoted after a
-	// failover issues larger ones than the old primary did
-	// (docs/scaling.md).
+	// carries the WAL timeline above 2^40, or where the role cannot read
+	// the timeline an epoch that follows the server's clock, so a standby
+	// promoted after a failover issues larger ones than the old primary
+	// did (docs/scaling.md).
 	Generation int64
 	// AcquiredAt and ExpiresAt come from the database's clock.
 	AcquiredAt, ExpiresAt time.Time

@@ -217,6 +217,7 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		if err := p.prepareDatabase(db); err != nil {
 			return err
 		}
+		p.watchCallerCommits(db, b.t)
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {
 		return nil // already registered on this database

@@ -183,6 +183,25 @@ func (r *registry) noteJoins(s *schema.Schema) {
 	}
 }
 
+// noteRelations records the join tables and cascading foreign keys of s
+// and of every model its relationships reach, at any depth: a write of s
+// cascades through tables whose models no statement may have used yet.
+func (r *registry) noteRelations(s *schema.Schema) {
+	seen := map[*schema.Schema]bool{s: true}
+	for todo := []*schema.Schema{s}; len(todo) > 0; {
+		s := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		r.noteJoins(s)
+		r.noteCascades(s)
+		for _, rel := range s.Relationships.Relations {
+			if rel.FieldSchema != nil && !seen[rel.FieldSchema] {
+				seen[rel.FieldSchema] = true
+				todo = append(todo, rel.FieldSchema)
+			}
+		}
+	}
+}
+
 // addJoinSide records one side of a join table, once, and reports whether
 // it is new.
 func (r *registry) addJoinSide(table string, side joinSide) bool {
@@ -227,8 +246,7 @@ func (r *registry) modelOf(s *schema.Schema, namer schema.Namer) *model {
 	actual, loaded := r.models.LoadOrStore(s, m)
 	m = actual.(*model)
 	if !loaded {
-		r.noteJoins(s)
-		r.noteCascades(s)
+		r.noteRelations(s)
 		if m.lockable {
 			r.storeTable(m)
 		}

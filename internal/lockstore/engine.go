@@ -28,11 +28,10 @@ func refuseEngine(version string) error {
 	return nil
 }
 
-// checkServer refuses an unsupported engine, and a server whose
-// WAL position this role may not read (managed services may revoke
-// pg_current_wal_lsn or pg_walfile_name): the generations carry the WAL
-// timeline, which keeps them unique across a failover, and without it the
-// first grant would fail half-way. It runs before Migrate changes anything.
+// checkServer refuses an unsupported engine, and finds which generation
+// this role can compute: where it may not read the WAL position (managed
+// services may revoke pg_current_wal_lsn or pg_walfile_name), the epoch
+// (generation_postgres.go). It runs before Migrate changes anything.
 func (s *postgresStore) checkServer(c Conn) error {
 	var version string
 	if _, err := c.Query(`SELECT version()`, nil, func(r *sql.Rows) error { return r.Scan(&version) }); err != nil {
@@ -41,15 +40,10 @@ func (s *postgresStore) checkServer(c Conn) error {
 	if err := refuseEngine(version); err != nil {
 		return err
 	}
-	// A standby has no current WAL position (it is in recovery); the
-	// function's EXECUTE is checked there all the same.
-	var timeline string
-	_, err := c.Query(`SELECT CASE WHEN pg_is_in_recovery() THEN '' ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END`, nil,
-		func(r *sql.Rows) error { return r.Scan(&timeline) })
-	if err != nil && IsServerError(err) {
-		return fmt.Errorf("offlinelock: this role cannot read the server's WAL timeline (pg_walfile_name(pg_current_wal_lsn())), "+
-			"which keeps lock generations unique across failovers: GRANT EXECUTE ON FUNCTION pg_catalog.pg_current_wal_lsn(), "+
-			"pg_catalog.pg_walfile_name(pg_lsn) TO the application's role (docs/scaling.md): %w", err)
+	wal, err := s.readsTimeline(c)
+	if err == nil && wal != s.walGen.Load() {
+		s.walGen.Store(wal)
+		s.buildGrants()
 	}
 	return err
 }

@@ -20,17 +20,15 @@ import (
 // the session's; the common loads lock and read in one statement too.
 type postgresStore struct {
 	*sqlStore
-	grantOne, grantMany string // the Write grants, bound, built once
-	grantManyOrdered    string // grantMany taking its order locks first (guard_order_postgres.go)
+	// grants are the Write grants' statements, built again when Migrate
+	// finds which generation this role can compute (generation_postgres.go).
+	grants atomic.Pointer[pgGrantSQL]
+	walGen atomic.Bool // this role reads the WAL timeline
 
-	heldWrite, heldRead, fenceSQL string // conditions added to loads and writes, built once
-	grantOneCTE                   string // grantPrefix's grant, unbound
-	// grantPrefixes[n] is grantPrefix's SQL after n arguments, bound once
-	// for the commonest n (a First by key has 2: the key and LIMIT).
-	grantPrefixes [8]string
-	sweepSQL      string      // one batch of sweep, bound, built once
-	keysOK        sync.Map    // tables whose key columns checkKeyColumns passed
-	ordered       atomic.Bool // the guard's grant order trigger is installed (guard_order_postgres.go)
+	heldWrite, heldRead, fenceSQL string      // conditions added to loads and writes, built once
+	sweepSQL                      string      // one batch of sweep, bound, built once
+	keysOK                        sync.Map    // tables whose key columns checkKeyColumns passed
+	ordered                       atomic.Bool // the guard's grant order trigger is installed (guard_order_postgres.go)
 }
 
 var ()
@@ -49,17 +47,9 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s.revision.Store(GuardRevision)
 	// A one-time filter: evaluated once, before the scan, whatever it finds.
 	s.identity = PostgresSetIdentity(catalog) + ` IS NOT NULL`
-	s.grantOne = dollarBind(s.writeGrantOne(grantReturning, "?"))
-	s.grantMany = dollarBind(s.writeGrant(grantReturning))
-	s.grantManyOrdered = dollarBind(`WITH ` + s.orderRequest("SELECT * FROM unnest(?::text[], ?::text[])") + ` ` +
-		strings.Replace(s.writeGrant(grantReturning), " ORDER BY k.ord", " WHERE (SELECT n FROM offlinelock_order) >= 0 ORDER BY k.ord", 1))
-	// The load's statement is GORM's, and GORM's log shows its arguments:
-	// the hash goes as bytes, which it shows as <binary>.
-	s.grantOneCTE = s.writeGrantOne("1", "encode(?::bytea, 'hex')")
+	s.walGen.Store(true)
+	s.buildGrants()
 	s.sweepSQL = s.sweepStatement()
-	for n := range s.grantPrefixes {
-		s.grantPrefixes[n] = s.grantPrefixSQL(n)
-	}
 	s.heldWrite = s.heldSQL(`holder = '' AND access = 'write'`)
 	s.heldRead = s.heldSQL(`(holder = '' AND access = 'write' OR holder = session)`)
 	// The fence also leaves its proof for the guard (FenceCondition): set after
@@ -121,6 +111,9 @@ func (s *postgresStore) Migrate(c Conn) error {
 			if err == nil {
 				err = s.checkPrivileges(c)
 			}
+			if err == nil {
+				err = s.KeepEpoch(c)
+			}
 			return err // in place: a role that may not create it verifies
 		}
 		for _, stmt := range []string{
@@ -154,7 +147,10 @@ func (s *postgresStore) Migrate(c Conn) error {
 		if err != nil {
 			return fmt.Errorf("offlinelock: adding the reason column to lock table %s: %w", s.table, err)
 		}
-		return s.hashTokens(c)
+		if err := s.hashTokens(c); err != nil {
+			return err
+		}
+		return s.KeepEpoch(c)
 	})
 }
 
@@ -224,16 +220,37 @@ func (s *postgresStore) hashTokens(c Conn) error {
 	return nil
 }
 
-// generation is the SQL of a fresh generation: the sequence's next value
-// plus the server's WAL timeline in the bits above 2^40. A standby
-// promoted after a failover writes on a timeline one higher than any the
-// old primary wrote on, so what it issues is larger than anything the old
-// primary issued, even if the sequence's last values never reached it
-// (asynchronous replication). The timeline is the first eight hex digits
-// of the current WAL file's name: pg_walfile_name and pg_current_wal_lsn
-// need no privilege. docs/scaling.md.
-func (s *postgresStore) generation() string {
-	return `(nextval('` + unquote(s.seq) + `') + (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint << 40))`
+// generation is the SQL of a fresh generation, by the scheme this role
+// can compute (generation_postgres.go): the sequence's next value plus the
+// WAL timeline above 2^40, or plus the epoch's offset.
+func (s *postgresStore) generation() string { return s.generationFor(s.walGen.Load()) }
+
+// pgGrantSQL is the Write grants' statements for one generation scheme.
+type pgGrantSQL struct {
+	one, many   string // the Write grants, bound
+	manyOrdered string // many taking its order locks first (guard_order_postgres.go)
+	oneCTE      string // grantPrefix's grant, unbound
+	// prefixes[n] is grantPrefix's SQL after n arguments, bound once for
+	// the commonest n (a First by key has 2: the key and LIMIT).
+	prefixes [8]string
+}
+
+// buildGrants builds the Write grants' statements for the generation
+// scheme walGen says.
+func (s *postgresStore) buildGrants() {
+	g := &pgGrantSQL{
+		one:  dollarBind(s.writeGrantOne(grantReturning, "?")),
+		many: dollarBind(s.writeGrant(grantReturning)),
+		manyOrdered: dollarBind(`WITH ` + s.orderRequest("SELECT * FROM unnest(?::text[], ?::text[])") + ` ` +
+			strings.Replace(s.writeGrant(grantReturning), " ORDER BY k.ord", " WHERE (SELECT n FROM offlinelock_order) >= 0 ORDER BY k.ord", 1)),
+		// The load's statement is GORM's, and GORM's log shows its
+		// arguments: the hash goes as bytes, which it shows as <binary>.
+		oneCTE: s.writeGrantOne("1", "encode(?::bytea, 'hex')"),
+	}
+	for n := range g.prefixes {
+		g.prefixes[n] = grantPrefixSQL(g.oneCTE, n)
+	}
+	s.grants.Store(g)
 }
 
 // nextGenerations returns n fresh values of the generation sequence.
@@ -340,12 +357,13 @@ func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duratio
 	// A granted row's owner and access are the ones asked for; only these
 	// columns come back, the rest is known (decoding ten columns per row
 	// is measurable beside a one-row upsert).
-	q, args := s.grantMany, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
+	g := s.grants.Load()
+	q, args := g.many, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
 	if s.ordered.Load() {
-		q, args = s.grantManyOrdered, []any{resources, ids, o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
+		q, args = g.manyOrdered, []any{resources, ids, o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
 	}
 	if len(keys) == 1 {
-		q, args = s.grantOne, []any{keys[0].Resource, keys[0].ID, o.Session, o.User, sent[0], ttl.Microseconds()}
+		q, args = g.one, []any{keys[0].Resource, keys[0].ID, o.Session, o.User, sent[0], ttl.Microseconds()}
 	}
 	_, err = c.Query(q, args, func(r *sql.Rows) error {
 		l := Lock{Access: Write, Owner: o}
@@ -547,17 +565,18 @@ func (s *postgresStore) FenceCondition(k Key, session string) clause.Expression 
 const grantCTE = "offlinelock_grant"
 
 func (s *postgresStore) GrantPrefix(k Key, o Owner, token string, ttl time.Duration, after int) (string, []any) {
+	g := s.grants.Load()
 	q := ""
-	if after < len(s.grantPrefixes) {
-		q = s.grantPrefixes[after]
+	if after < len(g.prefixes) {
+		q = g.prefixes[after]
 	} else {
-		q = s.grantPrefixSQL(after)
+		q = grantPrefixSQL(g.oneCTE, after)
 	}
 	return q, []any{k.Resource, k.ID, o.Session, o.User, tokenDigest(token), ttl.Microseconds()}
 }
 
-func (s *postgresStore) grantPrefixSQL(after int) string {
-	return `WITH ` + grantCTE + ` AS (` + bindFrom(s.grantOneCTE, after) + `) `
+func grantPrefixSQL(oneCTE string, after int) string {
+	return `WITH ` + grantCTE + ` AS (` + bindFrom(oneCTE, after) + `) `
 }
 
 func (s *postgresStore) GrantCondition() clause.Expression {

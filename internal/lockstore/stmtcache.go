@@ -100,14 +100,14 @@ func (sc *stmtCache) stmt(ctx context.Context, db *sql.DB, q string, inTx bool) 
 // when q must run unprepared (a pool the cache does not know, such as
 // GORM's own PreparedStmtDB, which prepares by itself).
 func (sc *stmtCache) onPool(ctx context.Context, db *gorm.DB, q string) (*sql.Stmt, func()) {
-	switch pool := db.Statement.ConnPool.(type) {
+	switch pool := sqlPool(db.Statement.ConnPool).(type) {
 	case *sql.DB:
 		if s := sc.stmt(ctx, pool, q, false); s != nil {
 			return s, func() {}
 		}
 	case *sql.Tx:
 		// A transaction of the DB's own pool: GORM begins it there.
-		parent, ok := db.ConnPool.(*sql.DB)
+		parent, ok := sqlPool(db.ConnPool).(*sql.DB)
 		if !ok {
 			return nil, nil
 		}
@@ -253,4 +253,13 @@ func Unprepared(pool gorm.ConnPool) (gorm.ConnPool, bool) {
 		return p.Tx, true
 	}
 	return nil, false
+}
+
+// sqlPool is database/sql's own pool or transaction that pool wraps (the
+// plugin's pool on Galera, which sees its transactions' COMMIT), or pool.
+func sqlPool(pool gorm.ConnPool) gorm.ConnPool {
+	if w, ok := pool.(interface{ SQLPool() gorm.ConnPool }); ok {
+		return w.SQLPool()
+	}
+	return pool
 }

@@ -19,7 +19,7 @@ func GrantStatement(s Store, resource, id, session string, ttl time.Duration) (s
 	if !ok {
 		return "", nil
 	}
-	return pg.grantOne, []any{resource, id, session, "martin", tokenHash("0123456789abcdef0123456789abcdef"), ttl.Microseconds()}
+	return pg.grants.Load().one, []any{resource, id, session, "martin", tokenHash("0123456789abcdef0123456789abcdef"), ttl.Microseconds()}
 }
 
 // SweepPlan is the EXPLAIN of one batch of a PostgreSQL store's sweep,

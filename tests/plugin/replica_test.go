@@ -125,25 +125,31 @@ func TestReplicaThePrimaryDecides(t *testing.T) {
 // promoted. Synchronous: every lock survives with its generation.
 // Asynchronous, the standby cut off before the last grants: those grants
 // are lost (the documented risk), and the promoted server issues
-// generations larger than any the old primary issued.
+// generations larger than any the old primary issued. The same again with
+// the WAL functions revoked from the application's role (a managed
+// service's restriction): the generations come from the epoch, which the
+// promoted server's first db.Use moves (issue 48).
 func TestFailoverGenerations(t *testing.T) {
-	for _, sync := range []bool{true, false} {
-		name := "asynchronous"
-		if sync {
-			name = "synchronous"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		sync, wal bool
+	}{{"synchronous", true, true}, {"asynchronous", false, true}, {"asynchronous without the WAL timeline", false, false}} {
+		t.Run(c.name, func(t *testing.T) {
 			pp := testkit.StartPGPair(t)
-			if sync {
+			if c.sync {
 				pp.Sync(t, true)
 			}
-			db := testkit.OpenPG(t, pp.PrimaryDSN())
+			user := ""
+			if !c.wal {
+				user = " user=" + revokeWAL(t, pp)
+			}
+			db := testkit.OpenPG(t, pp.PrimaryDSN()+user)
 			p := withPlugin(t, db, "ol_failover")
 			require.NoError(t, db.AutoMigrate(&Doc{}))
 			_, err := p.Acquire(as(db, david), &Doc{ID: 100}, offlinelock.Write) // the lock table exists on the standby
 			require.NoError(t, err)
 			pp.CaughtUp(t)
-			if !sync {
+			if !c.sync {
 				pp.CutStandby(t)
 			}
 			// More grants than PostgreSQL logs a sequence ahead (32): the
@@ -157,10 +163,10 @@ func TestFailoverGenerations(t *testing.T) {
 			pp.Kill(t, "primary")
 			pp.Promote(t)
 
-			db2 := testkit.OpenPG(t, pp.StandbyDSN())
+			db2 := testkit.OpenPG(t, pp.StandbyDSN()+user)
 			p2 := withPlugin(t, db2, "ol_failover")
 			l, err := p2.Acquire(as(db2, david), &Doc{ID: 1}, offlinelock.Write)
-			if sync {
+			if c.sync {
 				require.ErrorIs(t, err, offlinelock.ErrLocked, "a synchronous standby has every grant")
 				for _, b := range before {
 					hs, err := p2.Holders(db2, &Doc{ID: mustID(t, b.ID)})
@@ -177,6 +183,26 @@ func TestFailoverGenerations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// revokeWAL revokes the WAL functions from PUBLIC on the pair's primary
+// (the standby follows) and creates a role that may create in the public
+// schema; it returns the role's name. The pair's cluster, the role with
+// it, is removed when the test ends.
+func revokeWAL(t *testing.T, pp *testkit.PGPair) string {
+	t.Helper()
+	role := "ol_h3_nowal"
+	for _, q := range []string{
+		`REVOKE EXECUTE ON FUNCTION pg_catalog.pg_walfile_name(pg_lsn) FROM PUBLIC`,
+		`REVOKE EXECUTE ON FUNCTION pg_catalog.pg_current_wal_lsn() FROM PUBLIC`,
+		`CREATE ROLE ` + role + ` LOGIN`,
+		`GRANT ALL ON SCHEMA public TO ` + role,
+	} {
+		pp.Exec(t, pp.PrimaryPort, q)
+	}
+	app := testkit.OpenPG(t, pp.PrimaryDSN()+" user="+role)
+	require.ErrorContains(t, app.Exec(`SELECT pg_walfile_name(pg_current_wal_lsn())`).Error, "permission denied")
+	return role
 }
 
 // TestUnconfirmedGrant: the synchronous standby is down, so a grant's
