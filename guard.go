@@ -194,6 +194,14 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) err
 // alone after one timed out waiting for it.
 const guardBusyFor = 10 * time.Second
 
+// routineInPlace says whether this process found or installed the
+// guard's shared routine.
+func (gs *guardState) routineInPlace() bool {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return gs.routine
+}
+
 // busyTable says whether an install timed out waiting for table in the
 // last guardBusyFor.
 func (gs *guardState) busyTable(table string) bool {
@@ -225,6 +233,16 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 			// statements, grants nothing (coverage.go: "newer"), and
 			// leaves the guard alone.
 			p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard was installed by a newer offlinelock; this node grants no lock until it is upgraded", "error", err)
+			return nil
+		}
+		if err != nil && lockstore.Denied(err) && p.guardOf(db).routineInPlace() {
+			// A role that may not guard a table the catalog declares (the
+			// application's, with DML only): the application starts, and
+			// the grants of the records that table can hold are refused,
+			// naming the owner's command (coverage.go), until the owner's
+			// `offlinelock guard install` guards it.
+			p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: this role may not install the database guard on a declared table; "+
+				"grants of the records it covers are refused until the tables' owner runs `offlinelock guard install`", "error", err)
 			return nil
 		}
 		if err != nil && lockstore.IsLockTimeout(err) {

@@ -23,6 +23,7 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		"status reports, per table, whether the database guard of the lock table is in place on every table\n"+
 			"the catalog declares (and their join tables and foreign-key parents); it exits 4 when one is not.\n"+
 			"install installs it (or upgrades it in place) on every lockable table of the catalog, as db.Use does,\n"+
+			"and creates the tables the plugin's features need beside the lock table (notes, viewers),\n"+
 			"and reports as status does: exit 4 when a declared table is left unguarded.\n"+
 			"Both exit 5 when no lockable table is declared yet: the application's db.Use (Config.Models) or\n"+
 			"its first statement on a lockable table declares it; its grants are refused until the guard covers it.\n"+
@@ -50,7 +51,14 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 	var installErr error
 	switch pos[0] {
 	case "install":
-		installErr = locks.InstallGuard(db) // reported with the tables it left unguarded
+		// What the application's features need beside the lock table
+		// (the notes and viewers tables), so that a role with DML only
+		// finds them; then the guard, reported with the tables it left
+		// unguarded.
+		if err := locks.CreateFeatureTables(db); err != nil {
+			return err
+		}
+		installErr = locks.InstallGuard(db)
 	case "remove":
 		if err := locks.RemoveGuard(db); err != nil {
 			return err

@@ -259,6 +259,7 @@ func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 	if err != nil || key == "" {
 		return GuardDropped, err
 	}
+	hidden := false
 	for _, r := range [][2]string{{"PROCEDURE", s.guardPrefix() + "_check"}, {"FUNCTION", s.fenceName()}} {
 		seal, err := s.sealName(c)
 		if err != nil || seal == "" {
@@ -268,17 +269,28 @@ func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 		if r[0] == "FUNCTION" {
 			body = s.fenceBody(key)
 		}
-		if state, err := s.routineState(c, r[0], r[1], body); err != nil || state != GuardOK {
+		if state, err := s.routineState(c, r[0], r[1], body); err != nil || state != GuardOK && state != GuardHidden {
 			return state, err
+		} else if state == GuardHidden {
+			hidden = true
 		}
 	}
-	if state, err := s.orderState(c); err != nil || state != GuardOK {
+	if state, err := s.orderState(c); err != nil || state != GuardOK && state != GuardHidden {
 		return state, err
+	} else if state == GuardHidden {
+		hidden = true
 	}
+	// A routine hidden from this user (no privilege on it) says nothing of
+	// the table: its triggers are read all the same, by name where their
+	// bodies are hidden too, so that a table without them is never taken
+	// as guarded.
 	names, stmts := s.triggerSQL(plan, key)
 	state, err := s.triggersState(c, names, guardVersion(stmts...))
-	if err != nil || state != GuardOK {
+	if err != nil || state != GuardOK && state != GuardHidden {
 		return state, err
+	}
+	if hidden || state == GuardHidden {
+		return GuardHidden, nil // the views' names may be hidden as well
 	}
 	if _, ok, err := s.sealedViews(c, stmts, false); err != nil || !ok {
 		return GuardDropped, err
@@ -287,8 +299,10 @@ func (s *mysqlStore) TableState(c Conn, plan GuardPlan) (string, error) {
 }
 
 // triggersState: every trigger of names carries version (GuardOK), or the
-// first that does not: missing, another version, or hidden from this user.
+// first that does not: missing or another version; else, where a body is
+// hidden from this user, GuardHidden, once every trigger is seen by name.
 func (s *mysqlStore) triggersState(c Conn, names []string, version string) (string, error) {
+	hidden := false
 	for _, name := range names {
 		state := GuardDropped
 		_, err := c.Query(`SELECT ACTION_STATEMENT FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = ?`,
@@ -307,9 +321,13 @@ func (s *mysqlStore) triggersState(c Conn, names []string, version string) (stri
 				}
 				return nil
 			})
-		if err != nil || state != GuardOK {
+		if err != nil || state != GuardOK && state != GuardHidden {
 			return state, err
 		}
+		hidden = hidden || state == GuardHidden
+	}
+	if hidden {
+		return GuardHidden, nil
 	}
 	return GuardOK, nil
 }
