@@ -31,12 +31,20 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 			"writes of held records from clients that do not pass through the plugin, until a node's db.Use\n"+
 			"installs it again (set offlinelock.Config.DisableGuard there to keep it off).")
 	d := addDBFlags(c, fs)
+	printSQL := fs.Bool("print-sql", false, "with install: print the SQL the install would run (the lock table's, the feature tables', the guard's)\n"+
+		"instead of running it, for DBAs who run migrations; run it as the tables' owner (it carries the guard's key: keep it private)")
 	pos, err := parse(c, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 || (pos[0] != "status" && pos[0] != "install" && pos[0] != "remove") {
 		return usagef(fs, "guard takes one of status, install or remove: got %q", withoutPasswords(pos))
+	}
+	if *printSQL {
+		if pos[0] != "install" {
+			return usagef(fs, "--print-sql goes with guard install only")
+		}
+		return printGuardSQL(ctx, c, d)
 	}
 	// The guard is not installed by opening: each action does its own.
 	a := writes

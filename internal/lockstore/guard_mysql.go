@@ -100,7 +100,11 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 		}
 		// The fence function only saves the fence a statement: without it
 		// (a privilege the procedure did not need), the fence keeps its own.
-		s.fenceFn.Store(s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody(key)) == nil)
+		fenced := s.installRoutine(c, "FUNCTION", s.fenceName(), s.fenceBody(key)) == nil
+		if c.plan != nil {
+			return s.recordProtocol(c, protocol, `INSERT INTO `+s.catalog+` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`)
+		}
+		s.fenceFn.Store(fenced)
 		if state, err := s.routineState(c, "PROCEDURE", s.guardPrefix()+"_check", body); err != nil || state != GuardOK {
 			return err // in place but hidden from this user: the owner records the protocol
 		}
@@ -181,11 +185,17 @@ func (s *mysqlStore) sealIndex(c Conn) (string, error) {
 	rand.Read(b)
 	name = prefix + hex.EncodeToString(b)
 	_, err = c.Exec("ALTER TABLE " + s.table + " RENAME INDEX " + s.index("expires") + " TO " + s.Quote(name))
+	if c.plan != nil {
+		c.plan.seal = name
+	}
 	return name, err
 }
 
 // sealName is the seal's name (sealIndex), or "" before the first install.
 func (s *mysqlStore) sealName(c Conn) (string, error) {
+	if c.plan != nil && c.plan.seal != "" {
+		return c.plan.seal, nil // made by the plan, not renamed
+	}
 	have, err := queryStrings(c, `SELECT INDEX_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME LIKE ? ORDER BY INDEX_NAME LIMIT 1`,
 		s.lockName(), strings.ReplaceAll(s.guardPrefix()+"_seal_", "_", `\_`)+"%")
 	return strings.Join(have, ""), err
@@ -340,6 +350,7 @@ func (s *mysqlStore) triggersState(c Conn, names []string, version string) (stri
 func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 	return c.db.Connection(func(tx *gorm.DB) error {
 		cc := NewConn(tx, c.ctx).on(c.obs)
+		cc.plan = c.plan
 		key, err := s.guardKeyIn(cc, `INSERT IGNORE INTO `+s.catalog+` (name, spec) VALUES (?, ?)`)
 		if err != nil {
 			return err
@@ -647,6 +658,10 @@ func (s *mysqlStore) sealedViews(c Conn, stmts []string, create bool) (out []str
 			if _, done := names[m[1]]; done {
 				continue
 			}
+			if v, ok := c.plan.view(m[1]); ok {
+				names[m[1]] = v
+				continue
+			}
 			prefix := s.guardPrefix() + "_v" + guardName(s.lockName(), strings.ToLower(m[1])) + "_"
 			have, err := queryStrings(c, `SELECT TABLE_NAME FROM information_schema.VIEWS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE ? ORDER BY TABLE_NAME LIMIT 1`,
 				strings.ReplaceAll(prefix, "_", `\_`)+"%")
@@ -664,6 +679,7 @@ func (s *mysqlStore) sealedViews(c Conn, stmts []string, create bool) (out []str
 				if _, err := c.Exec("CREATE VIEW " + s.Quote(name) + " AS SELECT * FROM " + s.Quote(m[1])); err != nil {
 					return nil, false, err
 				}
+				c.plan.madeView(m[1], s.Quote(name))
 			}
 			names[m[1]] = s.Quote(name)
 		}

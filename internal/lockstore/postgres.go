@@ -114,7 +114,7 @@ func (s *postgresStore) Migrate(c Conn) error {
 			return err
 		}
 		if ok, err := s.migrated(c); err != nil || ok {
-			if err == nil {
+			if err == nil && c.plan == nil {
 				err = s.hashTokens(c)
 			}
 			if err == nil {
@@ -145,6 +145,9 @@ func (s *postgresStore) Migrate(c Conn) error {
 			if _, err := c.Exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w%s", s.table, err, OwnerHint(err))
 			}
+		}
+		if c.plan != nil {
+			return nil // made with its reason column, and no token to hash
 		}
 		err := reasonColumn(c, func() (bool, error) {
 			n, err := queryStrings(c, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'reason' AND NOT attisdropped`, s.table)
