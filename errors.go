@@ -87,6 +87,11 @@ var (
 	// statement then running (docs/scaling.md). Nothing of it was
 	// committed, its locks included: run the whole transaction again.
 	ErrTxLost = lockstore.ErrTxLost
+
+	// ErrGuardPrivileges reports a role that may not install or remove
+	// the database guard (CheckGuardPrivileges): the error names each
+	// privilege it lacks and the grant that gives it; nothing was changed.
+	ErrGuardPrivileges = errors.New("offlinelock: missing privileges for the database guard")
 )
 
 // unconfirmed is err of a grant, told as ErrUnconfirmed when the database

@@ -650,7 +650,8 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 }
 
 // RemoveGuard drops the database guard of this plugin's lock table from
-// every table that carries it, and its routines. Writes from any client are
+// every table that carries it, and its routines. It checks first that this
+// role may (CheckGuardPrivileges), and changes nothing when it may not. Writes from any client are
 // then checked only where they pass through the plugin; db.Use, or the
 // plugin's next lock of a table, installs it again unless
 // Config.DisableGuard is set.
@@ -658,6 +659,11 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	db = onPrimary(db)
 	_, g, err := p.guardStoreOf(db)
 	if err != nil || g == nil {
+		return err
+	}
+	// Checked before the first DROP: MySQL's DDL commits as it goes, and
+	// a removal stopped half-way would leave routines without triggers.
+	if err := p.CheckGuardPrivileges(db, true); err != nil {
 		return err
 	}
 	gs := p.guardOf(db)

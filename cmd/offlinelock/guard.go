@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"github.com/offlinelock/offlinelock"
 )
 
@@ -49,13 +51,18 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 	// The guard is not installed by opening: each action does its own.
 	a := writes
 	if pos[0] == "install" {
-		a = deploys // the owner's step at deploy time: the lock table too
+		a = plans // checked first, then registered (the lock table too)
 	}
 	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{LeaveGuard: true}, a)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
+	if pos[0] == "install" {
+		if err := checkThenRegister(db, locks, d.table); err != nil {
+			return err
+		}
+	}
 	var installErr error
 	switch pos[0] {
 	case "install":
@@ -127,4 +134,27 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		return errors.Join(installErr, fmt.Errorf("%w: %d of %d tables", errUnguarded, bad, len(states)))
 	}
 	return installErr
+}
+
+// checkThenRegister is install's start: where the install has something
+// to change (the lock table, the feature tables, the guard), this role's
+// privileges are checked before any of it is, so that an install never
+// stops half-way; then the plugin is registered, which creates the lock
+// table where it is missing, as the application's db.Use would.
+func checkThenRegister(db *gorm.DB, locks *offlinelock.Plugin, table string) error {
+	if db.Dialector.Name() != "sqlite" {
+		todo, err := locks.GuardSQL(db)
+		if err != nil && todo == nil {
+			return err
+		}
+		if len(todo) > 0 {
+			if err := locks.CheckGuardPrivileges(db, false); err != nil {
+				return err
+			}
+		}
+	}
+	if err := db.Use(locks); err != nil {
+		return fmt.Errorf("opening lock table %q: %w", table, err)
+	}
+	return nil
 }
