@@ -92,6 +92,11 @@ var (
 	// the database guard (CheckGuardPrivileges): the error names each
 	// privilege it lacks and the grant that gives it; nothing was changed.
 	ErrGuardPrivileges = errors.New("offlinelock: missing privileges for the database guard")
+
+	// ErrGrantExecute reports, at db.Use on MySQL/MariaDB, an application
+	// user that may not execute the database guard's routines, which are in
+	// place: the error names the GRANT EXECUTE the tables' owner runs.
+	ErrGrantExecute = lockstore.ErrGrantExecute
 )
 
 // unconfirmed is err of a grant, told as ErrUnconfirmed when the database

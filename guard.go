@@ -133,7 +133,9 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) err
 		gs.tables = map[string]string{}
 	}
 	if !gs.routine {
-		if err := g.InstallGuardRoutine(c); err != nil {
+		if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGrantExecute) {
+			return err // in place: the grant it names is the way out, not an install
+		} else if err != nil {
 			return guardInstallError("the guard routine", err)
 		}
 		if err := p.loadGuardKey(db, c); err != nil {

@@ -161,3 +161,43 @@ func lpConfig(table string) offlinelock.Config {
 	return offlinelock.Config{Table: table, Models: []any{&lpDoc{}}, Logger: slog.New(slog.DiscardHandler),
 		Authorize: func(context.Context, string, offlinelock.Lock) error { return nil }}
 }
+
+// TestApplicationWithoutExecuteIsToldTheGrant: on MariaDB an application
+// user without EXECUTE (which the plugin's statements need to call the
+// fence function) finds the guard's routines hidden; its db.Use names the
+// missing GRANT EXECUTE rather than advising an install, and starts once
+// it is granted. (PostgreSQL's guard functions are closed to every role
+// but their owner on purpose, and its triggers fire without EXECUTE: the
+// application needs none there, TestLeastPrivilegeInEitherOrder.)
+func TestApplicationWithoutExecuteIsToldTheGrant(t *testing.T) {
+	d := openDB(t, "mysql")
+	table := "h1ex_" + randomName()
+	require.NoError(t, d.db.Migrator().DropTable(&lpDoc{}))
+	require.NoError(t, d.db.AutoMigrate(&lpDoc{}))
+	t.Cleanup(func() { d.db.Migrator().DropTable(&lpDoc{}) })
+	dropLockTables(t, d, table)
+	p := offlinelock.New(offlinelock.Config{Table: table, LeaveGuard: true, Models: []any{&lpDoc{}}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, d.db.Use(p))
+	require.Equal(t, exitOK, cmd("guard", "install", "--dsn", d.dsn, "--table", table).code)
+
+	user, dsn := serverRole(t, d, "app", `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.* TO {role}`)
+	err := openAs(t, d, dsn).Use(offlinelock.New(lpConfig(table)))
+	require.ErrorIs(t, err, offlinelock.ErrGrantExecute)
+	require.ErrorContains(t, err, "GRANT EXECUTE ON `"+dbOf(t, d)+"`.* TO '"+user+"'@'%'")
+	require.NotContains(t, err.Error(), "guard install")
+
+	require.NoError(t, d.db.Exec("GRANT EXECUTE ON `"+dbOf(t, d)+"`.* TO '"+user+"'@'%'").Error)
+	app := openAs(t, d, dsn)
+	p2 := offlinelock.New(lpConfig(table))
+	require.NoError(t, app.Use(p2))
+	_, err = p2.Acquire(as(app, martin), &lpDoc{ID: 1}, offlinelock.Write)
+	require.NoError(t, err)
+}
+
+// dbOf is the name of d's database (MySQL/MariaDB).
+func dbOf(t *testing.T, d testDB) string {
+	t.Helper()
+	var name string
+	require.NoError(t, d.db.Raw(`SELECT DATABASE()`).Scan(&name).Error)
+	return name
+}

@@ -218,6 +218,12 @@ func (s *mysqlStore) installRoutine(c Conn, kind, name, body string) error {
 	}
 	for _, q := range stmts {
 		if _, err := c.Exec(q); err != nil {
+			if state == GuardDropped && Denied(err) {
+				// Not shown to this user may be in place all the same.
+				if denied := s.executeDenied(c, kind, name); denied != nil {
+					return denied
+				}
+			}
 			return err
 		}
 	}
