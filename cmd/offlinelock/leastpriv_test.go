@@ -25,8 +25,10 @@ func (lpDoc) TableName() string { return "h1_lp_docs" }
 
 // roleGrants are the grants docs/guard.md lists for each role on each
 // database ("Roles and grants"); {role} is the role, {db} the database,
-// {owner} the owner role (PostgreSQL's default privileges) and {tables}
-// the business tables.
+// {owner} the owner role (PostgreSQL's default privileges), {tables}
+// the business tables and {lock} the lock table. The owner's and the
+// application's are run by TestLeastPrivilegeInEitherOrder and
+// TestPrintedSQLInstallsTheGuard, the others' by TestDocumentedRoles.
 var roleGrants = map[string]map[string][]string{
 	"postgres": {
 		"owner": {`GRANT USAGE, CREATE ON SCHEMA public TO {role}`, `ALTER TABLE {tables} OWNER TO {role}`},
@@ -34,22 +36,33 @@ var roleGrants = map[string]map[string][]string{
 			`GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO {role}`,
 			`ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}`,
 			`ALTER DEFAULT PRIVILEGES FOR ROLE {owner} IN SCHEMA public GRANT USAGE ON SEQUENCES TO {role}`},
+		"operator": {`GRANT USAGE ON SCHEMA public TO {role}`,
+			`GRANT SELECT, INSERT, UPDATE, DELETE ON {lock}, {lock}_tables, {lock}_notes TO {role}`,
+			`GRANT USAGE ON SEQUENCE {lock}_generation, {lock}_notes_id_seq TO {role}`},
 		"service":   {`GRANT USAGE ON SCHEMA public TO {role}`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {tables} TO {role}`},
-		"read-only": {`GRANT USAGE ON SCHEMA public TO {role}`, `GRANT SELECT ON {tables} TO {role}`},
+		"read-only": {`GRANT USAGE ON SCHEMA public TO {role}`, `GRANT SELECT ON {tables}, {lock} TO {role}`},
 	},
 	"mysql": {
 		"owner":       {`GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, INDEX, TRIGGER, CREATE VIEW, CREATE ROUTINE, ALTER ROUTINE, EXECUTE ON {db}.* TO {role}`},
 		"application": {`GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON {db}.* TO {role}`},
-		"service":     {`GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.{tables} TO {role}`},
-		"read-only":   {`GRANT SELECT ON {db}.{tables} TO {role}`},
+		"operator": {`GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.{lock} TO {role}`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.{lock}_tables TO {role}`,
+			`GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.{lock}_generation TO {role}`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.{lock}_notes TO {role}`},
+		"service":   {`GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.{tables} TO {role}`},
+		"read-only": {`GRANT SELECT ON {db}.{tables} TO {role}`, `GRANT SELECT ON {db}.{lock} TO {role}`},
 	},
 }
 
 // grantsOf are role's grants on d with owner and tables filled in.
 func grantsOf(d testDB, role, owner, tables string) []string {
+	return grantsOn(d, role, owner, tables, "")
+}
+
+// grantsOn are role's grants on d with owner, tables and the lock table
+// filled in.
+func grantsOn(d testDB, role, owner, tables, lock string) []string {
 	var out []string
 	for _, g := range roleGrants[d.name][role] {
-		out = append(out, strings.NewReplacer("{owner}", `"`+owner+`"`, "{tables}", tables).Replace(g))
+		out = append(out, strings.NewReplacer("{owner}", `"`+owner+`"`, "{tables}", tables, "{lock}", lock).Replace(g))
 	}
 	return out
 }
