@@ -52,11 +52,11 @@ const (
 	// writes: release and sweep change lock rows; the plugin is registered
 	// as the application registers it, so they need the application's role.
 	writes
-	// deploys: guard install, the owner's step at deploy time, creates the
-	// lock table when it is missing, as db.Use does.
-	deploys
-	// plans: guard install --print-sql reads what is there and changes
-	// nothing, the lock table missing or not (it prints its DDL then).
+	// plans: guard install, the owner's step at deploy time, opens
+	// without registering the plugin, the lock table missing or not: it
+	// reads what is there first (--print-sql prints the DDL; install
+	// checks its privileges, then registers the plugin, which creates the
+	// lock table as db.Use does: checkThenRegister).
 	plans
 )
 
@@ -93,7 +93,7 @@ func (d *dbFlags) plugin(db *gorm.DB, server string, cfg offlinelock.Config, a a
 	// db.Use would create a missing lock table: a mistyped --table or a
 	// wrong database would then show an empty table instead of an error,
 	// and leave tables behind.
-	if a != deploys && a != plans && !db.Migrator().HasTable(d.table) {
+	if a != plans && !db.Migrator().HasTable(d.table) {
 		return nil, fmt.Errorf("no lock table %q in this %s database: check --dsn and --table (the command never creates one), and that this role has privileges on it (a role without them does not see it); `offlinelock guard install`, run as the tables' owner, creates it", d.table, server)
 	}
 	cfg.Table = d.table

@@ -32,18 +32,17 @@ func (s *mysqlStore) MissingGuardPrivileges(c Conn, _ []string, remove bool) ([]
 	if remove {
 		want = mysqlRemovePrivileges
 	}
-	have := map[string]bool{}
-	var user, role string
+	var user, role, db string
 	if _, err := c.Query(`SELECT CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), ''''),
 		COALESCE(CONCAT('''', CURRENT_ROLE(), ''''), ''), DATABASE()`, nil, func(r *sql.Rows) error {
-		var db string
 		return r.Scan(&user, &role, &db)
 	}); err != nil {
 		return nil, err
 	}
+	have := map[string]bool{}
 	_, err := c.Query(`SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE IN (?, ?)
-		UNION SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE IN (?, ?) AND TABLE_SCHEMA = DATABASE()`,
-		[]any{user, role, user, role}, func(r *sql.Rows) error {
+		UNION SELECT PRIVILEGE_TYPE FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE IN (?, ?) AND TABLE_SCHEMA = ?`,
+		[]any{user, role, user, role, db}, func(r *sql.Rows) error {
 			var p string
 			err := r.Scan(&p)
 			have[p] = true
@@ -60,10 +59,6 @@ func (s *mysqlStore) MissingGuardPrivileges(c Conn, _ []string, remove bool) ([]
 	}
 	if len(missing) == 0 {
 		return nil, nil
-	}
-	var db string
-	if _, err := c.Query(`SELECT DATABASE()`, nil, func(r *sql.Rows) error { return r.Scan(&db) }); err != nil {
-		return nil, err
 	}
 	return []string{"the " + strings.Join(missing, ", ") + " privileges on database " + db +
 		" (GRANT " + strings.Join(missing, ", ") + " ON " + s.Quote(db) + ".* TO " + user + ")"}, nil
@@ -97,9 +92,10 @@ func (s *postgresStore) MissingGuardPrivileges(c Conn, tables []string, remove b
 	if remove {
 		_, err = c.Query(`SELECT format('ownership of %s %s (GRANT %I TO %I)', CASE WHEN o.kind = 'f' THEN 'function' ELSE 'table' END, o.name, r.rolname, current_user)
 			FROM (SELECT 'f' AS kind, p.oid::regprocedure::text AS name, p.proowner AS owner FROM pg_catalog.pg_proc p WHERE p.proname LIKE $1
+					AND p.pronamespace = (SELECT t.relnamespace FROM pg_catalog.pg_class t WHERE t.oid = pg_catalog.to_regclass($3))
 				UNION ALL SELECT 't', c.oid::regclass::text, c.relowner FROM pg_catalog.pg_class c WHERE c.oid = pg_catalog.to_regclass($2)) o
 			JOIN pg_catalog.pg_roles r ON r.oid = o.owner WHERE NOT pg_catalog.pg_has_role(o.owner, 'USAGE') ORDER BY 1`,
-			[]any{strings.ReplaceAll(s.guardPrefix(), "_", `\_`) + `\_%`, s.orderTable(s.table)}, add)
+			[]any{strings.ReplaceAll(s.guardPrefix(), "_", `\_`) + `\_%`, s.orderTable(s.table), s.table}, add)
 		return missing, err
 	}
 	_, err = c.Query(`SELECT format('CREATE on schema %I (GRANT CREATE ON SCHEMA %I TO %I)', n, n, current_user)
