@@ -29,12 +29,13 @@ import (
 // declared its tables. A declared table the guard cannot follow is
 // reported as InstallGuard reports it, with the statements of the others.
 // The statements carry the guard's key (MySQL/MariaDB's routines carry it
-// in their bodies): keep them as private as the lock table.
+// in their bodies): keep them as private as the lock table. SQLite has no
+// guard: nil.
 func (p *Plugin) GuardSQL(db *gorm.DB) ([]string, error) {
 	db = onPrimary(db)
 	t, err := p.storeFor(db)
-	if err != nil {
-		return nil, err
+	if err != nil || t.caps.Guard == nil {
+		return nil, err // SQLite has no guard, and db.Use makes its lock table
 	}
 	existed := db.Session(&gorm.Session{NewDB: true}).Migrator().HasTable(p.cfg.Table)
 	plan := lockstore.NewPlan(!existed)
@@ -48,7 +49,7 @@ func (p *Plugin) GuardSQL(db *gorm.DB) ([]string, error) {
 	}
 	out := append(plan.Statements(), features...)
 	g := t.caps.Guard
-	if g == nil || p.cfg.DisableGuard {
+	if p.cfg.DisableGuard {
 		return out, nil
 	}
 	before := len(plan.Statements())

@@ -98,3 +98,31 @@ func TestPrintedSQLOnSQLite(t *testing.T) {
 	require.Equal(t, result{exitOK, "-- SQLite has no guard: db.Use creates the lock table\n", ""}, r)
 	require.False(t, d.db.Migrator().HasTable("h1_locks"))
 }
+
+// TestGuardInstallMakesTheFeatureTables: on every database guard install
+// makes the notes and viewers tables the plugin's features need (SQLite
+// too, which has no guard); GuardSQL has nothing for SQLite.
+func TestGuardInstallMakesTheFeatureTables(t *testing.T) {
+	eachDB(t, func(t *testing.T, d testDB) {
+		table, p := lockTable(t, d)
+		dropLockTables(t, d, table)
+		require.Equal(t, []string{table + "_notes", table + "_viewers"}, p.FeatureTables())
+		for _, f := range p.FeatureTables() {
+			require.False(t, d.db.Migrator().HasTable(f), f)
+		}
+		r := cmd("guard", "install", "--dsn", d.dsn, "--table", table)
+		want := exitNoTables // nothing declared: the guard comes later, the tables now
+		if d.name == "sqlite" {
+			want = exitOK // no guard to report
+		}
+		require.Equal(t, want, r.code, r.stderr)
+		for _, f := range p.FeatureTables() {
+			require.True(t, d.db.Migrator().HasTable(f), f)
+		}
+		if d.name == "sqlite" {
+			stmts, err := p.GuardSQL(d.db)
+			require.NoError(t, err)
+			require.Nil(t, stmts)
+		}
+	})
+}
