@@ -214,3 +214,31 @@ func dbOf(t *testing.T, d testDB) string {
 	require.NoError(t, d.db.Raw(`SELECT DATABASE()`).Scan(&name).Error)
 	return name
 }
+
+// TestApplicationWithoutGrantsOnTheNotesTableIsToldThem: on PostgreSQL an
+// application role with the lock table's grants but none on the notes
+// table the owner's install made fails at db.Use, naming both grants
+// (the table and its id sequence), rather than at its first TakeOver with
+// a bare "permission denied"; granted them, it starts.
+func TestApplicationWithoutGrantsOnTheNotesTableIsToldThem(t *testing.T) {
+	d := openDB(t, "postgres")
+	table := "h1nt_" + randomName()
+	require.NoError(t, d.db.Migrator().DropTable(&lpDoc{}))
+	require.NoError(t, d.db.AutoMigrate(&lpDoc{}))
+	t.Cleanup(func() { d.db.Migrator().DropTable(&lpDoc{}) })
+	dropLockTables(t, d, table)
+	p := offlinelock.New(offlinelock.Config{Table: table, LeaveGuard: true, Models: []any{&lpDoc{}}, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, d.db.Use(p))
+	require.Equal(t, exitOK, cmd("guard", "install", "--dsn", d.dsn, "--table", table).code)
+
+	role, dsn := serverRole(t, d, "app", `GRANT USAGE ON SCHEMA public TO {role}`,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON h1_lp_docs, `+table+`, `+table+`_tables TO {role}`,
+		`GRANT USAGE ON SEQUENCE `+table+`_generation TO {role}`)
+	err := openAs(t, d, dsn).Use(offlinelock.New(lpConfig(table)))
+	require.EqualError(t, err, `offlinelock: permission denied: this role may not use the notes table `+table+`_notes, which TakeOver, RequestEdit, ForceRelease and Watch write; as the owner, run: `+
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON "`+table+`_notes" TO <this role>; GRANT USAGE ON SEQUENCE public.`+table+`_notes_id_seq TO <this role>`)
+
+	require.NoError(t, d.db.Exec(`GRANT SELECT, INSERT, UPDATE, DELETE ON "`+table+`_notes" TO "`+role+`"`).Error)
+	require.NoError(t, d.db.Exec(`GRANT USAGE ON SEQUENCE "`+table+`_notes_id_seq" TO "`+role+`"`).Error)
+	require.NoError(t, openAs(t, d, dsn).Use(offlinelock.New(lpConfig(table))))
+}
