@@ -53,7 +53,9 @@ func (p *Plugin) GuardSQL(db *gorm.DB) ([]string, error) {
 		return out, nil
 	}
 	before := len(plan.Statements())
-	if err := g.InstallGuardRoutine(c); err != nil {
+	if err := g.InstallGuardRoutine(c); errors.Is(err, ErrGuardProtocol) {
+		return nil, err // names the upgrade: no install is the way out
+	} else if err != nil {
 		return nil, guardInstallError("the guard routine", err)
 	}
 	if !existed { // no catalog yet: no table declared
