@@ -143,8 +143,10 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 // table where it is missing, as the application's db.Use would.
 func checkThenRegister(db *gorm.DB, locks *offlinelock.Plugin, table string) error {
 	if db.Dialector.Name() != "sqlite" {
+		// A newer guard (ErrGuardProtocol) is the install's to report,
+		// with the tables' state; it changes nothing.
 		todo, err := locks.GuardSQL(db)
-		if err != nil && todo == nil {
+		if err != nil && todo == nil && !errors.Is(err, offlinelock.ErrGuardProtocol) {
 			return err
 		}
 		if len(todo) > 0 {
