@@ -87,6 +87,16 @@ var (
 	// statement then running (docs/scaling.md). Nothing of it was
 	// committed, its locks included: run the whole transaction again.
 	ErrTxLost = lockstore.ErrTxLost
+
+	// ErrGuardPrivileges reports a role that may not install or remove
+	// the database guard (CheckGuardPrivileges): the error names each
+	// privilege it lacks and the grant that gives it; nothing was changed.
+	ErrGuardPrivileges = errors.New("offlinelock: missing privileges for the database guard")
+
+	// ErrGrantExecute reports, at db.Use on MySQL/MariaDB, an application
+	// user that may not execute the database guard's routines, which are in
+	// place: the error names the GRANT EXECUTE the tables' owner runs.
+	ErrGrantExecute = lockstore.ErrGrantExecute
 )
 
 // unconfirmed is err of a grant, told as ErrUnconfirmed when the database

@@ -133,7 +133,9 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) err
 		gs.tables = map[string]string{}
 	}
 	if !gs.routine {
-		if err := g.InstallGuardRoutine(c); err != nil {
+		if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGrantExecute) {
+			return err // in place: the grant it names is the way out, not an install
+		} else if err != nil {
 			return guardInstallError("the guard routine", err)
 		}
 		if err := p.loadGuardKey(db, c); err != nil {
@@ -194,6 +196,14 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) err
 // alone after one timed out waiting for it.
 const guardBusyFor = 10 * time.Second
 
+// routineInPlace says whether this process found or installed the
+// guard's shared routine.
+func (gs *guardState) routineInPlace() bool {
+	gs.mu.Lock()
+	defer gs.mu.Unlock()
+	return gs.routine
+}
+
 // busyTable says whether an install timed out waiting for table in the
 // last guardBusyFor.
 func (gs *guardState) busyTable(table string) bool {
@@ -228,6 +238,16 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 			// statements, grants nothing (coverage.go: "newer"), and
 			// leaves the guard alone.
 			p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard was installed by a newer offlinelock; this node grants no lock until it is upgraded", "error", err)
+			return nil
+		}
+		if err != nil && lockstore.Denied(err) && p.guardOf(db).routineInPlace() {
+			// A role that may not guard a table the catalog declares (the
+			// application's, with DML only): the application starts, and
+			// the grants of the records that table can hold are refused,
+			// naming the owner's command (coverage.go), until the owner's
+			// `offlinelock guard install` guards it.
+			p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: this role may not install the database guard on a declared table; "+
+				"grants of the records it covers are refused until the tables' owner runs `offlinelock guard install`", "error", err)
 			return nil
 		}
 		if err != nil && lockstore.IsLockTimeout(err) {
@@ -651,7 +671,8 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 }
 
 // RemoveGuard drops the database guard of this plugin's lock table from
-// every table that carries it, and its routines. Writes from any client are
+// every table that carries it, and its routines. It checks first that this
+// role may (CheckGuardPrivileges), and changes nothing when it may not. Writes from any client are
 // then checked only where they pass through the plugin; db.Use, or the
 // plugin's next lock of a table, installs it again unless
 // Config.DisableGuard is set.
@@ -659,6 +680,11 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	db = onPrimary(db)
 	_, g, err := p.guardStoreOf(db)
 	if err != nil || g == nil {
+		return err
+	}
+	// Checked before the first DROP: MySQL's DDL commits as it goes, and
+	// a removal stopped half-way would leave routines without triggers.
+	if err := p.CheckGuardPrivileges(db, true); err != nil {
 		return err
 	}
 	gs := p.guardOf(db)

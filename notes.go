@@ -83,7 +83,7 @@ func (n *noteTable) ensure(db *gorm.DB, table string) error {
 		// made meanwhile by another request or process: PostgreSQL fails
 		// the second of two CREATE TABLEs at once (a duplicate type)
 		if err := s.Table(name).AutoMigrate(&lockNote{}); err != nil && !s.Migrator().HasTable(name) {
-			return fmt.Errorf("offlinelock: the notes table %s, which take-overs and requests to edit need, is missing and could not be made (the first TakeOver, RequestEdit or Watch makes it: run one as a role that may create tables, then grant the application INSERT, SELECT and DELETE on it): %w", name, err)
+			return fmt.Errorf("offlinelock: the notes table %s, which take-overs and requests to edit need, is missing and could not be made (`offlinelock guard install`, run as the tables' owner, makes it; then grant the application SELECT, INSERT, UPDATE and DELETE on it, and on PostgreSQL USAGE on its id sequence): %w", name, err)
 		}
 	}
 	if ownConn { // made in a caller's transaction, it may yet be rolled back

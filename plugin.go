@@ -269,6 +269,9 @@ func (p *Plugin) prepareDatabase(db *gorm.DB) error {
 	if err := p.Migrate(db); err != nil {
 		return err
 	}
+	if err := p.checkFeaturePrivileges(db); err != nil {
+		return err
+	}
 	if err := p.rememberModels(db); err != nil {
 		return err
 	}

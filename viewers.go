@@ -137,7 +137,7 @@ func (pr *presence) ensure(p *Plugin, db *gorm.DB) error {
 	if !s.Migrator().HasTable(name) {
 		if err := s.Table(name).AutoMigrate(&viewerRow{}); err != nil && !s.Migrator().HasTable(name) {
 			pr.failed = time.Now()
-			pr.failedErr = fmt.Errorf("offlinelock: the viewers table %s, which View needs, is missing and could not be made (run one View as a role that may create tables, then grant the application INSERT, SELECT, UPDATE and DELETE on it): %w", name, err)
+			pr.failedErr = fmt.Errorf("offlinelock: the viewers table %s, which View needs, is missing and could not be made (`offlinelock guard install`, run as the tables' owner, makes it; then grant the application SELECT, INSERT, UPDATE and DELETE on it): %w", name, err)
 			return pr.failedErr
 		}
 	}

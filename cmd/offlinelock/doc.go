@@ -8,6 +8,7 @@
 //	go run ./cmd/offlinelock sweep
 //	go run ./cmd/offlinelock stats [--json]
 //	go run ./cmd/offlinelock guard status|install|remove
+//	go run ./cmd/offlinelock guard install --print-sql
 //
 // Every command takes --dsn (default $OFFLINELOCK_DSN) and --table (default
 // offline_locks, as offlinelock.Config.Table). Flags may come before or
@@ -32,8 +33,13 @@
 //     waiting for the sweep.
 //   - guard prints the tables that carry the database guard (status),
 //     installs or upgrades it on every lockable table of the catalog
-//     (install, as db.Use does), or drops it everywhere (remove; a node's
-//     next db.Use installs it again unless Config.DisableGuard is set).
+//     (install, as db.Use does, and creates the notes and viewers tables
+//     the plugin's features need), or drops it everywhere (remove; a
+//     node's next db.Use installs it again unless Config.DisableGuard is
+//     set). install and remove check this role's privileges first and
+//     change nothing without them, naming each. install --print-sql
+//     prints the SQL the install would run, for a DBA to run as the
+//     tables' owner, and changes nothing (docs/guard.md, Roles and grants).
 //
 // RESOURCE and ID are as list prints them: the locked record's table (for a
 // member of an aggregate, its root's) and its primary key as text.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"gorm.io/gorm"
+
 	"github.com/offlinelock/offlinelock"
 )
 
@@ -23,6 +25,7 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		"status reports, per table, whether the database guard of the lock table is in place on every table\n"+
 			"the catalog declares (and their join tables and foreign-key parents); it exits 4 when one is not.\n"+
 			"install installs it (or upgrades it in place) on every lockable table of the catalog, as db.Use does,\n"+
+			"and creates the tables the plugin's features need beside the lock table (notes, viewers),\n"+
 			"and reports as status does: exit 4 when a declared table is left unguarded.\n"+
 			"Both exit 5 when no lockable table is declared yet: the application's db.Use (Config.Models) or\n"+
 			"its first statement on a lockable table declares it; its grants are refused until the guard covers it.\n"+
@@ -30,6 +33,8 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 			"writes of held records from clients that do not pass through the plugin, until a node's db.Use\n"+
 			"installs it again (set offlinelock.Config.DisableGuard there to keep it off).")
 	d := addDBFlags(c, fs)
+	printSQL := fs.Bool("print-sql", false, "with install: print the SQL the install would run (the lock table's, the feature tables', the guard's)\n"+
+		"instead of running it, for DBAs who run migrations; run it as the tables' owner (it carries the guard's key: keep it private)")
 	pos, err := parse(c, fs, args)
 	if err != nil {
 		return err
@@ -37,20 +42,38 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 	if len(pos) != 1 || (pos[0] != "status" && pos[0] != "install" && pos[0] != "remove") {
 		return usagef(fs, "guard takes one of status, install or remove: got %q", withoutPasswords(pos))
 	}
+	if *printSQL {
+		if pos[0] != "install" {
+			return usagef(fs, "--print-sql goes with guard install only")
+		}
+		return printGuardSQL(ctx, c, d)
+	}
 	// The guard is not installed by opening: each action does its own.
 	a := writes
 	if pos[0] == "install" {
-		a = deploys // the owner's step at deploy time: the lock table too
+		a = plans // checked first, then registered (the lock table too)
 	}
 	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{LeaveGuard: true}, a)
 	if err != nil {
 		return err
 	}
 	defer closeDB()
+	if pos[0] == "install" {
+		if err := checkThenRegister(db, locks, d.table); err != nil {
+			return err
+		}
+	}
 	var installErr error
 	switch pos[0] {
 	case "install":
-		installErr = locks.InstallGuard(db) // reported with the tables it left unguarded
+		// What the application's features need beside the lock table
+		// (the notes and viewers tables), so that a role with DML only
+		// finds them; then the guard, reported with the tables it left
+		// unguarded.
+		if err := locks.CreateFeatureTables(db); err != nil {
+			return err
+		}
+		installErr = locks.InstallGuard(db)
 	case "remove":
 		if err := locks.RemoveGuard(db); err != nil {
 			return err
@@ -111,4 +134,29 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		return errors.Join(installErr, fmt.Errorf("%w: %d of %d tables", errUnguarded, bad, len(states)))
 	}
 	return installErr
+}
+
+// checkThenRegister is install's start: where the install has something
+// to change (the lock table, the feature tables, the guard), this role's
+// privileges are checked before any of it is, so that an install never
+// stops half-way; then the plugin is registered, which creates the lock
+// table where it is missing, as the application's db.Use would.
+func checkThenRegister(db *gorm.DB, locks *offlinelock.Plugin, table string) error {
+	if db.Dialector.Name() != "sqlite" {
+		// A newer guard (ErrGuardProtocol) is the install's to report,
+		// with the tables' state; it changes nothing.
+		todo, err := locks.GuardSQL(db)
+		if err != nil && todo == nil && !errors.Is(err, offlinelock.ErrGuardProtocol) {
+			return err
+		}
+		if len(todo) > 0 {
+			if err := locks.CheckGuardPrivileges(db, false); err != nil {
+				return err
+			}
+		}
+	}
+	if err := db.Use(locks); err != nil {
+		return fmt.Errorf("opening lock table %q: %w", table, err)
+	}
+	return nil
 }

@@ -52,9 +52,12 @@ const (
 	// writes: release and sweep change lock rows; the plugin is registered
 	// as the application registers it, so they need the application's role.
 	writes
-	// deploys: guard install, the owner's step at deploy time, creates the
-	// lock table when it is missing, as db.Use does.
-	deploys
+	// plans: guard install, the owner's step at deploy time, opens
+	// without registering the plugin, the lock table missing or not: it
+	// reads what is there first (--print-sql prints the DDL; install
+	// checks its privileges, then registers the plugin, which creates the
+	// lock table as db.Use does: checkThenRegister).
+	plans
 )
 
 // open connects to the database, checks that the lock table is there, and
@@ -90,7 +93,7 @@ func (d *dbFlags) plugin(db *gorm.DB, server string, cfg offlinelock.Config, a a
 	// db.Use would create a missing lock table: a mistyped --table or a
 	// wrong database would then show an empty table instead of an error,
 	// and leave tables behind.
-	if a != deploys && !db.Migrator().HasTable(d.table) {
+	if a != plans && !db.Migrator().HasTable(d.table) {
 		return nil, fmt.Errorf("no lock table %q in this %s database: check --dsn and --table (the command never creates one), and that this role has privileges on it (a role without them does not see it); `offlinelock guard install`, run as the tables' owner, creates it", d.table, server)
 	}
 	cfg.Table = d.table
@@ -98,7 +101,7 @@ func (d *dbFlags) plugin(db *gorm.DB, server string, cfg offlinelock.Config, a a
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	locks := offlinelock.New(cfg)
-	if a == reads {
+	if a == reads || a == plans {
 		return locks, nil // a bad --table is reported by the first call
 	}
 	if err := db.Use(locks); err != nil {

@@ -21,7 +21,7 @@ func sweepCmd(ctx context.Context, c cli, args []string) error {
 	if len(pos) > 0 {
 		return usagef(fs, "sweep takes no arguments, only flags: got %q", withoutPasswords(pos))
 	}
-	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{}, writes)
+	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{LeaveGuard: true}, writes) // a sweep grants nothing: the guard is left as it is
 	if err != nil {
 		return err
 	}

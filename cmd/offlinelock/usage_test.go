@@ -38,6 +38,8 @@ func TestUsageErrorsExit2AndTouchNothing(t *testing.T) {
 		{[]string{"release", "--reason", "x", "--operator", "ops"}, "offlinelock release: release needs RESOURCE and ID, got 0 arguments"},
 		{[]string{"sweep", "now"}, `offlinelock sweep: sweep takes no arguments, only flags: got ["now"]`},
 		{[]string{"stats", "--json=maybe"}, `offlinelock stats: invalid boolean value "maybe" for -json`},
+		{[]string{"guard", "status", "--print-sql"}, "offlinelock guard: --print-sql goes with guard install only"},
+		{[]string{"guard", "remove", "--print-sql"}, "offlinelock guard: --print-sql goes with guard install only"},
 	} {
 		r := cmd(append(c.args, on...)...)
 		assert.Equal(t, exitUsage, r.code, "%q", c.args)

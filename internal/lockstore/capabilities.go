@@ -163,6 +163,10 @@ type Guard interface {
 	TableState(c Conn, plan GuardPlan) (string, error)
 	// RemoveGuard drops every trigger and routine of this lock table's guard.
 	RemoveGuard(c Conn) error
+	// MissingGuardPrivileges names each privilege this role lacks to
+	// install the guard on tables (or, with remove, to remove it from
+	// them), with the grant that gives it; none when it has them all.
+	MissingGuardPrivileges(c Conn, tables []string, remove bool) ([]string, error)
 	// ColumnTypes reports the database's type of each column of table,
 	// lower case, by column name; nil when the table does not exist.
 	ColumnTypes(c Conn, table string) (map[string]string, error)

@@ -26,6 +26,9 @@ type Conn struct {
 	stmts *stmtCache
 	// obs is told of every statement; a store sets it on entry.
 	obs Observer
+	// plan, when set, records the statements that change something
+	// instead of running them (plan.go).
+	plan *Plan
 }
 
 // NewConn is a connection running statements on db's connection pool or
@@ -79,7 +82,10 @@ func inTx(db *gorm.DB, ctx context.Context, fn func(Conn) error) error {
 // inTx runs fn in c's transaction, or in a new one on c's pool.
 func (c Conn) inTx(fn func(Conn) error) error {
 	db := c.db.Session(&gorm.Session{Context: c.ctx})
-	return inTx(db, c.ctx, func(tx Conn) error { return fn(tx.on(c.obs)) })
+	return inTx(db, c.ctx, func(tx Conn) error {
+		tx.plan = c.plan
+		return fn(tx.on(c.obs))
+	})
 }
 
 func (c Conn) trace(begin time.Time, query string, args []any, rows int64, err error) {
@@ -139,6 +145,9 @@ func redactText(s string) string {
 
 // Exec runs a statement that returns no rows and says how many it changed.
 func (c Conn) Exec(query string, args ...any) (int64, error) {
+	if c.plan != nil && !runsWhenPlanned(query) {
+		return 0, c.plan.record(query, args)
+	}
 	begin := time.Now()
 	obs := observer(c.obs)
 	ctx, started := obs.StatementStart(c.ctx, query)

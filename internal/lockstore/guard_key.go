@@ -39,6 +39,9 @@ func newGuardKey() string {
 // GuardKey reads the lock table's guard key from its catalog: "" before
 // the first install.
 func (t *sqlStore) GuardKey(c Conn) (string, error) {
+	if c.plan != nil && (c.plan.key != "" || c.plan.fresh) {
+		return c.plan.key, nil // made by the plan, not written; or no catalog yet
+	}
 	c = t.observed(c)
 	var key string
 	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{guardKeyName}, func(r *sql.Rows) error { return r.Scan(&key) })
@@ -54,8 +57,12 @@ func (t *sqlStore) guardKeyIn(c Conn, insert string) (string, error) {
 	if err != nil || key != "" {
 		return key, err
 	}
-	if _, err := c.Exec(t.bind(insert), guardKeyName, newGuardKey()); err != nil {
+	made := newGuardKey()
+	if _, err := c.Exec(t.bind(insert), guardKeyName, made); err != nil {
 		return "", err
+	}
+	if c.plan != nil {
+		c.plan.key = made
 	}
 	return t.GuardKey(c)
 }

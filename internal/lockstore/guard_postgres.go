@@ -63,8 +63,11 @@ func (s *postgresStore) Spell(k KeyKind, expr, colType string) string {
 // schema is the schema the guard's routines live in: the lock table's.
 func (s *postgresStore) schema(c Conn) (string, error) {
 	var name string
-	_, err := c.Query(`SELECT n.nspname FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace WHERE t.oid = to_regclass($1)`,
-		[]any{s.table}, func(r *sql.Rows) error { return r.Scan(&name) })
+	q := `SELECT n.nspname FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace WHERE t.oid = to_regclass($1)`
+	if c.fresh() { // the plan makes the lock table, where CREATE TABLE would
+		q = `SELECT current_schema() WHERE $1::text IS NOT NULL`
+	}
+	_, err := c.Query(q, []any{s.table}, func(r *sql.Rows) error { return r.Scan(&name) })
 	if err == nil && name == "" {
 		err = errors.New("the lock table " + s.table + " does not exist")
 	}
@@ -90,9 +93,11 @@ func (s *postgresStore) ensureOrderRows(c Conn, lt string, plan GuardPlan) error
 		return nil
 	}
 	var may bool
-	if _, err := c.Query(`SELECT to_regclass($1) IS NOT NULL AND has_table_privilege($1, 'INSERT')`, []any{s.orderTable(lt)},
-		func(r *sql.Rows) error { return r.Scan(&may) }); err != nil || !may {
-		return err
+	if c.plan == nil { // a plan's order table is the plan's to fill
+		if _, err := c.Query(`SELECT to_regclass($1) IS NOT NULL AND has_table_privilege($1, 'INSERT')`, []any{s.orderTable(lt)},
+			func(r *sql.Rows) error { return r.Scan(&may) }); err != nil || !may {
+			return err
+		}
 	}
 	_, err := c.Exec(s.orderRowsSQL(lt), resources)
 	return err
@@ -151,7 +156,7 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 		if err == nil && !ok {
 			err = s.recordProtocol(c, protocol, s.catalogUpsert(schema))
 		}
-		if err == nil {
+		if err == nil && c.plan == nil {
 			s.ordered.Store(true)
 		}
 		return err

@@ -38,6 +38,9 @@ var ErrGuardProtocol = errors.New("offlinelock: the installed guard speaks a new
 // installedProtocol is the protocol the catalog records: 1 where it
 // records none (a guard installed before the row existed, or none yet).
 func (t *sqlStore) installedProtocol(c Conn) (int, error) {
+	if c.fresh() {
+		return 1, nil // no catalog yet: the plan makes it
+	}
 	var spec sql.NullString
 	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{guardProtocolName}, func(r *sql.Rows) error { return r.Scan(&spec) })
 	if err != nil || !spec.Valid {

@@ -200,6 +200,9 @@ func (s *mysqlStore) Migrate(c Conn) error {
 	if err := s.detectServer(c); err != nil {
 		return err
 	}
+	if c.plan != nil && have < 3 {
+		return nil // made by the plan, with its reason column, no token to hash
+	}
 	if err := s.checkTimes(c); err != nil {
 		return err
 	}
@@ -577,7 +580,7 @@ func (s *mysqlStore) ownTx(c Conn, fn func(Conn) error) (err error) {
 			tx.Rollback()
 		}
 	}()
-	if err = fn(Conn{db: tx, ctx: c.ctx, obs: c.obs}); err != nil {
+	if err = fn(Conn{db: tx, ctx: c.ctx, obs: c.obs, plan: c.plan}); err != nil {
 		return err
 	}
 	committed = true

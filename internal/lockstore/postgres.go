@@ -105,7 +105,7 @@ func (s *postgresStore) Migrate(c Conn) error {
 			return err
 		}
 		if ok, err := s.migrated(c); err != nil || ok {
-			if err == nil {
+			if err == nil && c.plan == nil {
 				err = s.hashTokens(c)
 			}
 			if err == nil {
@@ -139,6 +139,9 @@ func (s *postgresStore) Migrate(c Conn) error {
 			if _, err := c.Exec(stmt); err != nil {
 				return fmt.Errorf("offlinelock: creating lock table %s: %w%s", s.table, err, OwnerHint(err))
 			}
+		}
+		if c.plan != nil {
+			return nil // made with its reason column, and no token to hash
 		}
 		err := reasonColumn(c, func() (bool, error) {
 			n, err := queryStrings(c, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'reason' AND NOT attisdropped`, s.table)
@@ -196,16 +199,25 @@ func (s *postgresStore) checkPrivileges(c Conn) error {
 // OwnerHint is what to do when a role may not create the lock table or
 // the guard (SQLSTATE 42501): create them as their owner at deploy time.
 func OwnerHint(err error) string {
-	var se interface{ SQLState() string }
-	denied := errors.As(err, &se) && se.SQLState() == "42501"
-	switch mysqlCode(err) {
-	case 1044, 1142, 1227, 1370, 1419: // access denied: database, table, SUPER, ALTER ROUTINE, binary logging
-		denied = true
-	}
-	if !denied {
+	if !Denied(err) {
 		return ""
 	}
 	return " (this database role may not create it: create the lock table and the guard once as their owner, with `offlinelock guard install --dsn <the owner's DSN>` or db.Use run as the owner; docs/guard.md, Roles and grants)"
+}
+
+// Denied says whether err is the database's refusal of a privilege
+// (PostgreSQL 42501; MySQL/MariaDB access denied to the database, a table,
+// a routine, SUPER, ALTER ROUTINE or binary logging).
+func Denied(err error) bool {
+	var se interface{ SQLState() string }
+	if errors.As(err, &se) && se.SQLState() == "42501" {
+		return true
+	}
+	switch mysqlCode(err) {
+	case 1044, 1142, 1143, 1227, 1370, 1419:
+		return true
+	}
+	return false
 }
 
 // hashTokens replaces the tokens that a table written by an older version

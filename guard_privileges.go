@@ -1,0 +1,57 @@
+package offlinelock
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// CheckGuardPrivileges reports the privileges this role lacks to install
+// the database guard on every table the catalog declares (or, with remove,
+// to remove it from every table that carries it), read from the database
+// before anything is changed: an error naming each privilege, its object
+// and the grant that gives it, or nil when the role has them all.
+// RemoveGuard runs it first, and so does `offlinelock guard install`
+// where there is something to install, so that neither stops half-way
+// (MySQL's DDL commits statement by statement). SQLite has no guard: nil.
+func (p *Plugin) CheckGuardPrivileges(db *gorm.DB, remove bool) error {
+	db = onPrimary(db)
+	t, g, err := p.guardStoreOf(db)
+	if err != nil || g == nil {
+		return err
+	}
+	c := direct(p.background(db).WithContext(ctxOf(db)))
+	var tables []string
+	switch {
+	case remove:
+		have, err := g.GuardedTables(c)
+		if err != nil {
+			return err
+		}
+		for table := range have {
+			tables = append(tables, table)
+		}
+	case db.Session(&gorm.Session{NewDB: true}).Migrator().HasTable(p.cfg.Table):
+		specs, err := t.specs(c)
+		if err != nil {
+			return err
+		}
+		plans, err := guardPlans(c, g, specs, map[string]planFailure{})
+		if err != nil {
+			return err
+		}
+		for _, gp := range plans {
+			tables = append(tables, gp.Table)
+		}
+	}
+	slices.Sort(tables)
+	missing, err := g.MissingGuardPrivileges(c, tables, remove)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	verb := map[bool]string{false: "install", true: "remove"}[remove]
+	return fmt.Errorf("%w: this role may not %s the database guard of lock table %s, and nothing was changed: it lacks %s",
+		ErrGuardPrivileges, verb, p.cfg.Table, strings.Join(missing, "; "))
+}
