@@ -1,6 +1,7 @@
 package lockstore
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -13,16 +14,18 @@ import (
 // What a prepared transaction keeps is the exclusive locks of the rows it
 // wrote. So a grant, once it holds its order (its key row locked, or its
 // bucket taken for a key row it inserts), reads the record's rows in
-// every table of its aggregate with a locking read (the probe) that does
-// not wait (SET STATEMENT innodb_lock_wait_timeout = 0 FOR: a routine may
-// not say NOWAIT, 1314, and a session setting changed in a routine would
-// outlive an error, which no handler sees): a row still locked by a write, prepared or not,
-// refuses the grant as being written (1205, ErrBeingWritten). By then the
-// grant has waited (2 s at most) for the writes that held its order; a
-// row locked now is a prepared write's, or one of a write that came
-// after the grant took its order and waits for it. Waiting for that one
-// would deadlock (the write holds its row and waits for the key row the
-// grant holds); refusing the grant lets it land instead.
+// every table of its aggregate with a locking read (the probe), which
+// waits 1 s at most (SET STATEMENT innodb_lock_wait_timeout = 1 FOR: a
+// routine may not say NOWAIT, 1314, and a session setting changed in a
+// routine would outlive an error, which no handler sees): a row still
+// locked then is a prepared write's, and the grant is refused as being
+// written (1205, ErrBeingWritten). By then the grant has waited (2 s at
+// most) for the writes that held its order; what it waits for here is a
+// commit still releasing its row locks (not waiting at all refused grants
+// in that moment), or a prepared write. A write that started after the
+// grant took its order, holds its row and waits for the grant's key row
+// makes a deadlock, which InnoDB breaks at once: one of the two fails
+// (1213), the grant as being written.
 //
 // The probe is a procedure per guarded table (its plan's records, each a
 // locking read of the rows that belong to the record), installed with the
@@ -71,7 +74,7 @@ func (s *mysqlStore) probeBody(plan GuardPlan, cols []string) string {
 		if rec.Match != nil {
 			joins, cond = rec.Match("offlinelock_r", "id")
 		}
-		reads = append(reads, "IF res = "+sqlLiteral(rec.Resource)+" THEN SET STATEMENT innodb_lock_wait_timeout = 0 FOR SELECT "+all+" INTO n FROM "+
+		reads = append(reads, "IF res = "+sqlLiteral(rec.Resource)+" THEN SET STATEMENT innodb_lock_wait_timeout = 1 FOR SELECT "+all+" INTO n FROM "+
 			joins+s.Quote(plan.Table)+" offlinelock_r WHERE "+cond+mysqlShare+"; END IF;")
 	}
 	return `(res VARBINARY(512), id VARBINARY(1020))
@@ -126,15 +129,27 @@ func (s *mysqlStore) installProbe(c Conn, plan GuardPlan) error {
 	if err := s.installRoutine(c, "PROCEDURE", s.tableProbeName(plan.Table), body); err != nil {
 		return err
 	}
+	if c.plan != nil { // printed, not run: the dispatcher must call it all the same
+		c.plan.probes = append(c.plan.probes, s.tableProbeName(plan.Table))
+	}
 	return s.installDispatcher(c)
 }
 
-// installDispatcher makes the dispatcher call the table probes in place.
+// installDispatcher makes the dispatcher call the table probes in place,
+// and those a plan made (printed, not run: not there yet).
 func (s *mysqlStore) installDispatcher(c Conn) error {
 	names, err := s.tableProbes(c)
 	if err != nil {
 		return err
 	}
+	if c.plan != nil {
+		for _, n := range c.plan.probes {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
 	return s.installRoutine(c, "PROCEDURE", s.probeName(), s.dispatcherBody(names))
 }
 

@@ -633,10 +633,12 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 }
 
 // grantWaited is a grant's error explained (mysqlError), and told as
-// ErrBeingWritten where the grant timed out waiting for a row lock: an
-// open write of its record, or of a record of its order bucket.
+// ErrBeingWritten where the grant timed out waiting for a row lock (an
+// open write of its record, or of a record of its order bucket, or a
+// prepared one) or lost a deadlock to a write of its record
+// (guard_probe_mysql.go).
 func grantWaited(err error) error {
-	if mysqlCode(err) == 1205 {
+	if code := mysqlCode(err); code == 1205 || code == 1213 {
 		return fmt.Errorf("%w: %w", ErrBeingWritten, mysqlError(err))
 	}
 	return mysqlError(err)

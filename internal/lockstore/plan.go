@@ -13,12 +13,13 @@ import (
 // install would read back after its own writes (the guard's key, the
 // seal, the sealed views' names) the Plan answers itself.
 type Plan struct {
-	stmts []string
-	key   string            // the guard key the plan made, "" before
-	seal  string            // the seal's name the plan made (MySQL), "" before
-	views map[string]string // the sealed views the plan made (MySQL), by table
-	mysql bool              // literals are MySQL's (backslashes doubled)
-	fresh bool              // the lock table and its catalog are the plan's to make: nothing to read in them
+	stmts  []string
+	key    string            // the guard key the plan made, "" before
+	seal   string            // the seal's name the plan made (MySQL), "" before
+	views  map[string]string // the sealed views the plan made (MySQL), by table
+	probes []string          // the table probes the plan made (MySQL, guard_probe_mysql.go)
+	mysql  bool              // literals are MySQL's (backslashes doubled)
+	fresh  bool              // the lock table and its catalog are the plan's to make: nothing to read in them
 }
 
 // NewPlan is an empty plan; fresh says that the lock table and its catalog
