@@ -48,6 +48,15 @@ func grantWaitIsBounded(t *testing.T, d database) {
 	var a GoAcct
 	err = as(db, david).First(&a, 2).Error // the locked load: the same bound
 	require.ErrorIs(t, err, offlinelock.ErrBeingWritten)
+	for name, grant := range map[string]func(tx *gorm.DB) error{ // in the caller's transaction too
+		"Acquire":       func(tx *gorm.DB) error { _, err := p.Acquire(tx, &GdCustomer{ID: 130}, offlinelock.Write); return err },
+		"a locked load": func(tx *gorm.DB) error { return tx.First(&a, 2).Error },
+	} {
+		start := time.Now()
+		err := as(db, david).Transaction(grant)
+		require.ErrorIs(t, err, offlinelock.ErrBeingWritten, "%s in a transaction", name)
+		assert.Less(t, time.Since(start), 6*time.Second, "%s in a transaction: bounded", name)
+	}
 	_, err = w.ExecContext(context.Background(), `COMMIT`)
 	require.NoError(t, err)
 	var c GdCustomer

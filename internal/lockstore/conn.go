@@ -29,6 +29,9 @@ type Conn struct {
 	// plan, when set, records the statements that change something
 	// instead of running them (plan.go).
 	plan *Plan
+	// grant says that c decides a grant, whose waits for a key row a
+	// store bounds where it can (mysqlGrantWaitPrefix).
+	grant bool
 }
 
 // NewConn is a connection running statements on db's connection pool or

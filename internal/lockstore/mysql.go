@@ -348,6 +348,9 @@ func (s *mysqlStore) lockKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, er
 		}
 	}
 	q, args := s.insertFree(missing)
+	if c.grant && s.mariadb.Load() {
+		q = mysqlGrantWaitPrefix + q // its trigger takes the order bucket (selectKeyRows)
+	}
 	if _, err := c.Exec(q, args...); err != nil {
 		return nil, time.Time{}, err
 	}
@@ -434,8 +437,13 @@ func (s *mysqlStore) selectKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, 
 	for i, k := range keys {
 		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
 	}
-	return queryKeyRows(c, `SELECT `+lockColumns+`, `+mysqlClock+` FROM `+s.table+
-		mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id FOR UPDATE`, pkArgs(pks))
+	q := `SELECT ` + lockColumns + `, ` + mysqlClock + ` FROM ` + s.table + mysqlPK + ` WHERE ` + orPKs(len(pks)) + ` ORDER BY resource, lock_id FOR UPDATE`
+	if c.grant && s.mariadb.Load() {
+		// A grant waits 2 s at most for the open writes of its records,
+		// in the caller's transaction as well (grantWaited).
+		q = mysqlGrantWaitPrefix + q
+	}
+	return queryKeyRows(c, q, pkArgs(pks))
 }
 
 // key rows stay when their lock ends, free (empty access), for a day after
@@ -622,6 +630,7 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 		got, err := grant(c, keys, o, ttl)
 		return allOrNothing(got, grantWaited(err))
 	}
+	c.grant = true
 	got, err := s.decide(c, keys, o, access, ttl)
 	err = s.txLost(err)
 	if err == nil && !inTx {
