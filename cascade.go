@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"gorm.io/gorm"
@@ -33,6 +34,11 @@ type cascadeRef struct {
 	childKey                    string
 	onDelete, onUpdate          bool
 	keepsOnDelete               bool
+	// from is the table of the model whose relationships declared it
+	// (noteCascades), "" for the catalog's: a model parsed again under
+	// that table's name (another type, a changed struct) replaces what
+	// the earlier one declared.
+	from string
 }
 
 // changesChildren says whether a foreign key's action changes the child
@@ -51,6 +57,8 @@ func setsChildren(action string) bool {
 // noteCascades records the cascading foreign keys s's relationships
 // declare: of one column, on the parent's primary key.
 func (r *registry) noteCascades(s *schema.Schema) {
+	var parents []string
+	var refs []cascadeRef
 	for _, rel := range s.Relationships.Relations {
 		c := rel.ParseConstraint()
 		if c == nil || c.Schema == nil || c.ReferenceSchema == nil || len(c.ForeignKeys) != 1 {
@@ -65,21 +73,56 @@ func (r *registry) noteCascades(s *schema.Schema) {
 		if len(c.Schema.PrimaryFields) == 1 {
 			ref.childKey = c.Schema.PrimaryFields[0].DBName
 		}
-		if (ref.onDelete || ref.onUpdate) && r.addCascade(c.ReferenceSchema.Table, ref) {
-			r.changed(c.Schema.Table)
+		if ref.onDelete || ref.onUpdate {
+			ref.from = strings.ToLower(s.Table)
+			parents, refs = append(parents, c.ReferenceSchema.Table), append(refs, ref)
 		}
+	}
+	for _, table := range r.replaceCascades(strings.ToLower(s.Table), parents, refs) {
+		r.changed(table)
 	}
 }
 
-func (r *registry) addCascade(parent string, ref cascadeRef) bool {
-	name := strings.ToLower(parent)
+// replaceCascades drops the cascades model table from declared before and
+// adds refs (each of parents[i]), at once: a reader sees the one set or the
+// other. It returns the child tables whose cascades changed.
+func (r *registry) replaceCascades(from string, parents []string, refs []cascadeRef) []string {
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()
+	var changed []string
+	for parent, list := range r.cascades {
+		kept := list[:0:0]
+		for _, c := range list {
+			if c.from == from && from != "" && !slices.Contains(refs, c) {
+				changed = append(changed, c.table)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		r.cascades[parent] = kept
+	}
+	for i, ref := range refs {
+		if r.addCascadeLocked(parents[i], ref) {
+			changed = append(changed, ref.table)
+		}
+	}
+	return changed
+}
+
+func (r *registry) addCascade(parent string, ref cascadeRef) bool {
+	r.joinsMu.Lock()
+	defer r.joinsMu.Unlock()
+	return r.addCascadeLocked(parent, ref)
+}
+
+// addCascadeLocked is addCascade with joinsMu held.
+func (r *registry) addCascadeLocked(parent string, ref cascadeRef) bool {
+	name := strings.ToLower(parent)
 	for i, c := range r.cascades[name] {
 		if strings.EqualFold(c.table, ref.table) && c.column == ref.column {
 			merged := cascadeRef{table: c.table, column: c.column, parentColumn: cmp.Or(c.parentColumn, ref.parentColumn),
 				childKey: cmp.Or(c.childKey, ref.childKey), onDelete: c.onDelete || ref.onDelete, onUpdate: c.onUpdate || ref.onUpdate,
-				keepsOnDelete: keepsBoth(c, ref)}
+				keepsOnDelete: keepsBoth(c, ref), from: cmp.Or(c.from, ref.from)}
 			r.cascades[name][i] = merged
 			return merged != c
 		}
