@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // The guard's protocol: what a grant and the guard's triggers agree on
@@ -38,17 +39,20 @@ var ErrGuardProtocol = errors.New("offlinelock: the installed guard speaks a new
 // installedProtocol is the protocol the catalog records: 1 where it
 // records none (a guard installed before the row existed, or none yet).
 func (t *sqlStore) installedProtocol(c Conn) (int, error) {
-	if c.fresh() {
-		return 1, nil // no catalog yet: the plan makes it
-	}
+	return t.catalogNumber(c, guardProtocolName, 1)
+}
+
+// catalogNumber is the number the catalog's row name holds, or none
+// where it has no such row.
+func (t *sqlStore) catalogNumber(c Conn, name string, none int) (int, error) {
 	var spec sql.NullString
-	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{guardProtocolName}, func(r *sql.Rows) error { return r.Scan(&spec) })
+	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{name}, func(r *sql.Rows) error { return r.Scan(&spec) })
 	if err != nil || !spec.Valid {
-		return 1, err
+		return none, err
 	}
 	n, err := strconv.Atoi(spec.String)
 	if err != nil {
-		return 0, fmt.Errorf("offlinelock: the catalog's guard protocol %q is not a number", spec.String)
+		return 0, fmt.Errorf("offlinelock: the catalog's %s %q is not a number", strings.TrimPrefix(name, guardRowPrefix), spec.String)
 	}
 	return n, nil
 }
@@ -97,16 +101,7 @@ const guardRevisionName = "offlinelock:guard revision"
 // installedRevision is the revision the catalog records: 0 where it
 // records none.
 func (t *sqlStore) installedRevision(c Conn) (int, error) {
-	var spec sql.NullString
-	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{guardRevisionName}, func(r *sql.Rows) error { return r.Scan(&spec) })
-	if err != nil || !spec.Valid {
-		return 0, err
-	}
-	n, err := strconv.Atoi(spec.String)
-	if err != nil {
-		return 0, fmt.Errorf("offlinelock: the catalog's guard revision %q is not a number", spec.String)
-	}
-	return n, nil
+	return t.catalogNumber(c, guardRevisionName, 0)
 }
 
 // newerRevision says whether a newer revision of this node's protocol is
