@@ -465,7 +465,7 @@ function eventHub(base) {
   const wants = new Map(); // another tab -> { records, at }, as the leader knows them
   const name = "offlinelock-events:" + base;
   const channel = typeof BroadcastChannel === "undefined" ? null : new BroadcastChannel(name);
-  const hub = { leader: false, es: null, url: "", timer: 0 };
+  const hub = { leader: false, es: null, old: null, url: "", timer: 0 };
   const records = () => [...mine.keys()].sort();
   const post = (m) => { if (channel) channel.postMessage(m); };
   const want = () => { if (mine.size || hub.wanted) post({ t: "want", tab, records: records() }); hub.wanted = mine.size > 0; };
@@ -491,23 +491,28 @@ function eventHub(base) {
     if (!hub.leader) return;
     hub.always = hub.always || always;
     clearTimeout(hub.timer);
-    hub.timer = setTimeout(() => { open(hub.always); hub.always = false; }, 100);
+    // A leader without a stream opens one at once (a new page, a new
+    // leader); one with a stream waits 100 ms for other tabs' changes.
+    hub.timer = setTimeout(() => { open(hub.always); hub.always = false; }, hub.es ? 100 : 0);
   }
 
   function open(always) {
     const list = union();
     const url = list.length ? base + "/lock/events?" + list.map((r) => "watch=" + encodeURIComponent(r)).join("&") : "";
     if (!always && url === hub.url && (!url || hub.es.readyState !== EventSource.CLOSED)) return;
+    // At most two streams at once: the one before the last is closed now.
+    if (hub.old) hub.old.close();
     const old = hub.es;
+    hub.old = old;
     hub.url = url;
     hub.es = url ? new EventSource(url, { withCredentials: true }) : null;
     if (hub.es) listenTo(hub.es);
     if (!old) return;
     if (!hub.es) return old.close();
-    // The old stream is closed once the new one has told its first event
-    // (the records' state) and a moment more, so that an event the old one
-    // was about to tell is not lost between them; at most 5 s after.
-    const close = () => old.close();
+    // The old stream is closed once the new one has opened (its watches
+    // are in place) and a moment more, so that an event the old one was
+    // about to tell is not lost between them; at most 5 s after.
+    const close = () => { old.close(); if (hub.old === old) hub.old = null; };
     setTimeout(close, 5000);
     hub.es.addEventListener("open", () => setTimeout(close, 2500), { once: true });
   }
@@ -541,15 +546,27 @@ function eventHub(base) {
       if (!was || was.records.join("\n") !== x.records.join("\n")) reopen(true);
     });
   }
-  if (channel && typeof navigator !== "undefined" && navigator.locks) {
-    // Held until this page goes; the next tab in line leads then.
-    navigator.locks.request(name, () => new Promise(() => lead())).catch(() => {});
-  } else {
-    lead();
-  }
+  // The leader's lock is held until this page is left (or put in the
+  // back/forward cache, where it would hold the lock and tell nothing):
+  // the next tab in line leads then.
+  const queue = () => navigator.locks.request(name, () => new Promise((resign) => { hub.resign = resign; lead(); })).catch(() => {});
+  const locks = channel && typeof navigator !== "undefined" && navigator.locks;
+  if (locks) queue();
+  else lead();
   setInterval(() => { want(); reopen(false); }, WANT_EVERY);
-  addEventListener("pagehide", () => post({ t: "bye", tab }));
-  addEventListener("pageshow", (e) => { if (e.persisted) want(); });
+  addEventListener("pagehide", () => {
+    post({ t: "bye", tab });
+    if (!locks || !hub.leader) return;
+    clearTimeout(hub.timer);
+    for (const es of [hub.es, hub.old]) if (es) es.close();
+    Object.assign(hub, { leader: false, es: null, old: null, url: "" });
+    hub.resign();
+  });
+  addEventListener("pageshow", (e) => {
+    if (!e.persisted) return;
+    want();
+    if (locks) queue();
+  });
   document.addEventListener("resume", () => want()); // a frozen tab thawed
 
   return {
