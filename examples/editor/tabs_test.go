@@ -19,9 +19,9 @@ import (
 // clock). Before the tabs shared one event stream, each tab's stream took
 // one of the six connections and the renewals waited behind them (0
 // renewals in 9 s with seven tabs). Now every tab's renewals succeed on
-// schedule, the browser holds at most two event streams at once (one, and
-// a second for a moment while the leader opens it anew for a new tab), and
-// a tab opened last is told what another user does to its record.
+// schedule, the browser holds one event stream (and a second for a moment
+// while the leader opens it anew for a new tab), and a tab opened last is
+// told what another user does to its record.
 func TestEightTabsKeepTheirLocks(t *testing.T) {
 	path := chromium(t)
 	o := testOptions()
@@ -76,9 +76,21 @@ func TestEightTabsKeepTheirLocks(t *testing.T) {
 				t.Fatalf("tab %d says %q", i, text)
 			}
 		}
-		protos, most := wire.seen()
-		if len(protos) != 1 || !protos["HTTP/1.1"] || most > 2 {
-			t.Fatalf("the browser spoke %v and held %d event streams at once; want HTTP/1.1 only, at most 2", protos, most)
+		// One event stream for the eight tabs, once the leader's last
+		// change has settled; at most two while it replaces one (the
+		// server may see the new one open a moment before the close of
+		// the one before, which the browser sent first: three).
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			protos, most, open := wire.seen()
+			if len(protos) != 1 || !protos["HTTP/1.1"] || most > 3 {
+				t.Fatalf("the browser spoke %v and held %d event streams at once; want HTTP/1.1 only, at most 3", protos, most)
+			}
+			if open == 1 {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the eight tabs hold %d event streams, not one", open)
+			}
 		}
 
 		// The last tab opened is told, through the shared stream, what

@@ -26,7 +26,7 @@ func (l *wireLog) saw(r *http.Request) {
 }
 
 // stream notes an event stream that opened, and returns what notes its
-// end.
+// end (the browser closing its connection, or the handler returning).
 func (l *wireLog) stream() func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -47,15 +47,15 @@ func (l *wireLog) reset() {
 }
 
 // seen are the protocols seen, and the most event streams open at once,
-// since the last reset.
-func (l *wireLog) seen() (map[string]bool, int) {
+// since the last reset, and the streams open now.
+func (l *wireLog) seen() (protos map[string]bool, most, open int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	protos := make(map[string]bool, len(l.protos))
+	protos = make(map[string]bool, len(l.protos))
 	for p := range l.protos {
 		protos[p] = true
 	}
-	return protos, l.most
+	return protos, l.most, l.open
 }
 
 // renewals counts the renewals (POST …/lock with a Lock-Token) that the
