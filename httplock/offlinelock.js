@@ -261,7 +261,9 @@ export function editLock(o) {
   // watching tells a page that holds no lock who does now: this user
   // (another tab) or someone else.
   function watching(d) {
-    if (state.asking) return;
+    // The lock this page gave up (release) is no other tab's: a late
+    // event of it tells nothing.
+    if (state.asking || (d.generation && d.generation === state.released)) return;
     const known = state.other && d.generation && state.other.generation === d.generation && state.other.lockedBy === d.lockedBy;
     state.other = known ? Object.assign({}, state.other, d) : d;
     state.seenGen = Math.max(state.seenGen || 0, d.generation || 0);
@@ -320,6 +322,7 @@ export function editLock(o) {
 
   function release() {
     if (!state.token) return;
+    state.released = state.lock && state.lock.generation;
     const headers = {};
     headers[TOKEN_HEADER] = state.token;
     fetch(base + "/unlock", { method: "POST", headers, keepalive: true, credentials: "same-origin" }).catch(() => {});

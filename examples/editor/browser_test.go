@@ -109,6 +109,7 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.do(martin, chromedp.Reload())
 		s.wait(martin, "lockstate", "Locked by admin since ", 10*time.Second)
 		s.wait(martin, "kept", "Your unsaved changes: name \u201cAcme Widgets Renamed\u201d, credit 5000.", 5*time.Second)
+		s.waitHas(martin, "viewers", "david") // told once the page's stream is open: no line moves under the click
 		s.click(martin, "restorekept")
 		if name, err := chromedp.Run(martin, chromedp.Value(chromedp.ID("name"))); err != nil || name != "Acme Widgets Renamed" {
 			t.Fatalf("the kept typing put back: %q %v", name, err)
