@@ -15,7 +15,9 @@
 // user's lock, this user's lock in another tab, a take-over, a request to
 // edit, a lock about to run out, a record that became free. Expiry is judged
 // by the server's clock only (ttlRemainingSeconds), never the browser's.
-// Pages that supply no callbacks get a plain banner.
+// Pages that supply no callbacks get a plain banner. The tabs of one
+// browser share one event stream (eventHub, below), so that a user's
+// many tabs do not use up the browser's few connections to the host.
 
 const TOKEN_HEADER = "Lock-Token";
 
