@@ -447,8 +447,10 @@ export function editLock(o) {
 // (navigator.locks), so that when it closes the next tab in line takes
 // the stream up at once. Tabs say which records they show ("want"), again
 // every 10 s, and "bye" when they go; a tab not heard from in 35 s no
-// longer counts. Every stream starts with the state of each of its
-// records, as the database has it, and the leader opens a new one
+// longer counts. The leader says it is alive every 10 s; a visible tab
+// that has not heard from it in 25 s (a frozen leader) takes the lead.
+// Every stream starts with the state of each of its records, as the
+// database has it, and the leader opens a new one
 // whenever a tab comes or goes (keeping the old one for a moment, so that
 // no event falls between the two) and when a new leader takes over: every
 // tab is told its records' state then, whatever it missed. Only events
@@ -457,6 +459,7 @@ export function editLock(o) {
 const EVENT_NAMES = ["locked", "released", "taken-over", "expiring", "requested", "viewers"];
 const WANT_EVERY = 10000; // how often a tab says which records it shows
 const WANT_GONE = 35000; // a tab not heard from for this long no longer counts
+const LEADER_GONE = 25000; // a leader not heard from for this long is taken over
 const hubs = new Map(); // one hub per place httplock is mounted
 
 function hubOf(base) {
@@ -542,6 +545,7 @@ function eventHub(base) {
   if (channel) {
     channel.addEventListener("message", (m) => {
       const x = m.data || {};
+      if (x.t === "event" || x.t === "beat") hub.heard = Date.now(); // the leader is alive
       if (x.t === "event") return dispatch(x.event, x.d);
       if (x.t === "roll") return want();
       if (x.t === "bye") { wants.delete(x.tab); return reopen(false); }
@@ -553,24 +557,54 @@ function eventHub(base) {
   }
   // The leader's lock is held until this page is left (or put in the
   // back/forward cache, where it would hold the lock and tell nothing):
-  // the next tab in line leads then.
-  const queue = () => navigator.locks.request(name, () => new Promise((resign) => { hub.resign = resign; lead(); })).catch(() => {});
+  // the next tab in line leads then. A visible tab that shows records and
+  // has heard nothing from a leader for LEADER_GONE (a frozen leader, a
+  // phone's background tab) takes the lock from it (steal): the frozen
+  // tab, when it wakes, stops its stream and gets in line again.
   const locks = channel && typeof navigator !== "undefined" && navigator.locks;
-  if (locks) queue();
-  else lead();
-  setInterval(() => { want(); reopen(false); }, WANT_EVERY);
-  addEventListener("pagehide", () => {
-    post({ t: "bye", tab });
-    if (!locks || !hub.leader) return;
+  function queue(steal) {
+    if (hub.queued) hub.queued.abort(); // one request in line per tab
+    const line = new AbortController();
+    hub.queued = steal ? null : line;
+    let granted = false;
+    navigator.locks.request(name, steal ? { steal: true } : { signal: line.signal }, () => new Promise((resign) => {
+      granted = true;
+      hub.queued = null;
+      hub.resign = resign;
+      lead();
+    })).catch(() => {
+      if (!granted || !hub.leader) return; // a request taken out of line
+      stepDown(); // another tab took the lock: it leads now
+      queue(false);
+    });
+  }
+  function stepDown() {
     clearTimeout(hub.timer);
     for (const es of [hub.es, hub.old]) if (es) es.close();
     Object.assign(hub, { leader: false, es: null, old: null, url: "" });
+  }
+  if (locks) queue(false);
+  else lead();
+  hub.heard = Date.now();
+  setInterval(() => {
+    want();
+    reopen(false);
+    if (hub.leader) return post({ t: "beat" });
+    if (locks && mine.size && document.visibilityState === "visible" && Date.now() - hub.heard > LEADER_GONE) {
+      hub.heard = Date.now();
+      queue(true);
+    }
+  }, WANT_EVERY);
+  addEventListener("pagehide", () => {
+    post({ t: "bye", tab });
+    if (!locks || !hub.leader) return;
+    stepDown();
     hub.resign();
   });
   addEventListener("pageshow", (e) => {
     if (!e.persisted) return;
     want();
-    if (locks) queue();
+    if (locks) queue(false);
   });
   document.addEventListener("resume", () => want()); // a frozen tab thawed
 

@@ -54,6 +54,7 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 			if strings.HasSuffix(r.URL.Path, "/lock/events") {
 				streams.wait(r)
 				context.AfterFunc(r.Context(), wire.stream()) // the connection's end, or the handler's
+				w = wire.serving(w, r)
 			}
 			routes.ServeHTTP(w, r)
 		}))

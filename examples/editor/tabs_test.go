@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/offlinelock/offlinelock"
@@ -123,4 +125,39 @@ func newBrowser(t *testing.T, path string, within time.Duration) (context.Contex
 		chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless,
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(900, 600))...)
 	return actx, func() { cancelAlloc(); cancel() }
+}
+
+// TestAFrozenLeaderIsTakenOver: the tab holding the browser's shared
+// event stream is frozen (as a phone's background tab is); the browser's
+// other, visible tab, hearing nothing from it, opens the stream itself,
+// and is told what another user then does to its record. Its timing is
+// the client's: the leader says it is alive every 10 s, and is taken over
+// after 25 s of silence.
+func TestAFrozenLeaderIsTakenOver(t *testing.T) {
+	path := chromium(t)
+	o := testOptions()
+	o.ttl = time.Minute
+	eachDatabase(t, o, func(t *testing.T, a *app, base string) {
+		actx, cancel := newBrowser(t, path, 3*time.Minute)
+		defer cancel()
+		s := &scene{t: t, a: a, base: base}
+		leader := s.person(actx, "martin")
+		s.open(leader, 129)
+		s.wait(leader, "lockstate", "You are editing customer 129.", 10*time.Second)
+		follower, closeTab := chromedp.NewContext(leader)
+		defer closeTab()
+		s.open(follower, 130)
+		s.wait(follower, "lockstate", "You are editing customer 130.", 10*time.Second)
+		served := wire.waitServed(t, 0, "customers/130", 5*time.Second) // the leader's, for both tabs
+		s.do(leader, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen})
+			return err
+		}))
+		wire.waitServed(t, served, "customers/130", 45*time.Second) // the follower's own
+		eve := a.db.WithContext(offlinelock.WithOwner(context.Background(), offlinelock.Owner{Session: "eve-1", User: "eve"}))
+		if _, err := a.locks.TakeOver(eve, &Customer{ID: 130}, "eve needs it"); err != nil {
+			t.Fatal(err)
+		}
+		s.wait(follower, "lockstate", "eve took over this customer (eve needs it): your changes can no longer be saved.", 2*time.Second)
+	})
 }

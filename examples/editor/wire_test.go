@@ -2,7 +2,10 @@ package main
 
 import (
 	"net/http"
+	"slices"
 	"sync"
+	"testing"
+	"time"
 )
 
 // wire is what the test servers saw of the browsers' connections: the
@@ -13,6 +16,7 @@ type wireLog struct {
 	mu         sync.Mutex
 	protos     map[string]bool // each request's protocol ("HTTP/1.1")
 	open, most int             // event streams open now, and at most since reset
+	served     [][]string      // the records of each event stream served (its watches in place), in order
 }
 
 // saw notes r's protocol.
@@ -101,3 +105,35 @@ func (w *statusWriter) WriteHeader(status int) {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// serving returns w, noting the records of event stream r once it
+// answers 200: its watches are in place then.
+func (l *wireLog) serving(w http.ResponseWriter, r *http.Request) http.ResponseWriter {
+	return &statusWriter{ResponseWriter: w, done: func(status int) {
+		if status != http.StatusOK {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.served = append(l.served, r.URL.Query()["watch"])
+	}}
+}
+
+// waitServed waits until an event stream watching record
+// ("customers/130") is served after the first n streams served, and says
+// how many have been.
+func (l *wireLog) waitServed(t *testing.T, n int, record string, within time.Duration) int {
+	t.Helper()
+	for end := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		l.mu.Lock()
+		found := slices.ContainsFunc(l.served[min(n, len(l.served)):], func(w []string) bool { return slices.Contains(w, record) })
+		served := len(l.served)
+		l.mu.Unlock()
+		if found {
+			return served
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no event stream of %s served within %v (%d so far)", record, within, served)
+		}
+	}
+}
