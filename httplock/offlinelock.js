@@ -111,6 +111,7 @@ export function editLock(o) {
     }
     state.token = r.token || state.token;
     state.lock = r.json;
+    newest(r.json && r.json.generation);
     state.me = r.json && r.json.lockedBy;
     state.failures = 0;
     // The lease as this page's own clock runs: the server's remaining
@@ -121,6 +122,10 @@ export function editLock(o) {
     sessionStorage.setItem(key, state.token);
     schedule();
   }
+
+  // newest notes the generation of a lock this page learnt of: the
+  // record's locks only ever get newer generations.
+  function newest(gen) { state.newest = Math.max(state.newest || 0, gen || 0); }
 
   function leaseSeconds() {
     return (state.lock && state.lock.ttlRemainingSeconds) || o.ttlSeconds || 300;
@@ -162,6 +167,7 @@ export function editLock(o) {
     // again (a held record is told below, as to any new lock).
     if (resuming && (r.status === 403 || (r.status === 423 && r.json && /lock-required$/.test(r.json.type || "")))) return acquire();
     if (r.status === 423 && r.json && r.json.lockedBy) {
+      newest(r.json.generation);
       state.other = r.json;
       confirmLater(r.json);
     }
@@ -319,7 +325,14 @@ export function editLock(o) {
         lost(d, d.lockedBy + " holds this record now: your changes can no longer be saved.");
       }
     };
-    state.unlisten = hub.join(record, (name, d) => { if (handlers[name]) handlers[name](d); });
+    state.unlisten = hub.join(record, (name, d) => {
+      // An event of a lock older than the newest this page knows of (a
+      // stream's state read before a take-over this tab was already told
+      // of by the tab that took it) is stale: it tells nothing.
+      if (d.generation && d.generation < (state.newest || 0)) return;
+      newest(d.generation);
+      if (handlers[name]) handlers[name](d);
+    });
   }
 
   function release() {
