@@ -11,7 +11,7 @@ let version = Number(page.version);
 const $ = (x) => document.getElementById(x);
 const say = (x, text) => { $(x).textContent = text; };
 const form = () => ({ name: $("name").value, credit: Number($("credit").value) });
-let lock = null, timer = 0, saving = false, again = false;
+let lock = null, timer = 0, saving = false, again = false, refused = false;
 
 // start takes the lock: called at the first change.
 function start() {
@@ -47,6 +47,7 @@ async function save() {
   say("status", "Not saved: " + (p.detail || r.status));
   lock.keep("not-saved");
   if (r.status === 409) { // changed before this page's lock: nothing to hold it for
+    refused = true;
     lock.release();
     say("lockstate", "Customer " + id + " was changed since you opened it: reload to see the change.");
   }
@@ -54,6 +55,7 @@ async function save() {
 
 $("edit").addEventListener("input", () => {
   if (!lock) return start();
+  if (refused) return lock.keep("not-saved"); // typing after the refusal is kept too
   clearTimeout(timer);
   timer = setTimeout(save, 300);
 });
