@@ -197,6 +197,20 @@ func stateOf(k key, l *Lock, at time.Time) Event {
 	return Event{Kind: EventReleased, Resource: k.Resource, ID: k.ID, At: at} // free: the state, not a change
 }
 
+// firstOf is the first event of a watch added since the last poll: the
+// state this poll read (stateOf), told as the take-over this poll saw when
+// that is how the lock it read came (the same lock, with who took it over
+// and why), so that a page whose stream opened just before a take-over
+// (a reconnect, a browser's shared stream opened anew) learns it was one.
+func firstOf(k key, l *Lock, changes []Event, at time.Time) Event {
+	for _, e := range changes {
+		if e.Kind == EventTakenOver && l != nil && e.Lock != nil && e.Lock.Generation == l.Generation {
+			return e
+		}
+	}
+	return stateOf(k, l, at)
+}
+
 // remove ends sub, and the poll loop with the last one.
 func (w *watcher) remove(k key, sub *watch) {
 	w.mu.Lock()
@@ -293,6 +307,7 @@ func (w *watcher) poll(ctx context.Context) error {
 			continue // no longer watched
 		}
 		var fresh map[*watch]bool
+		changes := w.changes(k, w.seen[k], now[k], byKey[k], at)
 		for s := range subs {
 			if _, ok := w.pending[s]; ok {
 				delete(w.pending, s)
@@ -300,10 +315,10 @@ func (w *watcher) poll(ctx context.Context) error {
 					fresh = map[*watch]bool{}
 				}
 				fresh[s] = true
-				s.send(stateOf(k, now[k], at)) // its first: the state this poll read, not the changes since the last
+				s.send(firstOf(k, now[k], changes, at)) // its first: the state this poll read, not the changes since the last
 			}
 		}
-		for _, e := range w.changes(k, w.seen[k], now[k], byKey[k], at) {
+		for _, e := range changes {
 			for s := range subs {
 				if !fresh[s] {
 					s.send(e)

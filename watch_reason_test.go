@@ -226,3 +226,33 @@ func TestATakeOverShorterThanAPollIsToldAsTheReason(t *testing.T) {
 		assert.Equal(t, held.Generation, e.Lock.Generation, "martin's lock ended")
 	})
 }
+
+// TestANewWatchIsToldOfATakeOver: a watch added to a watched record just
+// before a take-over is told it as a take-over (who, why), whether the
+// poll that sees the take-over is also the one that tells the new watch
+// its first event (the record's state, which is then that take-over) or
+// a later one.
+func TestANewWatchIsToldOfATakeOver(t *testing.T) {
+	eachDBWithModels(t, offlinelock.Config{Authorize: onlyBossTakesOver, WatchEvery: time.Second}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
+		held, err := p.Acquire(as(db, martin), &Doc{ID: 1}, offlinelock.Write)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		first, err := p.Watch(ctx, db, &Doc{ID: 1})
+		require.NoError(t, err)
+		require.Equal(t, offlinelock.EventLocked, next(t, first).Kind)
+
+		events, err := p.Watch(ctx, db, &Doc{ID: 1}) // told by the next poll
+		require.NoError(t, err)
+		taken, err := p.TakeOver(as(db, boss), &Doc{ID: 1}, "urgent")
+		require.NoError(t, err)
+		e := next(t, events)
+		if e.Kind == offlinelock.EventLocked { // a poll came between the watch and the take-over
+			require.Equal(t, held.Generation, e.Lock.Generation, "%+v", e)
+			e = nextOf(t, events, offlinelock.EventTakenOver)
+		}
+		require.Equal(t, offlinelock.EventTakenOver, e.Kind, "%+v", e)
+		assert.Equal(t, []any{boss.User, "urgent", taken.Generation}, []any{e.By, e.Reason, e.Lock.Generation})
+		assert.Equal(t, offlinelock.EventTakenOver, nextOf(t, first, offlinelock.EventTakenOver).Kind, "the first watch too")
+	})
+}

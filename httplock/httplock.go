@@ -286,6 +286,7 @@ func New(cfg Config) (*Server, error) {
 //	POST /{resource}/{id}/lock/takeover  take it over (201; Config.TakeOver decides who may)
 //	POST /{resource}/{id}/lock/request   ask its holder to let the caller edit (202)
 //	GET  /{resource}/{id}/lock/events    its lock events, as a text/event-stream
+//	GET  /lock/events?watch=res/id…      several records' events in one stream (a browser's tabs share it)
 //	GET  /offlinelock.js                 the browser client (ServeClient)
 //	GET  /openapi.yaml                   the OpenAPI document (ServeOpenAPI)
 //
@@ -296,6 +297,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /openapi.yaml", s.ServeOpenAPI)
 	mux.HandleFunc("GET /offlinelock.js", s.ServeClient)
+	mux.HandleFunc("GET /lock/events", s.sharedEvents)
 	origins := s.crossOrigin(s.cfg.TrustedOrigins, "cross-origin request refused: lock from the application's own pages, an origin in httplock.Config.TrustedOrigins, or an API client")
 	for name, res := range s.resources {
 		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {

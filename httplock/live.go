@@ -1,10 +1,8 @@
 package httplock
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"net/http"
 	"time"
@@ -162,104 +160,6 @@ type viewerBody struct {
 // keepAliveEvery is how often an idle event stream sends a comment, so
 // that proxies and load balancers keep it open.
 const keepAliveEvery = 15 * time.Second
-
-// events is GET /{resource}/{id}/lock/events: the record's lock events as
-// a text/event-stream (locked, released, taken-over, expiring, requested),
-// read from the database, so that every node's subscribers get them.
-func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
-	// At most Config.StreamOpens streams read the database to open at
-	// once; the others wait their turn (a bounded wait, not a connection
-	// each).
-	select {
-	case s.opening <- struct{}{}:
-	case <-r.Context().Done():
-		return
-	}
-	res, target, principal, err := s.liveCheck(r, res, ActionWatch)
-	var events <-chan offlinelock.Event
-	if err == nil {
-		events, err = s.cfg.Locks.Watch(r.Context(), s.cfg.DB, target)
-	}
-	if err == nil {
-		// The page is a viewer of the record while its stream is open:
-		// the record's other pages are told (viewers). Without presence
-		// (a viewers table that cannot be made) the stream goes on.
-		if verr := s.cfg.Locks.View(r.Context(), s.cfg.DB, target, principal); verr != nil {
-			s.cfg.Logger.WarnContext(r.Context(), "httplock: event stream: presence", slog.String("error", verr.Error()))
-		}
-	}
-	<-s.opening
-	if err != nil && internal(err) {
-		// A browser's EventSource does not reconnect after an error
-		// status, so a stream that cannot open now (a database that is
-		// down or out of connections) opens, asks to be retried, and
-		// ends: the browser tries again, and the cause is logged.
-		s.cfg.Logger.WarnContext(r.Context(), "httplock: an event stream could not open; its client will retry", slog.String("error", err.Error()))
-		h := w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Accel-Buffering", "no")
-		h.Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprint(w, "retry: 2000\n: the stream could not open; try again\n\n")
-		return
-	}
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
-	}
-	// The watch's first event is the record's state (locked, or released
-	// when it is free): a new page, and a reconnect that missed a release
-	// while it was cut, start from what the database has.
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no") // nginx would hold events back in its buffer
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	// The id makes every reconnect carry Last-Event-ID, even one before
-	// the first event.
-	fmt.Fprint(w, "retry: 2000\nid: 0\n\n")
-	sent := 0
-	send := func(e offlinelock.Event) {
-		sent++
-		data, _ := json.Marshal(eventOf(res, e))
-		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", sent, e.Kind, data)
-	}
-	// Each write gets a deadline of its own, past the next keep-alive: a
-	// server's WriteTimeout (a deadline for the whole response) would
-	// otherwise cut the stream, losing the event it was writing, while a
-	// reader that is gone still frees the handler.
-	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(2 * keepAliveEvery)) }
-	ended, done := s.openStream(r, principal)
-	defer done()
-	deadline()
-	rc.Flush()
-	alive := time.NewTicker(keepAliveEvery)
-	defer alive.Stop()
-	for {
-		select {
-		case e, open := <-events:
-			if !open || !s.signedIn(r, principal) {
-				return
-			}
-			deadline()
-			send(e)
-		case <-ended:
-			return // EndLogin: the login is over
-		case <-alive.C:
-			if !s.signedIn(r, principal) {
-				return
-			}
-			deadline()
-			fmt.Fprint(w, ": keep-alive\n\n")
-		}
-		if rc.Flush() != nil {
-			return
-		}
-	}
-}
 
 // signedIn says whether the request that opened a stream is still
 // principal's: a stream whose login ended (sign-out, a session's expiry:

@@ -15,7 +15,9 @@
 // user's lock, this user's lock in another tab, a take-over, a request to
 // edit, a lock about to run out, a record that became free. Expiry is judged
 // by the server's clock only (ttlRemainingSeconds), never the browser's.
-// Pages that supply no callbacks get a plain banner.
+// Pages that supply no callbacks get a plain banner. The tabs of one
+// browser share one event stream (eventHub, below), so that a user's
+// many tabs do not use up the browser's few connections to the host.
 
 const TOKEN_HEADER = "Lock-Token";
 
@@ -62,7 +64,9 @@ export function editLock(o) {
   const base = (o.base || "") + "/" + encodeURIComponent(o.resource) + "/" + encodeURIComponent(o.id);
   const key = "offlinelock:" + base;
   const on = o.on || {};
-  const state = { token: sessionStorage.getItem(key) || "", lock: null, timer: 0, stopped: false, lastInput: Date.now(), events: null, asking: false };
+  const record = o.resource + "/" + String(o.id);
+  const hub = hubOf(o.base || "");
+  const state = { token: sessionStorage.getItem(key) || "", lock: null, timer: 0, stopped: false, lastInput: Date.now(), unlisten: null, asking: false };
 
   // tell hands an event to the page's callback, or to the banner; its
   // text is also announced to screen readers (a live region) unless the
@@ -107,6 +111,7 @@ export function editLock(o) {
     }
     state.token = r.token || state.token;
     state.lock = r.json;
+    newest(r.json && r.json.generation);
     state.me = r.json && r.json.lockedBy;
     state.failures = 0;
     // The lease as this page's own clock runs: the server's remaining
@@ -117,6 +122,10 @@ export function editLock(o) {
     sessionStorage.setItem(key, state.token);
     schedule();
   }
+
+  // newest notes the generation of a lock this page learnt of: the
+  // record's locks only ever get newer generations.
+  function newest(gen) { state.newest = Math.max(state.newest || 0, gen || 0); }
 
   function leaseSeconds() {
     return (state.lock && state.lock.ttlRemainingSeconds) || o.ttlSeconds || 300;
@@ -158,6 +167,7 @@ export function editLock(o) {
     // again (a held record is told below, as to any new lock).
     if (resuming && (r.status === 403 || (r.status === 423 && r.json && /lock-required$/.test(r.json.type || "")))) return acquire();
     if (r.status === 423 && r.json && r.json.lockedBy) {
+      newest(r.json.generation);
       state.other = r.json;
       confirmLater(r.json);
     }
@@ -251,7 +261,6 @@ export function editLock(o) {
       }
       const info = r.ok ? await r.json().catch(() => null) : null;
       if (info && info.generation !== gen) {
-        const since = (t) => t && t.replace(/\.\d+Z$/, "Z");
         watching(Object.assign({ lockedSince: since(info.acquiredAt), lockedUntil: since(info.expiresAt) }, info));
       }
     }, (o.confirmSeconds || 3) * 1000);
@@ -260,7 +269,9 @@ export function editLock(o) {
   // watching tells a page that holds no lock who does now: this user
   // (another tab) or someone else.
   function watching(d) {
-    if (state.asking) return;
+    // The lock this page gave up (release) is no other tab's: a late
+    // event of it tells nothing.
+    if (state.asking || (d.generation && d.generation === state.released)) return;
     const known = state.other && d.generation && state.other.generation === d.generation && state.other.lockedBy === d.lockedBy;
     state.other = known ? Object.assign({}, state.other, d) : d;
     state.seenGen = Math.max(state.seenGen || 0, d.generation || 0);
@@ -273,13 +284,15 @@ export function editLock(o) {
     if (on.lockedByOther) on.lockedByOther(d);
   }
 
+  // listen hands this record's events to the page: they come from the
+  // event stream this browser's tabs share (eventHub), never a stream of
+  // this page's own, so that a user's many tabs hold one of the browser's
+  // few connections to the host between them.
   function listen() {
     if (typeof EventSource === "undefined") return;
-    const es = new EventSource(base + "/lock/events", { withCredentials: true });
-    state.events = es;
     const mine = (d) => state.lock && d.generation === state.lock.generation;
-    const handle = (name, fn) => es.addEventListener(name, (m) => fn(JSON.parse(m.data)));
-    handle("taken-over", (d) => {
+    const handlers = {};
+    handlers["taken-over"] = (d) => {
       if (!state.token && !(state.lostAt && d.generation >= state.lostAt)) return watching(d);
       if (mine(d)) return; // our own take-over
       state.lostAt = 0;
@@ -290,12 +303,12 @@ export function editLock(o) {
       clearTimeout(state.timer);
       tell("takenOver", d, d.by + " took over this record" + (d.reason ? " (" + d.reason + ")" : "") + ": your changes can no longer be saved.");
       keep("taken-over");
-    });
+    };
     // Who else has the record open: the users of the record's pages,
     // this user's other tabs included, each once with since when.
-    handle("viewers", (d) => { if (on.viewers) on.viewers(d.viewers || []); });
-    handle("requested", (d) => { if (state.token) tell("requested", d, d.by + " asks to edit this record."); });
-    handle("released", (d) => {
+    handlers.viewers = (d) => { if (on.viewers) on.viewers(d.viewers || []); };
+    handlers.requested = (d) => { if (state.token) tell("requested", d, d.by + " asks to edit this record."); };
+    handlers.released = (d) => {
       if (state.token && mine(d)) return lost(d, "Your lock on this record has ended: your changes can no longer be saved.");
       // A page told of someone else's lock (by a 423 or an event) is
       // told of its end; a stream's first event on a free record tells a
@@ -304,18 +317,27 @@ export function editLock(o) {
         state.other = null;
         tell("released", d, "This record is free now.", { label: "Edit it", run: () => acquire() });
       }
-    });
-    handle("expiring", (d) => { if (mine(d)) tell("expiring", d, "Your lock on this record runs out in " + d.ttlRemainingSeconds + " s."); });
-    handle("locked", (d) => {
+    };
+    handlers.expiring = (d) => { if (mine(d)) tell("expiring", d, "Your lock on this record runs out in " + d.ttlRemainingSeconds + " s."); };
+    handlers.locked = (d) => {
       if (!state.token) return watching(d);
       if (state.lock && d.generation > state.lock.generation && !state.asking) {
         lost(d, d.lockedBy + " holds this record now: your changes can no longer be saved.");
       }
+    };
+    state.unlisten = hub.join(record, (name, d) => {
+      // An event of a lock older than the newest this page knows of (a
+      // stream's state read before a take-over this tab was already told
+      // of by the tab that took it) is stale: it tells nothing.
+      if (d.generation && d.generation < (state.newest || 0)) return;
+      newest(d.generation);
+      if (handlers[name]) handlers[name](d);
     });
   }
 
   function release() {
     if (!state.token) return;
+    state.released = state.lock && state.lock.generation;
     const headers = {};
     headers[TOKEN_HEADER] = state.token;
     fetch(base + "/unlock", { method: "POST", headers, keepalive: true, credentials: "same-origin" }).catch(() => {});
@@ -380,7 +402,19 @@ export function editLock(o) {
     async takeOver(reason) {
       state.asking = true;
       const r = await post("/lock/takeover", { reason: reason || "" }).finally(() => { state.asking = false; });
-      if (r.status === 201) { state.stopped = false; hold(r); return tell("locked", state.lock, ""); }
+      if (r.status === 201) {
+        state.stopped = false;
+        hold(r);
+        // This browser's other tabs of the record are told at once, as
+        // the stream would tell them (never the token): a tab that held
+        // the lock learns that it was taken over here, whatever its
+        // stream is doing (reconnecting, reopened for another tab).
+        const l = r.json || {};
+        hub.tell("taken-over", { resource: o.resource, id: String(o.id), by: l.lockedBy, reason: reason || "", lockedBy: l.lockedBy,
+          generation: l.generation, acquiredAt: l.acquiredAt, expiresAt: l.expiresAt, ttlRemainingSeconds: l.ttlRemainingSeconds,
+          lockedSince: since(l.acquiredAt), lockedUntil: since(l.expiresAt) });
+        return tell("locked", state.lock, "");
+      }
       tell("error", r, (r.json && r.json.detail) || "The lock could not be taken over.");
     },
     /** request asks the holder to let this user edit; "released" says when it is free. */
@@ -400,7 +434,7 @@ export function editLock(o) {
     /** forgetKept drops it (copied, restored or discarded). */
     forgetKept() { sessionStorage.removeItem(key + ":kept"); },
     /** stop ends renewals and events without releasing. */
-    stop() { state.stopped = true; clearTimeout(state.timer); if (state.events) state.events.close(); },
+    stop() { state.stopped = true; clearTimeout(state.timer); if (state.unlisten) state.unlisten(); state.unlisten = null; },
   };
   listen();
   heldElsewhere(state.token).then((elsewhere) => {
@@ -416,6 +450,202 @@ export function editLock(o) {
   return api;
 }
 
+// The event stream a browser's tabs share. Each open edit page used to
+// hold an event stream of its own, and so one of the few connections a
+// browser keeps to a host over HTTP/1.1 (six in Chromium): with seven
+// tabs, renewals waited behind the streams and locks ran out. Now one tab
+// of the browser, the leader, holds one stream (GET …/lock/events?watch=…)
+// for the records of all its tabs, and hands each event to the others
+// over a BroadcastChannel; the leader is chosen with the Web Locks API
+// (navigator.locks), so that when it closes the next tab in line takes
+// the stream up at once. Tabs say which records they show ("want"), again
+// every 10 s, and "bye" when they go; a tab not heard from in 35 s no
+// longer counts. The leader says it is alive every 10 s; a visible tab
+// that has not heard from it in 25 s (a frozen leader) takes the lead.
+// Every stream starts with the state of each of its records, as the
+// database has it, and the leader opens a new one
+// whenever a tab comes or goes (keeping the old one for a moment, so that
+// no event falls between the two) and when a new leader takes over: every
+// tab is told its records' state then, whatever it missed. Only events
+// cross the channel: no token, no session. Without Web Locks (a page that
+// is not a secure context, an old browser) each page is its own leader.
+const EVENT_NAMES = ["locked", "released", "taken-over", "expiring", "requested", "viewers"];
+const WANT_EVERY = 10000; // how often a tab says which records it shows
+const WANT_GONE = 35000; // a tab not heard from for this long no longer counts
+const LEADER_GONE = 25000; // a leader not heard from for this long is taken over
+const hubs = new Map(); // one hub per place httplock is mounted
+
+function hubOf(base) {
+  if (!hubs.has(base)) hubs.set(base, eventHub(base));
+  return hubs.get(base);
+}
+
+function eventHub(base) {
+  const tab = Math.random().toString(36).slice(2) + Date.now().toString(36);
+  const mine = new Map(); // "resource/id" -> this tab's handlers
+  const wants = new Map(); // another tab -> { records, at }, as the leader knows them
+  const name = "offlinelock-events:" + base;
+  const channel = typeof BroadcastChannel === "undefined" ? null : new BroadcastChannel(name);
+  const hub = { leader: false, es: null, old: null, url: "", timer: 0 };
+  const records = () => [...mine.keys()].sort();
+  const post = (m) => { if (channel) channel.postMessage(m); };
+  const want = () => { if (mine.size || hub.wanted) post({ t: "want", tab, records: records() }); hub.wanted = mine.size > 0; };
+  const dispatch = (event, d) => {
+    const handlers = d && mine.get(d.resource + "/" + d.id);
+    if (handlers) for (const h of [...handlers]) h(event, d);
+  };
+
+  // union is the records of every tab heard from lately, this one's too.
+  function union() {
+    const all = new Set(mine.keys());
+    for (const [other, w] of wants) {
+      if (Date.now() - w.at > WANT_GONE) wants.delete(other);
+      else for (const r of w.records) all.add(r);
+    }
+    return [...all].sort();
+  }
+
+  // reopen opens the stream anew shortly (gathering the changes of the
+  // next 100 ms): always when told (a tab came, and must hear its
+  // records' state), otherwise only when the records changed.
+  function reopen(always) {
+    if (!hub.leader) return;
+    hub.always = hub.always || always;
+    clearTimeout(hub.timer);
+    // A leader without a stream opens one at once (a new page, a new
+    // leader); one with a stream waits 100 ms for other tabs' changes.
+    hub.timer = setTimeout(() => { open(hub.always); hub.always = false; }, hub.es ? 100 : 0);
+  }
+
+  function open(always) {
+    const list = union();
+    const url = list.length ? base + "/lock/events?" + list.map((r) => "watch=" + encodeURIComponent(r)).join("&") : "";
+    if (!always && url === hub.url && (!url || hub.es.readyState !== EventSource.CLOSED)) return;
+    // At most two streams at once: the one before the last is closed now.
+    if (hub.old) hub.old.close();
+    const old = hub.es;
+    hub.old = old;
+    hub.url = url;
+    hub.es = url ? new EventSource(url, { withCredentials: true }) : null;
+    if (hub.es) listenTo(hub.es);
+    if (!old) return;
+    if (!hub.es) return old.close();
+    // The old stream is closed once the new one has opened (its watches
+    // are in place) and a moment more, so that an event the old one was
+    // about to tell is not lost between them; at most 5 s after.
+    const close = () => { old.close(); if (hub.old === old) hub.old = null; };
+    setTimeout(close, 5000);
+    hub.es.addEventListener("open", () => setTimeout(close, 2500), { once: true });
+  }
+
+  function listenTo(es) {
+    for (const event of EVENT_NAMES) {
+      es.addEventListener(event, (m) => {
+        let d;
+        try { d = JSON.parse(m.data); } catch (e) { return; }
+        dispatch(event, d);
+        post({ t: "event", event, d });
+      });
+    }
+  }
+
+  function lead() {
+    hub.leader = true;
+    post({ t: "roll" }); // every tab says what it shows
+    reopen(true);
+  }
+
+  if (channel) {
+    channel.addEventListener("message", (m) => {
+      const x = m.data || {};
+      if (x.t === "event" || x.t === "beat") hub.heard = Date.now(); // the leader is alive
+      if (x.t === "event") return dispatch(x.event, x.d);
+      if (x.t === "roll") return want();
+      if (x.t === "bye") { wants.delete(x.tab); return reopen(false); }
+      if (x.t !== "want" || !Array.isArray(x.records)) return;
+      const was = wants.get(x.tab);
+      wants.set(x.tab, { records: x.records, at: Date.now() });
+      if (!was || was.records.join("\n") !== x.records.join("\n")) reopen(true);
+    });
+  }
+  // The leader's lock is held until this page is left (or put in the
+  // back/forward cache, where it would hold the lock and tell nothing):
+  // the next tab in line leads then. A visible tab that shows records and
+  // has heard nothing from a leader for LEADER_GONE (a frozen leader, a
+  // phone's background tab) takes the lock from it (steal): the frozen
+  // tab, when it wakes, stops its stream and gets in line again.
+  const locks = channel && typeof navigator !== "undefined" && navigator.locks;
+  function queue(steal) {
+    if (hub.queued) hub.queued.abort(); // one request in line per tab
+    const line = new AbortController();
+    hub.queued = steal ? null : line;
+    let granted = false;
+    navigator.locks.request(name, steal ? { steal: true } : { signal: line.signal }, () => new Promise((resign) => {
+      granted = true;
+      hub.queued = null;
+      hub.resign = resign;
+      lead();
+    })).catch(() => {
+      if (!granted || !hub.leader) return; // a request taken out of line
+      stepDown(); // another tab took the lock: it leads now
+      queue(false);
+    });
+  }
+  function stepDown() {
+    clearTimeout(hub.timer);
+    for (const es of [hub.es, hub.old]) if (es) es.close();
+    Object.assign(hub, { leader: false, es: null, old: null, url: "" });
+  }
+  if (locks) queue(false);
+  else lead();
+  hub.heard = Date.now();
+  setInterval(() => {
+    want();
+    reopen(false);
+    if (hub.leader) return post({ t: "beat" });
+    if (locks && mine.size && document.visibilityState === "visible" && Date.now() - hub.heard > LEADER_GONE) {
+      hub.heard = Date.now();
+      queue(true);
+    }
+  }, WANT_EVERY);
+  addEventListener("pagehide", () => {
+    post({ t: "bye", tab });
+    if (!locks || !hub.leader) return;
+    stepDown();
+    hub.resign();
+  });
+  addEventListener("pageshow", (e) => {
+    if (!e.persisted) return;
+    want();
+    if (locks) queue(false);
+  });
+  document.addEventListener("resume", () => want()); // a frozen tab thawed
+
+  return {
+    // join hands the events of record ("resource/id") to handler until
+    // the function it returns is called.
+    join(record, handler) {
+      if (!mine.has(record)) mine.set(record, new Set());
+      mine.get(record).add(handler);
+      want();
+      reopen(true);
+      return () => {
+        const handlers = mine.get(record);
+        if (!handlers || !handlers.delete(handler) || handlers.size) return;
+        mine.delete(record);
+        want();
+        reopen(false);
+      };
+    },
+    // tell hands an event to this browser's tabs, this one's too, as
+    // the stream would.
+    tell(event, d) {
+      dispatch(event, d);
+      post({ t: "event", event, d });
+    },
+  };
+}
+
 /**
  * forgetKept drops the unsaved forms every record's lock kept in this tab
  * (lock.keep, a take-over, a lost lock): call it at sign-out.
@@ -426,6 +656,9 @@ export function forgetKept() {
     if (k && k.startsWith("offlinelock:") && k.endsWith(":kept")) sessionStorage.removeItem(k);
   }
 }
+
+// since is an ISO time to the second, as a 423 gives lockedSince.
+function since(t) { return t && t.replace(/\.\d+Z$/, "Z"); }
 
 function clock(iso) {
   if (!iso) return "?";

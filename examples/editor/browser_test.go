@@ -31,12 +31,8 @@ import (
 func TestTheSceneInABrowser(t *testing.T) {
 	path := chromium(t)
 	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		actx, cancel := newBrowser(t, path, 3*time.Minute)
 		defer cancel()
-		actx, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless,
-			chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(900, 600))...)
-		defer cancelAlloc()
 		s := &scene{t: t, a: a, base: base}
 		martin := s.person(actx, "martin")
 		david := s.person(martin, "david")
@@ -113,6 +109,7 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.do(martin, chromedp.Reload())
 		s.wait(martin, "lockstate", "Locked by admin since ", 10*time.Second)
 		s.wait(martin, "kept", "Your unsaved changes: name \u201cAcme Widgets Renamed\u201d, credit 5000.", 5*time.Second)
+		s.waitHas(martin, "viewers", "david") // told once the page's stream is open: no line moves under the click
 		s.click(martin, "restorekept")
 		if name, err := chromedp.Run(martin, chromedp.Value(chromedp.ID("name"))); err != nil || name != "Acme Widgets Renamed" {
 			t.Fatalf("the kept typing put back: %q %v", name, err)
@@ -120,7 +117,13 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.wait(david, "lockstate", "Locked by admin since ", 5*time.Second)
 
 		// The admin leaves while the pages' event streams are cut: David's
-		// page learns the record is free when its browser reconnects.
+		// page learns the record is free when its browser reconnects. The
+		// streams are open first: each page's browser opens its shared
+		// stream once its tab leads (a reloaded page's, after the page it
+		// replaced let go), and each page is told who else is viewing
+		// once its stream is open.
+		s.waitHas(martin, "viewers", "david")
+		s.waitHas(david, "viewers", "martin")
 		streams.cut()
 		s.do(admin, chromedp.Navigate(base+"/")) // the admin leaves the page
 		s.waitFree(129, 15*time.Second)
@@ -269,6 +272,16 @@ func (s *scene) wait(ctx context.Context, id, want string, within time.Duration)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
 		s.t.Fatalf("%v: #%s says %q, not %q within %v (%v)", ctx.Value(personKey{}), id, text, want, within, err)
+	}
+}
+
+// waitHas waits until element id's text contains want.
+func (s *scene) waitHas(ctx context.Context, id, want string) {
+	s.t.Helper()
+	js := `document.getElementById(` + strconv.Quote(id) + `).textContent.includes(` + strconv.Quote(want) + `)`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(5*time.Second), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
+		s.t.Fatalf("%v: #%s says %q, without %q within 5s (%v)", ctx.Value(personKey{}), id, text, want, err)
 	}
 }
 

@@ -46,6 +46,11 @@ type Customer struct {
 	ID     uint `gorm:"primaryKey" lock:"exclusive_write"`
 	Name   string
 	Credit int
+	// Version counts the customer's saves: a save that names the version
+	// its page loaded (the autosave page's) is refused when it changed
+	// since, the optimistic check of the gap between a page's load and
+	// the lock its first change takes (autosave.go).
+	Version int `gorm:"not null;default:1"`
 }
 
 // options are the example's timings: the lock's lease and how often the
@@ -207,7 +212,7 @@ func seed(ctx context.Context, db *gorm.DB) error {
 		return err
 	}
 	admin := db.WithContext(offlinelock.Bypass(ctx, "demo data"))
-	for _, c := range []Customer{{ID: 129, Name: "Acme Widgets", Credit: 5000}, {ID: 130, Name: "Globex", Credit: 1200}} {
+	for _, c := range []Customer{{ID: 129, Name: "Acme Widgets", Credit: 5000, Version: 1}, {ID: 130, Name: "Globex", Credit: 1200, Version: 1}} {
 		if err := admin.Save(&c).Error; err != nil {
 			return err
 		}

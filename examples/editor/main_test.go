@@ -41,14 +41,20 @@ func eachDatabase(t *testing.T, o options, fn func(t *testing.T, a *app, base st
 		t.Cleanup(closeDB)
 		routes := a.routes()
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			wire.saw(r)
 			if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lock") {
 				lockPosts.Add(1)
 				if faults.lock(w, r) {
 					return
 				}
+				if r.Header.Get("Lock-Token") != "" {
+					w = renewals.watch(w, r)
+				}
 			}
 			if strings.HasSuffix(r.URL.Path, "/lock/events") {
 				streams.wait(r)
+				context.AfterFunc(r.Context(), wire.stream()) // the connection's end, or the handler's
+				w = wire.serving(w, r)
 			}
 			routes.ServeHTTP(w, r)
 		}))

@@ -2,13 +2,9 @@ package main
 
 import (
 	"embed"
-	"encoding/json"
 	"html/template"
 	"math"
 	"net/http"
-	"strconv"
-
-	"github.com/offlinelock/offlinelock"
 )
 
 // staticFiles are the pages' script and style, served as files.
@@ -32,6 +28,7 @@ func (a *app) routes() http.Handler {
 	})))
 	mux.HandleFunc("GET /{$}", a.signedIn(a.list))
 	mux.HandleFunc("GET /customers/{id}/edit", a.signedIn(a.edit))
+	mux.HandleFunc("GET /customers/{id}/autosave", a.signedIn(a.autosave))
 	// The Middleware refuses the write unless the caller's Lock-Token holds
 	// the customer's lock; the plugin checks it again.
 	mux.Handle("PATCH /customers/{id}", a.api.Middleware(http.HandlerFunc(a.save)))
@@ -81,29 +78,6 @@ func (a *app) edit(w http.ResponseWriter, r *http.Request, s session) {
 	}
 	render(w, editPage, map[string]any{"User": s.user, "C": c, "Admin": s.user == "admin",
 		"TTL": int(a.opts.ttl.Seconds()), "Renew": math.Max(1, a.opts.renew.Seconds())})
-}
-
-// save is PATCH /customers/{id}: the name and credit, as JSON.
-func (a *app) save(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name   string `json:"name"`
-		Credit int    `json:"credit"`
-	}
-	id, err := strconv.ParseUint(r.PathValue("id"), 10, 64)
-	if err == nil {
-		err = json.NewDecoder(r.Body).Decode(&in)
-	}
-	if err != nil || in.Name == "" {
-		a.api.WriteError(w, r, offlinelock.ErrInvalid)
-		return
-	}
-	err = a.db.WithContext(r.Context()).Model(&Customer{ID: uint(id)}).
-		Updates(map[string]any{"name": in.Name, "credit": in.Credit}).Error
-	if err != nil {
-		a.api.WriteError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // csp is the pages' Content-Security-Policy: only the application's own

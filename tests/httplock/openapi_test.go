@@ -158,6 +158,7 @@ func TestOpenAPIForManyResources(t *testing.T) {
 		"POST /tickets/{id}/lock/takeover":          "takeOverLockSupportTicket",
 		"POST /tickets/{id}/lock/request":           "requestLockSupportTicket",
 		"GET /tickets/{id}/lock/events":             "lockEventsSupportTicket",
+		"GET /lock/events":                          "sharedLockEvents",
 		"GET /offlinelock.js":                       "getClient",
 		"GET /openapi.yaml":                         "getOpenAPI",
 		"GET /admin/locks":                          "adminListLocks",

@@ -222,6 +222,12 @@ type AdminReleaseLockJSONBody struct {
 	Reason string `json:"reason"`
 }
 
+// SharedLockEventsParams defines parameters for SharedLockEvents.
+type SharedLockEventsParams struct {
+	// Watch A record as resource/id (the id percent-encoded as in a path); 1 to 64 of them
+	Watch []string `form:"watch" json:"watch"`
+}
+
 // PatchOrderJSONBody defines parameters for PatchOrder.
 type PatchOrderJSONBody = map[string]interface{}
 
@@ -345,6 +351,20 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /admin/locks/{resource}/{id}/release (the `AdminReleaseLock` operationId).
 	AdminReleaseLock(ctx context.Context, resource Resource, id ID, body AdminReleaseLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SharedLockEvents Several records' lock events in one stream (the stream a browser's tabs share)
+	//
+	// The events of every record named by watch, in one text/event-stream, each event the
+	// LockEvent its record's own stream (/{resource}/{id}/lock/events) sends, naming its record
+	// (resource, id); every stream, a reconnect too, starts with each record's state. The caller
+	// is a viewer of each record while the stream is open. offlinelock.js opens one such stream
+	// per browser for the records of all its tabs, so that its tabs hold one of the browser's
+	// few HTTP/1.1 connections to the host between them, not one each. Each record is checked
+	// as its own stream's open is: a record the caller may not watch refuses the whole stream
+	// with its status (401, 403, 404; 400 for an id that is not UTF-8).
+	//
+	// Corresponds with GET /lock/events (the `SharedLockEvents` operationId).
+	SharedLockEvents(ctx context.Context, params *SharedLockEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetClient The browser client, an ES module (editLock)
 	//
@@ -502,6 +522,30 @@ func (c *Client) AdminReleaseLockWithBody(ctx context.Context, resource Resource
 // Corresponds with POST /admin/locks/{resource}/{id}/release (the `AdminReleaseLock` operationId).
 func (c *Client) AdminReleaseLock(ctx context.Context, resource Resource, id ID, body AdminReleaseLockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAdminReleaseLockRequest(c.Server, resource, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SharedLockEvents Several records' lock events in one stream (the stream a browser's tabs share)
+//
+// The events of every record named by watch, in one text/event-stream, each event the
+// LockEvent its record's own stream (/{resource}/{id}/lock/events) sends, naming its record
+// (resource, id); every stream, a reconnect too, starts with each record's state. The caller
+// is a viewer of each record while the stream is open. offlinelock.js opens one such stream
+// per browser for the records of all its tabs, so that its tabs hold one of the browser's
+// few HTTP/1.1 connections to the host between them, not one each. Each record is checked
+// as its own stream's open is: a record the caller may not watch refuses the whole stream
+// with its status (401, 403, 404; 400 for an id that is not UTF-8).
+//
+// Corresponds with GET /lock/events (the `SharedLockEvents` operationId).
+func (c *Client) SharedLockEvents(ctx context.Context, params *SharedLockEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSharedLockEventsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -888,6 +932,60 @@ func NewAdminReleaseLockRequestWithBody(server string, resource Resource, id ID,
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSharedLockEventsRequest constructs an http.Request for the SharedLockEvents method
+func NewSharedLockEventsRequest(server string, params *SharedLockEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/lock/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Watch != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "watch", params.Watch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -1331,6 +1429,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /admin/locks/{resource}/{id}/release (the `AdminReleaseLock` operationId).
 	AdminReleaseLockWithResponse(ctx context.Context, resource Resource, id ID, body AdminReleaseLockJSONRequestBody, reqEditors ...RequestEditorFn) (*AdminReleaseLockResponse, error)
 
+	// SharedLockEventsWithResponse Several records' lock events in one stream (the stream a browser's tabs share)
+	//
+	// The events of every record named by watch, in one text/event-stream, each event the
+	// LockEvent its record's own stream (/{resource}/{id}/lock/events) sends, naming its record
+	// (resource, id); every stream, a reconnect too, starts with each record's state. The caller
+	// is a viewer of each record while the stream is open. offlinelock.js opens one such stream
+	// per browser for the records of all its tabs, so that its tabs hold one of the browser's
+	// few HTTP/1.1 connections to the host between them, not one each. Each record is checked
+	// as its own stream's open is: a record the caller may not watch refuses the whole stream
+	// with its status (401, 403, 404; 400 for an id that is not UTF-8).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /lock/events (the `SharedLockEvents` operationId).
+	SharedLockEventsWithResponse(ctx context.Context, params *SharedLockEventsParams, reqEditors ...RequestEditorFn) (*SharedLockEventsResponse, error)
+
 	// GetClientWithResponse The browser client, an ES module (editLock)
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1664,6 +1778,124 @@ func (r AdminReleaseLockResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r AdminReleaseLockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SharedLockEventsResponse200Headers the declared response headers of an HTTP 200 response for SharedLockEvents
+type SharedLockEventsResponse200Headers struct {
+	CacheControl        string
+	XAccelBuffering     string
+	XContentTypeOptions string
+}
+
+// SharedLockEventsResponse400Headers the declared response headers of an HTTP 400 response for SharedLockEvents
+type SharedLockEventsResponse400Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// SharedLockEventsResponse401Headers the declared response headers of an HTTP 401 response for SharedLockEvents
+type SharedLockEventsResponse401Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// SharedLockEventsResponse403Headers the declared response headers of an HTTP 403 response for SharedLockEvents
+type SharedLockEventsResponse403Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// SharedLockEventsResponse404Headers the declared response headers of an HTTP 404 response for SharedLockEvents
+type SharedLockEventsResponse404Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+// SharedLockEventsResponse500Headers the declared response headers of an HTTP 500 response for SharedLockEvents
+type SharedLockEventsResponse500Headers struct {
+	CacheControl        string
+	XContentTypeOptions string
+}
+
+type SharedLockEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *SharedLockEventsResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *SharedLockEventsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SharedLockEventsResponse401Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *SharedLockEventsResponse403Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SharedLockEventsResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SharedLockEventsResponse500Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SharedLockEventsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SharedLockEventsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SharedLockEventsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SharedLockEventsResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SharedLockEventsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r SharedLockEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SharedLockEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SharedLockEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SharedLockEventsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2693,6 +2925,28 @@ func (c *ClientWithResponses) AdminReleaseLockWithResponse(ctx context.Context, 
 	return ParseAdminReleaseLockResponse(rsp)
 }
 
+// SharedLockEventsWithResponse Several records' lock events in one stream (the stream a browser's tabs share)
+//
+// The events of every record named by watch, in one text/event-stream, each event the
+// LockEvent its record's own stream (/{resource}/{id}/lock/events) sends, naming its record
+// (resource, id); every stream, a reconnect too, starts with each record's state. The caller
+// is a viewer of each record while the stream is open. offlinelock.js opens one such stream
+// per browser for the records of all its tabs, so that its tabs hold one of the browser's
+// few HTTP/1.1 connections to the host between them, not one each. Each record is checked
+// as its own stream's open is: a record the caller may not watch refuses the whole stream
+// with its status (401, 403, 404; 400 for an id that is not UTF-8).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /lock/events (the `SharedLockEvents` operationId).
+func (c *ClientWithResponses) SharedLockEventsWithResponse(ctx context.Context, params *SharedLockEventsParams, reqEditors ...RequestEditorFn) (*SharedLockEventsResponse, error) {
+	rsp, err := c.SharedLockEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSharedLockEventsResponse(rsp)
+}
+
 // GetClientWithResponse The browser client, an ES module (editLock)
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3143,6 +3397,172 @@ func ParseAdminReleaseLockResponse(rsp *http.Response) (*AdminReleaseLockRespons
 		response.Headers404 = &headers
 	case rsp.StatusCode == 500:
 		var headers AdminReleaseLockResponse500Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSharedLockEventsResponse parses an HTTP response from a SharedLockEventsWithResponse call
+func ParseSharedLockEventsResponse(rsp *http.Response) (*SharedLockEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SharedLockEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers SharedLockEventsResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Accel-Buffering"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Accel-Buffering", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XAccelBuffering = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers SharedLockEventsResponse400Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers SharedLockEventsResponse401Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 403:
+		var headers SharedLockEventsResponse403Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 404:
+		var headers SharedLockEventsResponse404Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = value
+		}
+		if values := rsp.Header.Values("X-Content-Type-Options"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Content-Type-Options", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XContentTypeOptions = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers SharedLockEventsResponse500Headers
 		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -4470,77 +4890,83 @@ func ParseUnlockOrderResponse(rsp *http.Response) (*UnlockOrderResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fz9bhtJcn+VwuQAkciIomQZOVN/ab2+iwPf2rAU2IHHCZozRU6vht287qZowiCQp8mD5UmCqu6eD3Eo",
-	"ibZ3vdnbv0zN9Ed1dX386mP8Ocn1YqkVKmeTyeekRFGg4Z+vdH5zrW9Q0R8F2tzIpZNaJZPkukSodH5z",
-	"ZMFibtCBo4EwOD37M0ylsymU+Gl4ARZVAdLBVOQ3IBXQmsd+0TQx+PeVNFgkE2dWmCY2L3EhaLelcA4N",
-	"7fSfH8bHz8Tx7OPnJ2fbPyVp4jZLTCaJdUaqebLdpslP+krJ2WyXyn+7ev1TCkujpxUuQCi7RmNTwFtU",
-	"DqwzKBYWhCpAz2aVVEgnGv1sQRgEhbdowNLCWICgcRtXSjUHrCzeSzyq1SKZfEiU5unJxz1EO21wl+gX",
-	"t2g2QKQzaV3qQVpQ+tjS1AvQCsGVwkEujJFoQbT4C4uVdeEYU4Rc5CUWj6Tbb9BH+DZNlsKIBbogJC9/",
-	"5KmfxGJZ0Uhtiv969uz0z2dJmkg6z1K4MkkTJRb0Wt5Pwi6faiF8zQwSFQ3jhb2kNkt3ROtRS76t6eiT",
-	"by/RegYuCDs4DXN5i7BawuB8PIa1dKVeOZBuGE97L1GHnPstWr0yOe5wl/jey1oTZxyy0ZYG26VWFmud",
-	"9wzJtXKoHP0Uy2Ulc0G8OQny+M8/W812oVn6TwZnyST5p5PGoJz4t/bkjZ/lN+yy+kovkASZ1ApKXRW2",
-	"ZngK2oDwvCfBRyywgJk01iVp21I9J+E+fq6VM7raR0sYfxI1b5sm73kOKnd8vVnisRcx+4gFWK/5MPFk",
-	"vyLHLhW8/ctzeHb+9F+iefiNsGMbRa2WpV3VuuT7HME76UqIUj56+eNPYoFg0cGArj+I/JGFzAv9yyJL",
-	"himLhixIGkRlNaxUgcbbQNKCUZImS6OXaJz08izyHK1tWzeDgmzQ2kjXZ+HSROReeS75JmfaLIRLJkkh",
-	"HB47ucCkZw5+WkqD9pApc1RohGfK52QhlVwQgaf1UKkcztHQWFn06G6aVPsd9GtVbcjfEr9IqdAcWdBr",
-	"BY22pwd4Wb8XFj9segkxKIJw97xq7NjOS+eqt7gQUkk1v8Jcq8J2mDHeZca2bd0+tI0eu5aazDRefedC",
-	"2zfVv33nYhrx0NOfMXdJ8B4vboOe73qNQjhBToNMGhsuRhsXwRGL6FXop0VrpVYjyILZhekGbMscZgmU",
-	"wtJSmbKlWCKsS+F4Ieks+JNPIJ45Db+upMox/vHvysmKkURzrpTwjFQg4PzsSaYixBj4GSk4cYPqWN+i",
-	"SYH5RbCHliDOo3VY+FNZBh4bErIFO8OOuGWK1huO4BIMVihsnFbDFaXDYJhJrAo7AU1iS4s0xHY9cClc",
-	"plAVRKZgaGnBS98oU99L+8UBY6ebXblp+D2BdanBaX0D0l00/PbPhb2xv4j1uUNODe4JYtaXl3avAfgW",
-	"YCCmlu50XaK3Nh5Xg3XCOJJdEDAziGAw16YYJgfat2hzuiQSN7pYoSZkZvSipnm435Sxluyu3Nw/wT0+",
-	"EFsG1hlWmCO6g8dxuaWCuzvVt/YNNmoM8H7Joi38OEaxalRzaQKlXjec5IudNEo7mG5Yz7yuDtNMedIL",
-	"GNBjHgVGKNArx5BtLSzkK0fmTMBSzEOUQo8rnLlhClbOFRbHBJ79GnouVVDsCbxQxSt6MExhpk2Oxw0p",
-	"QoEoFvyqORsM2PhMNxMysOIG/dN1qS1mirxecy6Y4kwb5NOuhctLivLEmtWN7K5FVAwv2uuz2RpeQBAx",
-	"rTLluRnI4uMFiRdRA+6KvjdQv7iDTJNbieuABLvSEF54UVhZNJbNSiluMUgH0Ql6iSoFFHkJmj0JuSXS",
-	"lsaLBdfl/ZgL4Y10uOBdu0bYRkV7nCgTXf0hUdvv86g0rN3npsMDYYzYPIgahNvr6l+qmWZXUlWvZ8nk",
-	"w/2onSHvNr3LAq85/LNm0iOWuf8QcdFdyj8G2t9697F7JfvMxbrcNGZAWq8CE7jBpfP+XboUbEka5TTJ",
-	"DovDQmxIbUA6GPz1xTX873//z4kP32gtVleopHX+71wrqysky7wQn16hmrsymZw9fZr2in9L6ru0no5G",
-	"fxOfrq9fwaDAmVhVDp6Nx7WSeiGPb1hPacd7YPa2RwJa0V2XgwU64Y36Qa71/OxJwGWTLjQPybQ7GK0B",
-	"kBFqSdfrQO9F5/Hlf+hVv7MPIEx6b5qLqqrDhaWRKpdLUZHp1Y6spRPT4YQum+6dJKQRGTKWDX1TrSsU",
-	"qsflfpH3fNwk64RbeSMpPvm7fvrsWevmz8e9RtNJV+2xwfzgIYPEb+MyNRlpFJQ+83ItbvD1LZovUdMJ",
-	"OF0VETnQT3+JaUtZ6Y3CNV/Nw9q2K/7ETcxXRrrNFRkmDMY9SMQuXe9KzQlfcoIBukahaiVEjiw812om",
-	"56M3LeGCKQpD0kXOJG1cTKZyrW8kpmRWhhd1zs3nPpGc+lJLUpCQIT0fn47gujY8rfeV1ZxDylTY/5JH",
-	"OA0UJywdr9cS+PPxE2CRX0uLwxG8II/ofeSRbS9sCRFjpqJbObJwWVV6DSUB+XWJXm86q5PyUDCSehSS",
-	"hoQX6xNjDnKt9iZTRAajqvPxOcEh5i376UZZeTWlHdwovQY9G3oOhCSKJV8PXQ57MML+hlWVXzX6VDq3",
-	"9KknGfxf96bf0OUspHUyj8lzPoD1tP/r9fUbivvyShJeokPZmMhjdOujYJZS4Y1zmikvOq5OvcaaAT1p",
-	"5bV93in6Iwscy1kfDhKwtWSbVstRpl4Yo41P5+9LyMEgptICz8xKEdgCi4YLAPQPESVtpgqdrxZ0IOGA",
-	"HN0JISWxlKONWFRBPkh/fdxKLs+S9TYb8OaACMsJwXpJpRMEUOiNT9KqQzAPPU+TNLlFY6PbG5PtCDsn",
-	"k+TJaDx64pM5JSvoCQv+iZ86+ZzMkU1LTdjLgiAFjXklrXsVdmhn9T+EDPvfV2g2vQnmezLX/XMjXjt0",
-	"XrACXzI1BCl9U2vPtP14J/99Nh7fk8rdTeF+DZzbSezGqppNA9B2JcqgsJYWOPfU9e1Vn6LJHNP4JweO",
-	"Pz9o/NOD6CF/sloshNkkk4RkL5iMAQvjBZC9JWOsNmTcOzba4Gxl0Q55kbaAn3yOUrk9+SyL7UmIyXwR",
-	"sSPSfVQ2Q07qggvJ0wNjX/6YkOQstd2nWm89Ga+86w3O8AddbA6Srn1woOXKT8eEZ0iZ44P0AaQSltlF",
-	"JN2Bzqxwu6Md57u+IBy1+DIBPf29CPRf2pmK2kkHaH+QkBMWmM+x8C6OE3+qgHXpQ8CTbrF6r4Wfo3vO",
-	"7jd50MQ5/OROfha3wl9rVwZ7KoZ3quziVlz5iZ0q1DepJtXsJds4NXpt0QRYQR4fXlzBQherCmGAhWRv",
-	"FoxE2zffx6TXS1SXb14mBzmCuGjDpp0SXVgXnozGEIFD0qtzu04gzq0BRzsHTsJwB9t2sHoy+fCxyzlp",
-	"Gwo8b7iMfPI5VNa2/aWMLmanaNBDLaImyncKUyylKoAQYwhi/yaLosK1MOghlQc/aLMYQJZCwdn79wzM",
-	"6FjNhCPGcYSOupm6LimlUAWhXrNSdpIpCqqzEC1mCaxLWWFUsOnK7Qa1bTBZJ5E7+pqpQV1qoZdTXWyC",
-	"FsanPF1aCnjc8AIaIo6jDWVaUIHSPJ23ypR0aR3EdPo1dMC0dVcH93rQoErexgB7duc0KkDTEBIMmmR9",
-	"gD/ET8/2OvageaZ+HM899LZJwFsURchHZKqhj16fgtLNOv526SL5fH2RXijKdB3xrqSxHB5Z4GRcT2tD",
-	"kNODOhs+MiTOy12l58evje/TOAwk7HajeAT5Ze79Ubagw8+LBhjGlhQOl9elzEuYa7R7A6Zkx5m/f/8Y",
-	"vffq+Htw7udnj1g/NMB8HRZ4Xgo17+TUB3ut2DA0MfgyCAUKfRaa0e59bozojjL9VRHNQ4EMJ8T3yGpI",
-	"SX+78OV3gw7f7RQsfcJixeV5chPJ9jsayhDI3Enn9XipCYg6pwiDs/Hp0Oemui5YiYVU81aGO7T7cJas",
-	"44rZtbWd4IwdWlAbnyT3iHqKuV6ghaYm4Eu9nPEKBblCODGlwXmkb8xoWs19Qs2W2riIQDhxqpBLkilY",
-	"3alVSl+qJGoVJ/h85m2G61Cm9Y2jXN5rq/mdTtKCLLJWvHApCxxeeB54o3pkoSkC03I95b4aJHFLZkEU",
-	"21GbCVOs9BpOQZtMiakOpTyfviIw5msk0sL5eDyCyzazH48yiL31rTSlgBakSHcARQo9YGRttJoPIWcD",
-	"aTNFc6SaTx6UoKbBIBAhLZRYFWk/8soUj5d8Pr6lAadWW9IbQVidcBx6tNI1rVXLrn5PrPCQWY5FhO1u",
-	"T+e39gB91v8V66hF38zQo6KDHS30utAA6aiPS4OEqTE4zZiIJfG3vkGImxGELYffpu2x1aP7wKSmI/7b",
-	"NI+eeQf3y94MyfrcCOLo/3d+/YFAH4s3rr2xq7uoSTObZp26dtKNhu+Bnie+Ct1CoHe6uFlLj7k9JhSs",
-	"CZIUEHsKW11kPd2Faau1kBxh6FRJM8VtKKFQVLdegrD+Cwly+KM4OlRcHm5ugQGtmin+Hbp1uOXHL5Ry",
-	"647agNIFXsCcjBJRIBWcjoHTH8Q7BgsVilup5sPU12Ojk8oU0RLd3AhehCoQbZWG5IlSmJO51GlsHaqr",
-	"tnUuwjrhcOI7KTEs732a931NY1STUvD53SHccYAB4pD7Y8o5jZSpmLBcSGt5B1lhu48v9nIxDNFVwWfh",
-	"qqfhdrLCm/g2+qKdMuULX8RCOsdqStIypVuZo2s6RkO0uqxWc9mqDL+jEN0zbXAKFqab2MpBTnqnodSK",
-	"je3pYYNB5IVP3VCM7FtbfDPaoGm3GKaZUnVnbVNPj1fXbVwVCmRBYCowCVVhU3BYVQRaAqaBhTaY8jVk",
-	"qm5y47EwiC1urJzdyjADsghafaMcSDUccVbQep632Z0pj0sFXb6TC4RBTMaNAjuvmEyeP+x8NkT4K6hE",
-	"Bz8XZBgIUXKpfQZBWslgD+OHVHAWPoGBLDHozGZCT8ZZwtz2LCGRU15irri6Ao4YmCkxF1LBQLpQsl0t",
-	"QcwImgsFaAxZLM4a7sVkXgofGfFygpuv8Njf2IEp7kvV+WgMBuGzqtVs5jOV3Oho9KeNZyzdkYX3x5d5",
-	"jtXxDzyMrZywoOZSfeLAYPitvtq4s42vFT38lVf/h2l/uOmv8rt3M8nBG/LVuxI3UIol6VvLxXy/yH+/",
-	"uzetnqTfVFLiuml6qVAYZb3GdQNDDvhqv9R1FqMdcxLOek8G7ayfjrp7jxyqrV3k7yJXOn52ILJ99mup",
-	"2KVvt4p5AaehwnaRB7CQDgbi7tcqw5g8XwsZSmZ7hJ8QKrcy/uak/12pm7ZLbrUKgXOd71nqSuabXQgQ",
-	"mw0vWliq/twmU51vxGosMoFW06fHrZUWRWiValDSkQ1hPHn+2BtOr+oEj/fua2EKe9FpTOQvnARUwhDc",
-	"aQAZoatW8zxX2uRiWW1CRNGHC1w4Y1eTv32+5W7jZm/O5ZeP7K/bndqtfN0fUf4/VJTf6b5OYYYqJ4Vr",
-	"vtiBAQXCJCSkscLxVx0es+5847LHLK5UrD99b3vY1XhP11fmZ+v/BqCnG/CPfqd9svdXeduSvVVoF241",
-	"oXRaxT983H7c/l8AAAD//w==",
+	"7Fz9cttGkn+VLtxWiaxAFCUzezH1l+I4e97yxi5LW/aV4b0aAk1iInCGOzMUxXKp6p7mHuye5Kp7ZvAh",
+	"gvpwnDiX9V+RQWDQ09Mfv/51Ix+TXC9XWqFyNpl+TEoUBRr+86XOLy/0JSr6R4E2N3LlpFbJNLkoESqd",
+	"Xx5YsJgbdODoRhgcn3wHM+lsCiVeD0/BoipAOpiJ/BKkAlrz0C+aJgb/uZYGi2TqzBrTxOYlLgW9bSWc",
+	"Q0Nv+sf78eFTcTj/8PHJyc2fkjRx2xUm08Q6I9UiublJk5/0uZLz+a6Ufz1/9VMKK6NnFS5BKLtBY1PA",
+	"K1QOrDMolhaEKkDP55VUSDsa/WxBGASFV2jA0sJYgKD7tq6UagFYWbxTeFTrZTJ9nyjNjycf9gjttMFd",
+	"oZ9fodkCic6idaUHaUHpQ0uPnoJWCK4UDnJhjEQLoqVfWK6tC9uYIeQiL7F4oNz+BX2C36TJShixRBeM",
+	"5MUP/Oi1WK4qulOb4r+ePj3+7iRJE0n7WQlXJmmixJJ+lneLsKun2ghfsYJERbfxwt5Sm6U7pvWgJd/U",
+	"cvTZt7doPQcXjB2choW8QlivYDAZj2EjXanXDqQbxt3eKdRj9v0GrV6bHHe0S3rvVa2JTzzmRTd0s11p",
+	"ZbH2ea+QXCuHytGfYrWqZC5IN0fBHr/52WqOC83SfzI4T6bJvx01AeXI/2qPXvun/Au7qj7XSyRDJreC",
+	"UleFrRWegjYgvO7J8BELLGAujXVJ2o5Uz8i4D59p5Yyu9skS7j+KnneTJu/4GVTu8GK7wkNvYvYBC7Bf",
+	"82bizn5DjZ0pePPjM3g6+fbfY3j4najjJppabUu7rnXG5zmCt9KVEK189OKHn8QSwaKDAR1/MPkDC5k3",
+	"+hdFlgxTNg1ZkDWIympYqwKNj4HkBaMkTVZGr9A46e1Z5Dla245uBgXFoI2Rri/CpYnIvfOc8UnOtVkK",
+	"l0yTQjg8dHKJSc8zeL2SBu1jHlmgQiO8Uj4mS6nkkgQ8rm+VyuECDd0rix7fTZNqf4J+paot5VvSFzkV",
+	"mgMLeqOg8fb0EVnWvwuL77e9ghgUwbh7fmri2M6PzlVvcCmkkmpxjrlWhe0oY7yrjJt2dHvfDnqcWmox",
+	"03j0nQNtn1T/6zsH05iHnv2MuUtC9nh+Ffx8N2sUwglKGhTSOHAx2jgNiVjErEJ/WrRWajWCLIRdmG3B",
+	"tsJhlkApLC2VKVuKFcKmFI4Xks6C3/kU4p7T8Ne5VDnGf/xdOVkxkmj2lRKekQoETE6eZCpCjIF/IgUn",
+	"LlEd6is0KbC+CPbQEqR5tA4LvyvLwGNLRrbkZNgxt0zResMRnIHBCoWNj9VwRelwM8wlVoWdgiazpUUa",
+	"YbsZuBQuU6gKElMwtLTgrW+UqS/l/eIR9862u3bT6HsKm1KD0/oSpDtt9O2vC3tpf5Xoc0ucGtwTxKwP",
+	"L+0eA/ApwEDMLJ3ppkQfbTyuBuuEcWS7IGBuEMFgrk0xTB4Z32LM6YpI2uhihVqQudHLWubh/lDGXrK7",
+	"cnP+BPd4QxwZ2GfYYQ7oDB6m5ZYL7r6pPrXP8KImAO+3LHqFv49RrBrVWppCqTeNJvlgp43TDmZb9jPv",
+	"q8M0U170AgZ0me8CIxTotWPIthEW8rWjcCZgJRahSqHLFc7dMAUrFwqLQwLPfg29kCo49hSeq+IlXRim",
+	"MNcmx8NGFKFAFEv+qdkbDDj4zLZTCrDiEv3VTaktZoqyXrMvmOFcG+TdboTLS6ryxIbdjeKuRVQML9rr",
+	"c9gankIwMa0y5bUZxOLtBYsX0QNum74PUL96gkyTK4mbgAS71hB+8Kawtmgsh5VSXGGwDpIT9ApVCijy",
+	"EjRnEkpL5C1NFgupy+cxF8ob6XDJb+0GYRsd7WGmTHL1l0TtvM93pWHtvjQdLghjxPZe1CDc3lT/Qs01",
+	"p5KqejVPpu/vRu0MeW/S2yrwnsN/1kp6wDJ3byIuuiv5hyD7G58+do9kX7jYlNsmDEjrXWAKl7hyPr9L",
+	"l4ItyaOcJtthc1iKLbkNSAeDvzy/gP/97/858uUbrcXuCpW0zv8718rqCikyL8X1S1QLVybTk2+/TXvN",
+	"v2X1XVmPR6O/ieuLi5cwKHAu1pWDp+Nx7aTeyOMv7Kf0xjtg9k2PBbSqu64GC3TCB/VHpdbJyZOAy6Zd",
+	"aB7ItFsYrQGQEWpJ15tA70Tn8cf/1Ov+ZB9AmPTZNBdVVZcLKyNVLleiotCrHUVLJ2bDKR02nTtZSGMy",
+	"FCwb+WZaVyhUT8r9pOz5sIesE27tg6S49mf97dOnrZOfjHuDppOu2hOD+cJ9AYl/jcvUYqTRUPrCy4W4",
+	"xFdXaD7FTafgdFVE5EB/+kNMW85Kvyjc8NHc72275k/axHxtpNueU2DCENyDRezK9bbUTPhSEgzQNRpV",
+	"ixA5sPBMq7lcjF63jAtmKAxZFyWTtEkxmcq1vpSYUlgZntacm+c+kZL6SktykMCQTsbHI7ioA0/r98pq",
+	"5pAyFd5/xnc4DVQnrByv1zL4yfgJsMlvpMXhCJ5TRvQ58sC2F7aEiDFTMa0cWDirKr2BkoD8pkTvN53V",
+	"yXmoGEk9CkkD4cX+xJiDUqu9zBSJwahqMp4QHGLdcp5unJVXU9rBpdIb0POh10AgUSzleuhq2IMRzjfs",
+	"qvxT40+lcytPPcmQ/7on/ZoOZymtk3kkz3kD1sv+HxcXr6nuyytJeIk2ZSORx+jWV8FspcIH5zRT3nRc",
+	"Tb3GngFdafHanneK+cgC13LWl4MEbC3FpvVqlKnnxmjj6fx9hBwMIpUWdGbWisAWWDTcAKD/kFDSZqrQ",
+	"+XpJGxIOKNEdEVISKznaimUV7IP819etlPIsRW+zBR8OSLCcEKy3VNpBAIU++CStPgTr0Os0SZMrNDam",
+	"vTHFjvDmZJo8GY1HTzyZU7KDHrHhH/lHpx+TBXJoqQV7URCkoHteSutehje0Wf33gWH/5xrNtpdgvoO5",
+	"7n824rXHPheiwKc8GoqUvkfrzHTz4Rb/fTIe30Hl7lK4vwTO7RC7satm0wC0XYkyOKylBSZeur531bto",
+	"mGO6/8kj75886v5vHyUP5ZP1cinMNpkmZHshZAzYGE+B4i0FY7Wl4N6J0Qbna4t2yIu0DfzoY7TKm6OP",
+	"srg5CjWZbyJ2TLpPyuaWo7rhQvZ0z70vfkjIclba7nOtN16Mlz71hmT4vS62j7KufXCglcqPx4RnyJnj",
+	"hfQepBKW2UUk3RudWePNjndMdnNB2GrxaQZ6/Ecx6B/bTEWdpAO0f5SRExZYLLDwKY6JP1XApvQlINv9",
+	"kS8KWuF9N5KEukHPQw4KqIGiIzPNAXdI5bEUXju/6qHnLwID4Blbhjc18x1Y17A/KhMC5THYcceWsEOP",
+	"DVOSgDJss0imBvGxFGQxPK2zphfEK1MpzB04rdNItbB+sIPKKNGiz+QeGmWKyRxPfbAymvthU8oK26yl",
+	"tMx+jG5PBNBF6/mhdV6GuzO1QgMzozcWDUOzhkRhvYuq4l06MbMpWO15oniFETuvGRjusNKBzdQcNwwA",
+	"jo5HxxC2LrWyEfCX2jqYodugZ12XKcM/bhyIvOxgVdpUXiLVUpkSlt/fnNmB3xxIO70TWbK1RBP17Fmp",
+	"K6xVUcOxAHUGk/FxCoxdJ+MJ2f3Yo1cFMhBmPMvg4O8XPx5+N/RAqBtJbSkMFrXZ9cCU263FIL8gy/IG",
+	"dSQL31GUBazQ5GTgqHJd+KkO7oIQdBqewjFp98+TcBxL3yyqdIGxjd6HMlgvd7bcG1qs1W77x9GHb45G",
+	"3/S22pbi+oV/5s8TDu3hX8e3EQSVmVsGjlQbJw8AMzte3s03PdMBO63n9vQMDMJ8yXo+R+PDioCV0ddb",
+	"f8RU4Vh4d3iW51gdfs+3SbVgckMtpLqGQlNa/0zt61uv8Unz/nGX/gmdzzAc8C+cDs/JMEQVw+FBh8sK",
+	"OScaUSsAiyYK+iDJMSDgvm5Q3lvbLNA948IzeZg//CyuhDfyR3rDX8WVOPcPdgz4s8xR1Jq8aFJDKKip",
+	"1oXn57DUxbpCGGAhuY6LampVpXcp6dUK1dnrF8mjSqC4aKOmnQgR1oUnozHEkjnpRZu7oCU+W5fa7e4v",
+	"waBbrE6HpUqm7z90NSdtI4HXDQ9QHX0MMyU3/dCpy1ZRsvQkAyf1YNIpzLCUqoDSuVWgb/8mi6LCjTAB",
+	"gvhciDaL1GkpFJy8e8eUBG2reeCAGQy78WG06VF1RSmFKigrm7Wy00xNTp5AFnjSLAlwJkDL2drt0rlt",
+	"GqVun3aQaqYG9ZABgxJdbAP+jFf5cWkJzrnhKTRCHMZgy7KgAqX5cX5VpqRLa/quM6moA5tTzzMGZCCg",
+	"kleRWp7f2o0KpExI+YOmTR0Kf9KnV3vNutFzpr4c9z30qFzAGxRFYOI92vXy0c/HoHSzjj9dOkjeXx/H",
+	"GcYR7oIrtAbb4YEFbkP1DPUFO33UTN8HJoPyctfp+fIr4ycUH1ce785herjxaYXtg2JBR5+nDSUShzGZ",
+	"KN6UMi9hodHupQqTnTL23buH+L13xz9CWTs5ecD6YfTzl6X9Z6VQi043ebA3ig3D+J4fAMgv+yM0l5B3",
+	"pTGSO9r0L+Ly7qPwuBW8x1ZDM/bzEXd/GCD4dmdUx1P1ax5MozSR3HzBQBkovFuNrJ4sReVx7KbB4GR8",
+	"PPRdmW4KDtxG01UNg65MoHRSMae2dhKcc0ILbuPbw55LmmGul1R0191wP+TEvZ4wilIIJ2Z0cx7lGzOP",
+	"pBa+lWRLbVxEINwyVMjDOMxLtKd0pB/SIWkVt7Z8z2mOmzCg5D+Z4MGWtpvfYkyorqMkTQuXssDhqdeB",
+	"D6oHFprxJ1quZ9ClBkn8MQIzJXbUVsIMK72BY9AmU2KmwxCLb9wQGPPTAdLCZDwewVlb2Q9HGaTe+lSa",
+	"JngLUqQ7gCKFHjCyMVothpBzgLSZomekWkzvtaBmtK7hc0qsirQfeWWK75e8Pz6lATcVW9YbQVjdautl",
+	"X6pWXP2SWOG+sBzb5ze7XzN87gzQF/1fso9a9GN8PS462PFC7wsNkI7+uDJImBpD0owtSDJ/60djeQxP",
+	"2PIzMSatr1Pueaj5FuzzMCMnPsH9uidDtr4wgjT6/11fXxHoQ/HGhQ929fdD5JnNmGpNU3er4Tug532t",
+	"lnP20kMeDA30lm+xxGn61vx0z1x92hqqp0QYZjTTTHGjIoxINK0XYf23gZTwR/HuMGtw/1gnDGjVTPHf",
+	"Tc8j9kdSHlpVW1C6wFNYUFAiCaSC4zEw/UG6Y7BQobiSajFM/SRSTFKZIllimhvB84d3cjpcBDdypv4b",
+	"AgzL+5zmc18zEtxQCr6zOYRbCTBAHEp/LDnTSJmKrbqltBZ7ekFxiplhiK4K3gvP+xgepC58iG+jL3pT",
+	"pnzzilRI+1jPyFpmdCoLdM23EqFaXVXrhWzNRL2lEt0rbXAMFmbbOMRISXrnUwortrZnehsGUReeuqEa",
+	"2Q91+jHsQTNoOEwzpepvSppJsnh03U82uH1DYCooyXf0HFYVgZaAaWCpDaZ8DJmqx7v5XhjE4W52zu5M",
+	"FAOyCFr9iDhINRwxK2i9ztvqzpTHpYIO38klwiCScaOgznMWk58fdj6YVdwvY5fo4OeCAgMhSh4ym7eb",
+	"b8P4CTGchI8/IUsMOrOd0pVxlrC2vUrI5JS3mHNuRIEjBWZKLIRUMJAuDCutVyDmBM2FAjSGIhazhnsx",
+	"mbfCB1a8Xxs+Xxs+v02df3GbSQ7ZkI/elbiFUqzI31op5stV/vvTvWlN4/6uSIlmpoFyr1HWe1y3MOSC",
+	"r85L3WQx2gknYa93MGgn/XLUc+uUUG2dIv8QXOn46SOR7dPfysXO/KBx5AWchgrbTR7AQjoYiNvfaQ4j",
+	"eb4RMrTM9hg/IVQe4v/dWf/bUjcfHPCQcSica75npSuZb3chQByzP21hqfpD00x1vo6uscgUWp87eNxa",
+	"aVGEIeEGJR3YUMZT5o9fRdFPNcHjs/tGmMKedkby+dteAZUwBHcaQEboqvXZGHfa5HJVbUNF0YcLXNhj",
+	"15M/P99y+5OFXs7l16/sL9rfKLX4uq9V/r9Uld/57iiFOao8DhaGEDmgQpiMhDxWOP6e0WPWna8794TF",
+	"tYr9py8dD7se7+X6hfxs/T/A6Rkd+zrpu8/2/iKvWra3Dh/KtIZQOh9Jvf9w8+Hm/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
