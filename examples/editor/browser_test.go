@@ -27,7 +27,8 @@ import (
 // it learns it when it reconnects); Martin's reload resumes his own
 // lock, a second tab of his is told and may move the edit there; signing
 // out releases everything. With OFFLINELOCK_SCREENSHOT=1 it writes David's
-// page to docs/editor.png.
+// page to docs/editor.png, and Martin's after the take-over, his typing
+// kept, to docs/editor-takeover.png.
 func TestTheSceneInABrowser(t *testing.T) {
 	path := chromium(t)
 	eachDatabase(t, testOptions(), func(t *testing.T, a *app, base string) {
@@ -44,7 +45,7 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.wait(david, "lockstate", "Locked by martin since ", 10*time.Second)
 		s.wait(martin, "viewers", "david is also viewing.", 5*time.Second)
 		s.wait(david, "viewers", "martin is also viewing.", 5*time.Second)
-		s.screenshot(david)
+		s.screenshot(david, "editor.png")
 
 		// The page keeps the lock past its lease.
 		// The page keeps the lock past its lease, with one request per
@@ -104,6 +105,7 @@ func TestTheSceneInABrowser(t *testing.T) {
 		s.wait(admin, "lockstate", "You are editing customer 129.", 5*time.Second)
 		s.wait(martin, "lockstate", "admin took over this customer (the customer is on the phone): your changes can no longer be saved.", 2*time.Second)
 		s.wait(martin, "kept", "Your unsaved changes: name \u201cAcme Widgets Renamed\u201d, credit 5000.", 5*time.Second)
+		s.screenshot(martin, "editor-takeover.png")
 		s.click(martin, "save")
 		s.wait(martin, "status", "Not saved: customer '129' is locked by admin until ", 5*time.Second)
 		s.do(martin, chromedp.Reload())
@@ -332,13 +334,13 @@ func (s *scene) holder(id int) offlinelock.Lock {
 	return holders[0]
 }
 
-func (s *scene) screenshot(ctx context.Context) {
+func (s *scene) screenshot(ctx context.Context, file string) {
 	if os.Getenv("OFFLINELOCK_SCREENSHOT") != "1" || !strings.HasSuffix(s.t.Name(), "sqlite") {
 		return
 	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err == nil {
-		err = os.WriteFile(filepath.Join("..", "..", "docs", "editor.png"), png, 0o644)
+		err = os.WriteFile(filepath.Join("..", "..", "docs", file), png, 0o644)
 	}
 	if err != nil {
 		s.t.Fatal(err)
