@@ -43,8 +43,11 @@ func (t *sqlStore) installedProtocol(c Conn) (int, error) {
 }
 
 // catalogNumber is the number the catalog's row name holds, or none
-// where it has no such row.
+// where it has no such row (or no catalog yet, in a plan that makes it).
 func (t *sqlStore) catalogNumber(c Conn, name string, none int) (int, error) {
+	if c.fresh() {
+		return none, nil // no catalog yet: the plan makes it
+	}
 	var spec sql.NullString
 	_, err := c.Query(t.bind(`SELECT spec FROM `+t.catalog+` WHERE name = ?`), []any{name}, func(r *sql.Rows) error { return r.Scan(&spec) })
 	if err != nil || !spec.Valid {
