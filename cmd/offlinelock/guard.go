@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // errUnguarded is guard status's or install's finding that a declared
@@ -73,7 +75,7 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		if err := locks.CreateFeatureTables(db); err != nil {
 			return err
 		}
-		installErr = locks.InstallGuard(db)
+		installErr = installPatiently(locks, db)
 	case "remove":
 		if err := locks.RemoveGuard(db); err != nil {
 			return err
@@ -159,4 +161,20 @@ func checkThenRegister(db *gorm.DB, locks *offlinelock.Plugin, table string) err
 		return fmt.Errorf("opening lock table %q: %w", table, err)
 	}
 	return nil
+}
+
+// installTries bounds installPatiently: an install waits 1 s at most for
+// each business table in use (docs/guard.md), and an operator's install
+// under traffic tries again this many times before it reports the table.
+const installTries = 10
+
+// installPatiently is InstallGuard, tried again while a table it guards
+// is in use (a lock timeout), a little later each time.
+func installPatiently(locks *offlinelock.Plugin, db *gorm.DB) error {
+	err := locks.InstallGuard(db)
+	for i := 1; i < installTries && lockstore.IsLockTimeout(err); i++ {
+		time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+		err = locks.InstallGuard(db)
+	}
+	return err
 }
