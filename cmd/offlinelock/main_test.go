@@ -274,6 +274,10 @@ by user        david      2
 			require.NoError(t, d.db.AutoMigrate(&guardedDoc{}))
 			t.Cleanup(func() { d.db.Migrator().DropTable(&guardedDoc{}) })
 			acquire(t, p, d.db, martin, &guardedDoc{ID: 1}, offlinelock.Write)
+			// Only this subtest's table is declared: other packages' tests,
+			// running beside this one, drop and make customers and policies
+			// meanwhile, and a guard of them could not be shown.
+			require.NoError(t, d.db.Exec("DELETE FROM "+table+"_tables WHERE name IN ('customers', 'policies')").Error)
 			r := cmd(append([]string{"guard", "install"}, on...)...)
 			require.Equal(t, exitOK, r.code, r.stderr)
 			if d.name == "sqlite" { // SQLite has no guard (docs/guard.md)
