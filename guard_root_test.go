@@ -120,7 +120,7 @@ func rgAwaitLockWait(t *testing.T, db *gorm.DB, done <-chan error) {
 		// INNODB_TRX does not show the wait (as goAwaitInnoDBWait).
 		goAwaitWait(t, db, done, `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX x JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id
 				WHERE x.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()) +
-			(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND COMMAND IN ('Query', 'Execute') AND (INFO LIKE 'UPDATE%' OR INFO LIKE 'INSERT%' OR INFO LIKE 'SET STATEMENT%INSERT%') AND TIME_MS > 200)`)
+			(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND COMMAND IN ('Query', 'Execute') AND (INFO LIKE 'UPDATE%' OR INFO LIKE 'INSERT%' OR INFO LIKE 'SET STATEMENT%INSERT%' OR INFO LIKE 'SET STATEMENT%UPDATE%\\_order%') AND TIME_MS > 200)`)
 		return
 	}
 	goAwaitWait(t, db, done, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) // this database's sessions only

@@ -78,17 +78,20 @@ func (s *mysqlStore) ensureOrderRows(c Conn, plan GuardPlan) error {
 	for i, r := range resources {
 		args[i] = r
 	}
-	_, err := c.Exec(s.orderRowsSQL(len(resources)), args...)
+	n, err := c.Exec(s.orderRowsSQL(len(resources)), args...)
 	if code := mysqlCode(err); code == 1142 || code == 1146 {
 		return nil
 	}
-	return err
+	if err != nil || (n == 0 && c.plan == nil) || s.galera.Load() {
+		return err
+	}
+	return s.settleLive(c) // the new rows' live is unknown
 }
 
 // orderSQL creates the order table, sealed with seal; each guarded
 // table's install adds the bucket rows of its resources (orderRowsSQL).
 func (s *mysqlStore) orderSQL(seal string) []string {
-	return []string{"CREATE TABLE IF NOT EXISTS " + s.orderTable() + " (b BIGINT NOT NULL PRIMARY KEY, KEY " + s.Quote(seal) + " (b)) ENGINE=InnoDB"}
+	return []string{"CREATE TABLE IF NOT EXISTS " + s.orderTable() + " (b BIGINT NOT NULL PRIMARY KEY, " + liveColumn + ", KEY " + s.Quote(seal) + " (b)) ENGINE=InnoDB"}
 }
 
 // grantOrderName is the lock table's trigger that orders grants.
@@ -110,7 +113,24 @@ func (s *mysqlStore) grantOrderSQL() string {
 		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT DEFAULT 0; " +
 		"IF NEW.holder = '' THEN SELECT COUNT(*) INTO offlinelock_n FROM " + s.table + " WHERE resource = NEW.resource AND lock_id = NEW.lock_id AND holder = ''; " +
 		"IF offlinelock_n = 0 THEN SET offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + mysqlBucket("NEW.resource", "NEW.lock_id") + " FOR UPDATE); " +
-		"IF NEW.access <> '' THEN CALL " + s.Quote(s.probeName()) + "(NEW.resource, NEW.lock_id); END IF; END IF; END IF; END"
+		"END IF; END IF; END"
+}
+
+// grantInsertName is the lock table's trigger after a row is inserted.
+func (s *mysqlStore) grantInsertName() string { return s.guardPrefix() + "_grantins" }
+
+// grantInsertSQL is that trigger: it raises the row's live bucket
+// (raiseLive), then probes a key row inserted with a lock (the probe,
+// guard_probe_mysql.go), in that order, so that the grant waits for the
+// writes its bucket orders before it reads their rows. After the row, not
+// before: a write statement in a trigger before the row leaves the
+// statement's own duplicate-key check of the lock table taking a shared
+// lock, and two grants of one record then deadlock as each upgrades it
+// (TestConcurrentAcquireHasExactlyOneWinner).
+func (s *mysqlStore) grantInsertSQL() string {
+	return "CREATE TRIGGER " + s.Quote(s.grantInsertName()) + " AFTER INSERT ON " + s.table +
+		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ " + liveDecl + s.raiseLive() +
+		"IF NEW.holder = '' AND NEW.access <> '' THEN CALL " + s.Quote(s.probeName()) + "(NEW.resource, NEW.lock_id); END IF; END"
 }
 
 // installOrder creates the order table and the grant's trigger where they
@@ -122,12 +142,13 @@ func (s *mysqlStore) installOrder(c Conn) error {
 	if err != nil {
 		return err
 	}
-	var n, sealed, wide int64
+	var n, sealed, wide, live int64
 	if _, err := c.Query(`SELECT COUNT(*), COUNT(INDEX_NAME), (SELECT COUNT(*) FROM information_schema.COLUMNS o WHERE o.TABLE_SCHEMA = DATABASE() AND o.TABLE_NAME = ?
-			AND o.COLUMN_NAME = 'b' AND o.DATA_TYPE = 'bigint')
+			AND o.COLUMN_NAME = 'b' AND o.DATA_TYPE = 'bigint'), (SELECT COUNT(*) FROM information_schema.COLUMNS o WHERE o.TABLE_SCHEMA = DATABASE() AND o.TABLE_NAME = ?
+			AND o.COLUMN_NAME = 'live')
 		FROM information_schema.TABLES t LEFT JOIN information_schema.STATISTICS i
 		ON i.TABLE_SCHEMA = t.TABLE_SCHEMA AND i.TABLE_NAME = t.TABLE_NAME AND i.INDEX_NAME = ? WHERE t.TABLE_SCHEMA = DATABASE() AND t.TABLE_NAME = ?`,
-		[]any{s.lockName() + "_order", seal, s.lockName() + "_order"}, func(r *sql.Rows) error { return r.Scan(&n, &sealed, &wide) }); err != nil {
+		[]any{s.lockName() + "_order", s.lockName() + "_order", seal, s.lockName() + "_order"}, func(r *sql.Rows) error { return r.Scan(&n, &sealed, &wide, &live) }); err != nil {
 		return err
 	}
 	if n == 1 && (sealed == 0 || wide == 0) { // made before the seal it carries now, or with buckets shared by every table
@@ -142,6 +163,10 @@ func (s *mysqlStore) installOrder(c Conn) error {
 				return err
 			}
 		}
+	} else if live == 0 { // made before live buckets (guard_live_mysql.go): unknown until settled
+		if _, err := c.Exec("ALTER TABLE " + s.orderTable() + " ADD COLUMN " + liveColumn); err != nil {
+			return err
+		}
 	}
 	if s.galera.Load() {
 		return nil // galeraSkipsGrantOrder
@@ -154,7 +179,14 @@ func (s *mysqlStore) installOrder(c Conn) error {
 	if err := s.installLockTableTrigger(c, s.grantOrderName(), s.grantOrderSQL()); err != nil {
 		return err
 	}
-	return s.installLockTableTrigger(c, s.probeTriggerName(), s.probeTriggerSQL())
+	if err := s.installLockTableTrigger(c, s.probeTriggerName(), s.probeTriggerSQL()); err != nil {
+		return err
+	}
+	if err := s.installLockTableTrigger(c, s.grantInsertName(), s.grantInsertSQL()); err != nil {
+		return err
+	}
+	// Only once the triggers raise live may a bucket's be settled.
+	return s.settleLive(c)
 }
 
 // installLockTableTrigger puts the lock table's trigger name, made by
@@ -195,5 +227,8 @@ func (s *mysqlStore) orderState(c Conn) (string, error) {
 	if err != nil || state != GuardOK {
 		return state, err
 	}
-	return s.triggersState(c, []string{s.probeTriggerName()}, guardVersion(s.probeTriggerSQL()))
+	if state, err := s.triggersState(c, []string{s.probeTriggerName()}, guardVersion(s.probeTriggerSQL())); err != nil || state != GuardOK {
+		return state, err
+	}
+	return s.triggersState(c, []string{s.grantInsertName()}, guardVersion(s.grantInsertSQL()))
 }

@@ -196,9 +196,12 @@ func (s *mysqlStore) probeState(c Conn, plan GuardPlan) (string, error) {
 // and which the grant must not wait for. So a prepared XA write made
 // while a Write lock was expired and before it is taken again is the one
 // the probe does not see (docs/boundary.md).
+//
+// It runs after the row (grantInsertSQL says why), and raises the row's
+// live bucket before the probe.
 func (s *mysqlStore) probeTriggerSQL() string {
-	return "CREATE TRIGGER " + s.Quote(s.probeTriggerName()) + " BEFORE UPDATE ON " + s.table +
-		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ " +
+	return "CREATE TRIGGER " + s.Quote(s.probeTriggerName()) + " AFTER UPDATE ON " + s.table +
+		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ " + liveDecl + s.raiseLive() +
 		"IF NEW.holder = '' AND NEW.access <> '' AND OLD.access <> 'write' AND NOT (NEW.session <=> OLD.session AND NEW.access <=> OLD.access AND NEW.acquired_at <=> OLD.acquired_at) THEN " +
 		"CALL " + s.Quote(s.probeName()) + "(NEW.resource, NEW.lock_id); END IF; END"
 }

@@ -884,6 +884,9 @@ func (s *mysqlStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
 		}
 		return err
 	})
+	if err == nil && !more {
+		err = s.quietLive(c)
+	}
 	return n, more, err
 }
 

@@ -1,0 +1,87 @@
+package offlinelock_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock"
+)
+
+// MariaDB's live buckets (internal/lockstore/guard_live_mysql.go): an
+// ordinary client's write of a record whose bucket has no live lock reads
+// the bucket alone. These tests hold the bucket to what it must say: a
+// lock taken before its bucket row was counted, a bucket quieted and then
+// granted again, and two records sharing one bucket.
+
+// liveOf is the live of customer id's bucket, as the order table has it.
+func liveOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, id int) time.Time {
+	t.Helper()
+	var live time.Time
+	require.NoError(t, db.Raw("SELECT live FROM `"+p.TableName()+"_order` WHERE b = ((CRC32('gd_customers') & 4194303) << 10) | (? & 1023)", id).Scan(&live).Error)
+	return live
+}
+
+// writeCustomer is another client's write of customer id, outside the
+// plugin: nil, or the guard's refusal.
+func writeCustomer(t *testing.T, other *gorm.DB, id int) error {
+	t.Helper()
+	return other.Exec(`UPDATE gd_customers SET credit = credit + 1 WHERE id = ?`, id).Error
+}
+
+func TestGuardLiveBucketsCountLocksOlderThanTheirRows(t *testing.T) {
+	for name, remake := range map[string]string{
+		"an order table of an older revision": "ALTER TABLE `%s_order` DROP COLUMN live",
+		"an order table dropped":              "DROP TABLE `%s_order`",
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, p := goSetupOn(t, mysqlDB())
+			other := plainGORM(t, db)
+			require.NoError(t, db.Exec(fmt.Sprintf(remake, p.TableName())).Error)
+			require.NoError(t, p.InstallGuard(db))
+			var unknown int64
+			require.NoError(t, db.Raw("SELECT COUNT(*) FROM `"+p.TableName()+"_order` WHERE live > '9000-01-01'").Scan(&unknown).Error)
+			assert.Zero(t, unknown, "every bucket is settled")
+			assert.True(t, liveOf(t, db, p, 129).After(time.Now()), "the bucket of martin's customer 129 is live")
+			assert.True(t, refusedByGuard(writeCustomer(t, other, 129), "gd_customers", "129"), "the held record is refused")
+			assert.NoError(t, writeCustomer(t, other, 130), "a free record is written")
+		})
+	}
+}
+
+func TestGuardLiveBucketQuietedIsRaisedByTheNextGrant(t *testing.T) {
+	db, p := goSetupOn(t, mysqlDB())
+	other := plainGORM(t, db)
+	lt := "`" + p.TableName() + "`"
+	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err)
+	require.True(t, liveOf(t, db, p, 130).After(time.Now()), "the grant raised its bucket")
+	assert.ErrorContains(t, writeCustomer(t, other, 130), "OL423", "david's record is refused")
+
+	// David's lock expires; ten minutes on, the sweep quiets its bucket.
+	require.NoError(t, other.Exec(`UPDATE `+lt+` SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE resource = 'gd_customers' AND lock_id = '130'`).Error)
+	assert.NoError(t, writeCustomer(t, other, 130), "an expired lock refuses nothing")
+	require.NoError(t, db.Exec("UPDATE `"+p.TableName()+"_order` SET live = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE live > UTC_TIMESTAMP(6) AND live < '9000-01-01' AND b = ((CRC32('gd_customers') & 4194303) << 10) | (130 & 1023)").Error)
+	_, err = p.Sweep(db)
+	require.NoError(t, err)
+	assert.Equal(t, 1000, liveOf(t, db, p, 130).Year(), "the sweep quieted the bucket")
+	assert.NoError(t, writeCustomer(t, other, 130), "a quiet bucket's record is written")
+
+	_, err = p.Acquire(as(db, martin), &GdCustomer{ID: 130}, offlinelock.Write)
+	require.NoError(t, err)
+	assert.True(t, liveOf(t, db, p, 130).After(time.Now()), "the next grant raised the bucket again")
+	assert.True(t, refusedByGuard(writeCustomer(t, other, 130), "gd_customers", "130"), "martin's record is refused")
+}
+
+func TestGuardLiveBucketSharedByTwoRecords(t *testing.T) {
+	db, p := goSetupOn(t, mysqlDB())
+	other := plainGORM(t, db)
+	require.NoError(t, admin(db).Create(&GdCustomer{ID: 129 + 1024, Name: "Neighbour", Credit: 1}).Error)
+	assert.Equal(t, liveOf(t, db, p, 129), liveOf(t, db, p, 129+1024), "one bucket")
+	assert.NoError(t, writeCustomer(t, other, 129+1024), "the free record of a live bucket is written")
+	assert.True(t, refusedByGuard(writeCustomer(t, other, 129), "gd_customers", "129"), "the held one is refused")
+}

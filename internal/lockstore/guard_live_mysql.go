@@ -1,0 +1,247 @@
+package lockstore
+
+import (
+	"database/sql"
+	"hash/crc32"
+	"strconv"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// Live buckets (MariaDB, MySQL; not Galera). Each bucket row of the order
+// table (guard_order_mysql.go) carries live: a time no lock of its records
+// outlives. A guarded write of an ordinary client (no proof, no fence:
+// sql_select_limit at its default) reads its record's bucket row LOCK IN
+// SHARE MODE, as it did, and when live is past, stops there: every lock
+// of the bucket has expired, so the key row, the procedure and its
+// handlers would all let it through. Only a bucket with a live lock costs
+// the rest. So a write of a free record costs one indexed read, as the
+// floor the project measures (BenchmarkGuard's Updates1000ReadFloor).
+//
+// What keeps live true: the lock table's own BEFORE INSERT and BEFORE
+// UPDATE triggers, which every grant, take-over and renewal passes, raise
+// it (with UPDATE, so under the bucket's exclusive lock) whenever a row's
+// new expiry reaches past it. That exclusive lock orders the grant behind
+// every write that found the bucket past and still holds it shared: the
+// write commits first, or the grant waits (2 s at most, then refuses as
+// being written). A write that starts later reads the raised value and
+// probes the key row. Live is raised with slack (liveSlack), so that a
+// renewal raises it once in that long, not at every renewal.
+//
+// live is compared with the guard's clock, made 1 hour early (a DST
+// zone's repeated hour), never with a time a client sets
+// (guard_clock_mysql.go). A bucket row made before its locks were counted
+// (a new table's rows, or the column added to an older order table)
+// starts at liveUnknown, the end of time, and is settled once (settleLive)
+// under the rows' exclusive locks: until then its writes take the whole
+// path.
+
+// liveUnknown is a bucket's live until settleLive has counted its locks.
+const liveUnknown = "'9999-12-31 23:59:59.999999'"
+
+// liveNone is the live of a bucket none of whose records was locked
+// since it was last quieted (quietLive): the writer needs no clock.
+const liveNone = "'1000-01-01'"
+
+// liveSlack is how far past a lock's expiry its bucket is raised.
+const liveSlack = "INTERVAL 10 MINUTE"
+
+// liveColumn is the order table's live column.
+const liveColumn = "live DATETIME(6) NOT NULL DEFAULT " + liveUnknown
+
+// liveClock is the trigger's clock for live: the server's wall clock in
+// UTC (mysqlGuardClockDecl), an hour early, NULL where the session's zone
+// does not convert (the write then takes the whole path).
+const liveClock = "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00') - INTERVAL 1 HOUR"
+
+// selectLimitDefault is sql_select_limit as no client changed it: neither
+// the plugin's keyed blank nor a proof (fence_mysql.go).
+const selectLimitDefault = "18446744073709551615"
+
+// A bucket's live is kept in the order table's row liveBucket names:
+// the resource's 22 bits as mysqlBucket's, above 10 bits of the record's
+// key alone, its number where the key is a decimal integer of at most 19
+// digits, else its CRC32. A guarded table of integer keys computes that
+// from the column without spelling it. The rows are mysqlBucket's; only
+// the record's place among its resource's 1,024 differs, so that the
+// grant's exclusive lock of mysqlBucket's row (a key row made, for the
+// writes of the whole path) is still taken as before.
+const liveDecimal = "'^(0|[1-9][0-9]{0,18})$'"
+
+// liveBucket is the live bucket of record (res, key), both SQL; where res
+// is a literal of ASCII text its half is a number (the same CRC32 as
+// MariaDB's on its bytes).
+func liveBucket(res, key string) string {
+	hi := "((CRC32(" + res + ") & 4194303) << 10)"
+	if lit, ok := asciiLiteral(res); ok {
+		hi = strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(lit))&4194303)<<10, 10)
+	}
+	low := "IF(" + key + " REGEXP " + liveDecimal + ", CAST(" + key + " AS UNSIGNED), CRC32(" + key + "))"
+	if col, ok := integerKey(key); ok {
+		low = "IF(" + col + " >= 0 AND " + col + " < 10000000000000000000, " + col + ", CRC32(" + key + "))"
+	}
+	return "(" + hi + " | (" + low + " & " + strconv.Itoa(mysqlOrderBuckets-1) + "))"
+}
+
+// integerKey is the column an integer key spells (Spell's KindInt: CAST(col
+// AS CHAR), col a trigger's row column).
+func integerKey(key string) (string, bool) {
+	col, cast := strings.CutPrefix(key, "CAST(")
+	col, char := strings.CutSuffix(col, " AS CHAR)")
+	if !cast || !char || strings.ContainsAny(col, " ()") {
+		return "", false
+	}
+	return col, strings.HasPrefix(col, "NEW.`") || strings.HasPrefix(col, "OLD.`")
+}
+
+// asciiLiteral is the text of res when it is a SQL literal of ASCII text.
+func asciiLiteral(res string) (string, bool) {
+	if len(res) < 2 || res[0] != '\'' || res[len(res)-1] != '\'' {
+		return "", false
+	}
+	text := strings.ReplaceAll(res[1:len(res)-1], "''", "'")
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 || text[i] == '\\' {
+			return "", false
+		}
+	}
+	return text, true
+}
+
+// liveRead reads what of the live bucket of record (res, key) LOCK IN
+// SHARE MODE through the seal, as orderedProbe reads its bucket: a
+// missing row, or a NULL key, reads as NULL.
+func (s *mysqlStore) liveRead(what, res, key string) string {
+	return "(SELECT " + what + " FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + liveBucket(res, key) + mysqlShare + ")"
+}
+
+// quietBucket: the record's bucket had no lock since it was quieted. It
+// names the lock table through its seal as well, reading none of it: a
+// session's TEMPORARY table of the lock table's name refuses the write
+// (1176) here too, as the whole path's read of the lock table would.
+func (s *mysqlStore) quietBucket(res, key string) string {
+	return "(SELECT live = " + liveNone + " FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + liveBucket(res, key) +
+		" AND NOT EXISTS (SELECT 1 FROM " + s.table + " IGNORE INDEX (" + sealPlaceholder + ") WHERE FALSE)" + mysqlShare + ")"
+}
+
+// pastLive: the record has no key, or its bucket's locks have all expired.
+func (s *mysqlStore) pastLive(res, key string) string {
+	return "(" + key + " IS NULL OR " + s.liveRead("live <= "+liveClock, res, key) + ")"
+}
+
+// raiseLive is the lock table's triggers' statements that raise the
+// bucket of the row NEW where its expiry reaches past live, or where live
+// is still unknown (so that settleLive, which waits for that update, sees
+// the row). Free key rows hold no lock. Whether to raise is a consistent
+// read (a SELECT … INTO in a trigger): live only rises, but for the
+// sweep's quieting of a past bucket and the install's settling of an
+// unknown one, neither of which can lower a value this read finds at or
+// past the row's expiry; a row it does not find is raised. The raise
+// waits 2 s at most, as a grant does for its order (mysqlGrantWaitPrefix):
+// a renewal too, whose raise waits for the open writes of its bucket once
+// in liveSlack. It needs offlinelock_live declared (liveDecl).
+func (s *mysqlStore) raiseLive() string {
+	b := liveBucket("NEW.resource", "NEW.lock_id")
+	return "IF NEW.access <> '' OR NEW.holder <> '' THEN SET offlinelock_live = NULL; " +
+		"SELECT live INTO offlinelock_live FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + b + "; " +
+		"IF offlinelock_live IS NULL OR offlinelock_live < NEW.expires_at OR offlinelock_live = " + liveUnknown + " THEN " +
+		mysqlGrantWaitPrefix + "UPDATE " + s.orderTable() + " SET live = GREATEST(live, NEW.expires_at + " + liveSlack + ") WHERE b = " + b + "; " +
+		"END IF; END IF; "
+}
+
+// liveDecl declares raiseLive's variable.
+const liveDecl = "DECLARE offlinelock_live DATETIME(6); "
+
+// settleLive counts the locks of the buckets whose live is unknown: their
+// rows are locked first (FOR UPDATE: every write and grant under way in
+// them ends before), then the lock table's unexpired locks are read as
+// committed, and each bucket's live set from them. A grant that starts
+// meanwhile waits for the rows, then raises them (raiseLive).
+func (s *mysqlStore) settleLive(c Conn) error {
+	settle := "UPDATE " + s.orderTable() + " o LEFT JOIN (SELECT " + liveBucket("resource", "lock_id") + " AS b, MAX(expires_at) AS m FROM " + s.table +
+		" WHERE expires_at > " + mysqlClock + " AND (access <> '' OR holder <> '') GROUP BY 1) l ON l.b = o.b" +
+		" SET o.live = COALESCE(l.m + " + liveSlack + ", " + liveNone + ") WHERE o.live = " + liveUnknown
+	if c.plan != nil {
+		_, err := c.Exec(settle)
+		return err
+	}
+	var unknown int64
+	if _, err := c.Query("SELECT COUNT(*) FROM "+s.orderTable()+" WHERE live = "+liveUnknown, nil, func(r *sql.Rows) error { return r.Scan(&unknown) }); err != nil || unknown == 0 {
+		return err
+	}
+	return c.db.Transaction(func(tx *gorm.DB) error {
+		cc := NewConn(tx, c.ctx).on(c.obs)
+		locked := func(*sql.Rows) error { return nil }
+		if _, err := cc.Query("SELECT b FROM "+s.orderTable()+" WHERE live = "+liveUnknown+" FOR UPDATE", nil, locked); err != nil {
+			return err
+		}
+		_, err := cc.Exec(settle)
+		return err
+	}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+}
+
+// quietLive sets the buckets whose locks have all expired back to
+// liveNone, where a writer compares no clock: at READ COMMITTED, so that
+// the scan locks only the rows it changes, each after the writes that
+// hold it. A grant that reads a row meanwhile waits, then raises it
+// again. Where this role may not (1142) or there is no guard (1146), it
+// does nothing: a bucket past its live costs the clock, nothing more.
+func (s *mysqlStore) quietLive(c Conn) error {
+	if _, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter); inTx || s.galera.Load() {
+		return nil // a caller's transaction: its own isolation; the next sweep
+	}
+	err := c.db.Session(&gorm.Session{NewDB: true, Context: c.ctx}).Transaction(func(tx *gorm.DB) error {
+		_, err := NewConn(tx, c.ctx).on(c.obs).Exec("UPDATE " + s.orderTable() + " SET live = " + liveNone +
+			" WHERE live > " + liveNone + " AND live <= " + mysqlClock)
+		return err
+	}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if code := mysqlCode(err); code == 1142 || code == 1146 {
+		return nil
+	}
+	return err
+}
+
+// liveGate is a trigger's two tests of its records' live buckets, each
+// true when the checks may be skipped: quiet (no lock since the bucket was
+// quieted: one read, no clock) and, where that fails, past (every lock
+// of the bucket expired: a second read, and the clock). Both need an
+// ordinary client (sql_select_limit at its default): the plugin's fenced
+// writes and proofs must not lock the bucket, which would hold up a
+// take-over.
+type liveGate struct{ quiet, past []string }
+
+// add gates record (res, key) of the row; also, where not "", must hold
+// (the key unchanged).
+func (g *liveGate) add(s *mysqlStore, res, key, also string) {
+	and := ""
+	if also != "" {
+		and = " AND " + also
+	}
+	g.quiet = append(g.quiet, s.quietBucket(res, key)+and)
+	g.past = append(g.past, s.pastLive(res, key)+and)
+}
+
+// wrap runs checks unless the gate lets the row through.
+func (g liveGate) wrap(checks string) string {
+	test := func(conds []string) string {
+		return "IF (@@session.sql_select_limit = " + selectLimitDefault + " AND " + strings.Join(conds, " AND ") + ") IS NOT TRUE THEN "
+	}
+	return "BEGIN DECLARE EXIT HANDLER FOR 1176 SIGNAL SQLSTATE '" + guardSQLState + "' SET MESSAGE_TEXT = '" + hiddenByTemporary + "'; " +
+		test(g.quiet) + test(g.past) + checks + " END IF; END IF; END;"
+}
+
+// sameKey says the record's key (of NEW and OLD) is unchanged: by its
+// column where it is an integer's, which reads no text.
+func sameKey(newKey, oldKey string) string {
+	n, ok1 := integerKey(newKey)
+	o, ok2 := integerKey(oldKey)
+	if ok1 && ok2 {
+		return n + " <=> " + o
+	}
+	return newKey + " <=> " + oldKey
+}
+
+// hiddenByTemporary is the refusal of a write under a session's TEMPORARY
+// table of the lock table's (or the order table's) name.
+const hiddenByTemporary = "offlinelock: the lock table is hidden by a temporary table"
