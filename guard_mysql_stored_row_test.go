@@ -90,9 +90,12 @@ func TestGuardChecksTheRowAfterUserTriggers(t *testing.T) {
 // TestGuardRefusesUnderATemporaryLockTable: a user with only DML on the
 // business tables and CREATE TEMPORARY TABLES hides the lock table from
 // its session with an empty one of the same name and shape. The guard
-// notices (the lock table's seal index is missing) and refuses every
-// write of a guarded table in that session, with the rows unchanged;
-// once the temporary table is gone, its free writes land again.
+// notices where it reads the lock table (its seal index is missing) and
+// refuses the write of a held record, the row unchanged; a free record
+// whose bucket is quiet is written without reading it (live buckets). A
+// temporary table of the order table's name, every bucket quiet, hides
+// the order itself: every write is refused. Once the temporary tables
+// are gone, free writes land again.
 func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 	db, p := gdSetup(t, mysqlDB(), offlinelock.Config{})
 	var dbName string
@@ -113,18 +116,36 @@ func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 		"access VARCHAR(5), session VARBINARY(1020), user_name VARCHAR(255), acquired_at DATETIME(6), expires_at DATETIME(6), PRIMARY KEY (resource, lock_id, holder), KEY (expires_at))")
 	require.NoError(t, err)
 
-	for _, id := range []int{129, 130} {
-		_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = ?", id)
-		require.Error(t, err, "customer %d under a temporary lock table", id)
-		assert.Contains(t, err.Error(), "Error 1644 (OL423): offlinelock: the lock table is hidden by a temporary table")
-	}
+	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 129")
+	require.Error(t, err, "customer 129 under a temporary lock table")
+	assert.Contains(t, err.Error(), "Error 1644 (OL423): offlinelock: the lock table is hidden by a temporary table")
 	customerUnchanged(t, db)
-	assert.Equal(t, 100, countRows(t, db, "SELECT credit FROM gd_customers WHERE id = 130"))
+	// A free record whose bucket is quiet is written without a read of
+	// the lock table (live buckets): the shadow changes nothing for it.
+	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 130")
+	require.NoError(t, err, "free customer 130: the guard reads none of the shadow")
+	assert.Equal(t, 7, countRows(t, db, "SELECT credit FROM gd_customers WHERE id = 130"))
+	_, err = other.Exec("UPDATE gd_customers SET credit = 100 WHERE id = 130")
+	require.NoError(t, err)
 
 	_, err = other.Exec("DROP TEMPORARY TABLE " + shadow)
 	require.NoError(t, err)
+	order := "`" + dbName + "`.`" + p.TableName() + "_order`"
+	_, err = other.Exec("CREATE TEMPORARY TABLE " + order + " (b BIGINT NOT NULL PRIMARY KEY, live DATETIME(6) NOT NULL)")
+	require.NoError(t, err)
+	_, err = other.Exec("INSERT INTO " + order + " WITH RECURSIVE d(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM d WHERE n < 31) " +
+		"SELECT ((CRC32('gd_customers') & 4194303) << 10) | (a.n * 32 + c.n), '1000-01-01' FROM d a, d c")
+	require.NoError(t, err)
+	for _, id := range []int{129, 130} {
+		_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = ?", id)
+		require.Error(t, err, "customer %d under a temporary order table", id)
+		assert.Contains(t, err.Error(), "Error 1644 (OL423): offlinelock: the lock table is hidden by a temporary table")
+	}
+	customerUnchanged(t, db)
+	_, err = other.Exec("DROP TEMPORARY TABLE " + order)
+	require.NoError(t, err)
 	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 130")
-	require.NoError(t, err, "a free record, the temporary table gone")
+	require.NoError(t, err, "a free record, the temporary tables gone")
 	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 129")
 	assert.True(t, refusedByGuard(err, "gd_customers", "129"), "want the guard's refusal of gd_customers 129, got %v", err)
 	require.NoError(t, as(db, martin).Model(&GdCustomer{ID: 129}).Update("credit", 110).Error, "the holder's write")
