@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -281,8 +282,8 @@ func (b *binding) readCoverage(db *gorm.DB, g lockstore.Guard, full bool) (map[s
 		}
 		specs = append(specs, p.specOf(m))
 	}
-	fails := map[string]planFailure{}
-	plans, err := guardPlans(c, g, specs, fails)
+	fails := map[string]guard.Failure{}
+	plans, err := guard.Plan(c, g, guardTables(specs), fails)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -328,8 +329,8 @@ func (b *binding) readCoverage(db *gorm.DB, g lockstore.Guard, full bool) (map[s
 	}
 	for _, table := range slices.Sorted(maps.Keys(fails)) {
 		f := fails[table]
-		all = append(all, UnguardedTable{Table: table, Resources: f.resources, State: "unguardable",
-			Reason: "cannot be guarded: " + strings.TrimPrefix(f.err.Error(), "offlinelock: ")})
+		all = append(all, UnguardedTable{Table: table, Resources: f.Resources, State: "unguardable",
+			Reason: "cannot be guarded: " + strings.TrimPrefix(f.Err.Error(), "offlinelock: ")})
 	}
 	slices.SortStableFunc(all, func(a, b UnguardedTable) int { return strings.Compare(a.Table, b.Table) })
 	gaps := map[string][]UnguardedTable{}

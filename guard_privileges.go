@@ -2,9 +2,9 @@ package offlinelock
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/offlinelock/offlinelock/internal/guard"
 	"gorm.io/gorm"
 )
 
@@ -23,31 +23,13 @@ func (p *Plugin) CheckGuardPrivileges(db *gorm.DB, remove bool) error {
 		return err
 	}
 	c := direct(p.background(db).WithContext(ctxOf(db)))
-	var tables []string
-	switch {
-	case remove:
-		have, err := g.GuardedTables(c)
-		if err != nil {
+	var specs []tableSpec
+	if !remove && db.Session(&gorm.Session{NewDB: true}).Migrator().HasTable(p.cfg.Table) {
+		if specs, err = t.specs(c); err != nil {
 			return err
-		}
-		for table := range have {
-			tables = append(tables, table)
-		}
-	case db.Session(&gorm.Session{NewDB: true}).Migrator().HasTable(p.cfg.Table):
-		specs, err := t.specs(c)
-		if err != nil {
-			return err
-		}
-		plans, err := guardPlans(c, g, specs, map[string]planFailure{})
-		if err != nil {
-			return err
-		}
-		for _, gp := range plans {
-			tables = append(tables, gp.Table)
 		}
 	}
-	slices.Sort(tables)
-	missing, err := g.MissingGuardPrivileges(c, tables, remove)
+	missing, err := guard.Missing(c, g, guardTables(specs), remove)
 	if err != nil || len(missing) == 0 {
 		return err
 	}

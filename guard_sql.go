@@ -2,15 +2,13 @@ package offlinelock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
@@ -48,36 +46,19 @@ func (p *Plugin) GuardSQL(db *gorm.DB) ([]string, error) {
 		return nil, err
 	}
 	out := append(plan.Statements(), features...)
-	g := t.caps.Guard
 	if p.cfg.DisableGuard {
 		return out, nil
 	}
 	before := len(plan.Statements())
-	if err := g.InstallGuardRoutine(c); errors.Is(err, ErrGuardProtocol) {
-		return nil, err // names the upgrade: no install is the way out
-	} else if err != nil {
-		return nil, guardInstallError("the guard routine", err)
-	}
-	if !existed { // no catalog yet: no table declared
-		return append(out, plan.Statements()[before:]...), nil
-	}
-	specs, err := t.specs(c)
-	if err != nil {
-		return nil, err
-	}
-	fails := map[string]planFailure{}
-	plans, err := guardPlans(c, g, specs, fails)
-	if err != nil {
-		return nil, err
-	}
-	for _, gp := range plans {
-		if err := g.GuardTable(c, gp); err != nil && !tableGone(err) {
-			return nil, guardInstallError("table "+gp.Table, err)
+	unfollowed, err := guard.SQL(c, t.caps.Guard, func() ([]guard.Table, error) {
+		if !existed { // no catalog yet: no table declared
+			return nil, nil
 		}
-	}
-	var unfollowed error
-	for _, table := range slices.Sorted(maps.Keys(fails)) {
-		unfollowed = errors.Join(unfollowed, fails[table].err)
+		specs, err := t.specs(c)
+		return guardTables(specs), err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return append(out, plan.Statements()[before:]...), unfollowed
 }
