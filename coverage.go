@@ -144,7 +144,7 @@ func (p *Plugin) checkGuarded(db *gorm.DB, resource string) error {
 func (b *binding) repairFor(db *gorm.DB, resource string) bool {
 	p := b.p
 	m := p.reg.tableModel(resource)
-	if m == nil || p.cfg.LeaveGuard || lockstore.IsGalera(b.t.Store) {
+	if g := b.t.caps.Guard; m == nil || p.cfg.LeaveGuard || g != nil && !g.InstallOnStatementsWay() {
 		return false
 	}
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {

@@ -81,11 +81,11 @@ func (gs *guardState) key() string {
 // loadGuardKey reads the guard's key of db's database, for the identity's
 // mark on MySQL/MariaDB (PostgreSQL signs in the database itself).
 func (p *Plugin) loadGuardKey(db *gorm.DB, c conn) error {
-	if db.Dialector.Name() != "mysql" || p.cfg.DisableGuard {
+	if p.cfg.DisableGuard {
 		return nil
 	}
 	t, err := p.storeFor(db)
-	if err != nil || t.caps.Guard == nil {
+	if err != nil || t.caps.Guard == nil || !t.caps.Guard.KeyedMark() {
 		return err
 	}
 	key, err := t.caps.Guard.GuardKey(c)
@@ -303,7 +303,7 @@ func (p *Plugin) retryGuard(db *gorm.DB) {
 // waits behind. (MySQL/MariaDB go on waiting for a metadata lock after
 // the client gave up: the install's own lock_wait_timeout bounds it.)
 func (p *Plugin) retryOnce(db *gorm.DB) error {
-	if db.Dialector.Name() != "postgres" {
+	if t, err := p.storeFor(db); err != nil || t.caps.Guard == nil || !t.caps.Guard.InstallEndsWithContext() {
 		return p.InstallGuard(db)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), guardRetryWait)
@@ -419,7 +419,7 @@ func (p *Plugin) forgetGuard(db *gorm.DB, table string) {
 func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
 	p := b.p
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	if inTx && db.Dialector.Name() == "mysql" {
+	if g := b.t.caps.Guard; inTx && g != nil && g.InstallWaitsForTransactions() {
 		// MySQL's CREATE TRIGGER waits for the metadata locks of open
 		// transactions, and a metadata-lock deadlock with one fails that
 		// transaction's statement (1213): not beside a transaction of the
@@ -433,13 +433,10 @@ func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
 		}
 		return true // SQLite has no guard
 	}
-	if lockstore.IsGalera(b.t.Store) {
-		// On Galera CREATE TRIGGER is replicated DDL, ordered
-		// cluster-wide, and GET_LOCK is one node's: installs raced
-		// from several nodes under load stalled every writer. The
-		// guard is installed by db.Use, InstallGuard, the CLI and
-		// DDL through GORM, never on a statement's way
-		// (docs/scaling.md).
+	if !b.t.caps.Guard.InstallOnStatementsWay() {
+		// Galera: the guard is installed by db.Use, InstallGuard, the
+		// CLI and DDL through GORM, never on a statement's way
+		// (lockstore.GuardTraits, docs/scaling.md).
 		return true
 	}
 	if p.cfg.LeaveGuard {
@@ -470,7 +467,7 @@ func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model) {
 		return
 	}
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	if db.Dialector.Name() != "mysql" {
+	if t, err := p.storeFor(db); err != nil || t.caps.Guard == nil || !t.caps.Guard.InstallWaitsForTransactions() {
 		p.guardTable(db, m, false)
 		return
 	}
