@@ -18,6 +18,7 @@
 //	Install(c, g, plans, mem, busy)    installs the plans mem does not show in place
 //	Memory, BusyFor                    what the caller keeps between installs
 //	Status(c, g, tables) → []State     each guarded table's state in the database
+//	Gaps(c, g, tables, shown) → []Gap  the tables a grant finds uncovered, to repair
 //	SQL(c, g, tables)                  an install's statements, recorded, not run
 //	Missing(c, g, tables, remove)      the privileges this role lacks
 //	InstallError(what, err)            an install's failure, with the way out
