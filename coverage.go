@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -143,7 +144,7 @@ func (p *Plugin) checkGuarded(db *gorm.DB, resource string) error {
 func (b *binding) repairFor(db *gorm.DB, resource string) bool {
 	p := b.p
 	m := p.reg.tableModel(resource)
-	if m == nil || p.cfg.LeaveGuard || lockstore.IsGalera(b.t.Store) {
+	if g := b.t.caps.Guard; m == nil || p.cfg.LeaveGuard || g != nil && !g.InstallOnStatementsWay() {
 		return false
 	}
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
@@ -281,59 +282,20 @@ func (b *binding) readCoverage(db *gorm.DB, g lockstore.Guard, full bool) (map[s
 		}
 		specs = append(specs, p.specOf(m))
 	}
-	fails := map[string]planFailure{}
-	plans, err := guardPlans(c, g, specs, fails)
+	shown := guard.Shown{Busy: gs.busyTable, State: func(plan guardPlan) (string, error) { return b.tableState(db, g, plan) }}
+	if !full && gs.mu.TryLock() { // else an install under way holds it (and may wait for the caller's connection): every table is read
+		shown.Installed = maps.Clone(gs.tables)
+		gs.mu.Unlock()
+	}
+	found, err := guard.Gaps(c, g, guardTables(specs), shown)
 	if err != nil {
 		return nil, nil, err
 	}
-	var installed map[string]string
-	if gs.mu.TryLock() { // else an install under way holds it (and may wait for the caller's connection): every table is read
-		installed = maps.Clone(gs.tables)
-		gs.mu.Unlock()
-	}
 	var all []UnguardedTable
-	for _, plan := range plans {
-		resources := planResources(plan)
-		if len(resources) == 0 {
-			continue
-		}
-		name := strings.ToLower(plan.Table)
-		if v, ok := installed[name]; ok && v == plan.Version && !full {
-			continue
-		}
-		if gs.busyTable(name) {
-			all = append(all, UnguardedTable{Table: name, Resources: resources, State: "unknown",
-				Reason: "could not be shown to carry the database guard: its install waits for a transaction that has the table in use, and is retried in the background"})
-			continue
-		}
-		state, err := b.tableState(db, g, plan)
-		if tableGone(err) {
-			continue // dropped: no row to hold
-		}
-		if err != nil {
-			// Its definitions could not be read in time (an install
-			// queued behind a transaction holds the table): this table's
-			// records are refused, the others' are not.
-			all = append(all, UnguardedTable{Table: name, Resources: resources, State: "unknown",
-				Reason: fmt.Sprintf("could not be shown to carry the database guard: %v", err)})
-			continue
-		}
-		if state == lockstore.GuardOK || state == lockstore.GuardHidden {
-			// hidden: the triggers are there by name, and this role
-			// may not read their bodies (MariaDB without TRIGGER); as
-			// the install takes them
-			continue
-		}
-		all = append(all, UnguardedTable{Table: name, Resources: resources, State: state, Reason: reasonOf(state)})
-	}
-	for _, table := range slices.Sorted(maps.Keys(fails)) {
-		f := fails[table]
-		all = append(all, UnguardedTable{Table: table, Resources: f.resources, State: "unguardable",
-			Reason: "cannot be guarded: " + strings.TrimPrefix(f.err.Error(), "offlinelock: ")})
-	}
-	slices.SortStableFunc(all, func(a, b UnguardedTable) int { return strings.Compare(a.Table, b.Table) })
 	gaps := map[string][]UnguardedTable{}
-	for _, u := range all {
+	for _, f := range found {
+		u := UnguardedTable{Table: f.Table, Resources: f.Resources, State: f.State, Reason: f.Reason}
+		all = append(all, u)
 		for _, r := range u.Resources {
 			gaps[r] = append(gaps[r], u)
 		}
@@ -351,41 +313,6 @@ func (b *binding) tableState(db *gorm.DB, g lockstore.Guard, plan guardPlan) (st
 	ctx, cancel := context.WithTimeout(ctxOf(db), tableStateWait)
 	defer cancel()
 	return g.TableState(direct(db.WithContext(ctx)), plan)
-}
-
-// reasonOf says what a state lacks.
-func reasonOf(state string) string {
-	switch state {
-	case lockstore.GuardDropped:
-		return "does not carry the database guard (a trigger, routine or view of it is missing)"
-	case lockstore.GuardDisabled:
-		return "carries a disabled trigger of the database guard"
-	case lockstore.GuardReplaced:
-		return "carries a database guard that differs from what this version installs (a trigger or routine was replaced, or the guard is of another version)"
-	case lockstore.GuardNewer:
-		return "carries a database guard of a newer protocol than this node speaks (ErrGuardProtocol)"
-	}
-	return "is not covered by the database guard (" + state + ")"
-}
-
-// planResources are the lock resources (lower case) whose records plan's
-// table can hold, or whose rows its foreign-key actions change.
-func planResources(plan guardPlan) []string {
-	var out []string
-	add := func(r string) {
-		if r = strings.ToLower(r); !slices.Contains(out, r) {
-			out = append(out, r)
-		}
-	}
-	for _, r := range plan.Records {
-		add(r.Resource)
-	}
-	for _, cc := range plan.Cascades {
-		for _, r := range cc.Records {
-			add(r.Resource)
-		}
-	}
-	return out
 }
 
 // forgetUncovered makes the tables of gaps that this process took for

@@ -216,13 +216,3 @@ func notLockedForWrite(op opKind, keys []key) error {
 	}
 	return fmt.Errorf("%w: %s of %s %s%s needs a Write lock; take it with Acquire when the edit starts", ErrNotLocked, op, k.Resource, k.ID, more)
 }
-
-// guardInstallError explains a failed install: most often the role lacks a
-// privilege, and the way out is explicit.
-func guardInstallError(what string, err error) error {
-	return fmt.Errorf("offlinelock: installing the database guard on %s: %w; "+
-		"the database role needs to create triggers on the lockable tables and functions or procedures in their schema "+
-		"(PostgreSQL: own the tables and have CREATE on the schema; MySQL/MariaDB: the TRIGGER and CREATE ROUTINE privileges, "+
-		"and SUPER or log_bin_trust_function_creators=1 when binary logging is on), "+
-		"or set Config.DisableGuard to run without it (then writes that do not pass through the plugin are not checked)%s", what, err, lockstore.OwnerHint(err))
-}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -80,11 +81,11 @@ func (gs *guardState) key() string {
 // loadGuardKey reads the guard's key of db's database, for the identity's
 // mark on MySQL/MariaDB (PostgreSQL signs in the database itself).
 func (p *Plugin) loadGuardKey(db *gorm.DB, c conn) error {
-	if db.Dialector.Name() != "mysql" || p.cfg.DisableGuard {
+	if p.cfg.DisableGuard {
 		return nil
 	}
 	t, err := p.storeFor(db)
-	if err != nil || t.caps.Guard == nil {
+	if err != nil || t.caps.Guard == nil || !t.caps.Guard.KeyedMark() {
 		return err
 	}
 	key, err := t.caps.Guard.GuardKey(c)
@@ -117,7 +118,7 @@ func (p *Plugin) guardStoreOf(db *gorm.DB) (lockStore, lockstore.Guard, error) {
 // specs (all the catalog's) that exists, on a connection of its own.
 //
 // With skipBusy (an install on a statement's way), a table whose install
-// timed out waiting for a lock in the last guardBusyFor is left to the
+// timed out waiting for a lock in the last guard.BusyFor is left to the
 // background retry (retryGuard) and the periodic check: each statement
 // would otherwise wait the install's lock timeout for it again.
 func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) error {
@@ -136,7 +137,7 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) err
 		if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGrantExecute) {
 			return err // in place: the grant it names is the way out, not an install
 		} else if err != nil {
-			return guardInstallError("the guard routine", err)
+			return guard.InstallError("the guard routine", err)
 		}
 		if err := p.loadGuardKey(db, c); err != nil {
 			return err
@@ -144,57 +145,36 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) err
 		gs.routine = true
 	}
 	defer gs.changed()
-	// A table the guard cannot follow (planFailure) is left unguarded, and
-	// its records' grants refused (coverage.go); every other table is
+	// A table the guard cannot follow (guard.Failure) is left unguarded,
+	// and its records' grants refused (coverage.go); every other table is
 	// guarded all the same, and the first failure is returned.
-	fails := map[string]planFailure{}
-	plans, err := guardPlans(c, g, specs, fails)
+	fails := map[string]guard.Failure{}
+	plans, err := guard.Plan(c, g, guardTables(specs), fails)
 	if err != nil {
 		return err
 	}
 	var first error
 	for _, table := range slices.Sorted(maps.Keys(fails)) {
 		if first == nil {
-			first = fails[table].err
+			first = fails[table].Err
 		}
 	}
 	for _, plan := range plans {
 		if m := p.reg.tableModel(plan.Inherits); plan.Inherits != "" && m != nil {
 			p.reg.storeAlias(plan.Table, m) // a partition's name is its table's, to the plugin too (Strict, Table("…"))
 		}
-		if v, ok := gs.tables[strings.ToLower(plan.Table)]; ok && v == plan.Version {
-			continue
-		}
-		if until, ok := gs.busy[strings.ToLower(plan.Table)]; skipBusy && ok && time.Now().Before(until) {
-			continue
-		}
-		if err := g.GuardTable(c, plan); tableGone(err) {
-			continue // dropped since the plan was made: nothing to guard
-		} else if lockstore.IsLockTimeout(err) {
-			// The table is in use: the others likely are too, and each
-			// would wait as long. Tried again later (retryGuard, the
-			// tables' next statements after guardBusyFor); their grants
-			// are refused meanwhile.
-			if gs.busy == nil {
-				gs.busy = map[string]time.Time{}
-			}
-			gs.busy[strings.ToLower(plan.Table)] = time.Now().Add(guardBusyFor)
-			return guardInstallError("table "+plan.Table, err)
-		} else if err != nil {
-			if first == nil {
-				first = guardInstallError("table "+plan.Table, err)
-			}
-			continue
-		}
-		gs.tables[strings.ToLower(plan.Table)] = plan.Version
-		delete(gs.busy, strings.ToLower(plan.Table))
+	}
+	if gs.busy == nil {
+		gs.busy = map[string]time.Time{}
+	}
+	// A table in use stops the install: tried again later (retryGuard,
+	// the tables' next statements after guard.BusyFor); their grants are
+	// refused meanwhile.
+	if err := guard.Install(c, g, plans, guard.Memory{Tables: gs.tables, Busy: gs.busy}, skipBusy); err != nil && (first == nil || lockstore.IsLockTimeout(err)) {
+		first = err
 	}
 	return first
 }
-
-// guardBusyFor is how long installs on statements' ways leave a table
-// alone after one timed out waiting for it.
-const guardBusyFor = 10 * time.Second
 
 // routineInPlace says whether this process found or installed the
 // guard's shared routine.
@@ -205,7 +185,7 @@ func (gs *guardState) routineInPlace() bool {
 }
 
 // busyTable says whether an install timed out waiting for table in the
-// last guardBusyFor.
+// last guard.BusyFor.
 func (gs *guardState) busyTable(table string) bool {
 	if !gs.mu.TryLock() {
 		return false // an install under way: it knows better soon
@@ -323,7 +303,7 @@ func (p *Plugin) retryGuard(db *gorm.DB) {
 // waits behind. (MySQL/MariaDB go on waiting for a metadata lock after
 // the client gave up: the install's own lock_wait_timeout bounds it.)
 func (p *Plugin) retryOnce(db *gorm.DB) error {
-	if db.Dialector.Name() != "postgres" {
+	if t, err := p.storeFor(db); err != nil || t.caps.Guard == nil || !t.caps.Guard.InstallEndsWithContext() {
 		return p.InstallGuard(db)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), guardRetryWait)
@@ -439,7 +419,7 @@ func (p *Plugin) forgetGuard(db *gorm.DB, table string) {
 func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
 	p := b.p
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	if inTx && db.Dialector.Name() == "mysql" {
+	if g := b.t.caps.Guard; inTx && g != nil && g.InstallWaitsForTransactions() {
 		// MySQL's CREATE TRIGGER waits for the metadata locks of open
 		// transactions, and a metadata-lock deadlock with one fails that
 		// transaction's statement (1213): not beside a transaction of the
@@ -453,13 +433,10 @@ func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
 		}
 		return true // SQLite has no guard
 	}
-	if lockstore.IsGalera(b.t.Store) {
-		// On Galera CREATE TRIGGER is replicated DDL, ordered
-		// cluster-wide, and GET_LOCK is one node's: installs raced
-		// from several nodes under load stalled every writer. The
-		// guard is installed by db.Use, InstallGuard, the CLI and
-		// DDL through GORM, never on a statement's way
-		// (docs/scaling.md).
+	if !b.t.caps.Guard.InstallOnStatementsWay() {
+		// Galera: the guard is installed by db.Use, InstallGuard, the
+		// CLI and DDL through GORM, never on a statement's way
+		// (lockstore.GuardTraits, docs/scaling.md).
 		return true
 	}
 	if p.cfg.LeaveGuard {
@@ -490,7 +467,7 @@ func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model) {
 		return
 	}
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	if db.Dialector.Name() != "mysql" {
+	if t, err := p.storeFor(db); err != nil || t.caps.Guard == nil || !t.caps.Guard.InstallWaitsForTransactions() {
 		p.guardTable(db, m, false)
 		return
 	}
@@ -643,553 +620,6 @@ func (p *Plugin) aggregateOf(m *model) []*model {
 		out = append(out, c)
 	}
 	return out
-}
-
-// InstallGuard installs, or upgrades in place, the database guard on every
-// lockable table of the catalog that exists. db.Use does it (unless
-// Config.DisableGuard is set), and the plugin does it again before it
-// first locks or writes a table that appeared later; call it after
-// creating lockable tables outside GORM. Idempotent; safe from several
-// nodes at once. SQLite has no guard: there it does nothing.
-func (p *Plugin) InstallGuard(db *gorm.DB) error {
-	db = onPrimary(db)
-	t, g, err := p.guardStoreOf(db)
-	if err != nil || g == nil {
-		return err
-	}
-	// Installs started in the background (after DDL through GORM) end
-	// first: one of them ending later would plan what it found before.
-	ctx, cancel := context.WithTimeout(ctxOf(db), coverWait)
-	p.guardOf(db).waitPending(ctx, !inTx(db))
-	cancel()
-	specs, err := t.specs(direct(p.background(db)))
-	if err != nil {
-		return err
-	}
-	p.forgetGuards(db)
-	return p.ensureGuards(db, specs, false)
-}
-
-// RemoveGuard drops the database guard of this plugin's lock table from
-// every table that carries it, and its routines. It checks first that this
-// role may (CheckGuardPrivileges), and changes nothing when it may not. Writes from any client are
-// then checked only where they pass through the plugin; db.Use, or the
-// plugin's next lock of a table, installs it again unless
-// Config.DisableGuard is set.
-func (p *Plugin) RemoveGuard(db *gorm.DB) error {
-	db = onPrimary(db)
-	_, g, err := p.guardStoreOf(db)
-	if err != nil || g == nil {
-		return err
-	}
-	// Checked before the first DROP: MySQL's DDL commits as it goes, and
-	// a removal stopped half-way would leave routines without triggers.
-	if err := p.CheckGuardPrivileges(db, true); err != nil {
-		return err
-	}
-	gs := p.guardOf(db)
-	gs.mu.Lock()
-	defer gs.mu.Unlock()
-	gs.routine, gs.tables = false, nil
-	defer gs.changed()
-	defer p.forgetModels(db) // the next statement on a table guards it again
-	return g.RemoveGuard(direct(p.background(db)))
-}
-
-// GuardState is what GuardStatus reports of one guarded table.
-type GuardState struct {
-	Table string
-	// State is "ok" (in place as this version installs it), "dropped" (a
-	// trigger or routine is missing), "disabled" (a trigger is disabled),
-	// "replaced" (a routine or trigger differs from what this version
-	// installs), "hidden" (this role may not read the definitions), or
-	// "unguardable" (the guard cannot follow the table: Reason says why
-	// and what to change in the schema). InstallGuard, or the next
-	// db.Use, repairs "dropped", "disabled" and "replaced".
-	State string
-	// Reason says, for "unguardable", why.
-	Reason string
-}
-
-// GuardStatus reports, for every lockable table of the catalog that
-// exists (and its join tables, and MySQL's cascade parents), whether its
-// guard is in place, read from the definitions in the database: a trigger
-// disabled or dropped, or a routine replaced (docs/boundary.md). SQLite
-// has no guard: nil.
-func (p *Plugin) GuardStatus(db *gorm.DB) ([]GuardState, error) {
-	db = onPrimary(db)
-	t, g, err := p.guardStoreOf(db)
-	if err != nil || g == nil {
-		return nil, err
-	}
-	c := direct(p.background(db))
-	specs, err := t.specs(c)
-	if err != nil {
-		return nil, err
-	}
-	fails := map[string]planFailure{}
-	plans, err := guardPlans(c, g, specs, fails)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]GuardState, 0, len(plans)+len(fails))
-	for _, plan := range plans {
-		state, err := g.TableState(c, plan)
-		if tableGone(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, GuardState{Table: strings.ToLower(plan.Table), State: state})
-	}
-	for table, f := range fails {
-		out = append(out, GuardState{Table: table, State: "unguardable", Reason: strings.TrimPrefix(f.err.Error(), "offlinelock: ")})
-	}
-	slices.SortFunc(out, func(a, b GuardState) int { return strings.Compare(a.Table, b.Table) })
-	return out, nil
-}
-
-// DeclaredTables lists, in order, the lockable tables the catalog
-// declares (lower case): those whose models an application registered
-// (Config.Models) or used on this lock table's database, whether or not
-// they exist. The guard covers their tables; an empty list means no
-// application has declared any yet.
-func (p *Plugin) DeclaredTables(db *gorm.DB) ([]string, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
-	if err != nil {
-		return nil, err
-	}
-	specs, err := t.specs(direct(p.background(db)))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(specs))
-	for _, s := range specs {
-		if s.Table != "" {
-			out = append(out, strings.ToLower(s.Table))
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
-// GuardedTables lists, in order, the tables that carry this plugin's
-// database guard, as the database reports them (lower case).
-func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
-	db = onPrimary(db)
-	_, g, err := p.guardStoreOf(db)
-	if err != nil || g == nil {
-		return nil, err
-	}
-	have, err := g.GuardedTables(direct(p.background(db)))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(have))
-	for table := range have {
-		out = append(out, table)
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// guardPlans are the plans of every table specs guard: the lockable
-// tables and their many2many join tables that exist.
-//
-// With fails nil, a table the guard cannot follow (a member whose root is
-// not in the catalog, a foreign key's action it cannot see) fails the
-// whole plan; else it is left out of the plans and recorded in fails,
-// with the lock resources whose records it can hold, and the rest are
-// planned.
-func guardPlans(c conn, g lockstore.Guard, specs []tableSpec, fails map[string]planFailure) ([]guardPlan, error) {
-	b := planBuilder{c: c, g: g, specs: map[string]tableSpec{}, types: map[string]map[string]string{}}
-	for _, s := range specs {
-		b.specs[strings.ToLower(s.Table)] = s
-	}
-	ps := planSet{byTable: map[string]*guardPlan{}, recordsOf: map[string][]guardRecord{}}
-	for _, s := range specs {
-		if err := ps.addRecords(&b, s); err != nil {
-			if fails == nil || lockstore.IsMissingTable(err) {
-				return nil, err
-			}
-			fails[strings.ToLower(s.Table)] = planFailure{err: err, resources: []string{strings.ToLower(resourceOfSpec(b.specs, s))}}
-		}
-	}
-	for _, table := range ps.children {
-		cs, err := b.cascadesInto(table, ps.recordsOf[table])
-		if err != nil && fails != nil {
-			f := planFailure{err: err}
-			for _, r := range ps.recordsOf[table] {
-				if !slices.Contains(f.resources, strings.ToLower(r.Resource)) {
-					f.resources = append(f.resources, strings.ToLower(r.Resource))
-				}
-			}
-			fails[strings.ToLower(table)] = f
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, cc := range cs {
-			pl := ps.add(cc.Parent, nil)
-			pl.Cascades = append(pl.Cascades, cc)
-		}
-	}
-	if err := ps.addInheritors(c, g); err != nil {
-		return nil, err
-	}
-	return ps.plans(), nil
-}
-
-// planFailure is a table guardPlans could not plan: why, and the lock
-// resources (lower case) whose records it can hold.
-type planFailure struct {
-	err       error
-	resources []string
-}
-
-// resourceOfSpec is the lock resource of s's records: its root's, up
-// the chain of the catalog, or its own table's.
-func resourceOfSpec(specs map[string]tableSpec, s tableSpec) string {
-	for i := 0; s.Root != nil && i < 16; i++ {
-		up, ok := specs[strings.ToLower(s.Root.Table)]
-		if !ok {
-			return s.Root.Table
-		}
-		s = up
-	}
-	return s.Table
-}
-
-// planSet is the guard's plans as guardPlans builds them, by table, in
-// the order first met.
-type planSet struct {
-	byTable   map[string]*guardPlan
-	order     []string
-	children  []string                 // every table with records, in order
-	recordsOf map[string][]guardRecord // their records
-}
-
-// add is table's plan, with recs added to it.
-func (ps *planSet) add(table string, recs []guardRecord) *guardPlan {
-	name := strings.ToLower(table)
-	pl, ok := ps.byTable[name]
-	if !ok {
-		pl = &guardPlan{Table: table}
-		ps.byTable[name] = pl
-		ps.order = append(ps.order, name)
-	}
-	pl.Records = append(pl.Records, recs...)
-	return pl
-}
-
-// addRecord adds rec to table's plan, and table to the tables whose
-// parents' cascades are followed.
-func (ps *planSet) addRecord(table string, rec *guardRecord) {
-	if rec == nil {
-		return
-	}
-	ps.add(table, []guardRecord{*rec})
-	if _, ok := ps.recordsOf[table]; !ok {
-		ps.children = append(ps.children, table)
-	}
-	ps.recordsOf[table] = append(ps.recordsOf[table], *rec)
-}
-
-// addRecords adds the records of s's table and of its join tables.
-func (ps *planSet) addRecords(b *planBuilder, s tableSpec) error {
-	rec, err := b.record(s, s.Table)
-	if err != nil {
-		return err
-	}
-	ps.addRecord(s.Table, rec)
-	joins := map[string][]columnSpec{}
-	for _, l := range s.Links {
-		joins[l.Name] = append(joins[l.Name], l)
-	}
-	for join, cols := range joins {
-		rec, err := b.joinRecord(s, join, cols)
-		if err != nil {
-			return err
-		}
-		ps.addRecord(join, rec)
-	}
-	return nil
-}
-
-// addInheritors gives partitions and inheritance children (PostgreSQL)
-// the plan of the table they inherit from: a write straight into one
-// fires its own triggers only.
-func (ps *planSet) addInheritors(c conn, g lockstore.Guard) error {
-	for _, name := range slices.Clone(ps.order) {
-		pl := ps.byTable[name]
-		if len(pl.Records) == 0 {
-			continue
-		}
-		children, partitioned, err := g.Inheritors(c, pl.Table)
-		if err != nil {
-			return err
-		}
-		pl.Partitioned = partitioned
-		for _, ch := range children {
-			ps.add(ch, pl.Records).Inherits = pl.Table
-		}
-	}
-	return nil
-}
-
-// plans is the set in order, each with its records sorted and its
-// version: a fingerprint of all it guards.
-func (ps *planSet) plans() []guardPlan {
-	var out []guardPlan
-	for _, name := range ps.order {
-		pl := ps.byTable[name]
-		slices.SortStableFunc(pl.Records, func(a, b guardRecord) int { return strings.Compare(a.Resource, b.Resource) })
-		var fp []string
-		for _, r := range pl.Records {
-			fp = append(fp, r.Resource, r.Key("r"))
-		}
-		for _, cc := range pl.Cascades {
-			fp = append(fp, cc.Child, cc.Column, cc.ParentColumn, cc.OnDelete, cc.OnUpdate)
-		}
-		if pl.Partitioned {
-			fp = append(fp, "partitioned")
-		}
-		pl.Version = lockstore.GuardVersion(fp...)
-		out = append(out, *pl)
-	}
-	return out
-}
-
-// cascadesInto are the foreign keys whose actions change rows of the
-// guarded table (MySQL/MariaDB: they fire no triggers), each with the
-// table's records, for its parent's triggers to check. Actions the guard
-// cannot follow are refused, naming the constraint: a key of several
-// columns, and a second level (the parent's own rows changed by another
-// key's action, which fires no trigger of the parent's either).
-func (b *planBuilder) cascadesInto(table string, recs []guardRecord) ([]lockstore.GuardCascade, error) {
-	cs, err := b.g.CascadesInto(b.c, table)
-	if err != nil || len(cs) == 0 {
-		return nil, err
-	}
-	name, err := b.g.QualifiedName(b.c, table)
-	if err != nil {
-		return nil, err
-	}
-	for i := range cs {
-		cc := &cs[i]
-		if cc.Columns > 1 {
-			return nil, fmt.Errorf("offlinelock: guarding %s: its foreign key %s has %d columns and an ON DELETE or ON UPDATE action, which changes its rows "+
-				"without firing a trigger, and the guard follows one-column keys only: make the action RESTRICT or NO ACTION, or the key one column", table, cc.Constraint, cc.Columns)
-		}
-		up, err := b.g.CascadesInto(b.c, cc.Parent)
-		if err != nil {
-			return nil, err
-		}
-		if i := slices.IndexFunc(up, func(u lockstore.GuardCascade) bool { return reaches(u, *cc) }); i >= 0 {
-			up = up[i:]
-			return nil, fmt.Errorf("offlinelock: guarding %s: its foreign key %s follows changes of %s, whose own rows the action of %s's foreign key %s changes: "+
-				"two levels of actions fire no trigger, and the guard cannot see the second; make one of them RESTRICT or NO ACTION", table, cc.Constraint, cc.Parent, cc.Parent, up[0].Constraint)
-		}
-		cc.Child, cc.ChildName, cc.Records = table, name, recs
-	}
-	return cs, nil
-}
-
-// reaches reports whether the action of up (a foreign key of cc's parent)
-// goes on through cc: up deletes the parent's rows and cc follows deletes,
-// or up changes the column cc references and cc follows key changes.
-func reaches(up, cc lockstore.GuardCascade) bool {
-	deletes := up.OnDelete == "CASCADE"
-	changes := (up.OnDelete != "" && !deletes || up.OnUpdate != "") && strings.EqualFold(up.Column, cc.ParentColumn)
-	return deletes && cc.OnDelete != "" || changes && cc.OnUpdate != ""
-}
-
-// planBuilder spells the records of rows from the catalog and the column
-// types the database reports.
-type planBuilder struct {
-	c     conn
-	g     lockstore.Guard
-	specs map[string]tableSpec
-	types map[string]map[string]string
-}
-
-func (b *planBuilder) columnTypes(table string) (map[string]string, error) {
-	name := strings.ToLower(table)
-	if t, ok := b.types[name]; ok {
-		return t, nil
-	}
-	t, err := b.g.ColumnTypes(b.c, table)
-	if err != nil {
-		return nil, err
-	}
-	b.types[name] = t
-	return t, nil
-}
-
-// record is how a row of s's table (aliased by the trigger) belongs to its
-// record; nil when the table does not exist.
-func (b *planBuilder) record(s tableSpec, table string) (*guardRecord, error) {
-	types, err := b.columnTypes(table)
-	if err != nil || types == nil {
-		return nil, err
-	}
-	if s.Root == nil {
-		var kinds []keyKind
-		var cols []string
-		for _, k := range s.Key {
-			kinds, cols = append(kinds, k.Kind), append(cols, k.Name)
-		}
-		g := b.g
-		return &guardRecord{Resource: s.Table, Key: func(row string) string {
-			parts := make([]string, len(cols))
-			for i, col := range cols {
-				parts[i] = g.Spell(kinds[i], row+"."+g.Quote(col), types[strings.ToLower(col)])
-			}
-			return encodeKeySQL(parts, g.Backslash())
-		}, Match: b.match(kinds, cols, types)}, nil
-	}
-	return b.memberRecord(s, s.Root.Column, types, 0)
-}
-
-// match is a record's Match where its key is one column whose kind the
-// store can compare through an index (Equal), else nil.
-func (b *planBuilder) match(kinds []keyKind, cols []string, types map[string]string) func(row, id string) (string, string) {
-	if len(cols) != 1 {
-		return nil
-	}
-	if _, ok := b.g.Equal(kinds[0], "", "", ""); !ok {
-		return nil
-	}
-	g := b.g
-	return func(row, id string) (string, string) {
-		cond, _ := g.Equal(kinds[0], row+"."+g.Quote(cols[0]), id, types[strings.ToLower(cols[0])])
-		return "", cond
-	}
-}
-
-// matchIn is Match of a row whose column col holds the key pk of a row of
-// from (aliased alias) that up matches: from is read first, by up's
-// match, then the row by col; nil where up has no match.
-func (b *planBuilder) matchIn(up *guardRecord, col, from, alias, pk string) func(row, id string) (string, string) {
-	if up.Match == nil {
-		return nil
-	}
-	g := b.g
-	return func(row, id string) (string, string) {
-		joins, cond := up.Match(alias, id)
-		return joins + from + " " + alias + " STRAIGHT_JOIN ", cond + " AND " + row + "." + g.Quote(col) + " = " + alias + "." + g.Quote(pk)
-	}
-}
-
-// memberRecord is the record of a row of member s whose column holds its
-// parent's key: the parent's key when the parent is the root, else the
-// parent row's own record, read by a subquery per level. Each level's
-// read is a locking one (ShareRow): an open move of a parent makes the
-// write wait and then read where the move left it, and a move that comes
-// later waits for the write; a REPEATABLE READ snapshot never decides a
-// root (PostgreSQL refuses a parent changed since it, 40001).
-func (b *planBuilder) memberRecord(s tableSpec, column string, types map[string]string, depth int) (*guardRecord, error) {
-	parent, ok := b.specs[strings.ToLower(s.Root.Table)]
-	if !ok || len(parent.Key) != 1 || depth > 8 {
-		return nil, fmt.Errorf("offlinelock: guarding %s: its root %s is not a lockable table of the catalog with a one-column key", s.Table, s.Root.Table)
-	}
-	g := b.g
-	colType := types[strings.ToLower(column)]
-	if parent.Root == nil {
-		kind := parent.Key[0].Kind
-		return &guardRecord{Resource: parent.Table, Key: func(row string) string {
-			return g.Spell(kind, row+"."+g.Quote(column), colType)
-		}, Match: b.match([]keyKind{kind}, []string{column}, types)}, nil
-	}
-	ptypes, err := b.columnTypes(parent.Table)
-	if err != nil || ptypes == nil {
-		return nil, err
-	}
-	up, err := b.memberRecord(parent, parent.Root.Column, ptypes, depth+1)
-	if err != nil || up == nil {
-		return nil, err // a table up the chain does not exist yet: guarded when it does
-	}
-	from, err := b.g.QualifiedName(b.c, parent.Table)
-	if err != nil {
-		return nil, err
-	}
-	alias := fmt.Sprintf("offlinelock_p%d", depth)
-	pk := parent.Key[0].Name
-	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
-		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
-			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(column) + g.ShareRow() + ")"
-	}, Match: b.matchIn(up, column, from, alias, pk)}, nil
-}
-
-// joinRecord is how a row of join table join belongs to side s's record.
-func (b *planBuilder) joinRecord(s tableSpec, join string, cols []columnSpec) (*guardRecord, error) {
-	types, err := b.columnTypes(join)
-	if err != nil || types == nil {
-		return nil, err
-	}
-	g := b.g
-	if s.Root == nil {
-		var parts []columnSpec
-		for _, k := range s.Key {
-			for _, c := range cols {
-				if c.Key == k.Name || c.Key == "" && len(s.Key) == 1 {
-					parts = append(parts, columnSpec{Name: c.Column, Kind: k.Kind})
-					break
-				}
-			}
-		}
-		if len(parts) != len(s.Key) {
-			return nil, fmt.Errorf("offlinelock: guarding join table %s: it does not hold the whole key of %s", join, s.Table)
-		}
-		rec := &guardRecord{Resource: s.Table, Key: func(row string) string {
-			out := make([]string, len(parts))
-			for i, p := range parts {
-				out[i] = g.Spell(p.Kind, row+"."+g.Quote(p.Name), types[strings.ToLower(p.Name)])
-			}
-			return encodeKeySQL(out, g.Backslash())
-		}}
-		if len(parts) == 1 {
-			rec.Match = b.match([]keyKind{parts[0].Kind}, []string{parts[0].Name}, types)
-		}
-		return rec, nil
-	}
-	if len(s.Key) != 1 || len(cols) != 1 {
-		return nil, fmt.Errorf("offlinelock: guarding join table %s: member %s must have a one-column key", join, s.Table)
-	}
-	mtypes, err := b.columnTypes(s.Table)
-	if err != nil || mtypes == nil {
-		return nil, err
-	}
-	up, err := b.memberRecord(s, s.Root.Column, mtypes, 1)
-	if err != nil || up == nil {
-		return nil, err
-	}
-	from, err := b.g.QualifiedName(b.c, s.Table)
-	if err != nil {
-		return nil, err
-	}
-	const alias = "offlinelock_m"
-	col, pk := cols[0].Column, s.Key[0].Name
-	return &guardRecord{Resource: up.Resource, Key: func(row string) string {
-		return "(SELECT " + up.Key(alias) + " FROM " + from + " " + alias +
-			" WHERE " + alias + "." + g.Quote(pk) + " = " + row + "." + g.Quote(col) + g.ShareRow() + ")"
-	}, Match: b.matchIn(up, col, from, alias, pk)}, nil
-}
-
-// encodeKeySQL is encodeKey in SQL: one part as it is, several escaped
-// ('\' and ',') and joined with ','. The parts are text expressions.
-func encodeKeySQL(parts []string, bs string) string {
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	esc := make([]string, len(parts))
-	for i, p := range parts {
-		esc[i] = "REPLACE(REPLACE(" + p + ", " + bs + ", CONCAT(" + bs + ", " + bs + ")), ',', CONCAT(" + bs + ", ','))"
-	}
-	return "CONCAT(" + strings.Join(esc, ", ',', ") + ")"
 }
 
 // lockedByGuard turns the guard's refusal in db.Error into the

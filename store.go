@@ -22,7 +22,6 @@ type (
 	granted     = lockstore.Granted
 	sweepCursor = lockstore.SweepCursor
 	guardPlan   = lockstore.GuardPlan
-	guardRecord = lockstore.GuardRecord
 )
 
 const (

@@ -131,6 +131,7 @@ type FenceCall interface {
 
 // Guard is implemented by the stores whose database can guard tables.
 type Guard interface {
+	GuardTraits
 	// InstallGuardRoutine creates or replaces the routine every guarded
 	// table's triggers call.
 	InstallGuardRoutine(c Conn) error

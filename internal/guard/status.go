@@ -1,0 +1,44 @@
+package guard
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
+)
+
+// State is one table's guard as Status reads it from the database.
+type State struct {
+	Table string // lower case
+	// State is lockstore's GuardOK, GuardDropped, GuardDisabled,
+	// GuardReplaced or GuardHidden, or "unguardable" where Plan cannot
+	// follow the table (Reason says why).
+	State, Reason string
+}
+
+// Status reads, for every table the plans of tables cover that exists,
+// whether its guard is in place as this version installs it, in table
+// order; a table the guard cannot follow is "unguardable".
+func Status(c lockstore.Conn, g lockstore.Guard, tables []Table) ([]State, error) {
+	fails := map[string]Failure{}
+	plans, err := Plan(c, g, tables, fails)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]State, 0, len(plans)+len(fails))
+	for _, plan := range plans {
+		state, err := g.TableState(c, plan)
+		if lockstore.IsMissingTable(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, State{Table: strings.ToLower(plan.Table), State: state})
+	}
+	for table, f := range fails {
+		out = append(out, State{Table: table, State: "unguardable", Reason: strings.TrimPrefix(f.Err.Error(), "offlinelock: ")})
+	}
+	slices.SortFunc(out, func(a, b State) int { return strings.Compare(a.Table, b.Table) })
+	return out, nil
+}
