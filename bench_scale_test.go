@@ -12,17 +12,22 @@ package offlinelock_test
 //     1,000,000, and on "1M+10k" the session itself holds 10,000 more
 //     locks. It reports <op>-1M/1k and <op>-10k/1 (the ratio of the large
 //     table to the small one, and of the busy session to the idle one on
-//     the large table). Target: each within 1.2. The sub-benchmark
+//     the large table). Target: each within 1.2. OFFLINELOCK_SCALE_ROWS
+//     sets the large tables' rows (CI: 100000, a hundred times the small
+//     table, so a cost that grew with the table still shows; the names
+//     then say 100k). The sub-benchmark
 //     "nostats" runs right after the tables are filled (autovacuum off, so
 //     the planner has no statistics), "analyzed" after ANALYZE.
 //   BenchmarkSweep: the p99 latency of Acquire+Release while Sweep deletes
-//     1,000,000 expired rows (100,000 on SQLite and MySQL), against the same on the
+//     1,000,000 expired rows (100,000 on SQLite and MySQL; a tenth of each
+//     under CI's OFFLINELOCK_SCALE_ROWS=100000), against the same on the
 //     idle table before the sweep (p99-x, target <= 2), and the sweep's
 //     rows per second.
 //   BenchmarkSessionOps: ReleaseAll and Renew of a session holding 10,000
 //     locks, with the statements each sends.
 
 import (
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -34,6 +39,32 @@ import (
 
 	"github.com/offlinelock/offlinelock"
 )
+
+// scaleRows is the number of other sessions' rows in BenchmarkScale's
+// large tables and of expired rows BenchmarkSweep sweeps on PostgreSQL:
+// 1,000,000, or OFFLINELOCK_SCALE_ROWS.
+func scaleRows(b *testing.B) int {
+	v := os.Getenv("OFFLINELOCK_SCALE_ROWS")
+	if v == "" {
+		return 1_000_000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 10_000 {
+		b.Fatalf("OFFLINELOCK_SCALE_ROWS=%q: want a number of rows, at least 10000", v)
+	}
+	return n
+}
+
+// rowsName is how the benchmarks' names write n rows: 1M, 100k, 1500.
+func rowsName(n int) string {
+	switch {
+	case n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "M"
+	case n%1_000 == 0:
+		return strconv.Itoa(n/1_000) + "k"
+	}
+	return strconv.Itoa(n)
+}
 
 // scaleTable is one lock table of BenchmarkScale with the plugin that uses
 // it and the session that runs the operations.
@@ -67,11 +98,13 @@ func BenchmarkScale(b *testing.B) {
 	eachBenchDB(b, func(b *testing.B, d database) {
 		// SQLite: one database file per table; PostgreSQL and MySQL: one database,
 		// so the model tables are created once, before any lock table.
+		rows := scaleRows(b)
+		large := rowsName(rows)
 		tables := []scaleTable{newScaleTable(b, d, "1k", 1_000, 0)}
 		if d.name != "sqlite" {
-			tables = append(tables, scaleOn(b, d, tables[0].db, "1M", 1_000_000, 0), scaleOn(b, d, tables[0].db, "1M+10k", 1_000_000, 10_000))
+			tables = append(tables, scaleOn(b, d, tables[0].db, large, rows, 0), scaleOn(b, d, tables[0].db, large+"+10k", rows, 10_000))
 		} else {
-			tables = append(tables, newScaleTable(b, d, "1M", 1_000_000, 0), newScaleTable(b, d, "1M+10k", 1_000_000, 10_000))
+			tables = append(tables, newScaleTable(b, d, large, rows, 0), newScaleTable(b, d, large+"+10k", rows, 10_000))
 		}
 		for _, stats := range []string{"nostats", "analyzed"} {
 			if stats == "analyzed" {
@@ -127,7 +160,7 @@ func runScale(b *testing.B, tables []scaleTable) {
 	n := float64(b.N)
 	for o, op := range scaleOps {
 		b.ReportMetric(float64(spent[0][o].Nanoseconds())/n, "ns/"+op+"-1k")
-		b.ReportMetric(float64(spent[1][o])/float64(spent[0][o]), op+"-1M/1k")
+		b.ReportMetric(float64(spent[1][o])/float64(spent[0][o]), op+"-"+tables[1].name+"/1k")
 		b.ReportMetric(float64(spent[2][o])/float64(spent[1][o]), op+"-10k/1")
 	}
 }
@@ -157,10 +190,11 @@ func BenchmarkSweep(b *testing.B) {
 		// for the acquires running beside them, take minutes for a million
 		// rows (SQLite: one writer at a time; MySQL: key rows taken by
 		// whole primary key).
-		expired, name := 1_000_000, "1M-expired"
+		expired := scaleRows(b)
 		if d.name != "postgres" {
-			expired, name = 100_000, "100k-expired"
+			expired /= 10
 		}
+		name := rowsName(expired) + "-expired"
 		fill(b, db, table, "expired", "", expired, -time.Hour)
 		s := as(db, martin)
 		acquire := func(i int) time.Duration {

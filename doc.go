@@ -11,10 +11,10 @@
 //
 // The API, in the order an application meets it:
 //
-//   - [New] and [Config], registered with db.Use; struct tags configure
-//     the lockable models (lock:"exclusive_write", "exclusive_read",
-//     "read_write" on the primary key; lock:"root" on a member's link to
-//     its aggregate's root).
+//   - [New] and [Config]: the [Plugin], registered with db.Use; struct
+//     tags configure the lockable models (lock:"exclusive_write",
+//     "exclusive_read", "read_write" on the primary key; lock:"root" on a
+//     member's link to its aggregate's root).
 //   - [WithOwner], [WithTTL], [Bypass] (and the scopes [As], [For],
 //     [Bypassed]): who a statement runs for, read from its context.
 //   - [Plugin.Acquire], [Plugin.Release], [Plugin.Do], [Plugin.TakeOver],
