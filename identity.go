@@ -53,14 +53,14 @@ func (b *binding) registerIdentity(db *gorm.DB) {
 		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
 	}
 	for _, name := range identityClauses {
-		db.ClauseBuilders[name] = b.identityBuilder(db.Dialector.Name(), name, db.ClauseBuilders[name])
+		db.ClauseBuilders[name] = b.identityBuilder(name, db.ClauseBuilders[name])
 	}
 }
 
 // identityBuilder is a clause builder that adds the writer's identity to
-// name's clause of a write by a session, in dialect's way (decided here,
-// once per database).
-func (b *binding) identityBuilder(dialect, name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
+// name's clause of a write by a session, in the way the store says its
+// database takes it (decided here, once per database).
+func (b *binding) identityBuilder(name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
 	build := func(c clause.Clause, cb clause.Builder) {
 		if prev != nil {
 			prev(c, cb)
@@ -69,10 +69,10 @@ func (b *binding) identityBuilder(dialect, name string, prev clause.ClauseBuilde
 		}
 	}
 	var add identityAdder
-	switch dialect {
-	case "postgres":
+	switch b.t.caps.Identity {
+	case lockstore.IdentityInTx:
 		add = b.postgresIdentity(name, prev != nil, build)
-	case "mysql":
+	case lockstore.IdentityInStatement:
 		add = b.mysqlIdentity(name, build)
 	}
 	if add == nil {
@@ -228,15 +228,15 @@ func (b *binding) rawIdentity(db *gorm.DB) {
 	default:
 		return
 	}
-	switch db.Dialector.Name() {
-	case "mysql":
+	switch b.t.caps.Identity {
+	case lockstore.IdentityInStatement:
 		if !lockstore.IsMariaDB(b.t.Store) || strings.Contains(strings.ToUpper(sql), ";") {
 			return
 		}
 		mark := lockstore.MariaDBIdentityPrefix(b.guard.key(), o.Session, false)
 		db.Statement.SQL.Reset()
 		db.Statement.SQL.WriteString(mark + sql)
-	case "postgres":
+	case lockstore.IdentityInTx:
 		if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
 			// The identity is local to a transaction: the write gets one.
 			tx := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context}).Begin()

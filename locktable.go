@@ -217,7 +217,7 @@ func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	noted := p.notes.ensure(db, p.cfg.Table) == nil
+	noted := p.notes.ensure(db, t, p.cfg.Table) == nil
 	var n int64
 	err = db.Transaction(func(tx *gorm.DB) error {
 		var live []Lock
@@ -383,7 +383,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
 	var ended []Lock
-	noted := p.notes.ensure(db, p.cfg.Table) == nil // without it (a role that may not make it), told as released
+	noted := p.notes.ensure(db, t, p.cfg.Table) == nil // without it (a role that may not make it), told as released
 	err = db.Transaction(func(tx *gorm.DB) error {
 		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
 			for _, l := range held {

@@ -439,8 +439,12 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, TableExpr: stmt.TableExpr, Schema: stmt.Schema,
 		Clauses: map[string]clause.Clause{},
 	}
+	var caps lockstore.Traits // what a write's locking SELECT may do
+	if forUpdate {
+		caps = p.rowLocking(db)
+	}
 	names := []string{"FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if forUpdate && db.Dialector.Name() != "mysql" {
+	if forUpdate && !caps.OrderedWrites {
 		// A write's key-only SELECT finds the rows the write changes: GORM
 		// builds ORDER BY and LIMIT into UPDATE and DELETE on MySQL only
 		// (its dialect's clauses); elsewhere the write changes every row
@@ -462,11 +466,11 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 	}
 	q.AddClause(clause.Select{Columns: cols})
 	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if forUpdate && p.lockRows(db) {
+	if forUpdate && caps.RowLocks {
 		// OF names the table as FROM does: its alias, or its bare name for
 		// a schema-qualified table (PostgreSQL refuses a qualified name).
 		lock := clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}}
-		if !p.rowLocking(db).UpdateOf {
+		if !caps.UpdateOf {
 			lock.Table = clause.Table{} // MariaDB has no OF: the joined rows are locked too
 		}
 		q.AddClause(lock)
