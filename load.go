@@ -462,7 +462,7 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 		ttl, err := p.ttlFor(db, g.m)
 		var got map[key]granted
 		if err == nil {
-			got, err = p.acquireMany(db, st.t, keys, st.owner, g.access, ttl)
+			got, err = p.acquireMany(db, st.t.direct(db), st.t, keys, st.owner, g.access, ttl)
 		}
 		if err != nil {
 			st.fail(db, err)

@@ -69,7 +69,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 		return nil, err
 	}
 	keys := []key{k}
-	got, err := p.acquireMany(db, t, keys, o, access, ttl)
+	got, err := p.acquireMany(db, direct(db), t, keys, o, access, ttl)
 	if err == nil && reason != "" {
 		err = t.SetReason(direct(db), got[k].Lock, reason)
 	}
@@ -106,8 +106,8 @@ func (p *Plugin) rememberTarget(db *gorm.DB, m *model, k key) error {
 // acquireMany takes locks on many keys, all or nothing, in a number of
 // statements that grows with len(keys)/batchSize, in the fixed order of
 // sortKeys. Each lock says whether it is fresh (not held by the session
-// before).
-func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+// before). The grant runs on c, a connection on db.
+func (p *Plugin) acquireMany(db *gorm.DB, c conn, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	for i, k := range keys { // no guard, no grant (coverage.go)
 		if i > 0 && k.Resource == keys[i-1].Resource {
 			continue
@@ -116,7 +116,7 @@ func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, acce
 			return nil, err
 		}
 	}
-	got, err := t.grant(direct(db), keys, o, access, ttl)
+	got, err := t.grant(c, keys, o, access, ttl)
 	if err != nil {
 		return nil, err
 	}
