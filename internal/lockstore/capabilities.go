@@ -57,6 +57,9 @@ type Traits struct {
 	Certifier  Certifier  // the fence takes part in a cluster's certification (Galera)
 	KeyChecker KeyChecker // key columns checked against the database's collations
 	OwnTx      OwnTx      // the plugin's own transactions begun the store's way
+
+	TxSigner        TxSigner        // a write's identity set in its transaction (signing.go)
+	StatementSigner StatementSigner // a write's identity, and an upsert's fence, in its statement
 }
 
 // TraitsOf resolves s's capabilities.
@@ -82,6 +85,8 @@ func TraitsOf(s Store) Traits {
 	t.Certifier, _ = s.(Certifier)
 	t.KeyChecker, _ = s.(KeyChecker)
 	t.OwnTx, _ = s.(OwnTx)
+	t.TxSigner, _ = s.(TxSigner)
+	t.StatementSigner, _ = s.(StatementSigner)
 	return t
 }
 
