@@ -415,7 +415,7 @@ func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, e
 	sqlText := q.SQL.String()
 	if !forUpdate {
 		// Many members share few roots: send each root key once.
-		sqlText = "SELECT DISTINCT " + db.Statement.Quote(m.root.field.DBName) + " FROM (" + sqlText + ") offlinelock_links"
+		sqlText = lockstore.DistinctKeys(db.Statement.Quote(m.root.field.DBName), sqlText)
 	}
 	var out []any
 	_, err := direct(db).Query(sqlText, q.Vars, func(r *sql.Rows) error {
@@ -493,23 +493,14 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		cols[i] = stmt.Quote(f.DBName)
 	}
 	byText := map[string]key{}
-	var b strings.Builder
+	widths := make([]int, len(rows))
 	var args []any
 	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r.vals)), ", ") + ")")
+		widths[i] = len(r.vals)
 		args = append(args, r.vals...)
 		byText[r.k.ID] = r.k
 	}
-	colList := strings.Join(cols, ", ")
-	q := "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE (" + colList + ") IN (VALUES " + b.String() + ")"
-	if len(cols) == 1 {
-		q = "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE " + colList + " IN " + b.String()
-		q = strings.Replace(q, " IN (", " IN ((", 1) + ")"
-	}
-	q, args = gormBind(db, q, args)
+	q, args := gormBind(db, lockstore.ExistingKeys(stmt.Quote(table), cols, widths), args)
 	_, err := direct(db).Query(q, args, func(r *sql.Rows) error {
 		vals, err := scanValues(r, len(cols))
 		if err != nil {
