@@ -1,16 +1,12 @@
 package lockstore
 
-import (
-	"strings"
-
-	"gorm.io/gorm/clause"
-)
+import "gorm.io/gorm/clause"
 
 // The SQL a write's own clauses carry for the guard: the writer's
-// identity (identity.go has its values) and, on MySQL/MariaDB, the fence
-// folded into an upsert (fence_mysql.go has the routine). The root's
-// clause builders decide when a write carries them; what they write is
-// here, beside the database's other SQL.
+// identity and, on MySQL/MariaDB, the fence folded into an upsert. The
+// root's clause builders decide when a write carries them; the stores
+// write it (PostgreSQL's in postgres.go, MySQL's in identity.go, beside
+// the identity's values).
 
 // TxSigner is a store whose writes name their writer in a setting local
 // to the transaction, set by an expression inside the write (PostgreSQL,
@@ -43,69 +39,6 @@ type StatementSigner interface {
 	// where a raw write cannot carry one (MySQL, whose hint goes after the
 	// first word; several statements, of which the mark would cover one).
 	SignRaw(sql, key, session string) (string, bool)
-}
-
-// SignInsert is TxSigner's.
-func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, identity clause.Expression) {
-	if returning {
-		cb.WriteString(", ")
-	} else {
-		cb.WriteString(" RETURNING ")
-	}
-	identity.Build(cb)
-	cb.WriteString(" AS offlinelock_identity")
-}
-
-// SignWhere is TxSigner's.
-func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, identity clause.Expression) {
-	cb.WriteString("WHERE (")
-	where.Build(cb)
-	cb.WriteString(") AND ")
-	identity.Build(cb)
-	cb.WriteString(" IS NOT NULL")
-}
-
-// SignWrite is StatementSigner's.
-func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder) {
-	if s.mariadb.Load() {
-		cb.WriteString(MariaDBIdentityPrefix(key, session, fenced))
-		build(c, cb)
-		return
-	}
-	hint := MySQLIdentityHint(key, session, fenced)
-	if name == "DELETE" {
-		cb.WriteString("DELETE " + hint)
-		if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
-			cb.WriteString(d.Modifier)
-		}
-		return
-	}
-	cb.WriteString(name + " " + hint)
-	c.Expression.Build(cb)
-}
-
-// SignRaw is StatementSigner's.
-func (s *mysqlStore) SignRaw(sql, key, session string) (string, bool) {
-	if !s.mariadb.Load() || strings.Contains(strings.ToUpper(sql), ";") {
-		return "", false
-	}
-	return MariaDBIdentityPrefix(key, session, false) + sql, true
-}
-
-// FoldValue is StatementSigner's.
-func (s *mysqlStore) FoldValue(fence clause.Expression, v any) clause.Expression {
-	return clause.Expr{SQL: "IF(?, ?, NULL)", Vars: []any{fence, v}}
-}
-
-// FoldUpsert is StatementSigner's.
-func (s *mysqlStore) FoldUpsert(cb clause.Builder, col clause.Column, fence clause.Expression) {
-	cb.WriteByte(',')
-	cb.WriteQuoted(col)
-	cb.WriteString("=IF(")
-	fence.Build(cb)
-	cb.WriteString(", ")
-	cb.WriteQuoted(col)
-	cb.WriteString(", NULL)")
 }
 
 // The stores that sign their writes.
