@@ -5,9 +5,10 @@ import (
 	"database/sql"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // Coarse-Grained Lock: the members of an aggregate (an order's lines, a
@@ -100,12 +101,10 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
 	var out []any
 	for start := 0; start < len(pks); start += batchSize {
 		batch := pks[start:min(start+batchSize, len(pks))]
-		q := "SELECT " + db.Statement.Quote(m.root.field.DBName) + " FROM " + db.Statement.Quote(m.table) +
-			" WHERE " + db.Statement.Quote(m.pk[0].DBName) + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(batch)), ", ") + ")"
-		if p.lockRows(db) {
-			// A parent cannot move to another root until the lock is taken.
-			q += p.rowLocking(db).ShareLock
-		}
+		// A parent cannot move to another root until the lock is taken:
+		// a locking read where the database has row locks.
+		q := lockstore.KeysIn(db.Statement.Quote(m.root.field.DBName), db.Statement.Quote(m.table),
+			db.Statement.Quote(m.pk[0].DBName), len(batch), p.rowLocking(db).ShareLock)
 		q, args := gormBind(db, q, batch)
 		_, err := direct(db).Query(q, args, func(r *sql.Rows) error {
 			var v any

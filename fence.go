@@ -8,6 +8,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // The fence, folded into the write. A verified save would otherwise cost a
@@ -96,7 +98,7 @@ const (
 
 // foldIntoValues writes a folded upsert's VALUES (foldUpsert) with its key
 // passed through the fence that refuses a record another session holds.
-func foldIntoValues(stmt *gorm.Statement, c clause.Clause, b clause.Builder, build func(clause.Clause, clause.Builder)) {
+func foldIntoValues(sign lockstore.StatementSigner, stmt *gorm.Statement, c clause.Clause, b clause.Builder, build func(clause.Clause, clause.Builder)) {
 	st := statementState(stmt)
 	vals, ok := c.Expression.(clause.Values)
 	if st == nil || st.valuesFence == nil || !ok || len(vals.Values) != 1 || len(st.m.pk) == 0 {
@@ -109,7 +111,7 @@ func foldIntoValues(stmt *gorm.Statement, c clause.Clause, b clause.Builder, bui
 		return
 	}
 	row := slices.Clone(vals.Values[0])
-	row[i] = clause.Expr{SQL: "IF(?, ?, NULL)", Vars: []any{st.valuesFence, row[i]}}
+	row[i] = sign.FoldValue(st.valuesFence, row[i])
 	vals.Values = [][]any{row}
 	c.Expression = vals
 	build(c, b)
@@ -119,19 +121,12 @@ func foldIntoValues(stmt *gorm.Statement, c clause.Clause, b clause.Builder, bui
 // foldIntoUpsert ends a folded upsert's ON DUPLICATE KEY UPDATE part
 // (foldUpsert) with the fence that requires the session's lock: the key
 // assigned to itself, or NULL, never reached, where the fence refuses.
-func foldIntoUpsert(stmt *gorm.Statement, b clause.Builder) {
+func foldIntoUpsert(sign lockstore.StatementSigner, stmt *gorm.Statement, b clause.Builder) {
 	st := statementState(stmt)
 	if st == nil || st.upsertFence == nil || len(st.m.pk) == 0 {
 		return
 	}
-	col := clause.Column{Name: st.m.pk[0].DBName}
-	b.WriteByte(',')
-	b.WriteQuoted(col)
-	b.WriteString("=IF(")
-	st.upsertFence.Build(b)
-	b.WriteString(", ")
-	b.WriteQuoted(col)
-	b.WriteString(", NULL)")
+	sign.FoldUpsert(b, clause.Column{Name: st.m.pk[0].DBName}, st.upsertFence)
 	st.upsertFolds |= foldedUpdate
 }
 

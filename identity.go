@@ -53,14 +53,14 @@ func (b *binding) registerIdentity(db *gorm.DB) {
 		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
 	}
 	for _, name := range identityClauses {
-		db.ClauseBuilders[name] = b.identityBuilder(db.Dialector.Name(), name, db.ClauseBuilders[name])
+		db.ClauseBuilders[name] = b.identityBuilder(name, db.ClauseBuilders[name])
 	}
 }
 
 // identityBuilder is a clause builder that adds the writer's identity to
-// name's clause of a write by a session, in dialect's way (decided here,
-// once per database).
-func (b *binding) identityBuilder(dialect, name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
+// name's clause of a write by a session, in the way the store says its
+// database takes it (decided here, once per database).
+func (b *binding) identityBuilder(name string, prev clause.ClauseBuilder) clause.ClauseBuilder {
 	build := func(c clause.Clause, cb clause.Builder) {
 		if prev != nil {
 			prev(c, cb)
@@ -69,11 +69,11 @@ func (b *binding) identityBuilder(dialect, name string, prev clause.ClauseBuilde
 		}
 	}
 	var add identityAdder
-	switch dialect {
-	case "postgres":
-		add = b.postgresIdentity(name, prev != nil, build)
-	case "mysql":
-		add = b.mysqlIdentity(name, build)
+	switch caps := b.t.caps; {
+	case caps.Identity == lockstore.IdentityInTx && caps.TxSigner != nil:
+		add = b.postgresIdentity(caps.TxSigner, name, prev != nil, build)
+	case caps.Identity == lockstore.IdentityInStatement && caps.StatementSigner != nil:
+		add = b.mysqlIdentity(caps.StatementSigner, name, build)
 	}
 	if add == nil {
 		return build
@@ -99,22 +99,16 @@ type identityAdder func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder
 // postgresIdentity signs a PostgreSQL write: an INSERT returns the
 // identity from its last clause, an UPDATE or DELETE evaluates it in its
 // WHERE. A WHERE another builder writes (prevWhere) is left to it.
-func (b *binding) postgresIdentity(name string, prevWhere bool, build clause.ClauseBuilder) identityAdder {
-	identity := func(cb clause.Builder, session string, fenced bool) {
-		clause.Expr{SQL: b.p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}.Build(cb)
+func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhere bool, build clause.ClauseBuilder) identityAdder {
+	identity := func(session string, fenced bool) clause.Expression {
+		return clause.Expr{SQL: b.p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}
 	}
 	switch name {
 	case "VALUES", "ON CONFLICT", "RETURNING":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
 			build(c, cb)
 			if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
-				if name == "RETURNING" {
-					cb.WriteString(", ")
-				} else {
-					cb.WriteString(" RETURNING ")
-				}
-				identity(cb, session, fenced)
-				cb.WriteString(" AS offlinelock_identity")
+				sign.SignInsert(cb, name == "RETURNING", identity(session, fenced))
 			}
 		}
 	case "WHERE":
@@ -124,11 +118,7 @@ func (b *binding) postgresIdentity(name string, prevWhere bool, build clause.Cla
 				build(c, cb)
 				return
 			}
-			cb.WriteString("WHERE (")
-			where.Build(cb)
-			cb.WriteString(") AND ")
-			identity(cb, session, fenced)
-			cb.WriteString(" IS NOT NULL")
+			sign.SignWhere(cb, where, identity(session, fenced))
 		}
 	}
 	return nil
@@ -137,35 +127,20 @@ func (b *binding) postgresIdentity(name string, prevWhere bool, build clause.Cla
 // mysqlIdentity signs a MariaDB or MySQL write: a prefix (MariaDB) or an
 // optimizer hint (MySQL) on INSERT, UPDATE and DELETE, and the identity
 // folded into the values of an INSERT or an upsert.
-func (b *binding) mysqlIdentity(name string, build clause.ClauseBuilder) identityAdder {
+func (b *binding) mysqlIdentity(sign lockstore.StatementSigner, name string, build clause.ClauseBuilder) identityAdder {
 	switch name {
 	case "INSERT", "UPDATE", "DELETE":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
-			key := b.guard.key()
-			if lockstore.IsMariaDB(b.t.Store) {
-				cb.WriteString(lockstore.MariaDBIdentityPrefix(key, session, fenced))
-				build(c, cb)
-				return
-			}
-			hint := lockstore.MySQLIdentityHint(key, session, fenced)
-			if name == "DELETE" {
-				cb.WriteString("DELETE " + hint)
-				if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
-					cb.WriteString(d.Modifier)
-				}
-				return
-			}
-			cb.WriteString(name + " " + hint)
-			c.Expression.Build(cb)
+			sign.SignWrite(cb, c, name, b.guard.key(), session, fenced, build)
 		}
 	case "VALUES":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
-			foldIntoValues(stmt, c, cb, build)
+			foldIntoValues(sign, stmt, c, cb, build)
 		}
 	case "ON CONFLICT":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
 			build(c, cb)
-			foldIntoUpsert(stmt, cb)
+			foldIntoUpsert(sign, stmt, cb)
 		}
 	}
 	return nil
@@ -228,15 +203,15 @@ func (b *binding) rawIdentity(db *gorm.DB) {
 	default:
 		return
 	}
-	switch db.Dialector.Name() {
-	case "mysql":
-		if !lockstore.IsMariaDB(b.t.Store) || strings.Contains(strings.ToUpper(sql), ";") {
+	switch b.t.caps.Identity {
+	case lockstore.IdentityInStatement:
+		signed, ok := b.t.caps.StatementSigner.SignRaw(sql, b.guard.key(), o.Session)
+		if !ok {
 			return
 		}
-		mark := lockstore.MariaDBIdentityPrefix(b.guard.key(), o.Session, false)
 		db.Statement.SQL.Reset()
-		db.Statement.SQL.WriteString(mark + sql)
-	case "postgres":
+		db.Statement.SQL.WriteString(signed)
+	case lockstore.IdentityInTx:
 		if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
 			// The identity is local to a transaction: the write gets one.
 			tx := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context}).Begin()

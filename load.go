@@ -247,7 +247,18 @@ func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 // the new lock back.)
 func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	if !raw && !inTx && len(db.Statement.Preloads) == 0 && !p.deepMember(st.m) {
+	outside := !raw && !inTx && len(db.Statement.Preloads) == 0
+	if outside && st.m.root == nil && len(db.Statement.Joins) == 0 {
+		// By key, the commonest load on a store without a Loader: what
+		// aheadTargets and oneKey decide for it, without asking them (not
+		// a member, no join to lock, one key: locked on its own).
+		if keys, known := knownKeys(db.Statement, st.m); known && len(keys) == 1 {
+			st.known, st.detached = keys, true
+			p.lockTargets(db, st, []target{{keys[0], st.m}})
+			return
+		}
+	}
+	if outside && !p.deepMember(st.m) {
 		if _, known := knownKeys(db.Statement, st.m); !known && p.findAndLock(db, st) {
 			return
 		}
@@ -451,7 +462,7 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 		ttl, err := p.ttlFor(db, g.m)
 		var got map[key]granted
 		if err == nil {
-			got, err = p.acquireMany(db, st.t, keys, st.owner, g.access, ttl)
+			got, err = p.acquireMany(db, st.t.direct(db), st.t, keys, st.owner, g.access, ttl)
 		}
 		if err != nil {
 			st.fail(db, err)

@@ -69,7 +69,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 		return nil, err
 	}
 	keys := []key{k}
-	got, err := p.acquireMany(db, t, keys, o, access, ttl)
+	got, err := p.acquireMany(db, direct(db), t, keys, o, access, ttl)
 	if err == nil && reason != "" {
 		err = t.SetReason(direct(db), got[k].Lock, reason)
 	}
@@ -106,8 +106,8 @@ func (p *Plugin) rememberTarget(db *gorm.DB, m *model, k key) error {
 // acquireMany takes locks on many keys, all or nothing, in a number of
 // statements that grows with len(keys)/batchSize, in the fixed order of
 // sortKeys. Each lock says whether it is fresh (not held by the session
-// before).
-func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+// before). The grant runs on c, a connection on db.
+func (p *Plugin) acquireMany(db *gorm.DB, c conn, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	for i, k := range keys { // no guard, no grant (coverage.go)
 		if i > 0 && k.Resource == keys[i-1].Resource {
 			continue
@@ -116,7 +116,7 @@ func (p *Plugin) acquireMany(db *gorm.DB, t lockStore, keys []key, o Owner, acce
 			return nil, err
 		}
 	}
-	got, err := t.grant(direct(db), keys, o, access, ttl)
+	got, err := t.grant(c, keys, o, access, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	noted := p.notes.ensure(db, p.cfg.Table) == nil
+	noted := p.notes.ensure(db, t, p.cfg.Table) == nil
 	var n int64
 	err = db.Transaction(func(tx *gorm.DB) error {
 		var live []Lock
@@ -383,7 +383,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
 	var ended []Lock
-	noted := p.notes.ensure(db, p.cfg.Table) == nil // without it (a role that may not make it), told as released
+	noted := p.notes.ensure(db, t, p.cfg.Table) == nil // without it (a role that may not make it), told as released
 	err = db.Transaction(func(tx *gorm.DB) error {
 		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
 			for _, l := range held {

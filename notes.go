@@ -67,14 +67,14 @@ func notesOn(db *gorm.DB, table string) *gorm.DB {
 // transaction on MySQL), except in a caller's transaction on SQLite,
 // whose DDL is transactional and whose other connections would wait for
 // that transaction's write lock.
-func (n *noteTable) ensure(db *gorm.DB, table string) error {
+func (n *noteTable) ensure(db *gorm.DB, t lockStore, table string) error {
 	id := databaseOf(db)
 	if _, ok := n.made.Load(id); ok {
 		return nil
 	}
 	s := db.Session(&gorm.Session{NewDB: true, Context: context.WithoutCancel(db.Statement.Context)}).Set(resolverWrite, struct{}{})
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	ownConn := !inTx || db.Dialector.Name() != "sqlite"
+	ownConn := !inTx || !t.caps.OneWriter
 	if ownConn {
 		s.Statement.ConnPool = db.Config.ConnPool
 	}

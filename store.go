@@ -50,6 +50,14 @@ func direct(db *gorm.DB) conn {
 	return lockstore.NewConn(db, connCtx(db)).Observed(observerOf(db))
 }
 
+// direct is a connection for the plugin's statements on db, as the free
+// function direct(db) is, observed by t's observer without looking the
+// plugin up again: for a statement of t's binding, whose plugin is the
+// one registered on db.
+func (t *table) direct(db *gorm.DB) conn {
+	return lockstore.NewConn(db, connCtx(db)).Observed(t.obs)
+}
+
 // connCtx is the context of the plugin's statements on db: its statement's,
 // carrying the statement's spanLog (spans.go) if it keeps one.
 func connCtx(db *gorm.DB) context.Context {

@@ -68,7 +68,7 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 	if err := p.checkGuarded(db, k.Resource); err != nil {
 		return nil, err // no guard, no grant: nothing released, nothing noted
 	}
-	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
+	if err := p.notes.ensure(db, t, p.cfg.Table); err != nil {
 		return nil, err
 	}
 	ctx := db.Statement.Context
@@ -165,7 +165,11 @@ func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 			return ErrHeldByYou
 		}
 	}
-	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
+	t, err := p.storeFor(db) // found by Holders already
+	if err != nil {
+		return err
+	}
+	if err := p.notes.ensure(db, t, p.cfg.Table); err != nil {
 		return err
 	}
 	now := time.Now().UTC()

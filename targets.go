@@ -415,7 +415,7 @@ func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, e
 	sqlText := q.SQL.String()
 	if !forUpdate {
 		// Many members share few roots: send each root key once.
-		sqlText = "SELECT DISTINCT " + db.Statement.Quote(m.root.field.DBName) + " FROM (" + sqlText + ") offlinelock_links"
+		sqlText = lockstore.DistinctKeys(db.Statement.Quote(m.root.field.DBName), sqlText)
 	}
 	var out []any
 	_, err := direct(db).Query(sqlText, q.Vars, func(r *sql.Rows) error {
@@ -439,8 +439,12 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 		DB: db, ConnPool: stmt.ConnPool, Context: stmt.Context, Table: stmt.Table, TableExpr: stmt.TableExpr, Schema: stmt.Schema,
 		Clauses: map[string]clause.Clause{},
 	}
+	var caps lockstore.Traits // what a write's locking SELECT may do
+	if forUpdate {
+		caps = p.rowLocking(db)
+	}
 	names := []string{"FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if forUpdate && db.Dialector.Name() != "mysql" {
+	if forUpdate && !caps.OrderedWrites {
 		// A write's key-only SELECT finds the rows the write changes: GORM
 		// builds ORDER BY and LIMIT into UPDATE and DELETE on MySQL only
 		// (its dialect's clauses); elsewhere the write changes every row
@@ -462,11 +466,11 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 	}
 	q.AddClause(clause.Select{Columns: cols})
 	build := []string{"SELECT", "FROM", "WHERE", "ORDER BY", "LIMIT"}
-	if forUpdate && p.lockRows(db) {
+	if forUpdate && caps.RowLocks {
 		// OF names the table as FROM does: its alias, or its bare name for
 		// a schema-qualified table (PostgreSQL refuses a qualified name).
 		lock := clause.Locking{Strength: clause.LockingStrengthUpdate, Table: clause.Table{Name: stmt.Table}}
-		if !p.rowLocking(db).UpdateOf {
+		if !caps.UpdateOf {
 			lock.Table = clause.Table{} // MariaDB has no OF: the joined rows are locked too
 		}
 		q.AddClause(lock)
@@ -489,23 +493,14 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		cols[i] = stmt.Quote(f.DBName)
 	}
 	byText := map[string]key{}
-	var b strings.Builder
+	widths := make([]int, len(rows))
 	var args []any
 	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(" + strings.TrimSuffix(strings.Repeat("?, ", len(r.vals)), ", ") + ")")
+		widths[i] = len(r.vals)
 		args = append(args, r.vals...)
 		byText[r.k.ID] = r.k
 	}
-	colList := strings.Join(cols, ", ")
-	q := "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE (" + colList + ") IN (VALUES " + b.String() + ")"
-	if len(cols) == 1 {
-		q = "SELECT " + colList + " FROM " + stmt.Quote(table) + " WHERE " + colList + " IN " + b.String()
-		q = strings.Replace(q, " IN (", " IN ((", 1) + ")"
-	}
-	q, args = gormBind(db, q, args)
+	q, args := gormBind(db, lockstore.ExistingKeys(stmt.Quote(table), cols, widths), args)
 	_, err := direct(db).Query(q, args, func(r *sql.Rows) error {
 		vals, err := scanValues(r, len(cols))
 		if err != nil {

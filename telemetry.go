@@ -114,14 +114,7 @@ var statementBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 // dbSystem is the OpenTelemetry db.system.name of db's database, spelt as
 // go-gorm/opentelemetry spells it.
 func dbSystem(db *gorm.DB) attribute.KeyValue {
-	switch db.Dialector.Name() {
-	case "postgres":
-		return attribute.String("db.system.name", "postgresql")
-	case "mysql":
-		return attribute.String("db.system.name", "mysql")
-	default:
-		return attribute.String("db.system.name", "sqlite")
-	}
+	return attribute.String("db.system.name", lockstore.System(db.Dialector))
 }
 
 // storeObserver is what one store tells the plugin's telemetry (the

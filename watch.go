@@ -95,7 +95,7 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 	if err != nil {
 		return nil, err
 	}
-	if err := p.notes.ensure(db, p.cfg.Table); err != nil {
+	if err := p.notes.ensure(db, b.t, p.cfg.Table); err != nil {
 		return nil, err
 	}
 	w := b.watcher.Load()

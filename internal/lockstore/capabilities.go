@@ -38,6 +38,16 @@ type Traits struct {
 	// statements the store keeps prepared (PreparedWriteTx; SQLite, where
 	// compiling the fence's subquery costs more than running it).
 	PreparedWrites bool
+	// OneWriter: the database lets one connection write at a time, and its
+	// DDL is transactional (SQLite): another connection of the pool would
+	// wait for the caller's open write transaction.
+	OneWriter bool
+	// OrderedWrites: GORM builds a statement's ORDER BY and LIMIT into its
+	// UPDATE and DELETE (its MySQL dialect's clauses), so such a write
+	// changes only the rows they admit.
+	OrderedWrites bool
+	// Identity is how a writer's identity reaches the guard (dialect.go).
+	Identity IdentityWay
 
 	Held       Held       // the holder's re-read checks its lock in its own statement
 	Loader     Loader     // lock and read in the read's own statement (PostgreSQL)
@@ -47,6 +57,9 @@ type Traits struct {
 	Certifier  Certifier  // the fence takes part in a cluster's certification (Galera)
 	KeyChecker KeyChecker // key columns checked against the database's collations
 	OwnTx      OwnTx      // the plugin's own transactions begun the store's way
+
+	TxSigner        TxSigner        // a write's identity set in its transaction (signing.go)
+	StatementSigner StatementSigner // a write's identity, and an upsert's fence, in its statement
 }
 
 // TraitsOf resolves s's capabilities.
@@ -55,10 +68,15 @@ func TraitsOf(s Store) Traits {
 	if t.RowLocks {
 		t.ShareLock, t.UpdateOf = " FOR SHARE", true
 	}
-	if _, ok := s.(*mysqlStore); ok {
+	switch s.(type) {
+	case *postgresStore:
+		t.Identity = IdentityInTx
+	case *mysqlStore:
 		t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
+		t.OrderedWrites, t.Identity = true, IdentityInStatement
+	case *sqliteStore:
+		t.PreparedWrites, t.OneWriter = true, true
 	}
-	_, t.PreparedWrites = s.(*sqliteStore)
 	t.Held, _ = s.(Held)
 	t.Loader, _ = s.(Loader)
 	t.Folder, _ = s.(Folder)
@@ -67,6 +85,8 @@ func TraitsOf(s Store) Traits {
 	t.Certifier, _ = s.(Certifier)
 	t.KeyChecker, _ = s.(KeyChecker)
 	t.OwnTx, _ = s.(OwnTx)
+	t.TxSigner, _ = s.(TxSigner)
+	t.StatementSigner, _ = s.(StatementSigner)
 	return t
 }
 

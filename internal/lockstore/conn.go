@@ -165,7 +165,9 @@ func (c Conn) Exec(query string, args ...any) (int64, error) {
 			break
 		}
 	}
-	err = ReadOnly(err)
+	if err != nil { // a success needs no reading
+		err = ReadOnly(err)
+	}
 	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
@@ -196,7 +198,9 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 		}
 		done()
 	}
-	err = ReadOnly(err)
+	if err != nil { // a success needs no reading
+		err = ReadOnly(err)
+	}
 	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
 	c.trace(begin, query, args, n, c.failure(err))
 	return n, err
@@ -231,7 +235,7 @@ func noop() {}
 // as a deadlock's victim, or that lost Galera's certification at its
 // implicit COMMIT (both 1213), was rolled back whole.
 func (c Conn) again(err error, i int) bool {
-	if i >= mysqlRetries || mysqlCode(err) != 1213 || c.ctx.Err() != nil {
+	if err == nil || i >= mysqlRetries || mysqlCode(err) != 1213 || c.ctx.Err() != nil {
 		return false
 	}
 	if _, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter); inTx {

@@ -4,6 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strconv"
+	"strings"
+
+	"gorm.io/gorm/clause"
 )
 
 // How a write tells the database guard who sends it (the root's
@@ -61,4 +64,47 @@ func SessionMark(key, session string, fenced bool) uint64 {
 		m |= 1
 	}
 	return m
+}
+
+// SignWrite is StatementSigner's.
+func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder) {
+	if s.mariadb.Load() {
+		cb.WriteString(MariaDBIdentityPrefix(key, session, fenced))
+		build(c, cb)
+		return
+	}
+	hint := MySQLIdentityHint(key, session, fenced)
+	if name == "DELETE" {
+		cb.WriteString("DELETE " + hint)
+		if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
+			cb.WriteString(d.Modifier)
+		}
+		return
+	}
+	cb.WriteString(name + " " + hint)
+	c.Expression.Build(cb)
+}
+
+// SignRaw is StatementSigner's.
+func (s *mysqlStore) SignRaw(sql, key, session string) (string, bool) {
+	if !s.mariadb.Load() || strings.Contains(strings.ToUpper(sql), ";") {
+		return "", false
+	}
+	return MariaDBIdentityPrefix(key, session, false) + sql, true
+}
+
+// FoldValue is StatementSigner's.
+func (s *mysqlStore) FoldValue(fence clause.Expression, v any) clause.Expression {
+	return clause.Expr{SQL: "IF(?, ?, NULL)", Vars: []any{fence, v}}
+}
+
+// FoldUpsert is StatementSigner's.
+func (s *mysqlStore) FoldUpsert(cb clause.Builder, col clause.Column, fence clause.Expression) {
+	cb.WriteByte(',')
+	cb.WriteQuoted(col)
+	cb.WriteString("=IF(")
+	fence.Build(cb)
+	cb.WriteString(", ")
+	cb.WriteQuoted(col)
+	cb.WriteString(", NULL)")
 }

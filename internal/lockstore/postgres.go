@@ -701,3 +701,23 @@ func PostgresIdentity(session string, fenced bool) string {
 	}
 	return "s:" + session
 }
+
+// SignInsert is TxSigner's.
+func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, identity clause.Expression) {
+	if returning {
+		cb.WriteString(", ")
+	} else {
+		cb.WriteString(" RETURNING ")
+	}
+	identity.Build(cb)
+	cb.WriteString(" AS offlinelock_identity")
+}
+
+// SignWhere is TxSigner's.
+func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, identity clause.Expression) {
+	cb.WriteString("WHERE (")
+	where.Build(cb)
+	cb.WriteString(") AND ")
+	identity.Build(cb)
+	cb.WriteString(" IS NOT NULL")
+}
