@@ -2,6 +2,8 @@ package offlinelock_test
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -84,4 +86,76 @@ func TestGuardLiveBucketSharedByTwoRecords(t *testing.T) {
 	assert.Equal(t, liveOf(t, db, p, 129), liveOf(t, db, p, 129+1024), "one bucket")
 	assert.NoError(t, writeCustomer(t, other, 129+1024), "the free record of a live bucket is written")
 	assert.True(t, refusedByGuard(writeCustomer(t, other, 129), "gd_customers", "129"), "the held one is refused")
+}
+
+// Keys whose live bucket a trigger computes from the column's bits, and
+// one it computes from the key's text (a DECIMAL column): a grant raises
+// the bucket the trigger reads, whatever the key's sign and width.
+type (
+	LvSigned struct {
+		ID   int64 `gorm:"primaryKey;autoIncrement:false" lock:"exclusive_write"`
+		Body string
+	}
+	LvUnsigned struct {
+		ID   uint64 `gorm:"primaryKey;autoIncrement:false" lock:"exclusive_write"`
+		Body string
+	}
+	LvDecimal struct {
+		ID   int64 `gorm:"primaryKey;autoIncrement:false;type:decimal(30,0)" lock:"exclusive_write"`
+		Body string
+	}
+)
+
+func TestGuardLiveBucketOfEveryIntegerKey(t *testing.T) {
+	cases := []struct {
+		table      string
+		model      func(id string) any
+		held, free []string // free: records of the held one's bucket, then of another
+	}{
+		{"lv_signeds", func(id string) any { n, _ := strconv.ParseInt(id, 10, 64); return &LvSigned{ID: n} },
+			[]string{"-5", "-9223372036854775808"}, []string{"-1029", "1019", "0", "7"}},
+		{"lv_unsigneds", func(id string) any { n, _ := strconv.ParseUint(id, 10, 64); return &LvUnsigned{ID: n} },
+			[]string{"18446744073709551615", "9999999999999999999"}, []string{"1023", "10000000000000000000", "3"}},
+		{"lv_decimals", func(id string) any { n, _ := strconv.ParseInt(id, 10, 64); return &LvDecimal{ID: n} },
+			[]string{"-5", "129"}, []string{"1019", "130"}},
+	}
+	for _, c := range cases {
+		t.Run(c.table, func(t *testing.T) {
+			db, p := gdSetup(t, mysqlDB(), offlinelock.Config{Models: []any{c.model("0")}})
+			require.NoError(t, db.Migrator().DropTable(c.model("0")))
+			t.Cleanup(func() { db.Migrator().DropTable(c.model("0")) })
+			require.NoError(t, db.AutoMigrate(c.model("0")))
+			for _, id := range append(slices.Clone(c.held), c.free...) {
+				require.NoError(t, admin(db).Exec("INSERT INTO "+c.table+" (id, body) VALUES (?, 'x')", id).Error)
+			}
+			for _, id := range c.held {
+				_, err := p.Acquire(as(db, martin), c.model(id), offlinelock.Write)
+				require.NoError(t, err, id)
+			}
+			other := plainGORM(t, db)
+			write := func(id string) error {
+				return other.Exec("UPDATE "+c.table+" SET body = 'other' WHERE id = ?", id).Error
+			}
+			for _, id := range c.held {
+				assert.True(t, refusedByGuard(write(id), c.table, id), "the held record %s is refused", id)
+			}
+			for _, id := range c.free {
+				assert.NoError(t, write(id), "the free record %s is written", id)
+			}
+
+			// A guard of revision 2 raised another bucket for a negative
+			// key or one of 20 digits: the install of this revision raises
+			// this one's.
+			lt := "`" + p.TableName() + "`"
+			require.NoError(t, db.Exec("UPDATE `"+p.TableName()+"_tables` SET spec = '2' WHERE name = 'offlinelock:guard revision'").Error)
+			require.NoError(t, db.Exec("UPDATE `"+p.TableName()+"_order` o JOIN "+lt+" l ON l.resource = ? AND l.holder = '' AND l.access = 'write' "+
+				"SET o.live = '1000-01-01' WHERE o.b = ((CRC32(l.resource) & 4194303) << 10) | (CAST(l.lock_id AS DECIMAL(20,0)) & 1023) "+
+				"AND (l.lock_id LIKE '-%' OR LENGTH(l.lock_id) = 20)", c.table).Error)
+			assert.NoError(t, write(c.held[0]), "a quiet bucket lets the held record through: what the upgrade must not leave")
+			require.NoError(t, p.InstallGuard(db))
+			for _, id := range c.held {
+				assert.True(t, refusedByGuard(write(id), c.table, id), "after the upgrade, the held record %s is refused", id)
+			}
+		})
+	}
 }

@@ -61,31 +61,52 @@ const selectLimitDefault = "18446744073709551615"
 
 // A bucket's live is kept in the order table's row liveBucket names:
 // the resource's 22 bits as mysqlBucket's, above 10 bits of the record's
-// key alone, its number where the key is a decimal integer of at most 19
-// digits, else its CRC32. A guarded table of integer keys computes that
-// from the column without spelling it. The rows are mysqlBucket's; only
-// the record's place among its resource's 1,024 differs, so that the
-// grant's exclusive lock of mysqlBucket's row (a key row made, for the
-// writes of the whole path) is still taken as before.
-const liveDecimal = "'^(0|[1-9][0-9]{0,18})$'"
+// key alone. For a key of an integer column, those are the column's own
+// low 10 bits (col & 1023, two's complement for a negative), which a
+// trigger computes with no condition: a conditional expression there
+// (IF, CASE) cost a seventh of a row's read. From the key's text, the
+// same bits are read off its last 10 digits (10^10 is a multiple of
+// 1024), and a key that is no integer's text takes its CRC32. The rows
+// are mysqlBucket's; only the record's place among its resource's 1,024
+// differs, so that the grant's exclusive lock of mysqlBucket's row (a key
+// row made, for the writes of the whole path) is still taken as before.
+const liveInteger = "'^-?(0|[1-9][0-9]{0,19})$'"
 
 // liveBucket is the live bucket of record (res, key), both SQL; where res
 // is a literal of ASCII text its half is a number (the same CRC32 as
 // MariaDB's on its bytes).
 func liveBucket(res, key string) string {
+	low := "IF(" + key + " REGEXP " + liveInteger + ", IF(LEFT(" + key + ", 1) = '-', (1024 - CAST(RIGHT(SUBSTRING(" + key + ", 2), 10) AS UNSIGNED) % 1024) % 1024, " +
+		"CAST(RIGHT(" + key + ", 10) AS UNSIGNED) % 1024), CRC32(" + key + ") & 1023)"
+	if col, ok := integerKey(key); ok {
+		low = col + " & 1023"
+	}
+	return bucketOf(res, low)
+}
+
+// bucketOf is the bucket of resource res (SQL) whose low 10 bits are low.
+func bucketOf(res, low string) string {
 	hi := "((CRC32(" + res + ") & 4194303) << 10)"
 	if lit, ok := asciiLiteral(res); ok {
 		hi = strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(lit))&4194303)<<10, 10)
 	}
-	low := "IF(" + key + " REGEXP " + liveDecimal + ", CAST(" + key + " AS UNSIGNED), CRC32(" + key + "))"
-	if col, ok := integerKey(key); ok {
-		low = "IF(" + col + " >= 0 AND " + col + " < 10000000000000000000, " + col + ", CRC32(" + key + "))"
-	}
-	return "(" + hi + " | (" + low + " & " + strconv.Itoa(mysqlOrderBuckets-1) + "))"
+	return "(" + hi + " | (" + low + "))"
+}
+
+// liveBucketV2 is liveBucket as guard revision 2 computed it from a key's
+// text: its number where it is a decimal integer of at most 19 digits and
+// no sign, else its CRC32. It differs for negative keys and keys of 20
+// digits. A grant raises both (raiseLive), so that a trigger of either
+// revision sees it while a guard is upgraded, and an install raises the
+// buckets of the locks taken before (settleLive).
+func liveBucketV2(res, key string) string {
+	return bucketOf(res, "IF("+key+" REGEXP '^(0|[1-9][0-9]{0,18})$', CAST("+key+" AS UNSIGNED), CRC32("+key+")) & "+strconv.Itoa(mysqlOrderBuckets-1))
 }
 
 // integerKey is the column an integer key spells (Spell's KindInt: CAST(col
-// AS CHAR), col a trigger's row column).
+// AS CHAR), col a trigger's row column of an integer type; Spell puts a
+// column of another type in parentheses, which a DECIMAL's bits would not
+// match).
 func integerKey(key string) (string, bool) {
 	col, cast := strings.CutPrefix(key, "CAST(")
 	col, char := strings.CutSuffix(col, " AS CHAR)")
@@ -93,6 +114,12 @@ func integerKey(key string) (string, bool) {
 		return "", false
 	}
 	return col, strings.HasPrefix(col, "NEW.`") || strings.HasPrefix(col, "OLD.`")
+}
+
+// integerType: colType (information_schema's COLUMN_TYPE) is an integer's.
+func integerType(colType string) bool {
+	t := strings.ToLower(colType)
+	return strings.Contains(t, "int") && !strings.Contains(t, "point")
 }
 
 // asciiLiteral is the text of res when it is a SQL literal of ASCII text.
@@ -130,7 +157,8 @@ func (s *mysqlStore) pastLive(res, key string) string {
 }
 
 // raiseLive is the lock table's triggers' statements that raise the
-// bucket of the row NEW where its expiry reaches past live, or where live
+// buckets of the row NEW (this revision's and revision 2's, liveBucketV2,
+// where they differ) where its expiry reaches past live, or where live
 // is still unknown (so that settleLive, which waits for that update, sees
 // the row). Free key rows hold no lock. Whether to raise is a consistent
 // read (a SELECT … INTO in a trigger): live only rises, but for the
@@ -139,27 +167,32 @@ func (s *mysqlStore) pastLive(res, key string) string {
 // past the row's expiry; a row it does not find is raised. The raise
 // waits 2 s at most, as a grant does for its order (mysqlGrantWaitPrefix):
 // a renewal too, whose raise waits for the open writes of its bucket once
-// in liveSlack. It needs offlinelock_live declared (liveDecl).
+// in liveSlack. It needs its variables declared (liveDecl).
 func (s *mysqlStore) raiseLive() string {
-	b := liveBucket("NEW.resource", "NEW.lock_id")
-	return "IF NEW.access <> '' OR NEW.holder <> '' THEN SET offlinelock_live = NULL; " +
-		"SELECT live INTO offlinelock_live FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + b + "; " +
-		"IF offlinelock_live IS NULL OR offlinelock_live < NEW.expires_at OR offlinelock_live = " + liveUnknown + " THEN " +
-		mysqlGrantWaitPrefix + "UPDATE " + s.orderTable() + " SET live = GREATEST(live, NEW.expires_at + " + liveSlack + ") WHERE b = " + b + "; " +
+	b, v2 := liveBucket("NEW.resource", "NEW.lock_id"), liveBucketV2("NEW.resource", "NEW.lock_id")
+	return "IF NEW.access <> '' OR NEW.holder <> '' THEN SET offlinelock_live = NULL, offlinelock_top = NULL; " +
+		"SELECT MIN(live), MAX(live) INTO offlinelock_live, offlinelock_top FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b IN (" + b + ", " + v2 + "); " +
+		"IF offlinelock_live IS NULL OR offlinelock_live < NEW.expires_at OR offlinelock_top = " + liveUnknown + " THEN " +
+		mysqlGrantWaitPrefix + "UPDATE " + s.orderTable() + " SET live = GREATEST(live, NEW.expires_at + " + liveSlack + ") WHERE b IN (" + b + ", " + v2 + "); " +
 		"END IF; END IF; "
 }
 
-// liveDecl declares raiseLive's variable.
-const liveDecl = "DECLARE offlinelock_live DATETIME(6); "
+// liveDecl declares raiseLive's variables.
+const liveDecl = "DECLARE offlinelock_live, offlinelock_top DATETIME(6); "
 
 // settleLive counts the locks of the buckets whose live is unknown: their
 // rows are locked first (FOR UPDATE: every write and grant under way in
 // them ends before), then the lock table's unexpired locks are read as
-// committed, and each bucket's live set from them. A grant that starts
-// meanwhile waits for the rows, then raises them (raiseLive).
+// committed, and each bucket's live set from them, in both revisions'
+// buckets (liveBucketV2). A grant that starts meanwhile waits for the
+// rows, then raises them (raiseLive). Where the guard was of revision 2,
+// whose grants raised only its own buckets, the buckets of this revision
+// of the locks it counted are raised first (upgradeLive).
 func (s *mysqlStore) settleLive(c Conn) error {
-	settle := "UPDATE " + s.orderTable() + " o LEFT JOIN (SELECT " + liveBucket("resource", "lock_id") + " AS b, MAX(expires_at) AS m FROM " + s.table +
-		" WHERE expires_at > " + mysqlClock + " AND (access <> '' OR holder <> '') GROUP BY 1) l ON l.b = o.b" +
+	if err := s.upgradeLive(c); err != nil {
+		return err
+	}
+	settle := "UPDATE " + s.orderTable() + " o LEFT JOIN (" + s.liveLocks(true) + ") l ON l.b = o.b" +
 		" SET o.live = COALESCE(l.m + " + liveSlack + ", " + liveNone + ") WHERE o.live = " + liveUnknown
 	if c.plan != nil {
 		_, err := c.Exec(settle)
@@ -179,6 +212,37 @@ func (s *mysqlStore) settleLive(c Conn) error {
 		return err
 	}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
+
+// liveLocks is a query of the latest expiry (m) of the unexpired locks of
+// each bucket (b): in both revisions' buckets (both), or, where a lock's
+// two differ, in this revision's alone.
+func (s *mysqlStore) liveLocks(both bool) string {
+	b, v2 := liveBucket("resource", "lock_id"), liveBucketV2("resource", "lock_id")
+	locks := " FROM " + s.table + " WHERE expires_at > " + mysqlClock + " AND (access <> '' OR holder <> '')"
+	if !both {
+		return "SELECT " + b + " AS b, MAX(expires_at) AS m" + locks + " AND " + b + " <> " + v2 + " GROUP BY 1"
+	}
+	return "SELECT b, MAX(m) AS m FROM (SELECT " + b + " AS b, expires_at AS m" + locks +
+		" UNION ALL SELECT " + v2 + ", expires_at" + locks + ") offlinelock_l GROUP BY b"
+}
+
+// upgradeLive raises this revision's bucket of each lock whose two
+// buckets differ, once, when the guard installed was older (its grants
+// raised revision 2's only); raiseLive raises both from then on, and the
+// triggers are in place before this runs.
+func (s *mysqlStore) upgradeLive(c Conn) error {
+	if c.plan == nil {
+		if n, err := s.installedRevision(c); err != nil || n >= liveMappingRevision {
+			return err
+		}
+	}
+	_, err := c.Exec("UPDATE " + s.orderTable() + " o JOIN (" + s.liveLocks(false) + ") l ON l.b = o.b SET o.live = GREATEST(o.live, l.m + " + liveSlack + ")")
+	return err
+}
+
+// liveMappingRevision is the guard revision whose live buckets are
+// liveBucket's.
+const liveMappingRevision = 3
 
 // quietLive sets the buckets whose locks have all expired back to
 // liveNone, where a writer compares no clock: at READ COMMITTED, so that

@@ -62,8 +62,8 @@ SELECT ((CRC32(x.r) & 4194303) << 10) | (a.n * 32 + c.n) FROM (` + r + `) x, d a
 // random name): a session's TEMPORARY table of its name lacks it, and the
 // read fails (1176, a refusal) rather than reading that.
 func (s *mysqlStore) orderedProbe() string {
-	return "SET offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " +
-		mysqlBucket("offlinelock_res", "offlinelock_k") + mysqlShare + "); "
+	return "SET @offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " +
+		mysqlBucket("@offlinelock_res", "@offlinelock_k") + mysqlShare + "); "
 }
 
 // ensureOrderRows inserts the order table's rows of plan's resources,
