@@ -26,7 +26,7 @@ type binding struct {
 
 	epoch     atomic.Uint64 // advanced when the guard's state is forgotten: every model is prepared again
 	models    sync.Map      // *model.Model → *modelHere
-	changes   atomic.Uint64 // the registry's changes (model.Registry.Changes) this binding has written
+	changes   atomic.Uint64 // the registry's changes (model.Registry's Changes) this binding has written
 	catalogAt atomic.Int64  // when this database's catalog was last read, in Unix nanoseconds
 
 	watcher  atomic.Pointer[watcher] // one poll of the lock table for every Watch here (watch.go)

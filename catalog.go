@@ -169,7 +169,7 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 // starts a background reload of the catalog when it is older than
 // catalogRefresh.
 func (b *binding) freshCatalog(db *gorm.DB) {
-	if n := b.p.reg.Changes(); n != b.changes.Load() && !db.DryRun {
+	if n := b.p.reg.Changes.Load(); n != b.changes.Load() && !db.DryRun {
 		written := true
 		b.models.Range(func(k, v any) bool {
 			m, h := k.(*model.Model), v.(*modelHere)

@@ -201,7 +201,7 @@ func (p *Plugin) installAdvice(gaps []UnguardedTable) string {
 // background.
 func (b *binding) coverageFor(db *gorm.DB, g lockstore.Guard) *coverage {
 	gs, reg := &b.guard, b.p.reg
-	if cv := gs.cover.Load(); cv != nil && cv.gen == gs.gen.Load() && cv.reg == reg.Changes() && cv.tables == reg.TablesGen() {
+	if cv := gs.cover.Load(); cv != nil && cv.gen == gs.gen.Load() && cv.reg == reg.Changes.Load() && cv.tables == reg.TablesGen.Load() {
 		if time.Since(cv.at) >= b.p.checkEvery() && gs.refreshing.CompareAndSwap(false, true) {
 			bg := b.p.guardSession(db)
 			go func() {
@@ -250,12 +250,12 @@ func (b *binding) showCoverage(db *gorm.DB, g lockstore.Guard, full bool) *cover
 	p, gs := b.p, &b.guard
 	gs.coverMu.Lock()
 	defer gs.coverMu.Unlock()
-	cv := &coverage{gen: gs.gen.Load(), reg: p.reg.Changes(), tables: p.reg.TablesGen(), at: time.Now()}
+	cv := &coverage{gen: gs.gen.Load(), reg: p.reg.Changes.Load(), tables: p.reg.TablesGen.Load(), at: time.Now()}
 	if old := gs.cover.Load(); !full && old != nil && old.gen == cv.gen && old.reg == cv.reg && old.tables == cv.tables {
 		return old // shown by another grant meanwhile
 	}
 	p.learnParsed(db)
-	cv.reg, cv.tables = p.reg.Changes(), p.reg.TablesGen()
+	cv.reg, cv.tables = p.reg.Changes.Load(), p.reg.TablesGen.Load()
 	cv.gaps, cv.all, cv.err = b.readCoverage(db, g, full)
 	if cv.err == nil && full {
 		b.forgetUncovered(db, cv.all)

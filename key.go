@@ -11,7 +11,7 @@ import (
 
 // The parsed model (tags, keys, aggregates, links) is internal/model's;
 // this file is the plugin's side of it: the key a lock call's target is
-// locked by, and what a model's mode means to a load.
+// locked by, and the model a value parses as.
 
 // TagName is the struct tag the plugin reads. On a model's primary key it
 // sets the model's Mode and options: `lock:"exclusive_read,ttl=2h"`. On a
@@ -133,31 +133,4 @@ func (p *Plugin) modelFor(db *gorm.DB, value any) (*model.Model, *gorm.Statement
 		return m, stmt, err
 	}
 	return m, stmt, nil
-}
-
-// loadAccess is the lock a load takes under m's mode.
-func loadAccess(m *model.Model) Access {
-	if m.Policy().Mode == model.ReadWrite {
-		return Read
-	}
-	return Write
-}
-
-// keyOf is the lock key of m's row whose key column values are vals, in
-// the lock table's spelling of each.
-func keyOf(m *model.Model, vals []any) (key, error) {
-	parts := make([]string, len(vals))
-	for i, v := range vals {
-		if isExpr(v) {
-			// A GormValue key: the database gets the SQL it builds, not v.
-			return key{}, unenforceable(m.Table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
-		}
-		id, err := model.Canonical(m.Kinds[i], v)
-		if err != nil {
-			return key{}, fmt.Errorf("table %s column %s: %w", m.Table, m.PK[i].DBName, err)
-		}
-		parts[i] = id
-	}
-	k := key{Resource: m.Table, ID: model.EncodeKey(parts)}
-	return k, model.ValidateKey(k)
 }

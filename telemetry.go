@@ -403,6 +403,14 @@ func (t *telemetry) active(ctx context.Context) bool {
 	return t != nil && (t.grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording())
 }
 
+// loadAccess is the lock a load takes under m's mode.
+func loadAccess(m *model.Model) Access {
+	if m.Policy().Mode == model.ReadWrite {
+		return Read
+	}
+	return Write
+}
+
 // accessFor is the access a statement of op on m asks for.
 func accessFor(m *model.Model, op opKind) Access {
 	if op.loads() {

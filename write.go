@@ -728,6 +728,25 @@ func isExpr(v any) bool {
 	return false
 }
 
+// keyOf is the lock key of m's row whose key column values are vals, in
+// the lock table's spelling of each.
+func keyOf(m *model.Model, vals []any) (key, error) {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		if isExpr(v) {
+			// A GormValue key: the database gets the SQL it builds, not v.
+			return key{}, unenforceable(m.Table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
+		}
+		id, err := model.Canonical(m.Kinds[i], v)
+		if err != nil {
+			return key{}, fmt.Errorf("table %s column %s: %w", m.Table, m.PK[i].DBName, err)
+		}
+		parts[i] = id
+	}
+	k := key{Resource: m.Table, ID: model.EncodeKey(parts)}
+	return k, model.ValidateKey(k)
+}
+
 // samePointer says whether a and b are the same pointer (Save: the value
 // written is the model).
 func samePointer(a, b any) bool {

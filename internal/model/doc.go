@@ -24,7 +24,7 @@
 //	                                lockable models by table
 //	  JoinSides, JoinsOf, AddJoinSide            many2many join tables (JoinSide, JoinRef)
 //	  CascadesOf, CascadesFrom, AddCascade       cascading foreign keys (CascadeRef, ParentRef)
-//	  Changes, TablesGen            counters a caller compares to see growth
+//	  Changes, TablesGen            counters a caller compares to see growth (fields)
 //	KindOf, Canonical, EncodeKey, KeyText, TextKey, IsNumber
 //	                                a key column's kind, and one spelling per value
 //	ValidateKey, CheckText, MaxResourceLen, MaxTextLen
