@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 )
@@ -24,8 +25,8 @@ type binding struct {
 	guard guardState // which tables carry the guard here (guard.go)
 
 	epoch     atomic.Uint64 // advanced when the guard's state is forgotten: every model is prepared again
-	models    sync.Map      // *model → *modelHere
-	changes   atomic.Uint64 // the registry's changes (registry.changes) this binding has written
+	models    sync.Map      // *model.Model → *modelHere
+	changes   atomic.Uint64 // the registry's changes (model.Registry's Changes) this binding has written
 	catalogAt atomic.Int64  // when this database's catalog was last read, in Unix nanoseconds
 
 	watcher  atomic.Pointer[watcher] // one poll of the lock table for every Watch here (watch.go)
@@ -106,7 +107,7 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 }
 
 // here is what b has done for m.
-func (b *binding) here(m *model) *modelHere {
+func (b *binding) here(m *model.Model) *modelHere {
 	if h, ok := b.models.Load(m); ok {
 		return h.(*modelHere)
 	}
@@ -121,10 +122,10 @@ func (b *binding) here(m *model) *modelHere {
 // guard installed in the background, do not count) every statement tries
 // again; after it, a statement pays one map read. Forgetting the guard's
 // state (DDL through GORM, InstallGuard) prepares every model again.
-func (b *binding) prepare(db *gorm.DB, m *model) error {
+func (b *binding) prepare(db *gorm.DB, m *model.Model) error {
 	epoch := b.epoch.Load() + 1
 	if v, ok := b.models.Load(m); ok { // the common case, in one map read
-		if h := v.(*modelHere); h.ready.Load() == epoch && h.saved.Load() == m.version.Load()+1 {
+		if h := v.(*modelHere); h.ready.Load() == epoch && h.saved.Load() == m.Version.Load()+1 {
 			return nil
 		}
 	}
@@ -135,7 +136,7 @@ func (b *binding) prepare(db *gorm.DB, m *model) error {
 	if err := b.rememberModel(db, m); err != nil {
 		return err
 	}
-	if b.guardLazily(db, m) && h.saved.Load() == m.version.Load()+1 {
+	if b.guardLazily(db, m) && h.saved.Load() == m.Version.Load()+1 {
 		h.ready.Store(epoch)
 	}
 	return nil
@@ -158,7 +159,7 @@ func (b *binding) prepare(db *gorm.DB, m *model) error {
 // beside the transaction would wait for the table it writes. The
 // table's next statement outside a transaction, or its first grant,
 // installs the guard.
-func (b *binding) learn(db *gorm.DB, m *model, write bool) {
+func (b *binding) learn(db *gorm.DB, m *model.Model, write bool) {
 	if _, ok := b.p.guardGoverns(b); !ok {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -107,7 +108,7 @@ type state struct {
 	// noSpans: the statement keeps no spans aside (spans.go), so its
 	// callbacks skip adopting and ending them.
 	noSpans bool
-	m       *model
+	m       *model.Model
 	owner   Owner
 	op      opKind
 
@@ -181,20 +182,20 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 		return nil
 	}
 	m := p.statementModel(db)
-	if m == nil || !m.lockable {
+	if m == nil || !m.Lockable {
 		return nil
 	}
 	if err := p.initFailed(); err != nil {
 		db.AddError(err)
 		return nil
 	}
-	if m.root != nil || m.err != nil { // a member's root chain, a bad tag
-		if err := p.resolve(m); err != nil {
+	if m.Root != nil || m.Err != nil { // a member's root chain, a bad tag
+		if err := p.reg.Resolve(m); err != nil {
 			db.AddError(err)
 			return nil
 		}
 	}
-	if onLoad && !m.locksOnLoad() {
+	if onLoad && !m.LocksOnLoad() {
 		b.learn(db, m, false)
 		return nil
 	}
@@ -207,7 +208,7 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 
 // start gives a statement on m its state, reporting a missing owner as
 // the statement's error.
-func (b *binding) start(db *gorm.DB, m *model, op opKind) *state {
+func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 	p := b.p
 	st := &state{m: m, op: op, bulk: -1, t: b.t, caps: b.t.caps}
 	err := p.initFailed()
@@ -219,7 +220,7 @@ func (b *binding) start(db *gorm.DB, m *model, op opKind) *state {
 		return nil
 	}
 	if st.owner, err = ownerOf(db); err != nil {
-		p.tel.refused(ctxOf(db), db, modeImplicit, m.accessFor(op), m.lockResource(), err)
+		p.tel.refused(ctxOf(db), db, modeImplicit, accessFor(m, op), m.LockResource(), err)
 		if errors.Is(err, ErrNoOwner) {
 			err = noOwner(fmt.Sprintf("the %s of %s", op, db.Statement.Table))
 		} else {
@@ -240,21 +241,21 @@ func (b *binding) start(db *gorm.DB, m *model, op opKind) *state {
 // c")). A table expression that is not a plain table has none: the
 // statement's SQL is checked for the lockable tables it names instead
 // (checkReadsOf, checkWriteOf).
-func (p *Plugin) statementModel(db *gorm.DB) *model {
+func (p *Plugin) statementModel(db *gorm.DB) *model.Model {
 	stmt := db.Statement
 	if s := stmt.Schema; s != nil {
-		if m := p.reg.modelOf(s, db.NamingStrategy); m.lockable && stmt.TableExpr == nil {
+		if m := p.reg.ModelOf(s, db.NamingStrategy); m.Lockable && stmt.TableExpr == nil {
 			return m
 		}
 	}
 	if stmt.TableExpr != nil {
 		if table, _, ok := sqlscan.SimpleTable(stmt.TableExpr.SQL); ok && len(stmt.TableExpr.Vars) == 0 {
-			return p.reg.tableModel(table)
+			return p.reg.TableModel(table)
 		}
 		return nil
 	}
 	if stmt.Table != "" {
-		return p.reg.tableModel(stmt.Table)
+		return p.reg.TableModel(stmt.Table)
 	}
 	return nil
 }
@@ -447,11 +448,11 @@ func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 
 // ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the
 // tag's ttl=…, or Config.TTL, capped by MaxTTL.
-func (p *Plugin) ttlFor(db *gorm.DB, m *model) (time.Duration, error) {
+func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
 	d, ok := ttlFrom(db.Statement.Context)
 	switch {
-	case !ok && m.ttl > 0:
-		d = m.ttl
+	case !ok && m.TTL > 0:
+		d = m.TTL
 	case !ok:
 		d = p.cfg.TTL
 	case d <= 0:

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // The walk of foreign-key actions: a write of a parent's rows changes the
@@ -43,7 +45,7 @@ func (p *Plugin) cascadedKeys(db *gorm.DB, from cascadeStep) ([]key, error) {
 		if s.ids = unseenIDs(seen, s); len(s.ids) == 0 {
 			continue
 		}
-		for _, ref := range p.reg.cascadesOf(s.table, s.op) {
+		for _, ref := range p.reg.CascadesOf(s.table, s.op == opDelete, s.op == opUpdate) {
 			keys, next, err := p.cascadeInto(db, s, ref)
 			if err != nil {
 				return nil, err
@@ -74,34 +76,34 @@ func unseenIDs(seen map[string]bool, s cascadeStep) []any {
 // cascadeInto reads the rows of ref's child that s changes through ref:
 // the lock keys they need (a lockable child's own or its root's, a join
 // table's sides'), and the step they take further, if any.
-func (p *Plugin) cascadeInto(db *gorm.DB, s cascadeStep, ref cascadeRef) ([]key, []cascadeStep, error) {
+func (p *Plugin) cascadeInto(db *gorm.DB, s cascadeStep, ref model.CascadeRef) ([]key, []cascadeStep, error) {
 	parentVals, err := p.referencedValues(db, s, ref)
 	if err != nil || len(parentVals) == 0 {
 		return nil, nil, err
 	}
-	child := p.reg.tableModel(ref.table)
-	owners, err := p.joinOwners(ref.table)
+	child := p.reg.TableModel(ref.Table)
+	owners, err := p.joinOwners(ref.Table)
 	if err != nil {
 		return nil, nil, err
 	}
 	var groups [][]string // the columns of each set of lock keys: the child's key, each join side's
 	if child != nil {
-		groups = append(groups, fieldNames(child.pk))
+		groups = append(groups, fieldNames(child.PK))
 	}
 	for _, o := range owners {
 		groups = append(groups, fieldNames(o.columns))
 	}
 	keyAt := -1 // the column of ref.childKey among those read
 	cols := concat(groups)
-	if child == nil && ref.childKey != "" {
-		keyAt, cols = len(cols), append(cols, ref.childKey)
-	} else if child != nil && len(child.pk) == 1 {
+	if child == nil && ref.ChildKey != "" {
+		keyAt, cols = len(cols), append(cols, ref.ChildKey)
+	} else if child != nil && len(child.PK) == 1 {
 		keyAt = 0
 	}
 	if len(cols) == 0 {
 		return nil, nil, nil
 	}
-	rows, err := p.childRows(db, ref.table, ref.column, cols, parentVals)
+	rows, err := p.childRows(db, ref.Table, ref.Column, cols, parentVals)
 	if err != nil || len(rows) == 0 {
 		return nil, nil, err
 	}
@@ -109,11 +111,11 @@ func (p *Plugin) cascadeInto(db *gorm.DB, s cascadeStep, ref cascadeRef) ([]key,
 	if err != nil || keyAt < 0 {
 		return keys, nil, err
 	}
-	next := cascadeStep{table: ref.table, keyColumn: cols[keyAt], ids: columnOf(rows, keyAt)}
+	next := cascadeStep{table: ref.Table, keyColumn: cols[keyAt], ids: columnOf(rows, keyAt)}
 	switch {
-	case s.op == opDelete && !ref.keepsOnDelete:
+	case s.op == opDelete && !ref.KeepsOnDelete:
 		next.op = opDelete // the child's rows are deleted
-	case strings.EqualFold(ref.column, cols[keyAt]):
+	case strings.EqualFold(ref.Column, cols[keyAt]):
 		next.op = opUpdate // the action rewrote the child's own key
 	default:
 		return keys, nil, nil // only a column the child's children do not follow changed
@@ -124,18 +126,18 @@ func (p *Plugin) cascadeInto(db *gorm.DB, s cascadeStep, ref cascadeRef) ([]key,
 // referencedValues are the values of the parent's column ref follows, of
 // the rows s changes: s's ids where ref follows s's key column, or else
 // read from the parent's rows.
-func (p *Plugin) referencedValues(db *gorm.DB, s cascadeStep, ref cascadeRef) ([]any, error) {
-	if ref.parentColumn == "" || strings.EqualFold(ref.parentColumn, s.keyColumn) {
+func (p *Plugin) referencedValues(db *gorm.DB, s cascadeStep, ref model.CascadeRef) ([]any, error) {
+	if ref.ParentColumn == "" || strings.EqualFold(ref.ParentColumn, s.keyColumn) {
 		return s.ids, nil
 	}
-	rows, err := p.childRows(db, s.table, s.keyColumn, []string{ref.parentColumn}, s.ids)
+	rows, err := p.childRows(db, s.table, s.keyColumn, []string{ref.ParentColumn}, s.ids)
 	return columnOf(rows, 0), err
 }
 
 // keysOfGroups maps the rows read (the columns of each group in turn) to
 // the lock keys of the child's records and of the join sides' records.
-func (p *Plugin) keysOfGroups(db *gorm.DB, child *model, owners []joinOwner, groups [][]string, rows [][]any) ([]key, error) {
-	models := make([]*model, 0, len(groups))
+func (p *Plugin) keysOfGroups(db *gorm.DB, child *model.Model, owners []joinOwner, groups [][]string, rows [][]any) ([]key, error) {
+	models := make([]*model.Model, 0, len(groups))
 	if child != nil {
 		models = append(models, child)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
@@ -69,19 +70,24 @@ type rootSpec struct {
 }
 
 // specOf is m's catalog row.
-func (p *Plugin) specOf(m *model) tableSpec {
-	sp := tableSpec{Table: m.table, Model: m.name, Mode: m.mode}
-	if m.ttl > 0 {
-		sp.TTL = m.ttl.String()
+func (p *Plugin) specOf(m *model.Model) tableSpec {
+	sp := tableSpec{Table: m.Table, Model: m.Name, Mode: Mode(m.Mode)}
+	if m.TTL > 0 {
+		sp.TTL = m.TTL.String()
 	}
-	for i, f := range m.pk {
-		sp.Key = append(sp.Key, columnSpec{Name: f.DBName, Kind: m.kinds[i]})
+	for i, f := range m.PK {
+		sp.Key = append(sp.Key, columnSpec{Name: f.DBName, Kind: m.Kinds[i]})
 	}
-	if m.root != nil {
-		sp.Root = &rootSpec{Column: m.root.field.DBName, Kind: kindOf(m.root.field), Table: m.root.table}
+	if m.Root != nil {
+		sp.Root = &rootSpec{Column: m.Root.Field.DBName, Kind: model.KindOf(m.Root.Field), Table: m.Root.Table}
 	}
-	sp.Links = p.reg.joinsOf(m.table)
-	sp.Cascades = p.reg.cascadesFrom(m.table)
+	for _, j := range p.reg.JoinsOf(m.Table) {
+		sp.Links = append(sp.Links, columnSpec{Name: j.Join, Column: j.Column, Key: j.Key})
+	}
+	for _, c := range p.reg.CascadesFrom(m.Table) {
+		sp.Cascades = append(sp.Cascades, columnSpec{Name: c.Parent, Column: c.Column, Key: c.ParentColumn, OnUpdate: c.OnUpdate, NoDelete: !c.OnDelete,
+			KeepsOnDelete: c.OnDelete && c.KeepsOnDelete})
+	}
 	// One order, so that the same model always writes the same row.
 	for _, l := range [][]columnSpec{sp.Links, sp.Cascades} {
 		slices.SortFunc(l, func(a, b columnSpec) int {
@@ -93,20 +99,20 @@ func (p *Plugin) specOf(m *model) tableSpec {
 
 // modelOfSpec is a model known only from the catalog: it has no Go type,
 // so only statements by table (DTOs, Table(…), raw SQL) meet it.
-func modelOfSpec(sp tableSpec) *model {
-	m := &model{name: sp.Model, table: sp.Table, mode: sp.Mode, lockable: true}
+func modelOfSpec(sp tableSpec) *model.Model {
+	m := &model.Model{Name: sp.Model, Table: sp.Table, Mode: model.Mode(sp.Mode), Lockable: true}
 	if d, err := time.ParseDuration(sp.TTL); err == nil && d > 0 {
-		m.ttl = d
+		m.TTL = d
 	}
 	for _, c := range sp.Key {
-		m.pk = append(m.pk, specField(c.Name, c.Kind))
-		m.kinds = append(m.kinds, c.Kind)
+		m.PK = append(m.PK, specField(c.Name, c.Kind))
+		m.Kinds = append(m.Kinds, c.Kind)
 	}
 	if sp.Root != nil {
-		m.root = &rootRef{field: specField(sp.Root.Column, sp.Root.Kind), table: sp.Root.Table}
+		m.Root = &model.RootRef{Field: specField(sp.Root.Column, sp.Root.Kind), Table: sp.Root.Table}
 	}
-	if len(m.pk) == 0 {
-		m.err = invalid("catalog entry for table %s has no key columns", sp.Table)
+	if len(m.PK) == 0 {
+		m.Err = invalid("catalog entry for table %s has no key columns", sp.Table)
 	}
 	return m
 }
@@ -142,18 +148,18 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 		}
 	}
 	for _, sp := range specs {
-		if p.reg.tableModel(sp.Table) == nil {
-			p.reg.storeTable(modelOfSpec(sp))
+		if p.reg.TableModel(sp.Table) == nil {
+			p.reg.StoreTable(modelOfSpec(sp))
 		}
 		for _, l := range sp.Links {
-			p.reg.addJoinSide(l.Name, joinSide{table: sp.Table, column: l.Column, key: l.Key})
+			p.reg.AddJoinSide(l.Name, model.JoinSide{Table: sp.Table, Column: l.Column, Key: l.Key})
 		}
 		for _, c := range sp.Cascades {
-			ref := cascadeRef{table: sp.Table, column: c.Column, parentColumn: c.Key, onDelete: !c.NoDelete, onUpdate: c.OnUpdate, keepsOnDelete: c.KeepsOnDelete}
+			ref := model.CascadeRef{Table: sp.Table, Column: c.Column, ParentColumn: c.Key, OnDelete: !c.NoDelete, OnUpdate: c.OnUpdate, KeepsOnDelete: c.KeepsOnDelete}
 			if len(sp.Key) == 1 {
-				ref.childKey = sp.Key[0].Name
+				ref.ChildKey = sp.Key[0].Name
 			}
-			p.reg.addCascade(c.Name, ref)
+			p.reg.AddCascade(c.Name, ref)
 		}
 	}
 	return nil
@@ -163,13 +169,13 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 // starts a background reload of the catalog when it is older than
 // catalogRefresh.
 func (b *binding) freshCatalog(db *gorm.DB) {
-	if n := b.p.reg.changes.Load(); n != b.changes.Load() && !db.DryRun {
+	if n := b.p.reg.Changes.Load(); n != b.changes.Load() && !db.DryRun {
 		written := true
 		b.models.Range(func(k, v any) bool {
-			m, h := k.(*model), v.(*modelHere)
-			if s := h.saved.Load(); s != 0 && s != m.version.Load()+1 {
+			m, h := k.(*model.Model), v.(*modelHere)
+			if s := h.saved.Load(); s != 0 && s != m.Version.Load()+1 {
 				// not written (or inside a SQLite transaction): next time
-				written = b.rememberModel(db, m) == nil && h.saved.Load() == m.version.Load()+1 && written
+				written = b.rememberModel(db, m) == nil && h.saved.Load() == m.Version.Load()+1 && written
 			}
 			return true
 		})
@@ -191,10 +197,10 @@ func (b *binding) freshCatalog(db *gorm.DB) {
 // the caller's transaction holds, or (SQLite) for its write lock. Inside a
 // transaction the row commits with it, so it is written again next time
 // until a statement outside a transaction has done it.
-func (b *binding) rememberModel(db *gorm.DB, m *model) error {
+func (b *binding) rememberModel(db *gorm.DB, m *model.Model) error {
 	h := b.here(m)
-	version := m.version.Load() + 1
-	if m.typ == nil || !m.lockable || h.saved.Load() == version {
+	version := m.Version.Load() + 1
+	if m.Type == nil || !m.Lockable || h.saved.Load() == version {
 		return nil
 	}
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
@@ -203,13 +209,13 @@ func (b *binding) rememberModel(db *gorm.DB, m *model) error {
 	// What the table's guard covers may have grown (a join table, a
 	// cascade learnt from another model): its next install plans it
 	// again, and grants wait for that (coverage.go).
-	defer b.guard.forgetSoon(m.table)
+	defer b.guard.forgetSoon(m.Table)
 	if stored, err := b.t.specs(c); err == nil && slices.ContainsFunc(stored, func(s tableSpec) bool { return sameSpec(s, spec) }) {
 		h.saved.Store(version) // committed already: no write, no row lock held in the caller's transaction
 		return nil
 	}
 	if err := b.t.remember(c, []tableSpec{spec}); err != nil {
-		return fmt.Errorf("offlinelock: writing %s to the catalog of lockable tables: %w", m.table, err)
+		return fmt.Errorf("offlinelock: writing %s to the catalog of lockable tables: %w", m.Table, err)
 	}
 	if !inTx {
 		h.saved.Store(version)
@@ -218,7 +224,7 @@ func (b *binding) rememberModel(db *gorm.DB, m *model) error {
 }
 
 // rememberModelOn is rememberModel on db's binding.
-func (p *Plugin) rememberModelOn(db *gorm.DB, m *model) error {
+func (p *Plugin) rememberModelOn(db *gorm.DB, m *model.Model) error {
 	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
@@ -228,12 +234,12 @@ func (p *Plugin) rememberModelOn(db *gorm.DB, m *model) error {
 
 // checkKeyColumns refuses a model whose key columns the store finds the
 // lock table cannot spell as the database compares them.
-func checkKeyColumns(db *gorm.DB, t lockStore, m *model) error {
+func checkKeyColumns(db *gorm.DB, t lockStore, m *model.Model) error {
 	kc := t.caps.KeyChecker
-	if kc == nil || m == nil || !m.lockable {
+	if kc == nil || m == nil || !m.Lockable {
 		return nil
 	}
-	return kc.CheckKeyColumns(direct(db).WithoutCancel(), m.keyColumns())
+	return kc.CheckKeyColumns(direct(db).WithoutCancel(), m.KeyColumns())
 }
 
 // sameSpec says whether two catalog rows say the same.
@@ -244,11 +250,11 @@ func sameSpec(a, b tableSpec) bool {
 }
 
 // saveModels writes models to the catalog on a connection of its own.
-func (b *binding) saveModels(db *gorm.DB, ms ...*model) error {
+func (b *binding) saveModels(db *gorm.DB, ms ...*model.Model) error {
 	specs := make([]tableSpec, len(ms))
 	versions := make([]uint64, len(ms))
 	for i, m := range ms {
-		versions[i] = m.version.Load() + 1
+		versions[i] = m.Version.Load() + 1
 		specs[i] = b.p.specOf(m)
 	}
 	if err := b.t.remember(direct(b.p.background(db)), specs); err != nil {
@@ -293,20 +299,4 @@ func (t *table) specs(c conn) ([]tableSpec, error) {
 		}
 	}
 	return out, err
-}
-
-// keyColumns is what a store's key column check sees of m, made once: a
-// member's records are named by its link to its root, not by its own key.
-func (m *model) keyColumns() lockstore.KeyColumns {
-	m.keyColsOnce.Do(func() {
-		cols := lockstore.KeyColumns{Table: m.table, Model: m.name, Kinds: m.kinds}
-		for _, f := range m.pk {
-			cols.Columns = append(cols.Columns, f.DBName)
-		}
-		if m.root != nil {
-			cols.Columns, cols.Kinds = []string{m.root.field.DBName}, []keyKind{kindOf(m.root.field)}
-		}
-		m.keyCols = cols
-	})
-	return m.keyCols
 }

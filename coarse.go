@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Coarse-Grained Lock: the members of an aggregate (an order's lines, a
@@ -17,70 +18,26 @@ import (
 // the aggregate root, whose lock and mode cover the whole group. Locking a
 // line locks its order, and every other line of it.
 
-// resolve finds a member's chain of parents up to its root the first time
-// it is needed; the parents' models must be known by then (used, or listed
-// in Config.Models). Errors name the model and the field.
-func (p *Plugin) resolve(m *model) error {
-	if m.root == nil || m.err != nil {
-		return m.err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.chain) > 0 {
-		return nil
-	}
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: model %s field %s: %s", ErrInvalid, m.name, m.root.field.Name, fmt.Sprintf(format, args...))
-	}
-	var chain []*model
-	seen := map[string]bool{m.table: true}
-	for cur := m; cur.root != nil; {
-		var parent *model
-		if cur.root.rel != nil {
-			parent = p.reg.modelOf(cur.root.rel.FieldSchema, nil)
-		} else if parent = p.reg.tableModel(cur.root.table); parent == nil {
-			return fail("root table %s is not a known lockable model; list its model in Config.Models", cur.root.table)
-		}
-		switch {
-		case parent.err != nil:
-			return fail("its root %s is invalid: %v", parent.name, parent.err)
-		case seen[parent.table]:
-			return fail("the root chain loops back to %s", parent.table)
-		case len(parent.pk) != 1:
-			return fail("root %s must have a single-column primary key", parent.name)
-		case parent.root == nil && parent.mode == "":
-			return fail("root %s has no lock mode: tag its primary key with lock:\"exclusive_write|exclusive_read|read_write\"", parent.name)
-		}
-		seen[parent.table] = true
-		chain = append(chain, parent)
-		cur = parent
-	}
-	m.chain = chain
-	return nil
-}
-
 // rootsOf maps member rows, given by the raw values of their foreign key,
 // to their root's keys: directly when the parent is the root, else with
 // one query per level for the whole batch. A parent row that does not
 // exist is an error: no lock is ever taken on a phantom root.
-func (p *Plugin) rootsOf(db *gorm.DB, m *model, links []any) ([]target, error) {
-	if err := p.resolve(m); err != nil {
+func (p *Plugin) rootsOf(db *gorm.DB, m *model.Model, links []any) ([]target, error) {
+	if err := p.reg.Resolve(m); err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	chain := m.chain
-	m.mu.Unlock()
+	chain := m.Chain()
 	vals := dedupe(links)
 	from := m
 	for i, parent := range chain {
 		if i == len(chain)-1 {
 			out := make([]target, 0, len(vals))
 			for _, v := range vals {
-				id, err := canonical(parent.kinds[0], v)
+				id, err := model.Canonical(parent.Kinds[0], v)
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, target{key{Resource: parent.table, ID: id}, parent})
+				out = append(out, target{key{Resource: parent.Table, ID: id}, parent})
 			}
 			return out, nil
 		}
@@ -89,7 +46,7 @@ func (p *Plugin) rootsOf(db *gorm.DB, m *model, links []any) ([]target, error) {
 			return nil, err
 		}
 		if len(next) < len(vals) {
-			return nil, fmt.Errorf("%w: a %s refers to a %s that does not exist", ErrInvalid, from.name, parent.name)
+			return nil, fmt.Errorf("%w: a %s refers to a %s that does not exist", ErrInvalid, from.Name, parent.Name)
 		}
 		vals, from = dedupe(next), parent
 	}
@@ -97,14 +54,14 @@ func (p *Plugin) rootsOf(db *gorm.DB, m *model, links []any) ([]target, error) {
 }
 
 // linksOf reads the foreign keys of m's rows whose primary keys are pks.
-func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
+func (p *Plugin) linksOf(db *gorm.DB, m *model.Model, pks []any) ([]any, error) {
 	var out []any
 	for start := 0; start < len(pks); start += batchSize {
 		batch := pks[start:min(start+batchSize, len(pks))]
 		// A parent cannot move to another root until the lock is taken:
 		// a locking read where the database has row locks.
-		q := lockstore.KeysIn(db.Statement.Quote(m.root.field.DBName), db.Statement.Quote(m.table),
-			db.Statement.Quote(m.pk[0].DBName), len(batch), p.rowLocking(db).ShareLock)
+		q := lockstore.KeysIn(db.Statement.Quote(m.Root.Field.DBName), db.Statement.Quote(m.Table),
+			db.Statement.Quote(m.PK[0].DBName), len(batch), p.rowLocking(db).ShareLock)
 		q, args := gormBind(db, q, batch)
 		_, err := direct(db).Query(q, args, func(r *sql.Rows) error {
 			var v any
@@ -124,10 +81,10 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model, pks []any) ([]any, error) {
 }
 
 // memberLinks reads the foreign key of every member struct in v.
-func memberLinks(ctx context.Context, m *model, v reflect.Value) ([]any, bool) {
+func memberLinks(ctx context.Context, m *model.Model, v reflect.Value) ([]any, bool) {
 	var links []any
-	ok := structsOf(v, m.typ, func(e reflect.Value) {
-		if val, zero := m.root.field.ValueOf(ctx, e); !zero {
+	ok := model.StructsOf(v, m.Type, func(e reflect.Value) {
+		if val, zero := m.Root.Field.ValueOf(ctx, e); !zero {
 			links = append(links, val)
 		}
 	})
@@ -137,19 +94,19 @@ func memberLinks(ctx context.Context, m *model, v reflect.Value) ([]any, bool) {
 // memberRootOf finds the root of one member given as a model value: its
 // foreign key when set, else the one stored in its row. The root row must
 // exist.
-func (p *Plugin) memberRootOf(db *gorm.DB, m *model, v reflect.Value) (target, error) {
+func (p *Plugin) memberRootOf(db *gorm.DB, m *model.Model, v reflect.Value) (target, error) {
 	links, _ := memberLinks(db.Statement.Context, m, v)
 	if len(links) == 0 {
-		r, ok := m.pkRow(db.Statement.Context, m.table, v)
+		k, vals, ok := m.RowKey(db.Statement.Context, v)
 		if !ok {
-			return target{}, invalid("%s has neither its root key %s nor its primary key set", m.name, m.root.field.Name)
+			return target{}, invalid("%s has neither its root key %s nor its primary key set", m.Name, m.Root.Field.Name)
 		}
 		var err error
-		if links, err = p.linksOfRows(db, m, [][]any{r.vals}); err != nil {
+		if links, err = p.linksOfRows(db, m, [][]any{vals}); err != nil {
 			return target{}, err
 		}
 		if len(links) == 0 {
-			return target{}, invalid("%s %s does not exist, so it has no root", m.table, r.k.ID)
+			return target{}, invalid("%s %s does not exist, so it has no root", m.Table, k.ID)
 		}
 	}
 	roots, err := p.rootsOf(db, m, links)
@@ -163,9 +120,9 @@ func (p *Plugin) memberRootOf(db *gorm.DB, m *model, v reflect.Value) (target, e
 }
 
 // linksOfRows reads the foreign keys of m's rows given by primary key values.
-func (p *Plugin) linksOfRows(db *gorm.DB, m *model, rows [][]any) ([]any, error) {
-	if len(m.pk) != 1 {
-		return nil, invalid("member %s needs a single-column primary key", m.name)
+func (p *Plugin) linksOfRows(db *gorm.DB, m *model.Model, rows [][]any) ([]any, error) {
+	if len(m.PK) != 1 {
+		return nil, invalid("member %s needs a single-column primary key", m.Name)
 	}
 	pks := make([]any, len(rows))
 	for i, r := range rows {
@@ -176,12 +133,12 @@ func (p *Plugin) linksOfRows(db *gorm.DB, m *model, rows [][]any) ([]any, error)
 
 // rootsExist checks that every root row exists.
 func (p *Plugin) rootsExist(db *gorm.DB, roots []target) error {
-	byModel := map[*model][]pkRow{}
+	byModel := map[*model.Model][]pkRow{}
 	for _, r := range roots {
 		byModel[r.m] = append(byModel[r.m], pkRow{k: r.k, vals: []any{r.k.ID}})
 	}
 	for m, rows := range byModel {
-		found, err := p.existing(db, m, m.table, rows)
+		found, err := p.existing(db, m, m.Table, rows)
 		if err != nil {
 			return err
 		}
@@ -198,7 +155,7 @@ func dedupe(vals []any) []any {
 	seen := map[string]bool{}
 	out := vals[:0:0]
 	for _, v := range vals {
-		t := textKey(v)
+		t := model.TextKey(v)
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, v)

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Owner identifies who holds a lock. Session owns the lock: every lock of a
@@ -113,10 +115,10 @@ func ownerOf(db *gorm.DB) (Owner, error) {
 	if !ok || o.Session == "" {
 		return Owner{}, noOwner("this call")
 	}
-	if err := checkText("session", o.Session, maxTextLen, false); err != nil {
+	if err := model.CheckText("session", o.Session, model.MaxTextLen, false); err != nil {
 		return Owner{}, err
 	}
-	if err := checkText("user", o.User, maxTextLen, true); err != nil {
+	if err := model.CheckText("user", o.User, model.MaxTextLen, true); err != nil {
 		return Owner{}, err
 	}
 	return o, nil

@@ -79,7 +79,7 @@ func (e *unguardedError) Is(target error) bool {
 
 // coverage is what the plugin last showed of the guard on one database.
 type coverage struct {
-	gen, reg, tables uint64 // guardState.gen, registry.changes and registry.tablesGen it was shown at
+	gen, reg, tables uint64 // guardState.gen, the registry's Changes and TablesGen it was shown at
 	at               time.Time
 	gaps             map[string][]UnguardedTable // lock resource (lower case) → its tables not covered
 	all              []UnguardedTable
@@ -143,7 +143,7 @@ func (p *Plugin) checkGuarded(db *gorm.DB, resource string) error {
 // it tried.
 func (b *binding) repairFor(db *gorm.DB, resource string) bool {
 	p := b.p
-	m := p.reg.tableModel(resource)
+	m := p.reg.TableModel(resource)
 	if g := b.t.caps.Guard; m == nil || p.cfg.LeaveGuard || g != nil && !g.InstallOnStatementsWay() {
 		return false
 	}
@@ -201,7 +201,7 @@ func (p *Plugin) installAdvice(gaps []UnguardedTable) string {
 // background.
 func (b *binding) coverageFor(db *gorm.DB, g lockstore.Guard) *coverage {
 	gs, reg := &b.guard, b.p.reg
-	if cv := gs.cover.Load(); cv != nil && cv.gen == gs.gen.Load() && cv.reg == reg.changes.Load() && cv.tables == reg.tablesGen.Load() {
+	if cv := gs.cover.Load(); cv != nil && cv.gen == gs.gen.Load() && cv.reg == reg.Changes.Load() && cv.tables == reg.TablesGen.Load() {
 		if time.Since(cv.at) >= b.p.checkEvery() && gs.refreshing.CompareAndSwap(false, true) {
 			bg := b.p.guardSession(db)
 			go func() {
@@ -250,12 +250,12 @@ func (b *binding) showCoverage(db *gorm.DB, g lockstore.Guard, full bool) *cover
 	p, gs := b.p, &b.guard
 	gs.coverMu.Lock()
 	defer gs.coverMu.Unlock()
-	cv := &coverage{gen: gs.gen.Load(), reg: p.reg.changes.Load(), tables: p.reg.tablesGen.Load(), at: time.Now()}
+	cv := &coverage{gen: gs.gen.Load(), reg: p.reg.Changes.Load(), tables: p.reg.TablesGen.Load(), at: time.Now()}
 	if old := gs.cover.Load(); !full && old != nil && old.gen == cv.gen && old.reg == cv.reg && old.tables == cv.tables {
 		return old // shown by another grant meanwhile
 	}
 	p.learnParsed(db)
-	cv.reg, cv.tables = p.reg.changes.Load(), p.reg.tablesGen.Load()
+	cv.reg, cv.tables = p.reg.Changes.Load(), p.reg.TablesGen.Load()
 	cv.gaps, cv.all, cv.err = b.readCoverage(db, g, full)
 	if cv.err == nil && full {
 		b.forgetUncovered(db, cv.all)
@@ -276,8 +276,8 @@ func (b *binding) readCoverage(db *gorm.DB, g lockstore.Guard, full bool) (map[s
 	// The models this process knows whose catalog rows it has not read
 	// (written in a caller's transaction not yet committed): their
 	// tables count too.
-	for _, m := range p.reg.lockable() {
-		if m.typ == nil || m.err != nil || slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, m.table) }) {
+	for _, m := range p.reg.Lockable() {
+		if m.Type == nil || m.Err != nil || slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, m.Table) }) {
 			continue
 		}
 		specs = append(specs, p.specOf(m))

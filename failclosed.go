@@ -13,6 +13,8 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Fail closed: a statement that reads or writes rows of a lockable table is
@@ -23,15 +25,15 @@ import (
 
 // lockableName is the lockable model named ident, for mentions.
 func (p *Plugin) lockableName(ident string) (string, bool) {
-	if m := p.reg.tableModel(ident); m != nil {
-		return m.table, true
+	if m := p.reg.TableModel(ident); m != nil {
+		return m.Table, true
 	}
 	if len(ident) >= pgNameLen {
 		// PostgreSQL truncates identifiers to 63 bytes: any name with the
 		// same first 63 bytes is that table to it.
-		for _, m := range p.reg.lockable() {
-			if len(m.table) >= pgNameLen && strings.EqualFold(m.table[:pgNameLen], ident[:pgNameLen]) {
-				return m.table, true
+		for _, m := range p.reg.Lockable() {
+			if len(m.Table) >= pgNameLen && strings.EqualFold(m.Table[:pgNameLen], ident[:pgNameLen]) {
+				return m.Table, true
 			}
 		}
 	}
@@ -43,10 +45,10 @@ const pgNameLen = 63
 
 // namedModels are the lockable models whose tables sql names as
 // identifiers (not in literals or comments).
-func (p *Plugin) namedModels(sql string) []*model {
-	var out []*model
+func (p *Plugin) namedModels(sql string) []*model.Model {
+	var out []*model.Model
 	for _, name := range sqlscan.Mentions(sql, p.lockableName) {
-		if m := p.reg.tableModel(name); m != nil {
+		if m := p.reg.TableModel(name); m != nil {
 			out = append(out, m)
 		}
 	}
@@ -55,12 +57,12 @@ func (p *Plugin) namedModels(sql string) []*model {
 
 // readsLocked returns the first model in ms whose rows need a lock to be
 // read (its mode, or its root's, locks on load), other than those covered.
-func (p *Plugin) readsLocked(ms []*model, covered func(*model) bool) *model {
+func (p *Plugin) readsLocked(ms []*model.Model, covered func(*model.Model) bool) *model.Model {
 	for _, m := range ms {
 		if covered != nil && covered(m) {
 			continue
 		}
-		if err := p.resolve(m); err != nil || m.locksOnLoad() {
+		if err := p.reg.Resolve(m); err != nil || m.LocksOnLoad() {
 			return m
 		}
 	}
@@ -109,7 +111,7 @@ func refuseVolatileLimit(db *gorm.DB, st *state) bool {
 	if !volatileLimit(db) {
 		return false
 	}
-	st.fail(db, unenforceable(st.m.table, "an ORDER BY of a random or volatile expression with a LIMIT picks rows the lock cannot pin, on lockable table"))
+	st.fail(db, unenforceable(st.m.Table, "an ORDER BY of a random or volatile expression with a LIMIT picks rows the lock cannot pin, on lockable table"))
 	return true
 }
 
@@ -117,12 +119,12 @@ func refuseVolatileLimit(db *gorm.DB, st *state) bool {
 // bound (sqlDynamic) while some lockable table is locked on load: it may
 // read that table's rows without their locks. It reports whether it did.
 func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
-	for _, m := range p.reg.lockable() {
-		if p.resolve(m) != nil || m.locksOnLoad() {
+	for _, m := range p.reg.Lockable() {
+		if p.reg.Resolve(m) != nil || m.LocksOnLoad() {
 			if !sqlscan.Dynamic(sql) || p.bypassed(db, opRawQuery) {
 				return false
 			}
-			db.AddError(unenforceable(m.table, "a raw read of dynamic SQL (EXECUTE of built text, a function that reads a table named in a string) may read, without its locks, lockable table"))
+			db.AddError(unenforceable(m.Table, "a raw read of dynamic SQL (EXECUTE of built text, a function that reads a table named in a string) may read, without its locks, lockable table"))
 			return true
 		}
 	}
@@ -151,7 +153,7 @@ func (p *Plugin) querySQL(db *gorm.DB) string {
 // checkReadsOf refuses a load whose SQL reads a lockable table, locked on
 // load, that the plugin does not lock for it: a raw JOIN, a subquery, a
 // joined member. own and the lockable Joins by association are covered.
-func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
+func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model.Model) error {
 	if sql == "" {
 		return nil
 	}
@@ -161,45 +163,23 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model) error {
 	// rows the plugin did not lock.
 	covered := map[string]int{}
 	if own != nil {
-		covered[strings.ToLower(own.table)]++
+		covered[strings.ToLower(own.Table)]++
 		for _, jp := range p.lockableJoins(db) {
 			covered[strings.ToLower(jp.table)]++
 		}
 	}
 	refs := sqlscan.TableRefs(sql, p.lockableName)
-	bad := p.readsLocked(p.namedModels(sql), func(m *model) bool {
-		name := strings.ToLower(m.table)
-		return covered[name] > 0 && refs[m.table] <= covered[name]
+	bad := p.readsLocked(p.namedModels(sql), func(m *model.Model) bool {
+		name := strings.ToLower(m.Table)
+		return covered[name] > 0 && refs[m.Table] <= covered[name]
 	})
 	if bad == nil || p.fromMigrator() {
 		return nil
 	}
-	if bad.root != nil && p.joinsMember(db) {
-		return unenforceable(bad.table, "a Joins of an aggregate member would read it without its root's lock (Preload loads members through their own model, which locks the root), lockable table")
+	if bad.Root != nil && p.joinsMember(db) {
+		return unenforceable(bad.Table, "a Joins of an aggregate member would read it without its root's lock (Preload loads members through their own model, which locks the root), lockable table")
 	}
-	return unenforceable(bad.table, "the statement reads, beyond the rows the plugin locks (a raw JOIN, a self-join, a subquery, a joined member), lockable table")
-}
-
-// lockedOnLoad lists the lower-cased names of the tables whose loads take
-// locks (or whose tags are bad, which refuses every statement on them).
-func (p *Plugin) lockedOnLoad() []string {
-	// Worked out again only when a table joins the registry: a model's
-	// root chain, once resolved, does not change, and one that does not
-	// resolve yet (its root unknown) counts as locked until a table's
-	// arrival makes this look again. Callers only read the slice.
-	gen := p.reg.tablesGen.Load()
-	if c := p.reg.onLoad.Load(); c != nil && c.gen == gen {
-		return c.names
-	}
-	var out []string
-	p.reg.tables.Range(func(k, v any) bool {
-		if m := v.(*model); p.resolve(m) != nil || m.locksOnLoad() {
-			out = append(out, k.(string))
-		}
-		return true
-	})
-	p.reg.onLoad.Store(&lockedTables{gen: gen, names: out})
-	return out
+	return unenforceable(bad.Table, "the statement reads, beyond the rows the plugin locks (a raw JOIN, a self-join, a subquery, a joined member), lockable table")
 }
 
 // mayNameLocked cheaply says whether a statement could name a table locked
@@ -207,7 +187,7 @@ func (p *Plugin) lockedOnLoad() []string {
 // subqueries included, contains such a table's name. Only then is its SQL
 // built and tokenised, which costs more than most statements.
 func (p *Plugin) mayNameLocked(stmt *gorm.Statement) bool {
-	names := p.lockedOnLoad()
+	names := p.reg.LockedOnLoad()
 	if len(names) == 0 {
 		return false
 	}
@@ -372,14 +352,14 @@ func (p *Plugin) fromMigrator() bool {
 // names a lockable table without being a plain table (the plugin cannot
 // tell which rows it changes), and a write whose WHERE or SET reads a table
 // locked on load other than its own (a subquery).
-func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op opKind) error {
+func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model.Model, op opKind) error {
 	stmt := db.Statement
 	if te := stmt.TableExpr; te != nil && own == nil {
 		if named := p.namedModels(exprSQL(db, te)); len(named) > 0 && !p.fromMigrator() {
-			return unenforceable(named[0].table, "a "+string(op)+" through a table expression that is not a plain table names lockable table")
+			return unenforceable(named[0].Table, "a "+string(op)+" through a table expression that is not a plain table names lockable table")
 		}
 	}
-	locked := p.lockedOnLoad()
+	locked := p.reg.LockedOnLoad()
 	if len(locked) == 0 {
 		return nil
 	}
@@ -404,8 +384,8 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model, op opKind) error {
 		// A reference to a table here is a subquery or a FROM; a qualified
 		// column (customers.credit) is not.
 		for table := range sqlscan.TableRefs(text, p.lockableName) {
-			if bad := p.readsLocked([]*model{p.reg.tableModel(table)}, nil); bad != nil {
-				return unenforceable(bad.table, "a "+string(op)+" reads, in a subquery or a FROM, lockable table")
+			if bad := p.readsLocked([]*model.Model{p.reg.TableModel(table)}, nil); bad != nil {
+				return unenforceable(bad.Table, "a "+string(op)+" reads, in a subquery or a FROM, lockable table")
 			}
 		}
 	}
@@ -502,9 +482,9 @@ func (p *Plugin) refuseViews(db *gorm.DB) {
 	}
 	if named := p.namedModels(sql); len(named) > 0 && !p.bypassed(db, opExec) {
 		if face {
-			db.AddError(unenforceable(named[0].table, "a view, rule, trigger or function would reach the rows of lockable table"))
+			db.AddError(unenforceable(named[0].Table, "a view, rule, trigger or function would reach the rows of lockable table"))
 		} else {
-			db.AddError(fmt.Errorf("%w: exec renames or re-parents lockable table %s (ALTER TABLE … RENAME, RENAME TABLE, INHERIT); run it as a migration or under offlinelock.Bypass", ErrStrict, named[0].table))
+			db.AddError(fmt.Errorf("%w: exec renames or re-parents lockable table %s (ALTER TABLE … RENAME, RENAME TABLE, INHERIT); run it as a migration or under offlinelock.Bypass", ErrStrict, named[0].Table))
 		}
 	}
 }

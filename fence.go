@@ -101,11 +101,11 @@ const (
 func foldIntoValues(sign lockstore.StatementSigner, stmt *gorm.Statement, c clause.Clause, b clause.Builder, build func(clause.Clause, clause.Builder)) {
 	st := statementState(stmt)
 	vals, ok := c.Expression.(clause.Values)
-	if st == nil || st.valuesFence == nil || !ok || len(vals.Values) != 1 || len(st.m.pk) == 0 {
+	if st == nil || st.valuesFence == nil || !ok || len(vals.Values) != 1 || len(st.m.PK) == 0 {
 		build(c, b)
 		return
 	}
-	i := slices.IndexFunc(vals.Columns, func(col clause.Column) bool { return col.Name == st.m.pk[0].DBName })
+	i := slices.IndexFunc(vals.Columns, func(col clause.Column) bool { return col.Name == st.m.PK[0].DBName })
 	if i < 0 { // the key omitted: the fence sees the fold missing, and refuses
 		build(c, b)
 		return
@@ -123,10 +123,10 @@ func foldIntoValues(sign lockstore.StatementSigner, stmt *gorm.Statement, c clau
 // assigned to itself, or NULL, never reached, where the fence refuses.
 func foldIntoUpsert(sign lockstore.StatementSigner, stmt *gorm.Statement, b clause.Builder) {
 	st := statementState(stmt)
-	if st == nil || st.upsertFence == nil || len(st.m.pk) == 0 {
+	if st == nil || st.upsertFence == nil || len(st.m.PK) == 0 {
 		return
 	}
-	sign.FoldUpsert(b, clause.Column{Name: st.m.pk[0].DBName}, st.upsertFence)
+	sign.FoldUpsert(b, clause.Column{Name: st.m.PK[0].DBName}, st.upsertFence)
 	st.upsertFolds |= foldedUpdate
 }
 
@@ -165,7 +165,7 @@ func (p *Plugin) refusedAtFence(db *gorm.DB, st *state) bool {
 		err = notLockedForWrite(st.op, st.required)
 	}
 	st.fenceFailed = true
-	p.tel.fenceFailed(ctxOf(db), db, st.m.lockResource(), st.op)
+	p.tel.fenceFailed(ctxOf(db), db, st.m.LockResource(), st.op)
 	st.err, db.Error = err, err
 	return true
 }

@@ -69,7 +69,7 @@ func (p *Plugin) confirmGrants(db *gorm.DB, st *state) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	return public(c.Confirm(direct(p.background(db)), keys, lockstore.Owner(st.owner), lockstore.Access(st.m.loadAccess())))
+	return public(c.Confirm(direct(p.background(db)), keys, lockstore.Owner(st.owner), lockstore.Access(loadAccess(st.m))))
 }
 
 // commitWatch collects, inside a transaction whose COMMIT the plugin sends

@@ -13,6 +13,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
@@ -160,8 +161,8 @@ func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) err
 		}
 	}
 	for _, plan := range plans {
-		if m := p.reg.tableModel(plan.Inherits); plan.Inherits != "" && m != nil {
-			p.reg.storeAlias(plan.Table, m) // a partition's name is its table's, to the plugin too (Strict, Table("…"))
+		if m := p.reg.TableModel(plan.Inherits); plan.Inherits != "" && m != nil {
+			p.reg.StoreAlias(plan.Table, m) // a partition's name is its table's, to the plugin too (Strict, Table("…"))
 		}
 	}
 	if gs.busy == nil {
@@ -248,7 +249,7 @@ func (p *Plugin) startGuard(db *gorm.DB) error {
 	}
 	if len(tables) == 0 {
 		if t, err := p.storeFor(db); err == nil && t.caps.Guard != nil {
-			for _, m := range p.reg.lockable() {
+			for _, m := range p.reg.Lockable() {
 				p.learnPartitions(db, t.caps.Guard, m)
 			}
 		}
@@ -325,11 +326,11 @@ const (
 // Table("…")) when the guard is off, as its install does when it is on:
 // once per table and database. A partition attached later is learnt by the
 // next process; a failure is logged and tried again by the next statement.
-func (p *Plugin) learnPartitions(db *gorm.DB, g lockstore.Guard, m *model) {
-	if m == nil || !m.lockable {
+func (p *Plugin) learnPartitions(db *gorm.DB, g lockstore.Guard, m *model.Model) {
+	if m == nil || !m.Lockable {
 		return
 	}
-	name := strings.ToLower(m.table)
+	name := strings.ToLower(m.Table)
 	gs := p.guardOf(db)
 	gs.mu.Lock()
 	_, done := gs.tables[name]
@@ -343,14 +344,14 @@ func (p *Plugin) learnPartitions(db *gorm.DB, g lockstore.Guard, m *model) {
 	if done {
 		return
 	}
-	children, _, err := g.Inheritors(direct(p.guardSession(db)), m.table)
+	children, _, err := g.Inheritors(direct(p.guardSession(db)), m.Table)
 	if err != nil {
-		p.forgetGuard(db, m.table)
-		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: reading the partitions of a lockable table", "table", m.table, "error", err)
+		p.forgetGuard(db, m.Table)
+		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: reading the partitions of a lockable table", "table", m.Table, "error", err)
 		return
 	}
 	for _, ch := range children {
-		p.reg.storeAlias(ch, m)
+		p.reg.StoreAlias(ch, m)
 	}
 }
 
@@ -416,7 +417,7 @@ func (p *Plugin) forgetGuard(db *gorm.DB, table string) {
 //
 // It reports whether nothing is left to do for m's table on this
 // database: guarded, or nothing to guard.
-func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
+func (b *binding) guardLazily(db *gorm.DB, m *model.Model) bool {
 	p := b.p
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	if g := b.t.caps.Guard; inTx && g != nil && g.InstallWaitsForTransactions() {
@@ -424,12 +425,12 @@ func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
 		// transactions, and a metadata-lock deadlock with one fails that
 		// transaction's statement (1213): not beside a transaction of the
 		// caller's. The next statement outside one guards the table.
-		return b.guard.has(m.table)
+		return b.guard.has(m.Table)
 	}
 	if _, ok := p.guardOn(b.t); !ok {
 		if b.t.caps.Guard != nil {
 			p.learnPartitions(db, b.t.caps.Guard, m) // turned off: the names still count
-			return b.guard.has(m.table)
+			return b.guard.has(m.Table)
 		}
 		return true // SQLite has no guard
 	}
@@ -443,7 +444,7 @@ func (b *binding) guardLazily(db *gorm.DB, m *model) bool {
 		return true
 	}
 	p.guardTable(db, m, !inTx)
-	return b.guard.has(m.table)
+	return b.guard.has(m.Table)
 }
 
 // has says whether table is known to carry the guard (or, with the
@@ -460,8 +461,8 @@ func (gs *guardState) has(table string) bool {
 // transaction (a table just created is in nobody's transaction), waiting
 // at most guardDDLWait for that connection (the migrator may hold the
 // pool's last one); elsewhere, and on PostgreSQL, in the background.
-func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model) {
-	p.forgetGuard(db, m.table)
+func (p *Plugin) guardAfterDDL(db *gorm.DB, m *model.Model) {
+	p.forgetGuard(db, m.Table)
 	p.forgetModels(db) // a table made again has lost its triggers
 	if p.cfg.DisableGuard || p.cfg.LeaveGuard {
 		return
@@ -486,11 +487,11 @@ const guardDDLWait = 2 * time.Second
 // guardTable guards m's table unless this process knows it is guarded:
 // with wait, before it returns (waiting for an install under way); else
 // in the background.
-func (p *Plugin) guardTable(db *gorm.DB, m *model, wait bool) {
-	if p.cfg.DisableGuard || p.cfg.LeaveGuard || m == nil || !m.lockable {
+func (p *Plugin) guardTable(db *gorm.DB, m *model.Model, wait bool) {
+	if p.cfg.DisableGuard || p.cfg.LeaveGuard || m == nil || !m.Lockable {
 		return
 	}
-	name := strings.ToLower(m.table)
+	name := strings.ToLower(m.Table)
 	gs := p.guardOf(db)
 	gs.mu.Lock()
 	_, done := gs.tables[name]
@@ -539,15 +540,15 @@ func (p *Plugin) guardSession(db *gorm.DB) *gorm.DB {
 // logGuardError logs an install that failed on a statement's way: the
 // statement goes on (the plugin checks it), and grants of the table's
 // records are refused until the guard is in place (coverage.go).
-func (p *Plugin) logGuardError(db *gorm.DB, m *model, err error) {
+func (p *Plugin) logGuardError(db *gorm.DB, m *model.Model, err error) {
 	if err != nil {
-		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard could not be installed; grants of the table's records are refused until it is (offlinelock guard install)", "table", m.table, "error", err)
+		p.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard could not be installed; grants of the table's records are refused until it is (offlinelock guard install)", "table", m.Table, "error", err)
 	}
 }
 
 // guardTableFor guards m's table (and the tables that belong to it), on
 // db's connection pool.
-func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
+func (p *Plugin) guardTableFor(db *gorm.DB, m *model.Model) error {
 	t, err := p.storeFor(db)
 	if err != nil {
 		return err
@@ -563,8 +564,8 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 	// spelled through it) and the members its associations name, which a
 	// table created after db.Use, without Config.Models, would otherwise
 	// leave unguarded until the plugin happened on a statement of theirs.
-	for _, x := range append([]*model{m}, p.aggregateOf(m)...) {
-		if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, x.table) }) {
+	for _, x := range append([]*model.Model{m}, p.aggregateOf(m)...) {
+		if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, x.Table) }) {
 			specs = append(specs, p.specOf(x))
 			if x != m {
 				if err := p.rememberModelOn(db, x); err != nil {
@@ -572,7 +573,7 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 				}
 			}
 		}
-		p.forgetGuard(db, x.table)
+		p.forgetGuard(db, x.Table)
 	}
 	err = p.ensureGuards(db, specs, true)
 	if err != nil {
@@ -585,26 +586,26 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model) error {
 // the models: m's root chain, and the members (at any depth) that the
 // has-one and has-many associations of m and of its members name, whose
 // root chain goes through m.
-func (p *Plugin) aggregateOf(m *model) []*model {
-	var out []*model
-	if m.root != nil && p.resolve(m) == nil {
-		out = append(out, m.chain...)
+func (p *Plugin) aggregateOf(m *model.Model) []*model.Model {
+	var out []*model.Model
+	if m.Root != nil && p.reg.Resolve(m) == nil {
+		out = append(out, m.Chain()...)
 	}
-	seen := map[string]bool{strings.ToLower(m.table): true}
-	var walk func(x *model, depth int)
-	walk = func(x *model, depth int) {
-		if depth > 8 || len(x.pk) == 0 || x.pk[0].Schema == nil {
+	seen := map[string]bool{strings.ToLower(m.Table): true}
+	var walk func(x *model.Model, depth int)
+	walk = func(x *model.Model, depth int) {
+		if depth > 8 || len(x.PK) == 0 || x.PK[0].Schema == nil {
 			return
 		}
-		for _, rel := range x.pk[0].Schema.Relationships.Relations {
+		for _, rel := range x.PK[0].Schema.Relationships.Relations {
 			if rel.Type != schema.HasOne && rel.Type != schema.HasMany || rel.FieldSchema == nil {
 				continue
 			}
-			c := p.reg.modelOf(rel.FieldSchema, nil)
-			if c.root == nil || c.err != nil || seen[strings.ToLower(c.table)] || p.resolve(c) != nil || !slices.Contains(c.chain, x) {
+			c := p.reg.ModelOf(rel.FieldSchema, nil)
+			if c.Root == nil || c.Err != nil || seen[strings.ToLower(c.Table)] || p.reg.Resolve(c) != nil || !slices.Contains(c.Chain(), x) {
 				continue
 			}
-			seen[strings.ToLower(c.table)] = true
+			seen[strings.ToLower(c.Table)] = true
 			out = append(out, c)
 			walk(c, depth+1)
 		}
@@ -612,11 +613,11 @@ func (p *Plugin) aggregateOf(m *model) []*model {
 	walk(m, 0)
 	// Members that name their root on their own side only (lock:"root",
 	// no association on the root's): known once GORM parsed them.
-	for _, c := range p.reg.lockable() {
-		if c.root == nil || c.err != nil || c.typ == nil || seen[strings.ToLower(c.table)] || p.resolve(c) != nil || !slices.Contains(c.chain, m) {
+	for _, c := range p.reg.Lockable() {
+		if c.Root == nil || c.Err != nil || c.Type == nil || seen[strings.ToLower(c.Table)] || p.reg.Resolve(c) != nil || !slices.Contains(c.Chain(), m) {
 			continue
 		}
-		seen[strings.ToLower(c.table)] = true
+		seen[strings.ToLower(c.Table)] = true
 		out = append(out, c)
 	}
 	return out
@@ -666,8 +667,8 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 // lockableTables are the tables of the catalog and the parsed models.
 func (p *Plugin) lockableTables() []string {
 	var out []string
-	for _, m := range p.reg.lockable() {
-		out = append(out, m.table)
+	for _, m := range p.reg.Lockable() {
+		out = append(out, m.Table)
 	}
 	return out
 }

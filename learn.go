@@ -6,6 +6,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // The plugin learns every model GORM parses on its database before its
@@ -32,7 +34,7 @@ func parsedSchemas(db *gorm.DB) *sync.Map {
 
 // learnParsed registers the lockable models GORM parsed on db that the
 // plugin has not met, and returns them.
-func (p *Plugin) learnParsed(db *gorm.DB) []*model {
+func (p *Plugin) learnParsed(db *gorm.DB) []*model.Model {
 	cache := parsedSchemas(db)
 	if cache == nil {
 		return nil
@@ -40,13 +42,13 @@ func (p *Plugin) learnParsed(db *gorm.DB) []*model {
 	var types []reflect.Type
 	cache.Range(func(_, v any) bool {
 		if s, ok := v.(*schema.Schema); ok && s.ModelType != nil && s.ModelType.Name() != "" {
-			if _, known := p.reg.models.Load(s); !known {
+			if !p.reg.Known(s) {
 				types = append(types, s.ModelType)
 			}
 		}
 		return true
 	})
-	var out []*model
+	var out []*model.Model
 	for _, t := range types {
 		// Parse waits for a parse under way in another goroutine, and
 		// returns the cached schema.
@@ -54,7 +56,7 @@ func (p *Plugin) learnParsed(db *gorm.DB) []*model {
 		if err != nil || s == nil {
 			continue
 		}
-		if m := p.reg.modelOf(s, db.NamingStrategy); m.lockable && m.err == nil {
+		if m := p.reg.ModelOf(s, db.NamingStrategy); m.Lockable && m.Err == nil {
 			out = append(out, m)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -60,10 +61,10 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 		p.guardPreloads(db)
 		return
 	}
-	if refuseVolatileLimit(db, st) || st.m.root != nil && p.refuseMemberJoins(db, st) {
+	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
-	if err := p.checkGuarded(db, st.m.lockResource()); err != nil {
+	if err := p.checkGuarded(db, st.m.LockResource()); err != nil {
 		st.fail(db, err) // no guard, no grant (coverage.go)
 		return
 	}
@@ -119,7 +120,7 @@ func (b *binding) fromSubquery(db *gorm.DB) bool {
 	if !limitPerRecord(stmt) {
 		return false
 	}
-	if m := p.reg.modelOf(stmt.Schema, db.NamingStrategy); !locksRows(m) {
+	if m := p.reg.ModelOf(stmt.Schema, db.NamingStrategy); !locksRows(m) {
 		return false
 	}
 	callbacks.BuildQuerySQL(db)
@@ -205,16 +206,16 @@ func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 		p.loadOnPrimary(db, m)
 	}
 	if !plainSelect(sql) {
-		db.AddError(unenforceable(named[0].table, "a raw statement that may write runs through Find/Scan/Rows on lockable table"))
+		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through Find/Scan/Rows on lockable table"))
 		return
 	}
 	m := p.statementModel(db)
-	own := m != nil && m.typ != nil && locksRows(m) && structsOf(db.Statement.ReflectValue, m.typ, func(reflect.Value) {})
+	own := m != nil && m.Type != nil && locksRows(m) && model.StructsOf(db.Statement.ReflectValue, m.Type, func(reflect.Value) {})
 	refs := sqlscan.TableRefs(sql, p.lockableName)
 	// Rows of the own table read once are seen in the destination; a
 	// second reference (a self-join, a UNION, a subquery) is not.
-	if bad := p.readsLocked(named, func(x *model) bool { return own && strings.EqualFold(x.table, m.table) && refs[x.table] <= 1 }); bad != nil {
-		db.AddError(unenforceable(bad.table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
+	if bad := p.readsLocked(named, func(x *model.Model) bool { return own && strings.EqualFold(x.Table, m.Table) && refs[x.Table] <= 1 }); bad != nil {
+		db.AddError(unenforceable(bad.Table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
 		return
 	}
 	if !own {
@@ -222,8 +223,8 @@ func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 	}
 	// Its rows are locked by the keys they carry: a key computed, renamed
 	// or taken from another row would lock one record and show another.
-	if !vetted && !sqlscan.KeysAsStored(sql, m.table, keyColumns(m)) {
-		db.AddError(unenforceable(m.table, "a raw SELECT whose rows may not carry their own primary key (a computed, renamed or aggregated key column, a set operation, or a function or subquery among its columns) reads lockable table"))
+	if !vetted && !sqlscan.KeysAsStored(sql, m.Table, keyColumns(m)) {
+		db.AddError(unenforceable(m.Table, "a raw SELECT whose rows may not carry their own primary key (a computed, renamed or aggregated key column, a set operation, or a function or subquery among its columns) reads lockable table"))
 		return
 	}
 	st := b.start(db, m, opLoad)
@@ -248,7 +249,7 @@ func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	outside := !raw && !inTx && len(db.Statement.Preloads) == 0
-	if outside && st.m.root == nil && len(db.Statement.Joins) == 0 {
+	if outside && st.m.Root == nil && len(db.Statement.Joins) == 0 {
 		// By key, the commonest load on a store without a Loader: what
 		// aheadTargets and oneKey decide for it, without asking them (not
 		// a member, no join to lock, one key: locked on its own).
@@ -292,13 +293,11 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 // deepMember says whether m is a member more than one level below its
 // root: finding its root reads the parents, which must happen in the same
 // transaction as the lock (row-locked), so that no parent moves between.
-func (p *Plugin) deepMember(m *model) bool {
-	if m.root == nil {
+func (p *Plugin) deepMember(m *model.Model) bool {
+	if m.Root == nil {
 		return false
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.chain) > 1
+	return len(m.Chain()) > 1
 }
 
 // oneKey says whether targets name one key at most.
@@ -320,7 +319,7 @@ func (p *Plugin) refuseMemberJoins(db *gorm.DB, st *state) bool {
 	if len(joins) == 0 {
 		return false
 	}
-	st.fail(db, unenforceable(joins[0].table, "a load of aggregate member "+st.m.table+" locks its roots, not the rows it joins (use Preload, which locks them), of lockable table"))
+	st.fail(db, unenforceable(joins[0].table, "a load of aggregate member "+st.m.Table+" locks its roots, not the rows it joins (use Preload, which locks them), of lockable table"))
 	return true
 }
 
@@ -333,8 +332,8 @@ func (b *binding) enterJoins(db *gorm.DB, op opKind) *state {
 		db.Statement.SQL.Len() > 0 || len(p.lockableJoins(db)) == 0 {
 		return nil
 	}
-	m := p.reg.modelOf(db.Statement.Schema, db.NamingStrategy)
-	if m.root != nil || p.bypassed(db, op) {
+	m := p.reg.ModelOf(db.Statement.Schema, db.NamingStrategy)
+	if m.Root != nil || p.bypassed(db, op) {
 		return nil
 	}
 	return b.start(db, m, op)
@@ -388,8 +387,8 @@ func (p *Plugin) preloadsLockable(db *gorm.DB, s *schema.Schema, preloads map[st
 // locksOnLoadSchema says whether loading s's model takes locks (or fails
 // on a bad tag).
 func (p *Plugin) locksOnLoadSchema(db *gorm.DB, s *schema.Schema) bool {
-	m := p.reg.modelOf(s, db.NamingStrategy)
-	return m.lockable && (p.resolve(m) != nil || m.locksOnLoad())
+	m := p.reg.ModelOf(s, db.NamingStrategy)
+	return m.Lockable && (p.reg.Resolve(m) != nil || m.LocksOnLoad())
 }
 
 // lockAhead locks the rows the statement will read, before it reads them.
@@ -403,14 +402,14 @@ func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
 // them. It reports false when it failed.
 func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 	var targets []target
-	if st.m.root != nil {
+	if st.m.Root != nil {
 		links, err := p.preselectLinks(db, st.m, false)
 		if err == nil {
 			targets, err = p.rootsOf(db, st.m, links)
 		}
 		st.links = map[string]bool{}
 		for _, l := range links {
-			st.links[textKey(l)] = true
+			st.links[model.TextKey(l)] = true
 		}
 		if err != nil {
 			st.fail(db, err)
@@ -438,12 +437,12 @@ func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 	type group struct {
 		access Access
-		m      *model
+		m      *model.Model
 	}
 	groups := map[group][]key{}
 	for _, tg := range targets {
 		if !st.locked[tg.k] {
-			g := group{tg.m.loadAccess(), tg.m}
+			g := group{loadAccess(tg.m), tg.m}
 			groups[g] = append(groups[g], tg.k)
 		}
 	}
@@ -456,7 +455,7 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 		st.locked, st.newly = make(map[key]bool, len(targets)), make(map[key]bool, len(targets))
 	}
 	// Groups in table order, keys sorted in each: one order for all.
-	slices.SortFunc(order, func(a, b group) int { return strings.Compare(a.m.table, b.m.table) })
+	slices.SortFunc(order, func(a, b group) int { return strings.Compare(a.m.Table, b.m.Table) })
 	for _, g := range order {
 		keys := groups[g]
 		ttl, err := p.ttlFor(db, g.m)
@@ -544,7 +543,7 @@ func (p *Plugin) readTargets(db *gorm.DB, st *state) (loaded []target, more bool
 		// that began to match while the first ones were being locked. A
 		// WHERE on keys pins the rows. Raw SQL cannot be looked at again.
 		if st.raw {
-			st.fail(db, unenforceable(st.m.table, "a raw SELECT read rows without their primary key from lockable table"))
+			st.fail(db, unenforceable(st.m.Table, "a raw SELECT read rows without their primary key from lockable table"))
 			return nil, false
 		}
 		if st.known != nil {
@@ -612,10 +611,10 @@ func (b *binding) beforeRow(db *gorm.DB) {
 		}
 		return
 	}
-	if refuseVolatileLimit(db, st) || st.m.root != nil && p.refuseMemberJoins(db, st) {
+	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
-	if err := p.checkGuarded(db, st.m.lockResource()); err != nil {
+	if err := p.checkGuarded(db, st.m.LockResource()); err != nil {
 		st.fail(db, err) // no guard, no grant (coverage.go)
 		return
 	}
@@ -668,18 +667,18 @@ func (p *Plugin) beforeRawRows(db *gorm.DB) {
 		p.loadOnPrimary(db, m)
 	}
 	if !plainSelect(sql) {
-		db.AddError(unenforceable(named[0].table, "a raw statement that may write runs through Rows/Row/Scan on lockable table"))
+		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through Rows/Row/Scan on lockable table"))
 		return
 	}
 	if bad := p.readsLocked(named, nil); bad != nil {
-		db.AddError(unenforceable(bad.table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
+		db.AddError(unenforceable(bad.Table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
 	}
 }
 
 // keyColumns are m's primary key columns.
-func keyColumns(m *model) []string {
-	out := make([]string, len(m.pk))
-	for i, f := range m.pk {
+func keyColumns(m *model.Model) []string {
+	out := make([]string, len(m.PK))
+	for i, f := range m.PK {
 		out[i] = f.DBName
 	}
 	return out

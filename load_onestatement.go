@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 	"gorm.io/gorm/clause"
@@ -38,7 +39,7 @@ const (
 func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
 	hs := st.caps.Held
-	if hs == nil || st.m.root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
+	if hs == nil || st.m.Root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
 		return false
 	}
 	for _, name := range []string{"FOR", "GROUP BY"} {
@@ -47,11 +48,11 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		}
 	}
 	keys, known := knownKeys(stmt, st.m)
-	if !known && len(st.m.pk) == 1 {
+	if !known && len(st.m.PK) == 1 {
 		// First(&Account{ID: 2}): gorm:query adds the key from the value.
-		if v := stmt.ReflectValue; v.Kind() == reflect.Struct && v.Type() == st.m.typ {
-			if r, found := st.m.pkRow(stmt.Context, stmt.Table, v); found {
-				keys, known = []key{r.k}, true
+		if v := stmt.ReflectValue; v.Kind() == reflect.Struct && v.Type() == st.m.Type {
+			if k, _, found := st.m.RowKey(stmt.Context, v); found {
+				keys, known = []key{k}, true
 			}
 		}
 	}
@@ -70,7 +71,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 	switch {
 	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
 		rewriteHeld(db, st, hs, k, ttl)
-	case grants && st.m.loadAccess() == Write:
+	case grants && loadAccess(st.m) == Write:
 		st.fast = fastGrant
 		if st.fastTok, err = lockstore.NewToken(); err != nil {
 			st.fail(db, err)
@@ -101,7 +102,7 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 func rewriteHeld(db *gorm.DB, st *state, hs lockstore.Held, k key, ttl time.Duration) {
 	stmt := db.Statement
 	st.fast = fastHeld
-	andWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(st.m.loadAccess()), ttl/2))
+	andWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(loadAccess(st.m)), ttl/2))
 	if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
 		stmt.ConnPool, st.prepared = pool, true
 	}
@@ -230,21 +231,19 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 	stmt, m := db.Statement, st.m
 	ls := st.caps.Loader
-	if ls == nil || !m.lockable || m.loadAccess() != Write || len(p.lockableJoins(db)) > 0 {
+	if ls == nil || !m.Lockable || loadAccess(m) != Write || len(p.lockableJoins(db)) > 0 {
 		return false
 	}
 	if _, grouped := stmt.Clauses["GROUP BY"]; grouped {
 		return false
 	}
-	col, resource := m.pk, m.table
-	if m.root != nil {
-		m.mu.Lock()
-		chain := m.chain
-		m.mu.Unlock()
+	col, resource := m.PK, m.Table
+	if m.Root != nil {
+		chain := m.Chain()
 		if len(chain) != 1 {
 			return false
 		}
-		col, resource = []*schema.Field{m.root.field}, chain[0].table
+		col, resource = []*schema.Field{m.Root.Field}, chain[0].Table
 	}
 	if len(col) != 1 || !textKeyKind(col[0]) {
 		return false
@@ -269,7 +268,7 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 		return true
 	}
 	st.detached = true
-	if m.root != nil {
+	if m.Root != nil {
 		st.links = map[string]bool{}
 	}
 	for _, g := range grants {
@@ -285,7 +284,7 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 // textKeyKind says whether a key column's text in SQL (CAST AS TEXT) is
 // its canonical spelling (canonical): integers and exact text.
 func textKeyKind(f *schema.Field) bool {
-	k := kindOf(f)
+	k := model.KindOf(f)
 	return k == kindInt || k == kindText
 }
 

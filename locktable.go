@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 )
 
@@ -87,13 +88,13 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 // rememberTarget writes the lockable models behind a lock on a target of
 // model m (its own, and its root's, the lock's resource) to the catalog
 // before the lock exists.
-func (p *Plugin) rememberTarget(db *gorm.DB, m *model, k key) error {
+func (p *Plugin) rememberTarget(db *gorm.DB, m *model.Model, k key) error {
 	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
-	for _, m := range []*model{p.reg.tableModel(k.Resource), m} {
-		if m == nil || !m.lockable {
+	for _, m := range []*model.Model{p.reg.TableModel(k.Resource), m} {
+		if m == nil || !m.Lockable {
 			continue
 		}
 		if err := b.prepare(db, m); err != nil {
@@ -314,7 +315,7 @@ func (p *Plugin) Shorten(db *gorm.DB, target any, ttl time.Duration) (*Lock, tim
 // is that session or the application itself (no owner), and otherwise asks
 // Config.Authorize and logs the decision.
 func (p *Plugin) checkSessionAction(db *gorm.DB, action, session string) error {
-	if err := checkText("session", session, maxTextLen, false); err != nil {
+	if err := model.CheckText("session", session, model.MaxTextLen, false); err != nil {
 		return err
 	}
 	ctx := db.Statement.Context
@@ -354,7 +355,7 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 	for _, s := range []struct{ what, v string }{
 		{"resource", f.Resource}, {"id", f.ID}, {"user", f.User}, {"session", f.Session},
 	} {
-		if err := checkText(s.what, s.v, maxTextLen, true); err != nil {
+		if err := model.CheckText(s.what, s.v, model.MaxTextLen, true); err != nil {
 			return nil, err
 		}
 	}
@@ -376,7 +377,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		return err
 	}
 	k := key{Resource: resource, ID: id}
-	if err := validateKey(k); err != nil {
+	if err := model.ValidateKey(k); err != nil {
 		return err
 	}
 	ctx := db.Statement.Context

@@ -9,6 +9,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Relationships are part of the record: appending, replacing or clearing a
@@ -18,7 +20,7 @@ import (
 
 // joinOwner is a lockable side of a join table.
 type joinOwner struct {
-	m       *model
+	m       *model.Model
 	columns []*schema.Field // the join table's columns that hold m's key, in key order
 }
 
@@ -26,10 +28,10 @@ type joinOwner struct {
 // side whose key the join table does not hold whole cannot be told apart:
 // its writes are refused.
 func (p *Plugin) joinOwners(table string) ([]joinOwner, error) {
-	byTable := map[string][]joinSide{}
+	byTable := map[string][]model.JoinSide{}
 	var order []string
-	for _, side := range p.reg.joinSides(table) {
-		name := strings.ToLower(side.table)
+	for _, side := range p.reg.JoinSides(table) {
+		name := strings.ToLower(side.Table)
 		if _, ok := byTable[name]; !ok {
 			order = append(order, name)
 		}
@@ -37,21 +39,21 @@ func (p *Plugin) joinOwners(table string) ([]joinOwner, error) {
 	}
 	var out []joinOwner
 	for _, name := range order {
-		m := p.reg.tableModel(name)
+		m := p.reg.TableModel(name)
 		if m == nil {
 			continue
 		}
 		o := joinOwner{m: m}
-		for i, f := range m.pk {
+		for i, f := range m.PK {
 			for _, side := range byTable[name] {
-				if side.key == f.DBName || side.key == "" && len(m.pk) == 1 {
-					o.columns = append(o.columns, specField(side.column, m.kinds[i]))
+				if side.Key == f.DBName || side.Key == "" && len(m.PK) == 1 {
+					o.columns = append(o.columns, specField(side.Column, m.Kinds[i]))
 					break
 				}
 			}
 		}
-		if len(o.columns) != len(m.pk) {
-			return nil, unenforceable(m.table, "join table "+table+" does not hold the whole key of lockable table")
+		if len(o.columns) != len(m.PK) {
+			return nil, unenforceable(m.Table, "join table "+table+" does not hold the whole key of lockable table")
 		}
 		out = append(out, o)
 	}
@@ -108,9 +110,9 @@ func (b *binding) beforeJoinWrite(db *gorm.DB, op opKind) {
 // from the rows a Create inserts, or the rows an Update or Delete matches.
 func (p *Plugin) joinRows(db *gorm.DB, o joinOwner, op opKind) ([][]any, error) {
 	if op == opCreate {
-		rows, complete, known := valueRows(db, db.Statement.ReflectValue, o.columns)
+		rows, complete, known := model.ValueRows(db, db.Statement.ReflectValue, o.columns)
 		if !complete || !known {
-			return nil, unenforceable(o.m.table, "a join-table row without the whole key relates a record of")
+			return nil, unenforceable(o.m.Table, "a join-table row without the whole key relates a record of")
 		}
 		return rows, nil
 	}
@@ -127,11 +129,11 @@ func (p *Plugin) joinRows(db *gorm.DB, o joinOwner, op opKind) ([][]any, error) 
 
 // targetsOfRows maps the key values of m's rows to the locks that cover
 // them: their own, or, for a member, its root's.
-func (p *Plugin) targetsOfRows(db *gorm.DB, m *model, rows [][]any) ([]target, error) {
-	if m.root != nil {
+func (p *Plugin) targetsOfRows(db *gorm.DB, m *model.Model, rows [][]any) ([]target, error) {
+	if m.Root != nil {
 		pks := make([]any, len(rows))
 		for i, r := range rows {
-			pks[i] = m.keyArgs(r)[0]
+			pks[i] = m.KeyArgs(r)[0]
 		}
 		links, err := p.linksOf(db, m, pks)
 		if err != nil {
@@ -141,7 +143,7 @@ func (p *Plugin) targetsOfRows(db *gorm.DB, m *model, rows [][]any) ([]target, e
 	}
 	out := make([]target, 0, len(rows))
 	for _, r := range rows {
-		k, err := m.keyOf(r)
+		k, err := keyOf(m, r)
 		if err != nil {
 			return nil, err
 		}

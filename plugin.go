@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
@@ -121,11 +122,11 @@ type Config struct {
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
 	cfg   Config
-	err   error      // a configuration error, reported by Initialize and every call
-	reg   *registry  // parsed models
-	tel   *telemetry // OpenTelemetry instruments, made once
-	spans bool       // spans are recorded: statements keep theirs aside (spans.go)
-	hints hints      // which locks this process granted: a routing guess, never trusted
+	err   error           // a configuration error, reported by Initialize and every call
+	reg   *model.Registry // parsed models
+	tel   *telemetry      // OpenTelemetry instruments, made once
+	spans bool            // spans are recorded: statements keep theirs aside (spans.go)
+	hints hints           // which locks this process granted: a routing guess, never trusted
 
 	pgIdentity          string // the identity's expression on PostgreSQL, signed in the database (lockstore.PostgresSetIdentity)
 	pgIdentityStatement string // and as a statement of its own
@@ -157,7 +158,7 @@ func New(cfg Config) *Plugin {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Plugin{cfg: cfg, reg: &registry{}}
+	p := &Plugin{cfg: cfg, reg: &model.Registry{}}
 	tel, telErr := newTelemetry(cfg.MeterProvider, cfg.TracerProvider)
 	p.tel = tel
 	p.spans = tel != nil && tel.tracer != nil // else no statement keeps spans aside (spans.go)
@@ -247,11 +248,11 @@ func (p *Plugin) checkModels(db *gorm.DB) error {
 		if err != nil {
 			return fmt.Errorf("offlinelock: parsing model %T: %w", m, err)
 		}
-		if pm.err != nil {
-			return pm.err
+		if pm.Err != nil {
+			return pm.Err
 		}
-		if !pm.lockable {
-			return notLockable(pm)
+		if !pm.Lockable {
+			return model.NotLockable(pm)
 		}
 	}
 	return nil
@@ -311,9 +312,9 @@ func (p *Plugin) rememberModels(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
-	var ms []*model
+	var ms []*model.Model
 	for _, v := range p.cfg.Models {
-		if m, _, _ := p.modelFor(db, v); m != nil && m.lockable && m.err == nil {
+		if m, _, _ := p.modelFor(db, v); m != nil && m.Lockable && m.Err == nil {
 			ms = append(ms, m)
 		}
 	}

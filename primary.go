@@ -1,6 +1,10 @@
 package offlinelock
 
-import "gorm.io/gorm"
+import (
+	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock/internal/model"
+)
 
 // The primary decides (docs/scaling.md). A read router such as
 // gorm.io/plugin/dbresolver moves a query's statement to a replica before
@@ -59,11 +63,11 @@ func onPrimary(db *gorm.DB) *gorm.DB {
 // it holds must not be stale). An owner-less load of an exclusive_write
 // model, and one that asks for a replica itself (dbresolver.Read), stay
 // where the router sent them.
-func (p *Plugin) loadOnPrimary(db *gorm.DB, m *model) {
-	if m == nil || !m.lockable || db.Statement.ConnPool == db.Config.ConnPool {
+func (p *Plugin) loadOnPrimary(db *gorm.DB, m *model.Model) {
+	if m == nil || !m.Lockable || db.Statement.ConnPool == db.Config.ConnPool {
 		return
 	}
-	if !m.locksOnLoad() {
+	if !m.LocksOnLoad() {
 		if _, asked := db.Statement.Settings.Load(resolverRead); asked {
 			return
 		}

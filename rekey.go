@@ -8,6 +8,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // The keys a write finally carries. The plugin checks a write before its
@@ -90,7 +92,7 @@ func (b *binding) rekey(op opKind) func(*gorm.DB) {
 				return
 			}
 		}
-		if st.m.root != nil {
+		if st.m.Root != nil {
 			p.checkMemberWrite(db, st, op)
 			return
 		}
@@ -102,10 +104,10 @@ func (b *binding) rekey(op opKind) func(*gorm.DB) {
 
 // keySignature spells the values of the model's rows that the check reads
 // keys from: each row's primary key and, for a member, its link.
-func keySignature(stmt *gorm.Statement, m *model) string {
-	fields := append([]*schema.Field(nil), m.pk...)
-	if m.root != nil {
-		fields = append(fields, m.root.field)
+func keySignature(stmt *gorm.Statement, m *model.Model) string {
+	fields := append([]*schema.Field(nil), m.PK...)
+	if m.Root != nil {
+		fields = append(fields, m.Root.Field)
 	}
 	var b strings.Builder
 	row := func(v reflect.Value) {
@@ -126,7 +128,7 @@ func keySignature(stmt *gorm.Statement, m *model) string {
 	// writes a map Dest, and a hook may add a SET clause.
 	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
 		for _, f := range fields {
-			for _, k := range mapKeysNaming(stmt.Schema, dest, f) {
+			for _, k := range model.MapKeysNaming(stmt.Schema, dest, f) {
 				fmt.Fprintf(&b, "map %s=%#v\x00", k.String(), dest.MapIndex(k).Interface())
 			}
 		}
@@ -134,7 +136,7 @@ func keySignature(stmt *gorm.Statement, m *model) string {
 	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
 		for _, a := range set {
 			for _, f := range fields {
-				if namesField(stmt.Schema, a.Column.Name, f) {
+				if model.NamesField(stmt.Schema, a.Column.Name, f) {
 					fmt.Fprintf(&b, "set %s=%#v\x00", a.Column.Name, a.Value)
 				}
 			}

@@ -79,7 +79,7 @@ func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 	if !sqlscan.Read(sql).RowAccess {
 		return false
 	}
-	if sqlscan.Dynamic(sql) && len(p.reg.lockable()) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
+	if sqlscan.Dynamic(sql) && len(p.reg.Lockable()) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
 		// SQL built at run time, or a table named in a string: it may
 		// name any lockable table, and no reading can tell which.
 		err := fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
@@ -91,8 +91,8 @@ func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
 		return false
 	}
-	err := fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].table)
-	p.tel.refused(ctxOf(db), db, modeImplicit, Write, named[0].table, err)
+	err := fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].Table)
+	p.tel.refused(ctxOf(db), db, modeImplicit, Write, named[0].Table, err)
 	db.AddError(err)
 	return true
 }

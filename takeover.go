@@ -60,7 +60,7 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 	if err != nil {
 		return nil, err
 	}
-	if m := p.reg.tableModel(k.Resource); m != nil {
+	if m := p.reg.TableModel(k.Resource); m != nil {
 		if err := p.rememberTarget(db, m, k); err != nil {
 			return nil, err
 		}

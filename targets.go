@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -22,7 +23,7 @@ import (
 // for, and the model.
 type target struct {
 	k key
-	m *model
+	m *model.Model
 }
 
 // joinPath is a Joins path (nested ones too: Joins("Seat.Desk")) that
@@ -30,7 +31,7 @@ type target struct {
 type joinPath struct {
 	alias  string          // the joined table's alias in the query: Seat__Desk
 	fields []*schema.Field // the relation fields from the loaded model down to it
-	m      *model
+	m      *model.Model
 	table  string // the joined model's table: the resource of its locks
 }
 
@@ -60,7 +61,7 @@ func (p *Plugin) lockableJoins(db *gorm.DB) []joinPath {
 				continue
 			}
 			seen[alias] = true
-			if m := p.reg.modelOf(cur, db.NamingStrategy); m.lockable && m.root == nil && m.err == nil && m.locksOnLoad() {
+			if m := p.reg.ModelOf(cur, db.NamingStrategy); m.Lockable && m.Root == nil && m.Err == nil && m.LocksOnLoad() {
 				out = append(out, joinPath{alias: alias, fields: slices.Clone(fields), m: m, table: cur.Table})
 			}
 		}
@@ -85,7 +86,7 @@ func (p *Plugin) joinsMember(db *gorm.DB) bool {
 			if !ok || rel.FieldSchema == nil {
 				break
 			}
-			if cur = rel.FieldSchema; p.reg.modelOf(cur, db.NamingStrategy).root != nil {
+			if cur = rel.FieldSchema; p.reg.ModelOf(cur, db.NamingStrategy).Root != nil {
 				return true
 			}
 		}
@@ -95,20 +96,20 @@ func (p *Plugin) joinsMember(db *gorm.DB) bool {
 
 // locksRows says whether the statement's own rows are locked on load (its
 // model may be there only for the lockable models it joins).
-func locksRows(m *model) bool { return m.lockable && m.root == nil && m.locksOnLoad() }
+func locksRows(m *model.Model) bool { return m.Lockable && m.Root == nil && m.LocksOnLoad() }
 
 // loadedTargets lists the rows a query put into its destination: its own
 // model's and those of lockable Joins. It reports false when the
 // destination holds something other than the model.
 // For members, links whose roots were resolved ahead (seen) need no
 // second resolution.
-func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]target, bool, error) {
+func (p *Plugin) loadedTargets(db *gorm.DB, m *model.Model, seen map[string]bool) ([]target, bool, error) {
 	stmt := db.Statement
-	if m.root != nil {
+	if m.Root != nil {
 		all, ok := memberLinks(stmt.Context, m, stmt.ReflectValue)
 		var links []any
 		for _, l := range all {
-			if !seen[textKey(l)] {
+			if !seen[model.TextKey(l)] {
 				links = append(links, l)
 			}
 		}
@@ -121,9 +122,9 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 	joins := p.lockableJoins(db)
 	var out []target
 	keyless := false
-	ok := structsOf(stmt.ReflectValue, m.typ, func(v reflect.Value) {
+	ok := model.StructsOf(stmt.ReflectValue, m.Type, func(v reflect.Value) {
 		if locksRows(m) {
-			if k, ok := m.rowKey(stmt.Context, stmt.Table, v); ok {
+			if k, _, ok := m.RowKey(stmt.Context, v); ok {
 				out = append(out, target{k, m})
 			} else {
 				keyless = true // Select without the key: the rows cannot be told apart
@@ -143,8 +144,8 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 				}
 			}
 			if ok {
-				structsOf(e, jp.m.typ, func(e reflect.Value) {
-					if k, ok := jp.m.rowKey(stmt.Context, jp.table, e); ok {
+				model.StructsOf(e, jp.m.Type, func(e reflect.Value) {
+					if k, _, ok := jp.m.RowKey(stmt.Context, e); ok {
 						out = append(out, target{k, jp.m})
 					}
 				})
@@ -161,8 +162,8 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model, seen map[string]bool) ([]t
 // one of its AND-ed conditions is the primary key equal to or in a list of
 // plain values, as First(&c, 129), Find(&cs, ids) and Delete(&T{}, id)
 // build. It reports false when the WHERE does not pin the rows down.
-func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
-	if len(m.pk) != 1 {
+func knownKeys(stmt *gorm.Statement, m *model.Model) ([]key, bool) {
+	if len(m.PK) != 1 {
 		return nil, false
 	}
 	w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
@@ -179,7 +180,7 @@ func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
 	}
 	isPK := func(c any) bool {
 		col, ok := c.(clause.Column)
-		return ok && !col.Raw && (col.Name == clause.PrimaryKey || col.Name == m.pk[0].DBName) &&
+		return ok && !col.Raw && (col.Name == clause.PrimaryKey || col.Name == m.PK[0].DBName) &&
 			(col.Table == "" || col.Table == clause.CurrentTable || col.Table == stmt.Table)
 	}
 	var values []any
@@ -205,17 +206,17 @@ func knownKeys(stmt *gorm.Statement, m *model) ([]key, bool) {
 	}
 	keys := make([]key, 0, len(values))
 	for _, v := range values {
-		if !plainValue(v) || m.kinds[0] != kindInt && isNumber(v) {
+		if !plainValue(v) || m.Kinds[0] != kindInt && model.IsNumber(v) {
 			// A number against a text key: MySQL compares them as numbers
 			// ('7up' = 7, 'abc' = 0), so the rows it matches are not the
 			// key's spelling; the general path reads the keys it matches.
 			return nil, false
 		}
-		id, err := canonical(m.kinds[0], v)
+		id, err := model.Canonical(m.Kinds[0], v)
 		if err != nil {
 			return nil, false // the general path finds the rows the database matches
 		}
-		keys = append(keys, key{Resource: m.table, ID: id})
+		keys = append(keys, key{Resource: m.Table, ID: id})
 	}
 	return keys, true
 }
@@ -350,15 +351,15 @@ func plainValue(v any) bool {
 // the same FROM, JOINs, WHERE, ORDER and LIMIT, selecting only primary keys
 // (its own and those of lockable Joins). forUpdate row-locks them on
 // PostgreSQL, so that a write finds the rows it will change.
-func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, error) {
+func (p *Plugin) preselect(db *gorm.DB, m *model.Model, forUpdate bool) ([]target, error) {
 	type part struct {
-		m     *model
+		m     *model.Model
 		table string // the table's name in the query (a join's alias)
 		res   string // the resource of its keys
 	}
 	var parts []part
 	if forUpdate || locksRows(m) { // a write checks its own rows whatever the mode
-		parts = append(parts, part{m, clause.CurrentTable, m.table})
+		parts = append(parts, part{m, clause.CurrentTable, m.Table})
 	}
 	if !forUpdate {
 		for _, jp := range p.lockableJoins(db) {
@@ -370,7 +371,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 	}
 	var cols []clause.Column
 	for _, pt := range parts {
-		for _, f := range pt.m.pk {
+		for _, f := range pt.m.PK {
 			cols = append(cols, clause.Column{Table: pt.table, Name: f.DBName})
 		}
 	}
@@ -389,18 +390,18 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 		}
 		i := 0
 		for _, pt := range parts {
-			texts = slices.Grow(texts[:0], len(pt.m.pk))[:len(pt.m.pk)]
+			texts = slices.Grow(texts[:0], len(pt.m.PK))[:len(pt.m.PK)]
 			null := false
-			for j := range pt.m.pk {
+			for j := range pt.m.PK {
 				if vals[i] == nil {
 					null = true
 				} else {
-					texts[j] = pt.m.idText(j, vals[i])
+					texts[j] = pt.m.IDText(j, vals[i])
 				}
 				i++
 			}
 			if !null { // a LEFT JOIN that found nothing
-				out = append(out, target{key{Resource: pt.res, ID: encodeKey(texts)}, pt.m})
+				out = append(out, target{key{Resource: pt.res, ID: model.EncodeKey(texts)}, pt.m})
 			}
 		}
 		return nil
@@ -410,12 +411,12 @@ func (p *Plugin) preselect(db *gorm.DB, m *model, forUpdate bool) ([]target, err
 
 // preselectLinks is preselect for a member: it reads the foreign keys that
 // lead to the rows' roots.
-func (p *Plugin) preselectLinks(db *gorm.DB, m *model, forUpdate bool) ([]any, error) {
-	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: m.root.field.DBName}}, forUpdate)
+func (p *Plugin) preselectLinks(db *gorm.DB, m *model.Model, forUpdate bool) ([]any, error) {
+	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: m.Root.Field.DBName}}, forUpdate)
 	sqlText := q.SQL.String()
 	if !forUpdate {
 		// Many members share few roots: send each root key once.
-		sqlText = lockstore.DistinctKeys(db.Statement.Quote(m.root.field.DBName), sqlText)
+		sqlText = lockstore.DistinctKeys(db.Statement.Quote(m.Root.Field.DBName), sqlText)
 	}
 	var out []any
 	_, err := direct(db).Query(sqlText, q.Vars, func(r *sql.Rows) error {
@@ -482,14 +483,14 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 
 // existing returns which of rows exist in the statement's table, for
 // writes that may insert rows nobody can have locked yet.
-func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (map[key]bool, error) {
+func (p *Plugin) existing(db *gorm.DB, m *model.Model, table string, rows []pkRow) (map[key]bool, error) {
 	out := map[key]bool{}
 	if len(rows) == 0 {
 		return out, nil
 	}
 	stmt := db.Statement
-	cols := make([]string, len(m.pk))
-	for i, f := range m.pk {
+	cols := make([]string, len(m.PK))
+	for i, f := range m.PK {
 		cols[i] = stmt.Quote(f.DBName)
 	}
 	byText := map[string]key{}
@@ -508,9 +509,9 @@ func (p *Plugin) existing(db *gorm.DB, m *model, table string, rows []pkRow) (ma
 		}
 		texts := make([]string, len(vals))
 		for i, v := range vals {
-			texts[i] = m.idText(i, v)
+			texts[i] = m.IDText(i, v)
 		}
-		if k, ok := byText[encodeKey(texts)]; ok {
+		if k, ok := byText[model.EncodeKey(texts)]; ok {
 			out[k] = true
 		}
 		return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -402,24 +403,18 @@ func (t *telemetry) active(ctx context.Context) bool {
 	return t != nil && (t.grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording())
 }
 
-// lockResource is the resource m's locks are taken on: its own table, or
-// its aggregate root's.
-func (m *model) lockResource() string {
-	if m.root == nil {
-		return m.table
+// loadAccess is the lock a load takes under m's mode.
+func loadAccess(m *model.Model) Access {
+	if m.Policy().Mode == model.ReadWrite {
+		return Read
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if n := len(m.chain); n > 0 {
-		return m.chain[n-1].table
-	}
-	return m.table
+	return Write
 }
 
 // accessFor is the access a statement of op on m asks for.
-func (m *model) accessFor(op opKind) Access {
+func accessFor(m *model.Model, op opKind) Access {
 	if op.loads() {
-		return m.loadAccess()
+		return loadAccess(m)
 	}
 	return Write
 }
@@ -436,11 +431,11 @@ func (p *Plugin) countStatement(db *gorm.DB, st *state) {
 		ctx = context.Background()
 	}
 	if db.Error != nil {
-		resource := st.m.lockResource()
+		resource := st.m.LockResource()
 		if le := (*LockedError)(nil); errors.As(db.Error, &le) {
 			resource = le.Resource
 		}
-		p.tel.refused(ctx, db, modeImplicit, st.m.accessFor(st.op), resource, db.Error)
+		p.tel.refused(ctx, db, modeImplicit, accessFor(st.m, st.op), resource, db.Error)
 		return
 	}
 	if !st.op.loads() || len(st.locked) == 0 || !p.tel.active(ctx) {
@@ -452,5 +447,5 @@ func (p *Plugin) countStatement(db *gorm.DB, st *state) {
 			keys = append(keys, k)
 		}
 	}
-	p.tel.granted(ctx, db, modeImplicit, st.m.accessFor(st.op), lockstore.SortKeys(keys))
+	p.tel.granted(ctx, db, modeImplicit, accessFor(st.m, st.op), lockstore.SortKeys(keys))
 }

@@ -12,6 +12,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Presence: who has a record open, lock or not. Each View is a row of the
@@ -83,7 +85,7 @@ func (p *Plugin) View(ctx context.Context, db *gorm.DB, target any, user string)
 	if err != nil {
 		return err
 	}
-	if err := checkText("user", user, maxTextLen, false); err != nil {
+	if err := model.CheckText("user", user, model.MaxTextLen, false); err != nil {
 		return err
 	}
 	k, err := p.targetKey(db, target)

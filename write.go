@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -44,7 +45,7 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 			st.fail(db, err)
 			return
 		}
-		if st.m.root != nil {
+		if st.m.Root != nil {
 			p.checkMemberWrite(db, st, op)
 		} else if err := p.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
@@ -91,11 +92,11 @@ func (p *Plugin) refuseRetarget(db *gorm.DB, op opKind) bool {
 	if name == "" {
 		return false
 	}
-	m := p.reg.tableModel(name)
-	if m == nil || !m.lockable || p.bypassed(db, op) {
+	m := p.reg.TableModel(name)
+	if m == nil || !m.Lockable || p.bypassed(db, op) {
 		return false
 	}
-	db.AddError(unenforceable(m.table, "a clause ("+string(op)+" into another table) retargets the write to lockable table"))
+	db.AddError(unenforceable(m.Table, "a clause ("+string(op)+" into another table) retargets the write to lockable table"))
 	return true
 }
 
@@ -131,15 +132,15 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 	}
 	switch {
 	case op == opCreate && replaces(db.Statement):
-		return fmt.Errorf("%w: INSERT OR REPLACE into lockable table %s is refused; use Save", ErrInvalid, st.m.table)
+		return fmt.Errorf("%w: INSERT OR REPLACE into lockable table %s is refused; use Save", ErrInvalid, st.m.Table)
 	case op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m):
 		return fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
-			ErrInvalid, st.m.table)
+			ErrInvalid, st.m.Table)
 	case op == opCreate && upserts(db.Statement) && st.caps.UpsertsOnAnyUnique && mayCollideBeyondKey(db, st.m):
 		return fmt.Errorf("%w: an upsert (Save of new or unchanged rows, OnConflict) of lockable table %s is refused here: "+
 			"this database's upsert overwrites the row of any unique key, not only the primary key's, and %s has another unique key; "+
 			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
-			"Save of an unchanged row stays an UPDATE)", ErrInvalid, st.m.table, st.m.table)
+			"Save of an unchanged row stays an UPDATE)", ErrInvalid, st.m.Table, st.m.Table)
 	case op == opUpdate:
 		return p.checkNewKeys(db, st)
 	}
@@ -224,7 +225,7 @@ func (p *Plugin) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
 }
 
 // existingOf keeps, of free, the keys whose rows exist.
-func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]key, error) {
+func (p *Plugin) existingOf(db *gorm.DB, m *model.Model, rows []pkRow, free []key) ([]key, error) {
 	isFree := map[key]bool{}
 	for _, k := range free {
 		isFree[k] = true
@@ -235,7 +236,7 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]
 			freeRows = append(freeRows, r)
 		}
 	}
-	exists, err := p.existing(db, m, m.table, freeRows)
+	exists, err := p.existing(db, m, m.Table, freeRows)
 	if err != nil {
 		return nil, err
 	}
@@ -284,13 +285,13 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byK
 	if op != opCreate && v.Kind() == reflect.Map {
 		v = reflect.Value{} // an update's map is what it sets, not which rows
 	}
-	vals, complete, known := valueRows(db, v, m.pk)
+	vals, complete, known := model.ValueRows(db, v, m.PK)
 	for _, vs := range vals {
-		k, err := m.keyOf(vs)
+		k, err := keyOf(m, vs)
 		if err != nil {
 			return nil, false, err
 		}
-		rows = append(rows, pkRow{k, m.keyArgs(vs)})
+		rows = append(rows, pkRow{k, m.KeyArgs(vs)})
 	}
 	if op == opCreate {
 		// New rows without a key need no lock, but their generated key
@@ -303,7 +304,7 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byK
 	}
 	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
 	if !ok || len(where.Exprs) == 0 {
-		return nil, false, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.table)
+		return nil, false, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.Table)
 	}
 	var targets []target
 	find := func() (err error) { targets, err = p.preselect(db, m, true); return err }
@@ -333,12 +334,12 @@ func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byK
 // withKeyCondition runs fn with stmt's WHERE AND-ed with m's primary key
 // in vals, as GORM's update and delete callbacks add it after the
 // caller's terms, and puts the WHERE back.
-func withKeyCondition(stmt *gorm.Statement, m *model, vals [][]any, fn func() error) error {
+func withKeyCondition(stmt *gorm.Statement, m *model.Model, vals [][]any, fn func() error) error {
 	saved, had := stmt.Clauses["WHERE"]
 	var ors []clause.Expression
 	for _, v := range vals {
 		var and []clause.Expression
-		for i, f := range m.pk {
+		for i, f := range m.PK {
 			and = append(and, clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: v[i]})
 		}
 		ors = append(ors, clause.And(and...))
@@ -362,7 +363,7 @@ func withKeyCondition(stmt *gorm.Statement, m *model, vals [][]any, fn func() er
 
 // conflictOnKey says whether an upsert's conflict target is the primary
 // key (GORM's Save and association saves use it, or name no columns).
-func conflictOnKey(stmt *gorm.Statement, m *model) bool {
+func conflictOnKey(stmt *gorm.Statement, m *model.Model) bool {
 	c, _ := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
 	if c.OnConstraint != "" {
 		return false // PostgreSQL takes the constraint over the columns
@@ -372,11 +373,11 @@ func conflictOnKey(stmt *gorm.Statement, m *model) bool {
 		// SQLite would take any unique index.
 		return c.OnConstraint == "" && c.UpdateAll
 	}
-	if len(c.Columns) != len(m.pk) {
+	if len(c.Columns) != len(m.PK) {
 		return false
 	}
 	for i, col := range c.Columns {
-		if col.Name != m.pk[i].DBName && col.Name != m.pk[i].Name {
+		if col.Name != m.PK[i].DBName && col.Name != m.PK[i].Name {
 			return false
 		}
 	}
@@ -388,17 +389,17 @@ func conflictOnKey(stmt *gorm.Statement, m *model) bool {
 // unique keys the statement's model declares and those the lockable model
 // declares (a DTO over the table may leave them out). With neither known,
 // it may.
-func mayCollideBeyondKey(db *gorm.DB, m *model) bool {
+func mayCollideBeyondKey(db *gorm.DB, m *model.Model) bool {
 	known := false
-	if sch := db.Statement.Schema; sch != nil && sch.Table == m.table {
+	if sch := db.Statement.Schema; sch != nil && sch.Table == m.Table {
 		if uniqueBeyondKey(sch) {
 			return true
 		}
 		known = true
 	}
-	if m.typ != nil {
+	if m.Type != nil {
 		stmt := &gorm.Statement{DB: db}
-		if err := stmt.Parse(reflect.New(m.typ).Interface()); err == nil {
+		if err := stmt.Parse(reflect.New(m.Type).Interface()); err == nil {
 			return uniqueBeyondKey(stmt.Schema)
 		}
 	}
@@ -460,10 +461,10 @@ func upserts(stmt *gorm.Statement) bool {
 // a key another session holds (reserved with Acquire before the row
 // existed): the rows had no key when the write was checked.
 func (p *Plugin) checkGeneratedKeys(db *gorm.DB, st *state) error {
-	vals, _, _ := valueRows(db, db.Statement.ReflectValue, st.m.pk)
+	vals, _, _ := model.ValueRows(db, db.Statement.ReflectValue, st.m.PK)
 	keys := make([]key, 0, len(vals))
 	for _, vs := range vals {
-		k, err := st.m.keyOf(vs)
+		k, err := keyOf(st.m, vs)
 		if err != nil {
 			return err
 		}
@@ -505,7 +506,7 @@ func (b *binding) fence(db *gorm.DB) {
 		// replaced the identity's.
 		st.fenceFailed = true
 		st.fail(db, fmt.Errorf("%w: the fence of the upsert of %s could not be written into its statement (its primary key omitted, or a clause builder replaced); "+
-			"write the record with Updates, or Create it", ErrNotLocked, st.m.table))
+			"write the record with Updates, or Create it", ErrNotLocked, st.m.Table))
 		return
 	}
 	var err error
@@ -527,7 +528,7 @@ func (b *binding) fence(db *gorm.DB) {
 	}
 	if err != nil {
 		st.fenceFailed = true
-		p.tel.fenceFailed(ctxOf(db), db, st.m.lockResource(), st.op)
+		p.tel.fenceFailed(ctxOf(db), db, st.m.LockResource(), st.op)
 		st.fail(db, err)
 	}
 }
@@ -606,18 +607,18 @@ func (p *Plugin) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err
 	if op != opCreate && v.Kind() == reflect.Map {
 		v = reflect.Value{}
 	}
-	pks, complete, known := valueRows(db, v, m.pk)
+	pks, complete, known := model.ValueRows(db, v, m.PK)
 	switch {
 	case known && len(pks) > 0 && complete && op != opCreate && callerWhere(stmt):
 		for i := range pks {
-			pks[i] = m.keyArgs(pks[i])
+			pks[i] = m.KeyArgs(pks[i])
 		}
 		// The keys and the caller's WHERE together (writeRows).
 		err = withKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
 		st.bulk = int64(len(now))
 	case known && len(pks) > 0 && (complete || op == opCreate):
 		for i := range pks {
-			pks[i] = m.keyArgs(pks[i])
+			pks[i] = m.KeyArgs(pks[i])
 		}
 		now, err = p.linksOfRows(db, m, pks)
 		if op != opCreate {
@@ -627,7 +628,7 @@ func (p *Plugin) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err
 	default:
 		where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
 		if !ok || len(where.Exprs) == 0 {
-			return nil, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.table)
+			return nil, fmt.Errorf("%w: a global %s of lockable table %s is refused; add a WHERE", ErrInvalid, op, m.Table)
 		}
 		now, err = p.preselectLinks(db, m, true)
 		st.bulk = int64(len(now))
@@ -639,13 +640,13 @@ func (p *Plugin) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err
 // Save writes, from what an Update sets (a struct, a map, Update(col, v)),
 // and from a SET clause (Clauses(clause.Set{…}), the generics Set). A link
 // set by an expression is refused: the plugin cannot tell where it leads.
-func nextLinks(db *gorm.DB, m *model, op opKind) ([]any, error) {
+func nextLinks(db *gorm.DB, m *model.Model, op opKind) ([]any, error) {
 	stmt := db.Statement
 	src := stmt.ReflectValue
 	if op != opCreate && !samePointer(stmt.Dest, stmt.Model) {
 		src = reflect.ValueOf(stmt.Dest)
 	}
-	rows, _, _ := valueRows(db, src, []*schema.Field{m.root.field})
+	rows, _, _ := model.ValueRows(db, src, []*schema.Field{m.Root.Field})
 	var links []any
 	for _, r := range rows {
 		links = append(links, r[0])
@@ -659,7 +660,7 @@ func nextLinks(db *gorm.DB, m *model, op opKind) ([]any, error) {
 		// Every key that names the link, in any spelling: GORM writes
 		// them all, and the last one wins. A NULL or zero link belongs to
 		// no root: the member leaves its old one, which is checked anyway.
-		for _, k := range mapKeysNaming(stmt.Schema, dest, m.root.field) {
+		for _, k := range model.MapKeysNaming(stmt.Schema, dest, m.Root.Field) {
 			v := dest.MapIndex(k)
 			for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) {
 				if v.IsNil() {
@@ -675,14 +676,14 @@ func nextLinks(db *gorm.DB, m *model, op opKind) ([]any, error) {
 	}
 	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
 		for _, a := range set {
-			if namesField(stmt.Schema, a.Column.Name, m.root.field) {
+			if model.NamesField(stmt.Schema, a.Column.Name, m.Root.Field) {
 				links = append(links, a.Value)
 			}
 		}
 	}
 	for _, l := range links {
 		if isExpr(l) {
-			return nil, unenforceable(m.table, "an expression sets the link to the aggregate root of member table")
+			return nil, unenforceable(m.Table, "an expression sets the link to the aggregate root of member table")
 		}
 	}
 	return links, nil
@@ -691,14 +692,14 @@ func nextLinks(db *gorm.DB, m *model, op opKind) ([]any, error) {
 // assignedRoots are the keys of the belongs-to roots assigned in the rows
 // of v (line.Order = &Order{ID: 8}), which GORM saves before the write and
 // copies into each row's link.
-func assignedRoots(stmt *gorm.Statement, m *model, v reflect.Value) []any {
-	rel := m.root.rel
-	if rel == nil || m.typ == nil || len(rel.References) != 1 || rel.References[0].PrimaryKey == nil {
+func assignedRoots(stmt *gorm.Statement, m *model.Model, v reflect.Value) []any {
+	rel := m.Root.Rel
+	if rel == nil || m.Type == nil || len(rel.References) != 1 || rel.References[0].PrimaryKey == nil {
 		return nil
 	}
 	pk := rel.References[0].PrimaryKey
 	var out []any
-	structsOf(v, m.typ, func(row reflect.Value) {
+	model.StructsOf(v, m.Type, func(row reflect.Value) {
 		a := rel.Field.ReflectValueOf(stmt.Context, row)
 		for a.Kind() == reflect.Pointer || a.Kind() == reflect.Interface {
 			if a.IsNil() {
@@ -727,6 +728,25 @@ func isExpr(v any) bool {
 	return false
 }
 
+// keyOf is the lock key of m's row whose key column values are vals, in
+// the lock table's spelling of each.
+func keyOf(m *model.Model, vals []any) (key, error) {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		if isExpr(v) {
+			// A GormValue key: the database gets the SQL it builds, not v.
+			return key{}, unenforceable(m.Table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
+		}
+		id, err := model.Canonical(m.Kinds[i], v)
+		if err != nil {
+			return key{}, fmt.Errorf("table %s column %s: %w", m.Table, m.PK[i].DBName, err)
+		}
+		parts[i] = id
+	}
+	k := key{Resource: m.Table, ID: model.EncodeKey(parts)}
+	return k, model.ValidateKey(k)
+}
+
 // samePointer says whether a and b are the same pointer (Save: the value
 // written is the model).
 func samePointer(a, b any) bool {
@@ -746,19 +766,19 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 		// (GORM then writes its key too, when it is set).
 		dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
 		switch {
-		case dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String && len(m.pk) == 1:
-			for _, k := range mapKeysNaming(stmt.Schema, dest, m.pk[0]) { // every spelling: the last one wins
+		case dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String && len(m.PK) == 1:
+			for _, k := range model.MapKeysNaming(stmt.Schema, dest, m.PK[0]) { // every spelling: the last one wins
 				if v := dest.MapIndex(k); v.IsValid() && !(v.Kind() == reflect.Interface && v.IsNil()) {
 					vals = append(vals, []any{v.Interface()})
 				}
 			}
 		case dest.Kind() == reflect.Map || dest.Kind() == reflect.Struct:
-			vals, _, _ = valueRows(db, reflect.ValueOf(stmt.Dest), m.pk)
+			vals, _, _ = model.ValueRows(db, reflect.ValueOf(stmt.Dest), m.PK)
 		}
 	}
-	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok && len(m.pk) == 1 {
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok && len(m.PK) == 1 {
 		for _, a := range set {
-			if namesField(stmt.Schema, a.Column.Name, m.pk[0]) {
+			if model.NamesField(stmt.Schema, a.Column.Name, m.PK[0]) {
 				vals = append(vals, []any{a.Value})
 			}
 		}
@@ -767,10 +787,10 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 	for _, v := range vals {
 		for _, x := range v {
 			if isExpr(x) {
-				return unenforceable(m.table, "an expression sets the primary key of lockable table")
+				return unenforceable(m.Table, "an expression sets the primary key of lockable table")
 			}
 		}
-		k, err := m.keyOf(v)
+		k, err := keyOf(m, v)
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,12 @@
-package offlinelock
+package model
 
 import (
 	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // A lock tag the plugin never reads would leave a model unprotected while
@@ -14,20 +16,20 @@ import (
 // model with no lock-like tag at all keeps taking explicit locks, as it
 // always has (the explicit lock manager needs no tags).
 
-// notLockable is the error of a lock call on, or a Config.Models entry of,
+// NotLockable is the error of a lock call on, or a Config.Models entry of,
 // model m, which is not lockable.
-func notLockable(m *model) error {
+func NotLockable(m *Model) error {
 	return fmt.Errorf("%w: %s is not lockable: no lock tag on its primary key (model %s; lock:\"exclusive_write|exclusive_read|read_write\") "+
-		"or on a foreign key (lock:\"root\")%s", ErrInvalid, m.table, m.name, m.slip)
+		"or on a foreign key (lock:\"root\")%s", lockstore.ErrInvalid, m.Table, m.Name, m.Slip)
 }
 
 // tagKey matches the keys of a struct tag: `gorm:"…" lock:"…"`.
 var tagKey = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*):"`)
 
-// tagSlip names the first field of typ whose tags look like a lock tag
+// TagSlip names the first field of typ whose tags look like a lock tag
 // the plugin does not read: inside the gorm tag (gorm:"primaryKey;lock:…"),
 // or under another spelling (Lock:, locks:, lock_mode:). "" when none.
-func tagSlip(typ reflect.Type) string {
+func TagSlip(typ reflect.Type) string {
 	for typ != nil && (typ.Kind() == reflect.Pointer || typ.Kind() == reflect.Slice) {
 		typ = typ.Elem()
 	}
@@ -37,7 +39,7 @@ func tagSlip(typ reflect.Type) string {
 	for i := range typ.NumField() {
 		f := typ.Field(i)
 		if f.Anonymous {
-			if s := tagSlip(f.Type); s != "" {
+			if s := TagSlip(f.Type); s != "" {
 				return s
 			}
 		}

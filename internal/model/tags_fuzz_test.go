@@ -1,4 +1,4 @@
-package offlinelock
+package model
 
 import (
 	"reflect"
@@ -41,22 +41,22 @@ func FuzzTagParser(f *testing.F) {
 			t.Skip(err)
 		}
 		m := parseModel(s, schema.NamingStrategy{})
-		if m.err != nil {
-			if !strings.Contains(m.err.Error(), "field "+field) && !strings.Contains(m.err.Error(), "no primary key") {
-				t.Fatalf("tag %q: error %q names no field", tag, m.err)
+		if m.Err != nil {
+			if !strings.Contains(m.Err.Error(), "field "+field) && !strings.Contains(m.Err.Error(), "no primary key") {
+				t.Fatalf("tag %q: error %q names no field", tag, m.Err)
 			}
 			return
 		}
 		if onForeignKey {
-			if m.root == nil && m.lockable {
+			if m.Root == nil && m.Lockable {
 				t.Fatalf("tag %q on a foreign key made a lockable model without a root", tag)
 			}
 			return
 		}
-		if !slices.Contains([]Mode{ExclusiveWrite, ExclusiveRead, ReadWrite}, m.mode) {
-			t.Fatalf("tag %q parsed to mode %q", tag, m.mode)
+		if !slices.Contains([]Mode{ExclusiveWrite, ExclusiveRead, ReadWrite}, m.Mode) {
+			t.Fatalf("tag %q parsed to mode %q", tag, m.Mode)
 		}
-		if m.ttl < 0 {
+		if m.TTL < 0 {
 			t.Fatalf("tag %q parsed to a negative ttl", tag)
 		}
 	})

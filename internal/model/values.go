@@ -1,30 +1,24 @@
-package offlinelock
-
-// Key values read from the Go values a statement carries: the model, a DTO
-// of its table, maps, slices of them.
+package model
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
 
-// rowKey is the key of the row v (a struct of m's type) in table.
-func (m *model) rowKey(ctx context.Context, table string, v reflect.Value) (key, bool) {
-	r, ok := m.pkRow(ctx, table, v)
-	return r.k, ok
-}
+// Key values read from the Go values a statement carries: the model, a DTO
+// of its table, maps, slices of them.
 
-// structsOf calls fn for every struct of type typ in v: v itself, or the
+// StructsOf calls fn for every struct of type typ in v: v itself, or the
 // elements of a slice or array of typ or *typ. It reports false when v holds
 // something else (a DTO, a map, a count).
-func structsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
+func StructsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() {
 			return true
@@ -63,32 +57,26 @@ func structsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
 	return false
 }
 
-// pkRow is a row's key with the primary key values it came from.
-type pkRow struct {
-	k    key
-	vals []any
-}
-
-// pkRow is the key of the row v (a struct of m's type) in table, with its
-// primary key values.
-func (m *model) pkRow(ctx context.Context, table string, v reflect.Value) (pkRow, bool) {
-	vals := make([]any, len(m.pk))
-	parts := make([]string, len(m.pk))
-	for i, f := range m.pk {
+// RowKey is the lock key of the row v (a struct of m's type), with the
+// primary key values it came from; ok is false when a key field is zero.
+func (m *Model) RowKey(ctx context.Context, v reflect.Value) (k lockstore.Key, vals []any, ok bool) {
+	vals = make([]any, len(m.PK))
+	parts := make([]string, len(m.PK))
+	for i, f := range m.PK {
 		val, zero := f.ValueOf(ctx, v)
 		if zero {
-			return pkRow{}, false
+			return lockstore.Key{}, nil, false
 		}
-		vals[i], parts[i] = val, m.idText(i, val)
+		vals[i], parts[i] = val, m.IDText(i, val)
 	}
-	return pkRow{key{Resource: m.table, ID: encodeKey(parts)}, vals}, true
+	return lockstore.Key{Resource: m.Table, ID: EncodeKey(parts)}, vals, true
 }
 
-// valueRows reads the values of cols from every row v holds: a struct of
+// ValueRows reads the values of cols from every row v holds: a struct of
 // any model (the lockable one, a DTO), a map, or a slice or array of them.
 // complete is false when some row lacks one of them (absent or zero);
 // known is false when v holds something else.
-func valueRows(db *gorm.DB, v reflect.Value, cols []*schema.Field) (rows [][]any, complete, known bool) {
+func ValueRows(db *gorm.DB, v reflect.Value, cols []*schema.Field) (rows [][]any, complete, known bool) {
 	complete, known = true, true
 	var visit func(e reflect.Value, top bool)
 	visit = func(e reflect.Value, top bool) {
@@ -184,22 +172,22 @@ func mapValues(s *schema.Schema, e reflect.Value, cols []*schema.Field) ([]any, 
 }
 
 // mapValueOf is the value of the first key of map e, in key order, that
-// names field c in another spelling (mapKeysNaming).
+// names field c in another spelling (MapKeysNaming).
 func mapValueOf(s *schema.Schema, e reflect.Value, c *schema.Field) reflect.Value {
-	if keys := mapKeysNaming(s, e, c); len(keys) > 0 {
+	if keys := MapKeysNaming(s, e, c); len(keys) > 0 {
 		return e.MapIndex(keys[0])
 	}
 	return reflect.Value{}
 }
 
-// mapKeysNaming are the keys of map e that name field c as GORM or the
+// MapKeysNaming are the keys of map e that name field c as GORM or the
 // database reads a column name: exactly, in another letter case (SQLite
 // and MySQL compare column names so), or through the naming strategy
 // (GORM maps "ORDER_ID" and "OrderId" to order_id), sorted.
-func mapKeysNaming(s *schema.Schema, e reflect.Value, c *schema.Field) []reflect.Value {
+func MapKeysNaming(s *schema.Schema, e reflect.Value, c *schema.Field) []reflect.Value {
 	var out []reflect.Value
 	for _, k := range e.MapKeys() {
-		if namesField(s, k.String(), c) {
+		if NamesField(s, k.String(), c) {
 			out = append(out, k)
 		}
 	}
@@ -207,44 +195,25 @@ func mapKeysNaming(s *schema.Schema, e reflect.Value, c *schema.Field) []reflect
 	return out
 }
 
-// namesField says whether a column name given to GORM (a map key, a SET
+// NamesField says whether a column name given to GORM (a map key, a SET
 // column, an Update's name) writes field f.
-func namesField(s *schema.Schema, name string, f *schema.Field) bool {
+func NamesField(s *schema.Schema, name string, f *schema.Field) bool {
 	if name == f.DBName || name == f.Name || strings.EqualFold(name, f.DBName) || strings.EqualFold(name, f.Name) {
 		return true
 	}
 	return s != nil && s.LookUpField(name) == f
 }
 
-// keyOf is the lock key of m's row whose key column values are vals, in
-// the lock table's spelling of each.
-func (m *model) keyOf(vals []any) (key, error) {
-	parts := make([]string, len(vals))
-	for i, v := range vals {
-		if isExpr(v) {
-			// A GormValue key: the database gets the SQL it builds, not v.
-			return key{}, unenforceable(m.table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
-		}
-		id, err := canonical(m.kinds[i], v)
-		if err != nil {
-			return key{}, fmt.Errorf("table %s column %s: %w", m.table, m.pk[i].DBName, err)
-		}
-		parts[i] = id
-	}
-	k := key{Resource: m.table, ID: encodeKey(parts)}
-	return k, validateKey(k)
-}
-
-// keyArgs are vals as the database compares them with m's key columns:
+// KeyArgs are vals as the database compares them with m's key columns:
 // integers as integers, whatever spelling the caller gave.
-func (m *model) keyArgs(vals []any) []any {
+func (m *Model) KeyArgs(vals []any) []any {
 	out := make([]any, len(vals))
 	for i, v := range vals {
 		out[i] = v
-		if m.kinds[i] != kindInt {
+		if m.Kinds[i] != lockstore.KindInt {
 			continue
 		}
-		if id, err := canonical(kindInt, v); err == nil {
+		if id, err := Canonical(lockstore.KindInt, v); err == nil {
 			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
 				out[i] = n
 			} else if u, err := strconv.ParseUint(id, 10, 64); err == nil {

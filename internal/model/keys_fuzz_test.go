@@ -1,4 +1,4 @@
-package offlinelock
+package model
 
 import (
 	"strings"
@@ -30,21 +30,21 @@ func FuzzKeyEncoding(f *testing.F) {
 	f.Add("", "", ",", "", int64(0), int64(0), []byte("x"), []byte("x"))
 	f.Add(`\\`, `\`, `\`, `\\`, int64(10), int64(1), []byte("a"), []byte("b"))
 	f.Fuzz(func(t *testing.T, a1, a2, b1, b2 string, i1, i2 int64, u1, u2 []byte) {
-		ka, kb := encodeKey([]string{a1, a2}), encodeKey([]string{b1, b2})
+		ka, kb := EncodeKey([]string{a1, a2}), EncodeKey([]string{b1, b2})
 		if (a1 == b1 && a2 == b2) != (ka == kb) {
 			t.Fatalf("keys (%q, %q) and (%q, %q) encode to %q and %q", a1, a2, b1, b2, ka, kb)
 		}
-		if (i1 == i2) != (keyText(i1) == keyText(i2)) {
+		if (i1 == i2) != (KeyText(i1) == KeyText(i2)) {
 			t.Fatalf("integers %d and %d share text", i1, i2)
 		}
 		var x, y uuidLike
 		copy(x[:], u1)
 		copy(y[:], u2)
-		if (x == y) != (keyText(x) == keyText(y)) {
+		if (x == y) != (KeyText(x) == KeyText(y)) {
 			t.Fatalf("UUIDs %v and %v share text", x, y)
 		}
 		// Mixed: an integer key and a composite key of the same parts.
-		if encodeKey([]string{keyText(i1), a1}) == encodeKey([]string{keyText(i2), b1}) && (i1 != i2 || a1 != b1) {
+		if EncodeKey([]string{KeyText(i1), a1}) == EncodeKey([]string{KeyText(i2), b1}) && (i1 != i2 || a1 != b1) {
 			t.Fatalf("composite keys (%d, %q) and (%d, %q) collide", i1, a1, i2, b1)
 		}
 	})
