@@ -131,6 +131,7 @@ func (r *registry) addCascadeLocked(parent string, ref cascadeRef) bool {
 		r.cascades = map[string][]cascadeRef{}
 	}
 	r.cascades[name] = append(r.cascades[name], ref)
+	r.anyCascade.Store(true)
 	return true
 }
 

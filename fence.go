@@ -130,10 +130,40 @@ func foldIntoUpsert(sign lockstore.StatementSigner, stmt *gorm.Statement, b clau
 	st.upsertFolds |= foldedUpdate
 }
 
+// prepareWrite runs a write whose fence rides in its WHERE (st.folded)
+// prepared, on a store that keeps statements prepared: on SQLite,
+// compiling the write's lock-check subquery costs more than running it.
+// Just before gorm:update; unpreparedWrite puts the transaction back just
+// after, before anything else (associations, hooks, commit) runs on it.
+func (b *binding) prepareWrite(db *gorm.DB) {
+	st := statementState(db.Statement)
+	if st == nil || !st.folded || st.prepared || db.Error != nil || db.DryRun {
+		return
+	}
+	if pool, ok := lockstore.PreparedWriteTx(db, st.t.Store); ok {
+		st.preparedTx = [2]gorm.ConnPool{db.Statement.ConnPool, pool}
+		db.Statement.ConnPool, st.prepared = pool, true
+	}
+}
+
+// unpreparedWrite is prepareWrite's undoing, just after gorm:update: the
+// transaction put back, if its wrapping is still there.
+func unpreparedWrite(db *gorm.DB) {
+	if st := statementState(db.Statement); st != nil && st.prepared && st.preparedTx[1] != nil {
+		st.prepared = false
+		if db.Statement.ConnPool == st.preparedTx[1] {
+			db.Statement.ConnPool = st.preparedTx[0]
+		}
+		st.preparedTx = [2]gorm.ConnPool{}
+	}
+}
+
 // canFold says whether the fence of a write of one record by key can ride
 // in the write's WHERE: the store can, the caller gave the write no WHERE
-// of its own, and nothing but GORM's own work runs between the write and
-// its commit.
+// of its own, and nothing but GORM's and the plugin's own callbacks run
+// between the write and its commit (the model has no After hook that
+// runs, it saves no associations, and the chain holds no callback of
+// anyone else).
 func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
 	caps := st.caps
 	switch {
@@ -144,7 +174,29 @@ func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
 	case caps.Folder == nil && (caps.FenceCall == nil || p.cfg.DisableGuard):
 		return false
 	}
-	return !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
+	s := db.Statement.Schema
+	if callerWhere(db.Statement) || s == nil || len(s.Relationships.Relations) > 0 {
+		return false
+	}
+	var proc any
+	switch op {
+	case opCreate:
+		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterCreate) {
+			return false
+		}
+		proc = db.Callback().Create()
+	case opUpdate:
+		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterUpdate) {
+			return false
+		}
+		proc = db.Callback().Update()
+	default:
+		if !db.Statement.SkipHooks && s.AfterDelete {
+			return false
+		}
+		proc = db.Callback().Delete()
+	}
+	return p.chains.own(proc)
 }
 
 // refusedAtFence turns the refusal of a folded fence that refuses with an
@@ -203,36 +255,6 @@ func callerWhere(stmt *gorm.Statement) bool {
 	return !ok || len(where.Exprs) > 0
 }
 
-// onlyGORMBetween says whether nothing but GORM's and the plugin's own
-// callbacks run between the write of op and its commit: the model has no
-// After hook that runs, it saves no associations, and the chain holds no
-// callback of anyone else.
-func (c *chainCache) onlyGORMBetween(db *gorm.DB, op opKind) bool {
-	s := db.Statement.Schema
-	if s == nil || len(s.Relationships.Relations) > 0 {
-		return false
-	}
-	var proc any
-	switch op {
-	case opCreate:
-		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterCreate) {
-			return false
-		}
-		proc = db.Callback().Create()
-	case opUpdate:
-		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterUpdate) {
-			return false
-		}
-		proc = db.Callback().Update()
-	default:
-		if !db.Statement.SkipHooks && s.AfterDelete {
-			return false
-		}
-		proc = db.Callback().Delete()
-	}
-	return c.own(proc)
-}
-
 // chainCache remembers ownChain's verdict per callback processor. Every
 // Register, Replace and Remove appends to the processor's callbacks, so
 // their count tells a verdict that still holds from one to read again.
@@ -246,39 +268,33 @@ type chainVerdict struct {
 	own       bool
 }
 
+// own is ownChain's verdict on proc, judged again only when proc's
+// callbacks changed: their count is len(processor.callbacks), read by
+// reflection; a processor without that shape is never the plugin's own.
 func (c *chainCache) own(proc any) bool {
-	n := callbackCount(proc)
-	if n < 0 {
+	v := reflect.ValueOf(proc)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return false
 	}
-	c.mu.Lock()
-	v, ok := c.m[proc]
-	c.mu.Unlock()
-	if ok && v.callbacks == n {
-		return v.own
+	cbs := v.Elem().FieldByName("callbacks")
+	if cbs.Kind() != reflect.Slice {
+		return false
 	}
-	v = chainVerdict{callbacks: n, own: ownChain(proc)}
+	n := cbs.Len()
+	c.mu.Lock()
+	verdict, ok := c.m[proc]
+	c.mu.Unlock()
+	if ok && verdict.callbacks == n {
+		return verdict.own
+	}
+	verdict = chainVerdict{callbacks: n, own: ownChain(proc)}
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[any]chainVerdict{}
 	}
-	c.m[proc] = v
+	c.m[proc] = verdict
 	c.mu.Unlock()
-	return v.own
-}
-
-// callbackCount is len(processor.callbacks), or -1 when the processor
-// does not have that shape.
-func callbackCount(proc any) int {
-	v := reflect.ValueOf(proc)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return -1
-	}
-	cbs := v.Elem().FieldByName("callbacks")
-	if cbs.Kind() != reflect.Slice {
-		return -1
-	}
-	return cbs.Len()
+	return verdict.own
 }
 
 // ownChain reports whether every callback registered on a GORM callback

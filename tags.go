@@ -92,7 +92,10 @@ type registry struct {
 	joinsMu  sync.RWMutex
 	joins    map[string][]joinSide   // lower-cased many2many join table -> its sides
 	cascades map[string][]cascadeRef // lower-cased parent table -> children its deletes change
-	changes  atomic.Uint64           // advanced with any model's version (bindings compare)
+	// anyCascade: some foreign key cascades (set once one is added, never
+	// cleared), so a write without one skips checkCascades.
+	anyCascade atomic.Bool
+	changes    atomic.Uint64 // advanced with any model's version (bindings compare)
 
 	tablesGen atomic.Uint64                // advanced with every table stored in tables
 	onLoad    atomic.Pointer[lockedTables] // the tables locked on load, as of a tablesGen

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 )
 
@@ -221,7 +222,8 @@ func namesField(s *schema.Schema, name string, f *schema.Field) bool {
 func (m *model) keyOf(vals []any) (key, error) {
 	parts := make([]string, len(vals))
 	for i, v := range vals {
-		if isExpr(v) {
+		switch v.(type) {
+		case clause.Expression, *gorm.DB, gorm.Valuer: // isExpr
 			// A GormValue key: the database gets the SQL it builds, not v.
 			return key{}, unenforceable(m.table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
 		}
@@ -231,8 +233,16 @@ func (m *model) keyOf(vals []any) (key, error) {
 		}
 		parts[i] = id
 	}
-	k := key{Resource: m.table, ID: encodeKey(parts)}
-	return k, validateKey(k)
+	k := key{Resource: m.table}
+	if len(parts) == 1 { // encodeKey keeps one part as it is
+		k.ID = parts[0]
+	} else {
+		k.ID = encodeKey(parts)
+	}
+	if err := checkText("resource", k.Resource, maxResourceLen, false); err != nil { // validateKey
+		return key{}, err
+	}
+	return k, checkText("id", k.ID, maxTextLen, false)
 }
 
 // keyArgs are vals as the database compares them with m's key columns:

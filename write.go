@@ -22,11 +22,11 @@ import (
 func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 	p := b.p
 	return func(db *gorm.DB) {
-		if p.spans {
+		if _, otel := db.Config.Plugins[otelGORM]; otel && p.spans {
 			p.traceStatement(db)
 		}
 		b.freshCatalog(db)
-		if p.refuseRetarget(db, op) {
+		if len(db.Statement.Clauses) > 0 && p.refuseRetarget(db, op) {
 			return
 		}
 		st := b.enter(db, op, false)
@@ -49,7 +49,9 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 		} else if err := p.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
 		}
-		p.noteKeys(db, st, op)
+		if !st.folded { // a folded write runs no code of anyone else's before it (canFold)
+			p.noteKeys(db, st, op)
+		}
 	}
 }
 
@@ -161,7 +163,7 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		// key must not reach rows of other records.
 		st.bulk = int64(len(rows))
 	}
-	if op == opDelete || op == opUpdate {
+	if (op == opDelete || op == opUpdate) && p.reg.anyCascade.Load() {
 		if err := p.checkCascades(db, st, rows, op); err != nil {
 			return err
 		}
@@ -482,7 +484,11 @@ func (b *binding) fence(db *gorm.DB) {
 	if p.spans && (st == nil || !st.noSpans) {
 		adoptSpan(db)
 	}
-	if st == nil || p.refusedAtFence(db, st) || db.Error != nil {
+	if st == nil {
+		return
+	}
+	if db.Error != nil {
+		p.refusedAtFence(db, st)
 		return
 	}
 	if st.keyless && st.op == opCreate {
@@ -519,8 +525,8 @@ func (b *binding) fence(db *gorm.DB) {
 			err = p.notLocked(db, st, st.op, free)
 		}
 	}
-	if c := st.caps.Certifier; c != nil && err == nil {
-		err = c.Certify(direct(db), st.required, st.owner.Session)
+	if c := st.caps.Certifier; c != nil && err == nil && c.Certifies() {
+		err = c.Certify(st.t.direct(db), st.required, st.owner.Session)
 	}
 	if err != nil && !st.ifChanged {
 		err = fmt.Errorf("%w (the lock was lost before the %s committed)", err, st.op)
@@ -762,6 +768,9 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 				vals = append(vals, []any{a.Value})
 			}
 		}
+	}
+	if len(vals) == 0 {
+		return nil // the update sets no key: it moves no row
 	}
 	var keys []key
 	for _, v := range vals {
