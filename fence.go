@@ -40,7 +40,7 @@ import (
 
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
-func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
+func (b *binding) foldFence(db *gorm.DB, st *state, k key) {
 	caps := st.caps
 	var cond clause.Expression
 	if caps.Folder != nil {
@@ -69,9 +69,9 @@ func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 // whether it folded; the identity's clause builders write both
 // (foldIntoValues, foldIntoUpsert), and the fence trusts the fold only if
 // they did.
-func (p *Plugin) foldUpsert(db *gorm.DB, st *state, k key) bool {
+func (b *binding) foldUpsert(db *gorm.DB, st *state, k key) bool {
 	fc := st.caps.FenceCall
-	if fc == nil || !p.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
+	if fc == nil || !b.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
 		return false
 	}
 	mine, ok := fc.FenceCall(k, st.owner.Session, false)
@@ -164,7 +164,8 @@ func unpreparedWrite(db *gorm.DB) {
 // between the write and its commit (the model has no After hook that
 // runs, it saves no associations, and the chain holds no callback of
 // anyone else).
-func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
+func (b *binding) canFold(db *gorm.DB, st *state, op opKind) bool {
+	p := b.p
 	caps := st.caps
 	switch {
 	case op == opCreate: // an upsert (write.go's hint path): MySQL's only (foldUpsert)
@@ -203,16 +204,17 @@ func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
 // error (lockstore.FenceCall) into the error the fence's own statement
 // would have given, naming the holder; the write changed nothing. It
 // reports whether it did.
-func (p *Plugin) refusedAtFence(db *gorm.DB, st *state) bool {
+func (b *binding) refusedAtFence(db *gorm.DB, st *state) bool {
+	p := b.p
 	fc := st.caps.FenceCall
 	if !st.foldRefuses || db.Error == nil || fc == nil || !fc.FenceRefused(db.Error) {
 		return false
 	}
-	_, free, err := st.t.check(direct(db), st.required, st.owner, false)
+	_, free, err := st.t.check(st.t.direct(db), st.required, st.owner, false)
 	switch {
 	case err != nil:
 	case len(free) > 0:
-		err = p.notLocked(db, st, st.op, free)
+		err = b.notLocked(db, st, st.op, free)
 	default: // valid again by now, but not when the write looked
 		err = notLockedForWrite(st.op, st.required)
 	}

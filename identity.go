@@ -118,15 +118,12 @@ type identityAdder func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder
 // identity from its last clause, an UPDATE or DELETE evaluates it in its
 // WHERE. A WHERE another builder writes (prevWhere) is left to it.
 func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhere bool, build clause.ClauseBuilder) identityAdder {
-	identity := func(session string, fenced bool) clause.Expression {
-		return clause.Expr{SQL: b.p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}
-	}
 	switch name {
 	case "VALUES", "ON CONFLICT", "RETURNING":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
 			build(c, cb)
 			if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
-				sign.SignInsert(cb, name == "RETURNING", identity(session, fenced))
+				sign.SignInsert(cb, name == "RETURNING", session, fenced)
 			}
 		}
 	case "WHERE":
@@ -136,7 +133,7 @@ func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhe
 				build(c, cb)
 				return
 			}
-			sign.SignWhere(cb, where, identity(session, fenced))
+			sign.SignWhere(cb, where, session, fenced)
 		}
 	}
 	return nil

@@ -26,7 +26,7 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 			p.traceStatement(db)
 		}
 		b.freshCatalog(db)
-		if len(db.Statement.Clauses) > 0 && p.refuseRetarget(db, op) {
+		if len(db.Statement.Clauses) > 0 && b.refuseRetarget(db, op) {
 			return
 		}
 		st := b.enter(db, op, false)
@@ -40,13 +40,13 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 		if _, limited := db.Statement.Clauses["LIMIT"]; limited && refuseVolatileLimit(db, st) {
 			return
 		}
-		if err := p.checkWriteShape(db, st, op); err != nil {
+		if err := b.checkWriteShape(db, st, op); err != nil {
 			st.fail(db, err)
 			return
 		}
 		if st.m.root != nil {
-			p.checkMemberWrite(db, st, op)
-		} else if err := p.checkRowsWritten(db, st, op); err != nil {
+			b.checkMemberWrite(db, st, op)
+		} else if err := b.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
 		}
 		if !st.folded { // a folded write runs no code of anyone else's before it (canFold)
@@ -85,7 +85,8 @@ func retargeted(stmt *gorm.Statement, op opKind) string {
 // locks from the model, so it cannot check the rows of the table the
 // statement lands on. The way is that table's own model. It reports
 // whether it refused.
-func (p *Plugin) refuseRetarget(db *gorm.DB, op opKind) bool {
+func (b *binding) refuseRetarget(db *gorm.DB, op opKind) bool {
+	p := b.p
 	if db.Error != nil || len(db.Statement.Clauses) == 0 {
 		return false
 	}
@@ -124,7 +125,8 @@ func (b *binding) checkOtherWrite(db *gorm.DB, op opKind) {
 // plugin cannot tell, and makes sure the write runs in a transaction: in
 // the caller's, a savepoint undoes the write when the fence refuses it,
 // even if the caller then commits.
-func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
+func (b *binding) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
+	p := b.p
 	if err := p.checkWriteSQL(db, st.m, op); err != nil {
 		return err
 	}
@@ -143,15 +145,16 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
 			"Save of an unchanged row stays an UPDATE)", ErrInvalid, st.m.table, st.m.table)
 	case op == opUpdate:
-		return p.checkNewKeys(db, st)
+		return b.checkNewKeys(db, st)
 	}
 	return nil
 }
 
 // checkRowsWritten requires the session's Write lock on every existing row
 // the write changes, and on the rows its deletes cascade to.
-func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
-	rows, byKey, err := p.writeRows(db, st, op)
+func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
+	p := b.p
+	rows, byKey, err := b.writeRows(db, st, op)
 	if err != nil || len(rows) == 0 {
 		if err == nil && op != opCreate {
 			st.bulk = 0 // the WHERE matched nothing: so must the write
@@ -164,7 +167,7 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		st.bulk = int64(len(rows))
 	}
 	if (op == opDelete || op == opUpdate) && p.reg.anyCascade.Load() {
-		if err := p.checkCascades(db, st, rows, op); err != nil {
+		if err := b.checkCascades(db, st, rows, op); err != nil {
 			return err
 		}
 	}
@@ -184,13 +187,13 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		// changed) takes this path only with both its fences folded in
 		// (foldUpsert): its row count cannot tell a new row, which needs
 		// no lock, from an existing one, which does.
-		if p.foldHintPath(db, st, op, keys[0]) {
+		if b.foldHintPath(db, st, op, keys[0]) {
 			st.ifChanged = true
 			st.required = append(st.required, keys...)
 			return nil
 		}
 	}
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.check(st.t.direct(db), keys, st.owner, false)
 	if err != nil {
 		return err
 	}
@@ -199,12 +202,12 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		return nil // a plain INSERT changes no existing row
 	}
 	if byKey { // rows that do not exist yet need no lock
-		if free, err = p.existingOf(db, st.m, rows, free); err != nil {
+		if free, err = b.existingOf(db, st.m, rows, free); err != nil {
 			return err
 		}
 	}
 	if len(free) > 0 {
-		return p.notLocked(db, st, op, free)
+		return b.notLocked(db, st, op, free)
 	}
 	return nil
 }
@@ -212,21 +215,22 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 // foldHintPath says whether a write of one record by key takes the hint
 // path, folding its fence into it where it can: an update or a delete
 // always, an upsert only with its fences folded.
-func (p *Plugin) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
+func (b *binding) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
 	switch {
 	case op == opUpdate || op == opDelete:
-		if p.canFold(db, st, op) {
-			p.foldFence(db, st, k)
+		if b.canFold(db, st, op) {
+			b.foldFence(db, st, k)
 		}
 		return true
 	case op == opCreate && upserts(db.Statement):
-		return p.foldUpsert(db, st, k)
+		return b.foldUpsert(db, st, k)
 	}
 	return false
 }
 
 // existingOf keeps, of free, the keys whose rows exist.
-func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]key, error) {
+func (b *binding) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]key, error) {
+	p := b.p
 	isFree := map[key]bool{}
 	for _, k := range free {
 		isFree[k] = true
@@ -253,10 +257,10 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model, rows []pkRow, free []key) ([]
 // requireWriteLocks checks, before the statement's hooks, that st's
 // session holds a Write lock on every one of keys: the keys it holds, or
 // the refusal (a *LockedError, or ErrNotLocked naming a key nobody holds).
-func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+func (b *binding) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
+	mine, free, err := st.t.check(st.t.direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
-		err = p.notLocked(db, st, op, free)
+		err = b.notLocked(db, st, op, free)
 	}
 	return mine, err
 }
@@ -264,10 +268,10 @@ func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key
 // notLocked is notLockedForWrite for st's session, told as an
 // *ExpiredError when the session's own lock on the first key expired (its
 // row is still in the lock table). Only a refusal pays the lookup.
-func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
+func (b *binding) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
 	err := notLockedForWrite(op, free)
 	k := lockstore.SortKeys(free)[0]
-	locks, lerr := st.t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID, Session: st.owner.Session, Expired: true, Limit: 1})
+	locks, lerr := st.t.list(st.t.direct(db), Filter{Resource: k.Resource, ID: k.ID, Session: st.owner.Session, Expired: true, Limit: 1})
 	if lerr != nil || len(locks) == 0 {
 		return err
 	}
@@ -279,7 +283,8 @@ func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error 
 // of them), else by running its WHERE as a key-only SELECT in the write's
 // transaction (row-locked on PostgreSQL, so they stay the rows it
 // changes). byKey says the rows came from the value and may not exist yet.
-func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byKey bool, err error) {
+func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byKey bool, err error) {
+	p := b.p
 	stmt := db.Statement
 	m := st.m
 	v := stmt.ReflectValue
@@ -461,7 +466,7 @@ func upserts(stmt *gorm.Statement) bool {
 // checkGeneratedKeys refuses a create whose rows got, from the database,
 // a key another session holds (reserved with Acquire before the row
 // existed): the rows had no key when the write was checked.
-func (p *Plugin) checkGeneratedKeys(db *gorm.DB, st *state) error {
+func (b *binding) checkGeneratedKeys(db *gorm.DB, st *state) error {
 	vals, _, _ := valueRows(db, db.Statement.ReflectValue, st.m.pk)
 	keys := make([]key, 0, len(vals))
 	for _, vs := range vals {
@@ -488,11 +493,11 @@ func (b *binding) fence(db *gorm.DB) {
 		return
 	}
 	if db.Error != nil {
-		p.refusedAtFence(db, st)
+		b.refusedAtFence(db, st)
 		return
 	}
 	if st.keyless && st.op == opCreate {
-		if err := p.checkGeneratedKeys(db, st); err != nil {
+		if err := b.checkGeneratedKeys(db, st); err != nil {
 			st.fail(db, err)
 			return
 		}
@@ -520,9 +525,9 @@ func (b *binding) fence(db *gorm.DB) {
 		// row-locked it until commit; with a fold that refuses, 0 rows is a
 		// missing or unchanged row, never a lost lock)
 		var free []key
-		_, free, err = st.t.check(direct(db), st.required, st.owner, true)
+		_, free, err = st.t.check(st.t.direct(db), st.required, st.owner, true)
 		if err == nil && len(free) > 0 {
-			err = p.notLocked(db, st, st.op, free)
+			err = b.notLocked(db, st, st.op, free)
 		}
 	}
 	if c := st.caps.Certifier; c != nil && err == nil && c.Certifies() {
@@ -542,8 +547,8 @@ func (b *binding) fence(db *gorm.DB) {
 // roots' Write locks: the roots the rows belong to now (read in the write's
 // transaction) and, for new members and members moved to another root, the
 // roots they will belong to, which must exist.
-func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
-	roots, err := p.memberWriteRoots(db, st, op)
+func (b *binding) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
+	roots, err := b.memberWriteRoots(db, st, op)
 	if err != nil {
 		st.fail(db, err)
 		return
@@ -555,7 +560,7 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 	for i, r := range roots {
 		keys[i] = r.k
 	}
-	mine, err := p.requireWriteLocks(db, st, op, keys)
+	mine, err := b.requireWriteLocks(db, st, op, keys)
 	if err != nil {
 		st.fail(db, err)
 		return
@@ -565,7 +570,8 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 
 // memberWriteRoots are the roots a write of members touches: those the
 // rows will belong to (checked to exist) and those they belong to now.
-func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, error) {
+func (b *binding) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, error) {
+	p := b.p
 	stmt, m := db.Statement, st.m
 	var next, now []any
 	if op != opDelete {
@@ -577,7 +583,7 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, 
 	if op != opCreate || upserts(stmt) {
 		// Where they belong now: an upsert may move an existing member.
 		var err error
-		if now, err = p.currentLinks(db, st, op); err != nil {
+		if now, err = b.currentLinks(db, st, op); err != nil {
 			return nil, err
 		}
 	}
@@ -606,7 +612,8 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, 
 // as they are now, read by key when the statement's values name every row
 // and with the caller's WHERE otherwise; a write of no row named and no
 // WHERE is refused.
-func (p *Plugin) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err error) {
+func (b *binding) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err error) {
+	p := b.p
 	stmt, m := db.Statement, st.m
 	v := stmt.ReflectValue
 	if op != opCreate && v.Kind() == reflect.Map {
@@ -744,7 +751,7 @@ func samePointer(a, b any) bool {
 // moves to a new key are, for the lock table, created there, so a key that
 // another session locked ahead is refused as a Create of it would be. A key
 // set by an expression is refused: the plugin cannot tell which it is.
-func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
+func (b *binding) checkNewKeys(db *gorm.DB, st *state) error {
 	stmt, m := db.Statement, st.m
 	var vals [][]any
 	if !samePointer(stmt.Dest, stmt.Model) {
@@ -794,6 +801,6 @@ func refuseOthers(db *gorm.DB, st *state, keys []key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, _, err := st.t.check(direct(db), keys, st.owner, false)
+	_, _, err := st.t.check(st.t.direct(db), keys, st.owner, false)
 	return err
 }
