@@ -231,12 +231,8 @@ func (b *binding) start(db *gorm.DB, m *model, op opKind) *state {
 		st.fail(db, err)
 		return nil
 	}
-	if p.spans { // a statement keeps spans aside only once traceStatement began its spanLog
-		_, logged := db.Statement.Settings.Load(spanLogKey)
-		st.noSpans = !logged || spanLogOf(db) == nil
-	} else {
-		st.noSpans = true
-	}
+	_, logged := db.Statement.Settings.Load(spanLogKey) // traceStatement began one
+	st.noSpans = !p.spans || !logged || spanLogOf(db) == nil
 	st.stmt = db.Statement // setState
 	db.Statement.Settings.Store(stateKey, st)
 	return st

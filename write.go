@@ -49,7 +49,7 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 		} else if err := b.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
 		}
-		if !st.folded { // a folded write runs no code of anyone else's before it (canFold)
+		if !st.folded { // folded: no hook, association or other callback can change its keys (canFold)
 			p.noteKeys(db, st, op)
 		}
 	}
