@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
@@ -140,6 +141,31 @@ func (b *binding) prepare(db *gorm.DB, m *model.Model) error {
 		h.ready.Store(epoch)
 	}
 	return nil
+}
+
+// freshCatalog writes again the catalog rows of models whose row grew, and
+// starts a background reload of the catalog when it is older than
+// catalogRefresh.
+func (b *binding) freshCatalog(db *gorm.DB) {
+	if n := b.p.reg.Changes.Load(); n != b.changes.Load() && !db.DryRun {
+		written := true
+		b.models.Range(func(k, v any) bool {
+			m, h := k.(*model.Model), v.(*modelHere)
+			if s := h.saved.Load(); s != 0 && s != m.Version.Load()+1 {
+				// not written (or inside a SQLite transaction): next time
+				written = b.rememberModel(db, m) == nil && h.saved.Load() == m.Version.Load()+1 && written
+			}
+			return true
+		})
+		if written {
+			b.changes.CompareAndSwap(b.changes.Load(), n)
+		}
+	}
+	at := b.catalogAt.Load()
+	if time.Since(time.Unix(0, at)) < catalogRefresh || !b.catalogAt.CompareAndSwap(at, time.Now().UnixNano()) {
+		return
+	}
+	go b.p.loadCatalog(b.p.background(db))
 }
 
 // learn prepares m for a statement the plugin lets through without

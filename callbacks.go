@@ -131,6 +131,7 @@ type state struct {
 	hadWhere    bool              // loads: and there was one
 	fastRewrote bool              // loads: the fast path added WHERE and FOR to the statement
 	prepared    bool              // gorm:query or gorm:update runs on the store's prepared statements (lockstore.PreparedPool, PreparedWriteTx)
+	preparedTx  [2]gorm.ConnPool  // writes: the transaction prepareWrite wrapped, and its wrapping
 	required    []key             // writes: keys whose Write lock must still hold at commit
 	bulk        int64             // writes by WHERE: rows found; -1 for writes by key
 	ifChanged   bool              // writes: required only if the write changed a row
@@ -185,8 +186,8 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 	if m == nil || !m.Lockable {
 		return nil
 	}
-	if err := p.initFailed(); err != nil {
-		db.AddError(err)
+	if e := p.initErr.Load(); e != nil { // initFailed
+		db.AddError(*e)
 		return nil
 	}
 	if m.Root != nil || m.Err != nil { // a member's root chain, a bad tag
@@ -211,8 +212,10 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 	p := b.p
 	st := &state{m: m, op: op, bulk: -1, t: b.t, caps: b.t.caps}
-	err := p.initFailed()
-	if err == nil {
+	var err error
+	if e := p.initErr.Load(); e != nil { // initFailed
+		err = *e
+	} else {
 		err = b.prepare(db, m)
 	}
 	if err != nil {
@@ -229,8 +232,10 @@ func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 		st.fail(db, err)
 		return nil
 	}
-	st.noSpans = !p.spans || spanLogOf(db) == nil
-	setState(db, st)
+	_, logged := db.Statement.Settings.Load(spanLogKey) // traceStatement began one
+	st.noSpans = !p.spans || !logged || spanLogOf(db) == nil
+	st.stmt = db.Statement // setState
+	db.Statement.Settings.Store(stateKey, st)
 	return st
 }
 
@@ -263,7 +268,11 @@ func (p *Plugin) statementModel(db *gorm.DB) *model.Model {
 // bypassed reports whether the statement runs under Bypass, logging it
 // once per statement.
 func (p *Plugin) bypassed(db *gorm.DB, op opKind) bool {
-	reason, ok := bypassFrom(db.Statement.Context)
+	ctx := db.Statement.Context
+	if ctx == nil {
+		return false
+	}
+	reason, ok := ctx.Value(bypassKey{}).(string) // bypassFrom
 	if !ok {
 		return false
 	}
@@ -335,7 +344,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 	}
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
-	setState(db, nil)
+	db.Statement.Settings.Delete(stateKey) // setState(db, nil)
 	if st.prepared {
 		unpreparedPool(db, st)
 	}
@@ -351,14 +360,16 @@ func (b *binding) endStatement(db *gorm.DB) {
 	if st.fastRewrote {
 		delete(db.Statement.Clauses, "FOR")
 	}
-	b.endTransaction(db, st)
+	if st.ownTx || st.savepoint != "" {
+		b.endTransaction(db, st)
+	}
 	if db.Error != nil {
 		db.Error = lockstore.BeingWritten(lockstore.ReadOnly(db.Error))
 		p.clusterConflict(db, st)
 		p.giveBack(db, st)
 		p.lockedByGuard(db)
 	}
-	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil {
+	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil && st.caps.Certifier.Certifies() {
 		watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
 	}
 	if db.Error != nil || len(st.locked) > 0 { // a refusal, or a load's locks (telemetry.go)

@@ -24,7 +24,8 @@ import (
 // checkCascades requires the session's Write locks on the lockable rows
 // op (a delete, or an update of the key) of rows cascades to, before the
 // write runs.
-func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) error {
+func (b *binding) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) error {
+	p := b.p
 	if len(st.m.PK) != 1 || len(p.reg.CascadesOf(st.m.Table, op == opDelete, op == opUpdate)) == 0 || op == opUpdate && !setsKey(db, st.m) {
 		return nil
 	}
@@ -36,13 +37,13 @@ func (p *Plugin) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) 
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return p.requireCascaded(db, st, op, keys)
+	return b.requireCascaded(db, st, op, keys)
 }
 
 // requireCascaded requires the session's Write locks on keys, the
 // lockable rows op cascades to.
-func (p *Plugin) requireCascaded(db *gorm.DB, st *state, op opKind, keys []key) error {
-	mine, err := p.requireWriteLocks(db, st, op+" (cascaded)", keys)
+func (b *binding) requireCascaded(db *gorm.DB, st *state, op opKind, keys []key) error {
+	mine, err := b.requireWriteLocks(db, st, op+" (cascaded)", keys)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 		return
 	}
 	probe := &state{m: m, op: op, bulk: -1, t: t, caps: t.caps}
-	rows, _, err := p.writeRows(db, probe, op)
+	rows, _, err := b.writeRows(db, probe, op)
 	if err != nil || len(rows) == 0 {
 		db.AddError(err)
 		return
@@ -117,7 +118,7 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 		return
 	}
 	if st := b.start(db, m, op); st != nil {
-		if err := p.requireCascaded(db, st, op, keys); err != nil {
+		if err := b.requireCascaded(db, st, op, keys); err != nil {
 			st.fail(db, err)
 		}
 	}

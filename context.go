@@ -111,8 +111,11 @@ func bypassFrom(ctx context.Context) (string, bool) {
 
 // ownerOf reads and checks the owner in db's context.
 func ownerOf(db *gorm.DB) (Owner, error) {
-	o, ok := OwnerFrom(db.Statement.Context)
-	if !ok || o.Session == "" {
+	var o Owner // OwnerFrom
+	if ctx := db.Statement.Context; ctx != nil {
+		o, _ = ctx.Value(ownerKey{}).(Owner)
+	}
+	if o.Session == "" {
 		return Owner{}, noOwner("this call")
 	}
 	if err := model.CheckText("session", o.Session, model.MaxTextLen, false); err != nil {

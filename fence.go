@@ -40,7 +40,7 @@ import (
 
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
-func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
+func (b *binding) foldFence(db *gorm.DB, st *state, k key) {
 	caps := st.caps
 	var cond clause.Expression
 	if caps.Folder != nil {
@@ -69,9 +69,9 @@ func (p *Plugin) foldFence(db *gorm.DB, st *state, k key) {
 // whether it folded; the identity's clause builders write both
 // (foldIntoValues, foldIntoUpsert), and the fence trusts the fold only if
 // they did.
-func (p *Plugin) foldUpsert(db *gorm.DB, st *state, k key) bool {
+func (b *binding) foldUpsert(db *gorm.DB, st *state, k key) bool {
 	fc := st.caps.FenceCall
-	if fc == nil || !p.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
+	if fc == nil || !b.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
 		return false
 	}
 	mine, ok := fc.FenceCall(k, st.owner.Session, false)
@@ -130,11 +130,42 @@ func foldIntoUpsert(sign lockstore.StatementSigner, stmt *gorm.Statement, b clau
 	st.upsertFolds |= foldedUpdate
 }
 
+// prepareWrite runs a write whose fence rides in its WHERE (st.folded)
+// prepared, on a store that keeps statements prepared: on SQLite,
+// compiling the write's lock-check subquery costs more than running it.
+// Just before gorm:update; unpreparedWrite puts the transaction back just
+// after, before anything else (associations, hooks, commit) runs on it.
+func (b *binding) prepareWrite(db *gorm.DB) {
+	st := statementState(db.Statement)
+	if st == nil || !st.folded || st.prepared || db.Error != nil || db.DryRun {
+		return
+	}
+	if pool, ok := lockstore.PreparedWriteTx(db, st.t.Store); ok {
+		st.preparedTx = [2]gorm.ConnPool{db.Statement.ConnPool, pool}
+		db.Statement.ConnPool, st.prepared = pool, true
+	}
+}
+
+// unpreparedWrite is prepareWrite's undoing, just after gorm:update: the
+// transaction put back, if its wrapping is still there.
+func unpreparedWrite(db *gorm.DB) {
+	if st := statementState(db.Statement); st != nil && st.prepared && st.preparedTx[1] != nil {
+		st.prepared = false
+		if db.Statement.ConnPool == st.preparedTx[1] {
+			db.Statement.ConnPool = st.preparedTx[0]
+		}
+		st.preparedTx = [2]gorm.ConnPool{}
+	}
+}
+
 // canFold says whether the fence of a write of one record by key can ride
 // in the write's WHERE: the store can, the caller gave the write no WHERE
-// of its own, and nothing but GORM's own work runs between the write and
-// its commit.
-func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
+// of its own, and nothing but GORM's and the plugin's own callbacks run
+// between the write and its commit (the model has no After hook that
+// runs, it saves no associations, and the chain holds no callback of
+// anyone else).
+func (b *binding) canFold(db *gorm.DB, st *state, op opKind) bool {
+	p := b.p
 	caps := st.caps
 	switch {
 	case op == opCreate: // an upsert (write.go's hint path): MySQL's only (foldUpsert)
@@ -144,23 +175,46 @@ func (p *Plugin) canFold(db *gorm.DB, st *state, op opKind) bool {
 	case caps.Folder == nil && (caps.FenceCall == nil || p.cfg.DisableGuard):
 		return false
 	}
-	return !callerWhere(db.Statement) && p.chains.onlyGORMBetween(db, op)
+	s := db.Statement.Schema
+	if callerWhere(db.Statement) || s == nil || len(s.Relationships.Relations) > 0 {
+		return false
+	}
+	var proc any
+	switch op {
+	case opCreate:
+		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterCreate) {
+			return false
+		}
+		proc = db.Callback().Create()
+	case opUpdate:
+		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterUpdate) {
+			return false
+		}
+		proc = db.Callback().Update()
+	default:
+		if !db.Statement.SkipHooks && s.AfterDelete {
+			return false
+		}
+		proc = db.Callback().Delete()
+	}
+	return p.chains.own(proc)
 }
 
 // refusedAtFence turns the refusal of a folded fence that refuses with an
 // error (lockstore.FenceCall) into the error the fence's own statement
 // would have given, naming the holder; the write changed nothing. It
 // reports whether it did.
-func (p *Plugin) refusedAtFence(db *gorm.DB, st *state) bool {
+func (b *binding) refusedAtFence(db *gorm.DB, st *state) bool {
+	p := b.p
 	fc := st.caps.FenceCall
 	if !st.foldRefuses || db.Error == nil || fc == nil || !fc.FenceRefused(db.Error) {
 		return false
 	}
-	_, free, err := st.t.check(direct(db), st.required, st.owner, false)
+	_, free, err := st.t.check(st.t.direct(db), st.required, st.owner, false)
 	switch {
 	case err != nil:
 	case len(free) > 0:
-		err = p.notLocked(db, st, st.op, free)
+		err = b.notLocked(db, st, st.op, free)
 	default: // valid again by now, but not when the write looked
 		err = notLockedForWrite(st.op, st.required)
 	}
@@ -203,36 +257,6 @@ func callerWhere(stmt *gorm.Statement) bool {
 	return !ok || len(where.Exprs) > 0
 }
 
-// onlyGORMBetween says whether nothing but GORM's and the plugin's own
-// callbacks run between the write of op and its commit: the model has no
-// After hook that runs, it saves no associations, and the chain holds no
-// callback of anyone else.
-func (c *chainCache) onlyGORMBetween(db *gorm.DB, op opKind) bool {
-	s := db.Statement.Schema
-	if s == nil || len(s.Relationships.Relations) > 0 {
-		return false
-	}
-	var proc any
-	switch op {
-	case opCreate:
-		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterCreate) {
-			return false
-		}
-		proc = db.Callback().Create()
-	case opUpdate:
-		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterUpdate) {
-			return false
-		}
-		proc = db.Callback().Update()
-	default:
-		if !db.Statement.SkipHooks && s.AfterDelete {
-			return false
-		}
-		proc = db.Callback().Delete()
-	}
-	return c.own(proc)
-}
-
 // chainCache remembers ownChain's verdict per callback processor. Every
 // Register, Replace and Remove appends to the processor's callbacks, so
 // their count tells a verdict that still holds from one to read again.
@@ -246,39 +270,33 @@ type chainVerdict struct {
 	own       bool
 }
 
+// own is ownChain's verdict on proc, judged again only when proc's
+// callbacks changed: their count is len(processor.callbacks), read by
+// reflection; a processor without that shape is never the plugin's own.
 func (c *chainCache) own(proc any) bool {
-	n := callbackCount(proc)
-	if n < 0 {
+	v := reflect.ValueOf(proc)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return false
 	}
-	c.mu.Lock()
-	v, ok := c.m[proc]
-	c.mu.Unlock()
-	if ok && v.callbacks == n {
-		return v.own
+	cbs := v.Elem().FieldByName("callbacks")
+	if cbs.Kind() != reflect.Slice {
+		return false
 	}
-	v = chainVerdict{callbacks: n, own: ownChain(proc)}
+	n := cbs.Len()
+	c.mu.Lock()
+	verdict, ok := c.m[proc]
+	c.mu.Unlock()
+	if ok && verdict.callbacks == n {
+		return verdict.own
+	}
+	verdict = chainVerdict{callbacks: n, own: ownChain(proc)}
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[any]chainVerdict{}
 	}
-	c.m[proc] = v
+	c.m[proc] = verdict
 	c.mu.Unlock()
-	return v.own
-}
-
-// callbackCount is len(processor.callbacks), or -1 when the processor
-// does not have that shape.
-func callbackCount(proc any) int {
-	v := reflect.ValueOf(proc)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return -1
-	}
-	cbs := v.Elem().FieldByName("callbacks")
-	if cbs.Kind() != reflect.Slice {
-		return -1
-	}
-	return cbs.Len()
+	return verdict.own
 }
 
 // ownChain reports whether every callback registered on a GORM callback

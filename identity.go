@@ -79,15 +79,33 @@ func (b *binding) identityBuilder(name string, prev clause.ClauseBuilder) clause
 		return build
 	}
 	return func(c clause.Clause, cb clause.Builder) {
+		// The session a write is sent for: the owner in its context, when
+		// its clauses hold a write and it is not a query on a statement
+		// that also holds write clauses.
 		stmt, ok := cb.(*gorm.Statement)
-		session := ""
-		if ok {
-			session = writerSession(stmt)
+		var o Owner
+		if ok && stmt.Context != nil {
+			o, _ = stmt.Context.Value(ownerKey{}).(Owner)
 		}
-		if session == "" {
+		if o.Session != "" {
+			_, upd := stmt.Clauses["UPDATE"]
+			_, del := stmt.Clauses["DELETE"]
+			_, ins := stmt.Clauses["INSERT"]
+			if !upd && !del && !ins {
+				o.Session = ""
+			} else if len(stmt.BuildClauses) > 0 {
+				switch stmt.BuildClauses[0] {
+				case "INSERT", "UPDATE", "DELETE":
+				default:
+					o.Session = ""
+				}
+			}
+		}
+		if o.Session == "" {
 			build(c, cb)
 			return
 		}
+		session := o.Session
 		_, fenced := stmt.Settings.Load(stateKey) // the plugin checks it again before commit
 		add(stmt, c, cb, session, fenced)
 	}
@@ -100,15 +118,12 @@ type identityAdder func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder
 // identity from its last clause, an UPDATE or DELETE evaluates it in its
 // WHERE. A WHERE another builder writes (prevWhere) is left to it.
 func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhere bool, build clause.ClauseBuilder) identityAdder {
-	identity := func(session string, fenced bool) clause.Expression {
-		return clause.Expr{SQL: b.p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}
-	}
 	switch name {
 	case "VALUES", "ON CONFLICT", "RETURNING":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
 			build(c, cb)
 			if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
-				sign.SignInsert(cb, name == "RETURNING", identity(session, fenced))
+				sign.SignInsert(cb, name == "RETURNING", session, fenced)
 			}
 		}
 	case "WHERE":
@@ -118,7 +133,7 @@ func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhe
 				build(c, cb)
 				return
 			}
-			sign.SignWhere(cb, where, identity(session, fenced))
+			sign.SignWhere(cb, where, session, fenced)
 		}
 	}
 	return nil
@@ -131,7 +146,11 @@ func (b *binding) mysqlIdentity(sign lockstore.StatementSigner, name string, bui
 	switch name {
 	case "INSERT", "UPDATE", "DELETE":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
-			sign.SignWrite(cb, c, name, b.guard.key(), session, fenced, build)
+			key := "" // b.guard.key(): "" while the guard's key is not known
+			if k := b.guard.guardKey.Load(); k != nil {
+				key = *k
+			}
+			sign.SignWrite(cb, c, name, key, session, fenced, build)
 		}
 	case "VALUES":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
@@ -156,32 +175,6 @@ func lastClause(stmt *gorm.Statement) string {
 		}
 	}
 	return ""
-}
-
-// writerSession is the session a write statement is sent for: the owner in
-// its context, when it writes (its clauses say so).
-func writerSession(stmt *gorm.Statement) string {
-	if stmt.Context == nil {
-		return ""
-	}
-	o, ok := OwnerFrom(stmt.Context)
-	if !ok || o.Session == "" {
-		return ""
-	}
-	_, upd := stmt.Clauses["UPDATE"]
-	_, del := stmt.Clauses["DELETE"]
-	_, ins := stmt.Clauses["INSERT"]
-	if !upd && !del && !ins {
-		return ""
-	}
-	if len(stmt.BuildClauses) > 0 {
-		switch stmt.BuildClauses[0] {
-		case "INSERT", "UPDATE", "DELETE":
-		default:
-			return "" // a query on a statement that also holds write clauses
-		}
-	}
-	return o.Session
 }
 
 // rawIdentity gives a raw write (Exec) by a session its identity: on

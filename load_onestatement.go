@@ -299,25 +299,3 @@ func unpreparedPool(db *gorm.DB, st *state) {
 		db.Statement.ConnPool = pool
 	}
 }
-
-// prepareWrite runs a write whose fence rides in its WHERE (st.folded)
-// prepared, on a store that keeps statements prepared: on SQLite,
-// compiling the write's lock-check subquery costs more than running it.
-// Just before gorm:update; unpreparedWrite puts the transaction back just
-// after, before anything else (associations, hooks, commit) runs on it.
-func (b *binding) prepareWrite(db *gorm.DB) {
-	st := statementState(db.Statement)
-	if st == nil || !st.folded || st.prepared || db.Error != nil || db.DryRun {
-		return
-	}
-	if pool, ok := lockstore.PreparedWriteTx(db, st.t.Store); ok {
-		db.Statement.ConnPool, st.prepared = pool, true
-	}
-}
-
-// unpreparedWrite is prepareWrite's undoing, just after gorm:update.
-func unpreparedWrite(db *gorm.DB) {
-	if st := statementState(db.Statement); st != nil {
-		unpreparedPool(db, st)
-	}
-}

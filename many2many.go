@@ -98,7 +98,7 @@ func (b *binding) beforeJoinWrite(db *gorm.DB, op opKind) {
 	if len(keys) == 0 {
 		return
 	}
-	mine, err := p.requireWriteLocks(db, st, op, keys)
+	mine, err := b.requireWriteLocks(db, st, op, keys)
 	if err != nil {
 		st.fail(db, err)
 		return

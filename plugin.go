@@ -128,8 +128,7 @@ type Plugin struct {
 	spans bool            // spans are recorded: statements keep theirs aside (spans.go)
 	hints hints           // which locks this process granted: a routing guess, never trusted
 
-	pgIdentity          string // the identity's expression on PostgreSQL, signed in the database (lockstore.PostgresSetIdentity)
-	pgIdentityStatement string // and as a statement of its own
+	pgIdentityStatement string // the identity on PostgreSQL as a statement of its own, signed in the database (lockstore.PostgresSetIdentityStatement)
 
 	bindings sync.Map   // databaseOf → *binding: the plugin on each database (binding.go)
 	chains   chainCache // whether a callback chain is GORM's and the plugin's alone
@@ -174,7 +173,7 @@ func New(cfg Config) *Plugin {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
 	catalog := `"` + p.cfg.Table + `_tables"`
-	p.pgIdentity, p.pgIdentityStatement = lockstore.PostgresSetIdentity(catalog), lockstore.PostgresSetIdentityStatement(catalog)
+	p.pgIdentityStatement = lockstore.PostgresSetIdentityStatement(catalog)
 	return p
 }
 

@@ -87,16 +87,16 @@ func (b *binding) rekey(op opKind) func(*gorm.DB) {
 		}
 		st.rekey = false
 		if op == opUpdate {
-			if err := p.checkNewKeys(db, st); err != nil {
+			if err := b.checkNewKeys(db, st); err != nil {
 				st.fail(db, err)
 				return
 			}
 		}
 		if st.m.Root != nil {
-			p.checkMemberWrite(db, st, op)
+			b.checkMemberWrite(db, st, op)
 			return
 		}
-		if err := p.checkRowsWritten(db, st, op); err != nil {
+		if err := b.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
 		}
 	}

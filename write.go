@@ -23,11 +23,11 @@ import (
 func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 	p := b.p
 	return func(db *gorm.DB) {
-		if p.spans {
+		if _, otel := db.Config.Plugins[otelGORM]; otel && p.spans {
 			p.traceStatement(db)
 		}
 		b.freshCatalog(db)
-		if p.refuseRetarget(db, op) {
+		if len(db.Statement.Clauses) > 0 && b.refuseRetarget(db, op) {
 			return
 		}
 		st := b.enter(db, op, false)
@@ -41,16 +41,18 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 		if _, limited := db.Statement.Clauses["LIMIT"]; limited && refuseVolatileLimit(db, st) {
 			return
 		}
-		if err := p.checkWriteShape(db, st, op); err != nil {
+		if err := b.checkWriteShape(db, st, op); err != nil {
 			st.fail(db, err)
 			return
 		}
 		if st.m.Root != nil {
-			p.checkMemberWrite(db, st, op)
-		} else if err := p.checkRowsWritten(db, st, op); err != nil {
+			b.checkMemberWrite(db, st, op)
+		} else if err := b.checkRowsWritten(db, st, op); err != nil {
 			st.fail(db, err)
 		}
-		p.noteKeys(db, st, op)
+		if !st.folded { // folded: no hook, association or other callback can change its keys (canFold)
+			p.noteKeys(db, st, op)
+		}
 	}
 }
 
@@ -84,7 +86,8 @@ func retargeted(stmt *gorm.Statement, op opKind) string {
 // locks from the model, so it cannot check the rows of the table the
 // statement lands on. The way is that table's own model. It reports
 // whether it refused.
-func (p *Plugin) refuseRetarget(db *gorm.DB, op opKind) bool {
+func (b *binding) refuseRetarget(db *gorm.DB, op opKind) bool {
+	p := b.p
 	if db.Error != nil || len(db.Statement.Clauses) == 0 {
 		return false
 	}
@@ -123,7 +126,8 @@ func (b *binding) checkOtherWrite(db *gorm.DB, op opKind) {
 // plugin cannot tell, and makes sure the write runs in a transaction: in
 // the caller's, a savepoint undoes the write when the fence refuses it,
 // even if the caller then commits.
-func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
+func (b *binding) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
+	p := b.p
 	if err := p.checkWriteSQL(db, st.m, op); err != nil {
 		return err
 	}
@@ -142,15 +146,16 @@ func (p *Plugin) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
 			"Save of an unchanged row stays an UPDATE)", ErrInvalid, st.m.Table, st.m.Table)
 	case op == opUpdate:
-		return p.checkNewKeys(db, st)
+		return b.checkNewKeys(db, st)
 	}
 	return nil
 }
 
 // checkRowsWritten requires the session's Write lock on every existing row
 // the write changes, and on the rows its deletes cascade to.
-func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
-	rows, byKey, err := p.writeRows(db, st, op)
+func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
+	p := b.p
+	rows, byKey, err := b.writeRows(db, st, op)
 	if err != nil || len(rows) == 0 {
 		if err == nil && op != opCreate {
 			st.bulk = 0 // the WHERE matched nothing: so must the write
@@ -162,8 +167,8 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		// key must not reach rows of other records.
 		st.bulk = int64(len(rows))
 	}
-	if op == opDelete || op == opUpdate {
-		if err := p.checkCascades(db, st, rows, op); err != nil {
+	if (op == opDelete || op == opUpdate) && p.reg.AnyCascade.Load() {
+		if err := b.checkCascades(db, st, rows, op); err != nil {
 			return err
 		}
 	}
@@ -183,13 +188,13 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		// changed) takes this path only with both its fences folded in
 		// (foldUpsert): its row count cannot tell a new row, which needs
 		// no lock, from an existing one, which does.
-		if p.foldHintPath(db, st, op, keys[0]) {
+		if b.foldHintPath(db, st, op, keys[0]) {
 			st.ifChanged = true
 			st.required = append(st.required, keys...)
 			return nil
 		}
 	}
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+	mine, free, err := st.t.check(st.t.direct(db), keys, st.owner, false)
 	if err != nil {
 		return err
 	}
@@ -198,12 +203,12 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		return nil // a plain INSERT changes no existing row
 	}
 	if byKey { // rows that do not exist yet need no lock
-		if free, err = p.existingOf(db, st.m, rows, free); err != nil {
+		if free, err = b.existingOf(db, st.m, rows, free); err != nil {
 			return err
 		}
 	}
 	if len(free) > 0 {
-		return p.notLocked(db, st, op, free)
+		return b.notLocked(db, st, op, free)
 	}
 	return nil
 }
@@ -211,21 +216,22 @@ func (p *Plugin) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 // foldHintPath says whether a write of one record by key takes the hint
 // path, folding its fence into it where it can: an update or a delete
 // always, an upsert only with its fences folded.
-func (p *Plugin) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
+func (b *binding) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
 	switch {
 	case op == opUpdate || op == opDelete:
-		if p.canFold(db, st, op) {
-			p.foldFence(db, st, k)
+		if b.canFold(db, st, op) {
+			b.foldFence(db, st, k)
 		}
 		return true
 	case op == opCreate && upserts(db.Statement):
-		return p.foldUpsert(db, st, k)
+		return b.foldUpsert(db, st, k)
 	}
 	return false
 }
 
 // existingOf keeps, of free, the keys whose rows exist.
-func (p *Plugin) existingOf(db *gorm.DB, m *model.Model, rows []pkRow, free []key) ([]key, error) {
+func (b *binding) existingOf(db *gorm.DB, m *model.Model, rows []pkRow, free []key) ([]key, error) {
+	p := b.p
 	isFree := map[key]bool{}
 	for _, k := range free {
 		isFree[k] = true
@@ -252,10 +258,10 @@ func (p *Plugin) existingOf(db *gorm.DB, m *model.Model, rows []pkRow, free []ke
 // requireWriteLocks checks, before the statement's hooks, that st's
 // session holds a Write lock on every one of keys: the keys it holds, or
 // the refusal (a *LockedError, or ErrNotLocked naming a key nobody holds).
-func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
-	mine, free, err := st.t.check(direct(db), keys, st.owner, false)
+func (b *binding) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
+	mine, free, err := st.t.check(st.t.direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
-		err = p.notLocked(db, st, op, free)
+		err = b.notLocked(db, st, op, free)
 	}
 	return mine, err
 }
@@ -263,10 +269,10 @@ func (p *Plugin) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key
 // notLocked is notLockedForWrite for st's session, told as an
 // *ExpiredError when the session's own lock on the first key expired (its
 // row is still in the lock table). Only a refusal pays the lookup.
-func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
+func (b *binding) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
 	err := notLockedForWrite(op, free)
 	k := lockstore.SortKeys(free)[0]
-	locks, lerr := st.t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID, Session: st.owner.Session, Expired: true, Limit: 1})
+	locks, lerr := st.t.list(st.t.direct(db), Filter{Resource: k.Resource, ID: k.ID, Session: st.owner.Session, Expired: true, Limit: 1})
 	if lerr != nil || len(locks) == 0 {
 		return err
 	}
@@ -278,7 +284,8 @@ func (p *Plugin) notLocked(db *gorm.DB, st *state, op opKind, free []key) error 
 // of them), else by running its WHERE as a key-only SELECT in the write's
 // transaction (row-locked on PostgreSQL, so they stay the rows it
 // changes). byKey says the rows came from the value and may not exist yet.
-func (p *Plugin) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byKey bool, err error) {
+func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byKey bool, err error) {
+	p := b.p
 	stmt := db.Statement
 	m := st.m
 	v := stmt.ReflectValue
@@ -460,7 +467,7 @@ func upserts(stmt *gorm.Statement) bool {
 // checkGeneratedKeys refuses a create whose rows got, from the database,
 // a key another session holds (reserved with Acquire before the row
 // existed): the rows had no key when the write was checked.
-func (p *Plugin) checkGeneratedKeys(db *gorm.DB, st *state) error {
+func (b *binding) checkGeneratedKeys(db *gorm.DB, st *state) error {
 	vals, _, _ := model.ValueRows(db, db.Statement.ReflectValue, st.m.PK)
 	keys := make([]key, 0, len(vals))
 	for _, vs := range vals {
@@ -483,11 +490,15 @@ func (b *binding) fence(db *gorm.DB) {
 	if p.spans && (st == nil || !st.noSpans) {
 		adoptSpan(db)
 	}
-	if st == nil || p.refusedAtFence(db, st) || db.Error != nil {
+	if st == nil {
+		return
+	}
+	if db.Error != nil {
+		b.refusedAtFence(db, st)
 		return
 	}
 	if st.keyless && st.op == opCreate {
-		if err := p.checkGeneratedKeys(db, st); err != nil {
+		if err := b.checkGeneratedKeys(db, st); err != nil {
 			st.fail(db, err)
 			return
 		}
@@ -515,13 +526,13 @@ func (b *binding) fence(db *gorm.DB) {
 		// row-locked it until commit; with a fold that refuses, 0 rows is a
 		// missing or unchanged row, never a lost lock)
 		var free []key
-		_, free, err = st.t.check(direct(db), st.required, st.owner, true)
+		_, free, err = st.t.check(st.t.direct(db), st.required, st.owner, true)
 		if err == nil && len(free) > 0 {
-			err = p.notLocked(db, st, st.op, free)
+			err = b.notLocked(db, st, st.op, free)
 		}
 	}
-	if c := st.caps.Certifier; c != nil && err == nil {
-		err = c.Certify(direct(db), st.required, st.owner.Session)
+	if c := st.caps.Certifier; c != nil && err == nil && c.Certifies() {
+		err = c.Certify(st.t.direct(db), st.required, st.owner.Session)
 	}
 	if err != nil && !st.ifChanged {
 		err = fmt.Errorf("%w (the lock was lost before the %s committed)", err, st.op)
@@ -537,8 +548,8 @@ func (b *binding) fence(db *gorm.DB) {
 // roots' Write locks: the roots the rows belong to now (read in the write's
 // transaction) and, for new members and members moved to another root, the
 // roots they will belong to, which must exist.
-func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
-	roots, err := p.memberWriteRoots(db, st, op)
+func (b *binding) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
+	roots, err := b.memberWriteRoots(db, st, op)
 	if err != nil {
 		st.fail(db, err)
 		return
@@ -550,7 +561,7 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 	for i, r := range roots {
 		keys[i] = r.k
 	}
-	mine, err := p.requireWriteLocks(db, st, op, keys)
+	mine, err := b.requireWriteLocks(db, st, op, keys)
 	if err != nil {
 		st.fail(db, err)
 		return
@@ -560,7 +571,8 @@ func (p *Plugin) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 
 // memberWriteRoots are the roots a write of members touches: those the
 // rows will belong to (checked to exist) and those they belong to now.
-func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, error) {
+func (b *binding) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, error) {
+	p := b.p
 	stmt, m := db.Statement, st.m
 	var next, now []any
 	if op != opDelete {
@@ -572,7 +584,7 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, 
 	if op != opCreate || upserts(stmt) {
 		// Where they belong now: an upsert may move an existing member.
 		var err error
-		if now, err = p.currentLinks(db, st, op); err != nil {
+		if now, err = b.currentLinks(db, st, op); err != nil {
 			return nil, err
 		}
 	}
@@ -601,7 +613,8 @@ func (p *Plugin) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, 
 // as they are now, read by key when the statement's values name every row
 // and with the caller's WHERE otherwise; a write of no row named and no
 // WHERE is refused.
-func (p *Plugin) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err error) {
+func (b *binding) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err error) {
+	p := b.p
 	stmt, m := db.Statement, st.m
 	v := stmt.ReflectValue
 	if op != opCreate && v.Kind() == reflect.Map {
@@ -733,7 +746,8 @@ func isExpr(v any) bool {
 func keyOf(m *model.Model, vals []any) (key, error) {
 	parts := make([]string, len(vals))
 	for i, v := range vals {
-		if isExpr(v) {
+		switch v.(type) {
+		case clause.Expression, *gorm.DB, gorm.Valuer: // isExpr
 			// A GormValue key: the database gets the SQL it builds, not v.
 			return key{}, unenforceable(m.Table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
 		}
@@ -743,7 +757,12 @@ func keyOf(m *model.Model, vals []any) (key, error) {
 		}
 		parts[i] = id
 	}
-	k := key{Resource: m.Table, ID: model.EncodeKey(parts)}
+	k := key{Resource: m.Table}
+	if len(parts) == 1 { // EncodeKey keeps one part as it is
+		k.ID = parts[0]
+	} else {
+		k.ID = model.EncodeKey(parts)
+	}
 	return k, model.ValidateKey(k)
 }
 
@@ -758,7 +777,7 @@ func samePointer(a, b any) bool {
 // moves to a new key are, for the lock table, created there, so a key that
 // another session locked ahead is refused as a Create of it would be. A key
 // set by an expression is refused: the plugin cannot tell which it is.
-func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
+func (b *binding) checkNewKeys(db *gorm.DB, st *state) error {
 	stmt, m := db.Statement, st.m
 	var vals [][]any
 	if !samePointer(stmt.Dest, stmt.Model) {
@@ -783,6 +802,9 @@ func (p *Plugin) checkNewKeys(db *gorm.DB, st *state) error {
 			}
 		}
 	}
+	if len(vals) == 0 {
+		return nil // the update sets no key: it moves no row
+	}
 	var keys []key
 	for _, v := range vals {
 		for _, x := range v {
@@ -805,6 +827,6 @@ func refuseOthers(db *gorm.DB, st *state, keys []key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, _, err := st.t.check(direct(db), keys, st.owner, false)
+	_, _, err := st.t.check(st.t.direct(db), keys, st.owner, false)
 	return err
 }

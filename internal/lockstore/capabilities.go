@@ -221,6 +221,10 @@ type Guard interface {
 // Certifier is a store that makes the fence take part in a cluster's
 // certification (MariaDB Galera).
 type Certifier interface {
+	// Certifies says whether the fence takes part in certification now:
+	// the store is on a node of a Galera cluster with replication on
+	// (detected by Migrate). Certify does nothing otherwise.
+	Certifies() bool
 	Certify(c Conn, keys []Key, session string) error
 	// Confirm reads back, after the COMMIT of the plugin's own
 	// transaction, the locks on keys it granted o (galera.go): a node can

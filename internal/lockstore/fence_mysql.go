@@ -28,6 +28,10 @@ import (
 // can. And a function that is missing (a guard removed behind the
 // plugin's back) fails the write too (1305): the fold fails closed.
 
+// Certifies is Certifier's: the store is on a Galera node (galera.go),
+// where the fence writes the key rows it checked.
+func (s *mysqlStore) Certifies() bool { return s.galera.Load() }
+
 // fenceSQLState is the SQLSTATE of the fence function's refusal.
 const fenceSQLState = "OL428"
 

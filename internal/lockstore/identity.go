@@ -47,6 +47,9 @@ func MariaDBIdentityPrefix(key, session string, fenced bool) string {
 	return prefix + " FOR "
 }
 
+// keyedBlank is the fenced blank (fencedBlank) of one guard key.
+type keyedBlank struct{ key, blank string }
+
 // MySQLIdentityHint follows the first word of a MySQL 8.0 write of
 // session: the SET_VAR hint, which the server applies to that statement.
 func MySQLIdentityHint(key, session string, fenced bool) string {
@@ -68,8 +71,17 @@ func SessionMark(key, session string, fenced bool) uint64 {
 
 // SignWrite is StatementSigner's.
 func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder) {
-	if s.mariadb.Load() {
-		cb.WriteString(MariaDBIdentityPrefix(key, session, fenced))
+	if s.mariadb.Load() { // MariaDBIdentityPrefix, with the fenced blank of key kept
+		cb.WriteString("SET STATEMENT max_join_size=" + strconv.FormatUint(SessionMark(key, session, fenced), 10))
+		if fenced {
+			b := s.blank.Load()
+			if b == nil || b.key != key {
+				b = &keyedBlank{key: key, blank: fencedBlank(key)}
+				s.blank.Store(b)
+			}
+			cb.WriteString(", sql_select_limit=" + b.blank)
+		}
+		cb.WriteString(" FOR ")
 		build(c, cb)
 		return
 	}

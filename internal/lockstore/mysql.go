@@ -48,11 +48,12 @@ type mysqlStore struct {
 	depth sync.Map // transaction pool → *atomic.Int32: the plugin's savepoints open in it
 	rc    sync.Map // transaction pools the store began READ COMMITTED
 
-	mariadb      atomic.Bool // the server is MariaDB, which takes SET STATEMENT
-	galera       atomic.Bool // the server is a Galera node (galera.go)
-	keysOK       sync.Map    // tables whose key columns checkKeyColumns passed
-	fenceFn      atomic.Bool // the guard's fence function is installed (fence_mysql.go)
-	fenceCallSQL string      // its call, with the record and the session as arguments
+	mariadb      atomic.Bool                // the server is MariaDB, which takes SET STATEMENT
+	galera       atomic.Bool                // the server is a Galera node (galera.go)
+	keysOK       sync.Map                   // tables whose key columns checkKeyColumns passed
+	fenceFn      atomic.Bool                // the guard's fence function is installed (fence_mysql.go)
+	fenceCallSQL string                     // its call, with the record and the session as arguments
+	blank        atomic.Pointer[keyedBlank] // the fenced blank of the guard's key last signed with (SignWrite)
 
 	// stmts keeps the statements of fixed text prepared: go-sql-driver,
 	// without interpolateParams, prepares, runs and closes every statement

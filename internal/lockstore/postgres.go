@@ -26,6 +26,7 @@ type postgresStore struct {
 	walGen atomic.Bool // this role reads the WAL timeline
 
 	heldWrite, heldRead, fenceSQL string      // conditions added to loads and writes, built once
+	setIdentity                   string      // PostgresSetIdentity of the catalog: a write's identity (SignInsert, SignWhere)
 	sweepSQL                      string      // one batch of sweep, bound, built once
 	keysOK                        sync.Map    // tables whose key columns checkKeyColumns passed
 	ordered                       atomic.Bool // the guard's grant order trigger is installed (guard_order_postgres.go)
@@ -46,7 +47,8 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s.nextGens = s.nextGenerations
 	s.revision.Store(GuardRevision)
 	// A one-time filter: evaluated once, before the scan, whatever it finds.
-	s.identity = PostgresSetIdentity(catalog) + ` IS NOT NULL`
+	s.setIdentity = PostgresSetIdentity(catalog)
+	s.identity = s.setIdentity + ` IS NOT NULL`
 	s.walGen.Store(true)
 	s.buildGrants()
 	s.sweepSQL = s.sweepStatement()
@@ -703,21 +705,21 @@ func PostgresIdentity(session string, fenced bool) string {
 }
 
 // SignInsert is TxSigner's.
-func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, identity clause.Expression) {
+func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, session string, fenced bool) {
 	if returning {
 		cb.WriteString(", ")
 	} else {
 		cb.WriteString(" RETURNING ")
 	}
-	identity.Build(cb)
+	clause.Expr{SQL: s.setIdentity, Vars: []any{PostgresIdentity(session, fenced)}}.Build(cb)
 	cb.WriteString(" AS offlinelock_identity")
 }
 
 // SignWhere is TxSigner's.
-func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, identity clause.Expression) {
+func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, session string, fenced bool) {
 	cb.WriteString("WHERE (")
 	where.Build(cb)
 	cb.WriteString(") AND ")
-	identity.Build(cb)
+	clause.Expr{SQL: s.setIdentity, Vars: []any{PostgresIdentity(session, fenced)}}.Build(cb)
 	cb.WriteString(" IS NOT NULL")
 }

@@ -12,13 +12,15 @@ import "gorm.io/gorm/clause"
 // to the transaction, set by an expression inside the write (PostgreSQL,
 // IdentityInTx).
 type TxSigner interface {
-	// SignInsert follows an INSERT's last clause with identity as a
-	// returned column (returning: that clause is already a RETURNING),
-	// evaluated as rows are written, before the guard's statement trigger.
-	SignInsert(cb clause.Builder, returning bool, identity clause.Expression)
+	// SignInsert follows an INSERT's last clause with session's identity
+	// (fenced: the plugin fences the write itself) as a returned column
+	// (returning: that clause is already a RETURNING), evaluated as rows
+	// are written, before the guard's statement trigger.
+	SignInsert(cb clause.Builder, returning bool, session string, fenced bool)
 	// SignWhere writes the WHERE where of an UPDATE or DELETE with
-	// identity as a one-time filter, evaluated once before the scan.
-	SignWhere(cb clause.Builder, where clause.Where, identity clause.Expression)
+	// session's identity as a one-time filter, evaluated once before the
+	// scan.
+	SignWhere(cb clause.Builder, where clause.Where, session string, fenced bool)
 }
 
 // StatementSigner is a store whose writes carry their writer's mark in

@@ -153,6 +153,10 @@ type Registry struct {
 	// TablesGen is advanced with every table that joins the registry.
 	// Callers only read it.
 	TablesGen atomic.Uint64
+	// AnyCascade: some foreign key cascades (set once one is added, never
+	// cleared), so that a write without one skips the cascades' check.
+	// Callers only read it.
+	AnyCascade atomic.Bool
 }
 
 // lockedTables is the names of the tables whose rows need a lock to be
@@ -626,6 +630,7 @@ func (r *Registry) addCascadeLocked(parent string, ref CascadeRef) bool {
 		r.cascades = map[string][]CascadeRef{}
 	}
 	r.cascades[name] = append(r.cascades[name], ref)
+	r.AnyCascade.Store(true)
 	return true
 }
 
