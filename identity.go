@@ -81,7 +81,7 @@ func (b *binding) identityBuilder(name string, prev clause.ClauseBuilder) clause
 	return func(c clause.Clause, cb clause.Builder) {
 		stmt, ok := cb.(*gorm.Statement)
 		session := ""
-		if ok {
+		if ok && (len(stmt.BuildClauses) == 0 || stmt.BuildClauses[0] != "SELECT") { // a query writes nothing
 			session = writerSession(stmt)
 		}
 		if session == "" {
