@@ -487,7 +487,9 @@ func (b *binding) afterQuery(db *gorm.DB) {
 	if st == nil || st.locked == nil {
 		return
 	}
-	unpreparedPool(db, st)
+	if st.prepared {
+		unpreparedPool(db, st)
+	}
 	if st.fast != fastNone {
 		if ok, fellBack := p.fastDone(db, st); !ok || !fellBack {
 			// The fast path's row is its key's, which it holds: the

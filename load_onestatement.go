@@ -88,9 +88,9 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 		stmt.AddClause(clause.Where{Exprs: []clause.Expression{st.caps.Loader.GrantCondition()}})
 		stmt.AddClause(clause.Locking{Strength: clause.LockingStrengthShare, Table: clause.Table{Name: clause.CurrentTable}})
 	case ahead:
-		p.grantAhead(db, st, k, ttl)
+		callbacks.BuildQuerySQL(db)
 		if db.Error == nil {
-			callbacks.BuildQuerySQL(db)
+			p.grantAhead(db, st, k, ttl)
 		}
 		return true
 	default:
