@@ -112,6 +112,13 @@ func (p *Plugin) checkGuarded(db *gorm.DB, resource string) error {
 	if err != nil {
 		return err
 	}
+	return b.checkGuarded(db, resource)
+}
+
+// checkGuarded is the Plugin's checkGuarded for a statement of b's
+// database, which a callback of b's needs not look up again.
+func (b *binding) checkGuarded(db *gorm.DB, resource string) error {
+	p := b.p
 	g, ok := p.guardGoverns(b)
 	if !ok {
 		return nil

@@ -84,7 +84,7 @@ func (b *binding) identityBuilder(name string, prev clause.ClauseBuilder) clause
 		// that also holds write clauses.
 		stmt, ok := cb.(*gorm.Statement)
 		var o Owner
-		if ok && stmt.Context != nil {
+		if ok && stmt.Context != nil && (len(stmt.BuildClauses) == 0 || stmt.BuildClauses[0] != "SELECT") { // a query writes nothing
 			o, _ = stmt.Context.Value(ownerKey{}).(Owner)
 		}
 		if o.Session != "" {

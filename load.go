@@ -64,7 +64,7 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
-	if err := p.checkGuarded(db, st.m.LockResource()); err != nil {
+	if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
 		st.fail(db, err) // no guard, no grant (coverage.go)
 		return
 	}
@@ -76,7 +76,7 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 			return
 		}
 	}
-	if !p.tryFast(db, st) {
+	if !p.loadByKey(db, st) {
 		callbacks.BuildQuerySQL(db)
 	}
 	if db.Error != nil {
@@ -239,44 +239,12 @@ func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 // lockInTx is the general path of a load: in a transaction (the caller's,
 // or the plugin's own until the chain ends) it locks the rows ahead of the
 // read. Raw SQL cannot be read ahead: its rows are locked once read, and
-// read again.
-//
-// Outside a transaction, a load whose rows all belong to one record or
-// root needs none: its lock is one atomic statement, committed before the
-// read, which then sees everything committed before the lock. (If the read
-// turns up rows it has to lock too and one is refused, endStatement gives
-// the new lock back.)
+// read again. Outside a transaction a load locks by its query
+// (loadByQuery).
 func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
-	outside := !raw && !inTx && len(db.Statement.Preloads) == 0
-	if outside && st.m.Root == nil && len(db.Statement.Joins) == 0 {
-		// By key, the commonest load on a store without a Loader: what
-		// aheadTargets and oneKey decide for it, without asking them (not
-		// a member, no join to lock, one key: locked on its own).
-		if keys, known := knownKeys(db.Statement, st.m); known && len(keys) == 1 {
-			st.known, st.detached = keys, true
-			p.lockTargets(db, st, []target{{keys[0], st.m}})
-			return
-		}
-	}
-	if outside && !p.deepMember(st.m) {
-		if _, known := knownKeys(db.Statement, st.m); !known && p.findAndLock(db, st) {
-			return
-		}
-		targets, ok := p.aheadTargets(db, st)
-		if !ok {
-			return
-		}
-		if oneKey(targets) {
-			st.detached = true
-			p.lockTargets(db, st, targets)
-			return
-		}
-		if err := st.begin(db, true); err != nil {
-			st.fail(db, err)
-			return
-		}
-		p.lockTargets(db, st, targets)
+	if !raw && !inTx && len(db.Statement.Preloads) == 0 && !p.deepMember(st.m) {
+		p.loadByQuery(db, st)
 		return
 	}
 	// In the caller's transaction a savepoint undoes this load's new locks
@@ -288,6 +256,34 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	if !raw {
 		p.lockAhead(db, st)
 	}
+}
+
+// loadByQuery locks, outside any transaction, the rows a load's query
+// will read, in the fewest statements the store allows: found and locked
+// in one statement where the store can (Traits.QueryLoad 2, Loader's
+// FindAndLock), or found by a key-only SELECT and then granted. A load
+// whose rows all belong to one record or root needs no transaction: its
+// lock is one atomic statement, committed before the read, which then sees
+// everything committed before the lock. (If the read turns up rows it has
+// to lock too and one is refused, endStatement gives the new lock back.)
+func (p *Plugin) loadByQuery(db *gorm.DB, st *state) {
+	if _, known := knownKeys(db.Statement, st.m); !known && st.caps.QueryLoad == 2 && p.findAndLock(db, st) {
+		return
+	}
+	targets, ok := p.aheadTargets(db, st)
+	if !ok {
+		return
+	}
+	if oneKey(targets) {
+		st.detached = true
+		p.lockTargets(db, st, targets)
+		return
+	}
+	if err := st.begin(db, true); err != nil {
+		st.fail(db, err)
+		return
+	}
+	p.lockTargets(db, st, targets)
 }
 
 // deepMember says whether m is a member more than one level below its
@@ -490,7 +486,9 @@ func (b *binding) afterQuery(db *gorm.DB) {
 	if st == nil || st.locked == nil {
 		return
 	}
-	unpreparedPool(db, st)
+	if st.prepared {
+		unpreparedPool(db, st)
+	}
 	if st.fast != fastNone {
 		if ok, fellBack := p.fastDone(db, st); !ok || !fellBack {
 			// The fast path's row is its key's, which it holds: the
@@ -614,7 +612,7 @@ func (b *binding) beforeRow(db *gorm.DB) {
 	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
-	if err := p.checkGuarded(db, st.m.LockResource()); err != nil {
+	if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
 		st.fail(db, err) // no guard, no grant (coverage.go)
 		return
 	}

@@ -14,12 +14,12 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// fastPath is a one-statement way to load a single row by primary key, the
-// commonest load of all (First(&c, 129)), on a store that offers it
-// (lockstore.Loader). Both paths check
-// the lock in the very statement that reads the row, so neither can return
-// a row the session does not hold; when they return no row, the load falls
-// back to the general path, which decides exactly and names the holders.
+// fastPath is the short way a load of one record by its key, the
+// commonest load of all (First(&c, 129)), is taking (loadByKey). The
+// in-read paths check the lock in the very statement that reads the row,
+// so neither can return a row the session does not hold; when they return
+// no row, the load falls back to the general path, which decides exactly
+// and names the holders.
 type fastPath int
 
 const (
@@ -32,31 +32,42 @@ const (
 	// makes PostgreSQL return the latest committed version of the row, so
 	// the row is never older than the lock even when the lock had to wait.
 	fastGrant
+	// fastAhead: outside a transaction, the store granted the key in its
+	// own statements before the read (Traits.KeyLoad says how many), as
+	// the general path would have, without finding the key again.
+	fastAhead
 )
 
-// tryFast rewrites a simple single-row load into one of the fast paths,
-// builds it, and reports whether it did.
-func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
+// loadByKey is the load of one record by its key, in the fewest
+// statements the store's database allows (Traits.KeyLoad): a holder's
+// re-read checks its lock in its own WHERE (Held); a Write lock is granted
+// in the read's own statement where the store can (KeyLoad 1, Loader);
+// elsewhere, outside a transaction, the store grants the key first and
+// the read follows. It reports whether it took the load, which it then
+// built (or failed: db.Error says so).
+func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
-	hs := st.caps.Held
-	if hs == nil || st.m.Root != nil || !locksRows(st.m) || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 || stmt.TableExpr != nil || stmt.Distinct {
+	if st.m.Root != nil || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 {
 		return false
 	}
+	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
+	keys, ahead := knownKeys(stmt, st.m)
+	ahead = ahead && !inTx && len(keys) == 1
+	inRead := st.caps.Held != nil && locksRows(st.m) && stmt.TableExpr == nil && !stmt.Distinct
 	for _, name := range []string{"FOR", "GROUP BY"} {
 		if _, ok := stmt.Clauses[name]; ok {
-			return false
+			inRead = false
 		}
 	}
-	keys, known := knownKeys(stmt, st.m)
-	if !known && len(st.m.PK) == 1 {
+	if inRead && keys == nil && len(st.m.PK) == 1 {
 		// First(&Account{ID: 2}): gorm:query adds the key from the value.
 		if v := stmt.ReflectValue; v.Kind() == reflect.Struct && v.Type() == st.m.Type {
 			if k, _, found := st.m.RowKey(stmt.Context, v); found {
-				keys, known = []key{k}, true
+				keys = []key{k}
 			}
 		}
 	}
-	if !known || len(keys) != 1 {
+	if len(keys) != 1 || !inRead && !ahead {
 		return false
 	}
 	k := keys[0]
@@ -66,26 +77,30 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		return true
 	}
 	st.where, st.hadWhere = stmt.Clauses["WHERE"]
-	ls := st.caps.Loader
-	grants := ls != nil
 	switch {
-	case p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
-		rewriteHeld(db, st, hs, k, ttl)
-	case grants && loadAccess(st.m) == Write:
-		st.fast = fastGrant
+	case inRead && p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
+		rewriteHeld(db, st, st.caps.Held, k, ttl)
+	case inRead && st.caps.KeyLoad == 1 && loadAccess(st.m) == Write:
 		if st.fastTok, err = lockstore.NewToken(); err != nil {
 			st.fail(db, err)
 			return true
 		}
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{ls.GrantCondition()}})
+		st.fast = fastGrant
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{st.caps.Loader.GrantCondition()}})
 		stmt.AddClause(clause.Locking{Strength: clause.LockingStrengthShare, Table: clause.Table{Name: clause.CurrentTable}})
+	case ahead:
+		callbacks.BuildQuerySQL(db)
+		if db.Error == nil {
+			p.grantAhead(db, st, k, ttl)
+		}
+		return true
 	default:
 		return false
 	}
 	st.fastKey, st.fastRewrote = k, true
 	callbacks.BuildQuerySQL(db)
 	if st.fast == fastGrant {
-		prefix, vars := ls.GrantPrefix(k, lockstore.Owner(st.owner), st.fastTok, ttl, len(stmt.Vars))
+		prefix, vars := st.caps.Loader.GrantPrefix(k, lockstore.Owner(st.owner), st.fastTok, ttl, len(stmt.Vars))
 		var sql strings.Builder
 		sql.Grow(len(prefix) + stmt.SQL.Len())
 		sql.WriteString(prefix)
@@ -94,6 +109,24 @@ func (p *Plugin) tryFast(db *gorm.DB, st *state) bool {
 		stmt.Vars = append(stmt.Vars, vars...)
 	}
 	return true
+}
+
+// grantAhead locks k, which the load's WHERE names alone, outside any
+// transaction: its lock is one atomic grant, committed before the read,
+// which then sees everything committed before it (the general path's
+// lock of one key, without finding the key again).
+func (p *Plugin) grantAhead(db *gorm.DB, st *state, k key, ttl time.Duration) {
+	st.fast, st.fastKey = fastAhead, k
+	st.knownOne[0] = k
+	st.known, st.detached = st.knownOne[:], true
+	access := loadAccess(st.m)
+	got, err := st.t.grant(st.t.direct(db), st.known, st.owner, access, ttl)
+	if err != nil {
+		st.fail(db, err)
+		return
+	}
+	p.hints.putAll(st.owner.Session, got)
+	st.locked[k], st.newly[k] = true, got[k].Fresh
 }
 
 // rewriteHeld makes stmt the holder's re-read of k: its WHERE also
@@ -156,6 +189,11 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
 	st.fast = fastNone
 	if db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
 		return false, false
+	}
+	if path == fastAhead {
+		// Locked before the read: a row is its key's (the WHERE pins it);
+		// a miss goes on as the general path does (its phantom lock).
+		return true, db.Error != nil || db.RowsAffected == 0
 	}
 	if db.Error == nil && db.RowsAffected > 0 {
 		st.locked[st.fastKey] = true

@@ -48,6 +48,15 @@ type Traits struct {
 	OrderedWrites bool
 	// Identity is how a writer's identity reaches the guard (dialect.go).
 	Identity IdentityWay
+	// KeyLoad is how many statements a load of one record by its key
+	// costs, the read included, when it takes a fresh Write lock outside
+	// a transaction: 1 where the grant rides in the read (Loader), else
+	// the store's grant of one key and the read.
+	KeyLoad int
+	// QueryLoad is the same for a load of the rows a WHERE finds: 2 where
+	// one statement finds and locks them (Loader.FindAndLock), else the
+	// key-only SELECT, the grant and the read.
+	QueryLoad int
 
 	Held       Held       // the holder's re-read checks its lock in its own statement
 	Loader     Loader     // lock and read in the read's own statement (PostgreSQL)
@@ -71,11 +80,14 @@ func TraitsOf(s Store) Traits {
 	switch s.(type) {
 	case *postgresStore:
 		t.Identity = IdentityInTx
+		t.KeyLoad, t.QueryLoad = 1, 2 // the grant in the read; FindAndLock
 	case *mysqlStore:
 		t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
 		t.OrderedWrites, t.Identity = true, IdentityInStatement
+		t.KeyLoad, t.QueryLoad = 3, 4 // the upsert and the generations (grantOne)
 	case *sqliteStore:
 		t.PreparedWrites, t.OneWriter = true, true
+		t.KeyLoad, t.QueryLoad = 2, 3 // one upsert RETURNING (grantOneSQL)
 	}
 	t.Held, _ = s.(Held)
 	t.Loader, _ = s.(Loader)

@@ -648,6 +648,9 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 // prepared one) or lost a deadlock to a write of its record
 // (guard_probe_mysql.go).
 func grantWaited(err error) error {
+	if err == nil {
+		return nil
+	}
 	if code := mysqlCode(err); code == 1205 || code == 1213 {
 		return fmt.Errorf("%w: %w", ErrBeingWritten, mysqlError(err))
 	}

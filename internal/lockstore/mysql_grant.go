@@ -244,7 +244,7 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 			got[Key{l.Resource, l.ID}] = grantedRow(l, tokens, hashes)
 			return err
 		})
-		if isBulkRefusal(err) {
+		if err != nil && isBulkRefusal(err) {
 			return nil, true, nil
 		}
 		if err != nil {

@@ -817,7 +817,11 @@ func (t *sqlStore) grantWrites(c Conn, keys []Key, o Owner, ttl time.Duration, b
 	got := map[Key]Granted{}
 	run := func(c Conn) error {
 		var rest []Key
-		for _, b := range chunks(sortKeys(keys)) {
+		batches := [][]Key{keys} // one key: no sorting, no chunks
+		if len(keys) > 1 {
+			batches = chunks(sortKeys(keys))
+		}
+		for _, b := range batches {
 			if err := batch(c, b, o, ttl, got); err != nil {
 				return err
 			}
