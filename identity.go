@@ -100,15 +100,12 @@ type identityAdder func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder
 // identity from its last clause, an UPDATE or DELETE evaluates it in its
 // WHERE. A WHERE another builder writes (prevWhere) is left to it.
 func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhere bool, build clause.ClauseBuilder) identityAdder {
-	identity := func(session string, fenced bool) clause.Expression {
-		return clause.Expr{SQL: b.p.pgIdentity, Vars: []any{lockstore.PostgresIdentity(session, fenced)}}
-	}
 	switch name {
 	case "VALUES", "ON CONFLICT", "RETURNING":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
 			build(c, cb)
 			if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
-				sign.SignInsert(cb, name == "RETURNING", identity(session, fenced))
+				sign.SignInsert(cb, name == "RETURNING", sign.Identity(session, fenced))
 			}
 		}
 	case "WHERE":
@@ -118,7 +115,7 @@ func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhe
 				build(c, cb)
 				return
 			}
-			sign.SignWhere(cb, where, identity(session, fenced))
+			sign.SignWhere(cb, where, sign.Identity(session, fenced))
 		}
 	}
 	return nil
@@ -222,7 +219,8 @@ func (b *binding) rawIdentity(db *gorm.DB) {
 			db.InstanceSet(rawTxKey, rawTx{pool: db.Statement.ConnPool})
 			db.Statement.ConnPool = tx.Statement.ConnPool
 		}
-		if _, err := direct(db).Exec(p.pgIdentityStatement, lockstore.PostgresIdentity(o.Session, false)); err != nil {
+		q, args := b.t.caps.TxSigner.IdentityStatement(o.Session)
+		if _, err := direct(db).Exec(q, args...); err != nil {
 			db.AddError(err)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
@@ -127,9 +126,6 @@ type Plugin struct {
 	spans bool       // spans are recorded: statements keep theirs aside (spans.go)
 	hints hints      // which locks this process granted: a routing guess, never trusted
 
-	pgIdentity          string // the identity's expression on PostgreSQL, signed in the database (lockstore.PostgresSetIdentity)
-	pgIdentityStatement string // and as a statement of its own
-
 	bindings sync.Map   // databaseOf → *binding: the plugin on each database (binding.go)
 	chains   chainCache // whether a callback chain is GORM's and the plugin's alone
 	notes    noteTable  // take-overs and requests to edit, for Watch (notes.go)
@@ -172,8 +168,6 @@ func New(cfg Config) *Plugin {
 	if p.cfg.TTL > p.cfg.MaxTTL {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
-	catalog := `"` + p.cfg.Table + `_tables"`
-	p.pgIdentity, p.pgIdentityStatement = lockstore.PostgresSetIdentity(catalog), lockstore.PostgresSetIdentityStatement(catalog)
 	return p
 }
 

@@ -29,6 +29,9 @@ type postgresStore struct {
 	sweepSQL                      string      // one batch of sweep, bound, built once
 	keysOK                        sync.Map    // tables whose key columns checkKeyColumns passed
 	ordered                       atomic.Bool // the guard's grant order trigger is installed (guard_order_postgres.go)
+	// setIdentity gives a write's transaction its writer's identity
+	// (identity.go), as an expression and as a statement of its own.
+	setIdentity, setIdentityStatement string
 }
 
 var ()
@@ -46,7 +49,9 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s.nextGens = s.nextGenerations
 	s.revision.Store(GuardRevision)
 	// A one-time filter: evaluated once, before the scan, whatever it finds.
-	s.identity = PostgresSetIdentity(catalog) + ` IS NOT NULL`
+	s.setIdentity = postgresSetIdentity(catalog)
+	s.setIdentityStatement = "SELECT " + dollarBind(s.setIdentity)
+	s.identity = s.setIdentity + ` IS NOT NULL`
 	s.walGen.Store(true)
 	s.buildGrants()
 	s.sweepSQL = s.sweepStatement()
@@ -693,9 +698,9 @@ func indexName(quotedTable, suffix string) string {
 	return `"` + strings.Trim(quotedTable, `"`) + "_" + suffix + `"`
 }
 
-// PostgresIdentity is the value of offlinelock.session for a write of session:
+// postgresIdentity is the value of offlinelock.session for a write of session:
 // "f:" when the plugin fences the write itself (fence.go), else "s:".
-func PostgresIdentity(session string, fenced bool) string {
+func postgresIdentity(session string, fenced bool) string {
 	if fenced {
 		return "f:" + session
 	}

@@ -19,6 +19,13 @@ type TxSigner interface {
 	// SignWhere writes the WHERE where of an UPDATE or DELETE with
 	// identity as a one-time filter, evaluated once before the scan.
 	SignWhere(cb clause.Builder, where clause.Where, identity clause.Expression)
+	// Identity is an expression, never NULL, that gives the write's
+	// transaction session's identity, signed in the database with the
+	// guard's key: fenced when the plugin fences the write itself.
+	Identity(session string, fenced bool) clause.Expression
+	// IdentityStatement is Identity, not fenced, as a statement of its
+	// own with its arguments, for a raw write in a transaction.
+	IdentityStatement(session string) (string, []any)
 }
 
 // StatementSigner is a store whose writes carry their writer's mark in
