@@ -5,6 +5,8 @@ package plugin_test
 // helper of the same name, most of them through internal/testkit.
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +19,19 @@ import (
 	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
+// Policy takes shared Read locks on load (read_write) that live 2 hours.
+type Policy = testkit.Policy
+
+// Customer is a model of testkit's, as in the root's tests.
+type Customer = testkit.Customer
+
+func openSQLite(t testing.TB) *gorm.DB { return testkit.OpenSQLite(t) }
+
 func openPostgres(t testing.TB) *gorm.DB { return testkit.OpenPostgres(t) }
+
+// serverDatabases are the databases with a server process of their own:
+// PostgreSQL and MySQL/MariaDB.
+func serverDatabases() []database { return databases()[1:] }
 
 // dsnOf is the DSN the tests use for a server database.
 func dsnOf(name string) string { return testkit.DSNOf(name) }
@@ -44,6 +58,31 @@ func eachDBWithModels(t *testing.T, cfg offlinelock.Config, fn func(t *testing.T
 			fn(t, db, p)
 		})
 	}
+}
+
+// refusedByGuard says whether err is the guard's refusal of a write to
+// the record (resource, id) martin holds.
+func refusedByGuard(err error, resource, id string) bool {
+	if err == nil {
+		return false
+	}
+	var le *offlinelock.LockedError
+	if errors.As(err, &le) {
+		return le.Resource == resource && le.ID == id && len(le.Holders) == 1 && le.Holders[0].Owner.User == "martin"
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "offlinelock: "+resource+" "+id+" is locked by martin") && strings.Contains(msg, "OL423")
+}
+
+// plainGORM is a second connection to db's database with no plugin
+// registered.
+func plainGORM(t *testing.T, db *gorm.DB) *gorm.DB {
+	t.Helper()
+	other, err := gorm.Open(dialectorOf(db.Dialector.Name(), dsnOf(db.Dialector.Name())), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, _ := other.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	return other
 }
 
 // fcReset releases every lock martin and david hold.
