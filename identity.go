@@ -105,7 +105,7 @@ func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhe
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
 			build(c, cb)
 			if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
-				sign.SignInsert(cb, name == "RETURNING", sign.Identity(session, fenced))
+				sign.SignInsert(cb, name == "RETURNING", session, fenced)
 			}
 		}
 	case "WHERE":
@@ -115,7 +115,7 @@ func (b *binding) postgresIdentity(sign lockstore.TxSigner, name string, prevWhe
 				build(c, cb)
 				return
 			}
-			sign.SignWhere(cb, where, sign.Identity(session, fenced))
+			sign.SignWhere(cb, where, session, fenced)
 		}
 	}
 	return nil

@@ -27,11 +27,6 @@ func postgresSetIdentity(catalog string) string {
 		"FROM (SELECT CAST(? AS text) AS v) i LEFT JOIN " + catalog + " k ON k.name = " + sqlLiteral(guardKeyName) + ")"
 }
 
-// Identity is TxSigner's.
-func (s *postgresStore) Identity(session string, fenced bool) clause.Expression {
-	return clause.Expr{SQL: s.setIdentity, Vars: []any{postgresIdentity(session, fenced)}}
-}
-
 // IdentityStatement is TxSigner's.
 func (s *postgresStore) IdentityStatement(session string) (string, []any) {
 	return s.setIdentityStatement, []any{postgresIdentity(session, false)}

@@ -26,12 +26,13 @@ type postgresStore struct {
 	walGen atomic.Bool // this role reads the WAL timeline
 
 	heldWrite, heldRead, fenceSQL string      // conditions added to loads and writes, built once
+	setIdentity                   string      // postgresSetIdentity of the catalog: a write's identity (SignInsert, SignWhere)
 	sweepSQL                      string      // one batch of sweep, bound, built once
 	keysOK                        sync.Map    // tables whose key columns checkKeyColumns passed
 	ordered                       atomic.Bool // the guard's grant order trigger is installed (guard_order_postgres.go)
-	// setIdentity gives a write's transaction its writer's identity
-	// (identity.go), as an expression and as a statement of its own.
-	setIdentity, setIdentityStatement string
+	// setIdentityStatement is setIdentity as a statement of its own
+	// (IdentityStatement).
+	setIdentityStatement string
 }
 
 var ()
@@ -708,21 +709,21 @@ func postgresIdentity(session string, fenced bool) string {
 }
 
 // SignInsert is TxSigner's.
-func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, identity clause.Expression) {
+func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, session string, fenced bool) {
 	if returning {
 		cb.WriteString(", ")
 	} else {
 		cb.WriteString(" RETURNING ")
 	}
-	identity.Build(cb)
+	clause.Expr{SQL: s.setIdentity, Vars: []any{postgresIdentity(session, fenced)}}.Build(cb)
 	cb.WriteString(" AS offlinelock_identity")
 }
 
 // SignWhere is TxSigner's.
-func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, identity clause.Expression) {
+func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, session string, fenced bool) {
 	cb.WriteString("WHERE (")
 	where.Build(cb)
 	cb.WriteString(") AND ")
-	identity.Build(cb)
+	clause.Expr{SQL: s.setIdentity, Vars: []any{postgresIdentity(session, fenced)}}.Build(cb)
 	cb.WriteString(" IS NOT NULL")
 }

@@ -12,19 +12,19 @@ import "gorm.io/gorm/clause"
 // to the transaction, set by an expression inside the write (PostgreSQL,
 // IdentityInTx).
 type TxSigner interface {
-	// SignInsert follows an INSERT's last clause with identity as a
-	// returned column (returning: that clause is already a RETURNING),
-	// evaluated as rows are written, before the guard's statement trigger.
-	SignInsert(cb clause.Builder, returning bool, identity clause.Expression)
+	// SignInsert follows an INSERT's last clause with session's identity
+	// (fenced: the plugin fences the write itself) as a returned column
+	// (returning: that clause is already a RETURNING), evaluated as rows
+	// are written, before the guard's statement trigger.
+	SignInsert(cb clause.Builder, returning bool, session string, fenced bool)
 	// SignWhere writes the WHERE where of an UPDATE or DELETE with
-	// identity as a one-time filter, evaluated once before the scan.
-	SignWhere(cb clause.Builder, where clause.Where, identity clause.Expression)
-	// Identity is an expression, never NULL, that gives the write's
-	// transaction session's identity, signed in the database with the
-	// guard's key: fenced when the plugin fences the write itself.
-	Identity(session string, fenced bool) clause.Expression
-	// IdentityStatement is Identity, not fenced, as a statement of its
-	// own with its arguments, for a raw write in a transaction.
+	// session's identity as a one-time filter, evaluated once before the
+	// scan.
+	SignWhere(cb clause.Builder, where clause.Where, session string, fenced bool)
+	// IdentityStatement gives a transaction session's identity (not
+	// fenced), signed in the database with the guard's key, as a
+	// statement of its own with its arguments: for a raw write in a
+	// transaction.
 	IdentityStatement(session string) (string, []any)
 }
 
