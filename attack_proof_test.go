@@ -21,7 +21,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
-	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // TestMySQLProofIsOneGuardsOnly: several lock tables can guard one table
@@ -111,7 +110,7 @@ func TestMySQLProofEndsWithItsStatement(t *testing.T) {
 	db, p := gdSetup(t, database{"mysql", openMySQL}, offlinelock.Config{})
 	fence := pfFence(t, db, p)
 	require.NoError(t, admin(db).Create(&GdCustomer{ID: 131, Name: "Other", Credit: 100}).Error)
-	prefix := lockstore.MariaDBIdentityPrefix(offlinelock.GuardKeyOf(p, db), martin.Session, true)
+	prefix := offlinelock.MariaDBIdentityPrefix(offlinelock.GuardKeyOf(p, db), martin.Session, true)
 	proved := "`" + fence + "`('gd_customers', '129', '" + martin.Session + "', 0) = 1"
 
 	ctx := context.Background()
@@ -126,7 +125,7 @@ func TestMySQLProofEndsWithItsStatement(t *testing.T) {
 		require.NoError(t, conn.QueryRowContext(ctx, `SELECT @@session.sql_select_limit`).Scan(&l))
 		require.Equal(t, "18446744073709551615", l, "a proof outlived its statement: %s", what)
 		// and david's unfenced write of martin's record on this connection is refused
-		_, err := conn.ExecContext(ctx, "SET STATEMENT max_join_size="+fmt.Sprint(lockstore.SessionMark(offlinelock.GuardKeyOf(p, db), david.Session, false))+
+		_, err := conn.ExecContext(ctx, "SET STATEMENT max_join_size="+fmt.Sprint(offlinelock.SessionMark(offlinelock.GuardKeyOf(p, db), david.Session, false))+
 			" FOR UPDATE gd_customers SET credit = 666 WHERE id = 129")
 		require.True(t, refusedByGuard(err, "gd_customers", "129"), "%s: david's write after it: %v", what, err)
 	}
@@ -212,7 +211,7 @@ func TestMySQLProofHoldsAgainstRowsOfOtherRecords(t *testing.T) {
 		return fmt.Sprintf("`%s`('gd_customers', '131', '%s', %d)", fence, martin.Session, free)
 	}
 	for _, upd := range []string{"credit = VALUES(credit)", "id = VALUES(id), credit = VALUES(credit)"} {
-		err = as(db, martin).Exec(lockstore.MariaDBIdentityPrefix(offlinelock.GuardKeyOf(p, db), martin.Session, true) +
+		err = as(db, martin).Exec(offlinelock.MariaDBIdentityPrefix(offlinelock.GuardKeyOf(p, db), martin.Session, true) +
 			`INSERT INTO gd_customers (id, name, credit) VALUES (IF(` + call(1) + `, 131, NULL), 'Free', 7) ON DUPLICATE KEY UPDATE ` +
 			upd + `, id = IF(` + call(0) + `, id, NULL)`).Error
 		assert.True(t, errors.Is(err, offlinelock.ErrLocked) || strings.Contains(fmt.Sprint(err), "OL423"), "%s: %v", upd, err)

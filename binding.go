@@ -103,7 +103,7 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	}
 	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
 	st := s(obs)
-	b.t = &table{Store: st, caps: lockstore.TraitsOf(st), obs: obs}
+	b.t = &table{Store: st, caps: st.Traits(), obs: obs}
 	return b, nil
 }
 

@@ -1,8 +1,33 @@
 package offlinelock
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"gorm.io/gorm"
+)
+
+// The stores' test hooks are methods of the stores that have them and of
+// no lockstore interface (internal/lockstore/testhooks.go): the seams
+// below reach them through these interfaces.
+type (
+	grantStatementer interface {
+		GrantStatement(resource, id, session string, ttl time.Duration) (string, []any)
+	}
+	sweepPlanner interface {
+		SweepPlan(c lockstore.Conn) (string, error)
+	}
+	grantAllSetter interface{ SetGrantAll(on bool) }
+	sessionPlanner interface {
+		SessionPlans(c lockstore.Conn, session string) (map[string][]MySQLPlanStep, error)
+	}
+	statementCache  interface{ CachedStatements() []string }
+	revisionSetter  interface{ SetGuardRevision(r int) }
+	mysqlIdentifier interface {
+		SessionMark(key, session string, fenced bool) uint64
+		IdentityPrefix(key, session string, fenced bool) string
+	}
 )
 
 // GrantStatement is the one statement Acquire takes a Write lock with on
@@ -10,7 +35,7 @@ import (
 // BenchmarkAcquireStatement sends raw.
 func GrantStatement(p *Plugin, resource, id, session string) (string, []any) {
 	b, _ := p.newBinding("postgres")
-	return lockstore.GrantStatement(b.t.Store, resource, id, session, DefaultTTL)
+	return b.t.Store.(grantStatementer).GrantStatement(resource, id, session, DefaultTTL)
 }
 
 // SweepPlan is the EXPLAIN of one batch of the sweep on PostgreSQL, planned
@@ -21,7 +46,9 @@ func SweepPlan(p *Plugin, db *gorm.DB) (plan string, err error) {
 		if err != nil {
 			return err
 		}
-		plan, err = lockstore.SweepPlan(t.Store, direct(tx))
+		if pg, ok := t.Store.(sweepPlanner); ok {
+			plan, err = pg.SweepPlan(direct(tx))
+		}
 		return err
 	})
 	return plan, err
@@ -35,30 +62,41 @@ func SetSQLiteGrantAll(p *Plugin, db *gorm.DB, on bool) {
 	if err != nil {
 		panic(err)
 	}
-	lockstore.SetSQLiteGrantAll(b.t.Store, on)
+	if st, ok := b.t.Store.(grantAllSetter); ok {
+		st.SetGrantAll(on)
+	}
 }
 
-// MySQLPlanStep is one line of MariaDB's EXPLAIN.
-type MySQLPlanStep = lockstore.MySQLPlanStep
+// MySQLPlanStep is one line of MariaDB's EXPLAIN: the table it reads, how
+// (type) and through which index (key).
+type MySQLPlanStep = struct{ Table, Type, Key string }
 
 // MySQLSessionPlans is the EXPLAIN, on MariaDB, of each statement Renew
-// and ReleaseAll send for session (lockstore.MySQLSessionPlans).
+// and ReleaseAll send for session (the MySQL store's SessionPlans).
 func MySQLSessionPlans(p *Plugin, db *gorm.DB, session string) (map[string][]MySQLPlanStep, error) {
 	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
 	}
-	return lockstore.MySQLSessionPlans(t.Store, direct(db), session)
+	s, ok := t.Store.(sessionPlanner)
+	if !ok {
+		return nil, fmt.Errorf("not a MariaDB 10.6+ lock store: %T", t.Store)
+	}
+	return s.SessionPlans(direct(db), session)
 }
 
 // SQLiteCachedStatements is the texts the plugin's SQLite store for db
-// keeps prepared (lockstore.SQLiteCachedStatements).
+// keeps prepared (the SQLite store's CachedStatements), nil for another
+// database's.
 func SQLiteCachedStatements(p *Plugin, db *gorm.DB) ([]string, error) {
 	t, err := p.storeFor(db)
 	if err != nil {
 		return nil, err
 	}
-	return lockstore.SQLiteCachedStatements(t.Store), nil
+	if st, ok := t.Store.(statementCache); ok {
+		return st.CachedStatements(), nil
+	}
+	return nil, nil
 }
 
 // GuardKeyOf is the guard's key p read for db's database (MySQL/MariaDB):
@@ -68,7 +106,11 @@ func GuardKeyOf(p *Plugin, db *gorm.DB) string { return p.guardOf(db).key() }
 // IdentityStatement is the statement that gives a PostgreSQL transaction
 // a writer's identity, signed in the database: its one $1 is the claim
 // ("f:" or "s:" and the session).
-func IdentityStatement(p *Plugin) string { return p.pgIdentityStatement }
+func IdentityStatement(p *Plugin) string {
+	b, _ := p.newBinding("postgres")
+	q, _ := b.t.caps.TxSigner.IdentityStatement("")
+	return q
+}
 
 // LockTableOf is p's lock table's name.
 func LockTableOf(p *Plugin) string { return p.cfg.Table }
@@ -77,11 +119,26 @@ func LockTableOf(p *Plugin) string { return p.cfg.Table }
 func CheckGuarded(p *Plugin, db *gorm.DB, resource string) error { return p.checkGuarded(db, resource) }
 
 // SetGuardRevision makes p's store for db install and judge the guard as
-// revision r would (lockstore.SetGuardRevision).
+// revision r would (the PostgreSQL and MySQL stores' SetGuardRevision).
 func SetGuardRevision(p *Plugin, db *gorm.DB, r int) {
 	t, err := p.storeFor(db)
 	if err != nil {
 		panic(err)
 	}
-	lockstore.SetGuardRevision(t.Store, r)
+	if st, ok := t.Store.(revisionSetter); ok {
+		st.SetGuardRevision(r)
+	}
+}
+
+// SessionMark is the number a MySQL statement of session carries, keyed
+// with the guard's key: what a test that forges a write computes.
+func SessionMark(key, session string, fenced bool) uint64 {
+	return lockstore.NewMySQL("", nil).(mysqlIdentifier).SessionMark(key, session, fenced)
+}
+
+// MariaDBIdentityPrefix is the SET STATEMENT prefix of a MariaDB write of
+// session, keyed with the guard's key: what a test that replays a write
+// sends.
+func MariaDBIdentityPrefix(key, session string, fenced bool) string {
+	return lockstore.NewMySQL("", nil).(mysqlIdentifier).IdentityPrefix(key, session, fenced)
 }

@@ -28,7 +28,7 @@ import (
 // the lock still holds, the conflict was over the data, and the error says
 // to retry.
 func (p *Plugin) clusterConflict(db *gorm.DB, st *state) {
-	if st.t == nil || !lockstore.IsGalera(st.t.Store) || !lockstore.TxRolledBack(db.Error) || len(st.required) == 0 {
+	if st.t == nil || !st.t.Store.Galera() || !lockstore.TxRolledBack(db.Error) || len(st.required) == 0 {
 		return
 	}
 	_, free, err := st.t.check(direct(p.background(db)), st.required, st.owner, false)
@@ -99,7 +99,7 @@ type commitWatchKey struct{}
 // if any (commitWatchOf), on Galera, once the statement succeeded in its
 // caller's transaction.
 func watchCommit(db *gorm.DB, st *state) {
-	if st.ownTx || st.t == nil || len(st.required) == 0 || !lockstore.IsGalera(st.t.Store) {
+	if st.ownTx || st.t == nil || len(st.required) == 0 || !st.t.Store.Galera() {
 		return
 	}
 	w := commitWatchOf(db)

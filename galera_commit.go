@@ -5,8 +5,6 @@ import (
 	"database/sql"
 
 	"gorm.io/gorm"
-
-	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // A caller's own transaction on Galera (db.Transaction, Begin … Commit):
@@ -73,7 +71,7 @@ func (t *galeraTx) SQLPool() gorm.ConnPool { return t.Tx }
 // where that pool is database/sql's own.
 func (p *Plugin) watchCallerCommits(db *gorm.DB, t lockStore) {
 	pool, ok := db.Config.ConnPool.(*sql.DB)
-	if !ok || !lockstore.IsGalera(t.Store) {
+	if !ok || !t.Store.Galera() {
 		return
 	}
 	g := &galeraPool{DB: pool, p: p, root: db}

@@ -15,7 +15,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
-	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // The holder's right is not forgeable (issue 33, family 7): what lets a
@@ -98,7 +97,7 @@ func TestGuardRightIsNotForgeableOnMariaDB(t *testing.T) {
 	require.ErrorContains(t, svc.Exec(`SELECT spec FROM `+table+`_tables`).Error, "1142", "the catalog, and the key in it, are closed to it")
 
 	mark := func(fenced bool) string {
-		return strconv.FormatUint(lockstore.SessionMark("", martin.Session, fenced), 10)
+		return strconv.FormatUint(offlinelock.SessionMark("", martin.Session, fenced), 10)
 	}
 	proofOf := func(res, id string) string {
 		h := sha256.Sum256([]byte(table + "\x00" + res + "\x00" + id))
@@ -135,7 +134,7 @@ func TestGuardRightIsNotForgeableOnMariaDB(t *testing.T) {
 		t.Cleanup(func() { p.Release(as(db, martin), &GdCustomer{ID: 130}) })
 		_, err = conn.ExecContext(ctx, `SET @offlinelock_fenced = 1`) // the variable the trigger hands the procedure: set again by it
 		require.NoError(t, err)
-		_, err = conn.ExecContext(ctx, "SET STATEMENT max_join_size="+strconv.FormatUint(lockstore.SessionMark("", "nobody", true), 10)+
+		_, err = conn.ExecContext(ctx, "SET STATEMENT max_join_size="+strconv.FormatUint(offlinelock.SessionMark("", "nobody", true), 10)+
 			", sql_select_limit=9223372036854775808 FOR UPDATE gd_customers SET credit = 0 WHERE id = 130")
 		require.True(t, refusedByGuard(err, "gd_customers", "130"), "want the guard's refusal, got %v", err)
 	})

@@ -12,7 +12,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
-	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
 // TestGuardProofCoversOnlyWhatTheFenceProved (PostgreSQL): a folded
@@ -110,9 +109,9 @@ func TestMySQLFenceProofCoversOnlyWhatTheFenceProved(t *testing.T) {
 	// raw writes on tx's connection, in a savepoint, so that a refusal
 	// leaves tx usable; blank says whether the statement carries the blank.
 	raw := func(blank bool, update string) (int, error) {
-		prefix := lockstore.MariaDBIdentityPrefix(offlinelock.GuardKeyOf(p, db), martin.Session, true)
+		prefix := offlinelock.MariaDBIdentityPrefix(offlinelock.GuardKeyOf(p, db), martin.Session, true)
 		if !blank {
-			prefix = "SET STATEMENT max_join_size=" + strconv.FormatUint(lockstore.SessionMark(offlinelock.GuardKeyOf(p, db), martin.Session, true), 10) + " FOR "
+			prefix = "SET STATEMENT max_join_size=" + strconv.FormatUint(offlinelock.SessionMark(offlinelock.GuardKeyOf(p, db), martin.Session, true), 10) + " FOR "
 		}
 		return calls(func() error {
 			_, err := c.Exec(`SAVEPOINT proof`)

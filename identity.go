@@ -215,7 +215,8 @@ func (b *binding) rawIdentity(db *gorm.DB) {
 			db.InstanceSet(rawTxKey, rawTx{pool: db.Statement.ConnPool})
 			db.Statement.ConnPool = tx.Statement.ConnPool
 		}
-		if _, err := direct(db).Exec(p.pgIdentityStatement, lockstore.PostgresIdentity(o.Session, false)); err != nil {
+		q, args := b.t.caps.TxSigner.IdentityStatement(o.Session)
+		if _, err := direct(db).Exec(q, args...); err != nil {
 			db.AddError(err)
 		}
 	}

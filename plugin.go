@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/offlinelock/offlinelock/internal/lockstore"
-	"github.com/offlinelock/offlinelock/internal/model"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Defaults for Config fields left zero.
@@ -128,8 +128,6 @@ type Plugin struct {
 	spans bool            // spans are recorded: statements keep theirs aside (spans.go)
 	hints hints           // which locks this process granted: a routing guess, never trusted
 
-	pgIdentityStatement string // the identity on PostgreSQL as a statement of its own, signed in the database (lockstore.PostgresSetIdentityStatement)
-
 	bindings sync.Map   // databaseOf → *binding: the plugin on each database (binding.go)
 	chains   chainCache // whether a callback chain is GORM's and the plugin's alone
 	notes    noteTable  // take-overs and requests to edit, for Watch (notes.go)
@@ -172,8 +170,6 @@ func New(cfg Config) *Plugin {
 	if p.cfg.TTL > p.cfg.MaxTTL {
 		p.cfg.TTL = p.cfg.MaxTTL
 	}
-	catalog := `"` + p.cfg.Table + `_tables"`
-	p.pgIdentityStatement = lockstore.PostgresSetIdentityStatement(catalog)
 	return p
 }
 

@@ -13,7 +13,7 @@ import (
 // a store that stops implementing a capability fails to compile (the
 // assertions at the end) instead of silently losing it.
 
-// Traits is what one store's database can do, resolved once by TraitsOf.
+// Traits is what one store's database can do, resolved once by its Traits method.
 // A nil interface is a capability the database lacks.
 type Traits struct {
 	// RowLocks: the plugin's reads of the application's rows must lock
@@ -71,23 +71,40 @@ type Traits struct {
 	StatementSigner StatementSigner // a write's identity, and an upsert's fence, in its statement
 }
 
-// TraitsOf resolves s's capabilities.
-func TraitsOf(s Store) Traits {
+// Traits is Store's: PostgreSQL's writes name their writer in the
+// transaction.
+func (s *postgresStore) Traits() Traits {
+	t := traitsOf(s)
+	t.Identity = IdentityInTx
+	t.KeyLoad, t.QueryLoad = 1, 2 // the grant in the read; FindAndLock
+	return t
+}
+
+// Traits is Store's: InnoDB's share lock and snapshot reads, an upsert
+// that meets any unique key, writes in key order, a writer's identity in
+// its statement.
+func (s *mysqlStore) Traits() Traits {
+	t := traitsOf(s)
+	t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
+	t.OrderedWrites, t.Identity = true, IdentityInStatement
+	t.KeyLoad, t.QueryLoad = 3, 4 // the upsert and the generations (grantOne)
+	return t
+}
+
+// Traits is Store's: SQLite's one writer, and its writes prepared.
+func (s *sqliteStore) Traits() Traits {
+	t := traitsOf(s)
+	t.PreparedWrites, t.OneWriter = true, true
+	t.KeyLoad, t.QueryLoad = 2, 3 // one upsert RETURNING (grantOneSQL)
+	return t
+}
+
+// traitsOf is the traits every store shares: its row locks and the
+// optional interfaces s implements.
+func traitsOf(s Store) Traits {
 	t := Traits{RowLocks: s.RowLocks()}
 	if t.RowLocks {
 		t.ShareLock, t.UpdateOf = " FOR SHARE", true
-	}
-	switch s.(type) {
-	case *postgresStore:
-		t.Identity = IdentityInTx
-		t.KeyLoad, t.QueryLoad = 1, 2 // the grant in the read; FindAndLock
-	case *mysqlStore:
-		t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
-		t.OrderedWrites, t.Identity = true, IdentityInStatement
-		t.KeyLoad, t.QueryLoad = 3, 4 // the upsert and the generations (grantOne)
-	case *sqliteStore:
-		t.PreparedWrites, t.OneWriter = true, true
-		t.KeyLoad, t.QueryLoad = 2, 3 // one upsert RETURNING (grantOneSQL)
 	}
 	t.Held, _ = s.(Held)
 	t.Loader, _ = s.(Loader)

@@ -33,7 +33,7 @@ func TestStoreContract(t *testing.T) {
 		// path instead of grantAll: the same decisions, by other SQL.
 		{"sqlite-serialised", func(t *testing.T) (*gorm.DB, Store, string) {
 			db, s, table := openContractSQLite(t)
-			SetSQLiteGrantAll(s, false)
+			s.(*sqliteStore).SetGrantAll(false)
 			return db, s, table
 		}},
 		{"postgres", openContractPostgres},

@@ -13,7 +13,12 @@
 // errors are the root's own values.
 //
 // What a store can do besides Store is declared in capabilities.go and
-// resolved once, when the plugin makes its stores (TraitsOf).
+// resolved once, when the plugin makes its stores: a store's traits are
+// its own method (Store.Traits). No exported name is a database's: the
+// three stores are unexported, made by NewPostgres, NewMySQL and
+// NewSQLite, and what only one of them does is a method of its own,
+// reached through an interface (the hooks of the plugin's tests too:
+// testhooks.go).
 //
 // It may import the standard library and gorm.io/gorm (a *gorm.DB is the
 // connection it runs on, clause.Expression what it adds to a load or a

@@ -72,7 +72,7 @@ END`
 }
 
 // The fence's proof: a fenced write's statement carries sql_select_limit
-// = fencedBlank in its SET STATEMENT (MariaDBIdentityPrefix), and the fence
+// = fencedBlank in its SET STATEMENT (mariadbIdentityPrefix), and the fence
 // function, once it has share-locked the record's key row and found it the
 // writer's (or, or_free, no other session's), overwrites the blank with
 // proofOf(record). The server puts sql_select_limit back when the

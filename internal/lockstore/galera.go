@@ -44,12 +44,12 @@ func (s *mysqlStore) Certify(c Conn, keys []Key, session string) error {
 	return err
 }
 
-// IsGalera says whether s is on a node of a Galera cluster with
+// Galera is Store's: whether s is on a node of a Galera cluster with
 // replication on (detected by Migrate).
-func IsGalera(s Store) bool {
-	my, ok := s.(*mysqlStore)
-	return ok && my.galera.Load()
-}
+func (s *mysqlStore) Galera() bool { return s.galera.Load() }
+
+// Galera is Store's: only a MySQL/MariaDB server joins a Galera cluster.
+func (t *sqlStore) Galera() bool { return false }
 
 // A Galera node can roll a transaction of the store's back without the
 // client hearing of it. When the applier of another node's write set

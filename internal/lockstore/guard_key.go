@@ -17,9 +17,9 @@ import (
 //
 //   - PostgreSQL: the plugin's set_config carries the claim followed by
 //     '/' and hex(SHA-256(key || claim)), computed inside the plugin's own
-//     statement from the catalog (PostgresSetIdentity); the guard's
+//     statement from the catalog (postgresSetIdentity); the guard's
 //     functions, running as their owner, read the key and check it.
-//   - MySQL/MariaDB: a statement's mark is keyed (SessionMark), computed by
+//   - MySQL/MariaDB: a statement's mark is keyed (sessionMark), computed by
 //     the plugin from the key it read at db.Use; the guard's routines and
 //     triggers carry the key (the procedure and fence function) or a key
 //     derived from it (the triggers' proof check) in their bodies, which a

@@ -72,7 +72,7 @@ func (s *mysqlStore) Spell(k KeyKind, expr, colType string) string {
 // bits of SHA-256(guard key || session), so that it is never
 // max_join_size's default nor any limit a statement could reach, and only
 // a client that can read the key can make it (guard_key.go). The procedure
-// computes it from the lock table's session column; SessionMark is the
+// computes it from the lock table's session column; sessionMark is the
 // same in Go.
 const sessionMarkSQL = "(CONV(LEFT(SHA2(CONCAT({k}, {s}), 256), 14), 16, 10) & 18446744073709551614 | 576460752303423488)"
 

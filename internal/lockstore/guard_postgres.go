@@ -284,7 +284,7 @@ func pgVerifyWriter(catalog string) string {
 
 // pgVerified is the claim ('f:…' or 's:…') raw (an SQL text expression)
 // carries when its signature, hex(SHA-256(key || claim)) after a '/', is
-// the one the guard's key gives (PostgresSetIdentity); else NULL. A
+// the one the guard's key gives (postgresSetIdentity); else NULL. A
 // client that cannot read the catalog cannot sign a claim: it writes as
 // nobody, and every record another session holds is refused to it.
 func pgVerified(catalog, raw string) string {

@@ -15,32 +15,31 @@ import (
 // local to the transaction, MySQL's SET STATEMENT and SET_VAR to the
 // statement.
 
-// PostgresSetIdentity is an expression whose value is not NULL and which
+// postgresSetIdentity is an expression whose value is not NULL and which
 // gives the transaction the writer's identity; its one ? is bound to
-// PostgresIdentity. catalog is the lock table's catalog (quoted): the
+// postgresIdentity. catalog is the lock table's catalog (quoted): the
 // claim is signed there with the guard's key (guard_key.go), read in this
 // same statement, so the key never leaves the database; before the first
 // install there is no key, and the claim goes unsigned (no guard reads
 // it).
-func PostgresSetIdentity(catalog string) string {
+func postgresSetIdentity(catalog string) string {
 	return "(SELECT set_config('offlinelock.session', i.v || coalesce('/' || encode(sha256(convert_to(k.spec || i.v, 'UTF8')), 'hex'), ''), true) " +
 		"FROM (SELECT CAST(? AS text) AS v) i LEFT JOIN " + catalog + " k ON k.name = " + sqlLiteral(guardKeyName) + ")"
 }
 
-// PostgresSetIdentityStatement is PostgresSetIdentity as a statement of
-// its own, for a raw write in a transaction.
-func PostgresSetIdentityStatement(catalog string) string {
-	return "SELECT " + dollarBind(PostgresSetIdentity(catalog))
+// IdentityStatement is TxSigner's.
+func (s *postgresStore) IdentityStatement(session string) (string, []any) {
+	return s.setIdentityStatement, []any{postgresIdentity(session, false)}
 }
 
-// MariaDBIdentityPrefix begins a MariaDB write of session: SET STATEMENT
+// mariadbIdentityPrefix begins a MariaDB write of session: SET STATEMENT
 // gives it the session's mark, keyed with the guard's key (GuardKey), for
 // that statement alone. A write the plugin fences also carries the
 // proof's blank (fencedBlank): the fence function writes its proof there,
 // and the server puts the variable back when the statement ends
 // (fence_mysql.go).
-func MariaDBIdentityPrefix(key, session string, fenced bool) string {
-	prefix := "SET STATEMENT max_join_size=" + strconv.FormatUint(SessionMark(key, session, fenced), 10)
+func mariadbIdentityPrefix(key, session string, fenced bool) string {
+	prefix := "SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(key, session, fenced), 10)
 	if fenced {
 		prefix += ", sql_select_limit=" + fencedBlank(key)
 	}
@@ -50,17 +49,17 @@ func MariaDBIdentityPrefix(key, session string, fenced bool) string {
 // keyedBlank is the fenced blank (fencedBlank) of one guard key.
 type keyedBlank struct{ key, blank string }
 
-// MySQLIdentityHint follows the first word of a MySQL 8.0 write of
+// mysqlIdentityHint follows the first word of a MySQL 8.0 write of
 // session: the SET_VAR hint, which the server applies to that statement.
-func MySQLIdentityHint(key, session string, fenced bool) string {
-	return "/*+ SET_VAR(max_join_size=" + strconv.FormatUint(SessionMark(key, session, fenced), 10) + ") */ "
+func mysqlIdentityHint(key, session string, fenced bool) string {
+	return "/*+ SET_VAR(max_join_size=" + strconv.FormatUint(sessionMark(key, session, fenced), 10) + ") */ "
 }
 
-// SessionMark is the number a MySQL statement of session carries: 2^59,
+// sessionMark is the number a MySQL statement of session carries: 2^59,
 // plus 55 bits of SHA-256(key || session) as the guard's procedure
 // computes them (sessionMarkSQL), plus 1 when the plugin fences the write
 // itself (the guard reads the keyed blank for that: fencedBlank).
-func SessionMark(key, session string, fenced bool) uint64 {
+func sessionMark(key, session string, fenced bool) uint64 {
 	h := sha256.Sum256([]byte(key + session))
 	m := (binary.BigEndian.Uint64(h[:8])>>8)&^1 | 1<<59
 	if fenced {
@@ -71,8 +70,8 @@ func SessionMark(key, session string, fenced bool) uint64 {
 
 // SignWrite is StatementSigner's.
 func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder) {
-	if s.mariadb.Load() { // MariaDBIdentityPrefix, with the fenced blank of key kept
-		cb.WriteString("SET STATEMENT max_join_size=" + strconv.FormatUint(SessionMark(key, session, fenced), 10))
+	if s.mariadb.Load() { // mariadbIdentityPrefix, with the fenced blank of key kept
+		cb.WriteString("SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(key, session, fenced), 10))
 		if fenced {
 			b := s.blank.Load()
 			if b == nil || b.key != key {
@@ -85,7 +84,7 @@ func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, se
 		build(c, cb)
 		return
 	}
-	hint := MySQLIdentityHint(key, session, fenced)
+	hint := mysqlIdentityHint(key, session, fenced)
 	if name == "DELETE" {
 		cb.WriteString("DELETE " + hint)
 		if d, ok := c.Expression.(clause.Delete); ok && d.Modifier != "" {
@@ -102,7 +101,7 @@ func (s *mysqlStore) SignRaw(sql, key, session string) (string, bool) {
 	if !s.mariadb.Load() || strings.Contains(strings.ToUpper(sql), ";") {
 		return "", false
 	}
-	return MariaDBIdentityPrefix(key, session, false) + sql, true
+	return mariadbIdentityPrefix(key, session, false) + sql, true
 }
 
 // FoldValue is StatementSigner's.

@@ -962,10 +962,3 @@ func (s *mysqlStore) collations(c Conn, table string) (map[string]*string, error
 		})
 	return coll, err
 }
-
-// IsMariaDB says whether s is on MariaDB rather than MySQL (detected by
-// Migrate): MariaDB takes SET STATEMENT.
-func IsMariaDB(s Store) bool {
-	my, ok := s.(*mysqlStore)
-	return ok && my.mariadb.Load()
-}

@@ -26,10 +26,13 @@ type postgresStore struct {
 	walGen atomic.Bool // this role reads the WAL timeline
 
 	heldWrite, heldRead, fenceSQL string      // conditions added to loads and writes, built once
-	setIdentity                   string      // PostgresSetIdentity of the catalog: a write's identity (SignInsert, SignWhere)
+	setIdentity                   string      // postgresSetIdentity of the catalog: a write's identity (SignInsert, SignWhere)
 	sweepSQL                      string      // one batch of sweep, bound, built once
 	keysOK                        sync.Map    // tables whose key columns checkKeyColumns passed
 	ordered                       atomic.Bool // the guard's grant order trigger is installed (guard_order_postgres.go)
+	// setIdentityStatement is setIdentity as a statement of its own
+	// (IdentityStatement).
+	setIdentityStatement string
 }
 
 var ()
@@ -47,7 +50,8 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s.nextGens = s.nextGenerations
 	s.revision.Store(GuardRevision)
 	// A one-time filter: evaluated once, before the scan, whatever it finds.
-	s.setIdentity = PostgresSetIdentity(catalog)
+	s.setIdentity = postgresSetIdentity(catalog)
+	s.setIdentityStatement = "SELECT " + dollarBind(s.setIdentity)
 	s.identity = s.setIdentity + ` IS NOT NULL`
 	s.walGen.Store(true)
 	s.buildGrants()
@@ -695,9 +699,9 @@ func indexName(quotedTable, suffix string) string {
 	return `"` + strings.Trim(quotedTable, `"`) + "_" + suffix + `"`
 }
 
-// PostgresIdentity is the value of offlinelock.session for a write of session:
+// postgresIdentity is the value of offlinelock.session for a write of session:
 // "f:" when the plugin fences the write itself (fence.go), else "s:".
-func PostgresIdentity(session string, fenced bool) string {
+func postgresIdentity(session string, fenced bool) string {
 	if fenced {
 		return "f:" + session
 	}
@@ -711,7 +715,7 @@ func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, session st
 	} else {
 		cb.WriteString(" RETURNING ")
 	}
-	clause.Expr{SQL: s.setIdentity, Vars: []any{PostgresIdentity(session, fenced)}}.Build(cb)
+	clause.Expr{SQL: s.setIdentity, Vars: []any{postgresIdentity(session, fenced)}}.Build(cb)
 	cb.WriteString(" AS offlinelock_identity")
 }
 
@@ -720,6 +724,6 @@ func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, session
 	cb.WriteString("WHERE (")
 	where.Build(cb)
 	cb.WriteString(") AND ")
-	clause.Expr{SQL: s.setIdentity, Vars: []any{PostgresIdentity(session, fenced)}}.Build(cb)
+	clause.Expr{SQL: s.setIdentity, Vars: []any{postgresIdentity(session, fenced)}}.Build(cb)
 	cb.WriteString(" IS NOT NULL")
 }

@@ -21,6 +21,11 @@ type TxSigner interface {
 	// session's identity as a one-time filter, evaluated once before the
 	// scan.
 	SignWhere(cb clause.Builder, where clause.Where, session string, fenced bool)
+	// IdentityStatement gives a transaction session's identity (not
+	// fenced), signed in the database with the guard's key, as a
+	// statement of its own with its arguments: for a raw write in a
+	// transaction.
+	IdentityStatement(session string) (string, []any)
 }
 
 // StatementSigner is a store whose writes carry their writer's mark in

@@ -533,7 +533,7 @@ func (t *sqlStore) keyRows(c Conn, keys []Key, share bool, session string) (map[
 	where := ` WHERE holder = '' AND `
 	if t.identity != "" && session != "" {
 		where += t.identity + ` AND `
-		args = append([]any{PostgresIdentity(session, true)}, args...) // the check's writes are fenced
+		args = append([]any{postgresIdentity(session, true)}, args...) // the check's writes are fenced
 	}
 	q := `SELECT ` + lockColumns + `, ` + t.clock + ` FROM ` + t.table + t.fromHint + where + t.inKeys(list)
 	q += ` ORDER BY resource, lock_id` // the one order every batch takes key rows in

@@ -33,7 +33,7 @@ type sqliteStore struct {
 	stmts *stmtCache
 	// serialised sends grants of several Write locks through the
 	// serialised path instead of grantAll: the same decisions by other SQL,
-	// which a test compares (SetSQLiteGrantAll).
+	// which a test compares (SetGrantAll).
 	serialised atomic.Bool
 }
 

@@ -116,6 +116,15 @@ type Store interface {
 	// until the transaction ends. A database that serialises writers
 	// (SQLite) needs no row locks.
 	RowLocks() bool
+
+	// Traits is the store's capabilities: its SQL's traits and the
+	// optional interfaces it implements (capabilities.go).
+	Traits() Traits
+
+	// Galera says whether the store's server is a node of a Galera
+	// cluster, which can roll a transaction back unannounced (galera.go);
+	// known once the store has met its server.
+	Galera() bool
 }
 
 // allOrNothing is what Grant returns: the locks granted, or none and the

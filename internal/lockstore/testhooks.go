@@ -8,27 +8,21 @@ import (
 )
 
 // For the plugin's tests and benchmarks only: the statements they send raw
-// or EXPLAIN, and a switch between two grant paths.
+// or EXPLAIN, the marks they forge, and switches between two paths. Each
+// is a method of the stores it applies to and of no interface of this
+// package: the root's export_test.go reaches it through an interface of
+// its own, so none is part of lockstore's API.
 
 // GrantStatement is the one statement a PostgreSQL store takes a Write
 // lock with, and its arguments for resource, id and session, with a fixed
-// token and ttl: what BenchmarkAcquireStatement sends raw. "" when s is
-// not PostgreSQL's.
-func GrantStatement(s Store, resource, id, session string, ttl time.Duration) (string, []any) {
-	pg, ok := s.(*postgresStore)
-	if !ok {
-		return "", nil
-	}
+// token and ttl: what BenchmarkAcquireStatement sends raw.
+func (pg *postgresStore) GrantStatement(resource, id, session string, ttl time.Duration) (string, []any) {
 	return pg.grants.Load().one, []any{resource, id, session, "martin", tokenHash("0123456789abcdef0123456789abcdef"), ttl.Microseconds()}
 }
 
 // SweepPlan is the EXPLAIN of one batch of a PostgreSQL store's sweep,
 // planned under the settings the sweep runs with, in c's transaction.
-func SweepPlan(s Store, c Conn) (string, error) {
-	pg, ok := s.(*postgresStore)
-	if !ok {
-		return "", nil
-	}
+func (pg *postgresStore) SweepPlan(c Conn) (string, error) {
 	var plan strings.Builder
 	err := withSweepPlan(c, func(c Conn) error {
 		_, err := c.Query(`EXPLAIN `+pg.sweepSQL, []any{time.Time{}}, func(r *sql.Rows) error {
@@ -42,34 +36,31 @@ func SweepPlan(s Store, c Conn) (string, error) {
 	return plan.String(), err
 }
 
-// SetSQLiteGrantAll sends a SQLite store's grants of several Write locks
-// through grantAll (true, the default) or through the serialised path. It
-// does nothing to another store.
-func SetSQLiteGrantAll(s Store, on bool) {
-	if st, ok := s.(*sqliteStore); ok {
-		st.serialised.Store(!on)
-	}
+// SetGrantAll sends a SQLite store's grants of several Write locks
+// through grantAll (true, the default) or through the serialised path.
+func (st *sqliteStore) SetGrantAll(on bool) {
+	st.serialised.Store(!on)
 }
 
-// MySQLPlanStep is one line of MariaDB's EXPLAIN: the table it reads, how
-// (type) and through which index (key).
-type MySQLPlanStep struct{ Table, Type, Key string }
+// planStep is one line of MariaDB's EXPLAIN: the table it reads, how
+// (type) and through which index (key). An unnamed struct, so that a
+// test outside this package can name it.
+type planStep = struct{ Table, Type, Key string }
 
-// MySQLSessionPlans is the EXPLAIN, on MariaDB, of each statement Renew
-// and ReleaseAll send for session, by name: "find" reads the session's
-// rows; "renew", "free", "drop" and "lock" change or lock them by primary
-// key (here, the rows the session holds now).
-func MySQLSessionPlans(st Store, c Conn, session string) (map[string][]MySQLPlanStep, error) {
-	s, ok := st.(*mysqlStore)
-	if !ok || !s.bulk.Load() {
-		return nil, fmt.Errorf("not a MariaDB 10.6+ lock store: %T", st)
+// SessionPlans is the EXPLAIN, on MariaDB, of each statement Renew and
+// ReleaseAll send for session, by name: "find" reads the session's rows;
+// "renew", "free", "drop" and "lock" change or lock them by primary key
+// (here, the rows the session holds now).
+func (s *mysqlStore) SessionPlans(c Conn, session string) (map[string][]planStep, error) {
+	if !s.bulk.Load() {
+		return nil, fmt.Errorf("not a MariaDB 10.6+ lock store: %T", s)
 	}
 	rows, now, err := s.sessionPKs(c, session, false)
 	if err != nil || len(rows) == 0 {
 		return nil, fmt.Errorf("session %q holds no rows: %v", session, err)
 	}
 	list := pkJSON(rows)[0]
-	plans := map[string][]MySQLPlanStep{}
+	plans := map[string][]planStep{}
 	for name, st := range map[string]struct {
 		q    string
 		args []any
@@ -88,8 +79,8 @@ func MySQLSessionPlans(st Store, c Conn, session string) (map[string][]MySQLPlan
 }
 
 // explain runs EXPLAIN q and keeps its table, type and key columns.
-func explain(c Conn, q string, args []any) ([]MySQLPlanStep, error) {
-	var steps []MySQLPlanStep
+func explain(c Conn, q string, args []any) ([]planStep, error) {
+	var steps []planStep
 	_, err := c.Query("EXPLAIN "+q, args, func(r *sql.Rows) error {
 		cols, err := r.Columns()
 		if err != nil {
@@ -103,7 +94,7 @@ func explain(c Conn, q string, args []any) ([]MySQLPlanStep, error) {
 		if err := r.Scan(ptrs...); err != nil {
 			return err
 		}
-		var st MySQLPlanStep
+		var st planStep
 		for i, col := range cols {
 			switch col {
 			case "table":
@@ -120,13 +111,9 @@ func explain(c Conn, q string, args []any) ([]MySQLPlanStep, error) {
 	return steps, err
 }
 
-// SQLiteCachedStatements is the texts a SQLite store keeps prepared (its
-// statement cache), nil for any other store.
-func SQLiteCachedStatements(s Store) []string {
-	st, ok := s.(*sqliteStore)
-	if !ok {
-		return nil
-	}
+// CachedStatements is the texts a SQLite store keeps prepared (its
+// statement cache).
+func (st *sqliteStore) CachedStatements() []string {
 	st.stmts.mu.RLock()
 	defer st.stmts.mu.RUnlock()
 	var texts []string
@@ -139,11 +126,20 @@ func SQLiteCachedStatements(s Store) []string {
 // SetGuardRevision makes s install and judge the guard as revision r
 // would (GuardRevision is the default): what a test of a rolling upgrade
 // runs its second build as.
-func SetGuardRevision(s Store, r int) {
-	switch st := s.(type) {
-	case *postgresStore:
-		st.revision.Store(int32(r))
-	case *mysqlStore:
-		st.revision.Store(int32(r))
-	}
+func (s *postgresStore) SetGuardRevision(r int) { s.revision.Store(int32(r)) }
+
+// SetGuardRevision is postgresStore's, for MySQL/MariaDB.
+func (s *mysqlStore) SetGuardRevision(r int) { s.revision.Store(int32(r)) }
+
+// SessionMark is the number a MySQL statement of session carries, keyed
+// with key (sessionMark): what a test that forges a write computes.
+func (s *mysqlStore) SessionMark(key, session string, fenced bool) uint64 {
+	return sessionMark(key, session, fenced)
+}
+
+// IdentityPrefix is the SET STATEMENT prefix of a MariaDB write of
+// session (mariadbIdentityPrefix): what a test that replays a write
+// sends.
+func (s *mysqlStore) IdentityPrefix(key, session string, fenced bool) string {
+	return mariadbIdentityPrefix(key, session, fenced)
 }

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // The plugin in GORM: registering it (a bad Config is reported, twice is
 // harmless), migrating its lock table, leaving models without the tag
