@@ -200,7 +200,9 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 		b.learn(db, m, false)
 		return nil
 	}
-	if p.bypassed(db, op) {
+	// bypassed only when the context carries Bypass's key at all: the
+	// common statement asks it nothing.
+	if ctx := db.Statement.Context; ctx != nil && ctx.Value(bypassKey{}) != nil && p.bypassed(db, op) {
 		b.learn(db, m, !onLoad)
 		return nil
 	}

@@ -31,7 +31,10 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if p.spans {
 		p.traceStatement(db)
 	}
-	if db.Error != nil || db.DryRun || p.bypassed(db, opLoad) {
+	if db.Error != nil || db.DryRun {
+		return
+	}
+	if ctx := db.Statement.Context; ctx != nil && ctx.Value(bypassKey{}) != nil && p.bypassed(db, opLoad) {
 		return
 	}
 	b.freshCatalog(db)
