@@ -119,10 +119,10 @@ func (p *Plugin) checkGuarded(db *gorm.DB, resource string) error {
 // database, which a callback of b's needs not look up again.
 func (b *binding) checkGuarded(db *gorm.DB, resource string) error {
 	p := b.p
-	g, ok := p.guardGoverns(b)
-	if !ok {
+	if p.cfg.DisableGuard || b.t == nil || b.t.caps.Guard == nil { // guardGoverns
 		return nil
 	}
+	g := b.t.caps.Guard
 	cv := b.coverageFor(db, g)
 	if cv.err == nil && len(cv.gaps) == 0 {
 		return nil
@@ -209,7 +209,11 @@ func (p *Plugin) installAdvice(gaps []UnguardedTable) string {
 func (b *binding) coverageFor(db *gorm.DB, g lockstore.Guard) *coverage {
 	gs, reg := &b.guard, b.p.reg
 	if cv := gs.cover.Load(); cv != nil && cv.gen == gs.gen.Load() && cv.reg == reg.Changes.Load() && cv.tables == reg.TablesGen.Load() {
-		if time.Since(cv.at) >= b.p.checkEvery() && gs.refreshing.CompareAndSwap(false, true) {
+		every := b.p.cfg.GuardCheckEvery // checkEvery
+		if every <= 0 {
+			every = DefaultGuardCheckEvery
+		}
+		if time.Since(cv.at) >= every && gs.refreshing.CompareAndSwap(false, true) {
 			bg := b.p.guardSession(db)
 			go func() {
 				defer gs.refreshing.Store(false)

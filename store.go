@@ -65,6 +65,9 @@ func connCtx(db *gorm.DB) context.Context {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if _, logged := db.Statement.Settings.Load(spanLogKey); !logged {
+		return ctx // traceStatement began none: withSpanLog would find none
+	}
 	return withSpanLog(ctx, db)
 }
 

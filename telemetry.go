@@ -149,7 +149,7 @@ func observerOf(db *gorm.DB) lockstore.Observer {
 // the caller's span in ctx.
 func (o *storeObserver) StatementStart(ctx context.Context, query string) (context.Context, any) {
 	t := o.p.tel
-	if t == nil || t.tracer == nil || deferred(ctx) != nil {
+	if t == nil || t.tracer == nil || ctx.Value(spanLogCtx{}) != nil && deferred(ctx) != nil {
 		return ctx, nil
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(query), t.client...)
@@ -173,7 +173,7 @@ func (o *storeObserver) StatementEnd(ctx context.Context, started any, query str
 			}
 		}
 		span.End()
-	} else if t.tracer != nil {
+	} else if t.tracer != nil && ctx.Value(spanLogCtx{}) != nil {
 		if l := deferred(ctx); l != nil {
 			l.keep(pendingSpan{name: spanName(query), begin: begin, end: time.Now(), attrs: statementAttrs(o.system, query, rows), err: err})
 		}
@@ -438,7 +438,8 @@ func (p *Plugin) countStatement(db *gorm.DB, st *state) {
 		p.tel.refused(ctx, db, modeImplicit, accessFor(st.m, st.op), resource, db.Error)
 		return
 	}
-	if !st.op.loads() || len(st.locked) == 0 || !p.tel.active(ctx) {
+	t := p.tel // t.active(ctx), without a call per statement
+	if !st.op.loads() || len(st.locked) == 0 || t == nil || !t.grants.Enabled(ctx) && !trace.SpanFromContext(ctx).IsRecording() {
 		return
 	}
 	keys := make([]key, 0, len(st.locked))

@@ -51,7 +51,10 @@ func (c Conn) WithoutCancel() Conn {
 }
 
 // Observed is c reporting its statements to obs.
-func (c Conn) Observed(obs Observer) Conn { return c.on(obs) }
+func (c Conn) Observed(obs Observer) Conn {
+	c.obs = obs
+	return c
+}
 
 // on is c reporting its statements to obs.
 func (c Conn) on(obs Observer) Conn {
@@ -152,7 +155,10 @@ func (c Conn) Exec(query string, args ...any) (int64, error) {
 		return 0, c.plan.record(query, args)
 	}
 	begin := time.Now()
-	obs := observer(c.obs)
+	obs := c.obs // observer(c.obs), without a call per statement
+	if obs == nil {
+		obs = nopObserver{}
+	}
 	ctx, started := obs.StatementStart(c.ctx, query)
 	var n int64
 	var err error
@@ -161,25 +167,32 @@ func (c Conn) Exec(query string, args ...any) (int64, error) {
 		if res, err = c.execContext(ctx, query, args); err == nil {
 			n, err = res.RowsAffected()
 		}
-		if !c.again(err, i) {
+		if err == nil || !c.again(err, i) {
 			break
 		}
 	}
 	if err != nil { // a success needs no reading
 		err = ReadOnly(err)
 	}
-	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
-	c.trace(begin, query, args, n, c.failure(err))
+	failed := err // as the logger and the span see it
+	if err != nil {
+		failed = c.failure(err)
+	}
+	obs.StatementEnd(ctx, started, query, begin, n, failed)
+	c.trace(begin, query, args, n, failed)
 	return n, err
 }
 
 // Query runs a statement and calls scan on each row it returns.
 func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64, error) {
 	begin := time.Now()
-	obs := observer(c.obs)
+	obs := c.obs // observer(c.obs), without a call per statement
+	if obs == nil {
+		obs = nopObserver{}
+	}
 	ctx, started := obs.StatementStart(c.ctx, query)
 	rows, done, err := c.queryContext(ctx, query, args)
-	for i := 0; c.again(err, i); i++ {
+	for i := 0; err != nil && c.again(err, i); i++ {
 		rows, done, err = c.queryContext(ctx, query, args)
 	}
 	var n int64
@@ -201,8 +214,12 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 	if err != nil { // a success needs no reading
 		err = ReadOnly(err)
 	}
-	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
-	c.trace(begin, query, args, n, c.failure(err))
+	failed := err // as the logger and the span see it
+	if err != nil {
+		failed = c.failure(err)
+	}
+	obs.StatementEnd(ctx, started, query, begin, n, failed)
+	c.trace(begin, query, args, n, failed)
 	return n, err
 }
 
