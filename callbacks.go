@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -374,8 +376,15 @@ func (b *binding) endStatement(db *gorm.DB) {
 	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil && st.caps.Certifier.Certifies() {
 		watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
 	}
-	if db.Error != nil || len(st.locked) > 0 { // a refusal, or a load's locks (telemetry.go)
-		p.countStatement(db, st)
+	if db.Error != nil || len(st.locked) > 0 && p.tel != nil { // a refusal, or a load's locks (telemetry.go)
+		ctx := db.Statement.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		// A load's locks only where they are counted or shown (p.tel.active)
+		if db.Error != nil || p.tel.grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording() {
+			p.countStatement(db, st)
+		}
 	}
 	if db.Error != nil && st.restore != nil {
 		st.restore()
@@ -476,6 +485,40 @@ func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
 		return 0, invalid("TTL %v must be positive", d)
 	}
 	return min(d, p.cfg.MaxTTL), nil
+}
+
+// ownerOf reads and checks the owner in db's context.
+func ownerOf(db *gorm.DB) (Owner, error) {
+	var o Owner // OwnerFrom
+	if ctx := db.Statement.Context; ctx != nil {
+		o, _ = ctx.Value(ownerKey{}).(Owner)
+	}
+	if o.Session == "" {
+		return Owner{}, noOwner("this call")
+	}
+	if err := model.CheckText("session", o.Session, model.MaxTextLen, false); err != nil {
+		return Owner{}, err
+	}
+	if err := model.CheckText("user", o.User, model.MaxTextLen, true); err != nil {
+		return Owner{}, err
+	}
+	return o, nil
+}
+
+// loadAccess is the lock a load takes under m's mode.
+func loadAccess(m *model.Model) Access {
+	if m.Policy().Mode == model.ReadWrite {
+		return Read
+	}
+	return Write
+}
+
+// accessFor is the access a statement of op on m asks for.
+func accessFor(m *model.Model, op opKind) Access {
+	if op.loads() {
+		return loadAccess(m)
+	}
+	return Write
 }
 
 // snapshot returns a function that puts v back as it is now. A slice's

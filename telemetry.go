@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
-	"github.com/offlinelock/offlinelock/internal/model"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -401,22 +400,6 @@ func ctxOf(db *gorm.DB) context.Context {
 // callers skip building the keys they would report.
 func (t *telemetry) active(ctx context.Context) bool {
 	return t != nil && (t.grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording())
-}
-
-// loadAccess is the lock a load takes under m's mode.
-func loadAccess(m *model.Model) Access {
-	if m.Policy().Mode == model.ReadWrite {
-		return Read
-	}
-	return Write
-}
-
-// accessFor is the access a statement of op on m asks for.
-func accessFor(m *model.Model, op opKind) Access {
-	if op.loads() {
-		return loadAccess(m)
-	}
-	return Write
 }
 
 // countStatement counts what the callbacks decided for one statement when
