@@ -487,6 +487,19 @@ func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
 	return min(d, p.cfg.MaxTTL), nil
 }
 
+// connCtx is the context of the plugin's statements on db: its statement's,
+// carrying the statement's spanLog (spans.go) if it keeps one.
+func connCtx(db *gorm.DB) context.Context {
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, logged := db.Statement.Settings.Load(spanLogKey); !logged {
+		return ctx // traceStatement began none: withSpanLog would find none
+	}
+	return withSpanLog(ctx, db)
+}
+
 // ownerOf reads and checks the owner in db's context.
 func ownerOf(db *gorm.DB) (Owner, error) {
 	var o Owner // OwnerFrom
@@ -507,7 +520,11 @@ func ownerOf(db *gorm.DB) (Owner, error) {
 
 // loadAccess is the lock a load takes under m's mode.
 func loadAccess(m *model.Model) Access {
-	if m.Policy().Mode == model.ReadWrite {
+	p := m
+	if m.Root != nil { // m.Policy(), asked only where it can differ from m
+		p = m.Policy()
+	}
+	if p.Mode == model.ReadWrite {
 		return Read
 	}
 	return Write

@@ -122,7 +122,8 @@ func (p *Plugin) grantAhead(db *gorm.DB, st *state, k key, ttl time.Duration) {
 	st.known, st.detached = st.knownOne[:], true
 	access := loadAccess(st.m)
 	// The store's Grant itself, not t.grant: public only on a refusal.
-	got, err := st.t.Grant(st.t.direct(db), st.known, lockstore.Owner(st.owner), lockstore.Access(access), ttl)
+	c := lockstore.NewConn(db, connCtx(db)).Observed(st.t.obs) // st.t.direct(db)
+	got, err := st.t.Grant(c, st.known, lockstore.Owner(st.owner), lockstore.Access(access), ttl)
 	if err != nil {
 		st.fail(db, public(err))
 		return

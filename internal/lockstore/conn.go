@@ -219,7 +219,11 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 		failed = c.failure(err)
 	}
 	obs.StatementEnd(ctx, started, query, begin, n, failed)
-	c.trace(begin, query, args, n, failed)
+	if c.db.Logger != nil { // c.trace(begin, query, args, n, failed)
+		c.db.Logger.Trace(c.ctx, begin, func() (string, int64) {
+			return c.db.Dialector.Explain(query, redact(args)...), n
+		}, failed)
+	}
 	return n, err
 }
 
