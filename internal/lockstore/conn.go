@@ -191,9 +191,22 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 		obs = nopObserver{}
 	}
 	ctx, started := obs.StatementStart(c.ctx, query)
-	rows, done, err := c.queryContext(ctx, query, args)
-	for i := 0; err != nil && c.again(err, i); i++ {
-		rows, done, err = c.queryContext(ctx, query, args)
+	var rows *sql.Rows
+	var done func() // to call once rows are closed
+	var err error
+	for i := 0; ; i++ {
+		// Sent on c's connection, prepared when c keeps statements prepared.
+		sent := false
+		if c.stmts != nil {
+			rows, done, sent, err = c.stmts.query(ctx, c.db, query, args)
+		}
+		if !sent {
+			rows, err = c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
+			done = noop
+		}
+		if err == nil || !c.again(err, i) {
+			break
+		}
 	}
 	var n int64
 	if err == nil {
@@ -227,19 +240,8 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 	return n, err
 }
 
-// queryContext sends a query on c's connection, prepared when c keeps
-// statements prepared; done is to be called once its rows are closed.
-func (c Conn) queryContext(ctx context.Context, query string, args []any) (*sql.Rows, func(), error) {
-	if c.stmts != nil {
-		if rows, done, ok, err := c.stmts.query(ctx, c.db, query, args); ok {
-			return rows, done, err
-		}
-	}
-	rows, err := c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
-	return rows, noop, err
-}
-
-// execContext is queryContext for a statement without rows.
+// execContext sends a statement without rows on c's connection, prepared
+// when c keeps statements prepared (as Query sends one with rows).
 func (c Conn) execContext(ctx context.Context, query string, args []any) (sql.Result, error) {
 	if c.stmts != nil {
 		if res, ok, err := c.stmts.exec(ctx, c.db, query, args); ok {
