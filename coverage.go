@@ -209,11 +209,7 @@ func (p *Plugin) installAdvice(gaps []UnguardedTable) string {
 func (b *binding) coverageFor(db *gorm.DB, g lockstore.Guard) *coverage {
 	gs, reg := &b.guard, b.p.reg
 	if cv := gs.cover.Load(); cv != nil && cv.gen == gs.gen.Load() && cv.reg == reg.Changes.Load() && cv.tables == reg.TablesGen.Load() {
-		every := b.p.cfg.GuardCheckEvery // checkEvery
-		if every <= 0 {
-			every = DefaultGuardCheckEvery
-		}
-		if time.Since(cv.at) >= every && gs.refreshing.CompareAndSwap(false, true) {
+		if time.Since(cv.at) >= b.p.checkEvery() && gs.refreshing.CompareAndSwap(false, true) {
 			bg := b.p.guardSession(db)
 			go func() {
 				defer gs.refreshing.Store(false)

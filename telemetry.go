@@ -421,8 +421,7 @@ func (p *Plugin) countStatement(db *gorm.DB, st *state) {
 		p.tel.refused(ctx, db, modeImplicit, accessFor(st.m, st.op), resource, db.Error)
 		return
 	}
-	t := p.tel // t.active(ctx), without a call per statement
-	if !st.op.loads() || len(st.locked) == 0 || t == nil || !t.grants.Enabled(ctx) && !trace.SpanFromContext(ctx).IsRecording() {
+	if !st.op.loads() || len(st.locked) == 0 || !p.tel.active(ctx) {
 		return
 	}
 	keys := make([]key, 0, len(st.locked))
