@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -200,7 +202,9 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 		b.learn(db, m, false)
 		return nil
 	}
-	if p.bypassed(db, op) {
+	// bypassed only when the context carries Bypass's key at all: the
+	// common statement asks it nothing.
+	if ctx := db.Statement.Context; ctx != nil && ctx.Value(bypassKey{}) != nil && p.bypassed(db, op) {
 		b.learn(db, m, !onLoad)
 		return nil
 	}
@@ -372,8 +376,15 @@ func (b *binding) endStatement(db *gorm.DB) {
 	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil && st.caps.Certifier.Certifies() {
 		watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
 	}
-	if db.Error != nil || len(st.locked) > 0 { // a refusal, or a load's locks (telemetry.go)
-		p.countStatement(db, st)
+	if db.Error != nil || len(st.locked) > 0 && p.tel != nil { // a refusal, or a load's locks (telemetry.go)
+		ctx := db.Statement.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		// A load's locks only where they are counted or shown (p.tel.active)
+		if db.Error != nil || p.tel.grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording() {
+			p.countStatement(db, st)
+		}
 	}
 	if db.Error != nil && st.restore != nil {
 		st.restore()
@@ -460,7 +471,11 @@ func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 // ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the
 // tag's ttl=…, or Config.TTL, capped by MaxTTL.
 func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
-	d, ok := ttlFrom(db.Statement.Context)
+	var d time.Duration // ttlFrom, without a call per statement
+	var ok bool
+	if ctx := db.Statement.Context; ctx != nil {
+		d, ok = ctx.Value(ttlKey{}).(time.Duration)
+	}
 	switch {
 	case !ok && m.TTL > 0:
 		d = m.TTL
@@ -470,6 +485,57 @@ func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
 		return 0, invalid("TTL %v must be positive", d)
 	}
 	return min(d, p.cfg.MaxTTL), nil
+}
+
+// connCtx is the context of the plugin's statements on db: its statement's,
+// carrying the statement's spanLog (spans.go) if it keeps one.
+func connCtx(db *gorm.DB) context.Context {
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, logged := db.Statement.Settings.Load(spanLogKey); !logged {
+		return ctx // traceStatement began none: withSpanLog would find none
+	}
+	return withSpanLog(ctx, db)
+}
+
+// ownerOf reads and checks the owner in db's context.
+func ownerOf(db *gorm.DB) (Owner, error) {
+	var o Owner // OwnerFrom
+	if ctx := db.Statement.Context; ctx != nil {
+		o, _ = ctx.Value(ownerKey{}).(Owner)
+	}
+	if o.Session == "" {
+		return Owner{}, noOwner("this call")
+	}
+	if err := model.CheckText("session", o.Session, model.MaxTextLen, false); err != nil {
+		return Owner{}, err
+	}
+	if err := model.CheckText("user", o.User, model.MaxTextLen, true); err != nil {
+		return Owner{}, err
+	}
+	return o, nil
+}
+
+// loadAccess is the lock a load takes under m's mode.
+func loadAccess(m *model.Model) Access {
+	p := m
+	if m.Root != nil { // m.Policy(), asked only where it can differ from m
+		p = m.Policy()
+	}
+	if p.Mode == model.ReadWrite {
+		return Read
+	}
+	return Write
+}
+
+// accessFor is the access a statement of op on m asks for.
+func accessFor(m *model.Model, op opKind) Access {
+	if op.loads() {
+		return loadAccess(m)
+	}
+	return Write
 }
 
 // snapshot returns a function that puts v back as it is now. A slice's

@@ -6,10 +6,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"gorm.io/gorm"
-
-	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Owner identifies who holds a lock. Session owns the lock: every lock of a
@@ -107,22 +103,4 @@ func bypassFrom(ctx context.Context) (string, bool) {
 	}
 	r, ok := ctx.Value(bypassKey{}).(string)
 	return r, ok
-}
-
-// ownerOf reads and checks the owner in db's context.
-func ownerOf(db *gorm.DB) (Owner, error) {
-	var o Owner // OwnerFrom
-	if ctx := db.Statement.Context; ctx != nil {
-		o, _ = ctx.Value(ownerKey{}).(Owner)
-	}
-	if o.Session == "" {
-		return Owner{}, noOwner("this call")
-	}
-	if err := model.CheckText("session", o.Session, model.MaxTextLen, false); err != nil {
-		return Owner{}, err
-	}
-	if err := model.CheckText("user", o.User, model.MaxTextLen, true); err != nil {
-		return Owner{}, err
-	}
-	return o, nil
 }

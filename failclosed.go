@@ -74,41 +74,27 @@ func (p *Plugin) readsLocked(ms []*model.Model, covered func(*model.Model) bool)
 // BY of columns is stable, and GORM builds nothing else by itself.
 var volatileOrder = regexp.MustCompile(`(?i)\b(rand|random|newid|uuid|gen_random_uuid|uuid_generate_v[14]|random_bytes|sys_guid)\s*\(`)
 
-// volatileLimit says whether the statement takes a LIMIT of rows in an
-// order that changes between evaluations (ORDER BY RAND() LIMIT 1): the
-// rows the plugin checks or locks need not be the rows the statement
-// returns or changes.
-func volatileLimit(db *gorm.DB) bool {
+// refuseVolatileLimit refuses a lockable load or write that takes a LIMIT
+// of rows in an order that changes between evaluations (ORDER BY RAND()
+// LIMIT 1): the rows the plugin checks or locks need not be the rows the
+// statement returns or changes.
+func refuseVolatileLimit(db *gorm.DB, st *state) bool {
 	lim, ok := db.Statement.Clauses["LIMIT"].Expression.(clause.Limit)
 	if !ok || lim.Limit == nil && lim.Offset == 0 {
 		return false
 	}
 	ob, ok := db.Statement.Clauses["ORDER BY"]
-	if !ok || ob.Expression == nil || columnsOnly(ob.Expression) {
+	if !ok || ob.Expression == nil {
 		return false
 	}
-	return volatileOrder.MatchString(exprSQL(db, ob.Expression))
-}
-
-// columnsOnly says whether an ORDER BY names columns alone (First's
-// primary key, Order(clause.OrderByColumn{…})): each is quoted as an
-// identifier, so none calls a function.
-func columnsOnly(e clause.Expression) bool {
-	ob, ok := e.(clause.OrderBy)
-	if !ok || ob.Expression != nil {
+	// An ORDER BY of columns alone (First's primary key,
+	// Order(clause.OrderByColumn{…})): each is quoted as an identifier,
+	// so none calls a function.
+	if cols, ok := ob.Expression.(clause.OrderBy); ok && cols.Expression == nil &&
+		!slices.ContainsFunc(cols.Columns, func(c clause.OrderByColumn) bool { return c.Column.Raw }) {
 		return false
 	}
-	for _, c := range ob.Columns {
-		if c.Column.Raw {
-			return false
-		}
-	}
-	return true
-}
-
-// refuseVolatileLimit refuses a lockable load or write with volatileLimit.
-func refuseVolatileLimit(db *gorm.DB, st *state) bool {
-	if !volatileLimit(db) {
+	if !volatileOrder.MatchString(exprSQL(db, ob.Expression)) {
 		return false
 	}
 	st.fail(db, unenforceable(st.m.Table, "an ORDER BY of a random or volatile expression with a LIMIT picks rows the lock cannot pin, on lockable table"))

@@ -28,10 +28,13 @@ const maxRereads = 3
 // caller gets; and when a lock is refused nothing is read at all.
 func (b *binding) beforeQuery(db *gorm.DB) {
 	p := b.p
-	if p.spans {
+	if _, otel := db.Config.Plugins[otelGORM]; otel && p.spans {
 		p.traceStatement(db)
 	}
-	if db.Error != nil || db.DryRun || p.bypassed(db, opLoad) {
+	if db.Error != nil || db.DryRun {
+		return
+	}
+	if ctx := db.Statement.Context; ctx != nil && ctx.Value(bypassKey{}) != nil && p.bypassed(db, opLoad) {
 		return
 	}
 	b.freshCatalog(db)
@@ -39,7 +42,8 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 		b.beforeRawQuery(db)
 		return
 	}
-	if isCount(db.Statement) {
+	// isCount only for a destination that is a number at all
+	if k := db.Statement.ReflectValue.Kind(); k >= reflect.Int && k <= reflect.Float64 && isCount(db.Statement) {
 		return // a count reveals no row
 	}
 	if db.Statement.TableExpr != nil && b.fromSubquery(db) {
@@ -64,9 +68,11 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
-	if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
-		st.fail(db, err) // no guard, no grant (coverage.go)
-		return
+	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
+		if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
+			st.fail(db, err) // no guard, no grant (coverage.go)
+			return
+		}
 	}
 	st.restore = snapshot(db.Statement.ReflectValue)
 	st.locked, st.newly = map[key]bool{}, map[key]bool{}

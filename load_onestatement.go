@@ -53,7 +53,8 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
 	keys, ahead := knownKeys(stmt, st.m)
 	ahead = ahead && !inTx && len(keys) == 1
-	inRead := st.caps.Held != nil && locksRows(st.m) && stmt.TableExpr == nil && !stmt.Distinct
+	inRead := st.caps.Held != nil && st.m.Lockable && st.m.Root == nil && st.m.LocksOnLoad() && // locksRows
+		stmt.TableExpr == nil && !stmt.Distinct
 	for _, name := range []string{"FOR", "GROUP BY"} {
 		if _, ok := stmt.Clauses[name]; ok {
 			inRead = false
@@ -120,9 +121,11 @@ func (p *Plugin) grantAhead(db *gorm.DB, st *state, k key, ttl time.Duration) {
 	st.knownOne[0] = k
 	st.known, st.detached = st.knownOne[:], true
 	access := loadAccess(st.m)
-	got, err := st.t.grant(st.t.direct(db), st.known, st.owner, access, ttl)
+	// The store's Grant itself, not t.grant: public only on a refusal.
+	c := lockstore.NewConn(db, connCtx(db)).Observed(st.t.obs) // st.t.direct(db)
+	got, err := st.t.Grant(c, st.known, lockstore.Owner(st.owner), lockstore.Access(access), ttl)
 	if err != nil {
-		st.fail(db, err)
+		st.fail(db, public(err))
 		return
 	}
 	p.hints.putAll(st.owner.Session, got)

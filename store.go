@@ -1,7 +1,6 @@
 package offlinelock
 
 import (
-	"context"
 	"errors"
 	"time"
 
@@ -56,16 +55,6 @@ func direct(db *gorm.DB) conn {
 // one registered on db.
 func (t *table) direct(db *gorm.DB) conn {
 	return lockstore.NewConn(db, connCtx(db)).Observed(t.obs)
-}
-
-// connCtx is the context of the plugin's statements on db: its statement's,
-// carrying the statement's spanLog (spans.go) if it keeps one.
-func connCtx(db *gorm.DB) context.Context {
-	ctx := db.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return withSpanLog(ctx, db)
 }
 
 // cleanup is the connection for undoing a statement's locks: it runs even

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
-	"github.com/offlinelock/offlinelock/internal/model"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -149,7 +148,7 @@ func observerOf(db *gorm.DB) lockstore.Observer {
 // the caller's span in ctx.
 func (o *storeObserver) StatementStart(ctx context.Context, query string) (context.Context, any) {
 	t := o.p.tel
-	if t == nil || t.tracer == nil || deferred(ctx) != nil {
+	if t == nil || t.tracer == nil || ctx.Value(spanLogCtx{}) != nil && deferred(ctx) != nil {
 		return ctx, nil
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(query), t.client...)
@@ -173,7 +172,7 @@ func (o *storeObserver) StatementEnd(ctx context.Context, started any, query str
 			}
 		}
 		span.End()
-	} else if t.tracer != nil {
+	} else if t.tracer != nil && ctx.Value(spanLogCtx{}) != nil {
 		if l := deferred(ctx); l != nil {
 			l.keep(pendingSpan{name: spanName(query), begin: begin, end: time.Now(), attrs: statementAttrs(o.system, query, rows), err: err})
 		}
@@ -401,22 +400,6 @@ func ctxOf(db *gorm.DB) context.Context {
 // callers skip building the keys they would report.
 func (t *telemetry) active(ctx context.Context) bool {
 	return t != nil && (t.grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording())
-}
-
-// loadAccess is the lock a load takes under m's mode.
-func loadAccess(m *model.Model) Access {
-	if m.Policy().Mode == model.ReadWrite {
-		return Read
-	}
-	return Write
-}
-
-// accessFor is the access a statement of op on m asks for.
-func accessFor(m *model.Model, op opKind) Access {
-	if op.loads() {
-		return loadAccess(m)
-	}
-	return Write
 }
 
 // countStatement counts what the callbacks decided for one statement when

@@ -51,7 +51,10 @@ func (c Conn) WithoutCancel() Conn {
 }
 
 // Observed is c reporting its statements to obs.
-func (c Conn) Observed(obs Observer) Conn { return c.on(obs) }
+func (c Conn) Observed(obs Observer) Conn {
+	c.obs = obs
+	return c
+}
 
 // on is c reporting its statements to obs.
 func (c Conn) on(obs Observer) Conn {
@@ -152,7 +155,10 @@ func (c Conn) Exec(query string, args ...any) (int64, error) {
 		return 0, c.plan.record(query, args)
 	}
 	begin := time.Now()
-	obs := observer(c.obs)
+	obs := c.obs // observer(c.obs), without a call per statement
+	if obs == nil {
+		obs = nopObserver{}
+	}
 	ctx, started := obs.StatementStart(c.ctx, query)
 	var n int64
 	var err error
@@ -161,26 +167,46 @@ func (c Conn) Exec(query string, args ...any) (int64, error) {
 		if res, err = c.execContext(ctx, query, args); err == nil {
 			n, err = res.RowsAffected()
 		}
-		if !c.again(err, i) {
+		if err == nil || !c.again(err, i) {
 			break
 		}
 	}
 	if err != nil { // a success needs no reading
 		err = ReadOnly(err)
 	}
-	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
-	c.trace(begin, query, args, n, c.failure(err))
+	failed := err // as the logger and the span see it
+	if err != nil {
+		failed = c.failure(err)
+	}
+	obs.StatementEnd(ctx, started, query, begin, n, failed)
+	c.trace(begin, query, args, n, failed)
 	return n, err
 }
 
 // Query runs a statement and calls scan on each row it returns.
 func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64, error) {
 	begin := time.Now()
-	obs := observer(c.obs)
+	obs := c.obs // observer(c.obs), without a call per statement
+	if obs == nil {
+		obs = nopObserver{}
+	}
 	ctx, started := obs.StatementStart(c.ctx, query)
-	rows, done, err := c.queryContext(ctx, query, args)
-	for i := 0; c.again(err, i); i++ {
-		rows, done, err = c.queryContext(ctx, query, args)
+	var rows *sql.Rows
+	var done func() // to call once rows are closed
+	var err error
+	for i := 0; ; i++ {
+		// Sent on c's connection, prepared when c keeps statements prepared.
+		sent := false
+		if c.stmts != nil {
+			rows, done, sent, err = c.stmts.query(ctx, c.db, query, args)
+		}
+		if !sent {
+			rows, err = c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
+			done = noop
+		}
+		if err == nil || !c.again(err, i) {
+			break
+		}
 	}
 	var n int64
 	if err == nil {
@@ -201,24 +227,21 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 	if err != nil { // a success needs no reading
 		err = ReadOnly(err)
 	}
-	obs.StatementEnd(ctx, started, query, begin, n, c.failure(err))
-	c.trace(begin, query, args, n, c.failure(err))
+	failed := err // as the logger and the span see it
+	if err != nil {
+		failed = c.failure(err)
+	}
+	obs.StatementEnd(ctx, started, query, begin, n, failed)
+	if c.db.Logger != nil { // c.trace(begin, query, args, n, failed)
+		c.db.Logger.Trace(c.ctx, begin, func() (string, int64) {
+			return c.db.Dialector.Explain(query, redact(args)...), n
+		}, failed)
+	}
 	return n, err
 }
 
-// queryContext sends a query on c's connection, prepared when c keeps
-// statements prepared; done is to be called once its rows are closed.
-func (c Conn) queryContext(ctx context.Context, query string, args []any) (*sql.Rows, func(), error) {
-	if c.stmts != nil {
-		if rows, done, ok, err := c.stmts.query(ctx, c.db, query, args); ok {
-			return rows, done, err
-		}
-	}
-	rows, err := c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
-	return rows, noop, err
-}
-
-// execContext is queryContext for a statement without rows.
+// execContext sends a statement without rows on c's connection, prepared
+// when c keeps statements prepared (as Query sends one with rows).
 func (c Conn) execContext(ctx context.Context, query string, args []any) (sql.Result, error) {
 	if c.stmts != nil {
 		if res, ok, err := c.stmts.exec(ctx, c.db, query, args); ok {

@@ -621,15 +621,21 @@ func mysqlError(err error) error {
 // which decides each key with its key row held, and so do upgrades and
 // takeovers of expired locks, whose counts it tells the Observer.
 func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	c = s.observed(c)
+	c.obs = s.obs // s.observed(c)
 	_, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter)
-	if keys = sortKeys(keys); access == Write && s.bulk.Load() && (len(keys) > 1 || !inTx) {
+	if len(keys) > 1 { // one key is in order, and alone, already
+		keys = sortKeys(keys)
+	}
+	if access == Write && s.bulk.Load() && (len(keys) > 1 || !inTx) {
 		grant := s.grantBulk
 		if len(keys) == 1 {
 			grant = s.grantOne
 		}
 		got, err := grant(c, keys, o, ttl)
-		return allOrNothing(got, grantWaited(err))
+		if err != nil { // allOrNothing(got, grantWaited(err))
+			return nil, grantWaited(err)
+		}
+		return got, nil
 	}
 	c.grant = true
 	got, err := s.decide(c, keys, o, access, ttl)

@@ -79,7 +79,10 @@ type sqlStore struct {
 // observed is c reporting its statements to the store's Observer: every
 // exported method that takes a Conn starts with it, since the Conn comes
 // from the plugin.
-func (t *sqlStore) observed(c Conn) Conn { return c.on(t.obs) }
+func (t *sqlStore) observed(c Conn) Conn {
+	c.obs = t.obs // c.on(t.obs)
+	return c
+}
 
 // inKeys is the condition that (resource, lock_id) is one of list.
 func (t *sqlStore) inKeys(list string) string {

@@ -171,14 +171,18 @@ func (s *sqliteStore) nextGenerations(c Conn, n int) ([]int64, error) {
 // with readers or another holder) takes the serialised path, which
 // decides exactly and names holders.
 func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	c = s.observed(c)
+	c.obs = s.obs // s.observed(c)
 	switch {
 	case access != Write || len(keys) > 1 && s.serialised.Load():
 		return allOrNothing(s.decide(c, keys, o, access, ttl))
 	case len(keys) > 1:
 		return allOrNothing(s.grantAll(c, keys, o, ttl))
 	}
-	return allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantKey))
+	got, err := s.grantWrites(c, keys, o, ttl, s.grantKey)
+	if err != nil { // allOrNothing
+		return nil, err
+	}
+	return got, nil
 }
 
 // grantAll takes the Write locks of several keys, whatever their number,
@@ -335,8 +339,9 @@ func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, g
 		return err
 	}
 	hash := tokenHash(token)
-	args := []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.value(ttl)}
-	_, err = s.cached(c).Query(s.grantOne, args, func(r *sql.Rows) error {
+	args := []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.of(ttl).value}
+	c.stmts = s.stmts // s.cached(c): grantOne's text is fixed
+	_, err = c.Query(s.grantOne, args, func(r *sql.Rows) error {
 		var acquired, expires string
 		l := Lock{Access: Write, Owner: o}
 		if err := r.Scan(&l.Resource, &l.ID, &l.Token, &l.Generation, &acquired, &expires); err != nil {

@@ -100,7 +100,11 @@ func (sc *stmtCache) stmt(ctx context.Context, db *sql.DB, q string, inTx bool) 
 // when q must run unprepared (a pool the cache does not know, such as
 // GORM's own PreparedStmtDB, which prepares by itself).
 func (sc *stmtCache) onPool(ctx context.Context, db *gorm.DB, q string) (*sql.Stmt, func()) {
-	switch pool := sqlPool(db.Statement.ConnPool).(type) {
+	pool := db.Statement.ConnPool // sqlPool(db.Statement.ConnPool)
+	if w, ok := pool.(interface{ SQLPool() gorm.ConnPool }); ok {
+		pool = w.SQLPool()
+	}
+	switch pool := pool.(type) {
 	case *sql.DB:
 		if s := sc.stmt(ctx, pool, q, false); s != nil {
 			return s, func() {}

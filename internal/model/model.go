@@ -113,8 +113,11 @@ func (m *Model) IDText(i int, v any) string {
 
 // LocksOnLoad says whether loading the model takes locks.
 func (m *Model) LocksOnLoad() bool {
-	mode := m.Policy().Mode
-	return mode == ExclusiveRead || mode == ReadWrite
+	p := m
+	if m.Root != nil { // m.Policy(), asked only where it can differ from m
+		p = m.Policy()
+	}
+	return p.Mode == ExclusiveRead || p.Mode == ReadWrite
 }
 
 // KeyColumns is what a store's key column check sees of m, made once: a
