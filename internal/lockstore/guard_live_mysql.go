@@ -213,12 +213,13 @@ func (s *mysqlStore) settleLive(c Conn) error {
 	}, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 }
 
-// liveLocks is a query of the latest expiry (m) of the unexpired locks of
-// each bucket (b): in both revisions' buckets (both), or, where a lock's
-// two differ, in this revision's alone.
+// liveLocks is a query of the latest expiry (m) of the locks of each
+// bucket (b) unexpired or expired within liveSlack (expiredWrite needs
+// their writes to run the procedure): in both revisions' buckets (both),
+// or, where a lock's two differ, in this revision's alone.
 func (s *mysqlStore) liveLocks(both bool) string {
 	b, v2 := liveBucket("resource", "lock_id"), liveBucketV2("resource", "lock_id")
-	locks := " FROM " + s.table + " WHERE expires_at > " + mysqlClock + " AND (access <> '' OR holder <> '')"
+	locks := " FROM " + s.table + " WHERE expires_at + " + liveSlack + " > " + mysqlClock + " AND (access <> '' OR holder <> '')"
 	if !both {
 		return "SELECT " + b + " AS b, MAX(expires_at) AS m" + locks + " AND " + b + " <> " + v2 + " GROUP BY 1"
 	}

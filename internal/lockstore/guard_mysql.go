@@ -129,7 +129,8 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 // found the keyed blank (fencedBlank) in the write's statement, which only
 // the plugin's fenced writes carry (it checks them again, row-locked,
 // before commit). Nothing a client without the key sends chooses the read
-// without a lock.
+// without a lock. A Write lock found expired is read again FOR UPDATE
+// (expiredWrite says why).
 func (s *mysqlStore) checkBody(seal, key string) string {
 	pk := mysqlPK + " IGNORE INDEX (" + s.Quote(seal) + ")"
 	mine := func(col string) string {
@@ -167,6 +168,10 @@ offlinelock: BEGIN
 			WHERE resource = res AND lock_id = id AND holder <> '' AND expires_at > clock AND ` + mine("session") + ` <> me
 			ORDER BY holder LIMIT 1 ` + mysqlShare + `;
 	ELSEIF a = 'write' AND (until <= clock OR ` + mine("s") + ` = me) THEN
+	IF until <= clock AND NOT fenced THEN -- expired: keep the key row past XA PREPARE (expiredWrite)
+		SELECT access INTO a FROM ` + s.table + pk + `
+			WHERE resource = res AND lock_id = id AND holder = '' FOR UPDATE;
+	END IF;
 	SET a = NULL;
 	ELSEIF a <> 'write' THEN
 	SET a = NULL;

@@ -188,20 +188,42 @@ func (s *mysqlStore) probeState(c Conn, plan GuardPlan) (string, error) {
 	return s.routineState(c, "PROCEDURE", s.probeName(), s.dispatcherBody(names))
 }
 
+// expiredWrite: how a prepared write made while a Write lock was expired
+// is ordered before the lock is taken again. The take-over cannot simply
+// probe: the rows locked then may be the old holder's save in flight,
+// which its fence fails at commit once the lock has moved (the seed's
+// paused save), and which the grant must not wait for. So it depends on
+// how long ago the lock expired:
+//
+//   - Less than liveSlack ago, the record's bucket is still live (a grant
+//     raises it to the expiry plus liveSlack, settling counts the locks
+//     expired within liveSlack, and quieting waits until live is past),
+//     so every ordinary write of it runs the guard's procedure. That
+//     finds the Write lock expired and reads the key row again FOR
+//     UPDATE: an exclusive lock, which XA PREPARE keeps. The take-over's
+//     update of the key row waits for it (2 s at most, then refuses as
+//     being written). The plugin's fenced writes, the holder's save among
+//     them, do not lock the key row.
+//   - liveSlack or more ago, the take-over probes, as a first grant does:
+//     an old save still in flight that long after its lock expired holds
+//     the grant off 1 s and it is refused as being written, until the
+//     save ends (its fence fails it).
+//
+// A read that upgrades a shared lock to an exclusive one can deadlock
+// with another writer of the same aggregate doing the same; InnoDB breaks
+// it at once (docs/guard.md, "Prepared transactions").
+const expiredWrite = "(OLD.access <> 'write' OR OLD.expires_at + " + liveSlack + " <= " + mysqlClock + ")"
+
 // probeTriggerSQL is the lock table's update trigger: a key row that
-// was free (or under Read locks) and is granted is probed once its row is
-// locked. Not a Write lock taken over or taken again once expired: the
-// rows a write holds then may be its holder's save in flight, which its
-// fence fails at commit once the lock has moved (the seed's paused save),
-// and which the grant must not wait for. So a prepared XA write made
-// while a Write lock was expired and before it is taken again is the one
-// the probe does not see (docs/boundary.md).
+// was free (or under Read locks), or whose Write lock expired at least
+// liveSlack ago (expiredWrite), and is granted is probed once its row is
+// locked.
 //
 // It runs after the row (grantInsertSQL says why), and raises the row's
 // live bucket before the probe.
 func (s *mysqlStore) probeTriggerSQL() string {
 	return "CREATE TRIGGER " + s.Quote(s.probeTriggerName()) + " AFTER UPDATE ON " + s.table +
 		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ " + liveDecl + s.raiseLive() +
-		"IF NEW.holder = '' AND NEW.access <> '' AND OLD.access <> 'write' AND NOT (NEW.session <=> OLD.session AND NEW.access <=> OLD.access AND NEW.acquired_at <=> OLD.acquired_at) THEN " +
+		"IF NEW.holder = '' AND NEW.access <> '' AND " + expiredWrite + " AND NOT (NEW.session <=> OLD.session AND NEW.access <=> OLD.access AND NEW.acquired_at <=> OLD.acquired_at) THEN " +
 		"CALL " + s.Quote(s.probeName()) + "(NEW.resource, NEW.lock_id); END IF; END"
 }

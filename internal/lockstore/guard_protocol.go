@@ -97,7 +97,7 @@ func (t *sqlStore) recordProtocol(c Conn, installed int, upsert string) error {
 // GuardRevision numbers this version's guard SQL within GuardProtocol: a
 // release that changes the SQL the guard installs, and not the protocol,
 // raises it.
-const GuardRevision = 3
+const GuardRevision = 4
 
 const guardRevisionName = "offlinelock:guard revision"
 
