@@ -98,10 +98,8 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		s.WriteError(w, r, err)
 		return
 	}
-	// Without a Lock-Token the request is a new session's, so a lock the
-	// principal holds already is refused with 423 like anyone else's: its
-	// token is known only to whoever got it (the table keeps its hash),
-	// and a second token for one lock would be a second way in.
+	// Without a Lock-Token the request is a new session's: the principal's own
+	// lock is refused too, since only its first holder knows its token.
 	owner := offlinelock.Owner{Session: s.lockSession(r), User: principal}
 	status := http.StatusCreated
 	presented := r.Header.Get(LockTokenHeader)
@@ -131,10 +129,8 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
 	if status == http.StatusOK {
-		// The lease asked for is the lease kept, shorter than the one
-		// left too (a page that is left asks for a few seconds): Acquire
-		// only extends, Shorten cuts what it kept beyond ttl. Both the
-		// expiry and the lease left are the stored ones.
+		// The lease asked for is the lease kept: Shorten cuts what Acquire kept
+		// beyond ttl; the stored expiry is answered.
 		cut, left, err := s.cfg.Locks.Shorten(s.cfg.DB.WithContext(ctx), target, ttl)
 		if err != nil {
 			s.WriteError(w, r, err)
@@ -149,11 +145,8 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	writeJSON(w, status, b)
 }
 
-// notYours is the answer to a Lock-Token that is no live lock of the
-// caller's on target (err, from lockFor): 423 as a lock without a token
-// gets it, naming the holder, when someone holds the record, and
-// lock-required when nobody does. Nothing is changed either way: a
-// token that is not the holder's neither renews nor cuts its lease.
+// notYours answers a Lock-Token that is no live lock of the caller's on
+// target: 423 naming the holder, or lock-required; nothing changes.
 func (s *Server) notYours(r *http.Request, target any, err error) error {
 	var re *requestError
 	if !errors.As(err, &re) || re.status != http.StatusForbidden {
@@ -174,9 +167,8 @@ func (s *Server) notYours(r *http.Request, target any, err error) error {
 	return &offlinelock.LockedError{Resource: resource, ID: id, Wanted: offlinelock.Write, Holders: holders}
 }
 
-// lockInput is who asks to lock target and what they ask, once target is
-// known to exist: ErrNoOwner without a principal, a 400 for a body that
-// is not a lock request, a 404 for a record that is not there.
+// lockInput is who asks to lock target and what: ErrNoOwner, a 400 for a
+// bad body, a 404 for a missing record.
 func (s *Server) lockInput(r *http.Request, res *resource, target any) (string, lockRequest, error) {
 	var req lockRequest
 	principal, err := s.cfg.Principal(r)
@@ -366,9 +358,7 @@ func decode(r *http.Request, into any) error {
 	return nil
 }
 
-// writeJSON answers v as JSON: never sniffed as anything else, and never
-// stored by a cache (a lock's state changes by the second, and an answer
-// that carries a Lock-Token holds a secret).
+// writeJSON answers v as JSON, never sniffed or cached.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
