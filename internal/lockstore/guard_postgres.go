@@ -96,6 +96,18 @@ func (s *postgresStore) ensureOrderRows(c Conn, lt string, plan GuardPlan) error
 	return err
 }
 
+// pgBoundedTx runs fn in c's transaction, or a new one, with its lock
+// waits bounded: DDL waits for the table's writers (and other nodes'
+// installs), which must delay the caller, never hang it.
+func pgBoundedTx(c Conn, fn func(Conn) error) error {
+	return c.inTx(func(c Conn) error {
+		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
+			return err
+		}
+		return fn(c)
+	})
+}
+
 // orderTableExists says whether lt's order table is there.
 func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
 	var ok bool
@@ -105,11 +117,7 @@ func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
 
 func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
-	return c.inTx(func(c Conn) error {
-		// Bounded: another node's install delays db.Use, never hangs it.
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		if err := s.installLock(c); err != nil {
 			return err
 		}
@@ -402,11 +410,7 @@ const pgBusinessTableWait = "1s"
 
 func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 	c = s.observed(c)
-	return c.inTx(func(c Conn) error {
-		// A caller's transaction that wrote the table must not make this wait forever.
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		if err := s.installLock(c); err != nil {
 			return err
 		}
@@ -481,11 +485,7 @@ func (s *postgresStore) GuardedTables(c Conn) (map[string]string, error) {
 
 func (s *postgresStore) RemoveGuard(c Conn) error {
 	c = s.observed(c)
-	return c.inTx(func(c Conn) error {
-		// as GuardTable: DROP TRIGGER waits for the table's writers
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		prefix := s.guardPrefix() + `\_%`
 		// IF EXISTS: a dropped table took its triggers. Only this schema's, and
 		// only triggers running this guard's functions.

@@ -35,6 +35,4 @@ func ExistingKeys(table string, cols []string, widths []int) string {
 }
 
 // placeholders is n comma-separated ? placeholders.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
+func placeholders(n int) string { return repeated("?", n) }

@@ -90,10 +90,7 @@ func (s *postgresStore) Migrate(c Conn) error {
 	if err := s.checkServer(c); err != nil {
 		return err
 	}
-	return c.inTx(func(c Conn) error {
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
 			return err
 		}

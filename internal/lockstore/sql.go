@@ -158,16 +158,16 @@ func chunks(keys []Key) [][]Key {
 
 // keyList renders "(?, ?), (?, ?) …" for keys, with their arguments.
 func keyList(keys []Key) (string, []any) {
-	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?)")
+	for _, k := range keys {
 		args = append(args, k.Resource, k.ID)
 	}
-	return b.String(), args
+	return repeated("(?, ?)", len(keys)), args
+}
+
+// repeated is n copies of item, comma-separated.
+func repeated(item string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(item+", ", n), ", ")
 }
 
 // lockKeys takes the key rows of keys for the transaction, creating free
@@ -176,16 +176,8 @@ func (t *sqlStore) lockKeys(c Conn, keys []Key) (map[Key]row, time.Time, error) 
 	if t.lockRows != nil {
 		return t.lockRows(c, keys)
 	}
-	var b strings.Builder
-	args := make([]any, 0, 2*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + t.clock + `, ` + t.clock + `)`)
-		args = append(args, k.Resource, k.ID)
-	}
-	q := t.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `) VALUES ` + b.String() + `
+	_, args := keyList(keys)
+	q := t.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `) VALUES ` + repeated(`(?, ?, '', '', '', '', '', 0, `+t.clock+`, `+t.clock+`)`, len(keys)) + `
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET holder = excluded.holder
 RETURNING ` + lockColumns + `, ` + t.clock)
 	return queryKeyRows(c, q, args)
@@ -245,13 +237,8 @@ func (t *sqlStore) putRows(c Conn, rows []row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	var b strings.Builder
 	args := make([]any, 0, 10*len(rows))
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	for _, r := range rows {
 		args = append(args, r.Resource, r.ID, r.holder, string(r.Access), r.Owner.Session, r.Owner.User, r.Token, r.Generation,
 			t.timeArg(r.AcquiredAt), t.timeArg(r.ExpiresAt))
 	}
@@ -264,7 +251,7 @@ func (t *sqlStore) putRows(c Conn, rows []row) error {
 	if t.putConflictNow != nil {
 		conflict = t.putConflictNow()
 	}
-	_, err := c.Exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
+	_, err := c.Exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+repeated("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(rows))+`
 `+conflict), args...)
 	return err
 }
