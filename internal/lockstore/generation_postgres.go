@@ -7,7 +7,7 @@ import (
 
 // Generations on PostgreSQL are fencing tokens that stay unique across a
 // failover (docs/scaling.md): the sequence plus the WAL timeline above 2^40
-// (timelineGeneration), or, where the role cannot read the timeline, plus
+// (generation), or, where the role cannot read the timeline, plus
 // an offset kept per server incarnation in the catalog row epochName, which
 // makes values track the clock in microseconds (epochGeneration). Once the
 // epoch row exists every node uses it; its values exceed any timeline's
@@ -22,11 +22,6 @@ const pgServerID = `extract(epoch FROM pg_postmaster_start_time())::text`
 // pgClockMicros is the server's clock in microseconds.
 const pgClockMicros = `(extract(epoch FROM clock_timestamp()) * 1000000)::bigint`
 
-// timelineGeneration is the timeline scheme's value.
-func (s *postgresStore) timelineGeneration() string {
-	return `(nextval('` + unquote(s.seq) + `') + (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint << 40))`
-}
-
 // epochGeneration is the sequence plus this incarnation's offset, or the
 // clock where the row names another.
 func (s *postgresStore) epochGeneration() string {
@@ -34,14 +29,15 @@ func (s *postgresStore) epochGeneration() string {
 		` e WHERE e.name = ` + sqlLiteral(epochName) + ` AND split_part(e.spec, ' ', 1) = ` + pgServerID + `), ` + pgClockMicros + `)`
 }
 
-// generationFor is the SQL of a fresh generation: the timeline (wal) unless
-// the epoch row exists.
-func (s *postgresStore) generationFor(wal bool) string {
-	if !wal {
+// generation is the SQL of a fresh generation: the sequence plus the
+// timeline above 2^40, where this role reads it and the epoch row does not
+// exist, else epochGeneration.
+func (s *postgresStore) generation() string {
+	if !s.walGen.Load() {
 		return s.epochGeneration()
 	}
-	return `(CASE WHEN EXISTS (SELECT 1 FROM ` + s.catalog + ` e WHERE e.name = ` + sqlLiteral(epochName) + `) THEN ` +
-		s.epochGeneration() + ` ELSE ` + s.timelineGeneration() + ` END)`
+	return `(CASE WHEN EXISTS (SELECT 1 FROM ` + s.catalog + ` e WHERE e.name = ` + sqlLiteral(epochName) + `) THEN ` + s.epochGeneration() +
+		` ELSE (nextval('` + unquote(s.seq) + `') + (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint << 40)) END)`
 }
 
 // readsTimeline says whether this role may read the WAL timeline.

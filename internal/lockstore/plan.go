@@ -35,9 +35,6 @@ func (c Conn) Planning(p *Plan) Conn {
 	return c
 }
 
-// Planned says whether c records rather than runs (Planning).
-func (c Conn) Planned() bool { return c.plan != nil }
-
 // runsWhenPlanned says whether query runs for real when planned: a read, or
 // a session setting nobody else sees.
 func runsWhenPlanned(query string) bool {

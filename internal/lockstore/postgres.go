@@ -215,9 +215,6 @@ func (s *postgresStore) hashTokens(c Conn) error {
 	return nil
 }
 
-// generation is the SQL of a fresh generation (generation_postgres.go).
-func (s *postgresStore) generation() string { return s.generationFor(s.walGen.Load()) }
-
 // pgGrantSQL is the Write grants' statements for one generation scheme.
 type pgGrantSQL struct {
 	one, many   string // the Write grants, bound
@@ -300,32 +297,23 @@ RETURNING ` + returning
 // the serialised path, which names holders.
 func (s *postgresStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
-	got, err := s.grantOrdered(c, keys, o, access, ttl)
-	return got, BeingWritten(err)
-}
-
-// grantOrdered is Grant, the order locks of several keys first.
-func (s *postgresStore) grantOrdered(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	if len(keys) > 1 && s.ordered.Load() && access != Write {
-		// Write grants take their order locks in their own statement.
-		var got map[Key]Granted
-		err := c.inTx(func(c Conn) error {
+	var got map[Key]Granted
+	var err error
+	switch {
+	case access == Write: // its order locks ride in its own statement
+		got, err = allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantBatch))
+	case len(keys) > 1 && s.ordered.Load(): // the order locks first
+		err = c.inTx(func(c Conn) error {
 			err := s.orderKeys(c, keys)
 			if err == nil {
-				got, err = s.grant(c, keys, o, access, ttl)
+				got, err = allOrNothing(s.decide(c, keys, o, access, ttl))
 			}
 			return err
 		})
-		return got, err
+	default:
+		got, err = allOrNothing(s.decide(c, keys, o, access, ttl))
 	}
-	return s.grant(c, keys, o, access, ttl)
-}
-
-func (s *postgresStore) grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	if access != Write {
-		return allOrNothing(s.decide(c, keys, o, access, ttl))
-	}
-	return allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantBatch))
+	return got, BeingWritten(err)
 }
 
 func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error {
