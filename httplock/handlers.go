@@ -82,21 +82,18 @@ func (s *Server) body(res *resource, l *offlinelock.Lock, remaining time.Duratio
 }
 
 // lock is POST /{resource}/{id}/lock.
-func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
+func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) error {
 	res, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	principal, req, err := s.lockInput(r, res, target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	ttl, err := s.lockTTL(req)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	// Without a Lock-Token the request is a new session's: the principal's own
 	// lock is refused too, since only its first holder knows its token.
@@ -106,8 +103,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	if presented != "" {
 		held, err := s.lockFor(r, presented, principal, target)
 		if err != nil {
-			s.WriteError(w, r, s.notYours(r, target, err))
-			return
+			return s.notYours(r, target, err)
 		}
 		owner, status = held.Owner, http.StatusOK // a refresh of the lease
 	}
@@ -117,8 +113,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	l, err := s.cfg.Locks.Acquire(s.cfg.DB.WithContext(ctx), target, offlinelock.Write)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	if l.Token == "" {
 		// A refresh returns no token (Acquire has none to give back): the
@@ -133,8 +128,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 		// beyond ttl; the stored expiry is answered.
 		cut, left, err := s.cfg.Locks.Shorten(s.cfg.DB.WithContext(ctx), target, ttl)
 		if err != nil {
-			s.WriteError(w, r, err)
-			return
+			return err
 		}
 		b.ExpiresAt, b.TTLRemainingSeconds = cut.ExpiresAt.UTC(), int64(math.Round(left.Seconds()))
 	}
@@ -143,6 +137,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, status, b)
+	return nil
 }
 
 // notYours answers a Lock-Token that is no live lock of the caller's on
@@ -200,10 +195,15 @@ func (s *Server) lockTTL(req lockRequest) (time.Duration, error) {
 		}
 		ttl = time.Duration(*req.TTLSeconds) * time.Second
 	}
-	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
-		return 0, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason)
+	return ttl, checkReason(req.Reason)
+}
+
+// checkReason refuses a lock's reason that is too long or not printable.
+func checkReason(reason string) error {
+	if len(reason) > offlinelock.MaxReason || !printable(reason) {
+		return badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason)
 	}
-	return ttl, nil
+	return nil
 }
 
 // keptReason is the reason session's lock of target was taken with, which
@@ -241,66 +241,57 @@ func printable(s string) bool {
 }
 
 // unlock is POST /{resource}/{id}/unlock.
-func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
+func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) error {
 	_, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	token := r.Header.Get(LockTokenHeader)
 	if token == "" {
-		s.WriteError(w, r, badRequest("the Lock-Token header is missing"))
-		return
+		return badRequest("the Lock-Token header is missing")
 	}
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
+		return offlinelock.ErrNoOwner
 	}
 	if err := s.allow(r, res, principal, ActionLock); err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	held, err := s.lockFor(r, token, principal, target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	ctx := offlinelock.WithOwner(r.Context(), held.Owner)
 	if err := s.cfg.Locks.Release(s.cfg.DB.WithContext(ctx), target); err != nil {
 		if errors.Is(err, offlinelock.ErrNotLocked) {
 			err = forbidden("the lock has expired or was released")
 		}
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // info is GET /{resource}/{id}/lock. Like Middleware, it tells nobody
 // unauthenticated who holds what.
-func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
+func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) error {
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
+		return offlinelock.ErrNoOwner
 	}
 	res, target, err := s.target(res, r.PathValue("id"))
 	if err == nil {
 		err = s.allow(r, res, principal, ActionRead)
 	}
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(r.Context()), target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	if len(holders) == 0 {
-		s.WriteError(w, r, notFoundLock)
-		return
+		return notFoundLock
 	}
 	var all []lockBody
 	for i := range holders {
@@ -309,6 +300,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
 	out := all[0]
 	out.Holders = all
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // ownLock finds the lock a token stands for and checks that it is the

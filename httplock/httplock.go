@@ -299,8 +299,8 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lock/events", s.sharedEvents)
 	origins := s.crossOrigin(s.cfg.TrustedOrigins, "cross-origin request refused: lock from the application's own pages, an origin in httplock.Config.TrustedOrigins, or an API client")
 	for name, res := range s.resources {
-		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) { h(w, r, res) }
+		with := func(h func(http.ResponseWriter, *http.Request, *resource) error) http.HandlerFunc {
+			return s.handle(func(w http.ResponseWriter, r *http.Request) error { return h(w, r, res) })
 		}
 		mux.Handle("POST /"+name+"/{id}/lock", origins.Handler(with(s.lock)))
 		mux.Handle("POST /"+name+"/{id}/unlock", origins.Handler(with(s.unlock)))
@@ -308,6 +308,15 @@ func (s *Server) Register(mux *http.ServeMux) {
 		mux.Handle("POST /"+name+"/{id}/lock/takeover", origins.Handler(with(s.takeOver)))
 		mux.Handle("POST /"+name+"/{id}/lock/request", origins.Handler(with(s.request)))
 		mux.HandleFunc("GET /"+name+"/{id}/lock/events", with(s.events))
+	}
+}
+
+// handle is h with its error answered by WriteError.
+func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.WriteError(w, r, err)
+		}
 	}
 }
 

@@ -22,19 +22,17 @@ func SameUserTakeOver(_ *http.Request, principal string, holder offlinelock.Lock
 }
 
 // takeOver is POST /{resource}/{id}/lock/takeover.
-func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, principal, ok := s.liveTarget(w, r, res, ActionTakeOver)
-	if !ok {
-		return
+func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource) error {
+	res, target, principal, err := s.liveCheck(r, res, ActionTakeOver)
+	if err != nil {
+		return err
 	}
 	var req lockRequest
 	if err := decode(r, &req); err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
-	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
-		s.WriteError(w, r, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason))
-		return
+	if err := checkReason(req.Reason); err != nil {
+		return err
 	}
 	policy := s.cfg.TakeOver
 	if policy == nil {
@@ -52,29 +50,27 @@ func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource)
 	ctx := offlinelock.WithTTL(offlinelock.WithOwner(r.Context(), owner), s.cfg.DefaultTTL)
 	l, err := s.cfg.Locks.TakeOverIf(s.cfg.DB.WithContext(ctx), target, req.Reason, allow)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, http.StatusCreated, s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt)))
+	return nil
 }
 
 // request is POST /{resource}/{id}/lock/request: ask the holder to let the
 // caller edit; 409 when the caller holds it or nobody does.
-func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) {
-	_, target, principal, ok := s.liveTarget(w, r, res, ActionRequest)
-	if !ok {
-		return
+func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) error {
+	_, target, principal, err := s.liveCheck(r, res, ActionRequest)
+	if err != nil {
+		return err
 	}
 	holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(r.Context()), target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	for _, h := range holders {
 		if h.Owner.User == principal {
-			s.WriteError(w, r, conflict("you hold this lock yourself"))
-			return
+			return conflict("you hold this lock yourself")
 		}
 	}
 	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
@@ -82,25 +78,14 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) 
 	if errors.Is(err, offlinelock.ErrNotLocked) {
 		err = conflict("nobody holds this lock: take it")
 	}
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
+	if err == nil {
+		w.WriteHeader(http.StatusAccepted)
 	}
-	w.WriteHeader(http.StatusAccepted)
+	return err
 }
 
-// liveTarget checks a principal (401), a served record (404, 400) and
-// Resource.Allow (403, 404).
-func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource, action string) (*resource, any, string, bool) {
-	res, target, principal, err := s.liveCheck(r, res, action)
-	if err != nil {
-		s.WriteError(w, r, err)
-		return nil, nil, "", false
-	}
-	return res, target, principal, true
-}
-
-// liveCheck is liveTarget's checks, with their error.
+// liveCheck checks what every live endpoint needs: a principal (401), a
+// served record (404, 400) and Resource.Allow (403, 404).
 func (s *Server) liveCheck(r *http.Request, res *resource, action string) (*resource, any, string, error) {
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
