@@ -72,35 +72,28 @@ func (s *Server) RegisterConsole(mux *http.ServeMux) {
 }
 
 // postedForm reads a release form (admin, CSRF token, filter to show again)
-// before anything is released; it answers the request itself when !ok.
-func (c *console) postedForm(w http.ResponseWriter, r *http.Request) (admin string, f consoleFilter, ok bool) {
+// before anything is released.
+func (c *console) postedForm(w http.ResponseWriter, r *http.Request) (admin string, f consoleFilter, err error) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
-		c.s.WriteError(w, r, badRequest("the form could not be read"))
-		return "", f, false
+		return "", f, badRequest("the form could not be read")
 	}
-	admin, err := c.s.cfg.Principal(r)
-	if err != nil || admin == "" {
-		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return "", f, false
+	if admin, err = c.s.cfg.Principal(r); err != nil || admin == "" {
+		return "", f, offlinelock.ErrNoOwner
 	}
 	if !c.validCSRF(r.PostForm.Get("csrf"), admin, time.Now()) {
-		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
-		return "", f, false
+		return "", f, forbidden("the release form is stale or was not rendered for you: reload the console")
 	}
 	f = filterOf(r.PostForm)
-	if err := c.checkFilter(f); err != nil {
-		c.s.WriteError(w, r, err)
-		return "", f, false
-	}
-	return admin, f, true
+	return admin, f, c.checkFilter(f)
 }
 
 // releaseUser is POST /admin/console/release-user (owner_user, reason,
 // csrf): releaseAllOf, each release logged.
 func (c *console) releaseUser(w http.ResponseWriter, r *http.Request) {
-	admin, f, ok := c.postedForm(w, r)
-	if !ok {
+	admin, f, err := c.postedForm(w, r)
+	if err != nil {
+		c.s.WriteError(w, r, err)
 		return
 	}
 	user, reason := r.PostForm.Get("owner_user"), strings.TrimSpace(r.PostForm.Get("reason"))
@@ -209,8 +202,9 @@ type consoleResult struct {
 // release is POST /admin/console/release: key_resource, key_id,
 // key_generation (stillShown), reason, csrf and the filter to show again.
 func (c *console) release(w http.ResponseWriter, r *http.Request) {
-	admin, f, ok := c.postedForm(w, r)
-	if !ok {
+	admin, f, err := c.postedForm(w, r)
+	if err != nil {
+		c.s.WriteError(w, r, err)
 		return
 	}
 	table, id := r.PostForm.Get("key_resource"), r.PostForm.Get("key_id")
@@ -224,7 +218,7 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
-	err := c.stillShown(r, table, id, r.PostForm.Get("key_generation"))
+	err = c.stillShown(r, table, id, r.PostForm.Get("key_generation"))
 	if err == nil {
 		err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), table, id)
 	}
