@@ -45,8 +45,7 @@ func ReadOnly(err error) error {
 	if err == nil || errors.Is(err, ErrReadOnly) {
 		return err
 	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
+	if sqlState(err) == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
 		return fmt.Errorf("%w: %w", ErrReadOnly, err)
 	}
 	return err
@@ -58,8 +57,7 @@ func BeingWritten(err error) error {
 	if err == nil || errors.Is(err, ErrLocked) {
 		return err
 	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "55P03" {
+	if sqlState(err) == "55P03" {
 		return fmt.Errorf("%w: %w", ErrBeingWritten, err)
 	}
 	return err
@@ -73,8 +71,16 @@ func IsServerError(err error) bool {
 
 // IsMissingTable says whether err reports a table that does not exist.
 func IsMissingTable(err error) bool {
+	return sqlState(err) == "42P01" || mysqlCode(err) == 1146
+}
+
+// sqlState is err's SQLSTATE (PostgreSQL), "" when it has none.
+func sqlState(err error) string {
 	var coded interface{ SQLState() string }
-	return errors.As(err, &coded) && coded.SQLState() == "42P01" || mysqlCode(err) == 1146
+	if errors.As(err, &coded) {
+		return coded.SQLState()
+	}
+	return ""
 }
 
 // TxRolledBack says whether err rolled the whole transaction back, its

@@ -28,8 +28,7 @@ func ServerSessions(ctx context.Context, pool *sql.DB) (a, b int, err error) {
 		return 0, 0, err
 	}
 	err = cb.QueryRowContext(ctx, poolerProbe).Scan(&b)
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "42P05" {
+	if sqlState(err) == "42P05" {
 		return a, b, ErrPreparedTwice
 	}
 	return a, b, err

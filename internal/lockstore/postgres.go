@@ -2,7 +2,6 @@ package lockstore
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -194,8 +193,7 @@ func OwnerHint(err error) string {
 
 // Denied says whether err is the database's refusal of a privilege.
 func Denied(err error) bool {
-	var se interface{ SQLState() string }
-	if errors.As(err, &se) && se.SQLState() == "42501" {
+	if sqlState(err) == "42501" {
 		return true
 	}
 	switch mysqlCode(err) {
@@ -543,11 +541,7 @@ func (s *postgresStore) FindAndLock(c Conn, keysSQL string, vars []any, column, 
 
 // sendsToGeneralPath tells FindAndLock's errors that are its answer.
 func sendsToGeneralPath(err error) bool {
-	var coded interface{ SQLState() string }
-	if !errors.As(err, &coded) {
-		return false
-	}
-	state := coded.SQLState()
+	state := sqlState(err)
 	return state == "22012" || state == "23505"
 }
 
