@@ -24,33 +24,30 @@ func (s *Server) AdminHandler() http.Handler {
 // RegisterAdmin adds the admin endpoints to mux, each behind Config.Admin;
 // the release also refuses cross-origin browser requests (a 403).
 func (s *Server) RegisterAdmin(mux *http.ServeMux) {
-	mux.HandleFunc("GET /admin/locks", s.adminOnly(s.adminList))
-	mux.Handle("POST /admin/locks/{resource}/{id}/release", s.sameOrigin().Handler(s.adminOnly(s.adminRelease)))
+	mux.HandleFunc("GET /admin/locks", s.adminOnly(s.handle(s.adminList)))
+	mux.Handle("POST /admin/locks/{resource}/{id}/release", s.sameOrigin().Handler(s.adminOnly(s.handle(s.adminRelease))))
 }
 
-func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) adminList(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := offlinelock.Filter{User: q.Get("user"), Session: q.Get("session"), Limit: 1000}
 	if name := q.Get("resource"); name != "" {
 		res, ok := s.resources[name]
 		if !ok {
-			s.WriteError(w, r, errUnknownResource)
-			return
+			return errUnknownResource
 		}
 		f.Resource = res.table
 	}
 	if v := q.Get("expired"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			s.WriteError(w, r, badRequest("expired must be true or false"))
-			return
+			return badRequest("expired must be true or false")
 		}
 		f.Expired = b
 	}
 	locks, err := s.cfg.Locks.List(s.cfg.DB.WithContext(r.Context()), f)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := make([]lockBody, 0, len(locks))
 	for i := range locks {
@@ -59,29 +56,26 @@ func (s *Server) adminList(w http.ResponseWriter, r *http.Request) {
 		out = append(out, b)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Server) adminRelease(w http.ResponseWriter, r *http.Request) {
+func (s *Server) adminRelease(w http.ResponseWriter, r *http.Request) error {
 	res, target, err := s.target(s.resources[r.PathValue("resource")], r.PathValue("id"))
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	admin, err := s.cfg.Principal(r)
 	if err != nil || admin == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
+		return offlinelock.ErrNoOwner
 	}
 	var req struct {
 		Reason string `json:"reason"`
 	}
 	if err := decode(r, &req); err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	if req.Reason == "" || len(req.Reason) > 1000 {
-		s.WriteError(w, r, badRequest("a force release needs a reason (at most 1000 bytes)"))
-		return
+		return badRequest("a force release needs a reason (at most 1000 bytes)")
 	}
 	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
 	resource, id, err := s.cfg.Locks.KeyOf(s.cfg.DB.WithContext(ctx), target)
@@ -91,15 +85,13 @@ func (s *Server) adminRelease(w http.ResponseWriter, r *http.Request) {
 	s.cfg.Logger.WarnContext(ctx, "httplock: force release", slog.String("admin", admin),
 		slog.String("resource", res.Name), slog.String("id", r.PathValue("id")), slog.String("reason", req.Reason),
 		slog.Bool("done", err == nil))
-	if err != nil {
-		if e := err; isNotLocked(e) {
-			s.WriteError(w, r, notFoundLock)
-			return
-		}
-		s.WriteError(w, r, err)
-		return
+	if isNotLocked(err) {
+		return notFoundLock
 	}
-	w.WriteHeader(http.StatusNoContent)
+	if err == nil {
+		w.WriteHeader(http.StatusNoContent)
+	}
+	return err
 }
 
 func (s *Server) byTable(table string) *resource {

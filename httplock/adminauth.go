@@ -2,10 +2,8 @@ package httplock
 
 import "net/http"
 
-// adminOnly serves next only to a request that Config.Admin accepts, and
-// answers 403 to every other one, so that the admin endpoints and the lock
-// console share one check. With no Config.Admin nobody is an admin: the
-// admin surface is closed until the application says who may use it.
+// adminOnly serves next only to requests Config.Admin accepts (403 else; no
+// Admin, nobody).
 func (s *Server) adminOnly(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Admin == nil {
@@ -20,11 +18,8 @@ func (s *Server) adminOnly(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// sameOrigin refuses, with a 403, the browser requests that come from
-// another origin (Sec-Fetch-Site, or Origin against Host): when Principal
-// and Admin read a cookie, a page elsewhere could otherwise post to an
-// admin endpoint in the admin's name (a text/plain form can carry a JSON
-// body). Requests without those headers, from API clients, pass.
+// sameOrigin refuses a browser's cross-origin request, which could post in
+// an admin's cookie name; API clients pass.
 func (s *Server) sameOrigin() *http.CrossOriginProtection {
 	return s.crossOrigin(nil, "cross-origin request refused: an admin action comes from the application's own pages or from an API client")
 }

@@ -26,18 +26,15 @@ import (
 var consoleFiles embed.FS
 
 const (
-	// consoleMax is how many locks the console reads for one view; more
-	// are reported as "more than", with a hint to filter. consolePage is
-	// how many one page shows.
+	// consoleMax is how many locks one view reads (more say "more than");
+	// consolePage is how many a page shows.
 	consoleMax  = 10000
 	consolePage = 100
 	// csrfTTL is how long a rendered release form stays usable.
 	csrfTTL = 12 * time.Hour
 )
 
-// console serves the lock console of one Server. Its key signs the forms it
-// renders; each ConsoleHandler or RegisterConsole gets its own, so nothing
-// lives in package state.
+// console serves one Server's lock console; its key signs its forms.
 type console struct {
 	s       *Server
 	key     []byte
@@ -74,40 +71,29 @@ func (s *Server) RegisterConsole(mux *http.ServeMux) {
 	mux.Handle("POST /admin/console/release-user", secureHeaders(c.origins.Handler(c.adminPage(c.releaseUser))))
 }
 
-// postedForm reads a release form: the admin who posts it, with a CSRF
-// token rendered for them, and the filter to show again, checked before
-// anything is released (the page drawn after must not fail). It answers
-// the request itself when ok is false.
-func (c *console) postedForm(w http.ResponseWriter, r *http.Request) (admin string, f consoleFilter, ok bool) {
+// postedForm reads a release form (admin, CSRF token, filter to show again)
+// before anything is released.
+func (c *console) postedForm(w http.ResponseWriter, r *http.Request) (admin string, f consoleFilter, err error) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
-		c.s.WriteError(w, r, badRequest("the form could not be read"))
-		return "", f, false
+		return "", f, badRequest("the form could not be read")
 	}
-	admin, err := c.s.cfg.Principal(r)
-	if err != nil || admin == "" {
-		c.s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return "", f, false
+	if admin, err = c.s.cfg.Principal(r); err != nil || admin == "" {
+		return "", f, offlinelock.ErrNoOwner
 	}
 	if !c.validCSRF(r.PostForm.Get("csrf"), admin, time.Now()) {
-		c.s.WriteError(w, r, forbidden("the release form is stale or was not rendered for you: reload the console"))
-		return "", f, false
+		return "", f, forbidden("the release form is stale or was not rendered for you: reload the console")
 	}
 	f = filterOf(r.PostForm)
-	if err := c.checkFilter(f); err != nil {
-		c.s.WriteError(w, r, err)
-		return "", f, false
-	}
-	return admin, f, true
+	return admin, f, c.checkFilter(f)
 }
 
-// releaseUser is POST /admin/console/release-user: fields owner_user (a
-// user's exact name), reason and csrf. It force-releases every record that
-// user locks, each only when nobody else holds it too (a record shared
-// with others is skipped and named), each logged like a single release.
+// releaseUser is POST /admin/console/release-user (owner_user, reason,
+// csrf): releaseAllOf, each release logged.
 func (c *console) releaseUser(w http.ResponseWriter, r *http.Request) {
-	admin, f, ok := c.postedForm(w, r)
-	if !ok {
+	admin, f, err := c.postedForm(w, r)
+	if err != nil {
+		c.s.WriteError(w, r, err)
 		return
 	}
 	user, reason := r.PostForm.Get("owner_user"), strings.TrimSpace(r.PostForm.Get("reason"))
@@ -143,9 +129,7 @@ func (c *console) adminPage(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// secureHeaders makes every console response, refusals included, unframable,
-// uncached and free of scripts: the page is an admin's view of who holds
-// what.
+// secureHeaders makes every console response unframable, uncached and script-free.
 func secureHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -158,9 +142,8 @@ func secureHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// consoleFilter is the console's view: its filter (resource, an exact id,
-// part of a user name, live or expired rows), its order and its page, from
-// the query of GET or the fields of a release form (which carry it back).
+// consoleFilter is the console's view (filter, order, page) from GET's query
+// or a release form's fields.
 type consoleFilter struct {
 	Resource, ID, User, Sort string
 	Expired                  bool
@@ -216,13 +199,12 @@ type consoleResult struct {
 	Message string
 }
 
-// release is POST /admin/console/release: fields key_resource and key_id
-// (the lock table's key of the record, as the list shows it),
-// key_generation (the lock the row showed; see stillShown), reason, csrf,
-// and the filter to show again (resource, user).
+// release is POST /admin/console/release: key_resource, key_id,
+// key_generation (stillShown), reason, csrf and the filter to show again.
 func (c *console) release(w http.ResponseWriter, r *http.Request) {
-	admin, f, ok := c.postedForm(w, r)
-	if !ok {
+	admin, f, err := c.postedForm(w, r)
+	if err != nil {
+		c.s.WriteError(w, r, err)
 		return
 	}
 	table, id := r.PostForm.Get("key_resource"), r.PostForm.Get("key_id")
@@ -236,7 +218,7 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := offlinelock.WithOwner(r.Context(), offlinelock.Owner{Session: newSession("admin-"), User: admin})
-	err := c.stillShown(r, table, id, r.PostForm.Get("key_generation"))
+	err = c.stillShown(r, table, id, r.PostForm.Get("key_generation"))
 	if err == nil {
 		err = c.s.cfg.Locks.ForceRelease(c.s.cfg.DB.WithContext(ctx), table, id)
 	}
@@ -253,9 +235,8 @@ func (c *console) release(w http.ResponseWriter, r *http.Request) {
 // errGone is a release form whose lock is no longer on the record.
 var errGone = errors.New("httplock: the lock the console showed is gone")
 
-// releaseAllOf force-releases the records user locks, each only when
-// nobody else holds it too, logged one by one; it names those released and
-// those skipped.
+// releaseAllOf force-releases the records user alone locks, logged one by
+// one, naming those released and those skipped (shared with others).
 func (c *console) releaseAllOf(r *http.Request, admin, user, reason string) (released, skipped []string, err error) {
 	db := c.s.cfg.DB.WithContext(r.Context())
 	theirs, err := c.s.cfg.Locks.List(db, offlinelock.Filter{User: user})
@@ -290,13 +271,9 @@ func (c *console) releaseAllOf(r *http.Request, admin, user, reason string) (rel
 	return released, skipped, nil
 }
 
-// stillShown checks that the locks a release form was rendered for (the
-// generations of every lock the page showed on the record, which no later
-// grant reuses) are the ones that hold it: a form left open, or posted
-// again, must not release a lock taken since by someone the admin never
-// saw, a reader who joined included. A form without generations (not one
-// the console rendered) releases whatever holds the record. A lock that
-// changes between this check and the release is the window left.
+// stillShown checks that the locks the form showed (by generation) still
+// hold the record, so a stale form never releases a lock the admin never
+// saw; a form without generations releases whatever holds it.
 func (c *console) stillShown(r *http.Request, table, id, generations string) error {
 	if generations == "" {
 		return nil
@@ -355,9 +332,8 @@ func (c *console) outcome(r *http.Request, err error, what string) (int, *consol
 	return http.StatusInternalServerError, &consoleResult{Message: "the server could not complete the release"}
 }
 
-// csrf is the token of the release forms rendered for admin: its expiry and
-// an HMAC of it and the admin under the console's key. A form rendered for
-// another admin, by another process, or over 12 hours ago is refused.
+// csrf is the release forms' token for admin: an expiry and its HMAC with
+// the admin under the console's key, good for 12 hours.
 func (c *console) csrf(admin string, now time.Time) string {
 	exp := strconv.FormatInt(now.Add(csrfTTL).Unix(), 10)
 	return exp + "." + c.mac(admin, exp)
@@ -405,9 +381,7 @@ type consoleView struct {
 	Users              []string // the users on this page, for the bulk release
 }
 
-// render writes the console page with status: the locks matching f, in
-// its order, its page of them, and the result of a release when there was
-// one.
+// render writes the console page: f's page of locks and a release's result.
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f consoleFilter, res *consoleResult) {
 	admin, err := c.s.cfg.Principal(r)
 	if err != nil || admin == "" {

@@ -12,9 +12,8 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// A stream's events, and what opens one: GET /{resource}/{id}/lock/events
-// watches one record, GET /lock/events?watch=… several (the stream a
-// browser's tabs share, offlinelock.js).
+// A stream's events: GET /{resource}/{id}/lock/events for one record,
+// GET /lock/events?watch=… for several (offlinelock.js).
 
 // streamEvent is one event of a stream, with the resource it names.
 type streamEvent struct {
@@ -28,24 +27,20 @@ type watched struct {
 	target any
 }
 
-// events is GET /{resource}/{id}/lock/events: the record's lock events as
-// a text/event-stream (locked, released, taken-over, expiring, requested,
-// viewers), read from the database, so that every node's subscribers get
-// them.
-func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) {
+// events is GET /{resource}/{id}/lock/events: the record's lock events as a
+// text/event-stream, read from the database so every node's subscribers
+// get them.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) error {
 	s.serveStream(w, r, func() ([]watched, string, error) {
 		res, target, principal, err := s.liveCheck(r, res, ActionWatch)
 		return []watched{{res, target}}, principal, err
 	})
+	return nil
 }
 
-// serveStream serves an event stream of the records check names (after
-// checking that the caller may watch each): first each record's state,
-// then its changes.
+// serveStream serves the events of the records check names: their state first.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, check func() ([]watched, string, error)) {
-	// At most Config.StreamOpens streams read the database to open at
-	// once; the others wait their turn (a bounded wait, not a connection
-	// each).
+	// At most Config.StreamOpens streams read the database to open at once.
 	select {
 	case s.opening <- struct{}{}:
 	case <-r.Context().Done():
@@ -60,10 +55,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, check func(
 	}
 	<-s.opening
 	if err != nil && internal(err) {
-		// A browser's EventSource does not reconnect after an error
-		// status, so a stream that cannot open now (a database that is
-		// down or out of connections) opens, asks to be retried, and
-		// ends: the browser tries again, and the cause is logged.
+		// EventSource does not reconnect after an error status: a stream that
+		// cannot open asks to be retried and ends.
 		s.cfg.Logger.WarnContext(r.Context(), "httplock: an event stream could not open; its client will retry", slog.String("error", err.Error()))
 		streamHeaders(w)
 		fmt.Fprint(w, "retry: 2000\n: the stream could not open; try again\n\n")
@@ -86,12 +79,8 @@ func streamHeaders(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// watchAll watches each record of list until ctx ends, the caller a
-// viewer of each (presence), and merges their events into one channel,
-// closed when every watch has ended. Each watch's first event is its
-// record's state (locked, or released when it is free): a new page, and
-// a reconnect that missed a release while it was cut, start from what the
-// database has.
+// watchAll watches each record of list until ctx ends, the caller a viewer
+// of each, merging their events; each watch starts with its record's state.
 func (s *Server) watchAll(ctx context.Context, list []watched, principal string) (<-chan streamEvent, error) {
 	chans := make([]<-chan offlinelock.Event, len(list))
 	for i, wt := range list {
@@ -100,9 +89,8 @@ func (s *Server) watchAll(ctx context.Context, list []watched, principal string)
 			return nil, err
 		}
 		chans[i] = ch
-		// The page is a viewer of the record while its stream is open:
-		// the record's other pages are told (viewers). Without presence
-		// (a viewers table that cannot be made) the stream goes on.
+		// The page is a viewer while its stream is open; without presence the
+		// stream goes on.
 		if verr := s.cfg.Locks.View(ctx, s.cfg.DB, wt.target, principal); verr != nil {
 			s.cfg.Logger.WarnContext(ctx, "httplock: event stream: presence", slog.String("error", verr.Error()))
 		}
@@ -137,10 +125,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, principal string
 		data, _ := json.Marshal(eventOf(se.res, se.e))
 		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", sent, se.e.Kind, data)
 	}
-	// Each write gets a deadline of its own, past the next keep-alive: a
-	// server's WriteTimeout (a deadline for the whole response) would
-	// otherwise cut the stream, losing the event it was writing, while a
-	// reader that is gone still frees the handler.
+	// A deadline per write, past the next keep-alive, instead of the server's
+	// WriteTimeout, which would cut the stream.
 	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(2 * keepAliveEvery)) }
 	ended, done := s.openStream(r, principal)
 	defer done()

@@ -82,34 +82,28 @@ func (s *Server) body(res *resource, l *offlinelock.Lock, remaining time.Duratio
 }
 
 // lock is POST /{resource}/{id}/lock.
-func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
+func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) error {
 	res, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	principal, req, err := s.lockInput(r, res, target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	ttl, err := s.lockTTL(req)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
-	// Without a Lock-Token the request is a new session's, so a lock the
-	// principal holds already is refused with 423 like anyone else's: its
-	// token is known only to whoever got it (the table keeps its hash),
-	// and a second token for one lock would be a second way in.
+	// Without a Lock-Token the request is a new session's: the principal's own
+	// lock is refused too, since only its first holder knows its token.
 	owner := offlinelock.Owner{Session: s.lockSession(r), User: principal}
 	status := http.StatusCreated
 	presented := r.Header.Get(LockTokenHeader)
 	if presented != "" {
 		held, err := s.lockFor(r, presented, principal, target)
 		if err != nil {
-			s.WriteError(w, r, s.notYours(r, target, err))
-			return
+			return s.notYours(r, target, err)
 		}
 		owner, status = held.Owner, http.StatusOK // a refresh of the lease
 	}
@@ -119,8 +113,7 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	l, err := s.cfg.Locks.Acquire(s.cfg.DB.WithContext(ctx), target, offlinelock.Write)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	if l.Token == "" {
 		// A refresh returns no token (Acquire has none to give back): the
@@ -131,14 +124,11 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
 	if status == http.StatusOK {
-		// The lease asked for is the lease kept, shorter than the one
-		// left too (a page that is left asks for a few seconds): Acquire
-		// only extends, Shorten cuts what it kept beyond ttl. Both the
-		// expiry and the lease left are the stored ones.
+		// The lease asked for is the lease kept: Shorten cuts what Acquire kept
+		// beyond ttl; the stored expiry is answered.
 		cut, left, err := s.cfg.Locks.Shorten(s.cfg.DB.WithContext(ctx), target, ttl)
 		if err != nil {
-			s.WriteError(w, r, err)
-			return
+			return err
 		}
 		b.ExpiresAt, b.TTLRemainingSeconds = cut.ExpiresAt.UTC(), int64(math.Round(left.Seconds()))
 	}
@@ -147,13 +137,11 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) {
 	}
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, status, b)
+	return nil
 }
 
-// notYours is the answer to a Lock-Token that is no live lock of the
-// caller's on target (err, from lockFor): 423 as a lock without a token
-// gets it, naming the holder, when someone holds the record, and
-// lock-required when nobody does. Nothing is changed either way: a
-// token that is not the holder's neither renews nor cuts its lease.
+// notYours answers a Lock-Token that is no live lock of the caller's on
+// target: 423 naming the holder, or lock-required; nothing changes.
 func (s *Server) notYours(r *http.Request, target any, err error) error {
 	var re *requestError
 	if !errors.As(err, &re) || re.status != http.StatusForbidden {
@@ -174,9 +162,8 @@ func (s *Server) notYours(r *http.Request, target any, err error) error {
 	return &offlinelock.LockedError{Resource: resource, ID: id, Wanted: offlinelock.Write, Holders: holders}
 }
 
-// lockInput is who asks to lock target and what they ask, once target is
-// known to exist: ErrNoOwner without a principal, a 400 for a body that
-// is not a lock request, a 404 for a record that is not there.
+// lockInput is who asks to lock target and what: ErrNoOwner, a 400 for a
+// bad body, a 404 for a missing record.
 func (s *Server) lockInput(r *http.Request, res *resource, target any) (string, lockRequest, error) {
 	var req lockRequest
 	principal, err := s.cfg.Principal(r)
@@ -208,10 +195,15 @@ func (s *Server) lockTTL(req lockRequest) (time.Duration, error) {
 		}
 		ttl = time.Duration(*req.TTLSeconds) * time.Second
 	}
-	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
-		return 0, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason)
+	return ttl, checkReason(req.Reason)
+}
+
+// checkReason refuses a lock's reason that is too long or not printable.
+func checkReason(reason string) error {
+	if len(reason) > offlinelock.MaxReason || !printable(reason) {
+		return badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason)
 	}
-	return ttl, nil
+	return nil
 }
 
 // keptReason is the reason session's lock of target was taken with, which
@@ -249,66 +241,57 @@ func printable(s string) bool {
 }
 
 // unlock is POST /{resource}/{id}/unlock.
-func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) {
+func (s *Server) unlock(w http.ResponseWriter, r *http.Request, res *resource) error {
 	_, target, err := s.target(res, r.PathValue("id"))
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	token := r.Header.Get(LockTokenHeader)
 	if token == "" {
-		s.WriteError(w, r, badRequest("the Lock-Token header is missing"))
-		return
+		return badRequest("the Lock-Token header is missing")
 	}
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
+		return offlinelock.ErrNoOwner
 	}
 	if err := s.allow(r, res, principal, ActionLock); err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	held, err := s.lockFor(r, token, principal, target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	ctx := offlinelock.WithOwner(r.Context(), held.Owner)
 	if err := s.cfg.Locks.Release(s.cfg.DB.WithContext(ctx), target); err != nil {
 		if errors.Is(err, offlinelock.ErrNotLocked) {
 			err = forbidden("the lock has expired or was released")
 		}
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // info is GET /{resource}/{id}/lock. Like Middleware, it tells nobody
 // unauthenticated who holds what.
-func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
+func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) error {
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
-		s.WriteError(w, r, offlinelock.ErrNoOwner)
-		return
+		return offlinelock.ErrNoOwner
 	}
 	res, target, err := s.target(res, r.PathValue("id"))
 	if err == nil {
 		err = s.allow(r, res, principal, ActionRead)
 	}
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(r.Context()), target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	if len(holders) == 0 {
-		s.WriteError(w, r, notFoundLock)
-		return
+		return notFoundLock
 	}
 	var all []lockBody
 	for i := range holders {
@@ -317,6 +300,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request, res *resource) {
 	out := all[0]
 	out.Holders = all
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // ownLock finds the lock a token stands for and checks that it is the
@@ -366,9 +350,7 @@ func decode(r *http.Request, into any) error {
 	return nil
 }
 
-// writeJSON answers v as JSON: never sniffed as anything else, and never
-// stored by a cache (a lock's state changes by the second, and an answer
-// that carries a Lock-Token holds a secret).
+// writeJSON answers v as JSON, never sniffed or cached.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -173,9 +173,8 @@ type Server struct {
 // loginKey names one login of one principal among the open streams.
 func loginKey(principal, login string) string { return principal + "\x00" + login }
 
-// openStream registers an event stream of r's login, if Config.LoginSession
-// names one: the channel closes when EndLogin ends that login; done
-// forgets it.
+// openStream registers r's login's stream (Config.LoginSession): ended
+// closes when EndLogin ends it; done forgets it.
 func (s *Server) openStream(r *http.Request, principal string) (ended <-chan struct{}, done func()) {
 	if s.cfg.LoginSession == nil {
 		return nil, func() {}
@@ -300,8 +299,8 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /lock/events", s.sharedEvents)
 	origins := s.crossOrigin(s.cfg.TrustedOrigins, "cross-origin request refused: lock from the application's own pages, an origin in httplock.Config.TrustedOrigins, or an API client")
 	for name, res := range s.resources {
-		with := func(h func(http.ResponseWriter, *http.Request, *resource)) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) { h(w, r, res) }
+		with := func(h func(http.ResponseWriter, *http.Request, *resource) error) http.HandlerFunc {
+			return s.handle(func(w http.ResponseWriter, r *http.Request) error { return h(w, r, res) })
 		}
 		mux.Handle("POST /"+name+"/{id}/lock", origins.Handler(with(s.lock)))
 		mux.Handle("POST /"+name+"/{id}/unlock", origins.Handler(with(s.unlock)))
@@ -309,6 +308,15 @@ func (s *Server) Register(mux *http.ServeMux) {
 		mux.Handle("POST /"+name+"/{id}/lock/takeover", origins.Handler(with(s.takeOver)))
 		mux.Handle("POST /"+name+"/{id}/lock/request", origins.Handler(with(s.request)))
 		mux.HandleFunc("GET /"+name+"/{id}/lock/events", with(s.events))
+	}
+}
+
+// handle is h with its error answered by WriteError.
+func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.WriteError(w, r, err)
+		}
 	}
 }
 
@@ -353,18 +361,15 @@ func (s *Server) target(res *resource, id string) (*resource, any, error) {
 	return res, v.Interface(), nil
 }
 
-// newSession names the owner of one HTTP lock: a lock over HTTP has no
-// session of its own, so each acquisition gets a fresh opaque one, and the
-// token is how its client refers to it.
+// newSession is a fresh opaque session for one HTTP lock.
 func newSession(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// lockSession is newSession for a lock r takes: tagged with r's login
-// session (Config.LoginSession) when there is one, so that EndLogin finds
-// it. The tag is a hash: the lock table never holds the login's id.
+// lockSession is newSession tagged with a hash of r's login session, so that
+// EndLogin finds it.
 func (s *Server) lockSession(r *http.Request) string {
 	if s.cfg.LoginSession != nil {
 		if login, err := s.cfg.LoginSession(r); err == nil && login != "" {
@@ -410,10 +415,8 @@ func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, 
 	return total, nil
 }
 
-// pathSegment says whether name is one non-empty URL path segment that
-// needs no escaping: Register builds patterns from it, and Middleware
-// compares it with one segment of a route's pattern, so a name with a
-// slash would be served but never guarded.
+// pathSegment says whether name is one URL path segment needing no escape,
+// as Register and Middleware require.
 func pathSegment(name string) bool {
 	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {

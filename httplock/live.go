@@ -10,9 +10,7 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// The endpoints of a page that is being edited: take over, ask to edit,
-// and the record's lock events (the seed-001 scene in a browser; the
-// client is offlinelock.js).
+// The endpoints of a page being edited: take over, ask to edit, events.
 
 // SameUserTakeOver is the default Config.TakeOver: a principal may take
 // over only its own locks (another tab, a reload, another device).
@@ -24,19 +22,17 @@ func SameUserTakeOver(_ *http.Request, principal string, holder offlinelock.Lock
 }
 
 // takeOver is POST /{resource}/{id}/lock/takeover.
-func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource) {
-	res, target, principal, ok := s.liveTarget(w, r, res, ActionTakeOver)
-	if !ok {
-		return
+func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource) error {
+	res, target, principal, err := s.liveCheck(r, res, ActionTakeOver)
+	if err != nil {
+		return err
 	}
 	var req lockRequest
 	if err := decode(r, &req); err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
-	if len(req.Reason) > offlinelock.MaxReason || !printable(req.Reason) {
-		s.WriteError(w, r, badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason))
-		return
+	if err := checkReason(req.Reason); err != nil {
+		return err
 	}
 	policy := s.cfg.TakeOver
 	if policy == nil {
@@ -54,30 +50,27 @@ func (s *Server) takeOver(w http.ResponseWriter, r *http.Request, res *resource)
 	ctx := offlinelock.WithTTL(offlinelock.WithOwner(r.Context(), owner), s.cfg.DefaultTTL)
 	l, err := s.cfg.Locks.TakeOverIf(s.cfg.DB.WithContext(ctx), target, req.Reason, allow)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.Header().Set(LockTokenHeader, l.Token)
 	writeJSON(w, http.StatusCreated, s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt)))
+	return nil
 }
 
 // request is POST /{resource}/{id}/lock/request: ask the holder to let the
-// caller edit. 202; 409 when the caller holds the lock itself, or nobody
-// does (take it instead).
-func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) {
-	_, target, principal, ok := s.liveTarget(w, r, res, ActionRequest)
-	if !ok {
-		return
+// caller edit; 409 when the caller holds it or nobody does.
+func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) error {
+	_, target, principal, err := s.liveCheck(r, res, ActionRequest)
+	if err != nil {
+		return err
 	}
 	holders, err := s.cfg.Locks.Holders(s.cfg.DB.WithContext(r.Context()), target)
 	if err != nil {
-		s.WriteError(w, r, err)
-		return
+		return err
 	}
 	for _, h := range holders {
 		if h.Owner.User == principal {
-			s.WriteError(w, r, conflict("you hold this lock yourself"))
-			return
+			return conflict("you hold this lock yourself")
 		}
 	}
 	owner := offlinelock.Owner{Session: newSession("http-"), User: principal}
@@ -85,26 +78,14 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, res *resource) 
 	if errors.Is(err, offlinelock.ErrNotLocked) {
 		err = conflict("nobody holds this lock: take it")
 	}
-	if err != nil {
-		s.WriteError(w, r, err)
-		return
+	if err == nil {
+		w.WriteHeader(http.StatusAccepted)
 	}
-	w.WriteHeader(http.StatusAccepted)
+	return err
 }
 
-// liveTarget checks what every live endpoint needs: a principal (401), a
-// record of a served resource (404; an id that is not UTF-8 is 400), and
-// Resource.Allow's leave for action (403, or 404).
-func (s *Server) liveTarget(w http.ResponseWriter, r *http.Request, res *resource, action string) (*resource, any, string, bool) {
-	res, target, principal, err := s.liveCheck(r, res, action)
-	if err != nil {
-		s.WriteError(w, r, err)
-		return nil, nil, "", false
-	}
-	return res, target, principal, true
-}
-
-// liveCheck is liveTarget's checks, with their error.
+// liveCheck checks what every live endpoint needs: a principal (401), a
+// served record (404, 400) and Resource.Allow (403, 404).
 func (s *Server) liveCheck(r *http.Request, res *resource, action string) (*resource, any, string, error) {
 	principal, err := s.cfg.Principal(r)
 	if err != nil || principal == "" {
@@ -161,21 +142,15 @@ type viewerBody struct {
 // that proxies and load balancers keep it open.
 const keepAliveEvery = 15 * time.Second
 
-// signedIn says whether the request that opened a stream is still
-// principal's: a stream whose login ended (sign-out, a session's expiry:
-// Config.Principal no longer answers with principal) tells nothing more
-// and ends, before the event or keep-alive it would have written. The
-// browser's reconnect then gets the 401 of a request without a principal,
-// after which an EventSource does not try again.
+// signedIn says whether the stream's request is still principal's; a stream
+// whose login ended stops, and the reconnect's 401 ends the EventSource.
 func (s *Server) signedIn(r *http.Request, principal string) bool {
 	now, err := s.cfg.Principal(r)
 	return err == nil && now == principal
 }
 
-// eventOf is e as an event stream's data. A released event names no
-// holder (the lock is gone; its generation says which one ended, its
-// reason how); every other event that has a lock names its holder as the
-// LockEvent schema says, the same fields whatever the event.
+// eventOf is e as stream data: released names no holder; the others name
+// it as the LockEvent schema says.
 func eventOf(res *resource, e offlinelock.Event) eventBody {
 	b := eventBody{Resource: res.Name, ID: e.ID, By: e.By, Reason: e.Reason, At: e.At.UTC()}
 	if e.Kind == offlinelock.EventViewers {

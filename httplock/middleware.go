@@ -155,9 +155,8 @@ func (s *Server) writer(r *http.Request, target any, token, principal string) (o
 		case err == nil:
 			mine = held
 		case errors.As(err, &re) && re.status == http.StatusForbidden:
-			// A token that is no live lock of the caller's on this record
-			// (released, expired, another's, another record's) is no lock:
-			// the write is a 423, as seed 003 answers it; unlock keeps 403.
+			// A token that is no live lock of the caller's on this record is no lock:
+			// 423 (seed 003); unlock keeps 403.
 			refusal = lockRequired(re.detail)
 		default:
 			return offlinelock.Owner{}, err
@@ -190,10 +189,8 @@ func others(holders []offlinelock.Lock, mine *offlinelock.Lock) []offlinelock.Lo
 	return out
 }
 
-// isWrite tells whether r may change the record: anything but a GET, HEAD
-// or OPTIONS, and any request with a method-override header (with which
-// frameworks let a POST or a GET stand for another method), in case
-// something behind the Middleware honours it.
+// isWrite: anything but GET, HEAD or OPTIONS, or any request with a
+// method-override header something behind may honour.
 func isWrite(r *http.Request) bool {
 	for _, h := range []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"} {
 		if _, ok := r.Header[http.CanonicalHeaderKey(h)]; ok { // as the server stores them
@@ -207,13 +204,10 @@ func isWrite(r *http.Request) bool {
 	return true
 }
 
-// routeRecord finds the record a request's route names: the wildcard that
-// follows a served resource's name in r.Pattern, where the name is a
-// literal segment or the value of a wildcard ({resource}, {kind}). It
-// reports unreadable for a route it cannot read, where a write must be
-// refused because its record is unknown: no ServeMux pattern at all (the
-// Middleware wraps a whole mux or another router), or a subtree pattern
-// that ends at a resource's name ("/orders/", a sub-mux below it).
+// routeRecord finds the record r's route names: the wildcard after a served
+// resource's name (literal or wildcard value) in r.Pattern. !readable: no
+// ServeMux pattern, or a subtree ending at a resource, so a write's record
+// is unknown.
 func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readable bool) {
 	if ro, ok := r.Context().Value(routeKey{}).(routeOf); ok {
 		return ro.res, ro.id, true // MiddlewareFor: the application named it

@@ -68,9 +68,8 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// operationWords is the resources' names in order, and the word each
-// one's operationIds carry (its Singular, or its name, as an
-// identifier): an error when one has none or two share one.
+// operationWords is the resources' names in order and each one's
+// operationId word: an error when one has none or two share one.
 func (s *Server) operationWords() (names []string, words map[string]string, err error) {
 	for name := range s.resources {
 		names = append(names, name)
@@ -94,10 +93,8 @@ func (s *Server) operationWords() (names []string, words map[string]string, err 
 	return names, words, nil
 }
 
-// forResource is a copy of the generic path item for one resource: its
-// path parameters the resource's id alone, its operationIds the
-// resource's (word in them); for the record's own path (record), only the
-// served methods, or nil when it serves none.
+// forResource is the generic path item for one resource: its id, its
+// operationIds and, for the record's own path, only the served methods.
 func forResource(item *yaml.Node, singular, word, idName string, served map[string]bool, record bool) *yaml.Node {
 	c := deepCopy(item)
 	var content []*yaml.Node
@@ -130,9 +127,7 @@ func isMethod(s string) bool {
 	return false
 }
 
-// operationID is a generic operation's id for one resource: the record's
-// own (patchRecord) with word in place of Record (patchOrder), the others
-// with word after them (lockOrder, getLockOrder).
+// operationID is a generic operation's id for one resource (patchOrder, lockOrder).
 func operationID(generic, word string) string {
 	if verb, ok := strings.CutSuffix(generic, "Record"); ok {
 		return verb + word
@@ -140,9 +135,7 @@ func operationID(generic, word string) string {
 	return generic + word
 }
 
-// identifier is s as one capitalized word of ASCII letters and digits, as
-// code generators name methods: "order" is "Order", "line item" is
-// "LineItem".
+// identifier is s as one capitalized ASCII word ("line item" is "LineItem").
 func identifier(s string) string {
 	var b strings.Builder
 	up := true

@@ -10,15 +10,9 @@ import (
 // watch (a browser's open edit pages, offlinelock.js): more is a 400.
 const MaxStreamRecords = 64
 
-// sharedEvents is GET /lock/events?watch=customers/129&watch=orders/ord_1:
-// the lock events of several records in one text/event-stream, each
-// event naming its record (resource, id), as the record's own stream
-// tells them, each record's state first. It is the stream the tabs of one
-// browser share, so that they hold one of the browser's few connections
-// to the host between them instead of one each. Every record is checked
-// as its own stream's open is (a resource and a record that exist,
-// Resource.Allow's leave to watch): a record the caller may not watch
-// refuses the whole stream, with that record's status.
+// sharedEvents is GET /lock/events?watch=res/id&…: several records' events
+// in one stream, which a browser's tabs share. Each record is checked as
+// its own stream is; one refused refuses the stream.
 func (s *Server) sharedEvents(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, func() ([]watched, string, error) {
 		names, err := watchList(r.URL.Query()["watch"])

@@ -22,12 +22,10 @@ func usagef(fs *flag.FlagSet, format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...), fs: fs}
 }
 
-// errNotHeld is show's and release's answer for a record nobody holds:
-// exit code 3.
+// errNotHeld: show's and release's record nobody holds (exit code 3).
 var errNotHeld = errors.New("nobody holds a lock on it")
 
-// newFlags is the flag set of one command; synopsis follows its name in
-// the usage line.
+// newFlags is one command's flag set; synopsis follows its name in usage.
 func newFlags(name, synopsis, about string) *flag.FlagSet {
 	fs := flag.NewFlagSet("offlinelock "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // parse errors are reported once, by cli.exit
@@ -38,9 +36,8 @@ func newFlags(name, synopsis, about string) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args into fs and returns the positional arguments. Flags
-// may come before, between or after them ("release orders 7 --reason x");
-// everything after "--" is positional (an id that starts with '-').
+// parse parses args into fs and returns the positional arguments: flags may
+// stand anywhere, and everything after "--" is positional.
 func parse(c cli, fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
@@ -64,9 +61,8 @@ func parse(c cli, fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// ended says whether fs.Parse(args) stopped at a "--" (which it drops)
-// rather than at a positional argument: "--" is there, and is not the
-// value of the flag before it ("--reason --").
+// ended says whether fs.Parse stopped at a "--" (which it drops) that is not
+// the value of the flag before it ("--reason --").
 func ended(fs *flag.FlagSet, args, rest []string) bool {
 	i := len(args) - len(rest) - 1
 	if i < 0 || args[i] != "--" {
@@ -91,8 +87,7 @@ func ended(fs *flag.FlagSet, args, rest []string) bool {
 // go-sql-driver form's user:PASSWORD@, and libpq's password=PASSWORD.
 var secrets = regexp.MustCompile(`(?i)(^[^@\s/]*:|://[^@/\s]*:|\bpassword\s*=\s*)('[^']*'|[^@\s]*)`)
 
-// withoutPasswords is args as a usage error may quote them: a DSN given
-// without --dsn is a stray argument, and its password must not be shown.
+// withoutPasswords is args with DSN passwords hidden, for usage errors.
 func withoutPasswords(args []string) []string {
 	out := make([]string, len(args))
 	for i, a := range args {

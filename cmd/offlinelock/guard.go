@@ -13,12 +13,10 @@ import (
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
-// errUnguarded is guard status's or install's finding that a declared
-// table is not fully guarded (exit code 4).
+// errUnguarded: a declared table is not fully guarded (exit code 4).
 var errUnguarded = errors.New("a declared table is not fully guarded")
 
-// errNothingDeclared is guard status's or install's finding that no
-// lockable table is declared in the catalog yet (exit code 5).
+// errNothingDeclared: no lockable table is declared yet (exit code 5).
 var errNothingDeclared = errors.New("no lockable table is declared yet")
 
 // guardCmd shows, installs or removes the database guard (docs/guard.md).
@@ -68,10 +66,7 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 	var installErr error
 	switch pos[0] {
 	case "install":
-		// What the application's features need beside the lock table
-		// (the notes and viewers tables), so that a role with DML only
-		// finds them; then the guard, reported with the tables it left
-		// unguarded.
+		// The feature tables first, so a role with DML only finds them; then the guard.
 		if err := locks.CreateFeatureTables(db); err != nil {
 			return err
 		}
@@ -138,15 +133,12 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 	return installErr
 }
 
-// checkThenRegister is install's start: where the install has something
-// to change (the lock table, the feature tables, the guard), this role's
-// privileges are checked before any of it is, so that an install never
-// stops half-way; then the plugin is registered, which creates the lock
-// table where it is missing, as the application's db.Use would.
+// checkThenRegister checks this role's privileges before an install changes
+// anything, so it never stops half-way, then registers the plugin (which
+// creates a missing lock table, as db.Use would).
 func checkThenRegister(db *gorm.DB, locks *offlinelock.Plugin, table string) error {
 	if db.Dialector.Name() != "sqlite" {
-		// A newer guard (ErrGuardProtocol) is the install's to report,
-		// with the tables' state; it changes nothing.
+		// A newer guard (ErrGuardProtocol) is the install's to report.
 		todo, err := locks.GuardSQL(db)
 		if err != nil && todo == nil && !errors.Is(err, offlinelock.ErrGuardProtocol) {
 			return err
@@ -163,13 +155,11 @@ func checkThenRegister(db *gorm.DB, locks *offlinelock.Plugin, table string) err
 	return nil
 }
 
-// installTries bounds installPatiently: an install waits 1 s at most for
-// each business table in use (docs/guard.md), and an operator's install
-// under traffic tries again this many times before it reports the table.
+// installTries bounds installPatiently's tries under traffic (each waits up
+// to 1 s for a business table in use).
 const installTries = 10
 
-// installPatiently is InstallGuard, tried again while a table it guards
-// is in use (a lock timeout), a little later each time.
+// installPatiently is InstallGuard, tried again, later each time, on lock timeouts.
 func installPatiently(locks *offlinelock.Plugin, db *gorm.DB) error {
 	err := locks.InstallGuard(db)
 	for i := 1; i < installTries && lockstore.IsLockTimeout(err); i++ {

@@ -9,10 +9,8 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// printGuardSQL is `guard install --print-sql`: the statements the install
-// would run now, printed for a DBA to run as the tables' owner; nothing is
-// changed. Exit 5 where no lockable table is declared yet (the guard's
-// statements come with a later run), as install's.
+// printGuardSQL is guard install --print-sql: the statements the install
+// would run, changing nothing; exit 5 with no lockable table declared.
 func printGuardSQL(ctx context.Context, c cli, d *dbFlags) error {
 	db, locks, closeDB, err := d.open(ctx, offlinelock.Config{LeaveGuard: true}, plans)
 	if err != nil {

@@ -39,11 +39,8 @@ func listCmd(ctx context.Context, c cli, args []string) error {
 		return err
 	}
 	defer closeDB()
-	// List orders by resource, id and holder only, so a limit in its query
-	// would keep the first n of that order, not of --sort's: every matching
-	// lock is read (as --limit 0 always did), ordered here as the console
-	// orders them, then cut. Memory grows with the locks that match; the
-	// filters narrow them.
+	// List orders by key only, so every matching lock is read, then sorted as
+	// the console sorts them and cut to --limit; the filters bound memory.
 	got, err := locks.List(db, f)
 	if err != nil {
 		return err
@@ -70,8 +67,7 @@ func checkList(fs *flag.FlagSet, pos []string, limit int, sortBy string) error {
 	return nil
 }
 
-// showCmd prints the live holders of one record: its writer, or its
-// readers.
+// showCmd prints the live holders of one record.
 func showCmd(ctx context.Context, c cli, args []string) error {
 	fs := newFlags("show", "RESOURCE ID [flags]", "Prints who holds the record RESOURCE ID (as list shows them): its writer,\nor its readers. Exit code 3 when nobody does.")
 	d := addDBFlags(c, fs)

@@ -22,8 +22,7 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// connectTimeout bounds connecting to a server: a DSN naming a host that
-// does not answer fails instead of hanging.
+// connectTimeout bounds connecting, so a host that does not answer fails.
 const connectTimeout = 15 * time.Second
 
 // dbFlags are the flags every command takes to reach the lock table.
@@ -34,8 +33,7 @@ type dbFlags struct {
 
 func addDBFlags(c cli, fs *flag.FlagSet) *dbFlags {
 	d := &dbFlags{getenv: c.getenv}
-	// The default is read when the command runs, not shown here: a DSN
-	// may carry a password.
+	// The default is read when the command runs: a DSN may carry a password.
 	fs.StringVar(&d.dsn, "dsn", "", "the database's `DSN` (default $OFFLINELOCK_DSN); see offlinelock help")
 	fs.StringVar(&d.table, "table", offlinelock.DefaultTable, "the lock table's `name`, as in offlinelock.Config.Table")
 	return d
@@ -45,24 +43,18 @@ func addDBFlags(c cli, fs *flag.FlagSet) *dbFlags {
 type access int
 
 const (
-	// reads: list, show and stats only SELECT, so a role that may only
-	// read the lock table is enough. The plugin is not registered (db.Use
-	// would run its idempotent DDL, which such a role may not).
+	// reads: list, show and stats only SELECT; no plugin registered (its DDL
+	// needs more than a reading role).
 	reads access = iota
-	// writes: release and sweep change lock rows; the plugin is registered
-	// as the application registers it, so they need the application's role.
+	// writes: release and sweep register the plugin as the application does.
 	writes
-	// plans: guard install, the owner's step at deploy time, opens
-	// without registering the plugin, the lock table missing or not: it
-	// reads what is there first (--print-sql prints the DDL; install
-	// checks its privileges, then registers the plugin, which creates the
-	// lock table as db.Use does: checkThenRegister).
+	// plans: guard install opens without registering, lock table or not, and
+	// checks privileges first (checkThenRegister).
 	plans
 )
 
-// open connects to the database, checks that the lock table is there, and
-// makes a plugin for it with cfg (whose Table it sets), registered for
-// writes. closeDB closes the connections.
+// open connects, checks the lock table is there and makes a plugin on it
+// with cfg (registered for writes); closeDB closes the connections.
 func (d *dbFlags) open(ctx context.Context, cfg offlinelock.Config, a access) (db *gorm.DB, locks *offlinelock.Plugin, closeDB func(), err error) {
 	dsn := d.dsn
 	if dsn == "" {
@@ -87,12 +79,10 @@ func (d *dbFlags) open(ctx context.Context, cfg offlinelock.Config, a access) (d
 	return db, locks, func() { sqlDB.Close() }, nil
 }
 
-// plugin makes a plugin with cfg on d.table, which must exist, and
-// registers it for writes.
+// plugin makes a plugin with cfg on d.table, registered for writes.
 func (d *dbFlags) plugin(db *gorm.DB, server string, cfg offlinelock.Config, a access) (*offlinelock.Plugin, error) {
-	// db.Use would create a missing lock table: a mistyped --table or a
-	// wrong database would then show an empty table instead of an error,
-	// and leave tables behind.
+	// db.Use would create a missing lock table: a mistyped --table would then
+	// show an empty one instead of an error.
 	if a != plans && !db.Migrator().HasTable(d.table) {
 		return nil, fmt.Errorf("no lock table %q in this %s database: check --dsn and --table (the command never creates one), and that this role has privileges on it (a role without them does not see it); `offlinelock guard install`, run as the tables' owner, creates it", d.table, server)
 	}
@@ -134,8 +124,7 @@ func connect(ctx context.Context, dial gorm.Dialector, server string) (*gorm.DB,
 // keyValue is the start of a libpq key=value connection string.
 var keyValue = regexp.MustCompile(`^\s*[A-Za-z_]+\s*=`)
 
-// dialectorFor picks the driver by the DSN's form (see usage) and names
-// the server for messages.
+// dialectorFor picks the driver by the DSN's form and names the server.
 func dialectorFor(dsn string) (gorm.Dialector, string, error) {
 	lower := strings.ToLower(dsn)
 	switch {
@@ -165,8 +154,7 @@ func dialectorFor(dsn string) (gorm.Dialector, string, error) {
 func mysqlURL(dsn string) (*mysqldriver.Config, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		// url.Parse's message quotes the whole URL, password included:
-		// keep only what is wrong with it.
+		// url.Parse's message quotes the password: keep only what is wrong.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
@@ -190,9 +178,8 @@ func mysqlURL(dsn string) (*mysqldriver.Config, error) {
 	return cfg, nil
 }
 
-// mysqlDialector opens cfg with what the MySQL store needs: DATETIME
-// values parsed, as UTC (parseTime=true, loc=UTC, whatever the DSN says;
-// the command prints UTC anyway), and a connect timeout.
+// mysqlDialector opens cfg as the MySQL store needs (parseTime, UTC) with a
+// connect timeout.
 func mysqlDialector(cfg *mysqldriver.Config) (gorm.Dialector, string, error) {
 	if cfg.DBName == "" {
 		return nil, "", errors.New("the MySQL DSN names no database (…/DBNAME)")
@@ -205,8 +192,8 @@ func mysqlDialector(cfg *mysqldriver.Config) (gorm.Dialector, string, error) {
 	return mysql.Open(cfg.FormatDSN()), "MySQL/MariaDB", nil
 }
 
-// sqliteDialector opens an existing SQLite file: sqlite:PATH or PATH with
-// the settings of offlinelock.SQLiteDSN, a file: URI with a query as it is.
+// sqliteDialector opens an existing SQLite file with offlinelock.SQLiteDSN's
+// settings, or a file: URI with a query as it is.
 func sqliteDialector(dsn string) (gorm.Dialector, string, error) {
 	path, query, uri := dsn, "", false
 	switch lower := strings.ToLower(dsn); {
@@ -219,8 +206,7 @@ func sqliteDialector(dsn string) (gorm.Dialector, string, error) {
 			path = p
 		}
 	}
-	// SQLite would create a missing file: a mistyped path would then be an
-	// empty database rather than an error.
+	// SQLite would create a missing file.
 	if st, err := os.Stat(path); err != nil || st.IsDir() {
 		return nil, "", fmt.Errorf("no SQLite database at %q", path)
 	}

@@ -13,8 +13,7 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// lockJSON is a lock in --json output. It has no token: List and Holders
-// never return one.
+// lockJSON is a lock in --json output, never with a token.
 type lockJSON struct {
 	Resource   string `json:"resource"`
 	ID         string `json:"id"`
@@ -46,8 +45,7 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeLocks prints locks as a JSON array, or as an aligned table with a
-// header (also when there are none).
+// writeLocks prints locks as a JSON array or an aligned table with a header.
 func writeLocks(w io.Writer, locks []offlinelock.Lock, asJSON bool) error {
 	if asJSON {
 		out := make([]lockJSON, 0, len(locks))
@@ -65,9 +63,8 @@ func writeLocks(w io.Writer, locks []offlinelock.Lock, asJSON bool) error {
 	return tw.Flush()
 }
 
-// cell is s as a table cell: Go-quoted when it is empty or holds spaces,
-// quotes or control characters, so that every row has the same columns
-// and a name cannot send escape sequences to the terminal.
+// cell is s as a table cell, Go-quoted when empty or holding spaces, quotes
+// or control characters: same columns, no terminal escapes.
 func cell(s string) string {
 	odd := func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' }
 	if s == "" || strings.ContainsFunc(s, odd) {

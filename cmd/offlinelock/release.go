@@ -17,13 +17,11 @@ import (
 // maxReason bounds --reason, as httplock bounds an admin release's reason.
 const maxReason = 1000
 
-// operatorSession is the session the operator acts as: it holds no locks,
-// and the audit log shows where the release came from.
+// operatorSession is the session the operator acts as, shown in the audit log.
 const operatorSession = "offlinelock-cli"
 
-// releaseCmd force-releases every lock on one record, as
-// Plugin.ForceRelease does, or in bulk the locks of a user or a session
-// (older than a duration), logged with the operator and the reason.
+// releaseCmd force-releases every lock on one record, or in bulk a user's
+// or a session's, logged with the operator and the reason.
 func releaseCmd(ctx context.Context, c cli, args []string) error {
 	fs := newFlags("release", "RESOURCE ID --reason TEXT [flags], or --user U | --session S [--older-than D] --reason TEXT",
 		"Removes every lock on the record RESOURCE ID, whoever holds it (ForceRelease),\n"+
@@ -75,9 +73,8 @@ func releaseCmd(ctx context.Context, c cli, args []string) error {
 	return writeLocks(c.stdout, released, *asJSON)
 }
 
-// bulkRelease force-releases the records whose locks f selects (acquired
-// more than olderThan ago, when set), each only when every holder of the
-// record is selected: a record others share is skipped, named on stderr.
+// bulkRelease force-releases the records f selects (older than olderThan),
+// each only when every holder is selected; others are named on stderr.
 func bulkRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, reason string, f offlinelock.Filter, olderThan time.Duration) ([]offlinelock.Lock, error) {
 	db, locks, closeDB, released, err := openForRelease(ctx, c, d, reason)
 	if err != nil {
@@ -121,11 +118,8 @@ func bulkRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, r
 }
 
 // forceRelease runs ForceRelease as op and returns the locks it removed.
-//
-// The command runs as an admin: whoever runs it reaches the database with
-// its credentials, and could delete the rows by hand. So its Authorize
-// allows force_release (and nothing else), and records each holder it
-// approves; the plugin's audit log line carries the reason.
+// Whoever runs the command could delete the rows by hand, so its Authorize
+// allows force_release alone and records each holder it approves.
 func forceRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, reason, resource, id string) ([]offlinelock.Lock, error) {
 	db, locks, closeDB, released, err := openForRelease(ctx, c, d, reason)
 	if err != nil {
@@ -139,14 +133,12 @@ func forceRelease(ctx context.Context, c cli, d *dbFlags, op offlinelock.Owner, 
 	return *released, err
 }
 
-// openForRelease opens the database for force releases logged with
-// reason; released collects, as Authorize approves them, the locks removed.
+// openForRelease opens the database for force releases logged with reason;
+// released collects the locks Authorize approves.
 func openForRelease(ctx context.Context, c cli, d *dbFlags, reason string) (*gorm.DB, *offlinelock.Plugin, func(), *[]offlinelock.Lock, error) {
 	released := &[]offlinelock.Lock{}
 	cfg := offlinelock.Config{
-		// A release grants nothing: it neither installs nor checks the
-		// guard, so the operator's role needs the lock table's grants
-		// only (docs/guard.md, Roles and grants).
+		// A release grants nothing, so the role needs the lock table's grants only.
 		LeaveGuard: true,
 		Logger:     slog.New(slog.NewTextHandler(c.stderr, nil)).With(slog.String("reason", reason)),
 		Authorize: func(_ context.Context, action string, l offlinelock.Lock) error {

@@ -71,8 +71,7 @@ func counts(cs []offlinelock.Count) []countJSON {
 	return out
 }
 
-// writeStats prints s as aligned text: one line for each figure, then one
-// for each resource and each user.
+// writeStats prints s as aligned text: each figure, resource and user.
 func writeStats(w io.Writer, s offlinelock.Stats) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "live locks\t%d\n", s.Live)

@@ -7,8 +7,7 @@ import (
 	"github.com/offlinelock/offlinelock"
 )
 
-// sweepCmd deletes the expired rows of the lock table once, as the
-// sweeper does.
+// sweepCmd deletes the expired rows once, as the sweeper does.
 func sweepCmd(ctx context.Context, c cli, args []string) error {
 	fs := newFlags("sweep", "[flags]",
 		"Deletes the lock table's expired rows (Plugin.Sweep: in batches, resting between\n"+

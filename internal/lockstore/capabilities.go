@@ -7,55 +7,35 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// Every store is a Store; what else one can do is declared here, in one
-// place, and resolved once when the store is made (Traits), so the plugin
-// asks a field instead of asserting an interface on every statement, and
-// a store that stops implementing a capability fails to compile (the
-// assertions at the end) instead of silently losing it.
+// What a store can do beyond Store is resolved once (Traits), so the plugin
+// reads a field, and the assertions at the end keep a capability from
+// silently going.
 
-// Traits is what one store's database can do, resolved once by its Traits method.
-// A nil interface is a capability the database lacks.
+// Traits is what one store's database can do; a nil interface is a lack.
 type Traits struct {
-	// RowLocks: the plugin's reads of the application's rows must lock
-	// them (FOR UPDATE, FOR SHARE) to keep them until the transaction
-	// ends. A database that serialises writers (SQLite) needs none.
+	// RowLocks: reads of the application's rows must lock them (not SQLite).
 	RowLocks bool
-	// ShareLock is a locking read in share mode, with a leading space
-	// (" FOR SHARE"); "" where RowLocks is false.
+	// ShareLock is a share-mode locking read (" FOR SHARE"); "" without RowLocks.
 	ShareLock string
-	// UpdateOf: FOR UPDATE OF t locks the rows of t alone (PostgreSQL);
-	// without it (MariaDB) a joined read locks every table's rows.
+	// UpdateOf: FOR UPDATE OF t locks t's rows alone (PostgreSQL).
 	UpdateOf bool
-	// SnapshotReads: plain reads inside a transaction see its snapshot,
-	// not the latest committed rows (InnoDB under REPEATABLE READ), so
-	// Held is used only outside transactions.
+	// SnapshotReads: plain reads in a transaction see its snapshot (InnoDB),
+	// so Held is used only outside transactions.
 	SnapshotReads bool
-	// UpsertsOnAnyUnique: an upsert runs on whichever unique key the new
-	// row collides with, whatever conflict target the statement names
-	// (MySQL's INSERT … ON DUPLICATE KEY UPDATE).
+	// UpsertsOnAnyUnique: an upsert runs on whichever unique key collides (MySQL).
 	UpsertsOnAnyUnique bool
-	// PreparedWrites: a write whose fence rides in its WHERE runs on
-	// statements the store keeps prepared (PreparedWriteTx; SQLite, where
-	// compiling the fence's subquery costs more than running it).
+	// PreparedWrites: fenced writes run on prepared statements (SQLite).
 	PreparedWrites bool
-	// OneWriter: the database lets one connection write at a time, and its
-	// DDL is transactional (SQLite): another connection of the pool would
-	// wait for the caller's open write transaction.
+	// OneWriter: one connection writes at a time, DDL is transactional (SQLite).
 	OneWriter bool
-	// OrderedWrites: GORM builds a statement's ORDER BY and LIMIT into its
-	// UPDATE and DELETE (its MySQL dialect's clauses), so such a write
-	// changes only the rows they admit.
+	// OrderedWrites: GORM builds ORDER BY and LIMIT into UPDATE and DELETE (MySQL).
 	OrderedWrites bool
 	// Identity is how a writer's identity reaches the guard (dialect.go).
 	Identity IdentityWay
-	// KeyLoad is how many statements a load of one record by its key
-	// costs, the read included, when it takes a fresh Write lock outside
-	// a transaction: 1 where the grant rides in the read (Loader), else
-	// the store's grant of one key and the read.
+	// KeyLoad is the statements a fresh Write load of one key costs outside a
+	// transaction, the read included.
 	KeyLoad int
-	// QueryLoad is the same for a load of the rows a WHERE finds: 2 where
-	// one statement finds and locks them (Loader.FindAndLock), else the
-	// key-only SELECT, the grant and the read.
+	// QueryLoad is the same for the rows a WHERE finds.
 	QueryLoad int
 
 	Held       Held       // the holder's re-read checks its lock in its own statement
@@ -71,8 +51,7 @@ type Traits struct {
 	StatementSigner StatementSigner // a write's identity, and an upsert's fence, in its statement
 }
 
-// Traits is Store's: PostgreSQL's writes name their writer in the
-// transaction.
+// Traits is Store's: PostgreSQL's writes name their writer in the transaction.
 func (s *postgresStore) Traits() Traits {
 	t := traitsOf(s)
 	t.Identity = IdentityInTx
@@ -80,9 +59,8 @@ func (s *postgresStore) Traits() Traits {
 	return t
 }
 
-// Traits is Store's: InnoDB's share lock and snapshot reads, an upsert
-// that meets any unique key, writes in key order, a writer's identity in
-// its statement.
+// Traits is Store's: InnoDB's share lock and snapshot reads, any-key upserts,
+// ordered writes, the writer's identity in its statement.
 func (s *mysqlStore) Traits() Traits {
 	t := traitsOf(s)
 	t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
@@ -99,8 +77,7 @@ func (s *sqliteStore) Traits() Traits {
 	return t
 }
 
-// traitsOf is the traits every store shares: its row locks and the
-// optional interfaces s implements.
+// traitsOf is the traits every store shares: row locks and optional interfaces.
 func traitsOf(s Store) Traits {
 	t := Traits{RowLocks: s.RowLocks()}
 	if t.RowLocks {
@@ -119,161 +96,108 @@ func traitsOf(s Store) Traits {
 	return t
 }
 
-// Held is implemented by stores that check, in the read's own statement,
-// that the session still holds the lock of the record it re-reads: the
-// re-read is one read-only statement.
+// Held is implemented by stores that check, in the re-read's own statement,
+// that the session still holds the record's lock.
 type Held interface {
-	// HeldCondition is a condition to add to a load of k that is true only
-	// while session holds a fresh enough lock on k (more than margin left).
+	// HeldCondition is true only while session holds a lock on k with more than margin left.
 	HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression
 }
 
-// Loader is implemented by stores that lock and read in the read's own
-// statement (PostgreSQL): the commonest loads, by key and by WHERE, cost one
-// round trip. The other stores take the general path.
+// Loader is implemented by stores that lock and read in one statement
+// (PostgreSQL); the others take the general path.
 type Loader interface {
-	// GrantPrefix is a WITH clause to put before a load of k, its
-	// parameters numbered after the load's own after: it takes the Write
-	// lock for o in the read's statement, with token's hash. The load adds
-	// GrantCondition to its WHERE and reads FOR SHARE, so that the row is
-	// never older than the lock.
+	// GrantPrefix is a WITH clause before a load of k (parameters numbered
+	// after after) taking o's Write lock; the load adds GrantCondition and reads
+	// FOR SHARE, so the row is never older than the lock.
 	GrantPrefix(k Key, o Owner, token string, ttl time.Duration, after int) (string, []any)
 	GrantCondition() clause.Expression
 
-	// FindAndLock locks, all or nothing, the Write locks of the keys that
-	// keysSQL (a SELECT of one key column named column) finds, with the
-	// resource resource, in one statement. refused reports that some key
-	// is held: nothing was granted, and the general path names the holders.
+	// FindAndLock locks all or none of the Write locks of the keys keysSQL finds
+	// (column), in one statement; refused: some key is held.
 	FindAndLock(c Conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []GrantRow, refused bool, err error)
 }
 
-// Folder is implemented by stores that can check the fence in the write's
-// own statement (the root's fence.go).
+// Folder is implemented by stores that fence in the write's own statement.
 type Folder interface {
-	// FenceCondition is a condition to add to a write of k that is true
-	// only while session holds a valid Write lock on k, and that keeps k's
-	// key row from changing until the transaction ends (a row lock, or
-	// SQLite's one writer at a time).
+	// FenceCondition holds only while session holds a valid Write lock on k, and
+	// keeps k's key row from changing until the transaction ends.
 	FenceCondition(k Key, session string) clause.Expression
 }
 
-// FenceCall is implemented by stores whose fence in the write's own
-// statement is a routine of the guard's that refuses with an error rather
-// than matching no row (MySQL/MariaDB, fence_mysql.go): there a write that
-// leaves its row as it was reports 0 rows, so only an error tells a lost
-// lock from an unchanged row without another statement.
+// FenceCall is implemented by stores whose in-statement fence is a guard
+// routine that refuses with an error (MySQL, fence_mysql.go): there a write
+// that changes nothing reports 0 rows like a lost lock.
 type FenceCall interface {
-	// FenceCall is a condition for a write of k by session that holds
-	// while session holds a valid Write lock on k (or, with orFree, for a
-	// row the write may create, while no other session holds a live lock
-	// on k) and keeps k's key row share-locked until the transaction ends;
-	// otherwise the write fails with an error FenceRefused recognises. ok
-	// is false while the routine is not installed (the guard off, or not
-	// yet installed).
+	// FenceCall holds while session holds a valid Write lock on k (with orFree,
+	// or while k is free) and share-locks k's key row; else the write fails
+	// with an error FenceRefused recognises. ok is false while not installed.
 	FenceCall(k Key, session string, orFree bool) (cond clause.Expression, ok bool)
-	// FenceRefused reports whether err is the fence routine's refusal. An
-	// error saying the routine is gone is not (the write fails as it is),
-	// and FenceCall answers false from then until the guard is installed
-	// again.
+	// FenceRefused reports whether err is the fence routine's refusal; a missing
+	// routine is not, and turns FenceCall off until the guard is reinstalled.
 	FenceRefused(err error) bool
 }
 
 // Guard is implemented by the stores whose database can guard tables.
 type Guard interface {
 	GuardTraits
-	// InstallGuardRoutine creates or replaces the routine every guarded
-	// table's triggers call.
+	// Guard is implemented by the stores whose database can guard tables (docs/guard.md).
 	InstallGuardRoutine(c Conn) error
-	// GuardKey reads the guard's key (guard_key.go), which
-	// InstallGuardRoutine makes; "" before it did. Keep it secret: who
-	// has it can write past the guard as any session.
+	// InstallGuardRoutine creates or replaces the routine the triggers call.
 	GuardKey(c Conn) (string, error)
-	// Equal is a condition, answered by expr's index, that the column
-	// expression expr of type colType holds the key of kind k whose text
-	// is the SQL expression id; false where the store knows none.
+	// GuardKey reads the guard's key ("" before install). Keep it secret.
 	Equal(k KeyKind, expr, id, colType string) (string, bool)
-	// SetRefusal makes the guard's refusals name the record only
-	// (recordOnly), or its holder and the lock's times too.
+	// Equal is a condition, answered by expr's index, that expr holds key id.
 	SetRefusal(c Conn, recordOnly bool) error
-	// Inheritors lists the tables that inherit table's rows, at every
-	// depth: its partitions and inheritance children (PostgreSQL; none on
-	// MySQL), whose direct writes fire their own triggers only; and
-	// whether table is partitioned.
+	// SetRefusal makes refusals name the record only, or the holder and times too.
 	Inheritors(c Conn, table string) (children []string, partitioned bool, err error)
-	// GuardTable creates or replaces plan's triggers, unless the table
-	// carries them at plan's version already. A table that does not exist
-	// is left alone (guarded before its first lock or write).
+	// Inheritors lists table's partitions and inheritance children, at every
+	// depth (PostgreSQL), and whether table is partitioned.
 	GuardTable(c Conn, plan GuardPlan) error
-	// GuardedTables lists the tables carrying this lock table's guard, with
-	// the version each carries.
+	// GuardTable creates or replaces plan's triggers unless at plan's version;
+	// a missing table is left alone.
 	GuardedTables(c Conn) (map[string]string, error)
-	// TableState reports whether plan's triggers, and the routines they
-	// call, are in place as this version installs them: GuardOK, or what
-	// differs (GuardDropped, GuardDisabled, GuardReplaced, GuardHidden).
+	// GuardedTables lists the guarded tables by the version each carries.
 	TableState(c Conn, plan GuardPlan) (string, error)
 	// RemoveGuard drops every trigger and routine of this lock table's guard.
 	RemoveGuard(c Conn) error
-	// MissingGuardPrivileges names each privilege this role lacks to
-	// install the guard on tables (or, with remove, to remove it from
-	// them), with the grant that gives it; none when it has them all.
+	// TableState is GuardOK or what differs from what this version installs.
 	MissingGuardPrivileges(c Conn, tables []string, remove bool) ([]string, error)
-	// ColumnTypes reports the database's type of each column of table,
-	// lower case, by column name; nil when the table does not exist.
+	// RemoveGuard drops every trigger and routine of this lock table's guard.
 	ColumnTypes(c Conn, table string) (map[string]string, error)
-	// QualifiedName is table quoted and qualified by its schema (its
-	// database on MySQL), resolved now, at install, as a base table: the
-	// guard's SQL reads it by that name whatever the writer's search_path
-	// or temporary tables say.
+	// MissingGuardPrivileges names each privilege this role lacks to install
+	// (or remove) the guard, with its grant.
 	QualifiedName(c Conn, table string) (string, error)
-	// CascadesInto lists the foreign keys whose ON DELETE action changes
-	// rows of table without firing its triggers (MySQL); nil where the
-	// database fires them (PostgreSQL).
+	// ColumnTypes is each column's lower-case type; nil for a missing table.
 	CascadesInto(c Conn, table string) ([]GuardCascade, error)
-	// Spell is the SQL spelling of one key column, as the root's key.go
-	// spells it: expr is the column in a row, colType its database type.
+	// QualifiedName is table quoted and qualified, resolved now as a base table.
 	Spell(k KeyKind, expr, colType string) string
-	// Quote quotes an identifier; Backslash is a backslash, as an
-	// expression that reads the same in every SQL mode.
+	// CascadesInto lists foreign keys whose ON DELETE changes table's rows
+	// without firing its triggers (MySQL).
 	Quote(ident string) string
 	Backslash() string
-	// ShareRow ends a SELECT of the guard's that reads a business row it
-	// judges by (a member's parent, on the way to its root): a locking
-	// read, so that the row is read as it is at the write, not as a
-	// snapshot or the last commit has it, and cannot change until the
-	// write's transaction ends.
+	// Spell is the SQL spelling of one key column, as the root's key.go spells it.
 	ShareRow() string
-	// GuardRefusal recognises a guard's refusal in err, naming the record
-	// where the message carried it (resources are the known resources).
+	// Quote quotes an identifier; Backslash reads the same in every SQL mode.
 	GuardRefusal(err error, resources []string) (GuardRefusal, bool)
 }
 
-// Certifier is a store that makes the fence take part in a cluster's
-// certification (MariaDB Galera).
+// ShareRow ends the guard's reads of business rows: a locking read.
 type Certifier interface {
-	// Certifies says whether the fence takes part in certification now:
-	// the store is on a node of a Galera cluster with replication on
-	// (detected by Migrate). Certify does nothing otherwise.
+	// GuardRefusal recognises a guard's refusal in err.
 	Certifies() bool
 	Certify(c Conn, keys []Key, session string) error
-	// Confirm reads back, after the COMMIT of the plugin's own
-	// transaction, the locks on keys it granted o (galera.go): a node can
-	// roll a transaction back without reporting it, and COMMIT then
-	// succeeds with nothing to commit.
+	// Certifier makes the fence take part in Galera's certification.
 	Confirm(c Conn, keys []Key, o Owner, access Access) error
 }
 
-// KeyChecker is a store whose database may take two spellings of a key as
-// one row where the model's key kinds keep them apart (collations): it
-// checks a model's key columns as the database has them, and refuses them
-// with ErrInvalid, naming the table and column.
+// Confirm reads back, after COMMIT, the locks on keys granted o: a Galera
+// node can roll back without reporting it.
 type KeyChecker interface {
 	CheckKeyColumns(c Conn, cols KeyColumns) error
 }
 
-// OwnTx is implemented by a store that begins the plugin's own
-// transactions its own way (MySQL: READ COMMITTED, so that its reads of
-// the lock table are the latest committed rows without locking reads, and
-// InnoDB takes no gap locks). done is called when the transaction ends.
+// KeyChecker checks a model's key columns against the database's collations,
+// refusing with ErrInvalid keys the database would merge.
 type OwnTx interface {
 	BeginOwn(db *gorm.DB) (tx *gorm.DB, done func())
 }

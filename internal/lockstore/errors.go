@@ -12,20 +12,16 @@ var (
 	ErrNotLocked = errors.New("offlinelock: not locked by this session")
 	// ErrInvalid: bad input, refused before any statement changed anything.
 	ErrInvalid = errors.New("offlinelock: invalid input")
-	// ErrLocked: someone else holds a lock that conflicts with the one
-	// asked for (the root package's ErrLocked is this value).
+	// ErrLocked: another holds a conflicting lock.
 	ErrLocked = errors.New("offlinelock: locked by another session")
-	// ErrBeingWritten: a grant waited its bound for another transaction's
-	// open write of the record, or of a record sharing its order, and was
-	// refused; retry. It is an ErrLocked.
+	// ErrBeingWritten: a grant's bounded wait for another transaction's open
+	// write ran out; retry. It is an ErrLocked.
 	ErrBeingWritten = fmt.Errorf("%w: the record is being written by another transaction; retry", ErrLocked)
 	// ErrReadOnly: a read-only server refused a lock statement.
 	ErrReadOnly = errors.New("offlinelock: lock statements need the primary, and this connection is read-only")
 )
 
-// Conflict is a refusal: other sessions hold key, so wanted cannot be
-// granted. Holders never carry tokens. The root package turns it into its
-// *Conflict.
+// Conflict is a refusal: other sessions (holders, without tokens) hold key.
 type Conflict struct {
 	Resource, ID string
 	Wanted       Access
@@ -36,8 +32,7 @@ func (e *Conflict) Error() string {
 	return "offlinelock: " + e.Resource + " " + e.ID + " is locked"
 }
 
-// refused is the refusal of wanted on k, naming its holders (never their
-// tokens).
+// refused is the refusal of wanted on k, naming its holders.
 func refused(k Key, wanted Access, holders []Lock) error {
 	for i := range holders {
 		holders[i].Token = ""
@@ -45,36 +40,30 @@ func refused(k Key, wanted Access, holders []Lock) error {
 	return &Conflict{Resource: k.Resource, ID: k.ID, Wanted: wanted, Holders: holders}
 }
 
-// ReadOnly is err, told as ErrReadOnly when a read-only server refused it
-// (PostgreSQL 25006; MySQL 1290 under --read-only, 1792 in a read-only
-// transaction).
+// ReadOnly is err, told as ErrReadOnly when a read-only server refused it.
 func ReadOnly(err error) error {
 	if err == nil || errors.Is(err, ErrReadOnly) {
 		return err
 	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
+	if sqlState(err) == "25006" || mysqlCode(err) == 1290 || mysqlCode(err) == 1792 {
 		return fmt.Errorf("%w: %w", ErrReadOnly, err)
 	}
 	return err
 }
 
-// BeingWritten is err, told as ErrBeingWritten when a grant's wait for a
-// lock timed out (PostgreSQL's 55P03: the guard's bounded wait for the
-// writes of its record still open, pgGrantWait).
+// BeingWritten is err, told as ErrBeingWritten when a grant's wait timed
+// out (55P03, pgGrantWait).
 func BeingWritten(err error) error {
 	if err == nil || errors.Is(err, ErrLocked) {
 		return err
 	}
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "55P03" {
+	if sqlState(err) == "55P03" {
 		return fmt.Errorf("%w: %w", ErrBeingWritten, err)
 	}
 	return err
 }
 
-// IsServerError says whether err is the database server's own answer
-// (an error it raised with a code), not a failure to reach it.
+// IsServerError says whether err is the server's own coded answer.
 func IsServerError(err error) bool {
 	var coded interface{ SQLState() string }
 	return errors.As(err, &coded) || mysqlCode(err) != 0
@@ -82,14 +71,18 @@ func IsServerError(err error) bool {
 
 // IsMissingTable says whether err reports a table that does not exist.
 func IsMissingTable(err error) bool {
+	return sqlState(err) == "42P01" || mysqlCode(err) == 1146
+}
+
+// sqlState is err's SQLSTATE (PostgreSQL), "" when it has none.
+func sqlState(err error) string {
 	var coded interface{ SQLState() string }
-	return errors.As(err, &coded) && coded.SQLState() == "42P01" || mysqlCode(err) == 1146
+	if errors.As(err, &coded) {
+		return coded.SQLState()
+	}
+	return ""
 }
 
 // TxRolledBack says whether err rolled the whole transaction back, its
-// savepoints with it, so that a ROLLBACK TO a savepoint would only add
-// "does not exist", and a transaction of the plugin's own may run again:
-// MySQL's and MariaDB's 1213 (InnoDB chose it as a deadlock's victim, or
-// Galera refused it at COMMIT), or a Galera node rolled it back without
-// telling the statement then running (ErrTxLost).
+// savepoints with it: MySQL's 1213 or ErrTxLost.
 func TxRolledBack(err error) bool { return mysqlCode(err) == 1213 || errors.Is(err, ErrTxLost) }

@@ -31,11 +31,8 @@ func (s *mysqlStore) Certify(c Conn, keys []Key, session string) error {
 		args = append(args, k.Resource, k.ID)
 	}
 	args = append(args, session)
-	// The fence found every key session's (Check), with its key row
-	// share-locked, just before: fewer rows, or a run outside any
-	// transaction (galeraPutConflict), say that the node rolled the
-	// transaction back meanwhile without reporting it, and the write's
-	// COMMIT would succeed with nothing to commit.
+	// The fence found every key session's just before: fewer rows, or no
+	// transaction, say the node rolled it back unannounced.
 	n, err := c.Exec(`UPDATE `+s.table+mysqlPK+` SET expires_at = IF(@@in_transaction = 1, expires_at + INTERVAL 1 MICROSECOND, `+mysqlRefuse+`) WHERE `+
 		orKeys(strings.Repeat("(", len(keys)))+` AND holder = '' AND session = ?`, args...)
 	if err = s.txLost(err); err == nil && n < int64(len(sortKeys(keys))) {
@@ -44,43 +41,24 @@ func (s *mysqlStore) Certify(c Conn, keys []Key, session string) error {
 	return err
 }
 
-// Galera is Store's: whether s is on a node of a Galera cluster with
-// replication on (detected by Migrate).
+// Galera is Store's: s is on a Galera node with replication on.
 func (s *mysqlStore) Galera() bool { return s.galera.Load() }
 
 // Galera is Store's: only a MySQL/MariaDB server joins a Galera cluster.
 func (t *sqlStore) Galera() bool { return false }
 
-// A Galera node can roll a transaction of the store's back without the
-// client hearing of it. When the applier of another node's write set
-// needs a row the transaction has locked, the node aborts the transaction
-// (a BF abort). If a SELECT of the transaction is running then, MariaDB
-// ends it with warning 1317 (Query interrupted), not an error, returns its
-// rows, and rolls the transaction back; the statements that follow run in
-// autocommit mode, and COMMIT, with no transaction left, succeeds
-// (TestMySQLGalera: a load whose lock-table writes were rolled back so
-// returned its rows, with no error, and without the locks).
-//
-// Two things keep that from granting a lock:
-//
-//   - galeraPutConflict: a lock-table write of a decision refuses to run
-//     outside a transaction, so a decision read in a transaction the node
-//     has rolled back is never written, in autocommit mode, over the grant
-//     that aborted it;
-//   - Confirm: after the COMMIT of a transaction that granted locks, the
-//     store reads them back on the same node, where a commit of its own is
-//     applied before COMMIT returns.
+// A Galera node can roll a transaction back unannounced (a BF abort during
+// a SELECT ends it with warning 1317, and later statements autocommit).
+// galeraPutConflict refuses a lock-table write outside a transaction, and
+// Confirm reads granted locks back after COMMIT (TestMySQLGalera).
 
-// galeraPutConflict is putRows' ON DUPLICATE KEY UPDATE on Galera: the
-// first assignment fails the statement (mysqlRefuse) when it runs outside
-// a transaction.
+// galeraPutConflict is putRows' ON DUPLICATE KEY UPDATE on Galera, failing
+// outside a transaction.
 const galeraPutConflict = `ON DUPLICATE KEY UPDATE access = IF(@@in_transaction = 1, VALUES(access), ` + mysqlRefuse + `),
 	session = VALUES(session), user_name = VALUES(user_name), token = VALUES(token), generation = VALUES(generation),
 	acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at)`
 
-// ErrTxLost: the Galera node rolled the store's transaction back (a
-// conflicting write set from another node) without reporting it to the
-// statement that ran then; nothing of the transaction was committed.
+// ErrTxLost: the Galera node rolled the store's transaction back unannounced.
 var ErrTxLost = errors.New("offlinelock: the Galera node rolled this transaction back for a conflicting write from another node, without reporting it to the statement then running; nothing of it was committed: retry it")
 
 // txLost tells galeraPutConflict's refusal.
@@ -91,11 +69,8 @@ func (s *mysqlStore) txLost(err error) error {
 	return err
 }
 
-// Confirm, on Galera, reads back after COMMIT the locks on keys that a
-// transaction granted session: each must be session's Write lock (its key
-// row) or Read lock (its reader row). A key that is not is refused with
-// its holders, or, with none, reported as ErrTxLost. Elsewhere it reads
-// nothing.
+// Confirm, on Galera, reads back after COMMIT the locks on keys granted
+// session: one missing is refused with its holders, or ErrTxLost.
 func (s *mysqlStore) Confirm(c Conn, keys []Key, o Owner, access Access) error {
 	c = s.observed(c)
 	if !s.galera.Load() || len(keys) == 0 {

@@ -7,13 +7,10 @@ import (
 	"strings"
 )
 
-// The guard on PostgreSQL (docs/guard.md): per guarded table, AFTER
-// INSERT, UPDATE and DELETE statement triggers with transition tables,
-// which spell the keys of every row the statement wrote (old and new) and
-// check them in one call of the shared routine, and a BEFORE TRUNCATE
-// trigger. The writer's session is current_setting('offlinelock.session'),
-// which the plugin sets with set_config(…, true) inside statements it
-// already sends (identity.go): it ends with the transaction.
+// The guard on PostgreSQL (docs/guard.md): per table, AFTER statement
+// triggers whose transition tables spell every written key, checked in one
+// call, and a BEFORE TRUNCATE trigger. The writer is the transaction-local
+// offlinelock.session (identity.go).
 
 // guardSQLState is the SQLSTATE of a guard's refusal, on both servers.
 const guardSQLState = "OL423"
@@ -74,19 +71,15 @@ func (s *postgresStore) schema(c Conn) (string, error) {
 	return name, err
 }
 
-// installLock serialises the guard's installs and removals of this lock
-// table: its SHARE UPDATE EXCLUSIVE lock, which only a role that may
-// update the lock table can take (an advisory lock, which it replaces,
-// any role could hold), and which grants and releases (ROW EXCLUSIVE)
-// never wait for. Bounded by the transaction's lock_timeout.
+// installLock serialises installs and removals of this lock table's guard:
+// SHARE UPDATE EXCLUSIVE needs update rights, and grants never wait for it.
 func (s *postgresStore) installLock(c Conn) error {
 	_, err := c.Exec(`LOCK TABLE ` + s.table + ` IN SHARE UPDATE EXCLUSIVE MODE`)
 	return err
 }
 
-// ensureOrderRows inserts the order table's rows of plan's resources
-// where this role may (the owner; an application role that verifies may
-// not, and trusts the owner's install).
+// ensureOrderRows inserts the order rows of plan's resources where this
+// role may (an application role trusts the owner's install).
 func (s *postgresStore) ensureOrderRows(c Conn, lt string, plan GuardPlan) error {
 	resources := planResources(plan)
 	if len(resources) == 0 {
@@ -103,6 +96,18 @@ func (s *postgresStore) ensureOrderRows(c Conn, lt string, plan GuardPlan) error
 	return err
 }
 
+// pgBoundedTx runs fn in c's transaction, or a new one, with its lock
+// waits bounded: DDL waits for the table's writers (and other nodes'
+// installs), which must delay the caller, never hang it.
+func pgBoundedTx(c Conn, fn func(Conn) error) error {
+	return c.inTx(func(c Conn) error {
+		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
+			return err
+		}
+		return fn(c)
+	})
+}
+
 // orderTableExists says whether lt's order table is there.
 func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
 	var ok bool
@@ -112,12 +117,7 @@ func (s *postgresStore) orderTableExists(c Conn, lt string) (bool, error) {
 
 func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	c = s.observed(c)
-	return c.inTx(func(c Conn) error {
-		// Bounded: another node's install holding the install's lock
-		// (installLock) delays db.Use by this much, never hangs it.
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		if err := s.installLock(c); err != nil {
 			return err
 		}
@@ -163,8 +163,7 @@ func (s *postgresStore) InstallGuardRoutine(c Conn) error {
 	})
 }
 
-// Equal: PostgreSQL keeps its order across PREPARE TRANSACTION, and needs
-// no probe (guard_probe_mysql.go).
+// Equal: PostgreSQL needs no probe (guard_probe_mysql.go).
 func (s *postgresStore) Equal(KeyKind, string, string, string) (string, bool) { return "", false }
 
 // catalogUpsert writes a catalog row's spec, (name, spec) as ?.
@@ -173,12 +172,8 @@ func (s *postgresStore) catalogUpsert(schema string) string {
 }
 
 // refuseOpenSchemas fails the install where every role may create in the
-// lock table's schema (lockSchema, unquoted) or in a schema on the
-// installing session's search_path, as PUBLIC may in public before
-// PostgreSQL 15: any role could then make functions under the names the
-// guard's install uses, or functions and operators that the install's
-// own queries, on that search_path, would pick over pg_catalog's, and
-// run them with the installing role's rights.
+// lock table's schema or one on the search_path: any role could then plant
+// functions the install would run with its rights.
 func refuseOpenSchemas(c Conn, lockSchema string) error {
 	open, err := queryStrings(c, `SELECT n.nspname::text FROM pg_catalog.pg_namespace n
 		WHERE (n.nspname OPERATOR(pg_catalog.=) ANY (pg_catalog.current_schemas(false)) OR n.nspname OPERATOR(pg_catalog.=) $1::name)
@@ -196,10 +191,8 @@ func refuseOpenSchemas(c Conn, lockSchema string) error {
 		"REVOKE CREATE ON SCHEMA " + strings.Join(quoted, ", ") + " FROM PUBLIC")
 }
 
-// routineSQL is the shared routines: refuse raises the refusal of one
-// record, naming its holder (the triggers call it only for a record they
-// found held by someone else); truncate refuses a TRUNCATE while another
-// session holds a record of res.
+// routineSQL is the shared routines: refuse (one record's refusal, naming
+// its holder) and truncate.
 func (s *postgresStore) routineSQL(schema string) []string {
 	r := strings.NewReplacer("{refuse}", schema+"."+pgQuote(s.guardPrefix()+"_refuse"),
 		"{trunc}", schema+"."+pgQuote(s.guardPrefix()+"_truncate"),
@@ -240,28 +233,17 @@ END
 $offlinelock$`), r.Replace(`REVOKE ALL ON FUNCTION {refuse}(text, text) FROM PUBLIC`), r.Replace(`REVOKE ALL ON FUNCTION {trunc}(text) FROM PUBLIC`)}
 }
 
-// pgOwnRights makes a guard's function run with its owner's rights (the
-// role that installed the guard, which can read the lock table; writers
-// need no privilege on it) and read only names it fixed itself: pg_catalog
-// first, pg_temp last, every relation schema-qualified. Without it a
-// writer's function of the same name earlier on its search_path
-// (to_regclass, clock_timestamp, current_setting), or its temporary table
-// of a parent's name, would decide what the guard sees.
+// pgOwnRights runs a guard function with its owner's rights and a fixed
+// search_path, so no writer's function or temporary table decides what the
+// guard sees (docs/guard.md, Its own names).
 const pgOwnRights = "SECURITY DEFINER SET search_path = pg_catalog, pg_temp"
 
-// pgRevoke closes a guard's trigger function to PUBLIC. A trigger fires
-// its function without EXECUTE, which only CREATE TRIGGER checks: left
-// open, a writer could hang the function (which runs with its owner's
-// rights) on a table of its own whose key column has a type of its own,
-// and the function's cast of that key would run the writer's cast
-// function with the owner's rights.
+// pgRevoke closes a trigger function to PUBLIC: EXECUTE is checked only by
+// CREATE TRIGGER, and a writer's own table could run it with its casts.
 func pgRevoke(fn string) string { return "REVOKE ALL ON FUNCTION " + fn + "() FROM PUBLIC" }
 
-// pgDeclareWriter declares raw (the identity identity.go set), who (the
-// claim in it, its signature checked by pgVerifyWriter; else NULL), me
-// (the writer's session in it, or NULL) and proof (what the plugin's last
-// fence in this transaction proved, FenceCondition, or NULL), read once per
-// trigger call.
+// pgDeclareWriter declares raw (the identity), who (its verified claim),
+// me (the writer's session) and proof (the last fence's), read once a call.
 func pgDeclareWriter() string {
 	return `DECLARE
 	raw text := current_setting('offlinelock.session', true);
@@ -271,9 +253,7 @@ func pgDeclareWriter() string {
 `
 }
 
-// pgVerifyWriter begins a trigger's body: it checks the claim, for a
-// writer that makes one (a statement with a subquery is not one of
-// PL/pgSQL's simple expressions: only the plugin's writes pay for it).
+// pgVerifyWriter begins a trigger's body by checking the writer's claim.
 func pgVerifyWriter(catalog string) string {
 	return `	IF raw IS NOT NULL THEN
 		who := ` + pgVerified(catalog, "raw") + `;
@@ -282,11 +262,9 @@ func pgVerifyWriter(catalog string) string {
 `
 }
 
-// pgVerified is the claim ('f:…' or 's:…') raw (an SQL text expression)
-// carries when its signature, hex(SHA-256(key || claim)) after a '/', is
-// the one the guard's key gives (postgresSetIdentity); else NULL. A
-// client that cannot read the catalog cannot sign a claim: it writes as
-// nobody, and every record another session holds is refused to it.
+// pgVerified is the claim ('f:…' or 's:…') in raw when its signature
+// (hex SHA-256 of key||claim) matches the guard's key; else NULL, and the
+// writer writes as nobody.
 func pgVerified(catalog, raw string) string {
 	return "(CASE WHEN " + raw + " ~ '^[fs]:.*/[0-9a-f]{64}$' THEN (SELECT left(" + raw + ", -65) FROM " + catalog + " k WHERE k.name = " +
 		sqlLiteral(guardKeyName) + " AND encode(sha256(convert_to(k.spec || left(" + raw + ", -65), 'UTF8')), 'hex') = right(" + raw + ", 64)) END)"
@@ -295,9 +273,7 @@ func pgVerified(catalog, raw string) string {
 // pgProofLock is the lock table's part of a proof (FenceCondition).
 func pgProofLock(lock string) string { return strconv.Itoa(len(lock)) + ":" + lock }
 
-// pgProved is the SQL of a trigger's test that the transition tables hold
-// rows of the proved record only: every key of every row, for every
-// record, is the proof's.
+// pgProved is true when the transition tables hold only the proved record's rows.
 func pgProved(lock string, records []GuardRecord, rows []string) string {
 	var alts []string
 	for _, row := range rows {
@@ -312,23 +288,18 @@ func pgProved(lock string, records []GuardRecord, rows []string) string {
 	return "proof IS NOT NULL AND left(who, 2) = 'f:' AND NOT EXISTS (" + strings.Join(alts, " UNION ALL ") + ")"
 }
 
-// pgWriter is the writer's session in the guard's SQL: the identity the
-// plugin set, its signature checked (pgVerified), or NULL.
+// pgWriter is the writer's verified session in the guard's SQL, or NULL.
 func pgWriter(catalog string) string {
 	return "substr(" + pgVerified(catalog, "current_setting('offlinelock.session', true)") + ", 3)"
 }
 
-// pgHeld is true of a key row l whose record a session other than me (the
-// trigger's variable: the writer, or NULL) holds: its Write lock, or a
-// live reader row.
+// pgHeld is true of a key row l held by a session other than me.
 func pgHeld(lt string) string {
 	return `(l.access = 'write' AND l.expires_at > clock_timestamp() AND l.session IS DISTINCT FROM me OR l.access = 'read' AND EXISTS (SELECT 1 FROM ` + lt +
 		` r WHERE r.resource = l.resource AND r.lock_id = l.lock_id AND r.holder <> '' AND r.expires_at > clock_timestamp() AND r.session IS DISTINCT FROM me))`
 }
 
-// pgTrigger is one of a guarded table's four statement triggers: its
-// name's suffix, its event (before ON <table>), and the clause after the
-// table's name.
+// pgTrigger is one of a table's statement triggers.
 type pgTrigger struct{ suffix, event, rest string }
 
 // pgStatementTriggers are the four, in the order the install creates them.
@@ -341,13 +312,9 @@ func pgStatementTriggers() []pgTrigger {
 	}
 }
 
-// triggerSQL is plan's trigger functions, one per event, and their
-// triggers, dropped and created again in one transaction. Each check is
-// one statement: a write the plugin fences itself ('f:') reads the key
-// rows without locking them; any other holds them FOR SHARE, in lock_id
-// order, until the transaction ends. The writer is read once, into me;
-// the keys are an array (= ANY), which needs no sort to be probed: a
-// single-row write costs one index probe per record kind (docs/guard.md).
+// triggerSQL is plan's trigger functions and triggers, replaced in one
+// transaction. A fenced write ('f:') reads key rows unlocked; any other
+// holds them FOR SHARE in lock_id order; keys are probed as = ANY arrays.
 func (s *postgresStore) triggerSQL(schema string, plan GuardPlan) []string {
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
 	refuse := schema + "." + pgQuote(s.guardPrefix()+"_refuse")
@@ -382,9 +349,7 @@ $offlinelock$`, pgRevoke(fn), "DROP TRIGGER IF EXISTS "+name+" ON "+table,
 	return out
 }
 
-// triggerChecks is a statement trigger's check of the records of the
-// transition tables rows (offlinelock_new, offlinelock_old), lt being the
-// lock table and refuse the refusal routine, both qualified.
+// triggerChecks is a statement trigger's check of its transition tables.
 func (s *postgresStore) triggerChecks(lt, refuse string, records []GuardRecord, rows []string) string {
 	held := pgHeld(lt)
 	var fenced, locked strings.Builder
@@ -413,14 +378,9 @@ func (s *postgresStore) triggerChecks(lt, refuse string, records []GuardRecord, 
 `
 }
 
-// partitionRowSQL is a partitioned table's row trigger, which PostgreSQL
-// clones onto every partition, those attached later included: a write
-// straight into a partition fires the partition's triggers only, and a
-// partition attached since the last install has none of its own. There
-// the row trigger refuses each row whose record another session holds
-// (the refusal routine's own check, without the statement triggers' order
-// and snapshot checks) until the next install gives the partition its
-// statement triggers, which it then leaves the rows to.
+// partitionRowSQL is a partitioned table's row trigger, cloned onto every
+// partition: a partition attached since the last install has no statement
+// triggers, so this refuses each held row until the next install.
 func (s *postgresStore) partitionRowSQL(schema string, plan GuardPlan, base, refuse string) []string {
 	var olds, news strings.Builder
 	for _, rec := range plan.Records {
@@ -445,18 +405,12 @@ $offlinelock$`, pgRevoke(fn), "DROP TRIGGER IF EXISTS " + name + " ON " + pgQuot
 		"CREATE TRIGGER " + name + " AFTER INSERT OR UPDATE OR DELETE ON " + pgQuote(plan.Table) + " FOR EACH ROW EXECUTE PROCEDURE " + fn + "()"}
 }
 
-// pgBusinessTableWait bounds an install's wait for a business table's
-// lock (issue 48: no reader of a business table waits more than 1 s).
+// pgBusinessTableWait bounds an install's wait for a business table (issue 48).
 const pgBusinessTableWait = "1s"
 
 func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 	c = s.observed(c)
-	return c.inTx(func(c Conn) error {
-		// CREATE TRIGGER waits for the table's writers; a caller's
-		// transaction that wrote it must not wait for this forever.
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		if err := s.installLock(c); err != nil {
 			return err
 		}
@@ -472,9 +426,7 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		stmts := s.triggerSQL(pgQuote(schema), plan)
 		version := s.triggersVersion(stmts)
-		// The order's rows of the plan's resources, before a trigger reads
-		// them, and again on every install by a role that may (an order
-		// table made anew has none, and its triggers would lock nothing).
+		// The order rows first, on every install (a new order table has none).
 		if err := s.ensureOrderRows(c, pgQuote(schema)+"."+s.table, plan); err != nil {
 			return err
 		}
@@ -489,13 +441,8 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		}
 		fn := pgQuote(schema) + "." + pgQuote(s.guardPrefix()+"_"+guardName(s.lockName(), strings.ToLower(plan.Table))+"_upd")
 		stmts = append(stmts, "COMMENT ON FUNCTION "+fn+"() IS "+sqlLiteral("offlinelock guard "+version))
-		// Locked first: DROP TRIGGER of a trigger that exists opens the
-		// table for reading and then takes it for itself, so two guards
-		// installed on one table at once deadlocked. Where a trigger of
-		// this guard's is there to drop, in the mode DROP TRIGGER takes
-		// (held in a weaker mode, a reader's write in the same transaction
-		// would deadlock with the wait for it); else in the mode CREATE
-		// TRIGGER takes, which lets readers go on.
+		// Locked first, in DROP TRIGGER's mode where there is one to drop (two
+		// installs deadlocked otherwise), else CREATE TRIGGER's, which lets readers on.
 		mode := "SHARE ROW EXCLUSIVE"
 		var there bool
 		if _, err := c.Query(`SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)::pg_catalog.oid
@@ -505,9 +452,7 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 		if there {
 			mode = "ACCESS EXCLUSIVE"
 		}
-		// A business table in use holds this up 1 s at most (readers queue
-		// behind the lock's request meanwhile); past it the install fails,
-		// and is tried again later (the plugin's background repairs).
+		// Past 1 s the install fails and the background repair tries again.
 		stmts = append([]string{"SET LOCAL lock_timeout = '" + pgBusinessTableWait + "'", "LOCK TABLE " + pgQuote(plan.Table) + " IN " + mode + " MODE"}, stmts...)
 		for _, q := range pgOwned(stmts) {
 			if _, err := c.Exec(q); err != nil {
@@ -518,14 +463,11 @@ func (s *postgresStore) GuardTable(c Conn, plan GuardPlan) error {
 	})
 }
 
-// GuardedTables: the tables that carry the four triggers of this guard,
-// with the version their UPDATE trigger's function carries (its comment).
+// GuardedTables: the tables carrying this guard, by their UPDATE function's version.
 func (s *postgresStore) GuardedTables(c Conn) (map[string]string, error) {
 	c = s.observed(c)
 	out := map[string]string{}
-	// Only triggers whose functions live in the lock table's schema: with a
-	// lock table per schema (schema-per-tenant), another schema's guard of
-	// a table of the same name is not this one's.
+	// Only this lock table's schema: another tenant's guard is not this one's.
 	_, err := c.Query(`SELECT lower(c.relname), max(coalesce(obj_description(t.tgfoid, 'pg_proc'), '')) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
 		JOIN pg_proc f ON f.oid = t.tgfoid
 		WHERE t.tgname IN ($1, $2, $3, $4) AND f.pronamespace = (SELECT relnamespace FROM pg_class WHERE oid = to_regclass($5)) GROUP BY 1 HAVING count(*) = 4`,
@@ -543,25 +485,13 @@ func (s *postgresStore) GuardedTables(c Conn) (map[string]string, error) {
 
 func (s *postgresStore) RemoveGuard(c Conn) error {
 	c = s.observed(c)
-	return c.inTx(func(c Conn) error {
-		// as GuardTable: DROP TRIGGER waits for the table's writers
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		prefix := s.guardPrefix() + `\_%`
-		// IF EXISTS: a table dropped meanwhile took its triggers with it.
-		// The lock table's own schema only: a lock table of the same name
-		// in another schema (schema-per-tenant) has a guard of the same
-		// names, which is not this one's. Only triggers that run this
-		// guard's functions: a trigger of its name that runs another
-		// function is someone else's.
+		// IF EXISTS: a dropped table took its triggers. Only this schema's, and
+		// only triggers running this guard's functions.
 		const own = `(SELECT relnamespace FROM pg_class WHERE oid = to_regclass($2))`
-		// Each table locked before its first DROP TRIGGER, in one order and
-		// in the mode DROP TRIGGER takes: it opens its table for reading
-		// first and then takes it for itself, so two sessions dropping
-		// triggers of one table (two guards removed at once) deadlocked,
-		// and a lock held in a weaker mode meanwhile deadlocked a reader's
-		// write. A table dropped meanwhile is skipped.
+		// Each table locked in one order, in DROP TRIGGER's mode, before its first
+		// drop: two removals at once deadlocked otherwise. Dropped tables are skipped.
 		drops, err := queryStrings(c, `SELECT q FROM (SELECT DISTINCT n.nspname, r.relname, 0 AS step, format('DO $offlinelock$BEGIN LOCK TABLE %I.%I IN ACCESS EXCLUSIVE MODE; '
 				'EXCEPTION WHEN undefined_table THEN NULL; END$offlinelock$', n.nspname, r.relname) AS q
 			FROM pg_trigger t JOIN pg_class r ON r.oid = t.tgrelid JOIN pg_namespace n ON n.oid = r.relnamespace JOIN pg_proc f ON f.oid = t.tgfoid
@@ -572,9 +502,7 @@ func (s *postgresStore) RemoveGuard(c Conn) error {
 		if err != nil {
 			return err
 		}
-		// CASCADE for trigger functions: a trigger made on one since the
-		// list above (another session's install guarding a new child) goes
-		// with it; nothing but a trigger can use one.
+		// CASCADE: a trigger made since the list above goes with its function.
 		functions, err := queryStrings(c, `SELECT format('DROP FUNCTION IF EXISTS %s', p.oid::regprocedure) || CASE WHEN p.prorettype = 'trigger'::regtype THEN ' CASCADE' ELSE '' END
 			FROM pg_proc p WHERE p.proname LIKE $1 AND p.pronamespace = `+own, prefix, s.table)
 		if err != nil {
@@ -613,8 +541,8 @@ func (s *postgresStore) ColumnTypes(c Conn, table string) (map[string]string, er
 		WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`, pgQuote(table))
 }
 
-// Inheritors: the partitions and inheritance children of table, at every
-// depth (pg_inherits), and whether it is partitioned.
+// Inheritors: table's partitions and children at every depth, and whether
+// it is partitioned.
 func (s *postgresStore) Inheritors(c Conn, table string) ([]string, bool, error) {
 	c = s.observed(c)
 	var partitioned bool
@@ -628,12 +556,10 @@ func (s *postgresStore) Inheritors(c Conn, table string) ([]string, bool, error)
 	return children, partitioned, err
 }
 
-// CascadesInto: PostgreSQL fires a child's triggers for the rows its
-// foreign key actions change, so no parent needs a guard of its own.
+// CascadesInto: PostgreSQL fires the child's triggers for foreign-key actions.
 func (s *postgresStore) CascadesInto(Conn, string) ([]GuardCascade, error) { return nil, nil }
 
-// guardRefusal recognises the guard's SQLSTATE, through the one method
-// pgconn.PgError has for it; the message names the record.
+// GuardRefusal recognises the guard's SQLSTATE; the message names the record.
 func (s *postgresStore) GuardRefusal(err error, resources []string) (GuardRefusal, bool) {
 	var se interface{ SQLState() string }
 	if !errors.As(err, &se) || se.SQLState() != guardSQLState {

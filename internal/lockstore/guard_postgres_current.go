@@ -7,14 +7,9 @@ import (
 	"strings"
 )
 
-// Whether a PostgreSQL guard is in place is read from its definitions, not
-// from a version comment a role with the right to replace a function could
-// keep: each function the guard's statements create must exist with the
-// same body, running with its owner's rights and its own search_path, and
-// each trigger must exist and be enabled. Then a role that may not create
-// them (a least-privileged application role) verifies instead of
-// creating, and a routine replaced by a no-op, or a trigger disabled, is
-// repaired by the next install.
+// A PostgreSQL guard's state is read from its definitions, not a version
+// comment: each function must have the same body, owner's rights and
+// search_path, each trigger must exist enabled; anything else is repaired.
 
 var (
 	pgFunctionDef = regexp.MustCompile(`(?s)^CREATE OR REPLACE FUNCTION (\S+?)\((.*?)\) RETURNS .*? AS \$offlinelock\$(.*)\$offlinelock\$$`)
@@ -36,11 +31,8 @@ func pgHooks(stmts []string) map[string]pgHook {
 	return out
 }
 
-// pgForeignTriggers is SQL that is true where a trigger other than hook
-// (or a partition's clone of it) runs the function fnoid: a trigger
-// planted while the function was open to PUBLIC (before its EXECUTE was
-// revoked) goes on firing it, since only CREATE TRIGGER checks EXECUTE.
-// A function no trigger of stmts runs (a routine) has none to check.
+// pgForeignTriggers is true where a trigger other than hook runs fnoid (one
+// planted while the function was open to PUBLIC).
 func pgForeignTriggers(fnoid string, hook pgHook, ok bool) string {
 	if !ok {
 		return "false"
@@ -49,25 +41,16 @@ func pgForeignTriggers(fnoid string, hook pgHook, ok bool) string {
 		AND NOT (g.tgname OPERATOR(pg_catalog.=) ` + sqlLiteral(hook.name) + `::pg_catalog.name AND g.tgrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(` + sqlLiteral(hook.table) + `)::pg_catalog.oid))`
 }
 
-// pgInstalled reports whether every function and trigger stmts create is
-// in place as they create it; lt is the lock table, qualified.
+// pgInstalled reports whether everything stmts create is in place.
 func pgInstalled(c Conn, lt string, stmts []string) (bool, error) {
 	state, err := pgState(c, lt, stmts)
 	return state == GuardOK, err
 }
 
-// pgOwned is stmts, each function they create then given to the role that
-// runs them and closed to every other role. A superuser's CREATE OR
-// REPLACE of a function another role made first (a role that may create
-// in the schema, which can tell the guard's names) keeps that role as its
-// owner, who could then rewrite what the guard runs, and keeps its
-// grants; a role that is not a superuser fails on it instead. Closed: a
-// trigger fires its function without EXECUTE, which only CREATE TRIGGER
-// checks, so a role with EXECUTE could hang a guard function, which runs
-// with its owner's rights, on a table of its own whose columns have types
-// of its own, with casts of its own the function would run; a function
-// such a trigger still runs (hung while the function was open, before
-// this version) is dropped with it and made again.
+// pgOwned is stmts with each function given to the running role and closed
+// to others: a superuser's CREATE OR REPLACE keeps another creator as owner,
+// and EXECUTE would let a role hang the function on its own table. A
+// function a foreign trigger still runs is dropped and made again.
 func pgOwned(stmts []string) []string {
 	hooks := pgHooks(stmts)
 	var out []string
@@ -97,13 +80,9 @@ END$offlinelock$`)
 	return out
 }
 
-// pgState is the state of what stmts create: GuardOK when every function
-// and trigger is in place as they create it, else the first difference
-// found (GuardDropped, GuardDisabled, GuardReplaced). A function counts as
-// in place only if a superuser owns it, or the owner of lt (the lock
-// table, qualified), or a role of that owner's group or whose group that
-// owner is in (a deployment's login role and its owner role), and no
-// other role may execute it (pgOwned).
+// pgState is GuardOK when every function and trigger of stmts is in place,
+// else the first difference. A function counts only if owned by a superuser
+// or lt's owner (or its group) and closed to other roles (pgOwned).
 func pgState(c Conn, lt string, stmts []string) (string, error) {
 	hooks := pgHooks(stmts)
 	for _, q := range stmts {
@@ -122,8 +101,7 @@ func pgState(c Conn, lt string, stmts []string) (string, error) {
 	return GuardOK, nil
 }
 
-// TableState reports the state of plan's triggers and of the routines
-// they call.
+// TableState reports the state of plan's triggers and routines.
 func (s *postgresStore) TableState(c Conn, plan GuardPlan) (string, error) {
 	c = s.observed(c)
 	state, err := s.tableState(c, plan)
@@ -158,9 +136,8 @@ func argTypes(params string) string {
 	return strings.Join(out, ", ")
 }
 
-// pgFunctionConfig is the proconfig a function q creates has: its own
-// search_path (pgOwnRights) and, for the grant's trigger, its lock_timeout
-// (pgGrantWait).
+// pgFunctionConfig is a function's expected proconfig: its search_path and,
+// for the grant trigger, its lock_timeout.
 func pgFunctionConfig(q string) []string {
 	config := []string{"search_path=pg_catalog, pg_temp"}
 	if strings.Contains(q, " SET lock_timeout = '"+pgGrantWait+"' AS $offlinelock$") {

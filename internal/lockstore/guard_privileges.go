@@ -5,27 +5,17 @@ import (
 	"strings"
 )
 
-// The privileges an install or a removal of the guard needs, checked
-// before either changes anything, so that a role without them stops
-// before the first statement rather than half-way (MySQL's DDL commits as
-// it goes), and is told each privilege it lacks and the grant that gives
-// it. Each is a sentence naming the privilege and the object.
+// The privileges an install or removal needs, checked before any change
+// (MySQL's DDL commits as it goes), each lack named with its grant.
 
-// mysqlInstallPrivileges are what an install uses on the database: the
-// lock table, its catalog and order table (DML, CREATE, DROP of an older
-// order table, ALTER for the seal), the triggers, the sealed views and
-// the routines.
+// mysqlInstallPrivileges are what an install uses on the database.
 var mysqlInstallPrivileges = []string{"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "TRIGGER", "CREATE VIEW", "CREATE ROUTINE", "ALTER ROUTINE"}
 
-// mysqlRemovePrivileges are what a removal uses: the catalog's key (the
-// install lock's name), DROP TRIGGER, DROP VIEW and DROP TABLE, and DROP
-// PROCEDURE and FUNCTION.
+// mysqlRemovePrivileges are what a removal uses.
 var mysqlRemovePrivileges = []string{"SELECT", "TRIGGER", "DROP", "ALTER ROUTINE"}
 
-// MissingGuardPrivileges names what this user lacks on the database to
-// install (or, with remove, remove) the guard: granted to it or its
-// current role, globally or on the database. (A grant on single tables
-// is not counted: grant on the database.)
+// MissingGuardPrivileges names what this user lacks on the database (or
+// globally) to install, or remove, the guard; table grants do not count.
 func (s *mysqlStore) MissingGuardPrivileges(c Conn, _ []string, remove bool) ([]string, error) {
 	c = s.observed(c)
 	want := mysqlInstallPrivileges
@@ -64,12 +54,9 @@ func (s *mysqlStore) MissingGuardPrivileges(c Conn, _ []string, remove bool) ([]
 		" (GRANT " + strings.Join(missing, ", ") + " ON " + s.Quote(db) + ".* TO " + user + ")"}, nil
 }
 
-// MissingGuardPrivileges names what this role lacks to install (or, with
-// remove, remove) the guard on tables: CREATE on the lock table's schema
-// (its functions and order table; an install only), and ownership (its
-// own or a role's it is a member of) of each table whose triggers it
-// makes or drops, of the lock table, and on removal of the guard's
-// functions and order table.
+// MissingGuardPrivileges names what this role lacks to install (or remove)
+// the guard: CREATE on the lock table's schema, and ownership of each table,
+// the lock table and, on removal, the guard's functions and order table.
 func (s *postgresStore) MissingGuardPrivileges(c Conn, tables []string, remove bool) ([]string, error) {
 	c = s.observed(c)
 	var missing []string

@@ -9,19 +9,13 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// How a write tells the database guard who sends it (the root's
-// identity.go puts these into the statements GORM builds). The identity
-// rides inside the write and ends with it: PostgreSQL's set_config is
-// local to the transaction, MySQL's SET STATEMENT and SET_VAR to the
-// statement.
+// How a write tells the guard who sends it; the identity ends with the
+// transaction (PostgreSQL) or the statement (MySQL).
 
-// postgresSetIdentity is an expression whose value is not NULL and which
-// gives the transaction the writer's identity; its one ? is bound to
-// postgresIdentity. catalog is the lock table's catalog (quoted): the
-// claim is signed there with the guard's key (guard_key.go), read in this
-// same statement, so the key never leaves the database; before the first
-// install there is no key, and the claim goes unsigned (no guard reads
-// it).
+// postgresSetIdentity is a non-NULL expression giving the transaction the
+// writer's identity (one ?, postgresIdentity), signed in the same statement
+// with the catalog's guard key, so the key never leaves the database;
+// unsigned before the first install.
 func postgresSetIdentity(catalog string) string {
 	return "(SELECT set_config('offlinelock.session', i.v || coalesce('/' || encode(sha256(convert_to(k.spec || i.v, 'UTF8')), 'hex'), ''), true) " +
 		"FROM (SELECT CAST(? AS text) AS v) i LEFT JOIN " + catalog + " k ON k.name = " + sqlLiteral(guardKeyName) + ")"
@@ -32,12 +26,8 @@ func (s *postgresStore) IdentityStatement(session string) (string, []any) {
 	return s.setIdentityStatement, []any{postgresIdentity(session, false)}
 }
 
-// mariadbIdentityPrefix begins a MariaDB write of session: SET STATEMENT
-// gives it the session's mark, keyed with the guard's key (GuardKey), for
-// that statement alone. A write the plugin fences also carries the
-// proof's blank (fencedBlank): the fence function writes its proof there,
-// and the server puts the variable back when the statement ends
-// (fence_mysql.go).
+// mariadbIdentityPrefix begins a MariaDB write of session: SET STATEMENT of
+// its keyed mark and, when fenced, the proof's blank (fence_mysql.go).
 func mariadbIdentityPrefix(key, session string, fenced bool) string {
 	prefix := "SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(key, session, fenced), 10)
 	if fenced {
@@ -49,16 +39,13 @@ func mariadbIdentityPrefix(key, session string, fenced bool) string {
 // keyedBlank is the fenced blank (fencedBlank) of one guard key.
 type keyedBlank struct{ key, blank string }
 
-// mysqlIdentityHint follows the first word of a MySQL 8.0 write of
-// session: the SET_VAR hint, which the server applies to that statement.
+// mysqlIdentityHint is MySQL 8.0's SET_VAR hint of session's mark.
 func mysqlIdentityHint(key, session string, fenced bool) string {
 	return "/*+ SET_VAR(max_join_size=" + strconv.FormatUint(sessionMark(key, session, fenced), 10) + ") */ "
 }
 
-// sessionMark is the number a MySQL statement of session carries: 2^59,
-// plus 55 bits of SHA-256(key || session) as the guard's procedure
-// computes them (sessionMarkSQL), plus 1 when the plugin fences the write
-// itself (the guard reads the keyed blank for that: fencedBlank).
+// sessionMark is 2^59 plus 55 bits of SHA-256(key || session) (as
+// sessionMarkSQL), plus 1 when the plugin fences the write.
 func sessionMark(key, session string, fenced bool) uint64 {
 	h := sha256.Sum256([]byte(key + session))
 	m := (binary.BigEndian.Uint64(h[:8])>>8)&^1 | 1<<59

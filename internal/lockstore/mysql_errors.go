@@ -5,14 +5,9 @@ import (
 	"reflect"
 )
 
-// The MySQL store reads the driver's errors without importing
-// github.com/go-sql-driver/mysql: that package registers the "mysql"
-// database/sql driver when it is linked, and a program on PostgreSQL or
-// SQLite should not carry it because the plugin supports MySQL too.
-// gorm.io/driver/mysql links it for the programs that use MySQL. The type
-// is found by its name and package path, once per error, and its three
-// fields are read by name; mysql_errors_test.go holds the driver's type to
-// this spelling.
+// The driver's errors are read by reflection, without importing
+// go-sql-driver/mysql, which would register its driver in every program;
+// mysql_errors_test.go holds its type to this spelling.
 
 const mysqlErrorPkg = "github.com/go-sql-driver/mysql"
 
@@ -23,8 +18,7 @@ type mysqlErr struct {
 	message  string
 }
 
-// mysqlErrorOf finds a *mysql.MySQLError in err's chain, as errors.As
-// would.
+// mysqlErrorOf finds a *mysql.MySQLError in err's chain.
 func mysqlErrorOf(err error) (mysqlErr, bool) {
 	for err != nil {
 		if v := reflect.ValueOf(err); v.Kind() == reflect.Pointer && !v.IsNil() {

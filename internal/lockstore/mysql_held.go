@@ -6,14 +6,8 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// HeldCondition lets the holder's re-read be one read-only statement, as
-// on the other stores: a point lookup by the primary key's prefix
-// (resource, lock_id) and holder, against the database clock.
-//
-// A plain read inside a REPEATABLE READ transaction sees the transaction's
-// snapshot, not the latest committed lock row, so the load uses this only
-// outside a transaction (snapshotReads), where each statement reads the
-// latest committed rows.
+// HeldCondition makes the holder's re-read one statement, a primary-key
+// lookup; used only outside transactions (SnapshotReads).
 func (s *mysqlStore) HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression {
 	held := `holder = '' AND access = 'write'`
 	if access == Read {

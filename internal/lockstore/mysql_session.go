@@ -7,28 +7,14 @@ import (
 	"time"
 )
 
-// Renew and ReleaseAll on MariaDB: a bounded number of statements whatever
-// the session holds (renew 2, releaseAll at most 4; one more of a kind per
-// mysqlJSONMax bytes of keys), none of which locks a row of another
-// session.
-//
-// The session's rows are found by a plain read through the session index
-// (sessionPKs), which locks nothing; every statement that locks then names
-// whole primary keys (joinPKs), each an eq_ref lookup that locks that
-// record alone. A locking statement that walked the session index instead
-// would, under REPEATABLE READ, lock the gaps around the session's entries
-// (another session's new locks insert there), and the index's stale
-// entries would lead it to rows other sessions hold now.
-//
-// The key rows are taken first and in key order, as everywhere: a record's
-// key row sorts before its reader rows (holder ” is the least holder),
-// and the lists are in primary key order.
+// Renew and ReleaseAll on MariaDB: a bounded number of statements, none
+// locking another session's row. The session's rows are found by a plain
+// read of the session index (sessionPKs); every locking statement then
+// names whole primary keys (joinPKs), so REPEATABLE READ locks no gaps and
+// stale index entries lead nowhere. Key rows sort before reader rows.
 
-// sessionPKs reads session's rows, live at the database clock if live, by
-// a plain read of the session index, in primary key order, with the clock.
-// In a transaction of the caller's it reads the transaction's snapshot: a
-// lock granted to the session after it began is left alone, as if granted
-// after the call.
+// sessionPKs reads session's rows (live ones if live) in primary key order,
+// with the clock, by a plain read (a caller's transaction: its snapshot).
 func (s *mysqlStore) sessionPKs(c Conn, session string, live bool) ([]row, time.Time, error) {
 	var rows []row
 	var now time.Time
@@ -68,9 +54,7 @@ func (s *mysqlStore) dropSQL() string {
 	return `DELETE l FROM ` + s.joinPKs() + ` WHERE l.session = ?`
 }
 
-// renewSQL pushes expiries to ?: read-mode key rows (whose expiry is no
-// earlier than any of their readers'), and the rows of the session (?)
-// that are live at ?.
+// renewSQL extends to ? read-mode key rows and session's rows live at ?.
 func (s *mysqlStore) renewSQL() string {
 	return `UPDATE ` + s.joinPKs() + ` SET l.expires_at = GREATEST(l.expires_at, ?)
 WHERE (l.holder = '' AND l.access = 'read') OR (l.session = ? AND l.expires_at > ?)`
@@ -82,9 +66,7 @@ func (s *mysqlStore) lockSQL() string {
 }
 
 // releaseAllBulk frees the session's Write key rows and deletes its reader
-// rows, by whole primary keys: two statements for a session holding only
-// Write locks, four when it reads (the key rows of the records it reads
-// are locked first).
+// rows by whole primary keys: two statements, four when it reads.
 func (s *mysqlStore) releaseAllBulk(c Conn, session string) (int64, error) {
 	var n int64
 	err := s.inOwnTx(c, func(c Conn) error {
@@ -110,9 +92,8 @@ func (s *mysqlStore) releaseAllBulk(c Conn, session string) (int64, error) {
 	return n, err
 }
 
-// renewBulk pushes the expiry of the session's live rows, and of the key
-// rows of the records it reads, in one UPDATE by whole primary keys after
-// the read that finds them: two statements.
+// renewBulk extends the session's live rows and its read records' key rows
+// in one UPDATE after the read that finds them.
 func (s *mysqlStore) renewBulk(c Conn, session string, ttl time.Duration) (int64, error) {
 	var n int64
 	err := s.inOwnTx(c, func(c Conn) error {
@@ -129,8 +110,7 @@ func (s *mysqlStore) renewBulk(c Conn, session string, ttl time.Duration) (int64
 	return n, err
 }
 
-// lockPKs takes the rows of pks (sorted) with a locking read by whole
-// primary keys, in their order.
+// lockPKs takes the rows of pks (sorted) with a locking read, in order.
 func (s *mysqlStore) lockPKs(c Conn, pks []row) error {
 	for _, list := range pkJSON(pks) {
 		_, err := c.Query(s.lockSQL(), []any{list}, func(*sql.Rows) error { return nil })
@@ -141,8 +121,7 @@ func (s *mysqlStore) lockPKs(c Conn, pks []row) error {
 	return nil
 }
 
-// execPKs runs q, whose ? are a JSON array of pks (joinPKs) and then args,
-// for pks (sorted), and says how many rows it changed.
+// execPKs runs q (? = pks' JSON array, then args) and counts changed rows.
 func (s *mysqlStore) execPKs(c Conn, q string, pks []row, args ...any) (int64, error) {
 	var n int64
 	for _, list := range pkJSON(pks) {
@@ -155,8 +134,7 @@ func (s *mysqlStore) execPKs(c Conn, q string, pks []row, args ...any) (int64, e
 	return n, nil
 }
 
-// splitHolders splits rows into key rows (holder ”) and reader rows,
-// keeping their order.
+// splitHolders splits rows into key rows and reader rows, in order.
 func splitHolders(rows []row) (keyRows, readers []row) {
 	for _, r := range rows {
 		if r.holder == "" {
@@ -168,8 +146,7 @@ func splitHolders(rows []row) (keyRows, readers []row) {
 	return keyRows, readers
 }
 
-// sortRows orders rows by primary key, bytewise (the key columns are
-// VARBINARY), and drops duplicates.
+// sortRows orders rows by primary key, bytewise, dropping duplicates.
 func sortRows(rows []row) []row {
 	pk := func(r row) [3]string { return [3]string{r.Resource, r.ID, r.holder} }
 	slices.SortFunc(rows, func(a, b row) int {

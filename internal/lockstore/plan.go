@@ -6,12 +6,9 @@ import (
 	"strings"
 )
 
-// Plan collects the statements an install would run instead of running
-// them (`offlinelock guard install --print-sql`): a Conn planning into it
-// (Conn.Planning) runs its reads and its session settings, and records
-// every other statement, its arguments written in as literals. What the
-// install would read back after its own writes (the guard's key, the
-// seal, the sealed views' names) the Plan answers itself.
+// Plan collects the statements an install would run (guard install
+// --print-sql): a planning Conn runs reads and session settings and
+// records the rest with literal arguments, answering its own read-backs.
 type Plan struct {
 	stmts  []string
 	key    string            // the guard key the plan made, "" before
@@ -22,9 +19,7 @@ type Plan struct {
 	fresh  bool              // the lock table and its catalog are the plan's to make: nothing to read in them
 }
 
-// NewPlan is an empty plan; fresh says that the lock table and its catalog
-// do not exist yet (the plan makes them), so that nothing is read from
-// them: the guard's key and protocol are the plan's own.
+// NewPlan is an empty plan; fresh: the lock table does not exist yet.
 func NewPlan(fresh bool) *Plan { return &Plan{fresh: fresh} }
 
 // fresh says whether c plans on a database without the lock table.
@@ -33,20 +28,15 @@ func (c Conn) fresh() bool { return c.plan != nil && c.plan.fresh }
 // Statements are the statements recorded, in order.
 func (p *Plan) Statements() []string { return append([]string(nil), p.stmts...) }
 
-// Planning is c recording into p the statements it would change
-// something with, instead of running them.
+// Planning is c recording into p the statements that would change something.
 func (c Conn) Planning(p *Plan) Conn {
 	p.mysql = c.db.Dialector.Name() == "mysql"
 	c.plan = p
 	return c
 }
 
-// Planned says whether c records rather than runs (Planning).
-func (c Conn) Planned() bool { return c.plan != nil }
-
-// runsWhenPlanned says whether query runs for real on a planning Conn: a
-// read, or a setting of the session or the transaction (a lock timeout, a
-// named lock and its release), which changes nothing another session sees.
+// runsWhenPlanned says whether query runs for real when planned: a read, or
+// a session setting nobody else sees.
 func runsWhenPlanned(query string) bool {
 	q := strings.ToUpper(strings.TrimSpace(query))
 	return strings.HasPrefix(q, "SELECT ") || strings.HasPrefix(q, "SET ")

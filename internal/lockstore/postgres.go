@@ -2,7 +2,6 @@ package lockstore
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,14 +13,11 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// postgresStore is the lock table on PostgreSQL. ON CONFLICT sees and
-// locks the latest version of a key row, so a Write lock is one statement
-// (one round trip, one WAL flush) when the key is free, expired or already
-// the session's; the common loads lock and read in one statement too.
+// postgresStore is the lock table on PostgreSQL: ON CONFLICT makes a Write
+// lock one statement, and the common loads lock and read in one too.
 type postgresStore struct {
 	*sqlStore
-	// grants are the Write grants' statements, built again when Migrate
-	// finds which generation this role can compute (generation_postgres.go).
+	// grants are rebuilt when Migrate finds the generation scheme this role can use.
 	grants atomic.Pointer[pgGrantSQL]
 	walGen atomic.Bool // this role reads the WAL timeline
 
@@ -35,21 +31,16 @@ type postgresStore struct {
 	setIdentityStatement string
 }
 
-var ()
-
-// NewPostgres is the lock table on PostgreSQL, with its generation sequence
-// and catalog (quoted names); obs is told of every statement (nil: nothing
-// is).
+// setIdentityStatement is setIdentity as a statement of its own.
 func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s := &postgresStore{sqlStore: &sqlStore{obs: obs, table: table, seq: seq, catalog: catalog,
 		clock: "clock_timestamp()", bind: dollarBind, fenceRead: " FOR SHARE",
 		timeArg: func(t time.Time) any { return t.UTC() },
-		// PostgreSQL's btree indexes cannot answer IS NOT DISTINCT FROM;
-		// the columns are NOT NULL, so it means "=".
+		// NewPostgres is the lock table on PostgreSQL (quoted names); obs may be nil.
 		filter: func(col string) string { return col + " IS NOT DISTINCT FROM ?" }}}
 	s.nextGens = s.nextGenerations
 	s.revision.Store(GuardRevision)
-	// A one-time filter: evaluated once, before the scan, whatever it finds.
+	// btree indexes cannot answer IS NOT DISTINCT FROM; the columns are NOT NULL.
 	s.setIdentity = postgresSetIdentity(catalog)
 	s.setIdentityStatement = "SELECT " + dollarBind(s.setIdentity)
 	s.identity = s.setIdentity + ` IS NOT NULL`
@@ -58,15 +49,12 @@ func NewPostgres(table, seq, catalog string, obs Observer) Store {
 	s.sweepSQL = s.sweepStatement()
 	s.heldWrite = s.heldSQL(`holder = '' AND access = 'write'`)
 	s.heldRead = s.heldSQL(`(holder = '' AND access = 'write' OR holder = session)`)
-	// The fence also leaves its proof for the guard (FenceCondition): set after
-	// the row is locked, outside the locking subquery, so that a row a
-	// concurrent takeover changed proves nothing.
 	s.fenceSQL = `(SELECT set_config('offlinelock.proof', ?, true) FROM (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` +
 		s.eq("session") + ` AND expires_at > clock_timestamp() FOR SHARE) offlinelock_fence) IS NOT NULL`
 	return s
 }
 
-// grantReturning is what a Write grant returns of each row it wrote.
+// The fence leaves its proof for the guard after the row is locked.
 const grantReturning = "resource, lock_id, token, generation, acquired_at, expires_at"
 
 // dollarBind numbers ? placeholders as $1, $2 …; the lock table's SQL
@@ -94,19 +82,14 @@ func bindFrom(query string, after int) string {
 
 func (s *postgresStore) RowLocks() bool { return true }
 
-// Migrate creates what is missing; an advisory lock serialises nodes that
-// start together, since CREATE … IF NOT EXISTS alone can race on the
-// catalog.
+// Migrate creates what is missing under an advisory lock, since CREATE … IF
+// NOT EXISTS alone can race on the catalog.
 func (s *postgresStore) Migrate(c Conn) error {
 	c = s.observed(c)
 	if err := s.checkServer(c); err != nil {
 		return err
 	}
-	return c.inTx(func(c Conn) error {
-		// Bounded, as the guard's install is (InstallGuardRoutine).
-		if _, err := c.Exec(`SET LOCAL lock_timeout = '5s'`); err != nil {
-			return err
-		}
+	return pgBoundedTx(c, func(c Conn) error {
 		if _, err := c.Exec(`SELECT pg_advisory_xact_lock(hashtext($1))`, "offlinelock:migrate:"+s.table); err != nil {
 			return err
 		}
@@ -149,10 +132,7 @@ func (s *postgresStore) Migrate(c Conn) error {
 		if c.plan != nil {
 			return nil // made with its reason column, and no token to hash
 		}
-		err := reasonColumn(c, func() (bool, error) {
-			n, err := queryStrings(c, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'reason' AND NOT attisdropped`, s.table)
-			return len(n) > 0, err
-		}, `ALTER TABLE `+s.table+` ADD COLUMN reason varchar(300) NOT NULL DEFAULT ''`)
+		err := reasonColumn(c, func() (bool, error) { return s.hasReason(c) }, `ALTER TABLE `+s.table+` ADD COLUMN reason varchar(300) NOT NULL DEFAULT ''`)
 		if err != nil {
 			return fmt.Errorf("offlinelock: adding the reason column to lock table %s: %w", s.table, err)
 		}
@@ -163,9 +143,7 @@ func (s *postgresStore) Migrate(c Conn) error {
 	})
 }
 
-// migrated reports whether everything Migrate creates is there: the
-// catalog, the lock table with its reason column, its indexes and its
-// sequence.
+// migrated reports whether everything Migrate creates is there.
 func (s *postgresStore) migrated(c Conn) (bool, error) {
 	var n int
 	_, err := c.Query(`SELECT count(*) FROM unnest($1::text[]) v(name) WHERE to_regclass(v.name) IS NOT NULL`,
@@ -174,14 +152,17 @@ func (s *postgresStore) migrated(c Conn) (bool, error) {
 	if err != nil || n < 6 {
 		return false, err
 	}
+	return s.hasReason(c)
+}
+
+// hasReason reports whether the lock table has its reason column.
+func (s *postgresStore) hasReason(c Conn) (bool, error) {
 	cols, err := queryStrings(c, `SELECT attname FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'reason' AND NOT attisdropped`, s.table)
 	return len(cols) > 0, err
 }
 
-// checkPrivileges names the grant a role that found the lock table in
-// place lacks for what every grant does: DML on the lock table and the
-// catalog, USAGE on the generation sequence. Without it the first
-// Acquire would fail with a bare "permission denied".
+// checkPrivileges names the grants a role that found the lock table lacks,
+// so that the first Acquire does not fail with a bare "permission denied".
 func (s *postgresStore) checkPrivileges(c Conn) error {
 	var missing []string
 	_, err := c.Query(`SELECT g FROM (VALUES
@@ -202,8 +183,7 @@ func (s *postgresStore) checkPrivileges(c Conn) error {
 		strings.Join(missing, " TO <this role>; "))
 }
 
-// OwnerHint is what to do when a role may not create the lock table or
-// the guard (SQLSTATE 42501): create them as their owner at deploy time.
+// OwnerHint is what to do when a role may not create the lock table or the guard.
 func OwnerHint(err error) string {
 	if !Denied(err) {
 		return ""
@@ -211,12 +191,9 @@ func OwnerHint(err error) string {
 	return " (this database role may not create it: create the lock table and the guard once as their owner, with `offlinelock guard install --dsn <the owner's DSN>` or db.Use run as the owner; docs/guard.md, Roles and grants)"
 }
 
-// Denied says whether err is the database's refusal of a privilege
-// (PostgreSQL 42501; MySQL/MariaDB access denied to the database, a table,
-// a routine, SUPER, ALTER ROUTINE or binary logging).
+// Denied says whether err is the database's refusal of a privilege.
 func Denied(err error) bool {
-	var se interface{ SQLState() string }
-	if errors.As(err, &se) && se.SQLState() == "42501" {
+	if sqlState(err) == "42501" {
 		return true
 	}
 	switch mysqlCode(err) {
@@ -226,10 +203,8 @@ func Denied(err error) bool {
 	return false
 }
 
-// hashTokens replaces the tokens that a table written by an older version
-// holds (32 hex digits) by their hashes, as tokenHash computes them, in one
-// statement; a hash (64 digits) or no token is left alone, so running it
-// again changes nothing. sha256() is built into PostgreSQL 11 and later.
+// hashTokens replaces the plain tokens an older version stored by their
+// hashes; running it again changes nothing.
 func (s *postgresStore) hashTokens(c Conn) error {
 	_, err := c.Exec(`UPDATE ` + s.table + ` SET token = encode(sha256(convert_to(token, 'UTF8')), 'hex') WHERE length(token) = ` + strconv.Itoa(tokenLen))
 	if err != nil {
@@ -238,31 +213,23 @@ func (s *postgresStore) hashTokens(c Conn) error {
 	return nil
 }
 
-// generation is the SQL of a fresh generation, by the scheme this role
-// can compute (generation_postgres.go): the sequence's next value plus the
-// WAL timeline above 2^40, or plus the epoch's offset.
-func (s *postgresStore) generation() string { return s.generationFor(s.walGen.Load()) }
-
 // pgGrantSQL is the Write grants' statements for one generation scheme.
 type pgGrantSQL struct {
 	one, many   string // the Write grants, bound
 	manyOrdered string // many taking its order locks first (guard_order_postgres.go)
 	oneCTE      string // grantPrefix's grant, unbound
-	// prefixes[n] is grantPrefix's SQL after n arguments, bound once for
-	// the commonest n (a First by key has 2: the key and LIMIT).
+	// prefixes[n] is grantPrefix's SQL after n arguments, for the commonest n.
 	prefixes [8]string
 }
 
-// buildGrants builds the Write grants' statements for the generation
-// scheme walGen says.
+// buildGrants builds the Write grants' statements for walGen's scheme.
 func (s *postgresStore) buildGrants() {
 	g := &pgGrantSQL{
 		one:  dollarBind(s.writeGrantOne(grantReturning, "?")),
 		many: dollarBind(s.writeGrant(grantReturning)),
 		manyOrdered: dollarBind(`WITH ` + s.orderRequest("SELECT * FROM unnest(?::text[], ?::text[])") + ` ` +
 			strings.Replace(s.writeGrant(grantReturning), " ORDER BY k.ord", " WHERE (SELECT n FROM offlinelock_order) >= 0 ORDER BY k.ord", 1)),
-		// The load's statement is GORM's, and GORM's log shows its
-		// arguments: the hash goes as bytes, which it shows as <binary>.
+		// GORM's log shows the load's arguments: the hash goes as bytes (<binary>).
 		oneCTE: s.writeGrantOne("1", "encode(?::bytea, 'hex')"),
 	}
 	for n := range g.prefixes {
@@ -289,10 +256,9 @@ func (s *postgresStore) nextGenerations(c Conn, n int) ([]int64, error) {
 	return gens, err
 }
 
-// writeRefresh and writeGrantable are the ON CONFLICT part of every
-// one-statement Write grant: a free key, an expired one, or one the same
-// session writes is granted; granting again keeps token, generation and
-// acquisition time and never shortens the expiry.
+// writeRefresh and writeGrantable are the ON CONFLICT part of every Write
+// grant: granting again keeps token, generation and acquisition time and
+// never shortens the expiry.
 const (
 	writeSame    = `l.access = 'write' AND l.session = EXCLUDED.session AND l.expires_at > clock_timestamp()`
 	writeRefresh = `
@@ -304,9 +270,8 @@ const (
 	writeGrantable = `l.access = '' OR (l.access = 'write' AND (l.session = EXCLUDED.session OR l.expires_at <= clock_timestamp()))`
 )
 
-// writeGrant is the one-statement Write grant of the keys k (arrays of
-// resources, ids and token hashes), with ? placeholders: the session, user,
-// TTL in microseconds, resources, ids and hashes.
+// writeGrant is the Write grant of arrays of keys; ? are the session, user,
+// TTL (µs), resources, ids and hashes.
 func (s *postgresStore) writeGrant(returning string) string {
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
 SELECT k.resource, k.lock_id, '', 'write', ?, ?, k.token, ` + s.generation() + `, clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond'
@@ -316,10 +281,8 @@ WHERE ` + writeGrantable + `
 RETURNING ` + returning
 }
 
-// writeGrantOne is writeGrant for one key, with ? placeholders: the
-// resource, id, session, user, token hash (as hash, an expression of one ?)
-// and TTL in microseconds. One row of VALUES plans and runs faster than
-// unnest over arrays.
+// writeGrantOne is writeGrant for one key (VALUES plans faster than unnest):
+// resource, id, session, user, hash and TTL (µs).
 func (s *postgresStore) writeGrantOne(returning, hash string) string {
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
 VALUES (?, ?, '', 'write', ?, ?, ` + hash + `, ` + s.generation() + `, clock_timestamp(), clock_timestamp() + ? * interval '1 microsecond')
@@ -328,39 +291,27 @@ WHERE ` + writeGrantable + `
 RETURNING ` + returning
 }
 
-// Grant takes Write locks in one statement per batch where each key is
-// free, expired or the session's (grantBatch); the other keys, and Read
-// locks, go through the serialised path, which decides exactly and names
-// holders.
+// Grant takes Write locks in one statement per batch; Read locks go through
+// the serialised path, which names holders.
 func (s *postgresStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c = s.observed(c)
-	got, err := s.grantOrdered(c, keys, o, access, ttl)
-	return got, BeingWritten(err)
-}
-
-// grantOrdered is Grant, the order locks of a grant of several keys first.
-func (s *postgresStore) grantOrdered(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	if len(keys) > 1 && s.ordered.Load() && access != Write {
-		// Write grants take their order locks in their own statement
-		// (grantManyOrdered): no round trip more.
-		var got map[Key]Granted
-		err := c.inTx(func(c Conn) error {
+	var got map[Key]Granted
+	var err error
+	switch {
+	case access == Write: // its order locks ride in its own statement
+		got, err = allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantBatch))
+	case len(keys) > 1 && s.ordered.Load(): // the order locks first
+		err = c.inTx(func(c Conn) error {
 			err := s.orderKeys(c, keys)
 			if err == nil {
-				got, err = s.grant(c, keys, o, access, ttl)
+				got, err = allOrNothing(s.decide(c, keys, o, access, ttl))
 			}
 			return err
 		})
-		return got, err
+	default:
+		got, err = allOrNothing(s.decide(c, keys, o, access, ttl))
 	}
-	return s.grant(c, keys, o, access, ttl)
-}
-
-func (s *postgresStore) grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	if access != Write {
-		return allOrNothing(s.decide(c, keys, o, access, ttl))
-	}
-	return allOrNothing(s.grantWrites(c, keys, o, ttl, s.grantBatch))
+	return got, BeingWritten(err)
 }
 
 func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error {
@@ -372,9 +323,7 @@ func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duratio
 	for i, k := range keys {
 		resources[i], ids[i], sent[i] = k.Resource, k.ID, hashes[k]
 	}
-	// A granted row's owner and access are the ones asked for; only these
-	// columns come back, the rest is known (decoding ten columns per row
-	// is measurable beside a one-row upsert).
+	// Only the columns not known already come back.
 	g := s.grants.Load()
 	q, args := g.many, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
 	if s.ordered.Load() {
@@ -395,19 +344,12 @@ func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duratio
 	return err
 }
 
-// keyLocksOf is a CTE that row-locks in (resource, lock_id) order the key
-// rows of the records that rows matching cond touch. Every statement that
-// changes several records' locks takes their key rows first and in this one
-// order, as grants do, so that no two statements ever wait on each other in
-// opposite orders. Reader rows are only ever changed by a holder of their
-// key row.
-func (s *postgresStore) keyLocksOf(cond string, skipLocked bool) string {
-	skip := ""
-	if skipLocked {
-		skip = " SKIP LOCKED"
-	}
+// keyLocksOf is a CTE that row-locks, in (resource, lock_id) order, the key
+// rows of the records that rows matching cond touch, as grants do, so no two
+// statements wait on each other in opposite orders.
+func (s *postgresStore) keyLocksOf(cond string) string {
 	return `WITH keys AS (SELECT k.resource, k.lock_id FROM ` + s.table + ` k JOIN (SELECT DISTINCT resource, lock_id FROM ` +
-		s.table + ` WHERE ` + cond + `) c ON k.resource = c.resource AND k.lock_id = c.lock_id WHERE k.holder = '' ORDER BY k.resource, k.lock_id FOR UPDATE OF k` + skip + `) `
+		s.table + ` WHERE ` + cond + `) c ON k.resource = c.resource AND k.lock_id = c.lock_id WHERE k.holder = '' ORDER BY k.resource, k.lock_id FOR UPDATE OF k) `
 }
 
 // Drop deletes session's locks on keys with their key rows taken first.
@@ -426,12 +368,12 @@ func (s *postgresStore) Drop(c Conn, keys []Key, session string) error {
 
 func (s *postgresStore) ReleaseAll(c Conn, session string) (int64, error) {
 	c = s.observed(c)
-	return c.Exec(s.keyLocksOf(`session = $1`, false)+
+	return c.Exec(s.keyLocksOf(`session = $1`)+
 		`DELETE FROM `+s.table+` l USING keys WHERE l.session = $1 AND l.resource = keys.resource AND l.lock_id = keys.lock_id`, session)
 }
 
-// Renew locks the key rows in order, then pushes the session's rows and
-// the read-mode key rows of the records it reads, in one statement.
+// Renew locks the key rows in order, then extends the session's rows and
+// the read-mode key rows of what it reads.
 func (s *postgresStore) Renew(c Conn, session string, ttl time.Duration) (int64, error) {
 	c = s.observed(c)
 	now, err := s.clockAt(c)
@@ -439,7 +381,7 @@ func (s *postgresStore) Renew(c Conn, session string, ttl time.Duration) (int64,
 		return 0, err
 	}
 	var n int64
-	_, err = c.Query(s.keyLocksOf(`session = $1 AND expires_at > $3`, false)+`, renewed AS (
+	_, err = c.Query(s.keyLocksOf(`session = $1 AND expires_at > $3`)+`, renewed AS (
 	UPDATE `+s.table+` l SET expires_at = GREATEST(l.expires_at, $2) FROM keys
 	WHERE l.session = $1 AND l.expires_at > $3 AND l.resource = keys.resource AND l.lock_id = keys.lock_id
 	RETURNING l.resource, l.lock_id, l.holder
@@ -456,23 +398,10 @@ SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM readkeys)`, []any{s
 }
 
 // Sweep deletes the expired rows of postgresSweepBatch records at a time,
-// skipping records whose key rows others are changing (SKIP LOCKED): they
-// are being taken over or released right now.
-//
-//   - The expired rows are found through the expiry index, in expiry
-//     order, from the latest expiry the batch before looked at (cur): the
-//     scan starts where the last one ended instead of stepping over every
-//     index entry earlier batches left dead. statement_timestamp() is fixed
-//     for the statement, so the index can answer the upper bound; each row
-//     is checked again against clock_timestamp() as it goes. A record
-//     skipped as locked is left for the next Sweep.
-//   - Each batch commits without waiting for its WAL to reach the disk
-//     (synchronous_commit off, for this transaction only; in a transaction
-//     of the caller's, the caller's commit decides). A batch lost in
-//     a crash leaves expired rows, which every grant already treats as
-//     free and the next Sweep deletes; meanwhile the acquires running beside
-//     the Sweep do not queue their commits behind the Sweep's flushes
-//     (BenchmarkSweep).
+// found through the expiry index from where the last batch ended (cur), and
+// skips records others are changing (SKIP LOCKED). Its own transaction
+// commits with synchronous_commit off: a lost batch only leaves expired
+// rows, and acquires do not queue behind the sweep's flushes.
 func (s *postgresStore) Sweep(c Conn, cur *SweepCursor) (int64, bool, error) {
 	c = s.observed(c)
 	var n, scanned int64
@@ -486,9 +415,7 @@ func (s *postgresStore) Sweep(c Conn, cur *SweepCursor) (int64, bool, error) {
 	}
 	var err error
 	if _, callers := c.db.Statement.ConnPool.(gorm.TxCommitter); callers {
-		// The caller's transaction: its commit, and so its durability, is
-		// the caller's, not the sweep's to relax; its planner settings are
-		// put back as they were.
+		// In the caller's transaction durability is the caller's.
 		err = withSweepPlan(c, batch)
 	} else {
 		err = c.inTx(func(c Conn) error {
@@ -501,15 +428,11 @@ func (s *postgresStore) Sweep(c Conn, cur *SweepCursor) (int64, bool, error) {
 	return n, scanned >= postgresSweepBatch, err
 }
 
-// sweepPlanSettings make the sweep's plan the same with or without planner
-// statistics: expired rows by the expiry index, in its order, and records
-// by primary key. Without statistics (a table just filled), PostgreSQL
-// otherwise reads every expired row by a bitmap scan and sorts them, for
-// each batch. Set for the sweep's transaction only.
+// sweepPlanSettings keep the sweep's plan on the expiry index even without
+// planner statistics.
 const sweepPlanSettings = `set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)`
 
-// withSweepPlan runs fn under sweepPlanSettings in the caller's
-// transaction, and then sets them back to what they were.
+// withSweepPlan runs fn under sweepPlanSettings, then restores them.
 func withSweepPlan(c Conn, fn func(Conn) error) error {
 	var bitmap, seq string
 	if _, err := c.Query(`SELECT current_setting('enable_bitmapscan'), current_setting('enable_seqscan'), `+sweepPlanSettings, nil,
@@ -523,18 +446,12 @@ func withSweepPlan(c Conn, fn func(Conn) error) error {
 	return err
 }
 
-// postgresSweepBatch is the expired rows one sweep statement looks at on
-// PostgreSQL: a small batch keeps each commit's WAL, and so the commits of
-// acquires queued behind it, small, and each batch short, so that an
-// acquire that meets one shares the CPU with it briefly. 50 rather than
-// 100 took the acquires' p99 while sweeping from 1.48–1.81 ms to 1.23–1.61
-// ms (BenchmarkSweep, alternating runs), at 13–17k rows swept a second
-// instead of 21–24k.
+// postgresSweepBatch is the rows one sweep statement looks at: small
+// batches keep commits, and so acquires' p99, short (BenchmarkSweep).
 const postgresSweepBatch = 50
 
-// sweepStatement is one batch of sweep: the rows it deleted, the expired
-// rows it looked at, and the latest expiry among those (where the next
-// batch starts, so that a record skipped as locked does not stall it).
+// sweepStatement is one batch: rows deleted, rows looked at, and the latest
+// expiry seen (where the next batch starts).
 func (s *postgresStore) sweepStatement() string {
 	return fmt.Sprintf(`WITH due AS (
 	SELECT resource, lock_id, expires_at FROM %[1]s WHERE expires_at >= $1 AND expires_at <= statement_timestamp() ORDER BY expires_at LIMIT %[2]d),
@@ -556,23 +473,16 @@ func (s *postgresStore) HeldCondition(k Key, session string, access Access, marg
 	return clause.Expr{SQL: q, Vars: []any{k.Resource, k.ID, session, margin.Microseconds()}}
 }
 
-// heldSQL is heldCondition's SQL for a lock that is the key row (Write) or,
-// for Read, also a reader row of the session.
+// heldSQL is HeldCondition's SQL: the key row (Write) or also a reader row.
 func (s *postgresStore) heldSQL(held string) string {
 	return `EXISTS (SELECT 1 FROM ` + s.table + ` WHERE resource = ? AND lock_id = ? AND ` + s.eq("session") + ` AND ` + held +
 		` AND expires_at > clock_timestamp() + ? * interval '1 microsecond')`
 }
 
-// FenceCondition is the folded fence of session's write of k. Its first
-// argument is the proof it leaves in offlinelock.proof when it finds and
-// row-locks session's Write lock of k: the lock table, the session, the
-// resource (each prefixed by its length in bytes, so that no two spell the
-// same text) and the lock id. The lock table is in it because several lock
-// tables can guard one table side by side: a record one lock table's fence
-// proved may be another session's in the other, whose triggers must still
-// probe it. The row lock lasts until the transaction ends, and with it the
-// proof: a savepoint rolled back takes both back. The guard's fenced branch
-// skips the probe of a write whose every row is k (pgProved).
+// FenceCondition is the folded fence of session's write of k. It leaves a
+// proof (each part prefixed by its length) in offlinelock.proof once it
+// row-locks the lock, so the guard skips its probe (pgProved); the lock
+// table is part of it since several lock tables can guard one table.
 func (s *postgresStore) FenceCondition(k Key, session string) clause.Expression {
 	lock := strings.Trim(s.table, `"`)
 	proof := strconv.Itoa(len(lock)) + ":" + lock + strconv.Itoa(len(session)) + ":" + session + strconv.Itoa(len(k.Resource)) + ":" + k.Resource + k.ID
@@ -601,24 +511,11 @@ func (s *postgresStore) GrantCondition() clause.Expression {
 	return clause.Expr{SQL: `EXISTS (SELECT 1 FROM ` + grantCTE + `)`}
 }
 
-// FindAndLock: a CTE finds the keys and notes which have a key row
-// already; when none has, a plain INSERT takes them all, otherwise an
-// INSERT … ON CONFLICT does, in key order either way; and the statement
-// aborts itself (division by zero, SQLSTATE 22012) when any key is
-// refused, so that it is all or nothing without a transaction. keysSQL is
-// bound already ($1 … $len(vars)).
-//
-// Why the plain INSERT: ON CONFLICT's speculative insertion (a probe before
-// each row and a confirmation record after it) made the statement about a
-// fifth dearer than a plain batch insert of the same rows, and a large
-// load's keys mostly have no row yet. A key another session inserted since
-// the statement's snapshot then fails it with a unique violation (23505),
-// which, like a refusal, sends the load down the general path, which
-// decides exactly; only loads outside a transaction come here, so the error
-// aborts nothing of the caller's. It is all keys one way or all the other,
-// never new keys by one INSERT and old ones by the other: two loads would
-// then take keys in two runs each, and deadlock (TestOverlappingLoads…
-// did, within seconds).
+// FindAndLock finds the keys and locks them all or none in one statement,
+// aborting itself (22012) when one is refused. With no key row yet it is a
+// plain INSERT (ON CONFLICT costs a fifth more); a row inserted meanwhile
+// fails it with 23505, which sends the load down the general path too. It
+// is all keys one way or the other: mixing deadlocks overlapping loads.
 func (s *postgresStore) FindAndLock(c Conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) ([]GrantRow, bool, error) {
 	c = s.observed(c)
 	hash := tokenHash(token)
@@ -642,29 +539,17 @@ func (s *postgresStore) FindAndLock(c Conn, keysSQL string, vars []any, column, 
 	return grants, false, err
 }
 
-// sendsToGeneralPath tells findAndLock's errors that are its answer: a key
-// refused (the division by zero, 22012), or a key another session inserted
-// since the statement's snapshot (23505).
+// sendsToGeneralPath tells FindAndLock's errors that are its answer.
 func sendsToGeneralPath(err error) bool {
-	var coded interface{ SQLState() string }
-	if !errors.As(err, &coded) {
-		return false
-	}
-	state := coded.SQLState()
+	state := sqlState(err)
 	return state == "22012" || state == "23505"
 }
 
-// findAndLockSQL is findAndLock's statement; its own arguments follow the n
-// of keysSQL: the resource, session, user, token hash and TTL in
-// microseconds. It returns each key granted, whether the grant is new (its
-// token is this statement's), and its expiry; then a row of NULLs.
+// findAndLockSQL is FindAndLock's statement; its arguments follow keysSQL's n.
 func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int, ordered bool) string {
 	arg := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	// The scalar subquery with LIMIT is probed per key by the primary key;
-	// as a NOT EXISTS it could be planned as a hash join that reads every
-	// lock row of the resource. The key is cast to the lock table's
-	// collation: a key column of another collation than the database's
-	// would otherwise make the comparison fail (42P22) or skip the index.
+	// The scalar subquery is probed per key by the primary key; the cast to
+	// "C" keeps the index usable whatever the key column's collation.
 	keys := `offlinelock_keys AS (SELECT k.lock_id, (SELECT true FROM ` + s.table + ` e WHERE e.resource = ` + arg(1) + ` AND e.lock_id = k.lock_id AND e.holder = '' LIMIT 1) AS taken
 	FROM (SELECT DISTINCT CAST(` + column + ` AS TEXT) COLLATE "C" AS lock_id FROM (` + keysSQL + `) q WHERE ` + column + ` IS NOT NULL) k)`
 	insert := func(which string) string {
@@ -676,7 +561,7 @@ func (s *postgresStore) findAndLockSQL(keysSQL, column string, n int, ordered bo
 	const anyTaken = `EXISTS (SELECT 1 FROM offlinelock_keys WHERE taken)`
 	first := ""
 	if ordered {
-		// The order locks first, in bucket order (guard_order_postgres.go).
+		// The order locks first (guard_order_postgres.go).
 		first = `(SELECT n FROM offlinelock_order) >= 0 AND `
 		keys += `,
 ` + s.orderRequest("SELECT "+arg(1)+"::text, lock_id FROM offlinelock_keys")
@@ -699,8 +584,7 @@ func indexName(quotedTable, suffix string) string {
 	return `"` + strings.Trim(quotedTable, `"`) + "_" + suffix + `"`
 }
 
-// postgresIdentity is the value of offlinelock.session for a write of session:
-// "f:" when the plugin fences the write itself (fence.go), else "s:".
+// postgresIdentity is offlinelock.session for a write: "f:" when fenced, else "s:".
 func postgresIdentity(session string, fenced bool) string {
 	if fenced {
 		return "f:" + session

@@ -7,13 +7,10 @@ import (
 	"strings"
 )
 
-// CheckKeyColumns refuses a lockable model whose text key column the
-// database compares inexactly where the model's key kind spells exactly:
-// a nondeterministic (ICU) collation takes "ABC" and "abc", or "é" and
-// "e", as one row, by rules only ICU knows, so no spelling of the lock
-// table can follow it; citext folds case, which the plugin spells (KindFold)
-// only when the model declares it. A table not created yet passes until it
-// exists: it has no rows to write.
+// CheckKeyColumns refuses a text key column the database compares
+// inexactly where the key kind spells exactly: a nondeterministic collation
+// merges rows by ICU's rules; citext folds case (KindFold only if declared).
+// A table not created yet passes.
 func (s *postgresStore) CheckKeyColumns(c Conn, m KeyColumns) error {
 	c = s.observed(c)
 	if _, ok := s.keysOK.Load(m.Table); ok || !slices.ContainsFunc(m.Kinds, KeyKind.textual) {

@@ -14,19 +14,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// sqlStore is the lock-table SQL that every store shares, built once per
-// plugin, and the decisions taken on the rows it reads. The stores differ
-// only in the values below and in the methods of their own files.
-//
-// The lock table holds one key row per locked record (holder = ”) and one
-// reader row per session holding a shared Read lock (holder = session).
-// The key row is the record's serialisation point: every change to a
-// record's locks first writes its key row, so two sessions never decide on
-// the same record at once. While a Write lock is held, the key row is that
-// lock (access 'write', with its session, token and expiry) and there are no
-// reader rows. While Read locks are held, the key row has access 'read', no
-// owner, and an expiry no earlier than any reader's, so the sweep never
-// removes it before its readers. A key row with access ” is free.
+// sqlStore is the lock-table SQL every store shares; the stores differ in
+// the values below and their own files. One key row per locked record
+// (empty holder) serialises every change to its locks; a reader row per
+// session holds a Read lock (docs/lock-table.md).
 type sqlStore struct {
 	table, seq, catalog string   // quoted names
 	obs                 Observer // told of every statement (observer.go)
@@ -35,18 +26,15 @@ type sqlStore struct {
 	bind      func(string) string // ? placeholders in the database's form
 	timeArg   func(time.Time) any // a time as the database takes it
 	fenceRead string              // appended to the fence's read of key rows
-	// identity is a condition, with one ? for the session, that tells the
-	// database guard who writes (identity.go); "" where the check does not
-	// carry it.
+	// identity is a condition (one ? for the session) telling the guard who
+	// writes; "" where the check does not carry it.
 	identity string
 	nextGens func(Conn, int) ([]int64, error)
 	// revision is the guard revision this store installs (GuardRevision;
 	// tests set another, SetGuardRevision).
 	revision atomic.Int32
 
-	// Hooks for a database whose SQL lacks what the defaults use (MySQL:
-	// no ON CONFLICT, no RETURNING, no IN (VALUES …)); nil or "" keeps the
-	// default SQL, which PostgreSQL and SQLite share.
+	// Hooks for SQL the defaults cannot use (MySQL); nil or "" keeps the default.
 	keysIn         func(list string) string                          // (resource, lock_id) IN … for a keyList
 	readersRead    func(Conn) string                                 // appended to reads of reader rows
 	fromHint       string                                            // after the table in reads of key and reader rows
@@ -59,26 +47,17 @@ type sqlStore struct {
 	freeKey        func(Conn, Key) (int64, error)                    // deleteKey
 	tx             func(Conn, func(Conn) error) error                // the store's own transactions
 
-	// readersIfRead: reader rows exist only under a key row in read mode,
-	// so a decision reads them only there (MySQL, whose store keeps that
-	// invariant: every write grant drops them, every release that frees a
-	// key row deletes them). Under REPEATABLE READ that range read takes
-	// next-key locks, which block other sessions' new key rows.
+	// readersIfRead: reader rows are read only under a key row in read mode
+	// (MySQL), so REPEATABLE READ takes no next-key locks on others' key rows.
 	readersIfRead bool
 
-	// filter is an equality on session or token, with one ? placeholder,
-	// in a form the database cannot answer from that column's index. A
-	// statement about one record must be answered by the primary key, the
-	// only plan whose cost does not grow with the lock table or with the
-	// locks a session holds; a planner without fresh statistics (or a
-	// generic plan) otherwise walks the session index and filters every
-	// lock the session holds. nil is a plain "col = ?".
+	// filter is an equality on session or token (one ?) that its index cannot
+	// answer, so that a one-record statement is planned on the primary key
+	// whatever the statistics; nil is a plain "col = ?".
 	filter func(col string) string
 }
 
-// observed is c reporting its statements to the store's Observer: every
-// exported method that takes a Conn starts with it, since the Conn comes
-// from the plugin.
+// observed is c reporting its statements to the store's Observer.
 func (t *sqlStore) observed(c Conn) Conn {
 	c.obs = t.obs // c.on(t.obs)
 	return c
@@ -152,9 +131,8 @@ func scanRow(rows *sql.Rows, more ...any) (row, error) {
 	return r, err
 }
 
-// sortKeys orders keys by resource, then id, and drops duplicates. Every
-// batch takes its key rows in this order, so two batches never wait on each
-// other in opposite orders.
+// sortKeys orders keys by resource then id, dropping duplicates: every batch
+// takes key rows in this order, so none wait on each other in opposite ones.
 func sortKeys(keys []Key) []Key {
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, func(a, b Key) int {
@@ -180,35 +158,26 @@ func chunks(keys []Key) [][]Key {
 
 // keyList renders "(?, ?), (?, ?) …" for keys, with their arguments.
 func keyList(keys []Key) (string, []any) {
-	var b strings.Builder
 	args := make([]any, 0, 2*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?)")
+	for _, k := range keys {
 		args = append(args, k.Resource, k.ID)
 	}
-	return b.String(), args
+	return repeated("(?, ?)", len(keys)), args
 }
 
-// lockKeys takes the key rows of keys for the rest of the transaction,
-// creating free ones where there are none, and returns them with the
-// database's clock.
+// repeated is n copies of item, comma-separated.
+func repeated(item string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(item+", ", n), ", ")
+}
+
+// lockKeys takes the key rows of keys for the transaction, creating free
+// ones, and returns them with the database's clock.
 func (t *sqlStore) lockKeys(c Conn, keys []Key) (map[Key]row, time.Time, error) {
 	if t.lockRows != nil {
 		return t.lockRows(c, keys)
 	}
-	var b strings.Builder
-	args := make([]any, 0, 2*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(`(?, ?, '', '', '', '', '', 0, ` + t.clock + `, ` + t.clock + `)`)
-		args = append(args, k.Resource, k.ID)
-	}
-	q := t.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `) VALUES ` + b.String() + `
+	_, args := keyList(keys)
+	q := t.bind(`INSERT INTO ` + t.table + ` (` + lockColumns + `) VALUES ` + repeated(`(?, ?, '', '', '', '', '', 0, `+t.clock+`, `+t.clock+`)`, len(keys)) + `
 ON CONFLICT (resource, lock_id, holder) DO UPDATE SET holder = excluded.holder
 RETURNING ` + lockColumns + `, ` + t.clock)
 	return queryKeyRows(c, q, args)
@@ -268,13 +237,8 @@ func (t *sqlStore) putRows(c Conn, rows []row) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	var b strings.Builder
 	args := make([]any, 0, 10*len(rows))
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	for _, r := range rows {
 		args = append(args, r.Resource, r.ID, r.holder, string(r.Access), r.Owner.Session, r.Owner.User, r.Token, r.Generation,
 			t.timeArg(r.AcquiredAt), t.timeArg(r.ExpiresAt))
 	}
@@ -287,7 +251,7 @@ func (t *sqlStore) putRows(c Conn, rows []row) error {
 	if t.putConflictNow != nil {
 		conflict = t.putConflictNow()
 	}
-	_, err := c.Exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+b.String()+`
+	_, err := c.Exec(t.bind(`INSERT INTO `+t.table+` (`+lockColumns+`) VALUES `+repeated("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", len(rows))+`
 `+conflict), args...)
 	return err
 }
@@ -308,10 +272,8 @@ func (t *sqlStore) dropReaders(c Conn, keys []Key, before time.Time) error {
 	return err
 }
 
-// decideMany grants, refreshes or refuses locks on sorted keys with their
-// key rows held, so that it sees every holder exactly, in a fixed number of
-// statements. It refuses all or nothing: on the first key held by someone
-// else it returns that key's *Conflict and writes no lock.
+// decideMany grants, refreshes or refuses locks on sorted keys with their key
+// rows held, all or nothing: the first key held by another is its *Conflict.
 func (t *sqlStore) decideMany(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) ([]Granted, error) {
 	krs, now, err := t.lockKeys(c, keys)
 	if err != nil {
@@ -376,9 +338,7 @@ type plan struct {
 	takeover             bool // another session's expired Write lock is taken over (telemetry)
 }
 
-// planFor decides one key whose key row is kr and reader rows readers:
-// the lock o gets, or a *Conflict. The tokens of kr and readers are
-// hashes, and so is the one the plan writes.
+// planFor decides one key from its key row and readers: o's lock or a *Conflict.
 func planFor(k Key, kr row, readers []row, o Owner, access Access, now, exp time.Time) (plan, error) {
 	if kr.Access == Write && kr.live(now) {
 		if kr.Owner.Session != o.Session {
@@ -479,9 +439,8 @@ func (t *sqlStore) apply(c Conn, plans []plan, gens []int64, o Owner, now time.T
 }
 
 // Check sorts keys into those the session holds a valid Write lock on and
-// those nobody holds; a key someone else holds (or reads) is a
-// *Conflict. share (the fence) reads the key rows with fenceRead, which
-// row-locks them until the transaction ends where the database needs it.
+// those nobody holds; another's key is a *Conflict. share (the fence)
+// reads the key rows with fenceRead.
 func (t *sqlStore) Check(c Conn, keys []Key, o Owner, share bool) (mine, free []Key, err error) {
 	c = t.observed(c)
 	keys = sortKeys(keys)
@@ -668,9 +627,8 @@ func (t *sqlStore) ListKeys(c Conn, keys []Key) ([]Lock, error) {
 	return out, nil
 }
 
-// The reason column holds "<generation>:<reason>": the grants that write a
-// key's rows do not touch it, so a reason stays with the generation it was
-// given for, and a later grant's lock shows none (reasonOf).
+// The reason column holds "<generation>:<reason>", so a later grant's lock
+// shows none (reasonOf).
 
 func (t *sqlStore) SetReason(c Conn, l Lock, reason string) error {
 	c = t.observed(c)
@@ -719,9 +677,7 @@ ON CONFLICT (name) DO UPDATE SET spec = excluded.spec WHERE c.spec <> excluded.s
 func (t *sqlStore) Catalog(c Conn) ([]CatalogRow, error) {
 	c = t.observed(c)
 	var out []CatalogRow
-	// The guard's own rows (its key, protocol, revision, settings) are no
-	// table's spec: their names start with "offlinelock:", which no
-	// table's name does.
+	// The guard's own rows start with "offlinelock:", which no table's name does.
 	_, err := c.Query(t.bind(`SELECT name, spec FROM `+t.catalog+` WHERE name NOT LIKE ? ORDER BY name`), []any{guardRowPrefix + "%"}, func(r *sql.Rows) error {
 		var name, spec string
 		err := r.Scan(&name, &spec)
@@ -781,9 +737,8 @@ func parseSQLiteTime(s string) (time.Time, error) {
 }
 
 // batchGrant takes the Write locks of keys in one statement where each is
-// free, expired or o's, and adds what it granted to got. It sends a new
-// token's hash for each key: a granted lock with another hash was o's
-// before (not fresh, no token returned).
+// free, expired or o's, and adds them to got; a lock with another hash than
+// the one sent was o's before.
 type batchGrant func(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error
 
 // batchTokens are the new tokens of a batch grant, one per key, and the
@@ -799,9 +754,8 @@ func batchTokens(keys []Key) (tokens, hashes map[Key]string, err error) {
 	return tokens, hashes, nil
 }
 
-// grantedRow is a row a batch grant returned, with hash in its Token, as
-// its holder sees it: with its token if the grant is fresh (the hash is
-// the one sent), without one if the session held it already.
+// grantedRow is a batch grant's row as its holder sees it: with its token
+// only if the grant is fresh.
 func grantedRow(l Lock, tokens, hashes map[Key]string) Granted {
 	k := Key{l.Resource, l.ID}
 	g := Granted{Lock: l, Hash: l.Token, Fresh: l.Token == hashes[k]}
@@ -812,10 +766,9 @@ func grantedRow(l Lock, tokens, hashes map[Key]string) Granted {
 	return g
 }
 
-// grantWrites takes Write locks with one batch statement per batch of
-// keys, in sortKeys order; the keys a batch did not grant go through the
-// serialised path. One key needs no transaction (the serialised path has
-// nothing of the call's to undo); several are all or nothing in one.
+// grantWrites grants one batch statement per batch of sorted keys; the rest
+// go through the serialised path. Several keys are all or nothing in one
+// transaction.
 func (t *sqlStore) grantWrites(c Conn, keys []Key, o Owner, ttl time.Duration, batch batchGrant) (map[Key]Granted, error) {
 	got := map[Key]Granted{}
 	run := func(c Conn) error {
@@ -866,9 +819,8 @@ func (t *sqlStore) decide(c Conn, keys []Key, o Owner, access Access, ttl time.D
 	return got, err
 }
 
-// Release gives up session's lock on k: its Write lock in one statement,
-// else its Read lock with the key row held (the last reader frees the
-// record).
+// Release gives up session's lock on k: a Write lock in one statement, a
+// Read lock with the key row held.
 func (t *sqlStore) Release(c Conn, k Key, session string) (time.Duration, error) {
 	c = t.observed(c)
 	found, valid, held, err := t.releaseWrite(c, k, session)
@@ -964,9 +916,8 @@ func (t *sqlStore) ForceRelease(c Conn, k Key, allow func(now time.Time, held []
 	})
 }
 
-// Shorten cuts session's Write lock on k, its key row held, to end at
-// now+ttl (to the millisecond, the coarsest clock of the three databases)
-// when that is sooner than its expiry.
+// Shorten cuts session's Write lock on k to end at now+ttl (to the
+// millisecond) when that is sooner than its expiry.
 func (t *sqlStore) Shorten(c Conn, k Key, session string, ttl time.Duration) (Lock, time.Time, error) {
 	c = t.observed(c)
 	var out Lock

@@ -5,8 +5,7 @@ import (
 	"fmt"
 )
 
-// Stats reads Stats in six statements: the live count, the two groupings
-// (LIMIT groups each), the oldest live lock and the expired rows and locks.
+// Stats reads Stats in six statements.
 func (t *sqlStore) Stats(c Conn, groups int) (Stats, error) {
 	c = t.observed(c)
 	var s Stats
@@ -38,8 +37,8 @@ func (t *sqlStore) count(c Conn, q string, n *int64) error {
 	return err
 }
 
-// countBy counts the live locks (from, a FROM … WHERE) per value of col,
-// most first, ties by value, at most limit groups.
+// countBy counts the live locks (from: FROM … WHERE) per col, most first, at
+// most limit groups.
 func (t *sqlStore) countBy(c Conn, col, from string, limit int) ([]Count, error) {
 	q := fmt.Sprintf(`SELECT %[1]s, COUNT(*) AS n%[2]s GROUP BY %[1]s ORDER BY n DESC, %[1]s LIMIT %[3]d`, col, from, limit)
 	out := []Count{}

@@ -2,15 +2,11 @@ package lockstore
 
 import "database/sql"
 
-// TablePrivileges is a store that names the grants a role lacks on the
-// tables beside the lock table that the plugin's features write (the
-// notes table), so that db.Use names them rather than the first TakeOver
-// failing with a bare "permission denied". PostgreSQL only: on MySQL and
-// MariaDB the application's documented grant is on the whole database.
+// TablePrivileges names the grants a role lacks on the plugin's own tables
+// beside the lock table (PostgreSQL), so db.Use names them up front.
 type TablePrivileges interface {
-	// MissingTablePrivileges returns a GRANT for each of tables (quoted
-	// names) that exists and that this role may not SELECT, INSERT,
-	// UPDATE and DELETE, and for its serial id sequence without USAGE.
+	// MissingTablePrivileges is a GRANT for each existing table this role may
+	// not use fully, and for its id sequence without USAGE.
 	MissingTablePrivileges(c Conn, tables []string) ([]string, error)
 }
 

@@ -4,13 +4,10 @@ import (
 	"time"
 )
 
-// Key names one lockable record in the lock table: its resource (the
-// table of the record, or of its aggregate's root) and its primary Key as
-// text, spelt one way (the root package's Key.go).
+// Key names one lockable record: its resource and its primary key as text.
 type Key struct{ Resource, ID string }
 
-// Owner is who holds a lock: the session that decides, and the user name
-// shown to others. The root package's Owner converts to it directly.
+// Owner is who holds a lock: the deciding session and the user shown.
 type Owner struct {
 	Session string
 	User    string
@@ -27,8 +24,7 @@ const (
 	Write Access = "write"
 )
 
-// Lock is one lock as the lock table has it. Token is filled only for a
-// fresh grant; Reason only where the statement read it.
+// Lock is one lock row; Token only for a fresh grant, Reason only where read.
 type Lock struct {
 	Resource, ID          string
 	Access                Access
@@ -61,15 +57,13 @@ type Count struct {
 	Locks int64
 }
 
-// CatalogRow is one row of the catalog of lockable tables: the table's
-// name and its spec, bytes the store keeps and never reads.
+// CatalogRow is one catalog row: a table's name and its opaque spec.
 type CatalogRow struct {
 	Name string
 	Spec []byte
 }
 
-// KeyKind is how a key column's values are spelt in the lock table (the
-// root's key.go decides it from the model; the guard spells it in SQL).
+// KeyKind is how a key column's values are spelt in the lock table.
 type KeyKind uint8
 
 const (
@@ -81,28 +75,22 @@ const (
 	KindChar                 // trailing spaces dropped: char(n) pads, and compares without them; SQLite RTRIM
 )
 
-// textual says whether keys of kind k are text the database may compare
-// by a collation.
+// textual says whether kind k compares by a collation.
 func (k KeyKind) textual() bool { return k == KindText || k == KindFold || k == KindChar }
 
-// KeyColumns is what a check of a model's key columns sees of it: the
-// table, the model's name for errors, and the columns that name its
-// records (a member's link to its root) with their kinds.
+// KeyColumns is the table, model name and key columns (with kinds) of a
+// model whose key columns are checked.
 type KeyColumns struct {
 	Table, Model string
 	Columns      []string
 	Kinds        []KeyKind
 }
 
-// HeldUnknown is the hold time Release reports where the store did not
-// learn it without another statement (MySQL's Write locks).
+// HeldUnknown is the hold time Release reports where it did not learn it.
 const HeldUnknown time.Duration = -1
 
-// BatchSize bounds the keys or rows one statement carries: a load of many
-// rows locks them in a number of statements that grows with
-// rows/BatchSize, not with rows.
+// BatchSize bounds the keys or rows one statement carries.
 const BatchSize = batchSize
 
-// SortKeys sorts keys in place in the one order every statement takes key
-// rows in, (resource, lock_id) byte order, and returns them.
+// SortKeys sorts keys in place in (resource, lock_id) byte order.
 func SortKeys(keys []Key) []Key { return sortKeys(keys) }

@@ -2,15 +2,10 @@ package sqlscan
 
 import "strings"
 
-// KeysAsStored reports whether sql is one plain SELECT whose rows are rows
-// of table as stored, under their own key: each column of keys it returns
-// is that column of table itself (not computed, renamed from another
-// column, or another table's), and no row it returns mixes several of
-// table's rows (no aggregate, window, GROUP BY, set operation or
-// subquery). A caller locks each row it reads by the key the row carries,
-// so a key that is not the row's own would lock one record and show
-// another. It is deliberately narrow: anything it cannot read this way is
-// false, in every reading of sql that lexes.
+// KeysAsStored reports whether sql is one plain SELECT whose returned key
+// columns are table's own columns, one row of table per row (no aggregate,
+// window, GROUP BY, set operation or subquery): a caller locks each row by
+// the key it carries. Anything it cannot read so is false.
 func KeysAsStored(sql, table string, keys []string) bool {
 	passes := sqlTrusted(sqlPasses(sql))
 	for _, p := range passes {
@@ -88,10 +83,9 @@ func sqlFromTable(toks []sqlToken, table string) (alias string, joined, ok bool)
 	return alias, joined, true
 }
 
-// sqlSelectList checks the select list toks (after SELECT, before FROM):
-// every item that returns a key column is a plain reference to that column
-// of table; a bare * is the table's only when nothing is joined; t.* only
-// for table itself; each key column is returned once at most.
+// sqlSelectList checks the select list: each key column returned is a plain
+// reference to table's column, at most once; * only with no join, t.* only
+// for table.
 func sqlSelectList(toks []sqlToken, table, alias string, joined bool, keys []string) bool {
 	if len(toks) > 0 && (sqlKeyword(toks[0]) == "DISTINCT" || sqlKeyword(toks[0]) == "ALL") {
 		toks = toks[1:]
@@ -138,9 +132,8 @@ func sqlSelectList(toks []sqlToken, table, alias string, joined bool, keys []str
 	return true
 }
 
-// sqlItem splits one select-list item into its expression and the name it
-// returns: the alias (with or without AS), or a plain reference's column.
-// ok is false for an item it cannot read.
+// sqlItem splits a select item into its expression and the name it returns;
+// ok is false where it cannot read it.
 func sqlItem(item []sqlToken) (ref []sqlToken, out string, ok bool) {
 	n := len(item)
 	switch {

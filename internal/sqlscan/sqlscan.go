@@ -11,12 +11,9 @@ import (
 	"unicode/utf8"
 )
 
-// Strict mode must find the tables a raw statement names without being
-// fooled by comments and literals, yet it does not know which server the SQL
-// is for. So the scanner lexes the text once per dialect convention a server
-// might use and takes the union: a name any plausible server would see as
-// code is reported, and no dialect's comment or literal can hide another's
-// code.
+// Not knowing which server the SQL is for, the scanner lexes it once per
+// plausible dialect and takes the union, so no dialect's comment or literal
+// hides another's code.
 
 // sqlTokenKind classifies a token of raw SQL.
 type sqlTokenKind uint8
@@ -62,9 +59,7 @@ type sqlDialect struct {
 	dollarParams  bool // $name is a parameter
 }
 
-// The servers' conventions. MySQL's are its defaults (backslash escapes on,
-// "…" a name only under ANSI_QUOTES, which changes nothing here: a quoted
-// name and a literal both hide their text).
+// The servers' conventions; MySQL's are its defaults.
 var (
 	sqlPostgres = sqlDialect{name: "postgres", crEndsLineComment: true, nestedComments: true,
 		escapeStrings: true, unicodeEscapes: true, dollarQuotes: true}
@@ -80,9 +75,8 @@ func (d sqlDialect) with(name string, f func(*sqlDialect)) sqlDialect {
 	return d
 }
 
-// sqlDialectsFor lists the conventions sql may be written in; those that
-// differ only in backslash handling are skipped when sql has none, and
-// MariaDB's reading of /*+ … */ when sql has no such comment.
+// sqlDialectsFor lists the conventions sql may be written in, skipping those
+// that cannot differ on it.
 func sqlDialectsFor(sql string) []sqlDialect {
 	ds := []sqlDialect{sqlPostgres, sqlSQLite, sqlMySQL}
 	if strings.Contains(sql, "/*+") {
@@ -147,9 +141,8 @@ func sqlSplit(toks []sqlToken, c byte) [][]sqlToken {
 
 // Scan is what Read reports.
 type Scan struct {
-	// Idents: every identifier outside comments and literals, in source
-	// order, each part of a dotted name separately, quoted ones unquoted;
-	// keywords included. Further dialects' readings append names not seen.
+	// Idents: every identifier outside comments and literals, in order, dotted
+	// parts apart, unquoted, keywords included, across readings.
 	Idents []string
 	// RowAccess: some statement may read or write table rows, or the text
 	// does not lex in some dialect (fail closed).
@@ -192,16 +185,13 @@ type sqlMentionSearch struct {
 	budget   int             // bytes left to lex: nested bodies must not make a statement's check slow
 }
 
-// sqlMentionBudget bounds the bytes one Mentions call lexes, over every
-// reading and every body. Past it the search gives up reading SQL and takes
-// every word of the text, literals and comments included: a superset.
+// sqlMentionBudget bounds the bytes one Mentions lexes; past it every word of
+// the text counts (a superset).
 const sqlMentionBudget = 1 << 20
 
-// Mentions returns the canonical names lockable accepts among the
-// identifiers of sql, first seen first, without duplicates. Literals are
-// searched as SQL inside DO, EXECUTE, PREPARE and CREATE FUNCTION, PROCEDURE,
-// RULE, TRIGGER and EVENT statements, and everywhere inside such bodies,
-// since a body may build dynamic SQL from any literal.
+// Mentions returns the canonical names lockable accepts among sql's
+// identifiers, first seen first, once each; literals count as SQL inside
+// DO, EXECUTE, PREPARE and CREATE FUNCTION and the like.
 func Mentions(sql string, lockable func(ident string) (canonical string, ok bool)) []string {
 	m := &sqlMentionSearch{lockable: lockable, seen: map[string]bool{}, searched: map[string]bool{}, budget: sqlMentionBudget}
 	m.search(sql, 0)
@@ -243,11 +233,8 @@ func (m *sqlMentionSearch) check(ident string) {
 	}
 }
 
-// SimpleTable parses a table expression that is a plain, optionally
-// schema-qualified table with an optional alias, returning the unquoted
-// table and alias. ok is false for anything else (subqueries, join lists,
-// calls, placeholders, comments, extra tokens), so callers fall back to a
-// full scan.
+// SimpleTable parses a plain, optionally qualified table with an optional
+// alias; ok is false for anything else, and callers scan in full.
 func SimpleTable(expr string) (table, alias string, ok bool) {
 	if strings.ContainsAny(expr, "'$;\\&#") || strings.Contains(expr, "--") || strings.Contains(expr, "/*") {
 		return "", "", false
@@ -382,9 +369,7 @@ func lexSQL(s string, d sqlDialect) (toks []sqlToken, bad bool) {
 	return l.toks, l.bad || l.exec > 0
 }
 
-// sqliteTableWords are the words after which SQLite takes a string literal
-// as a table name ("… a single-quoted string where an identifier is
-// expected").
+// sqliteTableWords are the words after which SQLite takes a string as a table name.
 var sqliteTableWords = sqlWordSet(`FROM JOIN INTO UPDATE TABLE`)
 
 // sqliteStringNames makes such strings identifiers, as SQLite reads them.
@@ -563,9 +548,8 @@ func (l *sqlLexer) quoted(kind sqlTokenKind, q byte, bs bool) {
 	l.i = len(s)
 }
 
-// unicodeQuoted lexes PostgreSQL's U&"…" identifier or U&'…' string,
-// decoding its Unicode escapes (\XXXX, \+XXXXXX, and a doubled escape
-// character), with the escape character a UESCAPE 'c' after it names.
+// unicodeQuoted lexes PostgreSQL's U&"…" or U&'…', decoding its escapes with
+// the UESCAPE character after it, if any.
 func (l *sqlLexer) unicodeQuoted() {
 	q := l.s[l.i+2]
 	kind := sqlQuoted
@@ -575,16 +559,15 @@ func (l *sqlLexer) unicodeQuoted() {
 	l.i += 2
 	l.quoted(kind, q, false)
 	esc := byte('\\')
-	j := l.i
-	for j < len(l.s) && (l.s[j] == ' ' || l.s[j] == '\t' || l.s[j] == '\n' || l.s[j] == '\r') {
-		j++
-	}
-	if k := sqlIdentEnd(l.s, j); k == j+7 && strings.EqualFold(l.s[j:k], "UESCAPE") {
-		m := k
-		for m < len(l.s) && (l.s[m] == ' ' || l.s[m] == '\t' || l.s[m] == '\n' || l.s[m] == '\r') {
-			m++
+	blank := func(j int) int {
+		for j < len(l.s) && strings.IndexByte(" \t\n\r", l.s[j]) >= 0 {
+			j++
 		}
-		if m+2 < len(l.s) && l.s[m] == '\'' && l.s[m+2] == '\'' {
+		return j
+	}
+	j := blank(l.i)
+	if k := sqlIdentEnd(l.s, j); k == j+7 && strings.EqualFold(l.s[j:k], "UESCAPE") {
+		if m := blank(k); m+2 < len(l.s) && l.s[m] == '\'' && l.s[m+2] == '\'' {
 			esc, l.i = l.s[m+1], m+3
 		}
 	}
@@ -650,17 +633,20 @@ func sqlUnquote(raw string, q byte, bs bool) string {
 }
 
 // bracket lexes a SQLite [identifier], which has no escapes.
-func (l *sqlLexer) bracket() {
-	s, start := l.s, l.i+1
-	n := strings.IndexByte(s[start:], ']')
+func (l *sqlLexer) bracket() { l.closed(sqlQuoted, l.i+1, "]", '[') }
+
+// closed emits the text from start up to end as one token and steps past
+// end; without an end the rest of the text is the token, and bad.
+func (l *sqlLexer) closed(kind sqlTokenKind, start int, end string, q byte) {
+	n := strings.Index(l.s[start:], end)
 	if n < 0 {
 		l.bad = true
-		l.emit(sqlQuoted, s[start:], '[')
-		l.i = len(s)
+		l.emit(kind, l.s[start:], q)
+		l.i = len(l.s)
 		return
 	}
-	l.emit(sqlQuoted, s[start:start+n], '[')
-	l.i = start + n + 1
+	l.emit(kind, l.s[start:start+n], q)
+	l.i = start + n + len(end)
 }
 
 // dollar lexes PostgreSQL's $1 parameters and $tag$ … $tag$ literals; any
@@ -684,16 +670,7 @@ func (l *sqlLexer) dollar() {
 		l.i = i + 1
 		return
 	}
-	delim, body := s[i:j+1], j+1
-	n := strings.Index(s[body:], delim)
-	if n < 0 {
-		l.bad = true
-		l.emit(sqlString, s[body:], '$')
-		l.i = len(s)
-		return
-	}
-	l.emit(sqlString, s[body:body+n], '$')
-	l.i = body + n + len(delim)
+	l.closed(sqlString, j+1, s[i:j+1], '$')
 }
 
 // word lexes an unquoted identifier, or a literal prefix (E'…', N'…',
@@ -770,9 +747,8 @@ var (
 	sqlSelectWord  = sqlWordSet(`SELECT`)
 )
 
-// sqlHead returns the upper-cased first keyword of a statement (after
-// opening parentheses) and the tokens after it. kw is "" if the statement
-// is empty, "?" if it starts with something other than a word.
+// sqlHead is the upper-cased first keyword of a statement and the tokens
+// after it: "" for none, "?" for no word.
 func sqlHead(st []sqlToken) (kw string, rest []sqlToken) {
 	k := 0
 	for k < len(st) && sqlIsPunct(st[k], '(') {
@@ -808,9 +784,8 @@ func sqlStmtRowAccess(st []sqlToken) bool {
 	return true
 }
 
-// sqlCreateRowAccess classifies CREATE by what it creates (rest follows
-// CREATE): a table filled by a query, or code run later, may touch rows; a
-// view only stores its query.
+// sqlCreateRowAccess says whether a CREATE (rest follows it) may touch rows:
+// a table filled by a query, or code run later; a view does not.
 func sqlCreateRowAccess(rest []sqlToken) bool {
 	kind := sqlCreateKind(rest)
 	switch {
@@ -884,13 +859,10 @@ func sqlIsBodyStmt(st []sqlToken) bool {
 	return sqlBodyStmts[kw]
 }
 
-// TableRefs counts, per canonical name lockable accepts, the identifiers of
-// sql that may name the table itself rather than qualify a column: those
-// not followed by '.' (customers.id is a column of a table named
-// elsewhere) and not in a row-lock list (FOR UPDATE OF customers). Each
-// reference beyond the statement's own FROM is a further read of the table:
-// a self-join, a subquery, a UNION. Readings of other dialects count too;
-// the largest count wins.
+// TableRefs counts, per canonical name, identifiers of sql that may name the
+// table itself: not followed by '.' and not in FOR UPDATE OF. More than one
+// is a further read (self-join, subquery, UNION); the largest count of the
+// readings wins.
 func TableRefs(sql string, lockable func(ident string) (canonical string, ok bool)) map[string]int {
 	out := map[string]int{}
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
@@ -927,11 +899,9 @@ func TableRefs(sql string, lockable func(ident string) (canonical string, ok boo
 // another name, or runs code on them later.
 var sqlFaceKinds = sqlWordSet(`VIEW MATERIALIZED RULE TRIGGER FUNCTION PROCEDURE EVENT`)
 
-// FaceDDL reports a statement, in any reading of sql that lexes, that
-// gives a table another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …),
-// wherever it stands in the text, whatever comments or options (MariaDB's
-// ALGORITHM=, DEFINER=, SQL SECURITY; mysqldump's /*!50001 … */) come
-// between its words.
+// FaceDDL reports a statement in any reading of sql that gives a table
+// another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …), whatever comments
+// or options stand between its words.
 func FaceDDL(sql string) bool {
 	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
 		return kw == "CREATE" && sqlFaceKinds[sqlCreateKind(rest)]
@@ -961,9 +931,7 @@ func sqlAnyStatement(sql string, is func(kw string, rest []sqlToken) bool) bool 
 	return false
 }
 
-// sqlDynamicFuncs read tables named in strings, or run SQL built at run
-// time: what a static reading cannot see. PostgreSQL's *_to_xml family,
-// dblink, and the query-running helpers of common extensions.
+// sqlDynamicFuncs read tables named in strings or run SQL built at run time.
 var sqlDynamicFuncs = sqlWordSet(`QUERY_TO_XML QUERY_TO_XMLSCHEMA QUERY_TO_XML_AND_XMLSCHEMA
 	TABLE_TO_XML TABLE_TO_XMLSCHEMA TABLE_TO_XML_AND_XMLSCHEMA
 	SCHEMA_TO_XML SCHEMA_TO_XMLSCHEMA SCHEMA_TO_XML_AND_XMLSCHEMA
@@ -974,16 +942,10 @@ var sqlDynamicFuncs = sqlWordSet(`QUERY_TO_XML QUERY_TO_XMLSCHEMA QUERY_TO_XML_A
 // MySQL routine, EXECUTE and PREPARE run what they are given.
 var sqlBuildsSQL = sqlWordSet(`EXECUTE PREPARE`)
 
-// Dynamic reports SQL that a static reading cannot bound, in any
-// reading of it that lexes:
-//   - a call of a function of sqlDynamicFuncs;
-//   - EXECUTE IMMEDIATE, or PREPARE … FROM, of anything but one string literal;
-//   - a DO block, or a function, procedure, trigger or event being created,
-//     whose body runs EXECUTE or PREPARE.
-//
-// It is a refusal list of forms; what it does not list is read statically
-// (sqlscan's identifiers, body literals included), so a form it misses can
-// still not hide a table name written out whole.
+// Dynamic reports SQL a static reading cannot bound, in any reading: a call
+// of sqlDynamicFuncs, EXECUTE IMMEDIATE or PREPARE … FROM of anything but a
+// literal, or a body (DO, CREATE FUNCTION…) that runs EXECUTE or PREPARE.
+// What it misses is still read statically.
 func Dynamic(sql string) bool {
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
 		for _, st := range p.stmts {
