@@ -11,6 +11,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
@@ -284,10 +285,10 @@ func (b *binding) readCoverage(db *gorm.DB, g lockstore.Guard, full bool) (map[s
 	// (written in a caller's transaction not yet committed): their
 	// tables count too.
 	for _, m := range p.reg.Lockable() {
-		if m.Type == nil || m.Err != nil || slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, m.Table) }) {
+		if m.Type == nil || m.Err != nil || slices.ContainsFunc(specs, func(s model.Spec) bool { return strings.EqualFold(s.Table, m.Table) }) {
 			continue
 		}
-		specs = append(specs, p.specOf(m))
+		specs = append(specs, p.reg.SpecOf(m))
 	}
 	shown := guard.Shown{Busy: gs.busyTable, State: func(plan guardPlan) (string, error) { return b.tableState(db, g, plan) }}
 	if !full && gs.mu.TryLock() { // else an install under way holds it (and may wait for the caller's connection): every table is read

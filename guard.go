@@ -16,7 +16,6 @@ import (
 	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-	"gorm.io/gorm/schema"
 )
 
 // The database guard (docs/guard.md): on PostgreSQL and MySQL/MariaDB
@@ -122,7 +121,7 @@ func (p *Plugin) guardStoreOf(db *gorm.DB) (lockStore, lockstore.Guard, error) {
 // timed out waiting for a lock in the last guard.BusyFor is left to the
 // background retry (retryGuard) and the periodic check: each statement
 // would otherwise wait the install's lock timeout for it again.
-func (p *Plugin) ensureGuards(db *gorm.DB, specs []tableSpec, skipBusy bool) error {
+func (p *Plugin) ensureGuards(db *gorm.DB, specs []model.Spec, skipBusy bool) error {
 	_, g, err := p.guardStoreOf(db)
 	if err != nil || g == nil {
 		return err
@@ -564,9 +563,9 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model.Model) error {
 	// spelled through it) and the members its associations name, which a
 	// table created after db.Use, without Config.Models, would otherwise
 	// leave unguarded until the plugin happened on a statement of theirs.
-	for _, x := range append([]*model.Model{m}, p.aggregateOf(m)...) {
-		if !slices.ContainsFunc(specs, func(s tableSpec) bool { return strings.EqualFold(s.Table, x.Table) }) {
-			specs = append(specs, p.specOf(x))
+	for _, x := range append([]*model.Model{m}, p.reg.Aggregate(m)...) {
+		if !slices.ContainsFunc(specs, func(s model.Spec) bool { return strings.EqualFold(s.Table, x.Table) }) {
+			specs = append(specs, p.reg.SpecOf(x))
 			if x != m {
 				if err := p.rememberModelOn(db, x); err != nil {
 					return err
@@ -580,47 +579,6 @@ func (p *Plugin) guardTableFor(db *gorm.DB, m *model.Model) error {
 		p.forgetModels(db) // the tables forgotten above are tried again by their next statements
 	}
 	return err
-}
-
-// aggregateOf is the rest of m's aggregate that the plugin can learn from
-// the models: m's root chain, and the members (at any depth) that the
-// has-one and has-many associations of m and of its members name, whose
-// root chain goes through m.
-func (p *Plugin) aggregateOf(m *model.Model) []*model.Model {
-	var out []*model.Model
-	if m.Root != nil && p.reg.Resolve(m) == nil {
-		out = append(out, m.Chain()...)
-	}
-	seen := map[string]bool{strings.ToLower(m.Table): true}
-	var walk func(x *model.Model, depth int)
-	walk = func(x *model.Model, depth int) {
-		if depth > 8 || len(x.PK) == 0 || x.PK[0].Schema == nil {
-			return
-		}
-		for _, rel := range x.PK[0].Schema.Relationships.Relations {
-			if rel.Type != schema.HasOne && rel.Type != schema.HasMany || rel.FieldSchema == nil {
-				continue
-			}
-			c := p.reg.ModelOf(rel.FieldSchema, nil)
-			if c.Root == nil || c.Err != nil || seen[strings.ToLower(c.Table)] || p.reg.Resolve(c) != nil || !slices.Contains(c.Chain(), x) {
-				continue
-			}
-			seen[strings.ToLower(c.Table)] = true
-			out = append(out, c)
-			walk(c, depth+1)
-		}
-	}
-	walk(m, 0)
-	// Members that name their root on their own side only (lock:"root",
-	// no association on the root's): known once GORM parsed them.
-	for _, c := range p.reg.Lockable() {
-		if c.Root == nil || c.Err != nil || c.Type == nil || seen[strings.ToLower(c.Table)] || p.reg.Resolve(c) != nil || !slices.Contains(c.Chain(), m) {
-			continue
-		}
-		seen[strings.ToLower(c.Table)] = true
-		out = append(out, c)
-	}
-	return out
 }
 
 // lockedByGuard turns the guard's refusal in db.Error into the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 )
@@ -158,7 +159,7 @@ func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
 }
 
 // guardTables is what the guard needs of the catalog's rows.
-func guardTables(specs []tableSpec) []guard.Table {
+func guardTables(specs []model.Spec) []guard.Table {
 	out := make([]guard.Table, len(specs))
 	for i, s := range specs {
 		t := guard.Table{Name: s.Table}
@@ -276,7 +277,7 @@ func (p *Plugin) CheckGuardPrivileges(db *gorm.DB, remove bool) error {
 		return err
 	}
 	c := direct(p.background(db).WithContext(ctxOf(db)))
-	var specs []tableSpec
+	var specs []model.Spec
 	if !remove && db.Session(&gorm.Session{NewDB: true}).Migrator().HasTable(p.cfg.Table) {
 		if specs, err = t.specs(c); err != nil {
 			return err
