@@ -11,19 +11,14 @@ import (
 	"gorm.io/gorm"
 )
 
-// The catalog makes lockability a property of the table, not of the Go
-// type a statement happens to use: every lockable model's table, mode, key
-// columns and aggregate link are written to a table next to the lock table
-// (<Config.Table>_tables), and every node reads it when the plugin is
-// registered and again every catalogRefresh. A node that has never parsed
-// Customer still enforces Table("customers"), a DTO on it, or raw SQL that
-// names it.
-//
-// A model is written to the catalog when db.Use parses it (Config.Models),
-// or else before the first statement or Acquire that locks it, so a lock on
-// a table never exists before its catalog row. A node started later knows
-// the table from the start; a node already running learns it at its next
-// refresh, or at once when it lists the model in Config.Models.
+// The catalog (internal/model's Spec, a row a lockable table, in
+// <Config.Table>_tables) is read when the plugin is registered and again
+// every catalogRefresh. A model is written to it when db.Use parses it
+// (Config.Models), or else before the first statement or Acquire that
+// locks it, so a lock on a table never exists before its catalog row. A
+// node started later knows the table from the start; a node already
+// running learns it at its next refresh, or at once when it lists the
+// model in Config.Models.
 
 // catalogRefresh is how often a node re-reads the catalog.
 const catalogRefresh = 10 * time.Second
@@ -70,8 +65,8 @@ func (b *binding) rememberModel(db *gorm.DB, m *model.Model) error {
 	spec := b.p.reg.SpecOf(m)
 	// What the table's guard covers may have grown (a join table, a
 	// cascade learnt from another model): its next install plans it
-	// again, and grants wait for that (coverage.go).
-	defer b.guard.forgetSoon(m.Table)
+	// again, and grants wait for that (internal/guard).
+	defer b.guard.ForgetSoon(m.Table)
 	if stored, err := b.t.specs(c); err == nil && slices.ContainsFunc(stored, spec.Same) {
 		h.saved.Store(version) // committed already: no write, no row lock held in the caller's transaction
 		return nil
@@ -83,15 +78,6 @@ func (b *binding) rememberModel(db *gorm.DB, m *model.Model) error {
 		h.saved.Store(version)
 	}
 	return nil
-}
-
-// rememberModelOn is rememberModel on db's binding.
-func (p *Plugin) rememberModelOn(db *gorm.DB, m *model.Model) error {
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return err
-	}
-	return b.rememberModel(db, m)
 }
 
 // checkKeyColumns refuses a model whose key columns the store finds the

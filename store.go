@@ -19,7 +19,6 @@ type (
 	conn        = lockstore.Conn
 	granted     = lockstore.Granted
 	sweepCursor = lockstore.SweepCursor
-	guardPlan   = lockstore.GuardPlan
 )
 
 const (

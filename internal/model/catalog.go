@@ -12,12 +12,9 @@ import (
 )
 
 // The catalog makes lockability a property of the table, not of the Go
-// type a statement happens to use: every lockable model's table, mode,
-// key columns and aggregate links are written to a table next to the lock
-// table, and every node reads it (the root's binding). A node that has
-// never parsed Customer still enforces Table("customers"), a DTO on it,
-// or raw SQL that names it. The store keeps the rows as bytes: this is
-// what they say.
+// type a statement uses: a node that never parsed Customer still enforces
+// Table("customers"), a DTO on it, or raw SQL that names it. The store
+// keeps its rows as bytes: this is what they say.
 
 // Spec is one catalog row: what the lock tags of a model say of its table.
 type Spec struct {
