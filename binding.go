@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
 	"go.opentelemetry.io/otel/attribute"
@@ -22,8 +23,8 @@ import (
 // without a lookup.
 type binding struct {
 	p     *Plugin
-	t     lockStore  // the lock table on this database
-	guard guardState // which tables carry the guard here (guard.go)
+	t     lockStore    // the lock table on this database
+	guard guard.Keeper // the guard here: which tables carry it, what grants read (guard.go)
 
 	epoch     atomic.Uint64 // advanced when the guard's state is forgotten: every model is prepared again
 	models    sync.Map      // *model.Model → *modelHere
@@ -104,6 +105,12 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
 	st := s(obs)
 	b.t = &table{Store: st, caps: st.Traits(), obs: obs}
+	every := p.cfg.GuardCheckEvery
+	if every <= 0 {
+		every = DefaultGuardCheckEvery
+	}
+	b.guard.Init(guard.Config{Guard: b.t.caps.Guard, Off: p.cfg.DisableGuard, Leave: p.cfg.LeaveGuard, RecordOnly: p.cfg.GuardNamesRecordOnly,
+		CheckEvery: every, LockTable: p.cfg.Table, Logger: p.cfg.Logger, Unenforceable: ErrUnenforceable, Models: p.reg, Host: (*guardHost)(b)})
 	return b, nil
 }
 
@@ -137,7 +144,7 @@ func (b *binding) prepare(db *gorm.DB, m *model.Model) error {
 	if err := b.rememberModel(db, m); err != nil {
 		return err
 	}
-	if b.guardLazily(db, m) && h.saved.Load() == m.Version.Load()+1 {
+	if b.guard.Lazily(db, m) && h.saved.Load() == m.Version.Load()+1 {
 		h.ready.Store(epoch)
 	}
 	return nil
@@ -186,7 +193,7 @@ func (b *binding) freshCatalog(db *gorm.DB) {
 // table's next statement outside a transaction, or its first grant,
 // installs the guard.
 func (b *binding) learn(db *gorm.DB, m *model.Model, write bool) {
-	if _, ok := b.p.guardGoverns(b); !ok {
+	if !b.guard.Governs() {
 		return
 	}
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); inTx {
@@ -196,6 +203,19 @@ func (b *binding) learn(db *gorm.DB, m *model.Model, write bool) {
 		return
 	}
 	_ = b.prepare(db, m)
+}
+
+// databaseOf names db's database for the plugin's per-database state: its
+// *sql.DB, under GORM's prepared-statement wrapper, or the connection pool
+// gorm.Open was given. Not db.Config: every Session copies it.
+func databaseOf(db *gorm.DB) any {
+	pool := db.Config.ConnPool
+	if c, ok := pool.(gorm.GetDBConnector); ok {
+		if sqlDB, err := c.GetDBConn(); err == nil && sqlDB != nil {
+			return sqlDB
+		}
+	}
+	return pool
 }
 
 // forget makes every model be prepared again.

@@ -101,7 +101,13 @@ func SQLiteCachedStatements(p *Plugin, db *gorm.DB) ([]string, error) {
 
 // GuardKeyOf is the guard's key p read for db's database (MySQL/MariaDB):
 // what tests that write as the plugin would, by hand, key their marks with.
-func GuardKeyOf(p *Plugin, db *gorm.DB) string { return p.guardOf(db).key() }
+func GuardKeyOf(p *Plugin, db *gorm.DB) string {
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return ""
+	}
+	return b.guard.Key()
+}
 
 // IdentityStatement is the statement that gives a PostgreSQL transaction
 // a writer's identity, signed in the database: its one $1 is the claim

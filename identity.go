@@ -146,8 +146,8 @@ func (b *binding) mysqlIdentity(sign lockstore.StatementSigner, name string, bui
 	switch name {
 	case "INSERT", "UPDATE", "DELETE":
 		return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
-			key := "" // b.guard.key(): "" while the guard's key is not known
-			if k := b.guard.guardKey.Load(); k != nil {
+			key := "" // b.guard.Key(): "" while the guard's key is not known
+			if k := b.guard.MarkKey.Load(); k != nil {
 				key = *k
 			}
 			sign.SignWrite(cb, c, name, key, session, fenced, build)
@@ -198,7 +198,7 @@ func (b *binding) rawIdentity(db *gorm.DB) {
 	}
 	switch b.t.caps.Identity {
 	case lockstore.IdentityInStatement:
-		signed, ok := b.t.caps.StatementSigner.SignRaw(sql, b.guard.key(), o.Session)
+		signed, ok := b.t.caps.StatementSigner.SignRaw(sql, b.guard.Key(), o.Session)
 		if !ok {
 			return
 		}

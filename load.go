@@ -69,7 +69,7 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 		return
 	}
 	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
-		if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
+		if err := b.guard.Check(db, st.m.LockResource()); err != nil {
 			st.fail(db, err) // no guard, no grant (coverage.go)
 			return
 		}
@@ -618,7 +618,7 @@ func (b *binding) beforeRow(db *gorm.DB) {
 	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
 		return
 	}
-	if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
+	if err := b.guard.Check(db, st.m.LockResource()); err != nil {
 		st.fail(db, err) // no guard, no grant (coverage.go)
 		return
 	}

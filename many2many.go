@@ -47,7 +47,7 @@ func (p *Plugin) joinOwners(table string) ([]joinOwner, error) {
 		for i, f := range m.PK {
 			for _, side := range byTable[name] {
 				if side.Key == f.DBName || side.Key == "" && len(m.PK) == 1 {
-					o.columns = append(o.columns, specField(side.Column, m.Kinds[i]))
+					o.columns = append(o.columns, model.SpecField(side.Column, m.Kinds[i]))
 					break
 				}
 			}

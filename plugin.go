@@ -271,13 +271,11 @@ func (p *Plugin) prepareDatabase(db *gorm.DB) error {
 	if err := p.rememberModels(db); err != nil {
 		return err
 	}
-	if err := p.startGuard(db); err != nil {
+	b, err := p.bindingOf(db)
+	if err != nil {
 		return err
 	}
-	if err := p.loadGuardKey(db, direct(p.background(db))); err != nil {
-		return err
-	}
-	return nil
+	return b.guard.Start(db)
 }
 
 // boundKey marks a Config this plugin was registered on (initialize): a

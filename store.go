@@ -17,10 +17,8 @@ import (
 type (
 	key         = lockstore.Key
 	conn        = lockstore.Conn
-	keyKind     = lockstore.KeyKind
 	granted     = lockstore.Granted
 	sweepCursor = lockstore.SweepCursor
-	guardPlan   = lockstore.GuardPlan
 )
 
 const (

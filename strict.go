@@ -61,9 +61,9 @@ func (b *binding) afterRaw(db *gorm.DB) {
 	default:
 		return
 	}
-	p.learnParsed(db) // AutoMigrate parsed its models before this DDL: a member declared on its side only is known before its table is made
+	p.reg.LearnParsed(db) // AutoMigrate parsed its models before this DDL: a member declared on its side only is known before its table is made
 	for _, m := range p.namedModels(sql) {
-		p.guardAfterDDL(db, m)
+		b.guard.AfterDDL(db, m)
 	}
 }
 

@@ -377,10 +377,10 @@ func (t *telemetry) observeUnguarded(db *gorm.DB, b *binding) error {
 	}
 	sys := dbSystem(db)
 	_, err := t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		if _, ok := b.p.guardGoverns(b); !ok {
+		if !b.guard.Governs() {
 			return nil
 		}
-		if n := b.unguardedCount(); n >= 0 {
+		if n := b.guard.Count(); n >= 0 {
 			o.ObserveInt64(t.unguard, n, metric.WithAttributes(sys))
 		}
 		return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Gap is a table that can hold rows of lockable records and that the
@@ -39,7 +40,7 @@ type Shown struct {
 // Gaps reads which tables the plans of tables cover that the guard does
 // not, in table order: what a grant's coverage check refuses, and what
 // the next install repairs.
-func Gaps(c lockstore.Conn, g lockstore.Guard, tables []Table, shown Shown) ([]Gap, error) {
+func Gaps(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, shown Shown) ([]Gap, error) {
 	fails := map[string]Failure{}
 	plans, err := Plan(c, g, tables, fails)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // Failure is a table Plan could not plan: why, and the lock resources
@@ -23,10 +24,10 @@ type Failure struct {
 // not in the catalog, a foreign key's action it cannot see) fails the
 // whole plan; else it is left out of the plans and recorded in fails by
 // its lower-case name, and the rest are planned.
-func Plan(c lockstore.Conn, g lockstore.Guard, tables []Table, fails map[string]Failure) ([]lockstore.GuardPlan, error) {
-	b := builder{c: c, g: g, tables: map[string]Table{}, types: map[string]map[string]string{}}
+func Plan(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, fails map[string]Failure) ([]lockstore.GuardPlan, error) {
+	b := builder{c: c, g: g, tables: map[string]model.Spec{}, types: map[string]map[string]string{}}
 	for _, t := range tables {
-		b.tables[strings.ToLower(t.Name)] = t
+		b.tables[strings.ToLower(t.Table)] = t
 	}
 	ps := planSet{byTable: map[string]*lockstore.GuardPlan{}, recordsOf: map[string][]lockstore.GuardRecord{}}
 	for _, t := range tables {
@@ -34,7 +35,7 @@ func Plan(c lockstore.Conn, g lockstore.Guard, tables []Table, fails map[string]
 			if fails == nil || lockstore.IsMissingTable(err) {
 				return nil, err
 			}
-			fails[strings.ToLower(t.Name)] = Failure{Err: err, Resources: []string{strings.ToLower(resourceOf(b.tables, t))}}
+			fails[strings.ToLower(t.Table)] = Failure{Err: err, Resources: []string{strings.ToLower(resourceOf(b.tables, t))}}
 		}
 	}
 	if err := ps.addCascades(&b, fails); err != nil {
@@ -82,15 +83,15 @@ func (ps *planSet) addRecord(table string, rec *lockstore.GuardRecord) {
 }
 
 // addRecords adds the records of t's table and of its join tables.
-func (ps *planSet) addRecords(b *builder, t Table) error {
-	rec, err := b.record(t, t.Name)
+func (ps *planSet) addRecords(b *builder, t model.Spec) error {
+	rec, err := b.record(t, t.Table)
 	if err != nil {
 		return err
 	}
-	ps.addRecord(t.Name, rec)
-	joins := map[string][]Link{}
+	ps.addRecord(t.Table, rec)
+	joins := map[string][]model.SpecColumn{}
 	for _, l := range t.Links {
-		joins[l.Join] = append(joins[l.Join], l)
+		joins[l.Name] = append(joins[l.Name], l)
 	}
 	for join, links := range joins {
 		rec, err := b.joinRecord(t, join, links)
@@ -172,4 +173,17 @@ func (ps *planSet) plans() []lockstore.GuardPlan {
 		out = append(out, *pl)
 	}
 	return out
+}
+
+// resourceOf is the lock resource of t's records: its root's, up the
+// chain of the catalog, or its own table's.
+func resourceOf(tables map[string]model.Spec, t model.Spec) string {
+	for i := 0; t.Root != nil && i < 16; i++ {
+		up, ok := tables[strings.ToLower(t.Root.Table)]
+		if !ok {
+			return t.Root.Table
+		}
+		t = up
+	}
+	return t.Table
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // fakeGuard answers Plan's questions without a database: every table in
@@ -41,11 +42,11 @@ func TestPlanSpellsEachRowsRecord(t *testing.T) {
 		"orders": {"id": "int"}, "lines": {"id": "int", "order_id": "int"},
 		"order_tags": {"order_id": "int", "tag_id": "int"}, "notes": {"line_id": "int"},
 	}}
-	tables := []Table{
-		{Name: "orders", Key: []Column{{Name: "id", Kind: lockstore.KindInt}}, Links: []Link{{Join: "order_tags", Column: "order_id"}}},
-		{Name: "lines", Key: []Column{{Name: "id", Kind: lockstore.KindInt}}, Root: &Root{Table: "orders", Column: "order_id"}},
-		{Name: "notes", Key: []Column{{Name: "id", Kind: lockstore.KindInt}}, Root: &Root{Table: "gone", Column: "line_id"}},
-		{Name: "absent", Key: []Column{{Name: "id", Kind: lockstore.KindInt}}},
+	tables := []model.Spec{
+		{Table: "orders", Key: []model.SpecColumn{{Name: "id", Kind: lockstore.KindInt}}, Links: []model.SpecColumn{{Name: "order_tags", Column: "order_id"}}},
+		{Table: "lines", Key: []model.SpecColumn{{Name: "id", Kind: lockstore.KindInt}}, Root: &model.SpecRoot{Table: "orders", Column: "order_id"}},
+		{Table: "notes", Key: []model.SpecColumn{{Name: "id", Kind: lockstore.KindInt}}, Root: &model.SpecRoot{Table: "gone", Column: "line_id"}},
+		{Table: "absent", Key: []model.SpecColumn{{Name: "id", Kind: lockstore.KindInt}}},
 	}
 	fails := map[string]Failure{}
 	plans, err := Plan(lockstore.Conn{}, g, tables, fails)
@@ -87,10 +88,10 @@ func TestPlanSpellsEachRowsRecord(t *testing.T) {
 // version, and reports the tables the guard cannot follow.
 func TestGapsSkipsWhatWasInstalledAtItsVersion(t *testing.T) {
 	g := fakeGuard{types: map[string]map[string]string{"orders": {"id": "int"}, "lines": {"order_id": "int"}, "notes": {"x": "int"}}}
-	tables := []Table{
-		{Name: "orders", Key: []Column{{Name: "id", Kind: lockstore.KindInt}}},
-		{Name: "lines", Key: []Column{{Name: "id", Kind: lockstore.KindInt}}, Root: &Root{Table: "orders", Column: "order_id"}},
-		{Name: "notes", Root: &Root{Table: "gone", Column: "x"}},
+	tables := []model.Spec{
+		{Table: "orders", Key: []model.SpecColumn{{Name: "id", Kind: lockstore.KindInt}}},
+		{Table: "lines", Key: []model.SpecColumn{{Name: "id", Kind: lockstore.KindInt}}, Root: &model.SpecRoot{Table: "orders", Column: "order_id"}},
+		{Table: "notes", Root: &model.SpecRoot{Table: "gone", Column: "x"}},
 	}
 	plans, _ := Plan(lockstore.Conn{}, g, tables, map[string]Failure{})
 	var read []string

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // A composite key is spelled as the root's encodeKey writes it: each part
@@ -42,15 +43,15 @@ func TestReachesFollowsTheSecondLevelOnly(t *testing.T) {
 
 // A member's resource is its root's, up the chain of the catalog.
 func TestResourceOfClimbsToTheRoot(t *testing.T) {
-	tables := map[string]Table{
-		"orders": {Name: "orders"},
-		"lines":  {Name: "lines", Root: &Root{Table: "Orders", Column: "order_id"}},
-		"notes":  {Name: "notes", Root: &Root{Table: "lines", Column: "line_id"}},
+	tables := map[string]model.Spec{
+		"orders": {Table: "orders"},
+		"lines":  {Table: "lines", Root: &model.SpecRoot{Table: "Orders", Column: "order_id"}},
+		"notes":  {Table: "notes", Root: &model.SpecRoot{Table: "lines", Column: "line_id"}},
 	}
 	if got := resourceOf(tables, tables["notes"]); got != "orders" {
 		t.Fatalf("got %s", got)
 	}
-	if got := resourceOf(tables, Table{Name: "x", Root: &Root{Table: "gone"}}); got != "gone" {
+	if got := resourceOf(tables, model.Spec{Table: "x", Root: &model.SpecRoot{Table: "gone"}}); got != "gone" {
 		t.Fatalf("unknown root: %s", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // builder spells the records of rows from the catalog and the column
@@ -12,7 +13,7 @@ import (
 type builder struct {
 	c      lockstore.Conn
 	g      lockstore.Guard
-	tables map[string]Table
+	tables map[string]model.Spec
 	types  map[string]map[string]string
 }
 
@@ -33,19 +34,19 @@ func (b *builder) columnTypes(table string) (map[string]string, error) {
 
 // record is how a row of t's table (aliased by the trigger) belongs to its
 // record; nil when the table does not exist.
-func (b *builder) record(t Table, table string) (*lockstore.GuardRecord, error) {
+func (b *builder) record(t model.Spec, table string) (*lockstore.GuardRecord, error) {
 	types, err := b.columnTypes(table)
 	if err != nil || types == nil {
 		return nil, err
 	}
 	if t.Root == nil {
-		return b.keyRecord(t.Name, t.Key, types), nil
+		return b.keyRecord(t.Table, t.Key, types), nil
 	}
 	return b.memberRecord(t, t.Root.Column, types, 0)
 }
 
 // keyRecord is the record of resource whose key cols a row holds.
-func (b *builder) keyRecord(resource string, cols []Column, types map[string]string) *lockstore.GuardRecord {
+func (b *builder) keyRecord(resource string, cols []model.SpecColumn, types map[string]string) *lockstore.GuardRecord {
 	g := b.g
 	rec := &lockstore.GuardRecord{Resource: resource, Key: func(row string) string {
 		parts := make([]string, len(cols))
@@ -62,7 +63,7 @@ func (b *builder) keyRecord(resource string, cols []Column, types map[string]str
 
 // match is a record's Match where its key is one column whose kind the
 // store can compare through an index (Equal), else nil.
-func (b *builder) match(col Column, types map[string]string) func(row, id string) (string, string) {
+func (b *builder) match(col model.SpecColumn, types map[string]string) func(row, id string) (string, string) {
 	if _, ok := b.g.Equal(col.Kind, "", "", ""); !ok {
 		return nil
 	}
@@ -98,15 +99,15 @@ func (b *builder) through(up *lockstore.GuardRecord, col, from, alias, pk string
 // write wait and then read where the move left it, and a move that comes
 // later waits for the write; a REPEATABLE READ snapshot never decides a
 // root (PostgreSQL refuses a parent changed since it, 40001).
-func (b *builder) memberRecord(t Table, column string, types map[string]string, depth int) (*lockstore.GuardRecord, error) {
+func (b *builder) memberRecord(t model.Spec, column string, types map[string]string, depth int) (*lockstore.GuardRecord, error) {
 	parent, ok := b.tables[strings.ToLower(t.Root.Table)]
 	if !ok || len(parent.Key) != 1 || depth > 8 {
-		return nil, fmt.Errorf("offlinelock: guarding %s: its root %s is not a lockable table of the catalog with a one-column key", t.Name, t.Root.Table)
+		return nil, fmt.Errorf("offlinelock: guarding %s: its root %s is not a lockable table of the catalog with a one-column key", t.Table, t.Root.Table)
 	}
 	if parent.Root == nil {
-		return b.keyRecord(parent.Name, []Column{{Name: column, Kind: parent.Key[0].Kind}}, types), nil
+		return b.keyRecord(parent.Table, []model.SpecColumn{{Name: column, Kind: parent.Key[0].Kind}}, types), nil
 	}
-	ptypes, err := b.columnTypes(parent.Name)
+	ptypes, err := b.columnTypes(parent.Table)
 	if err != nil || ptypes == nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func (b *builder) memberRecord(t Table, column string, types map[string]string, 
 	if err != nil || up == nil {
 		return nil, err // a table up the chain does not exist yet: guarded when it does
 	}
-	from, err := b.g.QualifiedName(b.c, parent.Name)
+	from, err := b.g.QualifiedName(b.c, parent.Table)
 	if err != nil {
 		return nil, err
 	}
@@ -122,30 +123,30 @@ func (b *builder) memberRecord(t Table, column string, types map[string]string, 
 }
 
 // joinRecord is how a row of join table join belongs to side t's record.
-func (b *builder) joinRecord(t Table, join string, links []Link) (*lockstore.GuardRecord, error) {
+func (b *builder) joinRecord(t model.Spec, join string, links []model.SpecColumn) (*lockstore.GuardRecord, error) {
 	types, err := b.columnTypes(join)
 	if err != nil || types == nil {
 		return nil, err
 	}
 	if t.Root == nil {
-		var cols []Column
+		var cols []model.SpecColumn
 		for _, k := range t.Key {
 			for _, l := range links {
 				if l.Key == k.Name || l.Key == "" && len(t.Key) == 1 {
-					cols = append(cols, Column{Name: l.Column, Kind: k.Kind})
+					cols = append(cols, model.SpecColumn{Name: l.Column, Kind: k.Kind})
 					break
 				}
 			}
 		}
 		if len(cols) != len(t.Key) {
-			return nil, fmt.Errorf("offlinelock: guarding join table %s: it does not hold the whole key of %s", join, t.Name)
+			return nil, fmt.Errorf("offlinelock: guarding join table %s: it does not hold the whole key of %s", join, t.Table)
 		}
-		return b.keyRecord(t.Name, cols, types), nil
+		return b.keyRecord(t.Table, cols, types), nil
 	}
 	if len(t.Key) != 1 || len(links) != 1 {
-		return nil, fmt.Errorf("offlinelock: guarding join table %s: member %s must have a one-column key", join, t.Name)
+		return nil, fmt.Errorf("offlinelock: guarding join table %s: member %s must have a one-column key", join, t.Table)
 	}
-	mtypes, err := b.columnTypes(t.Name)
+	mtypes, err := b.columnTypes(t.Table)
 	if err != nil || mtypes == nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func (b *builder) joinRecord(t Table, join string, links []Link) (*lockstore.Gua
 	if err != nil || up == nil {
 		return nil, err
 	}
-	from, err := b.g.QualifiedName(b.c, t.Name)
+	from, err := b.g.QualifiedName(b.c, t.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,17 @@
 package guard
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 )
 
 // SQL sends an install's statements to c, a planning connection
@@ -15,7 +21,7 @@ import (
 // when there is no catalog yet). err stops everything; unfollowed joins
 // the failures of tables the guard cannot follow, whose statements are
 // left out while the others' are written.
-func SQL(c lockstore.Conn, g lockstore.Guard, tables func() ([]Table, error)) (unfollowed, err error) {
+func SQL(c lockstore.Conn, g lockstore.Guard, tables func() ([]model.Spec, error)) (unfollowed, err error) {
 	if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGuardProtocol) {
 		return nil, err // names the upgrade: no install is the way out
 	} else if err != nil {
@@ -39,4 +45,28 @@ func SQL(c lockstore.Conn, g lockstore.Guard, tables func() ([]Table, error)) (u
 		unfollowed = errors.Join(unfollowed, fails[table].Err)
 	}
 	return unfollowed, nil
+}
+
+// CreateSQL is the DDL that GORM's migrator on s would send to create
+// table for model, recorded by a dry run, not sent.
+func CreateSQL(s *gorm.DB, table string, model any) ([]string, error) {
+	rec := &recorder{}
+	if err := s.Session(&gorm.Session{DryRun: true, Logger: rec}).Table(table).Migrator().CreateTable(model); err != nil {
+		return nil, fmt.Errorf("offlinelock: writing the DDL of the table %s: %w", table, err)
+	}
+	return rec.stmts, nil
+}
+
+// recorder is a GORM logger that keeps the statements it is told of (a
+// dry run's, which GORM traces without sending them).
+type recorder struct{ stmts []string }
+
+func (r *recorder) LogMode(logger.LogLevel) logger.Interface      { return r }
+func (r *recorder) Info(context.Context, string, ...interface{})  {}
+func (r *recorder) Warn(context.Context, string, ...interface{})  {}
+func (r *recorder) Error(context.Context, string, ...interface{}) {}
+func (r *recorder) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
+	if q, _ := fc(); q != "" {
+		r.stmts = append(r.stmts, q)
+	}
 }

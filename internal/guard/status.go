@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
 )
 
 // State is one table's guard as Status reads it from the database.
@@ -19,7 +20,7 @@ type State struct {
 // Status reads, for every table the plans of tables cover that exists,
 // whether its guard is in place as this version installs it, in table
 // order; a table the guard cannot follow is "unguardable".
-func Status(c lockstore.Conn, g lockstore.Guard, tables []Table) ([]State, error) {
+func Status(c lockstore.Conn, g lockstore.Guard, tables []model.Spec) ([]State, error) {
 	fails := map[string]Failure{}
 	plans, err := Plan(c, g, tables, fails)
 	if err != nil {
@@ -41,4 +42,32 @@ func Status(c lockstore.Conn, g lockstore.Guard, tables []Table) ([]State, error
 	}
 	slices.SortFunc(out, func(a, b State) int { return strings.Compare(a.Table, b.Table) })
 	return out, nil
+}
+
+// Missing names each privilege this role lacks, with the grant that
+// gives it, to install the guard on every table the plans of tables cover
+// or, with remove, to remove it from every table that carries it (then
+// tables is not read): read before anything is changed, since MySQL's DDL
+// commits statement by statement and must not stop half-way.
+func Missing(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, remove bool) ([]string, error) {
+	var names []string
+	if remove {
+		have, err := g.GuardedTables(c)
+		if err != nil {
+			return nil, err
+		}
+		for table := range have {
+			names = append(names, table)
+		}
+	} else {
+		plans, err := Plan(c, g, tables, map[string]Failure{})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range plans {
+			names = append(names, p.Table)
+		}
+	}
+	slices.Sort(names)
+	return g.MissingGuardPrivileges(c, names, remove)
 }

@@ -32,4 +32,7 @@
 //	StructsOf, ValueRows, MapKeysNaming, NamesField
 //	                                key values read from structs, maps and slices
 //	TagName, TagSlip, NotLockable   the tag; a slipped one; the error that names it
+//	Spec, SpecOf, Learn, Rows, Specs, SpecField
+//	                                the catalog's rows: a model's, and models known by them
+//	Aggregate, LearnParsed          a model's aggregate; the models GORM parsed
 package model

@@ -1,0 +1,142 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"gorm.io/gorm"
+)
+
+// retryWait bounds each of retry's installs on PostgreSQL.
+const retryWait = time.Second
+
+// retries and retryMax bound retry: about 10 minutes.
+const (
+	retries  = 25
+	retryMax = 30 * time.Second
+)
+
+// Start is db.Use's part of the guard: install it (the default), leave it
+// as it is (LeaveGuard), or, with DisableGuard, make sure none of this
+// lock table's is installed; then read the guard's key.
+func (k *Keeper) Start(db *gorm.DB) error {
+	if err := k.start(db); err != nil {
+		return err
+	}
+	return k.LoadKey(k.cfg.Host.Conn(k.cfg.Host.Background(db)))
+}
+
+// start installs, leaves or checks the guard, as Start says.
+func (k *Keeper) start(db *gorm.DB) error {
+	g, log := k.cfg.Guard, k.cfg.Logger
+	switch {
+	case k.cfg.Leave || g == nil:
+		return nil
+	case !k.cfg.Off:
+		err := k.Install(db)
+		if err == nil {
+			err = k.setRefusal(db)
+		}
+		if errors.Is(err, lockstore.ErrGuardProtocol) {
+			// A newer node installed the guard: this one serves its
+			// statements, grants nothing (coverage.go: "newer"), and
+			// leaves the guard alone.
+			log.WarnContext(ctxOf(db), "offlinelock: the database guard was installed by a newer offlinelock; this node grants no lock until it is upgraded", "error", err)
+			return nil
+		}
+		if err != nil && lockstore.Denied(err) && k.routineInPlace() {
+			// A role that may not guard a table the catalog declares (the
+			// application's, with DML only): the application starts, and
+			// the grants of the records that table can hold are refused,
+			// naming the owner's command (coverage.go), until the owner's
+			// `offlinelock guard install` guards it.
+			log.WarnContext(ctxOf(db), "offlinelock: this role may not install the database guard on a declared table; "+
+				"grants of the records it covers are refused until the tables' owner runs `offlinelock guard install`", "error", err)
+			return nil
+		}
+		if err != nil && lockstore.IsLockTimeout(err) {
+			// A business table in use by an open transaction: the
+			// application starts all the same, the grants of what is not
+			// covered are refused (coverage.go), and the install is
+			// tried again in the background.
+			log.WarnContext(ctxOf(db), "offlinelock: the database guard could not be installed or repaired at start-up: a table is in use; "+
+				"grants of the records it covers are refused until it is, and it is tried again in the background", "error", err)
+			go k.retry(k.cfg.Host.Background(db))
+			return nil
+		}
+		return err
+	}
+	tables, err := Guarded(k.cfg.Host.Conn(k.cfg.Host.Background(db)), g)
+	if err != nil {
+		return err
+	}
+	if len(tables) == 0 {
+		for _, m := range k.cfg.Models.Lockable() {
+			k.learnPartitions(db, m)
+		}
+		return nil
+	}
+	return fmt.Errorf("offlinelock: Config.DisableGuard is set, but the database guard of lock table %s is still installed on %s: "+
+		"the database would go on refusing writes of held records, this plugin's own included; "+
+		"remove it first with `offlinelock guard remove --dsn … --table %s` (or Plugin.RemoveGuard), or unset DisableGuard",
+		k.cfg.LockTable, strings.Join(tables, ", "), k.cfg.LockTable)
+}
+
+// routineInPlace says whether this process found or installed the
+// guard's shared routine.
+func (k *Keeper) routineInPlace() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.routine
+}
+
+// setRefusal writes Config.GuardNamesRecordOnly where the guard reads it.
+// Where it cannot, a node that asked for less fails to start; one that
+// did not ask leaves the setting as it is.
+func (k *Keeper) setRefusal(db *gorm.DB) error {
+	err := k.cfg.Guard.SetRefusal(k.cfg.Host.Conn(k.cfg.Host.Background(db)), k.cfg.RecordOnly)
+	if err != nil && !k.cfg.RecordOnly {
+		k.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: could not write the guard's refusal setting; it is left as it was", "error", err)
+		return nil
+	}
+	return err
+}
+
+// retry tries Install again, with growing pauses (1 s, 2 s, … up to
+// retryMax), until it succeeds, fails for another reason than a lock
+// wait, or retries tries are spent; the tables' next statements and the
+// periodic check (coverage.go) try too.
+func (k *Keeper) retry(db *gorm.DB) {
+	pause := time.Second
+	for range retries {
+		time.Sleep(pause)
+		pause = min(2*pause, retryMax)
+		err := k.retryOnce(db)
+		if err == nil {
+			k.cfg.Logger.InfoContext(ctxOf(db), "offlinelock: the database guard is installed")
+			return
+		}
+		if !lockstore.IsLockTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+			k.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: installing the database guard in the background failed", "error", err)
+			return
+		}
+	}
+}
+
+// retryOnce is one of retry's installs. On PostgreSQL it is given
+// retryWait: the statement waiting for a table in use is cancelled then,
+// and with it the lock it queued, which every reader of the table waits
+// behind. (MySQL/MariaDB go on waiting for a metadata lock after the
+// client gave up: the install's own lock_wait_timeout bounds it.)
+func (k *Keeper) retryOnce(db *gorm.DB) error {
+	if !k.cfg.Guard.InstallEndsWithContext() {
+		return k.Install(db)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), retryWait)
+	defer cancel()
+	return k.Install(db.WithContext(ctx))
+}
