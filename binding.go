@@ -8,6 +8,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/watch"
 	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 )
@@ -30,8 +31,7 @@ type binding struct {
 	changes   atomic.Uint64 // the registry's changes (model.Registry's Changes) this binding has written
 	catalogAt atomic.Int64  // when this database's catalog was last read, in Unix nanoseconds
 
-	watcher  atomic.Pointer[watcher] // one poll of the lock table for every Watch here (watch.go)
-	presence presence                // this node's Views here (viewers.go)
+	watch *watch.Hub // this node's watches, views and notes here (watch.go)
 }
 
 // modelHere is what a binding has done for one model on its database.
@@ -104,6 +104,7 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
 	st := s(obs)
 	b.t = &table{Store: st, caps: st.Traits(), obs: obs}
+	b.watch = p.newHub(b)
 	return b, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/watch"
 	"gorm.io/gorm"
 )
 
@@ -178,22 +179,22 @@ func (p *Plugin) Refused(db *gorm.DB, target any, access Access, err error) {
 // owner in the context it runs as the application (a session-expiry job);
 // with an owner of another session it needs Config.Authorize("release_all").
 func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
-	db, t, err := p.endingSession(db, session)
+	db, b, err := p.endingSession(db, session)
 	if err != nil {
 		return 0, err
 	}
 	c := direct(db)
-	n, err := t.ReleaseAll(c, session)
+	n, err := b.t.ReleaseAll(c, session)
 	p.tel.released(c.Context(), dbSystem(db), kindReleaseAll, "", n)
 	return n, err
 }
 
 // endingSession is what ReleaseAll and EndSession do first: db on the
-// primary, its lock table, the caller's right to end session, and the
+// primary, its binding, the caller's right to end session, and the
 // session's hints dropped.
-func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, lockStore, error) {
+func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, *binding, error) {
 	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err == nil {
 		err = p.checkSessionAction(db, "release_all", session)
 	}
@@ -201,7 +202,7 @@ func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, lockStore
 		return nil, nil, err
 	}
 	p.hints.dropSession(session)
-	return db, t, nil
+	return db, b, nil
 }
 
 // EndSession ends a session that signed out or expired: it releases every
@@ -214,11 +215,11 @@ func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, lockStore
 // ReleaseAll, and the releases are told as ReasonReleased. The same owner
 // rules as ReleaseAll. httplock's EndLogin calls it.
 func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
-	db, t, err := p.endingSession(db, session)
+	db, b, err := p.endingSession(db, session)
 	if err != nil {
 		return 0, err
 	}
-	noted := p.notes.ensure(db, t, p.cfg.Table) == nil
+	t, noted := b.t, b.watch.EnsureNotes(db) == nil
 	var n int64
 	err = db.Transaction(func(tx *gorm.DB) error {
 		var live []Lock
@@ -230,7 +231,7 @@ func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
 		if n, err = t.ReleaseAll(direct(tx), session); err != nil {
 			return err
 		}
-		return p.notes.add(tx, p.cfg.Table, endNotes(live, ReasonSignedOut, "")...)
+		return b.watch.Note(tx, endNotes(live, ReasonSignedOut, "")...)
 	})
 	if err != nil {
 		return 0, err
@@ -242,15 +243,15 @@ func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
 // endNotes are the notes that tell how locks ended (kind:
 // ReasonForceReleased, ReasonSignedOut), by user, or by each lock's own
 // user when by is "".
-func endNotes(ls []Lock, kind, by string) []lockNote {
-	out := make([]lockNote, 0, len(ls))
+func endNotes(ls []Lock, kind, by string) []watch.Note {
+	out := make([]watch.Note, 0, len(ls))
 	at := time.Now().UTC()
 	for _, l := range ls {
 		who := by
 		if who == "" {
 			who = l.Owner.User
 		}
-		out = append(out, lockNote{Resource: l.Resource, LockID: l.ID, Kind: kind, ByUser: who, Generation: l.Generation, At: at})
+		out = append(out, watch.Note{Resource: l.Resource, LockID: l.ID, Kind: kind, ByUser: who, Generation: l.Generation, At: at})
 	}
 	return out
 }
@@ -372,11 +373,11 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 // when. It returns ErrNotLocked when nobody holds the record.
 func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
-	k := key{Resource: resource, ID: id}
+	t, k := b.t, key{Resource: resource, ID: id}
 	if err := model.ValidateKey(k); err != nil {
 		return err
 	}
@@ -384,7 +385,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
 	var ended []Lock
-	noted := p.notes.ensure(db, t, p.cfg.Table) == nil // without it (a role that may not make it), told as released
+	noted := b.watch.EnsureNotes(db) == nil // without it (a role that may not make it), told as released
 	err = db.Transaction(func(tx *gorm.DB) error {
 		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
 			for _, l := range held {
@@ -400,7 +401,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		if err != nil || !noted {
 			return err
 		}
-		return p.notes.add(tx, p.cfg.Table, endNotes(ended, ReasonForceReleased, caller.User)...)
+		return b.watch.Note(tx, endNotes(ended, ReasonForceReleased, caller.User)...)
 	})
 	if err == nil {
 		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(len(ended)))
