@@ -1,12 +1,8 @@
 package offlinelock
 
 import (
-	"fmt"
-	"strings"
-
 	"gorm.io/gorm"
 
-	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/watch"
 )
 
@@ -58,26 +54,12 @@ func (p *Plugin) CreateFeatureTables(db *gorm.DB) error {
 	return watch.CreateTables(s, p.cfg.Table)
 }
 
-// checkFeaturePrivileges is db.Use's check of the notes table, which
-// TakeOver, RequestEdit, ForceRelease and Watch write: where it exists
-// (the owner's install made it) and this role may not use it, db.Use fails
-// naming the grants, rather than the first take-over failing with a bare
-// "permission denied" (PostgreSQL; on MySQL/MariaDB the application's
-// grant is on the whole database). The viewers table is checked by View,
-// its only user.
+// checkFeaturePrivileges is db.Use's check of the notes table (the hub's
+// CheckPrivileges).
 func (p *Plugin) checkFeaturePrivileges(db *gorm.DB) error {
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
-	tp, ok := t.Store.(lockstore.TablePrivileges)
-	if !ok {
-		return nil
-	}
-	missing, err := tp.MissingTablePrivileges(direct(p.background(db).WithContext(ctxOf(db))), []string{`"` + watch.NotesTable(p.cfg.Table) + `"`})
-	if err != nil || len(missing) == 0 {
-		return err
-	}
-	return fmt.Errorf("offlinelock: permission denied: this role may not use the notes table %s, which TakeOver, RequestEdit, ForceRelease and Watch write; as the owner, run: %s TO <this role>",
-		watch.NotesTable(p.cfg.Table), strings.Join(missing, " TO <this role>; "))
+	return b.watch.CheckPrivileges(p.background(db).WithContext(ctxOf(db)))
 }

@@ -219,41 +219,12 @@ func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	t, noted := b.t, b.watch.EnsureNotes(db) == nil
-	var n int64
-	err = db.Transaction(func(tx *gorm.DB) error {
-		var live []Lock
-		if noted {
-			if live, err = t.list(direct(tx), Filter{Session: session}); err != nil {
-				return err
-			}
-		}
-		if n, err = t.ReleaseAll(direct(tx), session); err != nil {
-			return err
-		}
-		return b.watch.Note(tx, endNotes(live, ReasonSignedOut, "")...)
-	})
+	n, err := b.watch.EndSession(db, session)
 	if err != nil {
 		return 0, err
 	}
 	p.tel.released(ctxOf(db), dbSystem(db), kindReleaseAll, "", n)
 	return n, nil
-}
-
-// endNotes are the notes that tell how locks ended (kind:
-// ReasonForceReleased, ReasonSignedOut), by user, or by each lock's own
-// user when by is "".
-func endNotes(ls []Lock, kind, by string) []watch.Note {
-	out := make([]watch.Note, 0, len(ls))
-	at := time.Now().UTC()
-	for _, l := range ls {
-		who := by
-		if who == "" {
-			who = l.Owner.User
-		}
-		out = append(out, watch.Note{Resource: l.Resource, LockID: l.ID, Kind: kind, ByUser: who, Generation: l.Generation, At: at})
-	}
-	return out
 }
 
 // Renew is the heartbeat: it pushes every live lock of session to expire no
@@ -384,13 +355,13 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
-	var ended []Lock
+	var ended []lockstore.Lock
 	noted := b.watch.EnsureNotes(db) == nil // without it (a role that may not make it), told as released
 	err = db.Transaction(func(tx *gorm.DB) error {
-		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
+		err := t.ForceRelease(direct(tx), k, func(now time.Time, held []lockstore.Lock) error {
 			for _, l := range held {
-				err := p.authorize(ctx, "force_release", l)
-				p.audit(ctx, "force_release", l, caller, now, err)
+				err := p.authorize(ctx, "force_release", publicLock(l))
+				p.audit(ctx, "force_release", publicLock(l), caller, now, err)
 				if err != nil {
 					return err
 				}
@@ -401,7 +372,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		if err != nil || !noted {
 			return err
 		}
-		return b.watch.Note(tx, endNotes(ended, ReasonForceReleased, caller.User)...)
+		return b.watch.Note(tx, watch.Ended(ReasonForceReleased, caller.User, ended...)...)
 	})
 	if err == nil {
 		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(len(ended)))

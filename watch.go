@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -61,7 +62,7 @@ const (
 // DefaultWatchEvery (a second) is how often a watcher reads the locks it
 // watches when Config.WatchEvery is zero: a change reaches every Watch
 // within it.
-const DefaultWatchEvery = watch.DefaultEvery
+const DefaultWatchEvery = time.Second
 
 // DefaultExpiringWithin (30 seconds) is the longest warning EventExpiring
 // gives.
@@ -126,8 +127,8 @@ func publicEvent(e watch.Event) Event {
 
 // newHub is b's watch hub: its watcher reads b's lock table.
 func (p *Plugin) newHub(b *binding) *watch.Hub {
-	return watch.New(watch.Config{Table: p.cfg.Table, Every: p.cfg.WatchEvery, OneWriter: b.t.caps.OneWriter, Logger: p.cfg.Logger,
-		Locks: func(db *gorm.DB, keys []key) ([]lockstore.Lock, error) { return b.t.ListKeys(direct(db), keys) }})
+	return watch.New(watch.Config{Table: p.cfg.Table, Every: cmp.Or(p.cfg.WatchEvery, DefaultWatchEvery),
+		OneWriter: b.t.caps.OneWriter, Logger: p.cfg.Logger, Store: b.t.Store, Conn: direct})
 }
 
 // Watch tells the changes of target's lock on the returned channel until
@@ -267,8 +268,8 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 			}
 			return err
 		}
-		err := b.t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) (err error) {
-			taken, err = p.judgeTakeOver(ctx, o, now, held, allow)
+		err := b.t.ForceRelease(direct(tx), k, func(now time.Time, held []lockstore.Lock) (err error) {
+			taken, err = p.judgeTakeOver(ctx, o, now, publicLocks(held), allow)
 			return err
 		})
 		if err != nil && !errors.Is(err, ErrNotLocked) {

@@ -12,12 +12,12 @@
 // The API, on one screen:
 //
 //	Hub, New, Config                one database's watches, views and notes
-//	  Watch                         a record's events, to a callback, until ctx ends
-//	  View                          a user has a record open until ctx ends
-//	  EnsureNotes, Note, Request    the notes table: made, written, a rate-limited request
+//	  Watch, View                   a record's events on a channel; a user who has it open
+//	  EnsureNotes, Note, Ended      the notes table: made, written; how locks ended
+//	  Request, EndSession           a rate-limited request to edit; a session's end, noted
+//	  CheckPrivileges               whether this role may use the notes table
 //	Event, Viewer, Note             what a watch is told; a row of the notes table
-//	Locked, Released, …, Viewers    the events' kinds; ReasonReleased, … how a lock ended
-//	Tables, NotesTable, CreateTables
-//	                                the feature tables, for an owner's install
-//	DefaultEvery, ExpiringWithin, ViewerGone, RequestsPerMinute, ErrTooManyRequests
+//	Locked, …, Viewers; ReasonReleased, …   the events' kinds; how a lock ended
+//	Tables, NotesTable, CreateTables        the feature tables, for an owner's install
+//	ExpiringWithin, ViewerGone, RequestsPerMinute, ErrHeldByYou, ErrTooManyRequests
 package watch

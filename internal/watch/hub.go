@@ -31,9 +31,6 @@ const (
 	ReasonForceReleased = "force-released"
 )
 
-// DefaultEvery is how often a watcher polls when Config.Every is zero.
-const DefaultEvery = time.Second
-
 // ExpiringWithin is the longest warning an Expiring event gives.
 const ExpiringWithin = 30 * time.Second
 
@@ -51,12 +48,11 @@ type Event struct {
 // Config is what a Hub needs of its plugin and database.
 type Config struct {
 	Table     string        // the lock table: the notes and viewers tables are named for it
-	Every     time.Duration // how often the watcher polls; DefaultEvery when zero
+	Every     time.Duration // how often the watcher polls
 	OneWriter bool          // the database has one writer (SQLite): its DDL stays in a caller's transaction
 	Logger    *slog.Logger
-	// Locks reads the live locks of keys, each record's writer or first
-	// reader first, one statement per batch of keys.
-	Locks func(db *gorm.DB, keys []lockstore.Key) ([]lockstore.Lock, error)
+	Store     lockstore.Store               // the lock table
+	Conn      func(*gorm.DB) lockstore.Conn // the store's connection for a statement on db
 }
 
 // Hub is one database's watches, views and notes on this node. Its zero
@@ -71,9 +67,6 @@ type Hub struct {
 
 // New returns the hub of one database.
 func New(cfg Config) *Hub {
-	if cfg.Every <= 0 {
-		cfg.Every = DefaultEvery
-	}
 	return &Hub{cfg: cfg, notes: NotesTable(cfg.Table), viewers: viewersTable(cfg.Table)}
 }
 
@@ -99,6 +92,12 @@ func Watch[E any](ctx context.Context, h *Hub, db *gorm.DB, k lockstore.Key, con
 		close(ch)
 	})
 	return ch, nil
+}
+
+// locks reads the live locks of keys, each record's writer or first
+// reader first, one statement per batch of keys.
+func (h *Hub) locks(db *gorm.DB, keys []key) ([]lockstore.Lock, error) {
+	return h.cfg.Store.ListKeys(h.cfg.Conn(db), keys)
 }
 
 // own is a session on db's pool, outside any transaction of the caller's,

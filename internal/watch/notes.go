@@ -23,33 +23,27 @@ import (
 // request on one node reaches a page watching through another. Notes
 // older than noteLife are deleted as new ones are added.
 
-// noteLife is how long a note is kept: far longer than any poll.
-const noteLife = time.Hour
-
-// noteWindow is how late a note may commit after its At (its transaction
-// still open, or ids committed out of order) and still be told: each poll
-// reads the notes of this window before its last one, and tells those it
-// has not told. The nodes' clocks must agree to well within it.
-const noteWindow = time.Minute
-
-// notesPage is how many notes one read of the notes table returns at
-// most; a watcher reads page after page until it has them all.
-const notesPage = 1000
-
-// notesPruned bounds the old notes one Note deletes.
-const notesPruned = 100
+const (
+	noteLife = time.Hour // how long a note is kept: far longer than any poll
+	// noteWindow is how late a note may commit after its At (its
+	// transaction still open, or ids committed out of order) and still be
+	// told: each poll reads the notes of this window before its last one,
+	// and tells those it has not told. The nodes' clocks must agree to
+	// well within it.
+	noteWindow  = time.Minute
+	notesPage   = 1000 // the most notes one read returns: a watcher reads page after page
+	notesPruned = 100  // the most old notes one Note deletes
+)
 
 // RequestsPerMinute bounds the requests to edit one user may make in a
 // minute, over all records (the root's RequestsPerMinute).
 const RequestsPerMinute = 20
 
-// ErrHeldByYou reports a Request by the session that holds the lock (the
-// root's ErrHeldByYou).
-var ErrHeldByYou = errors.New("offlinelock: you hold this lock")
-
-// ErrTooManyRequests reports a Request past RequestsPerMinute of the same
-// user (the root's ErrTooManyRequests).
-var ErrTooManyRequests = errors.New("offlinelock: too many requests to edit")
+// The errors of Request, the root's own values.
+var (
+	ErrHeldByYou       = errors.New("offlinelock: you hold this lock")
+	ErrTooManyRequests = errors.New("offlinelock: too many requests to edit")
+)
 
 // Note is one row of the notes table. Kind is TakenOver, Requested, or
 // the reason a lock ended (ReasonForceReleased, ReasonSignedOut).
@@ -121,7 +115,7 @@ func (h *Hub) Note(db *gorm.DB, notes ...Note) error {
 // asked for that lock within a minute already (the holder has been told),
 // ErrTooManyRequests past RequestsPerMinute of the user's.
 func (h *Hub) Request(db *gorm.DB, k key, o lockstore.Owner) error {
-	held, err := h.cfg.Locks(db, []key{k})
+	held, err := h.locks(db, []key{k})
 	if err != nil {
 		return err
 	}

@@ -23,11 +23,12 @@ import (
 // so every node's watches tell a Viewers event when the list changes.
 
 // ViewerGone is how long after its node last refreshed it a viewer stops
-// counting (the root's ViewerGone).
-const ViewerGone = 10 * time.Second
-
-// viewerBeat is how often a node refreshes its viewers' rows.
-const viewerBeat = 3 * time.Second
+// counting (the root's ViewerGone); viewerBeat is how often a node
+// refreshes its viewers' rows.
+const (
+	ViewerGone = 10 * time.Second
+	viewerBeat = 3 * time.Second
+)
 
 // Viewer is a user who has a record open: its name and since when (the
 // earliest of its views), as the root's Viewer.

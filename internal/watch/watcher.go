@@ -59,7 +59,7 @@ func (h *Hub) add(db *gorm.DB, k key, s *sub) error {
 	last, err := h.lastNote(w.db)
 	var held []lockstore.Lock
 	if err == nil {
-		held, err = h.cfg.Locks(w.db, []key{k})
+		held, err = h.locks(w.db, []key{k})
 	}
 	if err != nil {
 		if len(w.subs) == 0 {
@@ -135,7 +135,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	// order (a note's transaction still open while a later one commits),
 	// so a read of ids above the last one told could pass over one for
 	// good.
-	locks, err := h.cfg.Locks(db, keys) // one statement per 100 records
+	locks, err := h.locks(db, keys) // one statement per 100 records
 	if err != nil {
 		return err
 	}
