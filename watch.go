@@ -19,64 +19,62 @@ type EventKind string
 const (
 	// EventLocked: someone took the lock (also sent first, when Watch
 	// starts on a record that is held).
-	EventLocked EventKind = watch.Locked
+	EventLocked EventKind = "locked"
 	// EventReleased: the lock ended and the record is free; Reason says
 	// how (ReasonReleased, ReasonExpired, ReasonSignedOut,
 	// ReasonTakenOver, ReasonForceReleased). Also sent first, without a Lock or a Reason,
 	// when Watch starts on a record that is free, so that a watch always
 	// begins with the record's state.
-	EventReleased EventKind = watch.Released
+	EventReleased EventKind = "released"
 	// EventTakenOver: TakeOver gave the lock to By, for Reason; the old
 	// holder is fenced.
-	EventTakenOver EventKind = watch.TakenOver
+	EventTakenOver EventKind = "taken-over"
 	// EventExpiring: the lock runs out soon (within a quarter of its lease
 	// as last granted or renewed, at most DefaultExpiringWithin) and no
 	// renewal has come.
-	EventExpiring EventKind = watch.Expiring
+	EventExpiring EventKind = "expiring"
 	// EventRequested: By asks to edit the record (RequestEdit).
-	EventRequested EventKind = watch.Requested
+	EventRequested EventKind = "requested"
 )
 
 // EventViewers: the users who have the record open changed (Event.Viewers).
-const EventViewers EventKind = watch.Viewers
+const EventViewers EventKind = "viewers"
 
 // The reasons an EventReleased gives for a lock's end.
 const (
 	// ReasonReleased: its holder released it (Release, a save that
 	// released it, httplock's unlock), or ReleaseAll ended its session.
-	ReasonReleased = watch.ReasonReleased
+	ReasonReleased = "released"
 	// ReasonSignedOut: its session ended with EndSession (sign-out, a
 	// session's expiry; httplock's EndLogin).
-	ReasonSignedOut = watch.ReasonSignedOut
+	ReasonSignedOut = "signed-out"
 	// ReasonExpired: its lease ran out (a page that was left, or stopped
 	// renewing).
-	ReasonExpired = watch.ReasonExpired
+	ReasonExpired = "expired"
 	// ReasonTakenOver: TakeOver ended it (Event.By names who), and the
 	// lock the take-over gave ended before a poll saw it; a take-over
 	// seen is told as EventTakenOver.
-	ReasonTakenOver = watch.ReasonTakenOver
+	ReasonTakenOver = "taken-over"
 	// ReasonForceReleased: an admin removed it (ForceRelease).
-	ReasonForceReleased = watch.ReasonForceReleased
+	ReasonForceReleased = "force-released"
 )
 
-// DefaultWatchEvery (a second) is how often a watcher reads the locks it
-// watches when Config.WatchEvery is zero: a change reaches every Watch
-// within it.
+// DefaultWatchEvery is how often a watcher reads the locks it watches when
+// Config.WatchEvery is zero: a change reaches every Watch within it.
 const DefaultWatchEvery = time.Second
 
-// DefaultExpiringWithin (30 seconds) is the longest warning EventExpiring
-// gives.
-const DefaultExpiringWithin = watch.ExpiringWithin
+// DefaultExpiringWithin is the longest warning EventExpiring gives.
+const DefaultExpiringWithin = 30 * time.Second
 
-// ViewerGone (10 seconds) is how long after its node last refreshed it a
-// viewer stops counting: a View that ended without deleting its row (its
-// process stopped) is gone within it.
-const ViewerGone = watch.ViewerGone
+// ViewerGone is how long after its node last refreshed it a viewer stops
+// counting: a View that ended without deleting its row (its process
+// stopped) is gone within it.
+const ViewerGone = 10 * time.Second
 
-// RequestsPerMinute (20) bounds the requests to edit one user may make in
-// a minute, over all records (RequestEdit is ErrTooManyRequests past it),
+// RequestsPerMinute bounds the requests to edit one user may make in a
+// minute, over all records (RequestEdit is ErrTooManyRequests past it),
 // so that nobody can fill the notes table every watcher reads.
-const RequestsPerMinute = watch.RequestsPerMinute
+const RequestsPerMinute = 20
 
 // ErrHeldByYou reports a RequestEdit by the session that holds the lock
 // itself: there is nobody to ask.
