@@ -9,6 +9,7 @@ import (
 	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/watch"
 	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 )
@@ -31,8 +32,7 @@ type binding struct {
 	changes   atomic.Uint64 // the registry's changes (model.Registry's Changes) this binding has written
 	catalogAt atomic.Int64  // when this database's catalog was last read, in Unix nanoseconds
 
-	watcher  atomic.Pointer[watcher] // one poll of the lock table for every Watch here (watch.go)
-	presence presence                // this node's Views here (viewers.go)
+	watch *watch.Hub // this node's watches, views and notes here (watch.go)
 }
 
 // modelHere is what a binding has done for one model on its database.
@@ -111,6 +111,7 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	}
 	b.guard.Init(guard.Config{Guard: b.t.caps.Guard, Off: p.cfg.DisableGuard, Leave: p.cfg.LeaveGuard, RecordOnly: p.cfg.GuardNamesRecordOnly,
 		CheckEvery: every, LockTable: p.cfg.Table, Logger: p.cfg.Logger, Unenforceable: ErrUnenforceable, Models: p.reg, Host: (*guardHost)(b)})
+	b.watch = p.newHub(b)
 	return b, nil
 }
 

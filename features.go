@@ -1,12 +1,9 @@
 package offlinelock
 
 import (
-	"fmt"
-	"strings"
-
 	"gorm.io/gorm"
 
-	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/watch"
 )
 
 // The feature tables: what the plugin's features beside the lock itself
@@ -15,24 +12,10 @@ import (
 // owner's install makes them (CreateFeatureTables, which `offlinelock
 // guard install` runs), and the application needs only DML on them.
 //
-//   - the notes table (<Config.Table>_notes, notes.go): TakeOver,
+//   - the notes table (<Config.Table>_notes, internal/watch): TakeOver,
 //     RequestEdit, ForceRelease's and EndSession's notes, and every Watch;
-//   - the viewers table (<Config.Table>_viewers, viewers.go): View, and
-//     the viewers a Watch reports.
-
-// featureTable is one table a feature needs: its name and its model.
-type featureTable struct {
-	name  string
-	model any
-}
-
-// featureTables are the feature tables of lock table table.
-func featureTables(table string) []featureTable {
-	return []featureTable{
-		{notesOf(table), &lockNote{}},
-		{viewersOf(table), &viewerRow{}},
-	}
-}
+//   - the viewers table (<Config.Table>_viewers, internal/watch): View,
+//     and the viewers a Watch reports.
 
 // FeatureTables lists the tables the plugin's features beside the lock
 // table need on db's lock table: the notes table (TakeOver, RequestEdit,
@@ -47,45 +30,36 @@ func (p *Plugin) FeatureTables() []string {
 	return out
 }
 
+// featureTable is one feature table: its name and its model.
+type featureTable struct {
+	name  string
+	model any
+}
+
+// featureTables are the feature tables of lock table table.
+func featureTables(table string) []featureTable {
+	var out []featureTable
+	for _, t := range watch.Tables(table) {
+		out = append(out, featureTable{t.Name, t.Model})
+	}
+	return out
+}
+
 // CreateFeatureTables creates the tables FeatureTables lists where they
 // are missing, as the plugin would on first use, so that an application
 // whose role may not create tables finds them in place. `offlinelock
 // guard install` runs it as the tables' owner. Idempotent.
 func (p *Plugin) CreateFeatureTables(db *gorm.DB) error {
 	s := p.background(onPrimary(db)).WithContext(ctxOf(db)).Set(resolverWrite, struct{}{})
-	for _, f := range featureTables(p.cfg.Table) {
-		if s.Migrator().HasTable(f.name) {
-			continue
-		}
-		// made meanwhile by another process: PostgreSQL fails the second
-		// of two CREATE TABLEs at once (a duplicate type)
-		if err := s.Table(f.name).AutoMigrate(f.model); err != nil && !s.Migrator().HasTable(f.name) {
-			return fmt.Errorf("offlinelock: creating the table %s: %w", f.name, err)
-		}
-	}
-	return nil
+	return watch.CreateTables(s, p.cfg.Table)
 }
 
-// checkFeaturePrivileges is db.Use's check of the notes table, which
-// TakeOver, RequestEdit, ForceRelease and Watch write: where it exists
-// (the owner's install made it) and this role may not use it, db.Use fails
-// naming the grants, rather than the first take-over failing with a bare
-// "permission denied" (PostgreSQL; on MySQL/MariaDB the application's
-// grant is on the whole database). The viewers table is checked by View,
-// its only user.
+// checkFeaturePrivileges is db.Use's check of the notes table (the hub's
+// CheckPrivileges).
 func (p *Plugin) checkFeaturePrivileges(db *gorm.DB) error {
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
-	tp, ok := t.Store.(lockstore.TablePrivileges)
-	if !ok {
-		return nil
-	}
-	missing, err := tp.MissingTablePrivileges(direct(p.background(db).WithContext(ctxOf(db))), []string{`"` + notesOf(p.cfg.Table) + `"`})
-	if err != nil || len(missing) == 0 {
-		return err
-	}
-	return fmt.Errorf("offlinelock: permission denied: this role may not use the notes table %s, which TakeOver, RequestEdit, ForceRelease and Watch write; as the owner, run: %s TO <this role>",
-		notesOf(p.cfg.Table), strings.Join(missing, " TO <this role>; "))
+	return b.watch.CheckPrivileges(p.background(db).WithContext(ctxOf(db)))
 }

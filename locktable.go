@@ -9,6 +9,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/watch"
 	"gorm.io/gorm"
 )
 
@@ -178,22 +179,22 @@ func (p *Plugin) Refused(db *gorm.DB, target any, access Access, err error) {
 // owner in the context it runs as the application (a session-expiry job);
 // with an owner of another session it needs Config.Authorize("release_all").
 func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
-	db, t, err := p.endingSession(db, session)
+	db, b, err := p.endingSession(db, session)
 	if err != nil {
 		return 0, err
 	}
 	c := direct(db)
-	n, err := t.ReleaseAll(c, session)
+	n, err := b.t.ReleaseAll(c, session)
 	p.tel.released(c.Context(), dbSystem(db), kindReleaseAll, "", n)
 	return n, err
 }
 
 // endingSession is what ReleaseAll and EndSession do first: db on the
-// primary, its lock table, the caller's right to end session, and the
+// primary, its binding, the caller's right to end session, and the
 // session's hints dropped.
-func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, lockStore, error) {
+func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, *binding, error) {
 	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err == nil {
 		err = p.checkSessionAction(db, "release_all", session)
 	}
@@ -201,7 +202,7 @@ func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, lockStore
 		return nil, nil, err
 	}
 	p.hints.dropSession(session)
-	return db, t, nil
+	return db, b, nil
 }
 
 // EndSession ends a session that signed out or expired: it releases every
@@ -214,45 +215,16 @@ func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, lockStore
 // ReleaseAll, and the releases are told as ReasonReleased. The same owner
 // rules as ReleaseAll. httplock's EndLogin calls it.
 func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
-	db, t, err := p.endingSession(db, session)
+	db, b, err := p.endingSession(db, session)
 	if err != nil {
 		return 0, err
 	}
-	noted := p.notes.ensure(db, t, p.cfg.Table) == nil
-	var n int64
-	err = db.Transaction(func(tx *gorm.DB) error {
-		var live []Lock
-		if noted {
-			if live, err = t.list(direct(tx), Filter{Session: session}); err != nil {
-				return err
-			}
-		}
-		if n, err = t.ReleaseAll(direct(tx), session); err != nil {
-			return err
-		}
-		return p.notes.add(tx, p.cfg.Table, endNotes(live, ReasonSignedOut, "")...)
-	})
+	n, err := b.watch.EndSession(db, session)
 	if err != nil {
 		return 0, err
 	}
 	p.tel.released(ctxOf(db), dbSystem(db), kindReleaseAll, "", n)
 	return n, nil
-}
-
-// endNotes are the notes that tell how locks ended (kind:
-// ReasonForceReleased, ReasonSignedOut), by user, or by each lock's own
-// user when by is "".
-func endNotes(ls []Lock, kind, by string) []lockNote {
-	out := make([]lockNote, 0, len(ls))
-	at := time.Now().UTC()
-	for _, l := range ls {
-		who := by
-		if who == "" {
-			who = l.Owner.User
-		}
-		out = append(out, lockNote{Resource: l.Resource, LockID: l.ID, Kind: kind, ByUser: who, Generation: l.Generation, At: at})
-	}
-	return out
 }
 
 // Renew is the heartbeat: it pushes every live lock of session to expire no
@@ -372,24 +344,24 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 // when. It returns ErrNotLocked when nobody holds the record.
 func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
-	k := key{Resource: resource, ID: id}
+	t, k := b.t, key{Resource: resource, ID: id}
 	if err := model.ValidateKey(k); err != nil {
 		return err
 	}
 	ctx := db.Statement.Context
 	caller, _ := OwnerFrom(ctx)
 	p.hints.dropKey(k)
-	var ended []Lock
-	noted := p.notes.ensure(db, t, p.cfg.Table) == nil // without it (a role that may not make it), told as released
+	var ended []lockstore.Lock
+	noted := b.watch.EnsureNotes(db) == nil // without it (a role that may not make it), told as released
 	err = db.Transaction(func(tx *gorm.DB) error {
-		err := t.forceRelease(direct(tx), k, func(now time.Time, held []Lock) error {
+		err := t.ForceRelease(direct(tx), k, func(now time.Time, held []lockstore.Lock) error {
 			for _, l := range held {
-				err := p.authorize(ctx, "force_release", l)
-				p.audit(ctx, "force_release", l, caller, now, err)
+				err := p.authorize(ctx, "force_release", publicLock(l))
+				p.audit(ctx, "force_release", publicLock(l), caller, now, err)
 				if err != nil {
 					return err
 				}
@@ -400,7 +372,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		if err != nil || !noted {
 			return err
 		}
-		return p.notes.add(tx, p.cfg.Table, endNotes(ended, ReasonForceReleased, caller.User)...)
+		return b.watch.Note(tx, watch.Ended(ReasonForceReleased, caller.User, ended...)...)
 	})
 	if err == nil {
 		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(len(ended)))

@@ -130,7 +130,6 @@ type Plugin struct {
 
 	bindings sync.Map   // databaseOf → *binding: the plugin on each database (binding.go)
 	chains   chainCache // whether a callback chain is GORM's and the plugin's alone
-	notes    noteTable  // take-overs and requests to edit, for Watch (notes.go)
 
 	initErr atomic.Pointer[error] // why Initialize failed: every statement on a lockable table and every call fails with it
 }

@@ -125,13 +125,6 @@ func (t *table) byToken(c conn, token string) (*Lock, error) {
 	return &pl, err
 }
 
-// forceRelease is the store's ForceRelease with the plugin's types.
-func (t *table) forceRelease(c conn, k key, allow func(now time.Time, held []Lock) error) error {
-	return t.ForceRelease(c, k, func(now time.Time, held []lockstore.Lock) error {
-		return allow(now, publicLocks(held))
-	})
-}
-
 // stats is the store's Stats with the plugin's types.
 func (t *table) stats(c conn, groups int) (Stats, error) {
 	s, err := t.Stats(c, groups)

@@ -1,11 +1,16 @@
 package offlinelock
 
 import (
+	"cmp"
 	"context"
-	"sync"
+	"errors"
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/offlinelock/offlinelock/internal/lockstore"
+	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/watch"
 )
 
 // EventKind names what happened to a record's lock, as Watch tells it.
@@ -31,6 +36,9 @@ const (
 	// EventRequested: By asks to edit the record (RequestEdit).
 	EventRequested EventKind = "requested"
 )
+
+// EventViewers: the users who have the record open changed (Event.Viewers).
+const EventViewers EventKind = "viewers"
 
 // The reasons an EventReleased gives for a lock's end.
 const (
@@ -58,6 +66,24 @@ const DefaultWatchEvery = time.Second
 // DefaultExpiringWithin is the longest warning EventExpiring gives.
 const DefaultExpiringWithin = 30 * time.Second
 
+// ViewerGone is how long after its node last refreshed it a viewer stops
+// counting: a View that ended without deleting its row (its process
+// stopped) is gone within it.
+const ViewerGone = 10 * time.Second
+
+// RequestsPerMinute bounds the requests to edit one user may make in a
+// minute, over all records (RequestEdit is ErrTooManyRequests past it),
+// so that nobody can fill the notes table every watcher reads.
+const RequestsPerMinute = 20
+
+// ErrHeldByYou reports a RequestEdit by the session that holds the lock
+// itself: there is nobody to ask.
+var ErrHeldByYou = watch.ErrHeldByYou
+
+// ErrTooManyRequests reports a RequestEdit past RequestsPerMinute of the
+// same user: ask again in a minute.
+var ErrTooManyRequests = watch.ErrTooManyRequests
+
 // Event is one change of a record's lock.
 type Event struct {
 	Kind         EventKind
@@ -75,6 +101,32 @@ type Event struct {
 	Reason string
 	// At is when the watcher saw the change.
 	At time.Time
+}
+
+// Viewer is a user who has a record open: its name and since when (the
+// earliest of its views). Never a session or a token.
+type Viewer struct {
+	User  string
+	Since time.Time
+}
+
+// publicEvent is the hub's event as Watch tells it.
+func publicEvent(e watch.Event) Event {
+	out := Event{Kind: EventKind(e.Kind), Resource: e.Key.Resource, ID: e.Key.ID, By: e.By, Reason: e.Reason, At: e.At}
+	if e.Lock != nil {
+		l := publicLock(*e.Lock)
+		out.Lock = &l
+	}
+	for _, v := range e.Viewers {
+		out.Viewers = append(out.Viewers, Viewer(v))
+	}
+	return out
+}
+
+// newHub is b's watch hub: its watcher reads b's lock table.
+func (p *Plugin) newHub(b *binding) *watch.Hub {
+	return watch.New(watch.Config{Table: p.cfg.Table, Every: cmp.Or(p.cfg.WatchEvery, DefaultWatchEvery),
+		OneWriter: b.t.caps.OneWriter, Logger: p.cfg.Logger, Store: b.t.Store, Conn: direct})
 }
 
 // Watch tells the changes of target's lock on the returned channel until
@@ -95,348 +147,178 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 	if err != nil {
 		return nil, err
 	}
-	if err := p.notes.ensure(db, b.t, p.cfg.Table); err != nil {
+	return watch.Watch(ctx, b.watch, db, k, publicEvent)
+}
+
+// View announces that user has target open until ctx ends: every Watch of
+// the record, on any node, tells EventViewers with the users who have it
+// open (each user once, with the earliest of their views). The view is a
+// row of the viewers table (made on first use, like the notes table),
+// refreshed by its node every few seconds and deleted when ctx ends; a
+// view whose node stopped is gone within ViewerGone. It needs no owner
+// and takes no lock: authorise callers as for Watch.
+func (p *Plugin) View(ctx context.Context, db *gorm.DB, target any, user string) error {
+	db = onPrimary(db.WithContext(ctx))
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return err
+	}
+	if err := model.CheckText("user", user, model.MaxTextLen, false); err != nil {
+		return err
+	}
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return err
+	}
+	return b.watch.View(ctx, db, k, user)
+}
+
+// RequestEdit asks the holders of target to let the owner in db's context
+// edit it: every Watch of the record, on any node, tells EventRequested
+// naming the owner's user. It never waits and takes nothing; the asker
+// learns that the record is free from EventReleased. It returns
+// ErrNotLocked when nobody holds the record (take it instead) and
+// ErrHeldByYou when the asking session holds it. Asking again for the same
+// lock within a minute tells nobody again (and returns nil); more than
+// RequestsPerMinute requests of one user in a minute are ErrTooManyRequests.
+func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
+	db = onPrimary(db)
+	o, err := ownerOf(db)
+	if err != nil {
+		return err
+	}
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return err
+	}
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return err
+	}
+	return b.watch.Request(db, k, lockstore.Owner(o))
+}
+
+// TakeOver ends every other lock on target and gives the owner in db's
+// context a new Write lock on it, with a new token and a larger generation,
+// in one transaction: nobody can take the record in between. The old
+// holders are fenced at once (their tokens and sessions hold nothing, so
+// their writes are refused), the take-over is logged, counted
+// (offlinelock_lock_releases_total with kind "takeover") and noted in the
+// database, so that every Watch of the record, on any node, tells
+// EventTakenOver with reason.
+//
+// Taking over a lock of the same user (another tab, a reload) needs no
+// permission; taking over another user's asks Config.Authorize("take_over",
+// lock) for each of them, and is ErrForbidden unless all are allowed. A
+// record nobody holds is simply locked; a lock the session holds already is
+// renewed, as Acquire does. reason is at most MaxReason bytes of printable
+// text; it becomes the new lock's Reason.
+func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error) {
+	return p.TakeOverIf(db, target, reason, nil)
+}
+
+// TakeOverIf is TakeOver with the application's own policy: allow is asked
+// about each lock to be taken over (another session's), inside the
+// take-over's transaction, with the lock as it is there, so a holder that
+// changed since the caller last looked is judged, not the one it saw. An
+// error from allow ends the take-over, changes nothing and is returned as
+// it is. Config.Authorize is asked as well, as TakeOver says. A nil allow
+// allows all.
+func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(holder Lock) error) (*Lock, error) {
+	db = onPrimary(db)
+	b, err := p.bindingOf(db)
+	if err != nil {
 		return nil, err
 	}
-	w := b.watcher.Load()
-	if w == nil {
-		b.watcher.CompareAndSwap(nil, &watcher{p: p, t: b.t, pr: &b.presence, subs: map[key]map[*watch]struct{}{}, seen: map[key]*Lock{}, pending: map[*watch]struct{}{}, viewers: map[key][]Viewer{}})
-		w = b.watcher.Load()
-	}
-	sub := &watch{ch: make(chan Event, 16)}
-	if err := w.add(db, k, sub); err != nil {
+	if err := validReason(reason); err != nil {
 		return nil, err
 	}
-	context.AfterFunc(ctx, func() { w.remove(k, sub) })
-	return sub.ch, nil
-}
-
-type watch struct{ ch chan Event }
-
-// send hands e on, or drops it when the watch is not keeping up.
-func (s *watch) send(e Event) {
-	select {
-	case s.ch <- e:
-	default:
+	o, err := ownerOf(db)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// watcher polls one database's watched records.
-type watcher struct {
-	p  *Plugin
-	t  lockStore
-	pr *presence // the Views of this database, whose rows each poll reads too
-
-	mu       sync.Mutex
-	db       *gorm.DB // a session of the database, on its own connections
-	subs     map[key]map[*watch]struct{}
-	seen     map[key]*Lock       // each watched record's lock at the last poll; nil when free
-	pending  map[*watch]struct{} // watches of records watched already, told their state by the next poll
-	viewers  map[key][]Viewer    // each watched record's viewers as last told
-	warned   map[key]time.Time
-	lease    map[key]time.Duration // each held record's lease, as last seen granted or renewed
-	start    map[key]int64         // the newest note when each record was first watched: older ones are not told
-	toldNote map[int64]time.Time   // the notes told within noteWindow, by id, with their At
-	polled   time.Time             // when the last poll began
-	stop     context.CancelFunc    // the poll loop's, while it runs
-}
-
-func (p *Plugin) watchEvery() time.Duration {
-	if p.cfg.WatchEvery > 0 {
-		return p.cfg.WatchEvery
+	k, err := p.targetKey(db, target)
+	if err != nil {
+		return nil, err
 	}
-	return DefaultWatchEvery
-}
-
-// add subscribes sub to k and starts the poll loop if it is not running.
-// sub is told k's state first, as the database has it: a record nobody
-// watched yet is read now; one watched already is told by the next poll,
-// whose one read serves every watch added since (what the last poll saw
-// may have changed since).
-func (w *watcher) add(db *gorm.DB, k key, sub *watch) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stop == nil {
-		w.db = w.p.background(db).Set(resolverWrite, struct{}{})
-		w.start, w.warned, w.lease = map[key]int64{}, map[key]time.Time{}, map[key]time.Duration{}
-		w.toldNote, w.polled = map[int64]time.Time{}, time.Now()
-		ctx, stop := context.WithCancel(context.Background())
-		w.stop = stop
-		go w.loop(ctx)
+	if m := p.reg.TableModel(k.Resource); m != nil {
+		err = p.rememberTarget(db, m, k)
 	}
-	if w.subs[k] != nil {
-		w.subs[k][sub] = struct{}{}
-		w.pending[sub] = struct{}{}
-		return nil
-	}
-	// The record's notes are told from the newest one now: read before
-	// its lock, so that a note committed between the two reads is told.
-	last, err := w.p.notes.last(w.db, w.p.cfg.Table)
-	var held *Lock
 	if err == nil {
-		held, err = w.holderOn(w.db, k)
+		err = p.checkGuarded(db, k.Resource) // no guard, no grant: nothing released, nothing noted
+	}
+	if err == nil {
+		err = b.watch.EnsureNotes(db)
 	}
 	if err != nil {
-		if len(w.subs) == 0 {
-			w.stop()
-			w.stop = nil
-		}
-		return err
-	}
-	w.subs[k], w.seen[k], w.start[k] = map[*watch]struct{}{sub: {}}, held, last
-	sub.send(stateOf(k, held, time.Now()))
-	return nil
-}
-
-// stateOf is the event that tells a new watch k's state: locked with l,
-// or released (without a lock or a reason) when l is nil.
-func stateOf(k key, l *Lock, at time.Time) Event {
-	if l != nil {
-		return Event{Kind: EventLocked, Resource: k.Resource, ID: k.ID, Lock: l, At: at}
-	}
-	return Event{Kind: EventReleased, Resource: k.Resource, ID: k.ID, At: at} // free: the state, not a change
-}
-
-// firstOf is the first event of a watch added since the last poll: the
-// state this poll read (stateOf), told as the take-over this poll saw when
-// that is how the lock it read came (the same lock, with who took it over
-// and why), so that a page whose stream opened just before a take-over
-// (a reconnect, a browser's shared stream opened anew) learns it was one.
-func firstOf(k key, l *Lock, changes []Event, at time.Time) Event {
-	for _, e := range changes {
-		if e.Kind == EventTakenOver && l != nil && e.Lock != nil && e.Lock.Generation == l.Generation {
-			return e
-		}
-	}
-	return stateOf(k, l, at)
-}
-
-// remove ends sub, and the poll loop with the last one.
-func (w *watcher) remove(k key, sub *watch) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.subs[k], sub)
-	delete(w.pending, sub)
-	close(sub.ch)
-	if len(w.subs[k]) == 0 {
-		delete(w.subs, k)
-		delete(w.seen, k)
-		delete(w.warned, k)
-		delete(w.lease, k)
-		delete(w.viewers, k)
-		delete(w.start, k)
-	}
-	if len(w.subs) == 0 && w.stop != nil {
-		w.stop()
-		w.stop = nil
-	}
-}
-
-func (w *watcher) loop(ctx context.Context) {
-	tick := time.NewTicker(w.p.watchEvery())
-	defer tick.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			err := w.poll(ctx)
-			if err != nil && !failing && ctx.Err() == nil {
-				w.p.cfg.Logger.Warn("offlinelock: watching locks failed; trying again every interval", "error", err.Error())
-			}
-			failing = err != nil
-		}
-	}
-}
-
-// holderOn is k's lock now, read on db: its writer, or its first reader;
-// nil when free.
-func (w *watcher) holderOn(db *gorm.DB, k key) (*Lock, error) {
-	ls, err := w.t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID})
-	if err != nil || len(ls) == 0 {
 		return nil, err
 	}
-	return &ls[0], nil
-}
-
-// poll reads the notes added since the last poll and each watched
-// record's lock, and tells each record's watches what changed.
-func (w *watcher) poll(ctx context.Context) error {
-	began := time.Now()
-	w.mu.Lock()
-	db, from := w.db.WithContext(ctx), w.polled.Add(-noteWindow)
-	keys := make([]key, 0, len(w.subs))
-	start := make(map[key]int64, len(w.subs))
-	for k := range w.subs {
-		keys = append(keys, k)
-		start[k] = w.start[k]
+	ctx := db.Statement.Context
+	if reason != "" {
+		ctx = WithReason(ctx, reason)
 	}
-	w.mu.Unlock()
-	// The locks first, then the notes: a take-over commits its lock and
-	// its note together, so a lock read here has its note in the read
-	// below. Notes are read by time, not only by id: ids can commit out of
-	// order (a note's transaction still open while a later one commits),
-	// so a read of ids above the last one told could pass over one for
-	// good.
-	locks, err := w.t.ListKeys(direct(db), keys) // one statement per 100 records
+	var l *Lock
+	var taken []Lock
+	err = db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if mine, err := heldOnlyBy(tx, b.t, k, o); err != nil || mine {
+			if err == nil {
+				l, err = p.Acquire(tx, target, Write) // nothing to take: a renewal
+			}
+			return err
+		}
+		err := b.t.ForceRelease(direct(tx), k, func(now time.Time, held []lockstore.Lock) (err error) {
+			taken, err = p.judgeTakeOver(ctx, o, now, publicLocks(held), allow)
+			return err
+		})
+		if err != nil && !errors.Is(err, ErrNotLocked) {
+			return err
+		}
+		if l, err = p.Acquire(tx, target, Write); err != nil || len(taken) == 0 {
+			return err
+		}
+		return b.watch.Note(tx, watch.Note{Resource: k.Resource, LockID: k.ID, Kind: watch.TakenOver,
+			ByUser: o.User, Reason: reason, Generation: l.Generation, At: time.Now().UTC()})
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	notes, err := w.p.notes.of(db, w.p.cfg.Table, keys, start, from)
-	if err != nil {
-		return err
-	}
-	// A failed read of the viewers skips them this poll: the locks' events
-	// go on, and the error is the poll's.
-	viewers, viewersErr := w.p.viewersNow(db, w.pr, keys)
-	now := make(map[key]*Lock, len(keys))
-	for _, l := range publicLocks(locks) {
-		if k := (key{Resource: l.Resource, ID: l.ID}); now[k] == nil {
-			now[k] = &l
-		}
-	}
-	at := time.Now()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	byKey := w.untold(notes, now, from)
-	w.polled = began
-	for _, k := range keys {
-		subs := w.subs[k]
-		if subs == nil {
-			continue // no longer watched
-		}
-		var fresh map[*watch]bool
-		changes := w.changes(k, w.seen[k], now[k], byKey[k], at)
-		for s := range subs {
-			if _, ok := w.pending[s]; ok {
-				delete(w.pending, s)
-				if fresh == nil {
-					fresh = map[*watch]bool{}
-				}
-				fresh[s] = true
-				s.send(firstOf(k, now[k], changes, at)) // its first: the state this poll read, not the changes since the last
-			}
-		}
-		for _, e := range changes {
-			for s := range subs {
-				if !fresh[s] {
-					s.send(e)
-				}
-			}
-		}
-		if viewersErr == nil {
-			list, changed := viewers[k], !sameViewers(viewers[k], w.viewers[k])
-			e := Event{Kind: EventViewers, Resource: k.Resource, ID: k.ID, Viewers: list, At: at}
-			for s := range subs {
-				if changed || fresh[s] && len(list) > 0 {
-					s.send(e)
-				}
-			}
-			w.viewers[k] = list
-		}
-		w.seen[k] = now[k]
-	}
-	return viewersErr
+	p.hints.dropKey(k)
+	p.tel.released(ctxOf(db), dbSystem(db), kindTakeOver, k.Resource, int64(len(taken)))
+	return l, nil
 }
 
-// untold sorts the notes a poll read that it has not told yet by record,
-// marking them told, and forgets those out of the window; w.mu is held.
-func (w *watcher) untold(notes []lockNote, now map[key]*Lock, from time.Time) map[key][]lockNote {
-	byKey := map[key][]lockNote{}
-	for _, n := range notes {
-		if _, told := w.toldNote[n.ID]; told {
+// judgeTakeOver asks allow, and Config.Authorize for another user's lock,
+// about each lock of held that is not o's session's own, auditing each
+// answer. It returns the locks to be taken, or the first refusal.
+func (p *Plugin) judgeTakeOver(ctx context.Context, o Owner, now time.Time, held []Lock, allow func(Lock) error) ([]Lock, error) {
+	var taken []Lock
+	for _, h := range held {
+		if h.Owner.Session == o.Session {
 			continue
 		}
-		k := key{Resource: n.Resource, ID: n.LockID}
-		if is := now[k]; n.Kind == string(EventTakenOver) && is != nil && is.Generation < n.Generation {
-			// Committed after the locks were read: told by the next poll,
-			// with the lock it gave (or, once the window passes, not). A
-			// take-over whose record the locks read found free has ended
-			// already (it wrote its lock and its note together, and took
-			// a lock that was live): told now, as the reason of the
-			// release of the lock it took.
-			continue
+		var err error
+		if allow != nil {
+			err = allow(h)
 		}
-		if is := now[k]; endNote(n.Kind) && is != nil && is.Generation == n.Generation {
-			// The end of a lock the locks read still saw: its release
-			// committed between the two reads; told with it next poll.
-			continue
+		if err == nil && h.Owner.User != o.User {
+			err = p.authorize(ctx, "take_over", h)
 		}
-		w.toldNote[n.ID] = n.At
-		byKey[k] = append(byKey[k], n)
+		p.audit(ctx, "take_over", h, o, now, err)
+		if err != nil {
+			return nil, err
+		}
+		taken = append(taken, h)
 	}
-	for id, at := range w.toldNote {
-		if at.Before(from) {
-			delete(w.toldNote, id) // out of the window: never read again
-		}
-	}
-	return byKey
+	return taken, nil
 }
 
-// changes are the events of k between two polls: its lock was, its lock
-// is, and the notes added meanwhile.
-func (w *watcher) changes(k key, was, is *Lock, notes []lockNote, at time.Time) []Event {
-	ev := func(kind EventKind, l *Lock) Event {
-		return Event{Kind: kind, Resource: k.Resource, ID: k.ID, Lock: l, At: at}
-	}
-	var out []Event
-	var taken *lockNote
-	for i, n := range notes {
-		if n.Kind == string(EventTakenOver) && is != nil && n.Generation == is.Generation {
-			taken = &notes[i]
+// heldOnlyBy says whether k is held by o's session and nobody else.
+func heldOnlyBy(db *gorm.DB, t lockStore, k key, o Owner) (bool, error) {
+	held, err := t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID})
+	for _, h := range held {
+		if h.Owner.Session != o.Session {
+			return false, err
 		}
 	}
-	changed := (was == nil) != (is == nil) || was != nil && (was.Owner.Session != is.Owner.Session || was.Generation != is.Generation)
-	switch {
-	case taken != nil: // even when an earlier poll saw the new lock: the note came later
-		e := ev(EventTakenOver, is)
-		e.By, e.Reason = taken.ByUser, taken.Reason
-		out = append(out, e)
-	case changed && was != nil:
-		e := ev(EventReleased, was)
-		e.Reason = ReasonReleased
-		if !was.ExpiresAt.After(at) {
-			e.Reason = ReasonExpired
-		}
-		for _, n := range notes {
-			switch {
-			case endNote(n.Kind) && n.Generation == was.Generation:
-				e.Reason = n.Kind // ended by an admin or with its session, maybe before its expiry
-			case n.Kind == string(EventTakenOver) && is == nil && n.Generation > was.Generation:
-				e.Reason, e.By = ReasonTakenOver, n.ByUser // and the lock it took ended within the poll
-			}
-		}
-		out = append(out, e)
-		if is != nil {
-			out = append(out, ev(EventLocked, is))
-		}
-	case changed:
-		out = append(out, ev(EventLocked, is))
-	}
-	for _, n := range notes {
-		if n.Kind == string(EventRequested) {
-			e := ev(EventRequested, is)
-			e.By = n.ByUser
-			out = append(out, e)
-		}
-	}
-	if is != nil {
-		// The lease is what was left when its expiry was last seen to move
-		// (a grant or a renewal): renewals keep AcquiredAt.
-		if was == nil || !was.ExpiresAt.Equal(is.ExpiresAt) || w.lease[k] == 0 {
-			w.lease[k] = is.ExpiresAt.Sub(at)
-		}
-		window := min(DefaultExpiringWithin, w.lease[k]/4)
-		if is.ExpiresAt.Sub(at) <= window && !w.warned[k].Equal(is.ExpiresAt) {
-			w.warned[k] = is.ExpiresAt
-			out = append(out, ev(EventExpiring, is))
-		}
-	}
-	return out
+	return len(held) > 0, err
 }
-
-// endNote says whether a note of kind tells how a lock ended: the notes
-// ForceRelease and EndSession write, whose kind is the released event's
-// reason.
-func endNote(kind string) bool { return kind == ReasonForceReleased || kind == ReasonSignedOut }
