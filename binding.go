@@ -8,7 +8,6 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
-	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 )
 
@@ -101,7 +100,7 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	default:
 		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL, MySQL, MariaDB and SQLite are)", dialect)
 	}
-	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
+	obs := p.tel.Observer(system)
 	st := s(obs)
 	b.t = &table{Store: st, caps: st.Traits(), obs: obs}
 	return b, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	"gorm.io/gorm/schema"
@@ -660,7 +661,7 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 			}
 		}
 	}
-	p.tel.refused(ctxOf(db), db, modeImplicit, Write, r.Resource, out)
+	p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), r.Resource, out)
 	db.Error = out
 }
 

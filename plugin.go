@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
 
 // Defaults for Config fields left zero.
@@ -124,7 +125,7 @@ type Plugin struct {
 	cfg   Config
 	err   error           // a configuration error, reported by Initialize and every call
 	reg   *model.Registry // parsed models
-	tel   *telemetry      // OpenTelemetry instruments, made once
+	tel   *telemetry.Telemetry // OpenTelemetry instruments, made once
 	spans bool            // spans are recorded: statements keep theirs aside (spans.go)
 	hints hints           // which locks this process granted: a routing guess, never trusted
 
@@ -156,9 +157,9 @@ func New(cfg Config) *Plugin {
 		cfg.Logger = slog.Default()
 	}
 	p := &Plugin{cfg: cfg, reg: &model.Registry{}}
-	tel, telErr := newTelemetry(cfg.MeterProvider, cfg.TracerProvider)
+	tel, telErr := telemetry.New(cfg.MeterProvider, cfg.TracerProvider, refusals()...)
 	p.tel = tel
-	p.spans = tel != nil && tel.tracer != nil // else no statement keeps spans aside (spans.go)
+	p.spans = tel.Tracing() // else no statement keeps spans aside
 	switch {
 	case telErr != nil:
 		p.err = fmt.Errorf("offlinelock: creating OpenTelemetry instruments: %w", telErr)
@@ -348,24 +349,24 @@ func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
 	return min(d, p.cfg.MaxTTL), nil
 }
 
-// observeLive registers the live-locks gauge for db, once per database.
+// observeLive registers the gauges for db, once per database: the live
+// locks, and the tables the guard does not cover (coverage.go).
 func (p *Plugin) observeLive(db *gorm.DB) error {
 	if db.DryRun {
 		return nil
-	}
-	t, err := p.storeFor(db)
-	if err != nil {
-		return err
-	}
-	if err := p.tel.observeLive(db, t); err != nil {
-		return fmt.Errorf("offlinelock: registering the live-locks gauge: %w", err)
 	}
 	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
-	if err := p.tel.observeUnguarded(db, b); err != nil {
-		return fmt.Errorf("offlinelock: registering the unguarded-tables gauge: %w", err)
-	}
-	return nil
+	db = db.Session(&gorm.Session{NewDB: true})
+	return p.tel.Observe(db, func(ctx context.Context) (map[string]int64, error) {
+		return b.t.LiveByResource(direct(db.WithContext(ctx)))
+	}, func() (int64, bool) {
+		if _, ok := p.guardGoverns(b); !ok {
+			return 0, false
+		}
+		n := b.unguardedCount()
+		return n, n >= 0
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 	"gorm.io/gorm"
 )
 
@@ -106,7 +107,7 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 		return nil, err
 	}
 	p.hints.dropKey(k)
-	p.tel.released(ctxOf(db), dbSystem(db), kindTakeOver, k.Resource, int64(len(taken)))
+	p.tel.Released(ctxOf(db), db, telemetry.TakeOver, k.Resource, int64(len(taken)))
 	return l, nil
 }
 
