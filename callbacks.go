@@ -375,7 +375,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 		p.lockedByGuard(db)
 	}
 	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil && st.caps.Certifier.Certifies() {
-		watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
+		p.watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
 	}
 	if db.Error != nil || len(st.locked) > 0 && p.tel != nil { // a refusal, or a load's locks (telemetry.go)
 		ctx := db.Statement.Context

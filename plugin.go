@@ -15,6 +15,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/offlinelock/offlinelock/internal/galera"
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
@@ -123,11 +125,11 @@ type Config struct {
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
 	cfg   Config
-	err   error           // a configuration error, reported by Initialize and every call
-	reg   *model.Registry // parsed models
+	err   error                // a configuration error, reported by Initialize and every call
+	reg   *model.Registry      // parsed models
 	tel   *telemetry.Telemetry // OpenTelemetry instruments, made once
-	spans bool            // spans are recorded: statements keep theirs aside (spans.go)
-	hints hints           // which locks this process granted: a routing guess, never trusted
+	spans bool                 // spans are recorded: statements keep theirs aside (spans.go)
+	hints hints                // which locks this process granted: a routing guess, never trusted
 
 	bindings sync.Map   // databaseOf → *binding: the plugin on each database (binding.go)
 	chains   chainCache // whether a callback chain is GORM's and the plugin's alone
@@ -214,12 +216,14 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		if err := p.prepareDatabase(db); err != nil {
 			return err
 		}
-		p.watchCallerCommits(db, b.t)
+		if b.t.Store.Galera() {
+			galera.Install(db) // a caller's own COMMIT, told as a lock answer
+		}
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {
 		return nil // already registered on this database
 	}
-	if err := p.observeLive(db); err != nil {
+	if err := b.observeLive(db); err != nil {
 		return err
 	}
 	b.registerIdentity(db)
@@ -259,7 +263,7 @@ func (p *Plugin) checkModels(db *gorm.DB) error {
 // models, installs or checks the guard and loads the guard's key.
 func (p *Plugin) prepareDatabase(db *gorm.DB) error {
 	if db.Dialector.Name() == "postgres" {
-		if err := checkPooler(db); err != nil {
+		if err := lockstore.CheckPooler(db); err != nil {
 			return err
 		}
 	}
@@ -351,22 +355,17 @@ func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
 
 // observeLive registers the gauges for db, once per database: the live
 // locks, and the tables the guard does not cover (coverage.go).
-func (p *Plugin) observeLive(db *gorm.DB) error {
+func (b *binding) observeLive(db *gorm.DB) error {
 	if db.DryRun {
 		return nil
 	}
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return err
-	}
 	db = db.Session(&gorm.Session{NewDB: true})
-	return p.tel.Observe(db, func(ctx context.Context) (map[string]int64, error) {
+	return b.p.tel.Observe(db, func(ctx context.Context) (map[string]int64, error) {
 		return b.t.LiveByResource(direct(db.WithContext(ctx)))
-	}, func() (int64, bool) {
-		if _, ok := p.guardGoverns(b); !ok {
-			return 0, false
+	}, func() int64 {
+		if _, ok := b.p.guardGoverns(b); !ok {
+			return -1
 		}
-		n := b.unguardedCount()
-		return n, n >= 0
+		return b.unguardedCount()
 	})
 }

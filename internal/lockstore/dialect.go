@@ -1,7 +1,5 @@
 package lockstore
 
-import "gorm.io/gorm"
-
 // The few facts about a database that the plugin's statement code acts on
 // and that are not capabilities of its lock table (capabilities.go): how a
 // writer's identity reaches the guard, what GORM builds into a write, who
@@ -21,16 +19,3 @@ const (
 	// prefix or hint the server puts back when it ends (MySQL/MariaDB).
 	IdentityInStatement
 )
-
-// System is the OpenTelemetry db.system.name of dialector's database,
-// spelt as go-gorm/opentelemetry spells it.
-func System(dialector gorm.Dialector) string {
-	switch dialector.Name() {
-	case "postgres":
-		return "postgresql"
-	case "mysql":
-		return "mysql"
-	default:
-		return "sqlite"
-	}
-}

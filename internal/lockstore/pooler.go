@@ -2,9 +2,16 @@ package lockstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
 )
+
+// ErrPooler is the root's ErrPooler: PostgreSQL reached through a
+// transaction-pooling proxy while the client prepares named statements.
+var ErrPooler = errors.New("offlinelock: PostgreSQL is reached through a transaction-pooling proxy that cannot keep prepared statements")
 
 // poolerProbe is run on two connections of the pool held at once. Without
 // a pooler they are two server sessions, with two backend pids; behind
@@ -13,31 +20,43 @@ import (
 // prepared the probe under its name.
 const poolerProbe = `SELECT pg_backend_pid() /* offlinelock: pooler probe */`
 
-// ServerSessions asks PostgreSQL, on two connections of pool held at once,
-// which server session each is on: equal ids, or ErrPreparedTwice, mean a
-// transaction pooler hands one session to several clients.
-func ServerSessions(ctx context.Context, pool *sql.DB) (a, b int, err error) {
+// CheckPooler fails, with ErrPooler and the fix, on PostgreSQL behind a
+// transaction pooler whose client prepares named statements: every
+// statement would fail at random with 42P05 (prepared statement already
+// exists). It asks, on two connections of the pool held at once, which
+// server session each is on; a pool of one, or one that is not a *sql.DB
+// (a caller's own ConnPool), is not probed.
+func CheckPooler(db *gorm.DB) error {
+	pool, err := db.DB()
+	if err != nil || pool.Stats().MaxOpenConnections == 1 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
 	ca, err := pool.Conn(ctx)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	defer ca.Close()
 	cb, err := pool.Conn(ctx)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	defer cb.Close()
+	var a, b int
 	if err := ca.QueryRowContext(ctx, poolerProbe).Scan(&a); err != nil {
-		return 0, 0, err
+		return err
 	}
 	err = cb.QueryRowContext(ctx, poolerProbe).Scan(&b)
-	var coded interface{ SQLState() string }
-	if errors.As(err, &coded) && coded.SQLState() == "42P05" {
-		return a, b, ErrPreparedTwice
+	if coded := (interface{ SQLState() string })(nil); errors.As(err, &coded) && coded.SQLState() == "42P05" {
+		// the second connection met the session where the first had prepared the probe
+		return fmt.Errorf("%w: pgx's statement cache prepares named statements, and two connections met the same server session (42P05); open GORM with postgres.New(postgres.Config{DSN: dsn, PreferSimpleProtocol: true}), or add default_query_exec_mode=exec to the DSN", ErrPooler)
 	}
-	return a, b, err
+	if err != nil {
+		return err
+	}
+	if a == b && db.Config.PrepareStmt {
+		return fmt.Errorf("%w: two connections share server session %d, and gorm.Config.PrepareStmt prepares named statements there; turn PrepareStmt off", ErrPooler, a)
+	}
+	return nil
 }
-
-// ErrPreparedTwice is PostgreSQL's 42P05 on ServerSessions' probe: the
-// second connection met the session where the first had prepared it.
-var ErrPreparedTwice = errors.New("prepared statement already exists in this server session (42P05)")

@@ -12,19 +12,15 @@ import (
 )
 
 // The plugin's spans under GORM's statement span (docs/observability.md).
-//
-// go-gorm/opentelemetry (the plugin named "otelgorm") starts a statement's
-// span right before GORM's own create, query, update, delete, row or raw
-// callback, and ends it at the end of the chain. The plugin's checks run
-// earlier: a write's before its hooks, which must not run for a refused
-// write, and a load's before or after that span depending on the order
-// the two plugins were registered in. A span cannot be moved under a
-// parent after it started, so while a statement has not yet shown GORM's
-// span, the plugin keeps its lock-table statements' spans aside (name,
-// times, attributes) and starts them, with their own timestamps, as
-// children of GORM's span at the first callback of its that sees it; a
-// statement that never shows one (the caller's own span is the only one)
-// gets them under its context at its end, as without otelgorm.
+// go-gorm/opentelemetry ("otelgorm") starts a statement's span right before
+// GORM's own create, query, update, delete, row or raw callback; the
+// plugin's checks may run earlier (a write's before its hooks, which must
+// not run for a refused write; a load's as the two plugins were
+// registered). A span cannot be moved under a parent after it started, so
+// until a statement shows GORM's span the plugin keeps its lock-table
+// statements' spans aside (name, times, attributes) and starts them, with
+// their own timestamps, under GORM's span at the first callback of its
+// that sees it, or under the statement's context at its end if none shows.
 
 const (
 	// OtelGORM is the name go-gorm/opentelemetry registers under.
@@ -153,14 +149,8 @@ func (l *spanLog) keep(s pendingSpan) {
 // its context now, if that is a span the statement did not begin with:
 // GORM's statement span. The callbacks that run inside that span call it.
 func AdoptSpan(db *gorm.DB) {
-	if l := spanLogOf(db); l != nil {
-		if ctx := ctxOf(db); l.under(ctx) {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if !l.adopted {
-				l.adopt(ctx)
-			}
-		}
+	if l := spanLogOf(db); l != nil && l.under(ctxOf(db)) {
+		l.adoptOnce(ctxOf(db))
 	}
 }
 
@@ -168,15 +158,18 @@ func AdoptSpan(db *gorm.DB) {
 // context (no other span showed) and forgets the log: the last callback
 // calls it.
 func EndSpans(db *gorm.DB) {
-	l := spanLogOf(db)
-	if l == nil {
-		return
+	if l := spanLogOf(db); l != nil {
+		db.Statement.Settings.Delete(SpanLogKey)
+		l.adoptOnce(l.ctx)
 	}
-	db.Statement.Settings.Delete(SpanLogKey)
+}
+
+// adoptOnce is adopt, unless the spans were adopted already.
+func (l *spanLog) adoptOnce(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.adopted {
-		l.adopt(l.ctx)
+		l.adopt(ctx)
 	}
 }
 

@@ -120,10 +120,20 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider, reasons ...Refusal) (
 // its spans aside (spans.go).
 func (t *Telemetry) Tracing() bool { return t != nil && t.tracer != nil }
 
-// system is the OpenTelemetry db.system.name of db's database, spelt as
+// system is the OpenTelemetry db.system.name of db's database.
+func system(db *gorm.DB) attribute.KeyValue { return systemOf(db.Dialector.Name()) }
+
+// systemOf is the db.system.name of a GORM dialect, spelt as
 // go-gorm/opentelemetry spells it.
-func system(db *gorm.DB) attribute.KeyValue {
-	return attribute.String("db.system.name", lockstore.System(db.Dialector))
+func systemOf(dialect string) attribute.KeyValue {
+	switch dialect {
+	case "postgres":
+		dialect = "postgresql"
+	case "mysql":
+	default:
+		dialect = "sqlite"
+	}
+	return attribute.String("db.system.name", dialect)
 }
 
 // Observer is what one store tells the telemetry (the store's
@@ -134,10 +144,9 @@ type Observer struct {
 	system attribute.KeyValue
 }
 
-// Observer is the observer of a store on a database of the given
-// db.system.name.
-func (t *Telemetry) Observer(system string) *Observer {
-	return &Observer{t: t, system: attribute.String("db.system.name", system)}
+// Observer is the observer of a store on a database of a GORM dialect.
+func (t *Telemetry) Observer(dialect string) *Observer {
+	return &Observer{t: t, system: systemOf(dialect)}
 }
 
 // StatementStart starts the span of one lock-table statement, a child of
@@ -325,9 +334,9 @@ func (t *Telemetry) Swept(ctx context.Context, db *gorm.DB, n int64) {
 // registrations last as long as the MeterProvider. At each collection
 // live counts the live locks by resource (one GROUP BY on the lock
 // table), and unguarded the tables the last coverage shown found not
-// covered, with no statement of its own (false: nothing to say, before
+// covered, with no statement of its own (negative: nothing to say, before
 // the first is shown or where grants do not depend on the guard).
-func (t *Telemetry) Observe(db *gorm.DB, live func(context.Context) (map[string]int64, error), unguarded func() (int64, bool)) error {
+func (t *Telemetry) Observe(db *gorm.DB, live func(context.Context) (map[string]int64, error), unguarded func() int64) error {
 	if t == nil {
 		return nil
 	}
@@ -346,7 +355,7 @@ func (t *Telemetry) Observe(db *gorm.DB, live func(context.Context) (map[string]
 		return fmt.Errorf("offlinelock: registering the live-locks gauge: %w", err)
 	}
 	_, err = t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		if n, ok := unguarded(); ok {
+		if n := unguarded(); n >= 0 {
 			o.ObserveInt64(t.unguard, n, metric.WithAttributes(sys))
 		}
 		return nil
