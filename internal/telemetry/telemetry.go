@@ -39,10 +39,10 @@ const (
 
 	Release        = "release"
 	ReleaseAll     = "release_all"
-	ExpiryTakeover = "expiry_takeover"
+	expiryTakeover = "expiry_takeover"
 	Force          = "force"
 	TakeOver       = "takeover"
-	Sweep          = "sweep"
+	sweep          = "sweep"
 )
 
 // Refusal names the refusals of one sentinel error in the reason
@@ -199,7 +199,7 @@ func (o *Observer) Upgraded(ctx context.Context, resource string) {
 
 // TakenOver counts a grant of a record whose lock had expired.
 func (o *Observer) TakenOver(ctx context.Context, resource string) {
-	o.t.released(ctx, o.system, ExpiryTakeover, resource, 1)
+	o.t.released(ctx, o.system, expiryTakeover, resource, 1)
 }
 
 // statementAttrs are the attributes of a lock-table statement's span.
@@ -327,7 +327,7 @@ func (t *Telemetry) Swept(ctx context.Context, db *gorm.DB, n int64) {
 	if t.swept.Enabled(ctx) {
 		t.swept.Add(ctx, n, metric.WithAttributes(system(db)))
 	}
-	t.released(ctx, system(db), Sweep, "", n)
+	t.released(ctx, system(db), sweep, "", n)
 }
 
 // Observe registers the gauges' callbacks for db's database; the
