@@ -10,7 +10,6 @@ import (
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/watch"
-	"go.opentelemetry.io/otel/attribute"
 	"gorm.io/gorm"
 )
 
@@ -87,22 +86,19 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	b := &binding{p: p}
 	lockTable, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
 	var s func(lockstore.Observer) lockstore.Store
-	system := dialect
 	switch dialect {
 	case "postgres":
-		system = "postgresql"
 		s = func(obs lockstore.Observer) lockstore.Store {
 			return lockstore.NewPostgres(lockTable, seq, catalog, obs)
 		}
 	case "sqlite", "sqlite3":
-		system = "sqlite"
 		s = func(obs lockstore.Observer) lockstore.Store { return lockstore.NewSQLite(lockTable, seq, catalog, obs) }
 	case "mysql": // gorm.io/driver/mysql, for MySQL and MariaDB alike
 		s = func(obs lockstore.Observer) lockstore.Store { return lockstore.NewMySQL(p.cfg.Table, obs) }
 	default:
 		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL, MySQL, MariaDB and SQLite are)", dialect)
 	}
-	obs := &storeObserver{p: p, system: attribute.String("db.system.name", system)}
+	obs := p.tel.Observer(dialect)
 	st := s(obs)
 	b.t = &table{Store: st, caps: st.Traits(), obs: obs}
 	every := p.cfg.GuardCheckEvery

@@ -16,6 +16,7 @@ import (
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
 
 // The callbacks make the lock implicit: "if an item might be locked anywhere
@@ -50,7 +51,7 @@ func (b *binding) registerCallbacks(db *gorm.DB) error {
 		{"offlinelock:after_query", cb.Query().After("gorm:query").Before("gorm:preload"), b.afterQuery},
 		{"offlinelock:end_query", cb.Query().After("*"), b.endStatement},
 		{"offlinelock:before_row", cb.Row().Before("gorm:row"), b.beforeRow},
-		{"offlinelock:after_row", cb.Row().After("gorm:row"), adoptSpan}, // inside GORM's statement span (spans.go)
+		{"offlinelock:after_row", cb.Row().After("gorm:row"), telemetry.AdoptSpan}, // inside GORM's statement span
 		{"offlinelock:end_row", cb.Row().After("*"), b.endStatement},
 		{"offlinelock:before_raw", cb.Raw().Before("gorm:raw"), b.beforeRaw},
 		{"offlinelock:end_raw", cb.Raw().After("gorm:raw"), b.afterRaw},
@@ -227,7 +228,7 @@ func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 		return nil
 	}
 	if st.owner, err = ownerOf(db); err != nil {
-		p.tel.refused(ctxOf(db), db, modeImplicit, accessFor(m, op), m.LockResource(), err)
+		p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(accessFor(m, op)), m.LockResource(), err)
 		if errors.Is(err, ErrNoOwner) {
 			err = noOwner(fmt.Sprintf("the %s of %s", op, db.Statement.Table))
 		} else {
@@ -236,8 +237,8 @@ func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 		st.fail(db, err)
 		return nil
 	}
-	_, logged := db.Statement.Settings.Load(spanLogKey) // traceStatement began one
-	st.noSpans = !p.spans || !logged || spanLogOf(db) == nil
+	_, logged := db.Statement.Settings.Load(telemetry.SpanLogKey) // TraceStatement began one
+	st.noSpans = !p.spans || !logged || !telemetry.Logged(db)
 	st.stmt = db.Statement // setState
 	db.Statement.Settings.Store(stateKey, st)
 	return st
@@ -340,7 +341,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 	p := b.p
 	st := statementState(db.Statement)
 	if p.spans && (st == nil || !st.noSpans) {
-		endSpans(db)
+		telemetry.EndSpans(db)
 	}
 	if st == nil {
 		p.lockedByGuard(db) // a write of another table (a join table) the guard refused
@@ -374,15 +375,15 @@ func (b *binding) endStatement(db *gorm.DB) {
 		p.lockedByGuard(db)
 	}
 	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil && st.caps.Certifier.Certifies() {
-		watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
+		p.watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
 	}
 	if db.Error != nil || len(st.locked) > 0 && p.tel != nil { // a refusal, or a load's locks (telemetry.go)
 		ctx := db.Statement.Context
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		// A load's locks only where they are counted or shown (p.tel.active)
-		if db.Error != nil || p.tel.grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording() {
+		// A load's locks only where they are counted or shown
+		if db.Error != nil || p.tel.Grants.Enabled(ctx) || trace.SpanFromContext(ctx).IsRecording() {
 			p.countStatement(db, st)
 		}
 	}
@@ -494,10 +495,10 @@ func connCtx(db *gorm.DB) context.Context {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if _, logged := db.Statement.Settings.Load(spanLogKey); !logged {
-		return ctx // traceStatement began none: withSpanLog would find none
+	if _, logged := db.Statement.Settings.Load(telemetry.SpanLogKey); !logged {
+		return ctx // TraceStatement began none: WithSpanLog would find none
 	}
-	return withSpanLog(ctx, db)
+	return telemetry.WithSpanLog(ctx, db)
 }
 
 // ownerOf reads and checks the owner in db's context.

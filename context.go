@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"gorm.io/gorm"
 )
 
 // Owner identifies who holds a lock. Session owns the lock: every lock of a
@@ -103,4 +105,12 @@ func bypassFrom(ctx context.Context) (string, bool) {
 	}
 	r, ok := ctx.Value(bypassKey{}).(string)
 	return r, ok
+}
+
+// ctxOf is db's statement context, never nil.
+func ctxOf(db *gorm.DB) context.Context {
+	if ctx := db.Statement.Context; ctx != nil {
+		return ctx
+	}
+	return context.Background()
 }

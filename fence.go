@@ -219,7 +219,7 @@ func (b *binding) refusedAtFence(db *gorm.DB, st *state) bool {
 		err = notLockedForWrite(st.op, st.required)
 	}
 	st.fenceFailed = true
-	p.tel.fenceFailed(ctxOf(db), db, st.m.LockResource(), st.op)
+	p.tel.FenceFailed(ctxOf(db), db, st.m.LockResource(), string(st.op))
 	st.err, db.Error = err, err
 	return true
 }

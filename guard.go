@@ -10,6 +10,7 @@ import (
 	"github.com/offlinelock/offlinelock/internal/guard"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 	"gorm.io/gorm"
 )
 
@@ -327,7 +328,7 @@ func (p *Plugin) lockedByGuard(db *gorm.DB) {
 			}
 		}
 	}
-	p.tel.refused(ctxOf(db), db, modeImplicit, Write, r.Resource, out)
+	p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), r.Resource, out)
 	db.Error = out
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
 
 // maxRereads bounds how often a load re-reads because rows it had not
@@ -28,8 +29,8 @@ const maxRereads = 3
 // caller gets; and when a lock is refused nothing is read at all.
 func (b *binding) beforeQuery(db *gorm.DB) {
 	p := b.p
-	if _, otel := db.Config.Plugins[otelGORM]; otel && p.spans {
-		p.traceStatement(db)
+	if _, otel := db.Config.Plugins[telemetry.OtelGORM]; otel && p.spans {
+		p.tel.TraceStatement(db)
 	}
 	if db.Error != nil || db.DryRun {
 		return
@@ -487,7 +488,7 @@ func (b *binding) afterQuery(db *gorm.DB) {
 	p := b.p
 	st := statementState(db.Statement)
 	if p.spans && (st == nil || !st.noSpans) {
-		adoptSpan(db)
+		telemetry.AdoptSpan(db)
 	}
 	if st == nil || st.locked == nil {
 		return
@@ -589,7 +590,7 @@ func reread(db *gorm.DB, st *state) bool {
 func (b *binding) beforeRow(db *gorm.DB) {
 	p := b.p
 	if p.spans {
-		p.traceStatement(db)
+		p.tel.TraceStatement(db)
 	}
 	if db.Error != nil || db.DryRun || p.bypassed(db, opRows) {
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 	"github.com/offlinelock/offlinelock/internal/watch"
 	"gorm.io/gorm"
 )
@@ -52,7 +53,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	}
 	o, err := ownerOf(db)
 	if err != nil {
-		p.tel.refused(ctxOf(db), db, modeExplicit, access, p.resourceOf(db, target), err)
+		p.tel.Refused(ctxOf(db), db, telemetry.Explicit, string(access), p.resourceOf(db, target), err)
 		return nil, err
 	}
 	k, m, err := p.targetKeyModel(db, target)
@@ -77,10 +78,10 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	}
 	if err != nil {
 		err = unconfirmed(err)
-		p.tel.refused(ctxOf(db), db, modeExplicit, access, k.Resource, err)
+		p.tel.Refused(ctxOf(db), db, telemetry.Explicit, string(access), k.Resource, err)
 		return nil, err
 	}
-	p.tel.granted(ctxOf(db), db, modeExplicit, access, keys)
+	p.tel.Granted(ctxOf(db), db, telemetry.Explicit, string(access), keys)
 	l := publicLock(got[k].Lock)
 	l.Reason = reason
 	return &l, nil
@@ -152,8 +153,8 @@ func (p *Plugin) release(db *gorm.DB, t lockStore, k key, o Owner) error {
 	c := direct(db)
 	held, err := t.Release(c, k, o.Session)
 	if err == nil {
-		p.tel.released(c.Context(), dbSystem(db), kindRelease, k.Resource, 1)
-		p.tel.heldFor(c.Context(), db, k.Resource, held)
+		p.tel.Released(c.Context(), db, telemetry.Release, k.Resource, 1)
+		p.tel.HeldFor(c.Context(), db, k.Resource, held)
 	}
 	return err
 }
@@ -171,7 +172,7 @@ func (p *Plugin) resourceOf(db *gorm.DB, target any) string {
 // gives (locked, not_locked, no_owner), and noted on the span of db's
 // context. An err that is no refusal is not recorded.
 func (p *Plugin) Refused(db *gorm.DB, target any, access Access, err error) {
-	p.tel.refused(ctxOf(db), db, modeHTTP, access, p.resourceOf(db, target), err)
+	p.tel.Refused(ctxOf(db), db, telemetry.HTTP, string(access), p.resourceOf(db, target), err)
 }
 
 // ReleaseAll removes every lock of session, live or expired, and returns how
@@ -185,7 +186,7 @@ func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
 	}
 	c := direct(db)
 	n, err := b.t.ReleaseAll(c, session)
-	p.tel.released(c.Context(), dbSystem(db), kindReleaseAll, "", n)
+	p.tel.Released(c.Context(), db, telemetry.ReleaseAll, "", n)
 	return n, err
 }
 
@@ -223,7 +224,7 @@ func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	p.tel.released(ctxOf(db), dbSystem(db), kindReleaseAll, "", n)
+	p.tel.Released(ctxOf(db), db, telemetry.ReleaseAll, "", n)
 	return n, nil
 }
 
@@ -375,7 +376,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 		return b.watch.Note(tx, watch.Ended(ReasonForceReleased, caller.User, ended...)...)
 	})
 	if err == nil {
-		p.tel.released(ctxOf(db), dbSystem(db), kindForce, k.Resource, int64(len(ended)))
+		p.tel.Released(ctxOf(db), db, telemetry.Force, k.Resource, int64(len(ended)))
 	}
 	return err
 }
@@ -432,7 +433,7 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 		}
 		began := time.Now()
 		n, more, err := t.Sweep(c, &cur)
-		p.tel.sweptRows(c.Context(), db, n)
+		p.tel.Swept(c.Context(), db, n)
 		total += n
 		if err != nil {
 			return total, err

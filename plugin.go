@@ -15,7 +15,10 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"github.com/offlinelock/offlinelock/internal/galera"
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
 
 // Defaults for Config fields left zero.
@@ -122,11 +125,11 @@ type Config struct {
 // is safe for concurrent use and holds no per-request state.
 type Plugin struct {
 	cfg   Config
-	err   error           // a configuration error, reported by Initialize and every call
-	reg   *model.Registry // parsed models
-	tel   *telemetry      // OpenTelemetry instruments, made once
-	spans bool            // spans are recorded: statements keep theirs aside (spans.go)
-	hints hints           // which locks this process granted: a routing guess, never trusted
+	err   error                // a configuration error, reported by Initialize and every call
+	reg   *model.Registry      // parsed models
+	tel   *telemetry.Telemetry // OpenTelemetry instruments, made once
+	spans bool                 // spans are recorded: statements keep theirs aside (spans.go)
+	hints hints                // which locks this process granted: a routing guess, never trusted
 
 	bindings sync.Map   // databaseOf → *binding: the plugin on each database (binding.go)
 	chains   chainCache // whether a callback chain is GORM's and the plugin's alone
@@ -155,9 +158,9 @@ func New(cfg Config) *Plugin {
 		cfg.Logger = slog.Default()
 	}
 	p := &Plugin{cfg: cfg, reg: &model.Registry{}}
-	tel, telErr := newTelemetry(cfg.MeterProvider, cfg.TracerProvider)
+	tel, telErr := telemetry.New(cfg.MeterProvider, cfg.TracerProvider, refusals()...)
 	p.tel = tel
-	p.spans = tel != nil && tel.tracer != nil // else no statement keeps spans aside (spans.go)
+	p.spans = tel.Tracing() // else no statement keeps spans aside
 	switch {
 	case telErr != nil:
 		p.err = fmt.Errorf("offlinelock: creating OpenTelemetry instruments: %w", telErr)
@@ -212,12 +215,14 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		if err := p.prepareDatabase(db); err != nil {
 			return err
 		}
-		p.watchCallerCommits(db, b.t)
+		if b.t.Store.Galera() {
+			galera.Install(db) // a caller's own COMMIT, told as a lock answer
+		}
 	}
 	if db.Callback().Query().Get("offlinelock:before_query") != nil {
 		return nil // already registered on this database
 	}
-	if err := p.observeLive(db); err != nil {
+	if err := b.observeLive(db); err != nil {
 		return err
 	}
 	b.registerIdentity(db)
@@ -257,7 +262,7 @@ func (p *Plugin) checkModels(db *gorm.DB) error {
 // models, installs or checks the guard and loads the guard's key.
 func (p *Plugin) prepareDatabase(db *gorm.DB) error {
 	if db.Dialector.Name() == "postgres" {
-		if err := checkPooler(db); err != nil {
+		if err := lockstore.CheckPooler(db); err != nil {
 			return err
 		}
 	}
@@ -345,24 +350,19 @@ func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
 	return min(d, p.cfg.MaxTTL), nil
 }
 
-// observeLive registers the live-locks gauge for db, once per database.
-func (p *Plugin) observeLive(db *gorm.DB) error {
+// observeLive registers the gauges for db, once per database: the live
+// locks, and the tables the guard does not cover (coverage.go).
+func (b *binding) observeLive(db *gorm.DB) error {
 	if db.DryRun {
 		return nil
 	}
-	t, err := p.storeFor(db)
-	if err != nil {
-		return err
-	}
-	if err := p.tel.observeLive(db, t); err != nil {
-		return fmt.Errorf("offlinelock: registering the live-locks gauge: %w", err)
-	}
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return err
-	}
-	if err := p.tel.observeUnguarded(db, b); err != nil {
-		return fmt.Errorf("offlinelock: registering the unguarded-tables gauge: %w", err)
-	}
-	return nil
+	db = db.Session(&gorm.Session{NewDB: true})
+	return b.p.tel.Observe(db, func(ctx context.Context) (map[string]int64, error) {
+		return b.t.LiveByResource(direct(db.WithContext(ctx)))
+	}, func() int64 {
+		if !b.guard.Governs() {
+			return -1
+		}
+		return b.guard.Count()
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
 
 // The keys a write finally carries. The plugin checks a write before its
@@ -77,7 +78,7 @@ func (b *binding) rekey(op opKind) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		st := statementState(db.Statement)
 		if p.spans && (st == nil || !st.noSpans) {
-			adoptSpan(db)
+			telemetry.AdoptSpan(db)
 		}
 		if st == nil || !st.rekey || db.Error != nil || db.DryRun {
 			return

@@ -47,6 +47,24 @@ func direct(db *gorm.DB) conn {
 	return lockstore.NewConn(db, connCtx(db)).Observed(observerOf(db))
 }
 
+// observerOf is the Observer of db's store, for the plugin's own
+// statements on db (savepoints, reads of the application's rows); nil
+// where the plugin is not registered on db.
+func observerOf(db *gorm.DB) lockstore.Observer {
+	if db == nil || db.Config == nil {
+		return nil
+	}
+	p, ok := db.Config.Plugins["offlinelock"].(*Plugin)
+	if !ok {
+		return nil
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil
+	}
+	return t.obs
+}
+
 // direct is a connection for the plugin's statements on db, as the free
 // function direct(db) is, observed by t's observer without looking the
 // plugin up again: for a statement of t's binding, whose plugin is the
@@ -125,20 +143,3 @@ func (t *table) byToken(c conn, token string) (*Lock, error) {
 	return &pl, err
 }
 
-// stats is the store's Stats with the plugin's types.
-func (t *table) stats(c conn, groups int) (Stats, error) {
-	s, err := t.Stats(c, groups)
-	out := Stats{Live: s.Live, ExpiredRows: s.ExpiredRows, ExpiredLocks: s.ExpiredLocks,
-		ByResource: make([]Count, len(s.ByResource)), ByUser: make([]Count, len(s.ByUser))}
-	for i, c := range s.ByResource {
-		out.ByResource[i] = Count(c)
-	}
-	for i, c := range s.ByUser {
-		out.ByUser[i] = Count(c)
-	}
-	if s.Oldest != nil {
-		l := publicLock(*s.Oldest)
-		out.Oldest = &l
-	}
-	return out, err
-}

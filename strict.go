@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
 
 // Config.Strict: Exec and raw queries whose SQL may read or write rows of
@@ -19,7 +20,7 @@ import (
 func (b *binding) beforeRaw(db *gorm.DB) {
 	p := b.p
 	if p.spans {
-		p.traceStatement(db)
+		p.tel.TraceStatement(db)
 	}
 	if db.Error != nil || db.DryRun {
 		return
@@ -44,8 +45,8 @@ func (b *binding) beforeRaw(db *gorm.DB) {
 func (b *binding) afterRaw(db *gorm.DB) {
 	p := b.p
 	if p.spans {
-		adoptSpan(db)
-		endSpans(db)
+		telemetry.AdoptSpan(db)
+		telemetry.EndSpans(db)
 	}
 	endRawTx(db)
 	if db.Error != nil {
@@ -83,7 +84,7 @@ func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 		// SQL built at run time, or a table named in a string: it may
 		// name any lockable table, and no reading can tell which.
 		err := fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
-		p.tel.refused(ctxOf(db), db, modeImplicit, Write, "", err)
+		p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), "", err)
 		db.AddError(err)
 		return true
 	}
@@ -92,7 +93,7 @@ func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 		return false
 	}
 	err := fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].Table)
-	p.tel.refused(ctxOf(db), db, modeImplicit, Write, named[0].Table, err)
+	p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), named[0].Table, err)
 	db.AddError(err)
 	return true
 }

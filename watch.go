@@ -10,6 +10,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 	"github.com/offlinelock/offlinelock/internal/watch"
 )
 
@@ -283,7 +284,7 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 		return nil, err
 	}
 	p.hints.dropKey(k)
-	p.tel.released(ctxOf(db), dbSystem(db), kindTakeOver, k.Resource, int64(len(taken)))
+	p.tel.Released(ctxOf(db), db, telemetry.TakeOver, k.Resource, int64(len(taken)))
 	return l, nil
 }
 

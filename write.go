@@ -9,6 +9,7 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/telemetry"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
@@ -23,8 +24,8 @@ import (
 func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 	p := b.p
 	return func(db *gorm.DB) {
-		if _, otel := db.Config.Plugins[otelGORM]; otel && p.spans {
-			p.traceStatement(db)
+		if _, otel := db.Config.Plugins[telemetry.OtelGORM]; otel && p.spans {
+			p.tel.TraceStatement(db)
 		}
 		b.freshCatalog(db)
 		if len(db.Statement.Clauses) > 0 && b.refuseRetarget(db, op) {
@@ -488,7 +489,7 @@ func (b *binding) fence(db *gorm.DB) {
 	p := b.p
 	st := statementState(db.Statement)
 	if p.spans && (st == nil || !st.noSpans) {
-		adoptSpan(db)
+		telemetry.AdoptSpan(db)
 	}
 	if st == nil {
 		return
@@ -539,7 +540,7 @@ func (b *binding) fence(db *gorm.DB) {
 	}
 	if err != nil {
 		st.fenceFailed = true
-		p.tel.fenceFailed(ctxOf(db), db, st.m.LockResource(), st.op)
+		p.tel.FenceFailed(ctxOf(db), db, st.m.LockResource(), string(st.op))
 		st.fail(db, err)
 	}
 }

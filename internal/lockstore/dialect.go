@@ -1,7 +1,5 @@
 package lockstore
 
-import "gorm.io/gorm"
-
 // Facts about a database the plugin's statement code acts on beyond its
 // lock table, stated once per store (Traits) so nothing outside asks a
 // dialector its name.
@@ -17,15 +15,3 @@ const (
 	// IdentityInStatement: the write statement carries it (MySQL/MariaDB).
 	IdentityInStatement
 )
-
-// System is dialector's OpenTelemetry db.system.name (as go-gorm/opentelemetry).
-func System(dialector gorm.Dialector) string {
-	switch dialector.Name() {
-	case "postgres":
-		return "postgresql"
-	case "mysql":
-		return "mysql"
-	default:
-		return "sqlite"
-	}
-}

@@ -1,4 +1,4 @@
-package offlinelock
+package telemetry
 
 import (
 	"context"
@@ -12,25 +12,24 @@ import (
 )
 
 // The plugin's spans under GORM's statement span (docs/observability.md).
-//
-// go-gorm/opentelemetry (the plugin named "otelgorm") starts a statement's
-// span right before GORM's own create, query, update, delete, row or raw
-// callback, and ends it at the end of the chain. The plugin's checks run
-// earlier: a write's before its hooks, which must not run for a refused
-// write, and a load's before or after that span depending on the order
-// the two plugins were registered in. A span cannot be moved under a
-// parent after it started, so while a statement has not yet shown GORM's
-// span, the plugin keeps its lock-table statements' spans aside (name,
-// times, attributes) and starts them, with their own timestamps, as
-// children of GORM's span at the first callback of its that sees it; a
-// statement that never shows one (the caller's own span is the only one)
-// gets them under its context at its end, as without otelgorm.
+// go-gorm/opentelemetry ("otelgorm") starts a statement's span right before
+// GORM's own create, query, update, delete, row or raw callback; the
+// plugin's checks may run earlier (a write's before its hooks, which must
+// not run for a refused write; a load's as the two plugins were
+// registered). A span cannot be moved under a parent after it started, so
+// until a statement shows GORM's span the plugin keeps its lock-table
+// statements' spans aside (name, times, attributes) and starts them, with
+// their own timestamps, under GORM's span at the first callback of its
+// that sees it, or under the statement's context at its end if none shows.
 
-// otelGORM is the name go-gorm/opentelemetry registers under.
-const otelGORM = "otelgorm"
-
-// spanLogKey is where a statement keeps its spanLog, in Statement.Settings.
-const spanLogKey = "offlinelock:spans"
+const (
+	// OtelGORM is the name go-gorm/opentelemetry registers under.
+	OtelGORM = "otelgorm"
+	// SpanLogKey is where a statement keeps its spanLog, in
+	// Statement.Settings: its absence says, in one map read, that the
+	// statement keeps no spans aside.
+	SpanLogKey = "offlinelock:spans"
+)
 
 // spanLog is the lock-table spans of one GORM statement that began before
 // GORM's statement span did.
@@ -44,7 +43,7 @@ type spanLog struct {
 	pending []pendingSpan     // statements that ran under start
 	adopted bool              // GORM's span was seen: spans are started at once
 	parent  context.Context   // under that span
-	tel     *telemetry        // starts them
+	tel     *Telemetry        // starts them
 }
 
 // pendingSpan is a lock-table statement's span, not started yet.
@@ -56,30 +55,41 @@ type pendingSpan struct {
 }
 
 // spanLogCtx is the context key of a statement's spanLog: the plugin's
-// connections carry it to conn.exec and conn.query.
+// connections carry it to the store's Observer.
 type spanLogCtx struct{}
 
-// traceStatement begins db's spanLog when spans are recorded and otelgorm
+// TraceStatement begins db's spanLog when spans are recorded and otelgorm
 // is registered: only then may GORM's statement span start after the
 // plugin's first statement.
-func (p *Plugin) traceStatement(db *gorm.DB) {
-	if p.tel == nil || p.tel.tracer == nil || db.Config == nil {
+func (t *Telemetry) TraceStatement(db *gorm.DB) {
+	if !t.Tracing() || db.Config == nil {
 		return
 	}
-	if _, ok := db.Config.Plugins[otelGORM]; !ok {
+	if _, ok := db.Config.Plugins[OtelGORM]; !ok {
 		return
 	}
 	ctx := ctxOf(db)
 	first := trace.SpanFromContext(ctx)
-	db.Statement.Settings.Store(spanLogKey, &spanLog{stmt: db.Statement, start: first.SpanContext(), first: first, live: first.IsRecording(), ctx: ctx, tel: p.tel})
+	db.Statement.Settings.Store(SpanLogKey, &spanLog{stmt: db.Statement, start: first.SpanContext(), first: first, live: first.IsRecording(), ctx: ctx, tel: t})
 }
+
+// ctxOf is db's statement context, never nil.
+func ctxOf(db *gorm.DB) context.Context {
+	if ctx := db.Statement.Context; ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// Logged says whether db's statement keeps its spans aside.
+func Logged(db *gorm.DB) bool { return spanLogOf(db) != nil }
 
 // spanLogOf is db's statement's spanLog, or nil.
 func spanLogOf(db *gorm.DB) *spanLog {
 	if db.Statement == nil {
 		return nil
 	}
-	if v, ok := db.Statement.Settings.Load(spanLogKey); ok {
+	if v, ok := db.Statement.Settings.Load(SpanLogKey); ok {
 		if l, _ := v.(*spanLog); l != nil && l.stmt == db.Statement {
 			return l
 		}
@@ -87,8 +97,9 @@ func spanLogOf(db *gorm.DB) *spanLog {
 	return nil
 }
 
-// withSpanLog is ctx carrying db's statement's spanLog, if it has one.
-func withSpanLog(ctx context.Context, db *gorm.DB) context.Context {
+// WithSpanLog is ctx carrying db's statement's spanLog, if it has one:
+// the context of the plugin's statements for db's.
+func WithSpanLog(ctx context.Context, db *gorm.DB) context.Context {
 	if l := spanLogOf(db); l != nil {
 		return context.WithValue(ctx, spanLogCtx{}, l)
 	}
@@ -134,34 +145,31 @@ func (l *spanLog) keep(s pendingSpan) {
 	}
 }
 
-// adoptSpan starts the spans db's statement kept aside under the span of
+// AdoptSpan starts the spans db's statement kept aside under the span of
 // its context now, if that is a span the statement did not begin with:
 // GORM's statement span. The callbacks that run inside that span call it.
-func adoptSpan(db *gorm.DB) {
-	if l := spanLogOf(db); l != nil {
-		if ctx := ctxOf(db); l.under(ctx) {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if !l.adopted {
-				l.adopt(ctx)
-			}
-		}
+func AdoptSpan(db *gorm.DB) {
+	if l := spanLogOf(db); l != nil && l.under(ctxOf(db)) {
+		l.adoptOnce(ctxOf(db))
 	}
 }
 
-// endSpans starts what is still kept aside under the statement's first
+// EndSpans starts what is still kept aside under the statement's first
 // context (no other span showed) and forgets the log: the last callback
 // calls it.
-func endSpans(db *gorm.DB) {
-	l := spanLogOf(db)
-	if l == nil {
-		return
+func EndSpans(db *gorm.DB) {
+	if l := spanLogOf(db); l != nil {
+		db.Statement.Settings.Delete(SpanLogKey)
+		l.adoptOnce(l.ctx)
 	}
-	db.Statement.Settings.Delete(spanLogKey)
+}
+
+// adoptOnce is adopt, unless the spans were adopted already.
+func (l *spanLog) adoptOnce(ctx context.Context) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.adopted {
-		l.adopt(l.ctx)
+		l.adopt(ctx)
 	}
 }
 
