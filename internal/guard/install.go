@@ -222,10 +222,10 @@ func (k *Keeper) installPlans(c lockstore.Conn, plans []lockstore.GuardPlan, ski
 			continue // dropped since the plan was made: nothing to guard
 		case lockstore.IsLockTimeout(err):
 			k.busy[name] = time.Now().Add(busyFor)
-			return InstallError("table "+plan.Table, err)
+			return installError("table "+plan.Table, err)
 		case err != nil:
 			if first == nil {
-				first = InstallError("table "+plan.Table, err)
+				first = installError("table "+plan.Table, err)
 			}
 			continue
 		}
@@ -235,9 +235,9 @@ func (k *Keeper) installPlans(c lockstore.Conn, plans []lockstore.GuardPlan, ski
 	return first
 }
 
-// InstallError explains a failed install of what (the routine, a table):
+// installError explains a failed install of what (the routine, a table):
 // most often the role lacks a privilege, and the way out is explicit.
-func InstallError(what string, err error) error {
+func installError(what string, err error) error {
 	return fmt.Errorf("offlinelock: installing the database guard on %s: %w; "+
 		"the database role needs to create triggers on the lockable tables and functions or procedures in their schema "+
 		"(PostgreSQL: own the tables and have CREATE on the schema; MySQL/MariaDB: the TRIGGER and CREATE ROUTINE privileges, "+

@@ -223,7 +223,7 @@ func (k *Keeper) ensure(db *gorm.DB, tables []model.Spec, skipBusy bool) error {
 		if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGrantExecute) {
 			return err // in place: the grant it names is the way out, not an install
 		} else if err != nil {
-			return InstallError("the guard routine", err)
+			return installError("the guard routine", err)
 		}
 		if err := k.LoadKey(c); err != nil {
 			return err

@@ -25,7 +25,7 @@ func SQL(c lockstore.Conn, g lockstore.Guard, tables func() ([]model.Spec, error
 	if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGuardProtocol) {
 		return nil, err // names the upgrade: no install is the way out
 	} else if err != nil {
-		return nil, InstallError("the guard routine", err)
+		return nil, installError("the guard routine", err)
 	}
 	ts, err := tables()
 	if err != nil {
@@ -38,7 +38,7 @@ func SQL(c lockstore.Conn, g lockstore.Guard, tables func() ([]model.Spec, error
 	}
 	for _, p := range plans {
 		if err := g.GuardTable(c, p); err != nil && !lockstore.IsMissingTable(err) {
-			return nil, InstallError("table "+p.Table, err)
+			return nil, installError("table "+p.Table, err)
 		}
 	}
 	for _, table := range slices.Sorted(maps.Keys(fails)) {
