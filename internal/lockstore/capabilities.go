@@ -51,7 +51,7 @@ type Traits struct {
 	// KeyLoad is how many statements a load of one record by its key
 	// costs, the read included, when it takes a fresh Write lock outside
 	// a transaction: 1 where the grant rides in the read (Loader), else
-	// the store's grant of one key and the read.
+	// the store's grant of one key (KeyGranter) and the read.
 	KeyLoad int
 	// QueryLoad is the same for a load of the rows a WHERE finds: 2 where
 	// one statement finds and locks them (Loader.FindAndLock), else the
@@ -60,6 +60,7 @@ type Traits struct {
 
 	Held       Held       // the holder's re-read checks its lock in its own statement
 	Loader     Loader     // lock and read in the read's own statement (PostgreSQL)
+	KeyGranter KeyGranter // a load's one-key grant in a short shape of its own (SQLite, MariaDB)
 	Folder     Folder     // the fence in the write's own statement
 	FenceCall  FenceCall  // the fence in the write's own statement, refusing with an error (MySQL)
 	Guard      Guard      // triggers that refuse writes of held records
@@ -87,7 +88,7 @@ func (s *mysqlStore) Traits() Traits {
 	t := traitsOf(s)
 	t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
 	t.OrderedWrites, t.Identity = true, IdentityInStatement
-	t.KeyLoad, t.QueryLoad = 3, 4 // the upsert and the generations (grantOne)
+	t.KeyLoad, t.QueryLoad = 3, 4 // the generation and the upsert (GrantKey)
 	return t
 }
 
@@ -95,7 +96,7 @@ func (s *mysqlStore) Traits() Traits {
 func (s *sqliteStore) Traits() Traits {
 	t := traitsOf(s)
 	t.PreparedWrites, t.OneWriter = true, true
-	t.KeyLoad, t.QueryLoad = 2, 3 // one upsert RETURNING (grantOneSQL)
+	t.KeyLoad, t.QueryLoad = 2, 3 // one upsert RETURNING (GrantKey)
 	return t
 }
 
@@ -108,6 +109,7 @@ func traitsOf(s Store) Traits {
 	}
 	t.Held, _ = s.(Held)
 	t.Loader, _ = s.(Loader)
+	t.KeyGranter, _ = s.(KeyGranter)
 	t.Folder, _ = s.(Folder)
 	t.FenceCall, _ = s.(FenceCall)
 	t.Guard, _ = s.(Guard)
@@ -145,6 +147,18 @@ type Loader interface {
 	// resource resource, in one statement. refused reports that some key
 	// is held: nothing was granted, and the general path names the holders.
 	FindAndLock(c Conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []GrantRow, refused bool, err error)
+}
+
+// KeyGranter is implemented by stores whose load of one record by its key
+// takes its Write lock, outside a transaction, in statements of its own
+// before the read (KeyLoad counts them with the read): a load hands its
+// token to nobody, so the grant sends a hash no token has and tells only
+// whether the lock is new.
+type KeyGranter interface {
+	// GrantKey takes k's Write lock for o, committed when it returns; a
+	// key it cannot take in its short shape goes through the serialised
+	// path, which decides exactly and names the holders.
+	GrantKey(c Conn, k Key, o Owner, ttl time.Duration) (fresh bool, err error)
 }
 
 // Folder is implemented by stores that can check the fence in the write's
@@ -294,10 +308,12 @@ var (
 	_ Certifier  = (*mysqlStore)(nil)
 	_ KeyChecker = (*mysqlStore)(nil)
 	_ OwnTx      = (*mysqlStore)(nil)
+	_ KeyGranter = (*mysqlStore)(nil)
 
-	_ Store  = (*sqliteStore)(nil)
-	_ Held   = (*sqliteStore)(nil)
-	_ Folder = (*sqliteStore)(nil)
+	_ Store      = (*sqliteStore)(nil)
+	_ Held       = (*sqliteStore)(nil)
+	_ Folder     = (*sqliteStore)(nil)
+	_ KeyGranter = (*sqliteStore)(nil)
 )
 
 // The states TableState reports.

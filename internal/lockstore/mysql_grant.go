@@ -2,7 +2,9 @@ package lockstore
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,7 +178,8 @@ const (
 const oneTakes = `(access = '' OR (access = 'write' AND session = VALUES(session))) AND
 		((` + bulkSame + `) OR generation < VALUES(generation))`
 
-// mysqlGrantSQL is upsertWrites' statement after its VALUES (mysqlGrantRow):
+// mysqlGrantSQL is upsertWrites' statement after its VALUES (mysqlGrantRow),
+// and GrantKey's, returning returning:
 // every key's Write lock, written or refused as takes (bulkTakes,
 // oneTakes) says, in the order of the rows, which is sortKeys order, the
 // order it takes the key rows in. (An INSERT … SELECT from JSON_TABLE
@@ -184,7 +187,7 @@ const oneTakes = `(access = '' OR (access = 'write' AND session = VALUES(session
 // replication does not certify the rows its ON DUPLICATE KEY UPDATE
 // changes: two nodes granted the same record at once,
 // TestMySQLGalera.)
-func (s *mysqlStore) mysqlGrantSQL(takes string) string {
+func (s *mysqlStore) mysqlGrantSQL(takes, returning string) string {
 	return `
 ON DUPLICATE KEY UPDATE
 	token       = IF(` + takes + `, IF(` + bulkSame + `, token, VALUES(token)), ` + mysqlRefuse + `),
@@ -192,7 +195,49 @@ ON DUPLICATE KEY UPDATE
 	acquired_at = IF(` + bulkSame + `, acquired_at, VALUES(acquired_at)),
 	expires_at  = IF(` + bulkMine + `, GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at)),
 	user_name = VALUES(user_name), access = 'write', session = VALUES(session)
-RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
+RETURNING ` + returning
+}
+
+// mysqlGrantReturning is what upsertWrites reads back of each lock.
+const mysqlGrantReturning = "resource, lock_id, token, generation, acquired_at, expires_at"
+
+// GrantKey is KeyGranter's: grantOne's two statements, prepared, for a
+// load, which hands its token to nobody: the upsert sends a hash no token
+// has and returns only the hash, which tells whether the lock is new. A
+// refusal goes through the serialised path, as in grantOne; MySQL 8.0
+// takes Grant's.
+func (s *mysqlStore) GrantKey(c Conn, k Key, o Owner, ttl time.Duration) (bool, error) {
+	c.obs = s.obs // s.observed(c)
+	if !s.bulk.Load() {
+		got, err := s.Grant(c, []Key{k}, o, Write, ttl)
+		return got[k].Fresh, err
+	}
+	prepared := c
+	prepared.stmts = s.stmts
+	var gen int64 // bulkGenerations of one key
+	n, err := prepared.Query(s.keyGenSQL, nil, func(r *sql.Rows) error { return r.Scan(&gen) })
+	if err == nil && (n != 1 || gen <= 0) {
+		err = errGenerationCounter
+	}
+	var b [hashLen / 2]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	hash, got := hex.EncodeToString(b[:]), ""
+	if err == nil {
+		prepared.answer = isBulkRefusal
+		_, err = prepared.Query(s.grantKeySQL, []any{k.Resource, k.ID, o.Session, o.User, hash, gen * batchSize, ttl.Microseconds()},
+			func(r *sql.Rows) error { return r.Scan(&got) })
+	}
+	switch {
+	case err == nil:
+		return got == hash, nil
+	case !isBulkRefusal(err):
+		return false, grantWaited(err)
+	}
+	more, err := s.decide(c, []Key{k}, o, Write, ttl)
+	if err != nil {
+		return false, grantWaited(err)
+	}
+	return more[k].Fresh, nil
 }
 
 // mysqlGrantRow is a row of mysqlGrantSQL's VALUES; its ? are the resource, id,

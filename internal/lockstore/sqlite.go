@@ -1,7 +1,9 @@
 package lockstore
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -19,7 +21,7 @@ import (
 // that decides (grant); the rest take the serialised path.
 type sqliteStore struct {
 	*sqlStore
-	grantOne            string   // grantKey's statement, built once
+	grantOne, grantLoad string   // grantKey's and GrantKey's statements, built once
 	heldWrite, heldRead []string // HeldCondition's SQL, built once (sqlPieces)
 	fence               []string // FenceCondition's SQL, built once
 	margin, ttlText     offsetText
@@ -51,7 +53,8 @@ func NewSQLite(table, seq, catalog string, obs Observer) Store {
 		filter: func(col string) string { return "+" + col + " = ?" }},
 		stmts: newStmtCache()}
 	s.nextGens = s.nextGenerations
-	s.grantOne = s.grantOneSQL()
+	s.grantOne = s.grantOneSQL("resource, lock_id, token, generation, acquired_at, expires_at")
+	s.grantLoad = s.grantOneSQL("token")
 	s.heldWrite, s.heldRead = sqlPieces(s.heldSQL(Write)), sqlPieces(s.heldSQL(Read))
 	s.fence = sqlPieces(s.fenceSQL())
 	s.reserveSQL, s.insertNewSQL, s.writeAllSQL, s.notFreshSQL = s.grantAllSQL()
@@ -364,22 +367,42 @@ func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, g
 	return err
 }
 
+// GrantKey is KeyGranter's: grantKey's statement (grantOne), prepared
+// once per connection, with a hash no token has, returning only the
+// hash; a key it did not take goes through the serialised path.
+func (s *sqliteStore) GrantKey(c Conn, k Key, o Owner, ttl time.Duration) (bool, error) {
+	var b [hashLen / 2]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	hash := hex.EncodeToString(b[:])
+	prepared := c
+	prepared.obs, prepared.stmts = s.obs, s.stmts
+	var got string
+	n, err := prepared.Query(s.grantLoad, []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.of(ttl).value},
+		func(r *sql.Rows) error { return r.Scan(&got) })
+	if err != nil || n == 1 {
+		return got == hash, err
+	}
+	c.obs = s.obs
+	more, err := s.decide(c, []Key{k}, o, Write, ttl)
+	return more[k].Fresh, err
+}
+
 // sqliteOffset is a duration as a strftime modifier.
 func sqliteOffset(d time.Duration) string {
 	return fmt.Sprintf("%+.3f seconds", d.Seconds())
 }
 
-// grantOneSQL is grantKey's statement. Its ? placeholders are the
-// resource, id, session, user, token hash and the TTL as a strftime
-// modifier. A new lock's generation is the counter's next value; the
-// triggers made by migrate move the counter past every generation
-// written.
-func (s *sqliteStore) grantOneSQL() string {
+// grantOneSQL is grantKey's statement, and GrantKey's, returning
+// returning. Its ? placeholders are the resource, id, session, user,
+// token hash and the TTL as a strftime modifier. A new lock's generation
+// is the counter's next value; the triggers made by migrate move the
+// counter past every generation written.
+func (s *sqliteStore) grantOneSQL(returning string) string {
 	now := `strftime('%Y-%m-%d %H:%M:%f','now')`
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
 VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 1), ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?))
 ` + grantConflict(now) + `
-RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
+RETURNING ` + returning
 }
 
 // grantConflict is what a grant does to a key row that exists, now being

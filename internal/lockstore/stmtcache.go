@@ -123,26 +123,9 @@ func (sc *stmtCache) onPool(ctx context.Context, db *gorm.DB, q string) (*sql.St
 	return nil, nil
 }
 
-// query runs q through the cache; ok is false when it did not (the caller
-// runs q itself).
-func (sc *stmtCache) query(ctx context.Context, db *gorm.DB, q string, args []any) (rows *sql.Rows, done func(), ok bool, err error) {
-	s, done := sc.onPool(ctx, db, q)
-	if s == nil {
-		return nil, nil, false, nil
-	}
-	rows, err = s.QueryContext(ctx, args...)
-	if err != nil && err.Error() == errStmtOtherDB {
-		done()
-		return nil, nil, false, nil
-	}
-	if err != nil {
-		done()
-		return nil, nil, true, err
-	}
-	return rows, done, true, nil
-}
-
-// exec is query for a statement without rows (and without RETURNING).
+// exec runs q, a statement without rows (and without RETURNING), through
+// the cache; ok is false when it did not (the caller runs q itself), as
+// Conn.Query does for a statement with rows.
 func (sc *stmtCache) exec(ctx context.Context, db *gorm.DB, q string, args []any) (res sql.Result, ok bool, err error) {
 	s, done := sc.onPool(ctx, db, q)
 	if s == nil {
