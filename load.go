@@ -50,33 +50,12 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if db.Statement.TableExpr != nil && b.fromSubquery(db) {
 		return
 	}
-	st := b.enterRead(db, opLoad)
-	if db.Error != nil {
-		return
-	}
-	// no SQL text of the caller's, and no joined member: reads only what the plugin locks
-	gormOnly := generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
+	st, gormOnly := b.enterRead(db, opLoad)
 	if st == nil {
-		if !gormOnly {
-			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
-				db.AddError(err)
-				return
-			}
-		}
 		p.guardPreloads(db)
 		return
 	}
-	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
-		return
-	}
-	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
-		if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
-			st.fail(db, err) // no guard, no grant (coverage.go)
-			return
-		}
-	}
 	st.restore = snapshot(db.Statement.ReflectValue)
-	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	if !gormOnly {
 		if err := p.checkReadsOf(db, p.querySQL(db), st.m); err != nil {
 			st.fail(db, err)
@@ -96,19 +75,46 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 
 // enterRead starts a read's state, on the primary when a read router chose
 // a replica (primary.go): for the statement's model, or for a lockable
-// model it joins. It is nil for a read of nothing lockable, or when the
-// statement failed (db.Error says which).
-func (b *binding) enterRead(db *gorm.DB, op opKind) *state {
+// model it joins; and refuses what the read cannot lock (a volatile LIMIT,
+// a member's joins, a table the guard does not cover). It is nil for a
+// read of nothing lockable, whose SQL it checked, or when the statement
+// failed (db.Error says which). gormOnly says the statement has no SQL
+// text of the caller's and no joined member: it reads only what the
+// plugin locks.
+func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
+	p := b.p
 	if db.Statement.ConnPool != db.Config.ConnPool {
-		b.p.loadOnPrimary(db, b.p.statementModel(db))
+		p.loadOnPrimary(db, p.statementModel(db))
 	}
-	st := b.enter(db, op, true)
+	st = b.enter(db, op, true)
 	if st == nil && db.Error == nil {
 		if st = b.enterJoins(db, op); st != nil {
 			routeToPrimary(db)
 		}
 	}
-	return st
+	if db.Error != nil {
+		return nil, false
+	}
+	gormOnly = generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
+	if st == nil {
+		if !gormOnly {
+			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
+				db.AddError(err)
+			}
+		}
+		return nil, gormOnly
+	}
+	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
+		return nil, false
+	}
+	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
+		if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
+			st.fail(db, err) // no guard, no grant (coverage.go)
+			return nil, false
+		}
+	}
+	st.locked, st.newly = map[key]bool{}, map[key]bool{}
+	return st, gormOnly
 }
 
 // fromSubquery takes the load GORM's generics Preload with LimitPerRecord
@@ -199,21 +205,8 @@ func (b *binding) beforeRawQuery(db *gorm.DB) { b.rawQuery(db, false) }
 func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 	p := b.p
 	sql := db.Statement.SQL.String()
-	named := p.namedModels(sql)
-	if p.readsDynamically(db, sql) {
-		return
-	}
-	if len(named) == 0 {
-		return
-	}
-	if p.strict(db, opRawQuery) {
-		return
-	}
-	for _, m := range named {
-		p.loadOnPrimary(db, m)
-	}
-	if !plainSelect(sql) {
-		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through Find/Scan/Rows on lockable table"))
+	named := p.rawNamed(db, sql, "Find/Scan/Rows")
+	if named == nil {
 		return
 	}
 	m := p.statementModel(db)
@@ -611,27 +604,10 @@ func (b *binding) beforeRow(db *gorm.DB) {
 	if db.Statement.Schema == nil && p.fromMigrator() {
 		return // the migrator reads one row of a table for its column types
 	}
-	st := b.enterRead(db, opRows)
-	if db.Error != nil {
-		return
-	}
-	gormOnly := generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
+	st, gormOnly := b.enterRead(db, opRows)
 	if st == nil {
-		if !gormOnly {
-			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
-				db.AddError(err)
-			}
-		}
 		return
 	}
-	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
-		return
-	}
-	if err := b.checkGuarded(db, st.m.LockResource()); err != nil {
-		st.fail(db, err) // no guard, no grant (coverage.go)
-		return
-	}
-	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	callbacks.BuildQuerySQL(db)
 	if db.Error != nil {
 		return
@@ -668,24 +644,32 @@ func (p *Plugin) settleAhead(db *gorm.DB, st *state) {
 // a table locked on load is refused, and so is any raw write to a lockable
 // table.
 func (p *Plugin) beforeRawRows(db *gorm.DB) {
-	sql := db.Statement.SQL.String()
-	named := p.namedModels(sql)
-	if p.readsDynamically(db, sql) {
-		return
-	}
-	if len(named) == 0 || p.strict(db, opRawQuery) {
-		return
-	}
-	for _, m := range named {
-		p.loadOnPrimary(db, m)
-	}
-	if !plainSelect(sql) {
-		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through Rows/Row/Scan on lockable table"))
+	named := p.rawNamed(db, db.Statement.SQL.String(), "Rows/Row/Scan")
+	if named == nil {
 		return
 	}
 	if bad := p.readsLocked(named, nil); bad != nil {
 		db.AddError(unenforceable(bad.Table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
 	}
+}
+
+// rawNamed is the lockable models a raw read names, read on the primary;
+// nil when it names none, or when it was refused (db.Error says so): SQL
+// no static reading bounds, a raw statement under Config.Strict, or one
+// that may write run through via.
+func (p *Plugin) rawNamed(db *gorm.DB, sql, via string) []*model.Model {
+	named := p.namedModels(sql)
+	if p.readsDynamically(db, sql) || len(named) == 0 || p.strict(db, opRawQuery) {
+		return nil
+	}
+	for _, m := range named {
+		p.loadOnPrimary(db, m)
+	}
+	if !plainSelect(sql) {
+		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through "+via+" on lockable table"))
+		return nil
+	}
+	return named
 }
 
 // keyColumns are m's primary key columns.
@@ -725,10 +709,10 @@ const (
 // statements the store's database allows (Traits.KeyLoad): a holder's
 // re-read checks its lock in its own WHERE (Held); a Write lock is granted
 // in the read's own statement where the store can (KeyLoad 1, Loader);
-// elsewhere, outside a transaction, the store grants the key first, in a
-// short shape of its own where it has one (KeyGranter), and the read
-// follows. It reports whether it took the load, which it then built (or
-// failed: db.Error says so).
+// elsewhere, outside a transaction, the store grants the key first in a
+// short shape of its own (KeyGranter), and the read follows. It reports
+// whether it took the load, which it then built (or failed: db.Error says
+// so); the general path takes any other.
 func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
 	if st.m.Root != nil || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 {
@@ -764,14 +748,9 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 	case inRead && st.caps.KeyLoad == 1 && loadAccess(st.m) == Write:
 		p.grantInRead(db, st, k, ttl)
 		return true
-	case !ahead:
+	case !ahead || kg == nil: // the general path grants it (lockTargets)
 		return false
-	case kg == nil || st.m.Mode == model.ReadWrite: // a Read lock (loadAccess): Grant's
-		if callbacks.BuildQuerySQL(db); db.Error == nil {
-			p.grantAhead(db, st, k, ttl)
-		}
-		return true
-	default: // the store's short shape, committed before the read
+	default: // the store's own grant, committed before the read
 		if callbacks.BuildQuerySQL(db); db.Error != nil {
 			return true
 		}
@@ -781,9 +760,13 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 		if !st.noSpans || ctx == nil {
 			ctx = connCtx(db)
 		}
-		fresh, err := kg.GrantKey(lockstore.NewConn(db, ctx), k, lockstore.Owner(st.owner), ttl)
+		access := Write // loadAccess(st.m), st.m having no root
+		if st.m.Mode == model.ReadWrite {
+			access = Read
+		}
+		fresh, err := kg.GrantKey(lockstore.NewConn(db, ctx), k, lockstore.Owner(st.owner), lockstore.Access(access), ttl)
 		if err != nil {
-			st.fail(db, public(err))
+			st.fail(db, public(err)) // the store's own error: public only on a refusal
 			return true
 		}
 		p.hints.put(st.owner.Session, k, time.Now().Add(ttl)) // from now, as fastDone's: GrantKey tells no expiry
@@ -827,25 +810,6 @@ func (p *Plugin) grantInRead(db *gorm.DB, st *state, k key, ttl time.Duration) {
 	sql.WriteString(stmt.SQL.String())
 	stmt.SQL = sql
 	stmt.Vars = append(stmt.Vars, vars...)
-}
-
-// grantAhead locks k, which the load's WHERE names alone, outside any
-// transaction, through the store's Grant (a Read lock, or a store without
-// a short shape): its lock is one atomic grant, committed before the
-// read, which then sees everything committed before it (the general
-// path's lock of one key, without finding the key again).
-func (p *Plugin) grantAhead(db *gorm.DB, st *state, k key, ttl time.Duration) {
-	st.fast, st.fastKey = fastAhead, k
-	st.knownOne[0] = k
-	st.known, st.detached = st.knownOne[:], true
-	// The store's Grant itself, not t.grant: public only on a refusal.
-	got, err := st.t.Grant(lockstore.NewConn(db, connCtx(db)), st.known, lockstore.Owner(st.owner), lockstore.Access(loadAccess(st.m)), ttl)
-	if err != nil {
-		st.fail(db, public(err))
-		return
-	}
-	p.hints.putAll(st.owner.Session, got)
-	st.locked[k], st.newly[k] = true, got[k].Fresh
 }
 
 // rewriteHeld makes stmt the holder's re-read of k: its WHERE also

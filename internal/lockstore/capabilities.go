@@ -150,15 +150,16 @@ type Loader interface {
 }
 
 // KeyGranter is implemented by stores whose load of one record by its key
-// takes its Write lock, outside a transaction, in statements of its own
-// before the read (KeyLoad counts them with the read): a load hands its
-// token to nobody, so the grant sends a hash no token has and tells only
-// whether the lock is new.
+// takes its lock, outside a transaction, in statements of its own before
+// the read (KeyLoad counts them with the read, for a Write lock): a load
+// hands its token to nobody, so the grant tells only whether the lock is
+// new.
 type KeyGranter interface {
-	// GrantKey takes k's Write lock for o, committed when it returns; a
-	// key it cannot take in its short shape goes through the serialised
-	// path, which decides exactly and names the holders.
-	GrantKey(c Conn, k Key, o Owner, ttl time.Duration) (fresh bool, err error)
+	// GrantKey takes k's lock for o, committed when it returns: a Write
+	// lock in the store's short shape, which sends a hash no token has;
+	// what that does not take, and a Read lock, the serialised path
+	// decides exactly, naming the holders.
+	GrantKey(c Conn, k Key, o Owner, access Access, ttl time.Duration) (fresh bool, err error)
 }
 
 // Folder is implemented by stores that can check the fence in the write's

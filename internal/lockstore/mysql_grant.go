@@ -17,25 +17,17 @@ import (
 )
 
 // grantBulk takes Write locks on keys (sorted, more than one) on MariaDB
-// in three statements for up to mysqlGrantKeys keys:
-//
-//  1. createMissing creates the free key rows that are missing, on a
-//     connection of its own, committed at once (one statement per
-//     mysqlJSONMax bytes of keys), for the keys it has not made sure of
-//     lately (keyRowHints): none, and no statement, where the store
-//     granted them all within half their TTL;
-//  2. bulkGenerations takes one generation counter value per batchSize
-//     keys, all in one statement;
-//  3. upsertWrites writes every key's lock in one INSERT … ON DUPLICATE
-//     KEY UPDATE and reads them back with RETURNING (one statement per
-//     mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most).
-//
-// The third statement is all or nothing: when a key is held by another
-// session, or is under Read locks, or its last lock has a generation as
-// large as the one taken for it, it fails on purpose and changes nothing.
-// The serialised path (decide) then decides each key exactly, in the same
-// transaction: it names the holders, upgrades the only reader, or takes
-// larger generations.
+// in three statements for up to mysqlGrantKeys keys: createMissing makes
+// the missing free key rows on a connection of its own, committed at once,
+// for the keys it has not made sure of lately (keyRowHints); then
+// bulkGenerations takes one counter value per batchSize keys; then
+// upsertWrites writes and returns every key's lock (one statement per
+// mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most). That
+// last is all or nothing: a key another session holds, under Read locks,
+// or whose last generation is as large as its new one fails it on purpose,
+// changing nothing, and the serialised path decides each key exactly in
+// the same transaction (naming holders, upgrading the only reader, taking
+// larger generations).
 func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	unknown := s.keyRows.unknown(keys)
 	created, err := s.createMissing(c, unknown)
@@ -121,21 +113,15 @@ func (h *keyRowHints) granted(keys []Key, ttl time.Duration) {
 }
 
 // grantOne takes the Write lock of one key (a slice of one) outside a
-// transaction in two statements, each committed on its own: a generation
-// counter value (bulkGenerations), then the one-key upsert of
-// mysqlGrantSQL(oneTakes), which reads and returns the lock. The upsert
-// runs prepared (stmtCache): go-sql-driver would otherwise prepare and
-// close it around every run, a round trip more each time.
-//
-// Where the key row is missing, the upsert inserts it and commits it with
-// the lock. That keeps the rule createKeyRows is for (no key row inserted
-// and then rolled back, which would hand the locks of the sessions
-// waiting for it to the gap before the next record): a refusal is an
-// answer about a row that exists, so a statement that inserted one was
-// not refused, and it commits as it ends. A refusal (the key held by
-// another session, in read mode, another session's expired lock, a
-// generation not above the row's) changed nothing, and the serialised
-// path decides, naming the holders and telling upgrades and takeovers.
+// transaction in two statements, each committed on its own: a counter
+// value (bulkGenerations), then the one-key upsert (oneTakes), prepared
+// (stmtCache: go-sql-driver would prepare and close it around every run).
+// A missing key row the upsert inserts and commits with the lock, which
+// keeps createKeyRows' rule (no key row inserted and then rolled back,
+// handing its waiters' locks to the gap before the next record): a
+// refusal is an answer about a row that exists, and changes nothing; the
+// serialised path then decides, naming holders and telling upgrades and
+// takeovers.
 func (s *mysqlStore) grantOne(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	prepared := c
 	prepared.stmts = s.stmts
@@ -201,15 +187,14 @@ RETURNING ` + returning
 // mysqlGrantReturning is what upsertWrites reads back of each lock.
 const mysqlGrantReturning = "resource, lock_id, token, generation, acquired_at, expires_at"
 
-// GrantKey is KeyGranter's: grantOne's two statements, prepared, for a
-// load, which hands its token to nobody: the upsert sends a hash no token
-// has and returns only the hash, which tells whether the lock is new. A
-// refusal goes through the serialised path, as in grantOne; MySQL 8.0
-// takes Grant's.
-func (s *mysqlStore) GrantKey(c Conn, k Key, o Owner, ttl time.Duration) (bool, error) {
+// GrantKey is KeyGranter's: a Write lock by grantOne's two statements,
+// prepared, the upsert returning only the hash it sent; a refusal by the
+// serialised path, as in grantOne. A Read lock, and MySQL 8.0, take
+// Grant's way.
+func (s *mysqlStore) GrantKey(c Conn, k Key, o Owner, access Access, ttl time.Duration) (bool, error) {
 	c.obs = s.obs // s.observed(c)
-	if !s.bulk.Load() {
-		got, err := s.Grant(c, []Key{k}, o, Write, ttl)
+	if access != Write || !s.bulk.Load() {
+		got, err := s.Grant(c, []Key{k}, o, access, ttl)
 		return got[k].Fresh, err
 	}
 	prepared := c
