@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -50,33 +51,12 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	if db.Statement.TableExpr != nil && b.fromSubquery(db) {
 		return
 	}
-	st := b.enterRead(db, opLoad)
-	if db.Error != nil {
-		return
-	}
-	// no SQL text of the caller's, and no joined member: reads only what the plugin locks
-	gormOnly := generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
+	st, gormOnly := b.enterRead(db, opLoad)
 	if st == nil {
-		if !gormOnly {
-			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
-				db.AddError(err)
-				return
-			}
-		}
 		p.guardPreloads(db)
 		return
 	}
-	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
-		return
-	}
-	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
-		if err := b.guard.Check(db, st.m.LockResource()); err != nil {
-			st.fail(db, err) // no guard, no grant (coverage.go)
-			return
-		}
-	}
 	st.restore = snapshot(db.Statement.ReflectValue)
-	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	if !gormOnly {
 		if err := p.checkReadsOf(db, p.querySQL(db), st.m); err != nil {
 			st.fail(db, err)
@@ -96,19 +76,46 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 
 // enterRead starts a read's state, on the primary when a read router chose
 // a replica (primary.go): for the statement's model, or for a lockable
-// model it joins. It is nil for a read of nothing lockable, or when the
-// statement failed (db.Error says which).
-func (b *binding) enterRead(db *gorm.DB, op opKind) *state {
+// model it joins; and refuses what the read cannot lock (a volatile LIMIT,
+// a member's joins, a table the guard does not cover). It is nil for a
+// read of nothing lockable, whose SQL it checked, or when the statement
+// failed (db.Error says which). gormOnly says the statement has no SQL
+// text of the caller's and no joined member: it reads only what the
+// plugin locks.
+func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
+	p := b.p
 	if db.Statement.ConnPool != db.Config.ConnPool {
-		b.p.loadOnPrimary(db, b.p.statementModel(db))
+		p.loadOnPrimary(db, p.statementModel(db))
 	}
-	st := b.enter(db, op, true)
+	st = b.enter(db, op, true)
 	if st == nil && db.Error == nil {
 		if st = b.enterJoins(db, op); st != nil {
 			routeToPrimary(db)
 		}
 	}
-	return st
+	if db.Error != nil {
+		return nil, false
+	}
+	gormOnly = generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
+	if st == nil {
+		if !gormOnly {
+			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
+				db.AddError(err)
+			}
+		}
+		return nil, gormOnly
+	}
+	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
+		return nil, false
+	}
+	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
+		if err := b.guard.Check(db, st.m.LockResource()); err != nil {
+			st.fail(db, err) // no guard, no grant (coverage.go)
+			return nil, false
+		}
+	}
+	st.locked, st.newly = map[key]bool{}, map[key]bool{}
+	return st, gormOnly
 }
 
 // fromSubquery takes the load GORM's generics Preload with LimitPerRecord
@@ -199,21 +206,8 @@ func (b *binding) beforeRawQuery(db *gorm.DB) { b.rawQuery(db, false) }
 func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 	p := b.p
 	sql := db.Statement.SQL.String()
-	named := p.namedModels(sql)
-	if p.readsDynamically(db, sql) {
-		return
-	}
-	if len(named) == 0 {
-		return
-	}
-	if p.strict(db, opRawQuery) {
-		return
-	}
-	for _, m := range named {
-		p.loadOnPrimary(db, m)
-	}
-	if !plainSelect(sql) {
-		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through Find/Scan/Rows on lockable table"))
+	named := p.rawNamed(db, sql, "Find/Scan/Rows")
+	if named == nil {
 		return
 	}
 	m := p.statementModel(db)
@@ -496,7 +490,15 @@ func (b *binding) afterQuery(db *gorm.DB) {
 	if st.prepared {
 		unpreparedPool(db, st)
 	}
-	if st.fast != fastNone {
+	if st.fast == fastAhead {
+		// Locked before the read (loadByKey): a row is its key's (the
+		// WHERE pins it); a miss goes on as the general path does (its
+		// phantom lock).
+		st.fast = fastNone
+		if db.Error == nil && db.RowsAffected > 0 || db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
+			return
+		}
+	} else if st.fast != fastNone {
 		if ok, fellBack := p.fastDone(db, st); !ok || !fellBack {
 			// The fast path's row is its key's, which it holds: the
 			// statement's WHERE pinned it (fastDone).
@@ -603,27 +605,10 @@ func (b *binding) beforeRow(db *gorm.DB) {
 	if db.Statement.Schema == nil && p.fromMigrator() {
 		return // the migrator reads one row of a table for its column types
 	}
-	st := b.enterRead(db, opRows)
-	if db.Error != nil {
-		return
-	}
-	gormOnly := generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
+	st, gormOnly := b.enterRead(db, opRows)
 	if st == nil {
-		if !gormOnly {
-			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
-				db.AddError(err)
-			}
-		}
 		return
 	}
-	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
-		return
-	}
-	if err := b.guard.Check(db, st.m.LockResource()); err != nil {
-		st.fail(db, err) // no guard, no grant (coverage.go)
-		return
-	}
-	st.locked, st.newly = map[key]bool{}, map[key]bool{}
 	callbacks.BuildQuerySQL(db)
 	if db.Error != nil {
 		return
@@ -660,24 +645,32 @@ func (p *Plugin) settleAhead(db *gorm.DB, st *state) {
 // a table locked on load is refused, and so is any raw write to a lockable
 // table.
 func (p *Plugin) beforeRawRows(db *gorm.DB) {
-	sql := db.Statement.SQL.String()
-	named := p.namedModels(sql)
-	if p.readsDynamically(db, sql) {
-		return
-	}
-	if len(named) == 0 || p.strict(db, opRawQuery) {
-		return
-	}
-	for _, m := range named {
-		p.loadOnPrimary(db, m)
-	}
-	if !plainSelect(sql) {
-		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through Rows/Row/Scan on lockable table"))
+	named := p.rawNamed(db, db.Statement.SQL.String(), "Rows/Row/Scan")
+	if named == nil {
 		return
 	}
 	if bad := p.readsLocked(named, nil); bad != nil {
 		db.AddError(unenforceable(bad.Table, "a raw SELECT whose rows the plugin cannot see reads lockable table"))
 	}
+}
+
+// rawNamed is the lockable models a raw read names, read on the primary;
+// nil when it names none, or when it was refused (db.Error says so): SQL
+// no static reading bounds, a raw statement under Config.Strict, or one
+// that may write run through via.
+func (p *Plugin) rawNamed(db *gorm.DB, sql, via string) []*model.Model {
+	named := p.namedModels(sql)
+	if p.readsDynamically(db, sql) || len(named) == 0 || p.strict(db, opRawQuery) {
+		return nil
+	}
+	for _, m := range named {
+		p.loadOnPrimary(db, m)
+	}
+	if !plainSelect(sql) {
+		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through "+via+" on lockable table"))
+		return nil
+	}
+	return named
 }
 
 // keyColumns are m's primary key columns.
@@ -687,4 +680,340 @@ func keyColumns(m *model.Model) []string {
 		out[i] = f.DBName
 	}
 	return out
+}
+
+// fastPath is the short way a load of one record by its key, the
+// commonest load of all (First(&c, 129)), is taking (loadByKey). The
+// in-read paths check the lock in the very statement that reads the row,
+// so neither can return a row the session does not hold; when they return
+// no row, the load falls back to the general path, which decides exactly
+// and names the holders.
+type fastPath int
+
+const (
+	fastNone fastPath = iota
+	// fastHeld: the session holds a fresh lock (so a hint says); the
+	// query's WHERE also requires it. Read-only: no write, no WAL flush.
+	fastHeld
+	// fastGrant: a data-modifying CTE takes the Write lock and the query
+	// reads the row FOR SHARE: one round trip, one WAL flush. FOR SHARE
+	// makes PostgreSQL return the latest committed version of the row, so
+	// the row is never older than the lock even when the lock had to wait.
+	fastGrant
+	// fastAhead: outside a transaction, the store granted the key in its
+	// own statements before the read (Traits.KeyLoad says how many), as
+	// the general path would have, without finding the key again.
+	fastAhead
+)
+
+// loadByKey is the load of one record by its key, in the fewest
+// statements the store's database allows (Traits.KeyLoad): a holder's
+// re-read checks its lock in its own WHERE (Held); a Write lock is granted
+// in the read's own statement where the store can (KeyLoad 1, Loader);
+// elsewhere, outside a transaction, the store grants the key first in a
+// short shape of its own (KeyGranter), and the read follows. It reports
+// whether it took the load, which it then built (or failed: db.Error says
+// so); the general path takes any other.
+func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
+	stmt := db.Statement
+	if st.m.Root != nil || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 {
+		return false
+	}
+	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
+	keys, ahead := knownKeys(stmt, st.m)
+	ahead = ahead && !inTx && len(keys) == 1
+	inRead := st.caps.Held != nil && st.m.Lockable && st.m.LocksOnLoad() && // locksRows
+		stmt.TableExpr == nil && !stmt.Distinct
+	for _, name := range []string{"FOR", "GROUP BY"} {
+		if _, ok := stmt.Clauses[name]; ok {
+			inRead = false
+		}
+	}
+	if inRead && keys == nil {
+		keys = valueKey(stmt, st.m)
+	}
+	if len(keys) != 1 || !inRead && !ahead {
+		return false
+	}
+	k := keys[0]
+	ttl, err := p.ttlFor(db, st.m)
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	st.where, st.hadWhere = stmt.Clauses["WHERE"]
+	kg := st.caps.KeyGranter
+	switch {
+	case inRead && p.hints.fresh(st.owner.Session, k, ttl/2) && !staleInTx(st.t, stmt):
+		rewriteHeld(db, st, st.caps.Held, k, ttl)
+	case inRead && st.caps.KeyLoad == 1 && loadAccess(st.m) == Write:
+		p.grantInRead(db, st, k, ttl)
+		return true
+	case !ahead || kg == nil: // the general path grants it (lockTargets)
+		return false
+	default: // the store's own grant, committed before the read
+		if callbacks.BuildQuerySQL(db); db.Error != nil {
+			return true
+		}
+		st.fast, st.fastKey, st.knownOne[0] = fastAhead, k, k
+		st.known, st.detached = st.knownOne[:], true
+		ctx := stmt.Context // connCtx(db), asked only where the statement keeps spans aside
+		if !st.noSpans || ctx == nil {
+			ctx = connCtx(db)
+		}
+		access := Write // loadAccess(st.m), st.m having no root
+		if st.m.Mode == model.ReadWrite {
+			access = Read
+		}
+		fresh, err := kg.GrantKey(lockstore.NewConn(db, ctx), k, lockstore.Owner(st.owner), lockstore.Access(access), ttl)
+		if err != nil {
+			st.fail(db, public(err)) // the store's own error: public only on a refusal
+			return true
+		}
+		p.hints.put(st.owner.Session, k, time.Now().Add(ttl)) // from now, as fastDone's: GrantKey tells no expiry
+		st.locked[k], st.newly[k] = true, fresh
+		return true
+	}
+	st.fastKey, st.fastRewrote = k, true
+	callbacks.BuildQuerySQL(db)
+	return true
+}
+
+// valueKey is the key gorm:query adds from the destination's own value
+// (First(&Account{ID: 2})), or nil.
+func valueKey(stmt *gorm.Statement, m *model.Model) []key {
+	if v := stmt.ReflectValue; len(m.PK) == 1 && v.Kind() == reflect.Struct && v.Type() == m.Type {
+		if k, _, found := m.RowKey(stmt.Context, v); found {
+			return []key{k}
+		}
+	}
+	return nil
+}
+
+// grantInRead makes the load of k take k's Write lock in its own
+// statement (fastGrant): a data-modifying CTE before the read (the
+// store's Loader), and the read FOR SHARE.
+func (p *Plugin) grantInRead(db *gorm.DB, st *state, k key, ttl time.Duration) {
+	stmt := db.Statement
+	var err error
+	if st.fastTok, err = lockstore.NewToken(); err != nil {
+		st.fail(db, err)
+		return
+	}
+	st.fast, st.fastKey, st.fastRewrote = fastGrant, k, true
+	stmt.AddClause(clause.Where{Exprs: []clause.Expression{st.caps.Loader.GrantCondition()}})
+	stmt.AddClause(clause.Locking{Strength: clause.LockingStrengthShare, Table: clause.Table{Name: clause.CurrentTable}})
+	callbacks.BuildQuerySQL(db)
+	prefix, vars := st.caps.Loader.GrantPrefix(k, lockstore.Owner(st.owner), st.fastTok, ttl, len(stmt.Vars))
+	var sql strings.Builder
+	sql.Grow(len(prefix) + stmt.SQL.Len())
+	sql.WriteString(prefix)
+	sql.WriteString(stmt.SQL.String())
+	stmt.SQL = sql
+	stmt.Vars = append(stmt.Vars, vars...)
+}
+
+// rewriteHeld makes stmt the holder's re-read of k: its WHERE also
+// requires the session's fresh lock, and it runs prepared where the store
+// keeps statements prepared.
+func rewriteHeld(db *gorm.DB, st *state, hs lockstore.Held, k key, ttl time.Duration) {
+	stmt := db.Statement
+	st.fast = fastHeld
+	andWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(loadAccess(st.m)), ttl/2))
+	if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
+		stmt.ConnPool, st.prepared = pool, true
+	}
+	// Room for the lock check's text and arguments up front: growing them
+	// piece by piece as GORM writes costs an allocation per doubling.
+	stmt.SQL.Grow(fastSQLRoom)
+	if cap(stmt.Vars) == 0 {
+		stmt.Vars = make([]any, 0, 8)
+	}
+}
+
+// fastSQLRoom is the text a fast path's statement is given room for
+// before GORM builds it: a one-row SELECT by key with the lock check.
+const fastSQLRoom = 512
+
+// andWhere adds cond to stmt's WHERE, as AddClause(clause.Where{…}) does,
+// without the intermediate slices and boxes AddClause's MergeClause makes.
+// The existing conditions' slice is copied, never appended to: a fallback
+// puts the original WHERE back (fastDone).
+func andWhere(stmt *gorm.Statement, cond clause.Expression) {
+	c, had := stmt.Clauses["WHERE"]
+	w, ok := c.Expression.(clause.Where)
+	if had && !ok { // a WHERE of another shape: let GORM merge it
+		stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond}})
+		return
+	}
+	exprs := make([]clause.Expression, len(w.Exprs)+1)
+	copy(exprs, w.Exprs)
+	exprs[len(w.Exprs)] = cond
+	c.Name, c.Expression = "WHERE", clause.Where{Exprs: exprs}
+	stmt.Clauses["WHERE"] = c
+}
+
+// staleInTx reports that a plain read of the lock table in stmt's
+// connection could see an old snapshot (Traits.SnapshotReads, in a transaction).
+func staleInTx(t lockStore, stmt *gorm.Statement) bool {
+	if !t.caps.SnapshotReads {
+		return false
+	}
+	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
+	return inTx
+}
+
+// fastDone finishes a fast path that checks its lock in the read
+// (fastHeld, fastGrant) after gorm:query: a row came back, so the
+// lock is held; or none did, and the load takes the general path. It
+// reports whether the load may go on (ok), and whether it took the general
+// path (fellBack), whose rows the usual checks look at; a row of the fast
+// path needs none: its WHERE pinned it to the key it holds.
+func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
+	path := st.fast
+	st.fast = fastNone
+	if db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
+		return false, false
+	}
+	if db.Error == nil && db.RowsAffected > 0 {
+		st.locked[st.fastKey] = true
+		st.knownOne[0] = st.fastKey
+		st.known = st.knownOne[:] // the WHERE pins the row to its key
+		if path == fastGrant {
+			ttl, _ := p.ttlFor(db, st.m)
+			p.hints.put(st.owner.Session, st.fastKey, time.Now().Add(ttl))
+		}
+		return true, false
+	}
+	// No row: not locked by the session, someone else holds it, or no such
+	// row. Undo the rewrite and take the general path.
+	db.Error, db.RowsAffected = nil, 0
+	if st.restore != nil {
+		st.restore()
+	}
+	stmt := db.Statement
+	if st.hadWhere {
+		stmt.Clauses["WHERE"] = st.where
+	} else {
+		delete(stmt.Clauses, "WHERE")
+	}
+	delete(stmt.Clauses, "FOR")
+	st.fastRewrote = false
+	stmt.SQL.Reset()
+	stmt.Vars = nil
+	callbacks.BuildQuerySQL(db)
+	p.lockInTx(db, st, false)
+	if db.Error != nil {
+		return false, true
+	}
+	return reread(db, st), true
+}
+
+// releasePhantoms gives back the locks a load took ahead on keys its WHERE
+// named but that had no row, so that a miss leaves no lock behind; locks
+// the session held before the load stay.
+func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
+	if len(st.known) == 0 {
+		return
+	}
+	got := map[key]bool{}
+	for _, tg := range loaded {
+		got[tg.k] = true
+	}
+	var gone []key
+	for _, k := range st.known {
+		if st.newly[k] && !got[k] {
+			gone = append(gone, k)
+			st.newly[k] = false
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for _, k := range gone {
+		p.hints.drop(st.owner.Session, k)
+	}
+	if err := st.t.Drop(direct(db), gone, st.owner.Session); err != nil {
+		st.fail(db, err)
+	}
+}
+
+// findAndLock is, on a store that offers it, the general load's lock-ahead
+// in a single statement (lockstore.Loader.FindAndLock): the keys the query will
+// read, found by its WHERE as a key-only SELECT, Write-locked all or
+// nothing. It serves loads outside a transaction that take Write locks on a
+// single-column integer or text key: their own, or their root's one level
+// up. It reports whether it handled the load (granted, or failed with an
+// error other than a refusal); on a refusal the caller takes the general
+// path, which names the holders.
+func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
+	stmt, m := db.Statement, st.m
+	ls := st.caps.Loader
+	if ls == nil || !m.Lockable || loadAccess(m) != Write || len(p.lockableJoins(db)) > 0 {
+		return false
+	}
+	if _, grouped := stmt.Clauses["GROUP BY"]; grouped {
+		return false
+	}
+	col, resource := m.PK, m.Table
+	if m.Root != nil {
+		chain := m.Chain()
+		if len(chain) != 1 {
+			return false
+		}
+		col, resource = []*schema.Field{m.Root.Field}, chain[0].Table
+	}
+	if len(col) != 1 || !textKeyKind(col[0]) {
+		return false
+	}
+	ttl, err := p.ttlFor(db, m)
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	token, err := lockstore.NewToken()
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: col[0].DBName}}, false)
+	grants, refused, err := ls.FindAndLock(direct(db), q.SQL.String(), q.Vars, stmt.Quote(col[0].DBName), resource, lockstore.Owner(st.owner), token, ttl)
+	if refused {
+		return false // the general path names the holders
+	}
+	if err != nil {
+		st.fail(db, err)
+		return true
+	}
+	st.detached = true
+	if m.Root != nil {
+		st.links = map[string]bool{}
+	}
+	for _, g := range grants {
+		st.locked[g.Key], st.newly[g.Key] = true, g.Fresh
+		if st.links != nil {
+			st.links[g.Key.ID] = true
+		}
+		p.hints.put(st.owner.Session, g.Key, g.Expires)
+	}
+	return true
+}
+
+// textKeyKind says whether a key column's text in SQL (CAST AS TEXT) is
+// its canonical spelling (canonical): integers and exact text.
+func textKeyKind(f *schema.Field) bool {
+	k := model.KindOf(f)
+	return k == kindInt || k == kindText
+}
+
+// unpreparedPool puts back the pool tryFast or prepareWrite replaced with
+// one of prepared statements, if it is still there.
+func unpreparedPool(db *gorm.DB, st *state) {
+	if !st.prepared {
+		return
+	}
+	st.prepared = false
+	if pool, ok := lockstore.Unprepared(db.Statement.ConnPool); ok {
+		db.Statement.ConnPool = pool
+	}
 }

@@ -1,8 +1,8 @@
 package offlinelock
 
-// Which rows a statement reads or writes: the keys its WHERE pins, the
-// key-only SELECT with its FROM, JOINs, WHERE, ORDER and LIMIT, the rows
-// that reached its destination.
+// Which rows a statement reads or writes: the key-only SELECT with its
+// FROM, JOINs, WHERE, ORDER and LIMIT, the rows that reached its
+// destination (the keys its WHERE pins are read in failclosed.go).
 
 import (
 	"database/sql"
@@ -16,7 +16,6 @@ import (
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
-	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
 // target is one row the plugin must lock: its key, the lock its model asks
@@ -156,196 +155,6 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model.Model, seen map[string]bool
 		return nil, false, nil
 	}
 	return out, ok, nil
-}
-
-// knownKeys reads the keys a statement is limited to from its WHERE, when
-// one of its AND-ed conditions is the primary key equal to or in a list of
-// plain values, as First(&c, 129), Find(&cs, ids) and Delete(&T{}, id)
-// build. It reports false when the WHERE does not pin the rows down.
-func knownKeys(stmt *gorm.Statement, m *model.Model) ([]key, bool) {
-	if len(m.PK) != 1 {
-		return nil, false
-	}
-	w, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
-	if !ok {
-		return nil, false
-	}
-	for _, e := range w.Exprs {
-		if or, ok := e.(clause.OrConditions); ok && len(or.Exprs) == 1 {
-			return nil, false // joined with OR, not AND
-		}
-		if !closedCondition(e) {
-			return nil, false
-		}
-	}
-	isPK := func(c any) bool {
-		col, ok := c.(clause.Column)
-		return ok && !col.Raw && (col.Name == clause.PrimaryKey || col.Name == m.PK[0].DBName) &&
-			(col.Table == "" || col.Table == clause.CurrentTable || col.Table == stmt.Table)
-	}
-	var values []any
-	for _, e := range w.Exprs {
-		switch x := e.(type) {
-		case clause.IN:
-			if isPK(x.Column) {
-				values = x.Values
-			}
-		case clause.Eq:
-			if isPK(x.Column) {
-				values = []any{x.Value}
-			}
-		default:
-			continue
-		}
-		if values != nil {
-			break
-		}
-	}
-	if values == nil {
-		return nil, false
-	}
-	keys := make([]key, 0, len(values))
-	for _, v := range values {
-		if !plainValue(v) || m.Kinds[0] != kindInt && model.IsNumber(v) {
-			// A number against a text key: MySQL compares them as numbers
-			// ('7up' = 7, 'abc' = 0), so the rows it matches are not the
-			// key's spelling; the general path reads the keys it matches.
-			return nil, false
-		}
-		id, err := model.Canonical(m.Kinds[0], v)
-		if err != nil {
-			return nil, false // the general path finds the rows the database matches
-		}
-		keys = append(keys, key{Resource: m.Table, ID: id})
-	}
-	return keys, true
-}
-
-// closedCondition says whether e is sure to stay one AND-ed term of the
-// WHERE: raw SQL with parentheses or an OR may close GORM's parentheses
-// around it and OR in other rows ("1=1) OR (id = 129").
-func closedCondition(e clause.Expression) bool {
-	var sql string
-	switch x := e.(type) {
-	case clause.Expr:
-		sql = x.SQL
-		if !closedValues(x.Vars) {
-			return false
-		}
-	case clause.NamedExpr:
-		sql = x.SQL
-		if !closedValues(x.Vars) {
-			return false
-		}
-	case clause.AndConditions:
-		return allClosed(x.Exprs)
-	case clause.OrConditions:
-		return allClosed(x.Exprs)
-	case clause.NotConditions:
-		return allClosed(x.Exprs) // NOT of a raw term is built without parentheses of its own
-	case clause.Eq:
-		return closedEq(x)
-	case clause.Neq:
-		return closedEq(clause.Eq(x))
-	case clause.Gt:
-		return closedEq(clause.Eq(x))
-	case clause.Gte:
-		return closedEq(clause.Eq(x))
-	case clause.Lt:
-		return closedEq(clause.Eq(x))
-	case clause.Lte:
-		return closedEq(clause.Eq(x))
-	case clause.Like:
-		return closedEq(clause.Eq(x))
-	case clause.IN:
-		col, isCol := x.Column.(clause.Column) // closedColumn
-		return (!isCol || !col.Raw) && closedValues(x.Values)
-	default:
-		return false // an expression of another kind may build any SQL
-	}
-	if strings.ContainsAny(sql, "()") {
-		return false
-	}
-	for _, id := range sqlscan.Read(sql).Idents {
-		if strings.EqualFold(id, "or") {
-			return false
-		}
-	}
-	return true
-}
-
-// closedValues: no value is built into the SQL as SQL (an expression, a
-// subquery, a GormValue): GORM writes those inline, where they can close
-// parentheses and OR in other rows. Maps and slices are looked into (named
-// arguments, IN lists).
-func closedValues(vals []any) bool {
-	for _, v := range vals {
-		switch x := v.(type) {
-		case nil, []byte:
-		case *gorm.DB, clause.Expression, gorm.Valuer:
-			return false
-		case map[string]any:
-			for _, e := range x {
-				if !closedValues([]any{e}) {
-					return false
-				}
-			}
-		case []any:
-			if !closedValues(x) {
-				return false
-			}
-		case sql.NamedArg:
-			if !closedValues([]any{x.Value}) {
-				return false
-			}
-		default:
-			if rv := reflect.ValueOf(v); (rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array) && rv.Type().Elem().Kind() != reflect.Uint8 {
-				for i := 0; i < rv.Len(); i++ {
-					if !closedValues([]any{rv.Index(i).Interface()}) {
-						return false
-					}
-				}
-			}
-		}
-	}
-	return true
-}
-
-// closedEq: a comparison (Eq and its kin, which share its fields) of a
-// quoted column with a plain value.
-func closedEq(e clause.Eq) bool { return closedColumn(e.Column) && closedValues([]any{e.Value}) }
-
-// closedColumn: a column GORM quotes, not raw SQL.
-func closedColumn(c any) bool {
-	col, ok := c.(clause.Column)
-	return !ok || !col.Raw
-}
-
-func allClosed(exprs []clause.Expression) bool {
-	for _, e := range exprs {
-		if !closedCondition(e) {
-			return false
-		}
-	}
-	return true
-}
-
-// plainValue says whether v is a value whose text is a key, not a
-// subquery, an expression or a list.
-func plainValue(v any) bool {
-	if v == nil {
-		return false
-	}
-	switch v.(type) {
-	case *gorm.DB, clause.Expression, gorm.Valuer, []byte:
-		return false // SQL, or a value GORM replaces with the SQL it builds
-	}
-	switch reflect.ValueOf(v).Kind() {
-	case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer, reflect.Func, reflect.Chan:
-		_, stringer := v.(interface{ String() string })
-		return stringer
-	}
-	return true
 }
 
 // preselect finds the keys of the rows the statement will read or write:

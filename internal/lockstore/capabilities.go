@@ -33,13 +33,15 @@ type Traits struct {
 	// Identity is how a writer's identity reaches the guard (dialect.go).
 	Identity IdentityWay
 	// KeyLoad is the statements a fresh Write load of one key costs outside a
-	// transaction, the read included.
+	// transaction, the read included: 1 where the grant rides in the read
+	// (Loader), else the store's grant of one key (KeyGranter) and the read.
 	KeyLoad int
 	// QueryLoad is the same for the rows a WHERE finds.
 	QueryLoad int
 
 	Held       Held       // the holder's re-read checks its lock in its own statement
 	Loader     Loader     // lock and read in the read's own statement (PostgreSQL)
+	KeyGranter KeyGranter // a load's one-key grant in a short shape of its own (SQLite, MariaDB)
 	Folder     Folder     // the fence in the write's own statement
 	FenceCall  FenceCall  // the fence in the write's own statement, refusing with an error (MySQL)
 	Guard      Guard      // triggers that refuse writes of held records
@@ -65,7 +67,7 @@ func (s *mysqlStore) Traits() Traits {
 	t := traitsOf(s)
 	t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
 	t.OrderedWrites, t.Identity = true, IdentityInStatement
-	t.KeyLoad, t.QueryLoad = 3, 4 // the upsert and the generations (grantOne)
+	t.KeyLoad, t.QueryLoad = 3, 4 // the generation and the upsert (GrantKey)
 	return t
 }
 
@@ -73,7 +75,7 @@ func (s *mysqlStore) Traits() Traits {
 func (s *sqliteStore) Traits() Traits {
 	t := traitsOf(s)
 	t.PreparedWrites, t.OneWriter = true, true
-	t.KeyLoad, t.QueryLoad = 2, 3 // one upsert RETURNING (grantOneSQL)
+	t.KeyLoad, t.QueryLoad = 2, 3 // one upsert RETURNING (GrantKey)
 	return t
 }
 
@@ -85,6 +87,7 @@ func traitsOf(s Store) Traits {
 	}
 	t.Held, _ = s.(Held)
 	t.Loader, _ = s.(Loader)
+	t.KeyGranter, _ = s.(KeyGranter)
 	t.Folder, _ = s.(Folder)
 	t.FenceCall, _ = s.(FenceCall)
 	t.Guard, _ = s.(Guard)
@@ -115,6 +118,17 @@ type Loader interface {
 	// FindAndLock locks all or none of the Write locks of the keys keysSQL finds
 	// (column), in one statement; refused: some key is held.
 	FindAndLock(c Conn, keysSQL string, vars []any, column, resource string, o Owner, token string, ttl time.Duration) (grants []GrantRow, refused bool, err error)
+}
+
+// KeyGranter is implemented by stores whose load of one key takes its
+// lock, outside a transaction, in statements of its own before the read: a
+// load hands its token to nobody, so the grant tells only whether the lock
+// is new.
+type KeyGranter interface {
+	// GrantKey takes k's lock for o, committed when it returns: a Write
+	// lock in the store's short shape; what that does not take, and a Read
+	// lock, the serialised path decides exactly, naming the holders.
+	GrantKey(c Conn, k Key, o Owner, access Access, ttl time.Duration) (fresh bool, err error)
 }
 
 // Folder is implemented by stores that fence in the write's own statement.
@@ -218,10 +232,12 @@ var (
 	_ Certifier  = (*mysqlStore)(nil)
 	_ KeyChecker = (*mysqlStore)(nil)
 	_ OwnTx      = (*mysqlStore)(nil)
+	_ KeyGranter = (*mysqlStore)(nil)
 
-	_ Store  = (*sqliteStore)(nil)
-	_ Held   = (*sqliteStore)(nil)
-	_ Folder = (*sqliteStore)(nil)
+	_ Store      = (*sqliteStore)(nil)
+	_ Held       = (*sqliteStore)(nil)
+	_ Folder     = (*sqliteStore)(nil)
+	_ KeyGranter = (*sqliteStore)(nil)
 )
 
 // The states TableState reports.

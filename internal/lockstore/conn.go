@@ -195,12 +195,22 @@ func (c Conn) Query(query string, args []any, scan func(*sql.Rows) error) (int64
 	var done func() // to call once rows are closed
 	var err error
 	for i := 0; ; i++ {
-		// Sent on c's connection, prepared when c keeps statements prepared.
-		sent := false
+		// Sent on c's connection, prepared when c keeps statements prepared
+		// (stmtcache.go) and the cache has q for c's pool; a statement of
+		// another pool's (errStmtOtherDB) runs unprepared.
+		var s *sql.Stmt
 		if c.stmts != nil {
-			rows, done, sent, err = c.stmts.query(ctx, c.db, query, args)
+			s, done = c.stmts.onPool(ctx, c.db, query)
 		}
-		if !sent {
+		if s != nil {
+			if rows, err = s.QueryContext(ctx, args...); err != nil {
+				done()
+				if err.Error() == errStmtOtherDB {
+					s = nil
+				}
+			}
+		}
+		if s == nil {
 			rows, err = c.db.Statement.ConnPool.QueryContext(ctx, query, args...)
 			done = noop
 		}

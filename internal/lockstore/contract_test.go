@@ -241,6 +241,19 @@ func contractSteps() []contractStep {
 		{"no expired row is left", opExpiredRows(), wantCount(0)},
 		{"no expired lock is listed", opList(Filter{Expired: true}), wantListed()},
 
+		// A load's one-key grant (KeyGranter; Grant where a store has none).
+		{"A writes k20", opGrant("A", Write, ctTTL, "k20"), wantFresh("A", Write, "k20")},
+		{"A loads k20: kept", opLoadKey("A", Write, "k20"), wantLoaded(false)},
+		{"B cannot load k20: A writes it", opLoadKey("B", Write, "k20"), wantConflict("k20", Write, "A")},
+		{"C cannot load k20 for reading: A writes it", opLoadKey("C", Read, "k20"), wantConflict("k20", Read, "A")},
+		{"A releases k20", opRelease("A", "k20"), wantReleased(Write)},
+		{"B loads k21: fresh", opLoadKey("B", Write, "k21"), wantLoaded(true)},
+		{"B loads k21 again: kept", opLoadKey("B", Write, "k21"), wantLoaded(false)},
+		{"C cannot check k21: B writes it", opCheck("C", "k21"), wantHeldBy("k21", "B")},
+		{"B releases k21", opRelease("B", "k21"), wantReleased(Write)},
+		{"C loads k22 for reading: fresh", opLoadKey("C", Read, "k22"), wantLoaded(true)},
+		{"C releases k22", opRelease("C", "k22"), wantReleased(Read)},
+
 		// The end.
 		{"List of all: A's k1, k5, k6, k10, B's k8", opList(Filter{}),
 			wantListed("k1 write A", "k10 write A", "k5 write A", "k6 write A", "k8 write B")},
@@ -294,6 +307,18 @@ func opGrant(session string, access Access, ttl time.Duration, ids ...string) fu
 	return func(x *contract) (any, error) {
 		x.ttl = ttl
 		return x.s.Grant(x.c, ctKeys(ids...), ctOwner(session), access, ttl)
+	}
+}
+
+// opLoadKey is a load's grant of one key: the store's KeyGranter where it
+// has one, else Grant; it returns whether the lock is new.
+func opLoadKey(session string, access Access, id string) func(*contract) (any, error) {
+	return func(x *contract) (any, error) {
+		if kg, ok := x.s.(KeyGranter); ok {
+			return kg.GrantKey(x.c, ctKey(id), ctOwner(session), access, ctTTL)
+		}
+		got, err := x.s.Grant(x.c, ctKeys(id), ctOwner(session), access, ctTTL)
+		return got[ctKey(id)].Fresh, err
 	}
 }
 
@@ -516,6 +541,25 @@ func wantConflict(id string, wanted Access, holders ...string) func(*contract, a
 		}
 		slices.Sort(sessions)
 		assert.Equal(t, holders, sessions, "holders")
+	}
+}
+
+// wantHeldBy: a refusal naming session as id's one holder.
+func wantHeldBy(id, session string) func(*contract, any, error) {
+	return func(x *contract, _ any, err error) {
+		var cf *Conflict
+		require.ErrorAs(x.t, err, &cf)
+		require.Len(x.t, cf.Holders, 1)
+		assert.Equal(x.t, id, cf.ID)
+		assert.Equal(x.t, session, cf.Holders[0].Owner.Session)
+	}
+}
+
+// wantLoaded: a load's grant that succeeded, new or not.
+func wantLoaded(fresh bool) func(*contract, any, error) {
+	return func(x *contract, got any, err error) {
+		require.NoError(x.t, err)
+		assert.Equal(x.t, fresh, got.(bool), "fresh")
 	}
 }
 

@@ -69,6 +69,7 @@ type mysqlStore struct {
 	// RETURNING, and it and Galera keep the batches of batchSize keys.
 	bulk                             atomic.Bool
 	grantSQL, grantOneSQL, createSQL string      // mysqlGrantSQL (bulkTakes, oneTakes), mysqlCreateSQL
+	keyGenSQL, grantKeySQL           string      // GrantKey's statements
 	keyRows                          keyRowHints // keys whose key rows grantBulk need not create
 }
 
@@ -140,7 +141,9 @@ func NewMySQL(name string, obs Observer) Store {
 	s.freeKey = s.freeKeyRow
 	s.readersIfRead = true
 	s.tx = s.inOwnTx
-	s.grantSQL, s.grantOneSQL, s.createSQL = s.mysqlGrantSQL(bulkTakes), s.mysqlGrantSQL(oneTakes), s.mysqlCreateSQL()
+	s.grantSQL, s.grantOneSQL, s.createSQL = s.mysqlGrantSQL(bulkTakes, mysqlGrantReturning), s.mysqlGrantSQL(oneTakes, mysqlGrantReturning), s.mysqlCreateSQL()
+	s.keyGenSQL = `INSERT INTO ` + s.seq + ` () VALUES () RETURNING n`
+	s.grantKeySQL = mysqlGrantWaitPrefix + `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + mysqlGrantRow + s.mysqlGrantSQL(oneTakes, "token")
 	s.stmts = newStmtCache()
 	return s
 }

@@ -2,7 +2,9 @@ package lockstore
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,25 +17,17 @@ import (
 )
 
 // grantBulk takes Write locks on keys (sorted, more than one) on MariaDB
-// in three statements for up to mysqlGrantKeys keys:
-//
-//  1. createMissing creates the free key rows that are missing, on a
-//     connection of its own, committed at once (one statement per
-//     mysqlJSONMax bytes of keys), for the keys it has not made sure of
-//     lately (keyRowHints): none, and no statement, where the store
-//     granted them all within half their TTL;
-//  2. bulkGenerations takes one generation counter value per batchSize
-//     keys, all in one statement;
-//  3. upsertWrites writes every key's lock in one INSERT … ON DUPLICATE
-//     KEY UPDATE and reads them back with RETURNING (one statement per
-//     mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most).
-//
-// The third statement is all or nothing: when a key is held by another
-// session, or is under Read locks, or its last lock has a generation as
-// large as the one taken for it, it fails on purpose and changes nothing.
-// The serialised path (decide) then decides each key exactly, in the same
-// transaction: it names the holders, upgrades the only reader, or takes
-// larger generations.
+// in three statements for up to mysqlGrantKeys keys: createMissing makes
+// the missing free key rows on a connection of its own, committed at once,
+// for the keys it has not made sure of lately (keyRowHints); then
+// bulkGenerations takes one counter value per batchSize keys; then
+// upsertWrites writes and returns every key's lock (one statement per
+// mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most). That
+// last is all or nothing: a key another session holds, under Read locks,
+// or whose last generation is as large as its new one fails it on purpose,
+// changing nothing, and the serialised path decides each key exactly in
+// the same transaction (naming holders, upgrading the only reader, taking
+// larger generations).
 func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	unknown := s.keyRows.unknown(keys)
 	created, err := s.createMissing(c, unknown)
@@ -119,21 +113,15 @@ func (h *keyRowHints) granted(keys []Key, ttl time.Duration) {
 }
 
 // grantOne takes the Write lock of one key (a slice of one) outside a
-// transaction in two statements, each committed on its own: a generation
-// counter value (bulkGenerations), then the one-key upsert of
-// mysqlGrantSQL(oneTakes), which reads and returns the lock. The upsert
-// runs prepared (stmtCache): go-sql-driver would otherwise prepare and
-// close it around every run, a round trip more each time.
-//
-// Where the key row is missing, the upsert inserts it and commits it with
-// the lock. That keeps the rule createKeyRows is for (no key row inserted
-// and then rolled back, which would hand the locks of the sessions
-// waiting for it to the gap before the next record): a refusal is an
-// answer about a row that exists, so a statement that inserted one was
-// not refused, and it commits as it ends. A refusal (the key held by
-// another session, in read mode, another session's expired lock, a
-// generation not above the row's) changed nothing, and the serialised
-// path decides, naming the holders and telling upgrades and takeovers.
+// transaction in two statements, each committed on its own: a counter
+// value (bulkGenerations), then the one-key upsert (oneTakes), prepared
+// (stmtCache: go-sql-driver would prepare and close it around every run).
+// A missing key row the upsert inserts and commits with the lock, which
+// keeps createKeyRows' rule (no key row inserted and then rolled back,
+// handing its waiters' locks to the gap before the next record): a
+// refusal is an answer about a row that exists, and changes nothing; the
+// serialised path then decides, naming holders and telling upgrades and
+// takeovers.
 func (s *mysqlStore) grantOne(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	prepared := c
 	prepared.stmts = s.stmts
@@ -176,7 +164,8 @@ const (
 const oneTakes = `(access = '' OR (access = 'write' AND session = VALUES(session))) AND
 		((` + bulkSame + `) OR generation < VALUES(generation))`
 
-// mysqlGrantSQL is upsertWrites' statement after its VALUES (mysqlGrantRow):
+// mysqlGrantSQL is upsertWrites' statement after its VALUES (mysqlGrantRow),
+// and GrantKey's, returning returning:
 // every key's Write lock, written or refused as takes (bulkTakes,
 // oneTakes) says, in the order of the rows, which is sortKeys order, the
 // order it takes the key rows in. (An INSERT … SELECT from JSON_TABLE
@@ -184,7 +173,7 @@ const oneTakes = `(access = '' OR (access = 'write' AND session = VALUES(session
 // replication does not certify the rows its ON DUPLICATE KEY UPDATE
 // changes: two nodes granted the same record at once,
 // TestMySQLGalera.)
-func (s *mysqlStore) mysqlGrantSQL(takes string) string {
+func (s *mysqlStore) mysqlGrantSQL(takes, returning string) string {
 	return `
 ON DUPLICATE KEY UPDATE
 	token       = IF(` + takes + `, IF(` + bulkSame + `, token, VALUES(token)), ` + mysqlRefuse + `),
@@ -192,7 +181,48 @@ ON DUPLICATE KEY UPDATE
 	acquired_at = IF(` + bulkSame + `, acquired_at, VALUES(acquired_at)),
 	expires_at  = IF(` + bulkMine + `, GREATEST(expires_at, VALUES(expires_at)), VALUES(expires_at)),
 	user_name = VALUES(user_name), access = 'write', session = VALUES(session)
-RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
+RETURNING ` + returning
+}
+
+// mysqlGrantReturning is what upsertWrites reads back of each lock.
+const mysqlGrantReturning = "resource, lock_id, token, generation, acquired_at, expires_at"
+
+// GrantKey is KeyGranter's: a Write lock by grantOne's two statements,
+// prepared, the upsert returning only the hash it sent; a refusal by the
+// serialised path, as in grantOne. A Read lock, and MySQL 8.0, take
+// Grant's way.
+func (s *mysqlStore) GrantKey(c Conn, k Key, o Owner, access Access, ttl time.Duration) (bool, error) {
+	c.obs = s.obs // s.observed(c)
+	if access != Write || !s.bulk.Load() {
+		got, err := s.Grant(c, []Key{k}, o, access, ttl)
+		return got[k].Fresh, err
+	}
+	prepared := c
+	prepared.stmts = s.stmts
+	var gen int64 // bulkGenerations of one key
+	n, err := prepared.Query(s.keyGenSQL, nil, func(r *sql.Rows) error { return r.Scan(&gen) })
+	if err == nil && (n != 1 || gen <= 0) {
+		err = errGenerationCounter
+	}
+	var b [hashLen / 2]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	hash, got := hex.EncodeToString(b[:]), ""
+	if err == nil {
+		prepared.answer = isBulkRefusal
+		_, err = prepared.Query(s.grantKeySQL, []any{k.Resource, k.ID, o.Session, o.User, hash, gen * batchSize, ttl.Microseconds()},
+			func(r *sql.Rows) error { return r.Scan(&got) })
+	}
+	switch {
+	case err == nil:
+		return got == hash, nil
+	case !isBulkRefusal(err):
+		return false, grantWaited(err)
+	}
+	more, err := s.decide(c, []Key{k}, o, Write, ttl)
+	if err != nil {
+		return false, grantWaited(err)
+	}
+	return more[k].Fresh, nil
 }
 
 // mysqlGrantRow is a row of mysqlGrantSQL's VALUES; its ? are the resource, id,

@@ -1,7 +1,9 @@
 package lockstore
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -19,7 +21,7 @@ import (
 // that decides (grant); the rest take the serialised path.
 type sqliteStore struct {
 	*sqlStore
-	grantOne            string   // grantKey's statement, built once
+	grantOne, grantLoad string   // grantKey's and GrantKey's statements, built once
 	heldWrite, heldRead []string // HeldCondition's SQL, built once (sqlPieces)
 	fence               []string // FenceCondition's SQL, built once
 	margin, ttlText     offsetText
@@ -51,7 +53,8 @@ func NewSQLite(table, seq, catalog string, obs Observer) Store {
 		filter: func(col string) string { return "+" + col + " = ?" }},
 		stmts: newStmtCache()}
 	s.nextGens = s.nextGenerations
-	s.grantOne = s.grantOneSQL()
+	s.grantOne = s.grantOneSQL("resource, lock_id, token, generation, acquired_at, expires_at")
+	s.grantLoad = s.grantOneSQL("token")
 	s.heldWrite, s.heldRead = sqlPieces(s.heldSQL(Write)), sqlPieces(s.heldSQL(Read))
 	s.fence = sqlPieces(s.fenceSQL())
 	s.reserveSQL, s.insertNewSQL, s.writeAllSQL, s.notFreshSQL = s.grantAllSQL()
@@ -59,13 +62,6 @@ func NewSQLite(table, seq, catalog string, obs Observer) Store {
 }
 
 func (s *sqliteStore) RowLocks() bool { return false }
-
-// cached is c with the store's statements kept prepared: for statements
-// of fixed text only.
-func (s *sqliteStore) cached(c Conn) Conn {
-	c.stmts = s.stmts
-	return c
-}
 
 func (s *sqliteStore) Migrate(c Conn) error {
 	c = s.observed(c)
@@ -186,30 +182,24 @@ func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time
 }
 
 // grantAll takes the Write locks of several keys, whatever their number,
-// in c's transaction (or one of its own); the keys it did not grant take
-// the serialised path, as in grantWrites. Two statements, or four, of
-// fixed text (prepared once per connection), none returning a row per key
-// (each costs a step and a scan of six columns through cgo):
+// in c's transaction (or one of its own); keys it did not grant take the
+// serialised path. Two statements of fixed text, or four, none returning
+// a row per key (each costs a step and a six-column scan through cgo):
 //
-//   - reserveSQL draws a generation for every key and reads the clock. It
-//     is a write, so from it on the transaction holds SQLite's write lock
-//     (even one begun deferred): nothing else changes the lock table until
-//     the transaction ends.
-//   - insertNewSQL inserts the Write locks of the keys that have no key
-//     row, with the clock, the generations and one token for the batch
-//     (a load hands its tokens to nobody) as arguments. When it inserted
-//     every key, which is what a load mostly meets, that is all: each
-//     lock is the one it was given.
-//   - Otherwise writeAllSQL is the one-key grant's upsert for every key,
-//     with the same arguments (the keys just inserted are the session's
-//     own and stay as they are), and notFreshSQL reads back the key rows
-//     that do not carry the batch's token: keys the session held already
-//     (kept, with their token and generation) and keys it did not get.
-//     Every other key was granted fresh, as insertNewSQL was told.
+//   - reserveSQL draws a generation per key and reads the clock; a write,
+//     so the transaction holds SQLite's write lock from then on.
+//   - insertNewSQL inserts the Write locks of keys without a key row, with
+//     one token for the batch (a load hands its tokens to nobody). When it
+//     inserted every key, as a load mostly finds, that is all.
+//   - Otherwise writeAllSQL runs the one-key upsert for every key, and
+//     notFreshSQL reads back the key rows without the batch's token: keys
+//     the session held already (kept as they were) and keys it did not
+//     get. Every other key was granted fresh.
 func (s *sqliteStore) grantAll(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	got := make(map[Key]Granted, len(keys))
 	err := c.inTx(func(c Conn) error {
-		pc := s.cached(c)
+		pc := c
+		pc.stmts = s.stmts // prepared: grantAll's statements are of fixed text
 		b, err := s.newBatch(pc, sortKeys(keys), o, ttl)
 		if err != nil {
 			return err
@@ -340,7 +330,7 @@ func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, g
 	}
 	hash := tokenHash(token)
 	args := []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.of(ttl).value}
-	c.stmts = s.stmts // s.cached(c): grantOne's text is fixed
+	c.stmts = s.stmts // grantOne's text is fixed
 	_, err = c.Query(s.grantOne, args, func(r *sql.Rows) error {
 		var acquired, expires string
 		l := Lock{Access: Write, Owner: o}
@@ -364,22 +354,44 @@ func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, g
 	return err
 }
 
+// GrantKey is KeyGranter's: a Write lock by grantKey's statement
+// (grantOne), prepared once per connection, returning only the hash it
+// sent; a Read lock, and a key that statement did not take, by the
+// serialised path.
+func (s *sqliteStore) GrantKey(c Conn, k Key, o Owner, access Access, ttl time.Duration) (bool, error) {
+	c.obs = s.obs // s.observed(c)
+	if access == Write {
+		var b [hashLen / 2]byte
+		rand.Read(b[:]) // never fails (crypto/rand)
+		hash, got := hex.EncodeToString(b[:]), ""
+		prepared := c
+		prepared.stmts = s.stmts // grantLoad's text is fixed
+		n, err := prepared.Query(s.grantLoad, []any{k.Resource, k.ID, o.Session, o.User, hash, s.ttlText.of(ttl).value},
+			func(r *sql.Rows) error { return r.Scan(&got) })
+		if err != nil || n == 1 {
+			return got == hash, err
+		}
+	}
+	more, err := s.decide(c, []Key{k}, o, access, ttl)
+	return more[k].Fresh, err
+}
+
 // sqliteOffset is a duration as a strftime modifier.
 func sqliteOffset(d time.Duration) string {
 	return fmt.Sprintf("%+.3f seconds", d.Seconds())
 }
 
-// grantOneSQL is grantKey's statement. Its ? placeholders are the
-// resource, id, session, user, token hash and the TTL as a strftime
-// modifier. A new lock's generation is the counter's next value; the
-// triggers made by migrate move the counter past every generation
-// written.
-func (s *sqliteStore) grantOneSQL() string {
+// grantOneSQL is grantKey's statement, and GrantKey's, returning
+// returning. Its ? placeholders are the resource, id, session, user,
+// token hash and the TTL as a strftime modifier. A new lock's generation
+// is the counter's next value; the triggers made by migrate move the
+// counter past every generation written.
+func (s *sqliteStore) grantOneSQL(returning string) string {
 	now := `strftime('%Y-%m-%d %H:%M:%f','now')`
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
 VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 1), ` + now + `, strftime('%Y-%m-%d %H:%M:%f','now', ?))
 ` + grantConflict(now) + `
-RETURNING resource, lock_id, token, generation, acquired_at, expires_at`
+RETURNING ` + returning
 }
 
 // grantConflict is what a grant does to a key row that exists, now being

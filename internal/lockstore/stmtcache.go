@@ -10,21 +10,15 @@ import (
 	"gorm.io/gorm"
 )
 
-// stmtCache keeps statements prepared, one *sql.Stmt per pool and text,
-// for a database whose driver prepares every statement it is sent afresh
-// and throws it away (mattn/go-sqlite3): on SQLite, compiling the lock
-// table's upsert, with its ON CONFLICT clause and the generation
-// triggers, costs more than running it. A *sql.Stmt is prepared
-// once on each connection of its pool and reused there, also inside a
-// transaction of that pool (Tx.StmtContext).
-//
-// Only statements whose text is fixed go through it (the SQLite store's
-// grants, MariaDB's one-key grant, the holder's re-read), and at most
-// maxCachedStmts of them: a text past the bound runs unprepared, as
-// before. A statement run through
-// Exec must have no RETURNING: the driver steps it once and leaves it
-// unreset, which for a RETURNING statement would keep its transaction
-// open.
+// stmtCache keeps statements of fixed text prepared, one *sql.Stmt per
+// pool and text, reused on each connection of the pool and in its
+// transactions (Tx.StmtContext): mattn/go-sqlite3 compiles every statement
+// afresh, and compiling the lock table's upsert (ON CONFLICT, the
+// generation triggers) costs more than running it; go-sql-driver prepares
+// and closes a statement with arguments around every run. Past
+// maxCachedStmts texts a statement runs unprepared. One run through exec
+// must have no RETURNING: the driver steps it once and leaves it unreset,
+// which would keep its transaction open.
 type stmtCache struct {
 	mu        sync.RWMutex
 	stmts     map[stmtKey]*sql.Stmt
@@ -52,21 +46,15 @@ func newStmtCache() *stmtCache {
 	return &stmtCache{stmts: map[stmtKey]*sql.Stmt{}, preparing: map[stmtKey]bool{}}
 }
 
-// stmt returns the statement q prepared on db, preparing it on first use;
-// nil when the cache is full, when another goroutine is preparing q right
-// then, or when q does not prepare (running it unprepared then reports
-// why).
-//
-// It never waits for anything while holding sc.mu, and never closes a
-// statement: its caller may hold SQLite's write lock (in a transaction),
-// and closing a statement waits for the connection it was prepared on,
-// which another goroutine may be holding while it waits for that very
-// write lock (TestSQLiteSixteenSessionsNeverSeeBusy saw the cycle end in
-// "database is locked" after the busy timeout). For the same reason, in
-// a transaction (inTx: the caller holds one of db's connections, and
-// preparing takes another) only a pool without a bound on its
-// connections prepares: one bounded by SetMaxOpenConns(1), common on
-// SQLite, would wait for the caller's connection forever.
+// stmt returns q prepared on db, preparing it on first use; nil when the
+// cache is full, another goroutine is preparing q, or q does not prepare
+// (run unprepared, it then says why). It never waits while holding sc.mu
+// and never closes a statement: its caller may hold SQLite's write lock,
+// and closing waits for the statement's connection, whose holder may be
+// waiting for that lock (TestSQLiteSixteenSessionsNeverSeeBusy). In a
+// transaction (inTx) only a pool without a bound on its connections
+// prepares: under SetMaxOpenConns(1) preparing would wait for the
+// caller's own connection forever.
 func (sc *stmtCache) stmt(ctx context.Context, db *sql.DB, q string, inTx bool) *sql.Stmt {
 	k := stmtKey{db, q}
 	sc.mu.RLock()
@@ -123,26 +111,9 @@ func (sc *stmtCache) onPool(ctx context.Context, db *gorm.DB, q string) (*sql.St
 	return nil, nil
 }
 
-// query runs q through the cache; ok is false when it did not (the caller
-// runs q itself).
-func (sc *stmtCache) query(ctx context.Context, db *gorm.DB, q string, args []any) (rows *sql.Rows, done func(), ok bool, err error) {
-	s, done := sc.onPool(ctx, db, q)
-	if s == nil {
-		return nil, nil, false, nil
-	}
-	rows, err = s.QueryContext(ctx, args...)
-	if err != nil && err.Error() == errStmtOtherDB {
-		done()
-		return nil, nil, false, nil
-	}
-	if err != nil {
-		done()
-		return nil, nil, true, err
-	}
-	return rows, done, true, nil
-}
-
-// exec is query for a statement without rows (and without RETURNING).
+// exec runs q, a statement without rows (and without RETURNING), through
+// the cache; ok is false when it did not (the caller runs q itself), as
+// Conn.Query does for a statement with rows.
 func (sc *stmtCache) exec(ctx context.Context, db *gorm.DB, q string, args []any) (res sql.Result, ok bool, err error) {
 	s, done := sc.onPool(ctx, db, q)
 	if s == nil {
