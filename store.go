@@ -142,4 +142,3 @@ func (t *table) byToken(c conn, token string) (*Lock, error) {
 	pl := publicLock(*l)
 	return &pl, err
 }
-
