@@ -1,8 +1,6 @@
 package offlinelock
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"reflect"
 
@@ -12,45 +10,20 @@ import (
 	"github.com/offlinelock/offlinelock/internal/model"
 )
 
-// Coarse-Grained Lock: the members of an aggregate (an order's lines, a
-// customer's addresses) have no lock of their own. A foreign key tagged
-// `lock:"root"` points a member at its parent; the chain of parents ends at
-// the aggregate root, whose lock and mode cover the whole group. Locking a
-// line locks its order, and every other line of it.
-
 // rootsOf maps member rows, given by the raw values of their foreign key,
-// to their root's keys: directly when the parent is the root, else with
-// one query per level for the whole batch. A parent row that does not
-// exist is an error: no lock is ever taken on a phantom root.
+// to their root's lock targets (model.RootKeys).
 func (p *Plugin) rootsOf(db *gorm.DB, m *model.Model, links []any) ([]target, error) {
-	if err := p.reg.Resolve(m); err != nil {
+	root, ids, err := p.reg.RootKeys(m, links, func(parent *model.Model, pks []any) ([]any, error) {
+		return p.linksOf(db, parent, pks)
+	})
+	if err != nil || root == nil {
 		return nil, err
 	}
-	chain := m.Chain()
-	vals := dedupe(links)
-	from := m
-	for i, parent := range chain {
-		if i == len(chain)-1 {
-			out := make([]target, 0, len(vals))
-			for _, v := range vals {
-				id, err := model.Canonical(parent.Kinds[0], v)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, target{key{Resource: parent.Table, ID: id}, parent})
-			}
-			return out, nil
-		}
-		next, err := p.linksOf(db, parent, vals)
-		if err != nil {
-			return nil, err
-		}
-		if len(next) < len(vals) {
-			return nil, fmt.Errorf("%w: a %s refers to a %s that does not exist", ErrInvalid, from.Name, parent.Name)
-		}
-		vals, from = dedupe(next), parent
+	out := make([]target, len(ids))
+	for i, id := range ids {
+		out[i] = target{key{Resource: root.Table, ID: id}, root}
 	}
-	return nil, nil
+	return out, nil
 }
 
 // linksOf reads the foreign keys of m's rows whose primary keys are pks.
@@ -63,39 +36,22 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model.Model, pks []any) ([]any, error) 
 		q := lockstore.KeysIn(db.Statement.Quote(m.Root.Field.DBName), db.Statement.Quote(m.Table),
 			db.Statement.Quote(m.PK[0].DBName), len(batch), p.rowLocking(db).ShareLock)
 		q, args := gormBind(db, q, batch)
-		_, err := direct(db).Query(q, args, func(r *sql.Rows) error {
-			var v any
-			if err := r.Scan(&v); err != nil {
-				return err
-			}
-			if v != nil {
-				out = append(out, v)
-			}
-			return nil
-		})
+		rows, err := rowsOf(db, q, args, 1)
 		if err != nil {
 			return nil, err
 		}
+		for _, r := range rows {
+			out = append(out, r[0])
+		}
 	}
 	return out, nil
-}
-
-// memberLinks reads the foreign key of every member struct in v.
-func memberLinks(ctx context.Context, m *model.Model, v reflect.Value) ([]any, bool) {
-	var links []any
-	ok := model.StructsOf(v, m.Type, func(e reflect.Value) {
-		if val, zero := m.Root.Field.ValueOf(ctx, e); !zero {
-			links = append(links, val)
-		}
-	})
-	return links, ok
 }
 
 // memberRootOf finds the root of one member given as a model value: its
 // foreign key when set, else the one stored in its row. The root row must
 // exist.
 func (p *Plugin) memberRootOf(db *gorm.DB, m *model.Model, v reflect.Value) (target, error) {
-	links, _ := memberLinks(db.Statement.Context, m, v)
+	links, _ := m.RootLinks(db.Statement.Context, v)
 	if len(links) == 0 {
 		k, vals, ok := m.RowKey(db.Statement.Context, v)
 		if !ok {
@@ -119,14 +75,15 @@ func (p *Plugin) memberRootOf(db *gorm.DB, m *model.Model, v reflect.Value) (tar
 	return roots[0], nil
 }
 
-// linksOfRows reads the foreign keys of m's rows given by primary key values.
+// linksOfRows reads the foreign keys of m's rows given by primary key
+// values, in any spelling.
 func (p *Plugin) linksOfRows(db *gorm.DB, m *model.Model, rows [][]any) ([]any, error) {
 	if len(m.PK) != 1 {
 		return nil, invalid("member %s needs a single-column primary key", m.Name)
 	}
 	pks := make([]any, len(rows))
 	for i, r := range rows {
-		pks[i] = r[0]
+		pks[i] = m.KeyArgs(r)[0]
 	}
 	return p.linksOf(db, m, pks)
 }
@@ -149,17 +106,4 @@ func (p *Plugin) rootsExist(db *gorm.DB, roots []target) error {
 		}
 	}
 	return nil
-}
-
-func dedupe(vals []any) []any {
-	seen := map[string]bool{}
-	out := vals[:0:0]
-	for _, v := range vals {
-		t := model.TextKey(v)
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, v)
-		}
-	}
-	return out
 }

@@ -105,7 +105,7 @@ func locksRows(m *model.Model) bool { return m.Lockable && m.Root == nil && m.Lo
 func (p *Plugin) loadedTargets(db *gorm.DB, m *model.Model, seen map[string]bool) ([]target, bool, error) {
 	stmt := db.Statement
 	if m.Root != nil {
-		all, ok := memberLinks(stmt.Context, m, stmt.ReflectValue)
+		all, ok := m.RootLinks(stmt.Context, stmt.ReflectValue)
 		var links []any
 		for _, l := range all {
 			if !seen[model.TextKey(l)] {
@@ -228,17 +228,11 @@ func (p *Plugin) preselectLinks(db *gorm.DB, m *model.Model, forUpdate bool) ([]
 		// Many members share few roots: send each root key once.
 		sqlText = lockstore.DistinctKeys(db.Statement.Quote(m.Root.Field.DBName), sqlText)
 	}
+	rows, err := rowsOf(db, sqlText, q.Vars, 1)
 	var out []any
-	_, err := direct(db).Query(sqlText, q.Vars, func(r *sql.Rows) error {
-		var v any
-		if err := r.Scan(&v); err != nil {
-			return err
-		}
-		if v != nil {
-			out = append(out, v)
-		}
-		return nil
-	})
+	for _, r := range rows {
+		out = append(out, r[0])
+	}
 	return out, err
 }
 
@@ -335,6 +329,20 @@ func gormBind(db *gorm.DB, q string, args []any) (string, []any) {
 	s := &gorm.Statement{DB: db, Context: db.Statement.Context, Clauses: map[string]clause.Clause{}}
 	clause.Expr{SQL: q, Vars: args}.Build(s)
 	return s.SQL.String(), s.Vars
+}
+
+// rowsOf runs the query q, leaving out rows with a NULL: a NULL holds no
+// key.
+func rowsOf(db *gorm.DB, q string, vars []any, n int) ([][]any, error) {
+	var out [][]any
+	_, err := direct(db).Query(q, vars, func(r *sql.Rows) error {
+		vals, err := scanValues(r, n)
+		if err == nil && !slices.Contains(vals, nil) {
+			out = append(out, vals)
+		}
+		return err
+	})
+	return out, err
 }
 
 // scanValues reads the n columns of the current row as driver values.

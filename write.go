@@ -631,9 +631,6 @@ func (b *binding) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, er
 		err = withKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
 		st.bulk = int64(len(now))
 	case known && len(pks) > 0 && (complete || op == opCreate):
-		for i := range pks {
-			pks[i] = m.KeyArgs(pks[i])
-		}
 		now, err = p.linksOfRows(db, m, pks)
 		if op != opCreate {
 			st.bulk = int64(len(pks))

@@ -22,15 +22,18 @@
 //	  ModelOf, Known, Resolve       parse a schema once; resolve a member's root chain
 //	  TableModel, StoreTable, StoreAlias, Lockable, LockedOnLoad
 //	                                lockable models by table
-//	  JoinSides, JoinsOf, AddJoinSide            many2many join tables (JoinSide, JoinRef)
-//	  CascadesOf, CascadesFrom, AddCascade       cascading foreign keys (CascadeRef, ParentRef)
+//	  JoinSides, JoinsOf, AddJoinSide, JoinOwners   many2many join tables (JoinSide, JoinRef, JoinOwner)
+//	  CascadesOf, CascadesFrom, AddCascade, Cascades cascading foreign keys (CascadeRef, ParentRef)
+//	  WalkCascades                  the rows a write reaches through them (CascadeStep)
+//	  RootKeys, Model.RootLinks     from members to their aggregate root's keys (LinkReader)
+//	  PartialJoin                   a join table without a lockable side's whole key
 //	  Changes, TablesGen            counters a caller compares to see growth (fields)
 //	KindOf, Canonical, EncodeKey, KeyText, TextKey, IsNumber
 //	                                a key column's kind, and one spelling per value
 //	ValidateKey, CheckText, MaxResourceLen, MaxTextLen
 //	                                what the lock table can hold
-//	StructsOf, ValueRows, MapKeysNaming, NamesField
-//	                                key values read from structs, maps and slices
+//	StructsOf, ValueRows, MapKeysNaming, NamesField, WritesParentKey
+//	                                key values read from structs, maps, slices and updates
 //	TagName, TagSlip, NotLockable   the tag; a slipped one; the error that names it
 //	Spec, SpecOf, Learn, Rows, Specs, SpecField
 //	                                the catalog's rows: a model's, and models known by them

@@ -1,0 +1,121 @@
+package model
+
+import (
+	"reflect"
+	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// JoinOwner is a lockable side of a join table (or a cascade's lockable
+// child): Columns hold Model's key, in key order.
+type JoinOwner struct {
+	Model   *Model
+	Columns []string
+}
+
+// PartialJoin is a join table, Join, that does not hold the whole key of
+// its lockable side Side: which record a row relates cannot be told.
+type PartialJoin struct {
+	Join string
+	Side *Model
+}
+
+// Error says which join table and side.
+func (e *PartialJoin) Error() string {
+	return "join table " + e.Join + " does not hold the whole key of lockable table " + e.Side.Table
+}
+
+// JoinOwners lists the lockable sides of the join table named table; a
+// side whose key it does not hold whole is a *PartialJoin.
+func (r *Registry) JoinOwners(table string) ([]JoinOwner, error) {
+	byTable := map[string][]JoinSide{}
+	var order []string
+	for _, side := range r.JoinSides(table) {
+		name := strings.ToLower(side.Table)
+		if _, ok := byTable[name]; !ok {
+			order = append(order, name)
+		}
+		byTable[name] = append(byTable[name], side)
+	}
+	var out []JoinOwner
+	for _, name := range order {
+		m := r.TableModel(name)
+		if m == nil {
+			continue
+		}
+		o := JoinOwner{Model: m}
+		for _, f := range m.PK {
+			for _, side := range byTable[name] {
+				if side.Key == f.DBName || side.Key == "" && len(m.PK) == 1 {
+					o.Columns = append(o.Columns, side.Column)
+					break
+				}
+			}
+		}
+		if len(o.Columns) != len(m.PK) {
+			return nil, &PartialJoin{Join: table, Side: m}
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// Cascades says whether a delete (del) or an update that db runs of m's
+// rows reaches other tables through declared foreign-key actions: an
+// update only where it writes the key, what ON UPDATE actions follow.
+func (r *Registry) Cascades(db *gorm.DB, m *Model, del bool) bool {
+	return len(m.PK) == 1 && len(r.CascadesOf(m.Table, del, !del)) > 0 && (del || writesKey(db, m))
+}
+
+// writesKey says whether the update db runs writes m's key column.
+func writesKey(db *gorm.DB, m *Model) bool {
+	stmt := db.Statement
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
+		for _, a := range set {
+			if NamesField(stmt.Schema, a.Column.Name, m.PK[0]) {
+				return true
+			}
+		}
+	}
+	dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
+	if d, mv := reflect.ValueOf(stmt.Dest), reflect.ValueOf(stmt.Model); d.Kind() == reflect.Pointer && mv.Kind() == reflect.Pointer && d.Pointer() == mv.Pointer() && d.Type() == mv.Type() {
+		return false // Save and Updates of the model itself: its key is the WHERE
+	}
+	switch {
+	case dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String:
+		return len(MapKeysNaming(stmt.Schema, dest, m.PK[0])) > 0
+	case dest.Kind() == reflect.Struct:
+		vals, _, _ := ValueRows(db, reflect.ValueOf(stmt.Dest), m.PK)
+		return len(vals) > 0
+	}
+	return false
+}
+
+// WritesParentKey says whether an update by table name may write the
+// parent's key that refs follow: a map's or SET's column naming it, or any
+// column where refs do not say which it is.
+func WritesParentKey(stmt *gorm.Statement, refs []CascadeRef) bool {
+	var cols []string
+	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
+		for _, a := range set {
+			cols = append(cols, a.Column.Name)
+		}
+	}
+	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
+		for _, k := range dest.MapKeys() {
+			cols = append(cols, k.String())
+		}
+	} else if dest.IsValid() && len(cols) == 0 {
+		return true // a struct or anything else: its columns are not read here
+	}
+	for _, r := range refs {
+		for _, c := range cols {
+			if r.ParentColumn == "" || strings.EqualFold(c, r.ParentColumn) {
+				return true
+			}
+		}
+	}
+	return false
+}
