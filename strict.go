@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
@@ -47,7 +48,7 @@ func (b *binding) afterRaw(db *gorm.DB) {
 		adoptSpan(db)
 		endSpans(db)
 	}
-	endRawTx(db)
+	lockstore.EndRawTx(db)
 	if db.Error != nil {
 		p.lockedByGuard(db)
 		return
@@ -56,7 +57,7 @@ func (b *binding) afterRaw(db *gorm.DB) {
 		return
 	}
 	sql := db.Statement.SQL.String()
-	switch firstWord(sql) {
+	switch sqlscan.FirstWord(sql) {
 	case "create", "alter", "drop", "rename":
 	default:
 		return

@@ -46,8 +46,6 @@ type Traits struct {
 	// UPDATE and DELETE (its MySQL dialect's clauses), so such a write
 	// changes only the rows they admit.
 	OrderedWrites bool
-	// Identity is how a writer's identity reaches the guard (dialect.go).
-	Identity IdentityWay
 	// KeyLoad is how many statements a load of one record by its key
 	// costs, the read included, when it takes a fresh Write lock outside
 	// a transaction: 1 where the grant rides in the read (Loader), else
@@ -67,15 +65,13 @@ type Traits struct {
 	KeyChecker KeyChecker // key columns checked against the database's collations
 	OwnTx      OwnTx      // the plugin's own transactions begun the store's way
 
-	TxSigner        TxSigner        // a write's identity set in its transaction (signing.go)
-	StatementSigner StatementSigner // a write's identity, and an upsert's fence, in its statement
+	Signer Signer // a write's identity, and an upsert's fence, in its statement (signing.go)
 }
 
 // Traits is Store's: PostgreSQL's writes name their writer in the
 // transaction.
 func (s *postgresStore) Traits() Traits {
 	t := traitsOf(s)
-	t.Identity = IdentityInTx
 	t.KeyLoad, t.QueryLoad = 1, 2 // the grant in the read; FindAndLock
 	return t
 }
@@ -86,7 +82,7 @@ func (s *postgresStore) Traits() Traits {
 func (s *mysqlStore) Traits() Traits {
 	t := traitsOf(s)
 	t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
-	t.OrderedWrites, t.Identity = true, IdentityInStatement
+	t.OrderedWrites = true
 	t.KeyLoad, t.QueryLoad = 3, 4 // the upsert and the generations (grantOne)
 	return t
 }
@@ -114,8 +110,7 @@ func traitsOf(s Store) Traits {
 	t.Certifier, _ = s.(Certifier)
 	t.KeyChecker, _ = s.(KeyChecker)
 	t.OwnTx, _ = s.(OwnTx)
-	t.TxSigner, _ = s.(TxSigner)
-	t.StatementSigner, _ = s.(StatementSigner)
+	t.Signer, _ = s.(Signer)
 	return t
 }
 

@@ -197,6 +197,14 @@ type sqlMentionSearch struct {
 // every word of the text, literals and comments included: a superset.
 const sqlMentionBudget = 1 << 20
 
+// FirstWord is the first word of sql, lower case, past comments.
+func FirstWord(sql string) string {
+	if idents := Read(sql).Idents; len(idents) > 0 {
+		return strings.ToLower(idents[0])
+	}
+	return ""
+}
+
 // Mentions returns the canonical names lockable accepts among the
 // identifiers of sql, first seen first, without duplicates. Literals are
 // searched as SQL inside DO, EXECUTE, PREPARE and CREATE FUNCTION, PROCEDURE,
