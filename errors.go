@@ -14,6 +14,15 @@ import (
 )
 
 var (
+	// ErrPooler reports, from db.Use, a PostgreSQL connection through a
+	// transaction-pooling proxy (PgBouncer in pool_mode=transaction) that
+	// hands one server session to several client connections in turn,
+	// while the client prepares named statements there: pgx's default
+	// statement cache or GORM's PrepareStmt. Every statement would fail at
+	// random with 42P05 (prepared statement already exists). The message
+	// names the fix; docs/scaling.md.
+	ErrPooler = lockstore.ErrPooler
+
 	// ErrLocked reports that someone else holds a lock that conflicts with
 	// the one asked for. A refusal that names holders is a *LockedError;
 	// use errors.As to learn who holds it and until when (ErrBeingWritten,
@@ -67,15 +76,6 @@ var (
 	// rather than let it through unchecked. The message names the table and
 	// the way out: the model's own methods, or offlinelock.Bypass.
 	ErrUnenforceable = errors.New("offlinelock: statement cannot be enforced on a lockable table")
-
-	// ErrPooler reports, from db.Use, a PostgreSQL connection through a
-	// transaction-pooling proxy (PgBouncer in pool_mode=transaction) that hands
-	// one server session to several client connections in turn, while the
-	// client prepares named statements there: pgx's default statement cache
-	// or GORM's PrepareStmt. Every statement would fail at random with 42P05
-	// (prepared statement already exists). The message names the fix;
-	// docs/scaling.md.
-	ErrPooler = lockstore.ErrPooler
 
 	// ErrReadOnly reports a lock statement, a locked load or a holder's
 	// read that reached a read-only server: a replica, or a transaction

@@ -114,7 +114,7 @@ func GuardKeyOf(p *Plugin, db *gorm.DB) string {
 // ("f:" or "s:" and the session).
 func IdentityStatement(p *Plugin) string {
 	b, _ := p.newBinding("postgres")
-	q, _ := b.t.caps.TxSigner.IdentityStatement("")
+	q, _ := b.t.Store.(interface{ IdentityStatement(string) (string, []any) }).IdentityStatement("")
 	return q
 }
 

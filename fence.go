@@ -2,7 +2,6 @@ package offlinelock
 
 import (
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 
@@ -66,9 +65,8 @@ func (b *binding) foldFence(db *gorm.DB, st *state, k key) {
 //
 // Each refuses with an error, so the write fails whatever its row count
 // says (an upsert's cannot tell an insert from an update). It reports
-// whether it folded; the identity's clause builders write both
-// (foldIntoValues, foldIntoUpsert), and the fence trusts the fold only if
-// they did.
+// whether it folded; the store's clause builders write both
+// (lockstore.Signer), and the fence trusts the fold only if they did.
 func (b *binding) foldUpsert(db *gorm.DB, st *state, k key) bool {
 	fc := st.caps.FenceCall
 	if fc == nil || !b.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
@@ -88,46 +86,6 @@ func (b *binding) foldUpsert(db *gorm.DB, st *state, k key) bool {
 func oneValue(v reflect.Value) bool {
 	k := v.Kind()
 	return k != reflect.Slice && k != reflect.Array || v.Len() == 1
-}
-
-// Which of an upsert's two folded fences its statement carries.
-const (
-	foldedValues = 1 << iota
-	foldedUpdate
-)
-
-// foldIntoValues writes a folded upsert's VALUES (foldUpsert) with its key
-// passed through the fence that refuses a record another session holds.
-func foldIntoValues(sign lockstore.StatementSigner, stmt *gorm.Statement, c clause.Clause, b clause.Builder, build func(clause.Clause, clause.Builder)) {
-	st := statementState(stmt)
-	vals, ok := c.Expression.(clause.Values)
-	if st == nil || st.valuesFence == nil || !ok || len(vals.Values) != 1 || len(st.m.PK) == 0 {
-		build(c, b)
-		return
-	}
-	i := slices.IndexFunc(vals.Columns, func(col clause.Column) bool { return col.Name == st.m.PK[0].DBName })
-	if i < 0 { // the key omitted: the fence sees the fold missing, and refuses
-		build(c, b)
-		return
-	}
-	row := slices.Clone(vals.Values[0])
-	row[i] = sign.FoldValue(st.valuesFence, row[i])
-	vals.Values = [][]any{row}
-	c.Expression = vals
-	build(c, b)
-	st.upsertFolds |= foldedValues
-}
-
-// foldIntoUpsert ends a folded upsert's ON DUPLICATE KEY UPDATE part
-// (foldUpsert) with the fence that requires the session's lock: the key
-// assigned to itself, or NULL, never reached, where the fence refuses.
-func foldIntoUpsert(sign lockstore.StatementSigner, stmt *gorm.Statement, b clause.Builder) {
-	st := statementState(stmt)
-	if st == nil || st.upsertFence == nil || len(st.m.PK) == 0 {
-		return
-	}
-	sign.FoldUpsert(b, clause.Column{Name: st.m.PK[0].DBName}, st.upsertFence)
-	st.upsertFolds |= foldedUpdate
 }
 
 // prepareWrite runs a write whose fence rides in its WHERE (st.folded)

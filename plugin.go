@@ -212,7 +212,7 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		return err
 	}
 	if !db.DryRun {
-		if err := p.prepareDatabase(db); err != nil {
+		if err := p.prepareDatabase(db, b.t); err != nil {
 			return err
 		}
 		if b.t.Store.Galera() {
@@ -260,11 +260,9 @@ func (p *Plugin) checkModels(db *gorm.DB) error {
 // prepareDatabase readies db for locking: it refuses a pooler that would
 // break the lock table's transactions, creates the lock table, records the
 // models, installs or checks the guard and loads the guard's key.
-func (p *Plugin) prepareDatabase(db *gorm.DB) error {
-	if db.Dialector.Name() == "postgres" {
-		if err := lockstore.CheckPooler(db); err != nil {
-			return err
-		}
+func (p *Plugin) prepareDatabase(db *gorm.DB, t lockStore) error {
+	if err := lockstore.CheckPooler(t.Store, db); err != nil {
+		return err
 	}
 	if err := p.Migrate(db); err != nil {
 		return err

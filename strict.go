@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
@@ -48,7 +49,7 @@ func (b *binding) afterRaw(db *gorm.DB) {
 		telemetry.AdoptSpan(db)
 		telemetry.EndSpans(db)
 	}
-	endRawTx(db)
+	lockstore.EndRawTx(db)
 	if db.Error != nil {
 		p.lockedByGuard(db)
 		return
@@ -57,7 +58,7 @@ func (b *binding) afterRaw(db *gorm.DB) {
 		return
 	}
 	sql := db.Statement.SQL.String()
-	switch firstWord(sql) {
+	switch sqlscan.FirstWord(sql) {
 	case "create", "alter", "drop", "rename":
 	default:
 		return

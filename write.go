@@ -512,7 +512,7 @@ func (b *binding) fence(db *gorm.DB) {
 	if len(st.required) == 0 || st.ifChanged && db.Statement.RowsAffected == 0 && !st.folded {
 		return
 	}
-	if st.upsertFence != nil && st.upsertFolds != foldedValues|foldedUpdate {
+	if st.upsertFence != nil && st.upsertFolds != lockstore.UpsertFoldedValues|lockstore.UpsertFoldedUpdate {
 		// The statement did not carry what the fence counts on: the key was
 		// omitted from VALUES, or a clause builder of someone else's
 		// replaced the identity's.

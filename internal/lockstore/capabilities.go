@@ -30,8 +30,6 @@ type Traits struct {
 	OneWriter bool
 	// OrderedWrites: GORM builds ORDER BY and LIMIT into UPDATE and DELETE (MySQL).
 	OrderedWrites bool
-	// Identity is how a writer's identity reaches the guard (dialect.go).
-	Identity IdentityWay
 	// KeyLoad is the statements a fresh Write load of one key costs outside a
 	// transaction, the read included: 1 where the grant rides in the read
 	// (Loader), else the store's grant of one key (KeyGranter) and the read.
@@ -49,14 +47,12 @@ type Traits struct {
 	KeyChecker KeyChecker // key columns checked against the database's collations
 	OwnTx      OwnTx      // the plugin's own transactions begun the store's way
 
-	TxSigner        TxSigner        // a write's identity set in its transaction (signing.go)
-	StatementSigner StatementSigner // a write's identity, and an upsert's fence, in its statement
+	Signer Signer // a write's identity, and an upsert's fence, in its statement (signing.go)
 }
 
 // Traits is Store's: PostgreSQL's writes name their writer in the transaction.
 func (s *postgresStore) Traits() Traits {
 	t := traitsOf(s)
-	t.Identity = IdentityInTx
 	t.KeyLoad, t.QueryLoad = 1, 2 // the grant in the read; FindAndLock
 	return t
 }
@@ -66,7 +62,7 @@ func (s *postgresStore) Traits() Traits {
 func (s *mysqlStore) Traits() Traits {
 	t := traitsOf(s)
 	t.ShareLock, t.UpdateOf, t.SnapshotReads, t.UpsertsOnAnyUnique = mysqlShare, false, true, true
-	t.OrderedWrites, t.Identity = true, IdentityInStatement
+	t.OrderedWrites = true
 	t.KeyLoad, t.QueryLoad = 3, 4 // the generation and the upsert (GrantKey)
 	return t
 }
@@ -94,8 +90,7 @@ func traitsOf(s Store) Traits {
 	t.Certifier, _ = s.(Certifier)
 	t.KeyChecker, _ = s.(KeyChecker)
 	t.OwnTx, _ = s.(OwnTx)
-	t.TxSigner, _ = s.(TxSigner)
-	t.StatementSigner, _ = s.(StatementSigner)
+	t.Signer, _ = s.(Signer)
 	return t
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"strconv"
-	"strings"
 
 	"gorm.io/gorm/clause"
 )
@@ -21,7 +20,9 @@ func postgresSetIdentity(catalog string) string {
 		"FROM (SELECT CAST(? AS text) AS v) i LEFT JOIN " + catalog + " k ON k.name = " + sqlLiteral(guardKeyName) + ")"
 }
 
-// IdentityStatement is TxSigner's.
+// IdentityStatement gives a transaction session's identity (not fenced),
+// signed in the database with the guard's key, as a statement of its own
+// with its arguments: for a raw write in a transaction.
 func (s *postgresStore) IdentityStatement(session string) (string, []any) {
 	return s.setIdentityStatement, []any{postgresIdentity(session, false)}
 }
@@ -55,7 +56,10 @@ func sessionMark(key, session string, fenced bool) uint64 {
 	return m
 }
 
-// SignWrite is StatementSigner's.
+// SignWrite writes the clause c (named name: INSERT, UPDATE or DELETE) of
+// session's write, keyed with the guard's key: MariaDB's SET STATEMENT
+// prefix before it, or MySQL's SET_VAR hint after its first word. build
+// writes c as it would be without the mark.
 func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder) {
 	if s.mariadb.Load() { // mariadbIdentityPrefix, with the fenced blank of key kept
 		cb.WriteString("SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(key, session, fenced), 10))
@@ -83,20 +87,8 @@ func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, se
 	c.Expression.Build(cb)
 }
 
-// SignRaw is StatementSigner's.
-func (s *mysqlStore) SignRaw(sql, key, session string) (string, bool) {
-	if !s.mariadb.Load() || strings.Contains(strings.ToUpper(sql), ";") {
-		return "", false
-	}
-	return mariadbIdentityPrefix(key, session, false) + sql, true
-}
-
-// FoldValue is StatementSigner's.
-func (s *mysqlStore) FoldValue(fence clause.Expression, v any) clause.Expression {
-	return clause.Expr{SQL: "IF(?, ?, NULL)", Vars: []any{fence, v}}
-}
-
-// FoldUpsert is StatementSigner's.
+// FoldUpsert ends an ON DUPLICATE KEY UPDATE list with the key col
+// assigned itself while fence holds, and NULL otherwise.
 func (s *mysqlStore) FoldUpsert(cb clause.Builder, col clause.Column, fence clause.Expression) {
 	cb.WriteByte(',')
 	cb.WriteQuoted(col)

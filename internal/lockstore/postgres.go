@@ -592,7 +592,7 @@ func postgresIdentity(session string, fenced bool) string {
 	return "s:" + session
 }
 
-// SignInsert is TxSigner's.
+// SignInsert follows an INSERT's last clause with session's identity (signing.go).
 func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, session string, fenced bool) {
 	if returning {
 		cb.WriteString(", ")
@@ -603,7 +603,7 @@ func (s *postgresStore) SignInsert(cb clause.Builder, returning bool, session st
 	cb.WriteString(" AS offlinelock_identity")
 }
 
-// SignWhere is TxSigner's.
+// SignWhere writes an UPDATE's or DELETE's where with session's identity (signing.go).
 func (s *postgresStore) SignWhere(cb clause.Builder, where clause.Where, session string, fenced bool) {
 	cb.WriteString("WHERE (")
 	where.Build(cb)

@@ -1,38 +1,306 @@
 package lockstore
 
-import "gorm.io/gorm/clause"
+import (
+	"strings"
 
-// The SQL a write's own clauses carry for the guard: the writer's identity
-// and, on MySQL/MariaDB, the fence folded into an upsert.
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
-// TxSigner is a store whose writes name their writer in a transaction-local
-// setting (PostgreSQL).
-type TxSigner interface {
-	// SignInsert ends an INSERT with session's identity as a returned column,
-	// evaluated before the statement trigger.
-	SignInsert(cb clause.Builder, returning bool, session string, fenced bool)
-	// SignWhere writes where with session's identity as a one-time filter.
-	SignWhere(cb clause.Builder, where clause.Where, session string, fenced bool)
-	// IdentityStatement is session's signed identity as a statement of its own,
-	// for a raw write in a transaction.
-	IdentityStatement(session string) (string, []any)
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
+)
+
+// The writer's identity, carried to the guard inside statements the plugin
+// already sends, so that it costs no round trip and ends with them:
+//
+// A write the plugin fences itself (it checks the lock again just before
+// commit) says so, and the guard then only checks it. Any other write of a
+// record its session holds has the guard hold the key row until the
+// transaction ends.
+//
+//   - PostgreSQL: set_config('offlinelock.session', s, true), local to the
+//     transaction. The WHERE of an UPDATE or DELETE carries it as a
+//     one-time filter (evaluated once, before the scan); an INSERT
+//     carries it in RETURNING (evaluated as rows are written, before the
+//     guard's statement trigger fires); and the plugin's check of a
+//     write's locks, a statement in the write's transaction, carries it
+//     for the rest of that transaction.
+//   - MySQL/MariaDB: a user variable would outlive the statement, so the
+//     statement itself carries it: SET STATEMENT max_join_size=<mark> FOR
+//     … (MariaDB), or the SET_VAR hint (MySQL 8.0), which the server puts
+//     back when the statement ends, whatever happens. The mark is a number
+//     derived from the session (sessionMark); a limit of 2^59 rows changes
+//     no plan.
+//
+// The identity is keyed with the guard's key (guard_key.go), which only a
+// role that may read the lock table's catalog can use: a client with DML
+// on the business tables alone cannot claim a session, however well it
+// knows the session's id (docs/guard.md).
+
+// Signer is a store whose writes carry their writer's identity
+// (PostgreSQL, MySQL/MariaDB).
+type Signer interface {
+	// SignWrites wraps db's clause builders, once per database, so that a
+	// write by a session carries its identity; builders already there
+	// (the dialect's) are kept and called.
+	SignWrites(db *gorm.DB, w Writer)
+	// SignRaw gives db's raw write (Exec) by a session its identity: on
+	// MariaDB the statement is prefixed; on PostgreSQL set_config runs
+	// first, in a transaction begun for the write outside one (EndRawTx
+	// ends it). MySQL's raw writes carry none: the guard refuses them on a
+	// held record, even the holder's.
+	SignRaw(db *gorm.DB, w Writer)
 }
 
-// StatementSigner is a store whose writes carry the mark in the statement (MySQL).
-type StatementSigner interface {
-	// SignWrite writes clause c (INSERT, UPDATE or DELETE) with session's keyed
-	// mark; build writes c without it.
-	SignWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder)
-	// FoldValue is an upsert's key value v, NULL unless fence holds.
-	FoldValue(fence clause.Expression, v any) clause.Expression
-	// FoldUpsert assigns the key col itself while fence holds, NULL otherwise.
-	FoldUpsert(cb clause.Builder, col clause.Column, fence clause.Expression)
-	// SignRaw is sql carrying session's mark; false where a raw write cannot.
-	SignRaw(sql, key, session string) (string, bool)
+// Writer is what the plugin tells a Signer about a statement.
+type Writer interface {
+	// Writer is the session stmt is sent for ("" for none), and whether
+	// the plugin fences its write itself.
+	Writer(stmt *gorm.Statement) (session string, fenced bool)
+	// GuardKey is the guard's key, "" while it is not known.
+	GuardKey() string
+	// Upsert is the fence folded into stmt, an upsert of one record (MySQL):
+	// its key column, the fences for its VALUES and its ON DUPLICATE KEY
+	// UPDATE part (nil: none), and where to mark, with UpsertFoldedValues
+	// and UpsertFoldedUpdate, which of them the statement carries.
+	Upsert(stmt *gorm.Statement) (key string, values, update clause.Expression, folds *int)
+	// Conn is the connection for a statement of the plugin's on db.
+	Conn(db *gorm.DB) Conn
+}
+
+// Which of an upsert's two folded fences its statement carries.
+const (
+	UpsertFoldedValues = 1 << iota
+	UpsertFoldedUpdate
+)
+
+// identityClauses are the clauses whose builders carry the identity.
+var identityClauses = []string{"WHERE", "INSERT", "UPDATE", "DELETE", "VALUES", "ON CONFLICT", "RETURNING"}
+
+// signer builds one clause of a session's write with its identity.
+type signer func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool)
+
+// signWrites wraps db's builders of identityClauses with the signer
+// signerFor gives each (nil: the clause carries nothing), called for a
+// write by a session; build writes a clause as it was.
+func signWrites(db *gorm.DB, w Writer, signerFor func(name string, prev bool, build clause.ClauseBuilder) signer) {
+	if db.ClauseBuilders == nil {
+		db.ClauseBuilders = map[string]clause.ClauseBuilder{}
+	}
+	for _, name := range identityClauses {
+		prev := db.ClauseBuilders[name]
+		build := func(c clause.Clause, cb clause.Builder) {
+			if prev != nil {
+				prev(c, cb)
+			} else {
+				c.Build(cb)
+			}
+		}
+		sign := signerFor(name, prev != nil, build)
+		if sign == nil {
+			continue
+		}
+		db.ClauseBuilders[name] = func(c clause.Clause, cb clause.Builder) {
+			if stmt, ok := cb.(*gorm.Statement); ok && isWrite(stmt) {
+				if session, fenced := w.Writer(stmt); session != "" {
+					sign(stmt, c, cb, session, fenced)
+					return
+				}
+			}
+			build(c, cb)
+		}
+	}
+}
+
+// isWrite: stmt builds an INSERT, UPDATE or DELETE (not a query on a
+// statement that also holds write clauses).
+func isWrite(stmt *gorm.Statement) bool {
+	if stmt.Context == nil {
+		return false
+	}
+	_, upd := stmt.Clauses["UPDATE"]
+	_, del := stmt.Clauses["DELETE"]
+	_, ins := stmt.Clauses["INSERT"]
+	if !upd && !del && !ins {
+		return false
+	}
+	if len(stmt.BuildClauses) == 0 {
+		return true
+	}
+	switch stmt.BuildClauses[0] {
+	case "INSERT", "UPDATE", "DELETE":
+		return true
+	}
+	return false
+}
+
+// SignWrites is Signer's: an INSERT returns the identity from its last
+// clause, an UPDATE or DELETE evaluates it in its WHERE. A WHERE another
+// builder writes (prevWhere) is left to it.
+func (s *postgresStore) SignWrites(db *gorm.DB, w Writer) {
+	signWrites(db, w, func(name string, prevWhere bool, build clause.ClauseBuilder) signer {
+		switch name {
+		case "VALUES", "ON CONFLICT", "RETURNING":
+			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
+				build(c, cb)
+				if _, ins := stmt.Clauses["INSERT"]; ins && lastClause(stmt) == name {
+					s.SignInsert(cb, name == "RETURNING", session, fenced)
+				}
+			}
+		case "WHERE":
+			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
+				where, ok := c.Expression.(clause.Where)
+				if !ok || len(where.Exprs) == 0 || prevWhere {
+					build(c, cb)
+					return
+				}
+				s.SignWhere(cb, where, session, fenced)
+			}
+		}
+		return nil
+	})
+}
+
+// SignWrites is Signer's: a prefix (MariaDB) or an optimizer hint (MySQL)
+// on INSERT, UPDATE and DELETE, and an upsert's fence folded into its
+// values.
+func (s *mysqlStore) SignWrites(db *gorm.DB, w Writer) {
+	signWrites(db, w, func(name string, _ bool, build clause.ClauseBuilder) signer {
+		switch name {
+		case "INSERT", "UPDATE", "DELETE":
+			return func(_ *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
+				s.SignWrite(cb, c, name, w.GuardKey(), session, fenced, build)
+			}
+		case "VALUES":
+			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
+				foldIntoValues(w, stmt, c, cb, build)
+			}
+		case "ON CONFLICT":
+			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
+				build(c, cb)
+				if col, _, fence, folds := w.Upsert(stmt); fence != nil {
+					s.FoldUpsert(cb, clause.Column{Name: col}, fence)
+					*folds |= UpsertFoldedUpdate
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// foldIntoValues writes a folded upsert's VALUES with its key passed
+// through the fence that refuses a record another session holds.
+func foldIntoValues(w Writer, stmt *gorm.Statement, c clause.Clause, cb clause.Builder, build clause.ClauseBuilder) {
+	col, fence, _, folds := w.Upsert(stmt)
+	vals, ok := c.Expression.(clause.Values)
+	i := -1
+	if ok && fence != nil && len(vals.Values) == 1 {
+		i = indexOfColumn(vals.Columns, col)
+	}
+	if i < 0 { // the key omitted: the fence sees the fold missing, and refuses
+		build(c, cb)
+		return
+	}
+	row := append([]any(nil), vals.Values[0]...)
+	row[i] = clause.Expr{SQL: "IF(?, ?, NULL)", Vars: []any{fence, row[i]}}
+	vals.Values = [][]any{row}
+	c.Expression = vals
+	build(c, cb)
+	*folds |= UpsertFoldedValues
+}
+
+// indexOfColumn is the index of the column named name in cols, or -1.
+func indexOfColumn(cols []clause.Column, name string) int {
+	for i, col := range cols {
+		if col.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// lastClause is the last of the clauses stmt builds that it has: where a
+// PostgreSQL INSERT's RETURNING goes (evaluated for each row written,
+// before the guard's statement trigger fires).
+func lastClause(stmt *gorm.Statement) string {
+	for i := len(stmt.BuildClauses) - 1; i >= 0; i-- {
+		if _, ok := stmt.Clauses[stmt.BuildClauses[i]]; ok {
+			return stmt.BuildClauses[i]
+		}
+	}
+	return ""
+}
+
+// rawSession is the session a raw write on db is sent for: "" when its
+// SQL writes nothing or no session sends it.
+func rawSession(db *gorm.DB, w Writer) string {
+	switch sqlscan.FirstWord(db.Statement.SQL.String()) {
+	case "insert", "update", "delete", "replace", "with", "merge":
+		session, _ := w.Writer(db.Statement)
+		return session
+	}
+	return ""
+}
+
+// SignRaw is Signer's: a MariaDB write of one statement is prefixed.
+func (s *mysqlStore) SignRaw(db *gorm.DB, w Writer) {
+	session := rawSession(db, w)
+	sql := db.Statement.SQL.String()
+	if session == "" || !s.mariadb.Load() || strings.Contains(sql, ";") {
+		return
+	}
+	db.Statement.SQL.Reset()
+	db.Statement.SQL.WriteString(mariadbIdentityPrefix(w.GuardKey(), session, false) + sql)
+}
+
+// SignRaw is Signer's: set_config runs first, in the write's transaction.
+func (s *postgresStore) SignRaw(db *gorm.DB, w Writer) {
+	session := rawSession(db, w)
+	if session == "" {
+		return
+	}
+	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
+		// The identity is local to a transaction: the write gets one.
+		tx := db.Session(&gorm.Session{NewDB: true, Context: db.Statement.Context}).Begin()
+		if tx.Error != nil {
+			db.AddError(tx.Error)
+			return
+		}
+		db.InstanceSet(rawTxKey, rawTx{pool: db.Statement.ConnPool})
+		db.Statement.ConnPool = tx.Statement.ConnPool
+	}
+	q, args := s.IdentityStatement(session)
+	if _, err := w.Conn(db).Exec(q, args...); err != nil {
+		db.AddError(err)
+	}
+}
+
+const rawTxKey = "offlinelock:raw_tx"
+
+// rawTx is the transaction SignRaw began for a raw write, and the
+// connection pool to put back when it ends.
+type rawTx struct{ pool gorm.ConnPool }
+
+// EndRawTx commits (or, on error, rolls back) the transaction SignRaw
+// began for db's raw write, if it began one.
+func EndRawTx(db *gorm.DB) {
+	v, _ := db.InstanceGet(rawTxKey)
+	rt, ok := v.(rawTx)
+	if !ok {
+		return
+	}
+	if tx, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
+		if db.Error != nil {
+			tx.Rollback()
+		} else if err := tx.Commit(); err != nil {
+			db.AddError(err)
+		}
+	}
+	db.Statement.ConnPool = rt.pool
+	db.InstanceSet(rawTxKey, nil)
 }
 
 // The stores that sign their writes.
 var (
-	_ TxSigner        = (*postgresStore)(nil)
-	_ StatementSigner = (*mysqlStore)(nil)
+	_ Signer = (*postgresStore)(nil)
+	_ Signer = (*mysqlStore)(nil)
 )

@@ -189,6 +189,14 @@ type sqlMentionSearch struct {
 // the text counts (a superset).
 const sqlMentionBudget = 1 << 20
 
+// FirstWord is the first word of sql, lower case, past comments.
+func FirstWord(sql string) string {
+	if idents := Read(sql).Idents; len(idents) > 0 {
+		return strings.ToLower(idents[0])
+	}
+	return ""
+}
+
 // Mentions returns the canonical names lockable accepts among sql's
 // identifiers, first seen first, once each; literals count as SQL inside
 // DO, EXECUTE, PREPARE and CREATE FUNCTION and the like.
