@@ -30,7 +30,7 @@ import (
 //	Raw:    offlinelock:before_raw    Config.Strict: refuse Exec naming a lockable table
 //	Create, Update, Delete:
 //	        offlinelock:before_<op>   check the Write locks of the rows it touches (after begin)
-//	        offlinelock:rekey_<op>    check again if hooks changed the keys (rekey.go)
+//	        offlinelock:rekey_<op>    check again if hooks changed the keys (write.go)
 //	        offlinelock:prepare_update, unprepare_update: around gorm:update, run a
 //	                                  folded write prepared (SQLite only; lockstore.PreparedWriteTx)
 //	        offlinelock:fence_<op>    check them again, row-locked, just before commit
@@ -108,7 +108,7 @@ type state struct {
 	stmt *gorm.Statement // the statement it belongs to
 	t    lockStore
 	caps lockstore.Traits // t's capabilities (zero without a store)
-	// noSpans: the statement keeps no spans aside (spans.go), so its
+	// noSpans: the statement keeps no spans aside (internal/telemetry), so its
 	// callbacks skip adopting and ending them.
 	noSpans bool
 	m       *model.Model
@@ -144,7 +144,7 @@ type state struct {
 	upsertFence clause.Expression // upserts: the fence folded into the UPDATE part (fence.go)
 	valuesFence clause.Expression // upserts: and into the key's value
 	upsertFolds int               // upserts: which of the two the statement carries
-	rekey       bool              // writes: check again if keysRead changed (rekey.go)
+	rekey       bool              // writes: check again if keysRead changed (write.go)
 	keysRead    string            // writes: the keys and links the check read
 	fenceFailed bool              // writes: refused at the fence, counted as such
 	detached    bool              // a load that locked outside any transaction
@@ -375,7 +375,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 		p.lockedByGuard(db)
 	}
 	if db.Error == nil && len(st.required) > 0 && !st.ownTx && st.caps.Certifier != nil && st.caps.Certifier.Certifies() {
-		p.watchCommit(db, st) // a write in the caller's transaction, on Galera (galera.go)
+		p.watchCommit(db, st) // a write in the caller's transaction, on Galera (topology.go)
 	}
 	if db.Error != nil || len(st.locked) > 0 && p.tel != nil { // a refusal, or a load's locks (telemetry.go)
 		ctx := db.Statement.Context
@@ -489,7 +489,7 @@ func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
 }
 
 // connCtx is the context of the plugin's statements on db: its statement's,
-// carrying the statement's spanLog (spans.go) if it keeps one.
+// carrying the statement's spanLog (internal/telemetry) if it keeps one.
 func connCtx(db *gorm.DB) context.Context {
 	ctx := db.Statement.Context
 	if ctx == nil {

@@ -1,13 +1,17 @@
 package offlinelock
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
-
-	"gorm.io/gorm"
+	"strings"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // rootsOf maps member rows, given by the raw values of their foreign key,
@@ -106,4 +110,259 @@ func (p *Plugin) rootsExist(db *gorm.DB, roots []target) error {
 		}
 	}
 	return nil
+}
+
+// Writes the database cascades (model.CascadeRef): the lockable rows they
+// change need the session's Write locks like any other row the write
+// changes. Undeclared constraints: see docs/fail-closed.md.
+
+// checkCascades requires the session's Write locks on the lockable rows
+// op (a delete, or an update of the key) of rows cascades to, before the
+// write runs.
+func (b *binding) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) error {
+	if !b.p.reg.Cascades(db, st.m, op == opDelete) {
+		return nil
+	}
+	keys, err := b.p.cascadedKeys(db, st.m, op, rows)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	return b.requireCascaded(db, st, op, keys)
+}
+
+// requireCascaded requires the session's Write locks on keys, the
+// lockable rows op cascades to.
+func (b *binding) requireCascaded(db *gorm.DB, st *state, op opKind, keys []key) error {
+	mine, err := b.requireWriteLocks(db, st, op+" (cascaded)", keys)
+	if err != nil {
+		return err
+	}
+	st.required = append(st.required, mine...)
+	st.ifChanged = false
+	return nil
+}
+
+// checkParentWrite is checkCascades for a delete, or an update of the key,
+// of a table that is not lockable (an untagged parent) whose declared
+// foreign-key actions reach lockable rows: those rows need the session's
+// Write locks, checked before the write's hooks, as for a lockable
+// parent. Without such rows the write goes on as the plugin never saw it
+// (no owner needed).
+func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
+	p := b.p
+	stmt := db.Statement
+	if db.DryRun || stmt.Schema != nil && op == opDelete && len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped {
+		return // a soft delete deletes no row: nothing cascades
+	}
+	if stmt.Schema == nil || stmt.TableExpr != nil && !namesOnly(stmt.TableExpr, stmt.Schema.Table) {
+		p.refuseParentByTable(db, op) // Table("…") alone, or over another model
+		return
+	}
+	m := p.reg.ModelOf(stmt.Schema, db.NamingStrategy)
+	if m.Lockable || !p.reg.Cascades(db, m, op == opDelete) || p.bypassed(db, op) {
+		return
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		db.AddError(err)
+		return
+	}
+	probe := &state{m: m, op: op, bulk: -1, t: t, caps: t.caps}
+	rows, _, err := b.writeRows(db, probe, op)
+	var keys []key
+	if err == nil {
+		keys, err = p.cascadedKeys(db, m, op, rows) // no rows: no keys
+	}
+	if err != nil || len(keys) == 0 {
+		db.AddError(err)
+		return
+	}
+	if st := b.start(db, m, op); st != nil {
+		if err := b.requireCascaded(db, st, op, keys); err != nil {
+			st.fail(db, err)
+		}
+	}
+}
+
+// refuseParentByTable refuses a delete, or an update of the key, of a
+// table named alone (Table("…") with no model) whose declared foreign-key
+// actions reach lockable rows: without the parent's model the plugin
+// cannot read which rows the write changes (the database guard stands
+// behind it on PostgreSQL and MariaDB; SQLite has none).
+func (p *Plugin) refuseParentByTable(db *gorm.DB, op opKind) {
+	stmt := db.Statement
+	names := []string{stmt.Table}
+	if stmt.TableExpr != nil { // "schema.table", a quoted name, an alias, a join
+		names = sqlscan.Mentions(stmt.TableExpr.SQL, func(ident string) (string, bool) {
+			return strings.ToLower(ident), len(p.reg.CascadesOf(ident, op == opDelete, op == opUpdate)) > 0
+		})
+	}
+	for _, name := range names {
+		refs := p.reg.CascadesOf(name, op == opDelete, op == opUpdate)
+		if len(refs) == 0 || op == opUpdate && !model.WritesParentKey(stmt, refs) {
+			continue
+		}
+		if !p.bypassed(db, op) {
+			db.AddError(unenforceable(name, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].Table)))
+		}
+		return
+	}
+}
+
+// namesOnly says whether a table expression is table itself, plainly
+// (Table("folders") over the Folder model): the model's own write.
+func namesOnly(expr *clause.Expr, table string) bool {
+	name, _, ok := sqlscan.SimpleTable(expr.SQL)
+	return ok && len(expr.Vars) == 0 && strings.EqualFold(name, table)
+}
+
+// cascadedKeys lists the lock keys of the lockable rows that a write (op)
+// of m's rows changes through foreign-key actions, at any depth,
+// row-locked where the store locks rows so that they stay the rows the
+// write changes.
+func (p *Plugin) cascadedKeys(db *gorm.DB, m *model.Model, op opKind, rows []pkRow) ([]key, error) {
+	ids := make([]any, len(rows))
+	for i, r := range rows {
+		ids[i] = m.KeyArgs([]any{r.k.ID})[0]
+	}
+	var out []key
+	err := p.reg.WalkCascades(model.CascadeStep{Table: m.Table, KeyColumn: m.PK[0].DBName, Delete: op == opDelete, IDs: ids}, p.childRows(db),
+		func(m *model.Model, rows [][]any) error {
+			keys, err := p.keysOfRows(db, m, rows)
+			out = append(out, keys...)
+			return err
+		})
+	return out, joinRefusal(err)
+}
+
+// childRows reads, for the walk, columns of table's rows whose column is
+// one of vals, row-locked where the store locks rows.
+func (p *Plugin) childRows(db *gorm.DB) model.RowReader {
+	return func(table, column string, columns []string, vals []any) ([][]any, error) {
+		q := &gorm.Statement{DB: db, Table: table, Clauses: map[string]clause.Clause{}}
+		sel := make([]clause.Column, len(columns))
+		for i, c := range columns {
+			sel[i] = clause.Column{Name: c}
+		}
+		q.AddClause(clause.Select{Columns: sel})
+		q.AddClause(clause.From{Tables: []clause.Table{{Name: table}}})
+		q.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: clause.Column{Name: column}, Values: vals}}})
+		build := []string{"SELECT", "FROM", "WHERE"}
+		if p.lockRows(db) {
+			q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate})
+			build = append(build, "FOR")
+		}
+		q.Build(build...)
+		return rowsOf(db, q.SQL.String(), q.Vars, len(columns))
+	}
+}
+
+// Relationships are part of the record: appending, replacing or clearing a
+// many2many association of a lockable record writes rows of the join table,
+// and that changes the record. A write to a join table therefore needs the
+// Write lock of the record on each lockable side of every row it touches.
+
+// joinRefusal is err, where it is a join table without a lockable side's
+// whole key, as the refusal the application sees.
+func joinRefusal(err error) error {
+	var pj *model.PartialJoin
+	if errors.As(err, &pj) {
+		return unenforceable(pj.Side.Table, "join table "+pj.Join+" does not hold the whole key of lockable table")
+	}
+	return err
+}
+
+// beforeJoinWrite checks a write to a join table against the Write locks
+// of the records its rows relate, before the write's hooks run.
+func (b *binding) beforeJoinWrite(db *gorm.DB, op opKind) {
+	p := b.p
+	owners, err := p.reg.JoinOwners(db.Statement.Table)
+	if (len(owners) == 0 && err == nil) || p.bypassed(db, op) {
+		return
+	}
+	if err != nil {
+		db.AddError(joinRefusal(err))
+		return
+	}
+	st := b.start(db, owners[0].Model, op)
+	if st == nil {
+		return
+	}
+	if err := st.begin(db, true); err != nil {
+		st.fail(db, err)
+		return
+	}
+	var keys []key
+	for _, o := range owners {
+		rows, err := p.joinRows(db, o, op)
+		if err == nil && len(rows) > 0 {
+			var ks []key
+			ks, err = p.keysOfRows(db, o.Model, rows)
+			keys = append(keys, ks...)
+		}
+		if err != nil {
+			st.fail(db, err)
+			return
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	mine, err := b.requireWriteLocks(db, st, op, keys)
+	if err != nil {
+		st.fail(db, err)
+		return
+	}
+	st.required = mine
+}
+
+// joinRows reads the keys of o's records that the write's rows relate:
+// from the rows a Create inserts, or the rows an Update or Delete matches.
+func (p *Plugin) joinRows(db *gorm.DB, o model.JoinOwner, op opKind) ([][]any, error) {
+	if op == opCreate {
+		fields := make([]*schema.Field, len(o.Columns))
+		for i, c := range o.Columns {
+			fields[i] = model.SpecField(c, o.Model.Kinds[i])
+		}
+		rows, complete, known := model.ValueRows(db, db.Statement.ReflectValue, fields)
+		if !complete || !known {
+			return nil, unenforceable(o.Model.Table, "a join-table row without the whole key relates a record of")
+		}
+		return rows, nil
+	}
+	where, ok := db.Statement.Clauses["WHERE"].Expression.(clause.Where)
+	if !ok || len(where.Exprs) == 0 {
+		return nil, fmt.Errorf("%w: a global %s of join table %s is refused; add a WHERE", ErrInvalid, op, db.Statement.Table)
+	}
+	cols := make([]clause.Column, len(o.Columns))
+	for i, c := range o.Columns {
+		cols[i] = clause.Column{Table: clause.CurrentTable, Name: c}
+	}
+	q := p.keySelect(db, cols, true)
+	return rowsOf(db, q.SQL.String(), q.Vars, len(cols))
+}
+
+// keysOfRows maps the key values of m's rows to the lock keys that cover
+// them: their own, or, for a member, its root's.
+func (p *Plugin) keysOfRows(db *gorm.DB, m *model.Model, rows [][]any) ([]key, error) {
+	out := make([]key, 0, len(rows))
+	if m.Root != nil {
+		links, err := p.linksOfRows(db, m, rows)
+		if err != nil {
+			return nil, err
+		}
+		ts, err := p.rootsOf(db, m, links)
+		for _, t := range ts {
+			out = append(out, t.k)
+		}
+		return out, err
+	}
+	for _, r := range rows {
+		k, err := keyOf(m, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
 }

@@ -2,7 +2,10 @@ package offlinelock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -113,4 +116,271 @@ func ctxOf(db *gorm.DB) context.Context {
 		return ctx
 	}
 	return context.Background()
+}
+
+// GORM's habit for per-statement options is a scope. These are the
+// context forms (WithOwner, WithTTL, Bypass) as scopes, for one statement:
+//
+//	db.Scopes(offlinelock.As(owner)).First(&c, 129)
+//	db.Scopes(offlinelock.As(owner), offlinelock.For(time.Hour)).Find(&orders)
+//	db.Scopes(offlinelock.Bypassed("nightly import")).Save(&rows)
+//
+// GORM runs scopes when a statement runs, so they reach the plugin's
+// callbacks (loads and writes), not its methods (Acquire, Release, Renew,
+// …), which read db's context when they are called: give those the owner
+// with db.WithContext(offlinelock.WithOwner(ctx, owner)).
+
+// As is a scope that runs the statement for o, as WithOwner does.
+func As(o Owner) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		db.Statement.Context = WithOwner(statementContext(db), o)
+		return db
+	}
+}
+
+// For is a scope that asks for locks of the given lifetime for the
+// statement's loads, as WithTTL does.
+func For(ttl time.Duration) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		db.Statement.Context = WithTTL(statementContext(db), ttl)
+		return db
+	}
+}
+
+// Bypassed is a scope that runs the statement under Bypass(ctx, reason):
+// the plugin's checks are skipped and the statement logged with reason;
+// the database guard still refuses writes of records another session
+// holds.
+func Bypassed(reason string) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		db.Statement.Context = Bypass(statementContext(db), reason)
+		return db
+	}
+}
+
+func statementContext(db *gorm.DB) context.Context {
+	if db.Statement.Context == nil {
+		return context.Background()
+	}
+	return db.Statement.Context
+}
+
+// ErrLockLost is the cause with which Do cancels its edit's context when
+// the lock it holds for the edit is lost meanwhile (expired and taken
+// over, or force-released); errors.Is(err, ErrNotLocked) is true of it.
+var ErrLockLost = fmt.Errorf("%w: the lock was lost while the edit ran", ErrNotLocked)
+
+// Do runs edit while the owner in db's context holds target's Write lock:
+// the pattern of a background job, in the spirit of pglock's Do. It
+//
+//   - takes the lock with Acquire: a record another session holds is
+//     refused at once with a *LockedError (skip it; try again later);
+//   - runs edit in a transaction on db, whose context is cancelled, with
+//     cause ErrLockLost, if the lock is lost while edit runs;
+//   - renews the lock every third of its lifetime until edit returns, on
+//     a connection of its own (with Renew, which extends every live lock of
+//     the session: give each job run a session of its own). Edit's transaction holds the key row from
+//     its first write of the record (PostgreSQL, MySQL) and SQLite's one
+//     write lock from its start, and a renewal waits for it: so nobody can
+//     take the lock over while edit runs, and the lock must outlive what
+//     edit does after its first write (on SQLite, all of edit);
+//   - releases the lock it took in edit's transaction when edit succeeds,
+//     so that the save and the release commit together, or on its own
+//     when edit fails or panics (the panic goes on). A lock the session
+//     held before Do is used, and kept.
+//
+// It returns edit's error, or ErrLockLost when the lock was lost (edit's
+// statements then fail with the cancelled context).
+func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err error) {
+	if edit == nil {
+		return invalid("Do needs an edit")
+	}
+	l, err := p.Acquire(db, target, Write)
+	if err != nil {
+		return err
+	}
+	took := l.Token != "" // a new lock: a lock held before comes back without its token
+	base := ctxOf(db)
+	cleanup := db.WithContext(context.WithoutCancel(base)) // releases even when the caller's context ended
+	ctx, cancel := context.WithCancelCause(base)
+	defer cancel(nil)
+	committed := false
+	defer func() {
+		if !committed && took {
+			if rerr := p.Release(cleanup, target); rerr != nil && !errors.Is(rerr, ErrNotLocked) {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
+	err = p.Transaction(db.WithContext(ctx), func(tx *gorm.DB) error {
+		// A renewal waiting for the edit's row lock is cancelled with stop:
+		// never a wait for the commit that waits for it. Deferred, so that a
+		// panicking edit stops it too.
+		renewCtx, stop := context.WithCancel(base)
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			p.keepLock(renewCtx, db.WithContext(renewCtx), target, l, cancel)
+		}()
+		defer func() {
+			stop()
+			<-renewed
+		}()
+		if err := edit(tx); err != nil {
+			return err
+		}
+		if !took {
+			return nil
+		}
+		return p.Release(tx, target)
+	})
+	if err != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrLockLost) {
+			err = cause
+		}
+		return err
+	}
+	// (A committed edit released a lock it still held: its fence and its
+	// Release say so. A loss noticed after that commit is none.)
+	committed = true
+	return nil
+}
+
+// keepLock renews l through db every third of its lifetime until ctx
+// ends, and cancels the edit with ErrLockLost when the session no longer
+// holds it with the same generation (a lock lost and taken again since is
+// lost: the record may have changed in between).
+func (p *Plugin) keepLock(ctx context.Context, db *gorm.DB, target any, l *Lock, cancel context.CancelCauseFunc) {
+	every := l.ExpiresAt.Sub(l.AcquiredAt) / 3
+	if every <= 0 {
+		every = time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := p.Renew(db, l.Owner.Session); err != nil {
+			continue // busy or no answer: the next tick tries again
+		}
+		holders, err := p.Holders(db, target)
+		if err != nil {
+			continue
+		}
+		held := false
+		for _, h := range holders {
+			held = held || h.Owner.Session == l.Owner.Session && h.Access == Write && h.Generation == l.Generation
+		}
+		if !held && ctx.Err() == nil {
+			cancel(ErrLockLost)
+			return
+		}
+	}
+}
+
+// maxHints bounds the hint table: it never holds more than maxHints
+// locks, nor more sessions than locks (a session whose last hint goes is
+// removed), so a process that serves a million short sessions keeps at most
+// this many entries. Past it, the table starts over empty: hints are only
+// guesses, and a missing one costs one statement on the general path.
+const maxHints = 100_000
+
+// hints remembers which locks this process granted to which session, so a
+// load can guess whether its session already holds a fresh lock and take
+// the read-only path. It is only ever a guess: the read-only path checks
+// the lock table in the same statement and falls back when the guess is
+// wrong (a lock released on another node, force-released, expired).
+type hints struct {
+	mu sync.Mutex
+	m  map[string]map[key]time.Time // session -> key -> expiry
+	n  int
+}
+
+func (h *hints) put(session string, k key, exp time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || h.n >= maxHints {
+		h.m, h.n = map[string]map[key]time.Time{}, 0
+	}
+	s := h.m[session]
+	if s == nil {
+		s = map[key]time.Time{}
+		h.m[session] = s
+	}
+	if _, ok := s[k]; !ok {
+		h.n++
+	}
+	s[k] = exp
+}
+
+// putAll is put for every lock of a grant, under one lock of the table.
+func (h *hints) putAll(session string, got map[key]granted) {
+	if len(got) > maxHints/2 {
+		for k, l := range got {
+			h.put(session, k, l.ExpiresAt)
+		}
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil || h.n+len(got) > maxHints {
+		h.m, h.n = map[string]map[key]time.Time{}, 0
+	}
+	s := h.m[session]
+	if s == nil {
+		s = make(map[key]time.Time, len(got))
+		h.m[session] = s
+	}
+	for k, l := range got {
+		if _, ok := s[k]; !ok {
+			h.n++
+		}
+		s[k] = l.ExpiresAt
+	}
+}
+
+// fresh guesses whether session holds k for at least margin more.
+func (h *hints) fresh(session string, k key, margin time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	exp, ok := h.m[session][k]
+	return ok && time.Until(exp) > margin
+}
+
+func (h *hints) drop(session string, k key) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.m[session]; s != nil {
+		if _, ok := s[k]; ok {
+			delete(s, k)
+			h.n--
+		}
+		if len(s) == 0 {
+			delete(h.m, session) // a session with no hints takes no memory
+		}
+	}
+}
+
+func (h *hints) dropSession(session string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n -= len(h.m[session])
+	delete(h.m, session)
+}
+
+func (h *hints) dropKey(k key) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for session, s := range h.m {
+		if _, ok := s[k]; ok {
+			delete(s, k)
+			h.n--
+		}
+		if len(s) == 0 {
+			delete(h.m, session)
+		}
+	}
 }

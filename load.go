@@ -75,7 +75,7 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 }
 
 // enterRead starts a read's state, on the primary when a read router chose
-// a replica (primary.go): for the statement's model, or for a lockable
+// a replica (topology.go): for the statement's model, or for a lockable
 // model it joins; and refuses what the read cannot lock (a volatile LIMIT,
 // a member's joins, a table the guard does not cover). It is nil for a
 // read of nothing lockable, whose SQL it checked, or when the statement
@@ -110,7 +110,7 @@ func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
 	}
 	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
 		if err := b.guard.Check(db, st.m.LockResource()); err != nil {
-			st.fail(db, err) // no guard, no grant (coverage.go)
+			st.fail(db, err) // no guard, no grant (internal/guard)
 			return nil, false
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"time"
 
 	"github.com/offlinelock/offlinelock/internal/lockstore"
@@ -111,7 +112,7 @@ func (p *Plugin) rememberTarget(db *gorm.DB, m *model.Model, k key) error {
 // sortKeys. Each lock says whether it is fresh (not held by the session
 // before). The grant runs on c, a connection on db.
 func (p *Plugin) acquireMany(db *gorm.DB, c conn, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
-	for i, k := range keys { // no guard, no grant (coverage.go)
+	for i, k := range keys { // no guard, no grant (internal/guard)
 		if i > 0 && k.Resource == keys[i-1].Resource {
 			continue
 		}
@@ -544,4 +545,331 @@ func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
 		return nil, fmt.Errorf("%w: not a lock token", ErrNotLocked)
 	}
 	return t.byToken(direct(db), token)
+}
+
+// The lock table lives in internal/lockstore: every database's SQL, tokens
+// and their hashes, the statement runner. This file is the plugin's side of
+// it: the store with its capabilities resolved once, the connections the
+// plugin hands it, and the one place its refusals become the public errors.
+
+// The store's types, under the names the plugin's code uses.
+type (
+	key         = lockstore.Key
+	conn        = lockstore.Conn
+	granted     = lockstore.Granted
+	sweepCursor = lockstore.SweepCursor
+)
+
+const (
+	kindText  = lockstore.KindText
+	kindInt   = lockstore.KindInt
+	kindUUID  = lockstore.KindUUID
+	kindBytes = lockstore.KindBytes
+	kindFold  = lockstore.KindFold
+	kindChar  = lockstore.KindChar
+
+	batchSize = lockstore.BatchSize
+)
+
+// lockStore is a store and what its database can do, resolved once in New.
+type lockStore = *table
+
+type table struct {
+	lockstore.Store
+	caps lockstore.Traits
+	obs  lockstore.Observer // what the store tells p's telemetry, handed to it
+}
+
+// direct is a connection for the plugin's statements on db: its
+// transaction when it is in one, its statement's context.
+func direct(db *gorm.DB) conn {
+	return lockstore.NewConn(db, connCtx(db)).Observed(observerOf(db))
+}
+
+// observerOf is the Observer of db's store, for the plugin's own
+// statements on db (savepoints, reads of the application's rows); nil
+// where the plugin is not registered on db.
+func observerOf(db *gorm.DB) lockstore.Observer {
+	if db == nil || db.Config == nil {
+		return nil
+	}
+	p, ok := db.Config.Plugins["offlinelock"].(*Plugin)
+	if !ok {
+		return nil
+	}
+	t, err := p.storeFor(db)
+	if err != nil {
+		return nil
+	}
+	return t.obs
+}
+
+// direct is a connection for the plugin's statements on db, as the free
+// function direct(db) is, observed by t's observer without looking the
+// plugin up again: for a statement of t's binding, whose plugin is the
+// one registered on db.
+func (t *table) direct(db *gorm.DB) conn {
+	return lockstore.NewConn(db, connCtx(db)).Observed(t.obs)
+}
+
+// cleanup is the connection for undoing a statement's locks: it runs even
+// when the statement's context was cancelled, which may be why it failed.
+func cleanup(db *gorm.DB) conn {
+	return direct(db).WithoutCancel()
+}
+
+// public is err as the plugin's callers see it: the store's refusal
+// (*lockstore.Conflict) becomes the *LockedError naming the holders. The
+// store's sentinel errors are the root's own values (errors.go).
+func public(err error) error {
+	if err == nil {
+		return nil // before c, whose address escapes: no allocation per grant
+	}
+	var c *lockstore.Conflict
+	if !errors.As(err, &c) {
+		return err
+	}
+	holders := make([]Lock, len(c.Holders))
+	for i, h := range c.Holders {
+		holders[i] = publicLock(h)
+	}
+	return &LockedError{Resource: c.Resource, ID: c.ID, Wanted: Access(c.Wanted), Holders: holders}
+}
+
+// publicLock is the store's lock as the plugin's API has it.
+func publicLock(l lockstore.Lock) Lock {
+	return Lock{Resource: l.Resource, ID: l.ID, Access: Access(l.Access), Owner: Owner(l.Owner), Token: l.Token,
+		Generation: l.Generation, AcquiredAt: l.AcquiredAt, ExpiresAt: l.ExpiresAt, Reason: l.Reason}
+}
+
+// publicLocks is publicLock of each.
+func publicLocks(ls []lockstore.Lock) []Lock {
+	if ls == nil {
+		return nil
+	}
+	out := make([]Lock, len(ls))
+	for i, l := range ls {
+		out[i] = publicLock(l)
+	}
+	return out
+}
+
+// grant is the store's Grant with the plugin's types.
+func (t *table) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
+	got, err := t.Grant(c, keys, lockstore.Owner(o), lockstore.Access(access), ttl)
+	return got, public(err)
+}
+
+// check is the store's Check with the plugin's types.
+func (t *table) check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {
+	mine, free, err = t.Check(c, keys, lockstore.Owner(o), fence)
+	return mine, free, public(err)
+}
+
+// list is the store's List with the plugin's types.
+func (t *table) list(c conn, f Filter) ([]Lock, error) {
+	ls, err := t.List(c, lockstore.Filter(f))
+	return publicLocks(ls), err
+}
+
+// byToken is the store's ByToken with the plugin's types.
+func (t *table) byToken(c conn, token string) (*Lock, error) {
+	l, err := t.ByToken(c, token)
+	if l == nil {
+		return nil, err
+	}
+	pl := publicLock(*l)
+	return &pl, err
+}
+
+// Mode is a model's locking policy, set with the lock struct tag on its
+// primary key. It decides what the plugin's callbacks do on loads and writes.
+type Mode string
+
+const (
+	// ExclusiveWrite: loads are free; a write needs a Write lock taken with
+	// Acquire when the edit starts. The most common choice.
+	ExclusiveWrite Mode = "exclusive_write"
+	// ExclusiveRead: every load takes the exclusive lock for the session, so
+	// only one session may even read the record; writes need it too.
+	ExclusiveRead Mode = "exclusive_read"
+	// ReadWrite: every load takes a shared Read lock; a write needs a Write
+	// lock, which is granted only when no other session reads.
+	ReadWrite Mode = "read_write"
+)
+
+// Access is what one lock grants.
+type Access string
+
+const (
+	// Read is shared: many sessions may hold it together, but not while
+	// another session holds Write.
+	Read Access = "read"
+	// Write is exclusive: no other session holds anything on the record.
+	// A session that is the only reader may upgrade its Read to Write.
+	Write Access = "write"
+)
+
+func (a Access) valid() bool { return a == Read || a == Write }
+
+// Lock is one granted lock, as stored in the lock table.
+type Lock struct {
+	// Resource and ID name the locked row: its table and its primary key as
+	// text (composite keys are joined with ',' and escaped).
+	Resource, ID string
+	Access       Access
+	Owner        Owner
+	// Token is a secret capability of 128 bits from crypto/rand, for
+	// clients that cannot carry a session (HTTP Lock-Token). It is filled
+	// only in what Acquire returns when it grants a new lock, once: the
+	// lock table keeps only its SHA-256 hash, so re-acquiring a lock the
+	// session holds (or upgrading its Read lock) returns Token "" and the
+	// holder keeps the token it was given first. Never in Holders, List,
+	// LockByToken or errors.
+	Token string
+	// Generation grows at every grant of the key and is never reused, so it
+	// serves as a fencing token: a later holder always has a larger one.
+	// Re-acquiring a lock you hold keeps its generation. On PostgreSQL it
+	// carries the WAL timeline above 2^40, or where the role cannot read
+	// the timeline an epoch that follows the server's clock, so a standby
+	// promoted after a failover issues larger ones than the old primary
+	// did (docs/scaling.md).
+	Generation int64
+	// AcquiredAt and ExpiresAt come from the database's clock.
+	AcquiredAt, ExpiresAt time.Time
+	// Reason is why the lock was taken, as its holder said (WithReason;
+	// httplock's lock request): at most MaxReason bytes of printable text,
+	// shown to whoever may see the lock (Holders, List, the console, the
+	// command), never put in metrics or traces. A lock taken again keeps
+	// it unless a new one is given; a lock taken over loses it.
+	Reason string
+}
+
+// MaxReason is the longest Reason, in bytes.
+const MaxReason = 255
+
+// The parsed model (tags, keys, aggregates, links) is internal/model's;
+// this file is the plugin's side of it: the key a lock call's target is
+// locked by, and the model a value parses as.
+
+// TagName is the struct tag the plugin reads. On a model's primary key it
+// sets the model's Mode and options: `lock:"exclusive_read,ttl=2h"`. On a
+// foreign key it makes the model a member of an aggregate whose lock is its
+// root's: `lock:"root"` or `lock:"root=orders"`.
+const TagName = "lock"
+
+// targetKey finds the key target is locked by: its own table and primary
+// key, or, for a member of an aggregate, its root's.
+func (p *Plugin) targetKey(db *gorm.DB, target any) (key, error) {
+	k, _, err := p.targetKeyModel(db, target)
+	return k, err
+}
+
+// targetKeyModel is targetKey, and the model target parsed as (nil when
+// it did not parse).
+func (p *Plugin) targetKeyModel(db *gorm.DB, target any) (key, *model.Model, error) {
+	if err := checkTarget(target); err != nil {
+		return key{}, nil, err
+	}
+	m, stmt, err := p.modelFor(db, target)
+	k, err := p.modelKey(db, target, m, stmt, err)
+	if err == nil && m != nil && !m.Lockable && m.Slip != "" && p.reg.TableModel(k.Resource) == nil {
+		// An explicit lock on a model without lock tags is a lock like any
+		// other (Fowler's explicit lock manager); one whose tags show a
+		// slipped lock tag was meant to be lockable, and is not.
+		return key{}, m, model.NotLockable(m)
+	}
+	return k, m, err
+}
+
+// modelKey is targetKey of a target modelFor parsed into m and stmt (with
+// its error err): its own key, or its root's.
+func (p *Plugin) modelKey(db *gorm.DB, target any, m *model.Model, stmt *gorm.Statement, err error) (key, error) {
+	if m == nil || m.Root == nil || err != nil {
+		if err != nil && m != nil {
+			return key{}, err
+		}
+		var k key
+		if stmt != nil {
+			k, err = parsedKey(db, stmt, target) // parsed once, above
+		} else {
+			k, err = targetRowKey(db, target)
+		}
+		if tm := p.reg.TableModel(k.Resource); tm != nil {
+			k.Resource = tm.Table // a DTO of a lockable table names its lock
+		}
+		return k, err
+	}
+	root, err := p.memberRootOf(db, m, reflect.ValueOf(target).Elem())
+	return root.k, err
+}
+
+func checkTarget(target any) error {
+	if target == nil {
+		return invalid("target is nil")
+	}
+	rv := reflect.ValueOf(target)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return invalid("target must be a non-nil pointer to a model, got %T", target)
+	}
+	if rv.Elem().Kind() != reflect.Struct {
+		return invalid("target must point to a struct, got %T", target)
+	}
+	return nil
+}
+
+// targetRowKey is the key of target's own row: its table and primary key
+// (targetKey resolves a member to its root's). target must be a non-nil
+// pointer to a model whose primary key is set.
+func targetRowKey(db *gorm.DB, target any) (key, error) {
+	if err := checkTarget(target); err != nil {
+		return key{}, err
+	}
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(target); err != nil {
+		return key{}, invalid("cannot parse model %T: %v", target, err)
+	}
+	return parsedKey(db, stmt, target)
+}
+
+// parsedKey is targetRowKey of a target stmt has parsed already.
+func parsedKey(db *gorm.DB, stmt *gorm.Statement, target any) (key, error) {
+	rv := reflect.ValueOf(target)
+	fields := stmt.Schema.PrimaryFields
+	if len(fields) == 0 {
+		return key{}, invalid("model %s has no primary key", stmt.Schema.Name)
+	}
+	parts := make([]string, len(fields))
+	for i, f := range fields {
+		v, zero := f.ValueOf(db.Statement.Context, rv.Elem())
+		if zero {
+			return key{}, invalid("model %s has no value in primary key field %s", stmt.Schema.Name, f.Name)
+		}
+		id, err := model.Canonical(model.KindOf(f), v)
+		if err != nil {
+			return key{}, fmt.Errorf("model %s field %s: %w", stmt.Schema.Name, f.Name, err)
+		}
+		parts[i] = id
+	}
+	k := key{Resource: stmt.Table, ID: model.EncodeKey(parts)}
+	return k, model.ValidateKey(k)
+}
+
+// pkRow is a row's key with the primary key values it came from.
+type pkRow struct {
+	k    key
+	vals []any
+}
+
+// modelFor parses the schema of value (a model or a pointer to one).
+func (p *Plugin) modelFor(db *gorm.DB, value any) (*model.Model, *gorm.Statement, error) {
+	stmt := &gorm.Statement{DB: db}
+	if err := stmt.Parse(value); err != nil {
+		return nil, nil, err
+	}
+	m := p.reg.ModelOf(stmt.Schema, db.NamingStrategy)
+	if err := p.reg.Resolve(m); err != nil {
+		return m, stmt, err
+	}
+	return m, stmt, nil
 }
