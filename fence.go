@@ -313,13 +313,21 @@ type writer struct{ b *binding }
 // Writer is lockstore.Writer's: the owner in stmt's context; a write the
 // plugin checks again before commit (fence.go) is fenced.
 func (w writer) Writer(stmt *gorm.Statement) (string, bool) {
-	o, _ := OwnerFrom(stmt.Context)
+	var o Owner
+	if stmt.Context != nil { // OwnerFrom, inline: on every write's path
+		o, _ = stmt.Context.Value(ownerKey{}).(Owner)
+	}
 	_, fenced := stmt.Settings.Load(stateKey)
 	return o.Session, fenced
 }
 
 // GuardKey is lockstore.Writer's.
-func (w writer) GuardKey() string { return w.b.guard.Key() }
+func (w writer) GuardKey() string {
+	if k := w.b.guard.MarkKey.Load(); k != nil { // inline: on every write's path
+		return *k
+	}
+	return ""
+}
 
 // Upsert is lockstore.Writer's: the fences foldUpsert chose.
 func (w writer) Upsert(stmt *gorm.Statement) (string, clause.Expression, clause.Expression, *int) {

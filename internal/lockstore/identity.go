@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strconv"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -97,4 +98,26 @@ func (s *mysqlStore) FoldUpsert(cb clause.Builder, col clause.Column, fence clau
 	cb.WriteString(", ")
 	cb.WriteQuoted(col)
 	cb.WriteString(", NULL)")
+}
+
+// isWrite: stmt builds an INSERT, UPDATE or DELETE (not a query on a
+// statement that also holds write clauses).
+func isWrite(stmt *gorm.Statement) bool {
+	if stmt.Context == nil {
+		return false
+	}
+	_, upd := stmt.Clauses["UPDATE"]
+	_, del := stmt.Clauses["DELETE"]
+	_, ins := stmt.Clauses["INSERT"]
+	if !upd && !del && !ins {
+		return false
+	}
+	if len(stmt.BuildClauses) == 0 {
+		return true
+	}
+	switch stmt.BuildClauses[0] {
+	case "INSERT", "UPDATE", "DELETE":
+		return true
+	}
+	return false
 }

@@ -111,28 +111,6 @@ func signWrites(db *gorm.DB, w Writer, signerFor func(name string, prev bool, bu
 	}
 }
 
-// isWrite: stmt builds an INSERT, UPDATE or DELETE (not a query on a
-// statement that also holds write clauses).
-func isWrite(stmt *gorm.Statement) bool {
-	if stmt.Context == nil {
-		return false
-	}
-	_, upd := stmt.Clauses["UPDATE"]
-	_, del := stmt.Clauses["DELETE"]
-	_, ins := stmt.Clauses["INSERT"]
-	if !upd && !del && !ins {
-		return false
-	}
-	if len(stmt.BuildClauses) == 0 {
-		return true
-	}
-	switch stmt.BuildClauses[0] {
-	case "INSERT", "UPDATE", "DELETE":
-		return true
-	}
-	return false
-}
-
 // SignWrites is Signer's: an INSERT returns the identity from its last
 // clause, an UPDATE or DELETE evaluates it in its WHERE. A WHERE another
 // builder writes (prevWhere) is left to it.
