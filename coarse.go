@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/offlinelock/offlinelock/internal/gormstmt"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
@@ -39,7 +40,7 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model.Model, pks []any) ([]any, error) 
 		// a locking read where the database has row locks.
 		q := lockstore.KeysIn(db.Statement.Quote(m.Root.Field.DBName), db.Statement.Quote(m.Table),
 			db.Statement.Quote(m.PK[0].DBName), len(batch), p.rowLocking(db).ShareLock)
-		q, args := gormBind(db, q, batch)
+		q, args := gormstmt.Bind(db, q, batch)
 		rows, err := rowsOf(db, q, args, 1)
 		if err != nil {
 			return nil, err

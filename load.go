@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/schema"
 
+	"github.com/offlinelock/offlinelock/internal/gormstmt"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
@@ -45,7 +46,7 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 		return
 	}
 	// isCount only for a destination that is a number at all
-	if k := db.Statement.ReflectValue.Kind(); k >= reflect.Int && k <= reflect.Float64 && isCount(db.Statement) {
+	if k := db.Statement.ReflectValue.Kind(); k >= reflect.Int && k <= reflect.Float64 && gormstmt.IsCount(db.Statement) {
 		return // a count reveals no row
 	}
 	if db.Statement.TableExpr != nil && b.fromSubquery(db) {
@@ -96,7 +97,7 @@ func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
 	if db.Error != nil {
 		return nil, false
 	}
-	gormOnly = generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
+	gormOnly = gormstmt.Generated(db.Statement) && (len(db.Statement.Joins) == 0 || !p.joinsMember(db))
 	if st == nil {
 		if !gormOnly {
 			if err := p.checkReadsOf(db, p.querySQL(db), nil); err != nil {
@@ -105,7 +106,7 @@ func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
 		}
 		return nil, gormOnly
 	}
-	if refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
+	if gormstmt.VolatileLimit(db) && refuseVolatileLimit(db, st) || st.m.Root != nil && p.refuseMemberJoins(db, st) {
 		return nil, false
 	}
 	if st.caps.Guard != nil { // else no guard governs (SQLite): checkGuarded has nothing to ask
@@ -131,7 +132,7 @@ func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
 func (b *binding) fromSubquery(db *gorm.DB) bool {
 	p := b.p
 	stmt := db.Statement
-	if !limitPerRecord(stmt) {
+	if !gormstmt.LimitPerRecord(stmt) {
 		return false
 	}
 	if m := p.reg.ModelOf(stmt.Schema, db.NamingStrategy); !locksRows(m) {
@@ -145,52 +146,13 @@ func (b *binding) fromSubquery(db *gorm.DB) bool {
 	return true
 }
 
-// modelType is the struct type of a model value: *T, []T, *[]*T, ….
-func modelType(v any) reflect.Type {
-	t := reflect.TypeOf(v)
-	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-		t = t.Elem()
-	}
-	return t
-}
-
-// limitPerRecord says whether stmt is exactly the load LimitPerRecord
-// builds (gorm's generics.go).
-func limitPerRecord(stmt *gorm.Statement) bool {
-	te := stmt.TableExpr
-	if te == nil || te.SQL != "(?) t" || len(te.Vars) != 1 || stmt.Schema == nil || len(stmt.Selects) > 0 || len(stmt.Joins) > 0 || len(stmt.Clauses) != 1 {
-		return false
-	}
-	inner, ok := te.Vars[0].(*gorm.DB)
-	if !ok || inner.Statement.SQL.Len() > 0 || inner.Statement.TableExpr != nil || len(inner.Statement.Joins) > 0 ||
-		modelType(inner.Statement.Model) != stmt.Schema.ModelType || inner.Statement.Table != "" && inner.Statement.Table != stmt.Schema.Table {
-		return false
-	}
-	for _, c := range inner.Statement.Selects {
-		if stmt.Schema.LookUpField(c) == nil {
-			return false // a column of its own, or nothing
-		}
-	}
-	sel, ok := inner.Statement.Clauses["SELECT"].Expression.(clause.CommaExpression)
-	if !ok || len(sel.Exprs) < 2 {
-		return false
-	}
-	rnn, ok := sel.Exprs[len(sel.Exprs)-1].(clause.Expr)
-	if !ok || rnn.SQL != "ROW_NUMBER() OVER (PARTITION BY ? ?) AS ?" {
-		return false
-	}
-	for _, e := range sel.Exprs[:len(sel.Exprs)-1] {
-		if x, ok := e.(clause.Expr); !ok || x.SQL != "*" && x.SQL != "?" {
-			return false
-		}
-	}
-	for name := range inner.Statement.Clauses {
-		if name != "SELECT" && name != "WHERE" && name != "ORDER BY" {
-			return false
-		}
-	}
-	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
-	return ok && len(where.Exprs) == 1
+// refuseVolatileLimit refuses a lockable load or write whose LIMIT takes
+// rows in an order that changes between evaluations (gormstmt.VolatileLimit):
+// the rows the plugin checks or locks need not be the rows the statement
+// returns or changes. It reports true.
+func refuseVolatileLimit(db *gorm.DB, st *state) bool {
+	st.fail(db, unenforceable(st.m.Table, "an ORDER BY of a random or volatile expression with a LIMIT picks rows the lock cannot pin, on lockable table"))
+	return true
 }
 
 // beforeRawQuery is beforeQuery for Raw(…).Find/Scan/First. Rows of the
@@ -268,7 +230,7 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 // everything committed before the lock. (If the read turns up rows it has
 // to lock too and one is refused, endStatement gives the new lock back.)
 func (p *Plugin) loadByQuery(db *gorm.DB, st *state) {
-	if _, known := knownKeys(db.Statement, st.m); !known && st.caps.QueryLoad == 2 && p.findAndLock(db, st) {
+	if _, known := gormstmt.KnownKeys(db.Statement, st.m); !known && st.caps.QueryLoad == 2 && p.findAndLock(db, st) {
 		return
 	}
 	targets, ok := p.aheadTargets(db, st)
@@ -412,7 +374,7 @@ func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 			st.fail(db, err)
 			return nil, false
 		}
-	} else if keys, ok := knownKeys(db.Statement, st.m); ok && len(p.lockableJoins(db)) == 0 {
+	} else if keys, ok := gormstmt.KnownKeys(db.Statement, st.m); ok && len(p.lockableJoins(db)) == 0 {
 		st.known = keys
 		for _, k := range keys {
 			targets = append(targets, target{k, st.m})
@@ -720,7 +682,7 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 		return false
 	}
 	_, inTx := stmt.ConnPool.(gorm.TxCommitter)
-	keys, ahead := knownKeys(stmt, st.m)
+	keys, ahead := gormstmt.KnownKeys(stmt, st.m)
 	ahead = ahead && !inTx && len(keys) == 1
 	inRead := st.caps.Held != nil && st.m.Lockable && st.m.LocksOnLoad() && // locksRows
 		stmt.TableExpr == nil && !stmt.Distinct
@@ -730,7 +692,7 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 		}
 	}
 	if inRead && keys == nil {
-		keys = valueKey(stmt, st.m)
+		keys = gormstmt.ValueKey(stmt, st.m)
 	}
 	if len(keys) != 1 || !inRead && !ahead {
 		return false
@@ -779,17 +741,6 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 	return true
 }
 
-// valueKey is the key gorm:query adds from the destination's own value
-// (First(&Account{ID: 2})), or nil.
-func valueKey(stmt *gorm.Statement, m *model.Model) []key {
-	if v := stmt.ReflectValue; len(m.PK) == 1 && v.Kind() == reflect.Struct && v.Type() == m.Type {
-		if k, _, found := m.RowKey(stmt.Context, v); found {
-			return []key{k}
-		}
-	}
-	return nil
-}
-
 // grantInRead makes the load of k take k's Write lock in its own
 // statement (fastGrant): a data-modifying CTE before the read (the
 // store's Loader), and the read FOR SHARE.
@@ -819,7 +770,7 @@ func (p *Plugin) grantInRead(db *gorm.DB, st *state, k key, ttl time.Duration) {
 func rewriteHeld(db *gorm.DB, st *state, hs lockstore.Held, k key, ttl time.Duration) {
 	stmt := db.Statement
 	st.fast = fastHeld
-	andWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(loadAccess(st.m)), ttl/2))
+	gormstmt.AndWhere(stmt, hs.HeldCondition(k, st.owner.Session, lockstore.Access(loadAccess(st.m)), ttl/2))
 	if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
 		stmt.ConnPool, st.prepared = pool, true
 	}
@@ -834,24 +785,6 @@ func rewriteHeld(db *gorm.DB, st *state, hs lockstore.Held, k key, ttl time.Dura
 // fastSQLRoom is the text a fast path's statement is given room for
 // before GORM builds it: a one-row SELECT by key with the lock check.
 const fastSQLRoom = 512
-
-// andWhere adds cond to stmt's WHERE, as AddClause(clause.Where{…}) does,
-// without the intermediate slices and boxes AddClause's MergeClause makes.
-// The existing conditions' slice is copied, never appended to: a fallback
-// puts the original WHERE back (fastDone).
-func andWhere(stmt *gorm.Statement, cond clause.Expression) {
-	c, had := stmt.Clauses["WHERE"]
-	w, ok := c.Expression.(clause.Where)
-	if had && !ok { // a WHERE of another shape: let GORM merge it
-		stmt.AddClause(clause.Where{Exprs: []clause.Expression{cond}})
-		return
-	}
-	exprs := make([]clause.Expression, len(w.Exprs)+1)
-	copy(exprs, w.Exprs)
-	exprs[len(w.Exprs)] = cond
-	c.Name, c.Expression = "WHERE", clause.Where{Exprs: exprs}
-	stmt.Clauses["WHERE"] = c
-}
 
 // staleInTx reports that a plain read of the lock table in stmt's
 // connection could see an old snapshot (Traits.SnapshotReads, in a transaction).

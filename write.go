@@ -3,16 +3,16 @@ package offlinelock
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/offlinelock/offlinelock/internal/gormstmt"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 	"github.com/offlinelock/offlinelock/internal/telemetry"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-	"gorm.io/gorm/schema"
 )
 
 // beforeWrite checks, inside the write's transaction and before any hook
@@ -39,7 +39,7 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 			b.checkOtherWrite(db, op)
 			return
 		}
-		if _, limited := db.Statement.Clauses["LIMIT"]; limited && refuseVolatileLimit(db, st) {
+		if _, limited := db.Statement.Clauses["LIMIT"]; limited && gormstmt.VolatileLimit(db) && refuseVolatileLimit(db, st) {
 			return
 		}
 		if err := b.checkWriteShape(db, st, op); err != nil {
@@ -57,31 +57,6 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 	}
 }
 
-// retargeted is the table a clause of the statement makes op write
-// instead of the statement's own: clause.Insert{Table}, clause.Update
-// {Table}, or a DELETE's clause.From; "" when none does.
-func retargeted(stmt *gorm.Statement, op opKind) string {
-	var name string
-	switch op {
-	case opCreate:
-		if c, ok := stmt.Clauses["INSERT"].Expression.(clause.Insert); ok {
-			name = c.Table.Name
-		}
-	case opUpdate:
-		if c, ok := stmt.Clauses["UPDATE"].Expression.(clause.Update); ok {
-			name = c.Table.Name
-		}
-	case opDelete:
-		if c, ok := stmt.Clauses["FROM"].Expression.(clause.From); ok && len(c.Tables) > 0 {
-			name = c.Tables[0].Name
-		}
-	}
-	if name == "" || name == clause.CurrentTable || strings.EqualFold(name, stmt.Table) {
-		return ""
-	}
-	return name
-}
-
 // refuseRetarget refuses, before any hook, a write whose clause makes it
 // write a lockable table other than its model's: the plugin reads keys and
 // locks from the model, so it cannot check the rows of the table the
@@ -92,7 +67,15 @@ func (b *binding) refuseRetarget(db *gorm.DB, op opKind) bool {
 	if db.Error != nil || len(db.Statement.Clauses) == 0 {
 		return false
 	}
-	name := retargeted(db.Statement, op)
+	via := "FROM" // a DELETE's
+	if op == opCreate {
+		via = "INSERT"
+	} else if op == opUpdate {
+		via = "UPDATE"
+	} else if op != opDelete {
+		return false
+	}
+	name := gormstmt.Retargeted(db.Statement, via)
 	if name == "" {
 		return false
 	}
@@ -123,6 +106,50 @@ func (b *binding) checkOtherWrite(db *gorm.DB, op opKind) {
 	b.beforeJoinWrite(db, op)
 }
 
+// checkWriteSQL refuses a write whose target is a table expression that
+// names a lockable table without being a plain table (the plugin cannot
+// tell which rows it changes), and a write whose WHERE or SET reads a table
+// locked on load other than its own (a subquery).
+func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model.Model, op opKind) error {
+	stmt := db.Statement
+	if te := stmt.TableExpr; te != nil && own == nil {
+		if named := p.namedModels(gormstmt.ExprSQL(db, te)); len(named) > 0 && !p.fromMigrator() {
+			return unenforceable(named[0].Table, "a "+string(op)+" through a table expression that is not a plain table names lockable table")
+		}
+	}
+	locked := p.reg.LockedOnLoad()
+	if len(locked) == 0 {
+		return nil
+	}
+	// Every clause the write carries (WHERE, SET, FROM, ON CONFLICT,
+	// RETURNING, …) and every SQL value inside what it writes (a subquery,
+	// gorm.Expr, a GormValuer) may read another table.
+	var parts []clause.Expression
+	for _, c := range stmt.Clauses {
+		if c.Expression != nil {
+			parts = append(parts, c.Expression)
+		}
+	}
+	seen := map[uintptr]bool{}
+	for _, v := range []any{stmt.Dest, stmt.Model} {
+		gormstmt.EachSQLExpr(db, reflect.ValueOf(v), func(e clause.Expression) { parts = append(parts, e) }, seen, 0)
+	}
+	for _, e := range parts {
+		text := gormstmt.ExprSQL(db, e)
+		if !gormstmt.ContainsAny(strings.ToLower(text), locked) {
+			continue // names no table locked on load: nothing to tokenise
+		}
+		// A reference to a table here is a subquery or a FROM; a qualified
+		// column (customers.credit) is not.
+		for table := range sqlscan.TableRefs(text, p.lockableName) {
+			if bad := p.readsLocked([]*model.Model{p.reg.TableModel(table)}, nil); bad != nil {
+				return unenforceable(bad.Table, "a "+string(op)+" reads, in a subquery or a FROM, lockable table")
+			}
+		}
+	}
+	return nil
+}
+
 // checkWriteShape refuses the writes of a lockable table whose rows the
 // plugin cannot tell, and makes sure the write runs in a transaction: in
 // the caller's, a savepoint undoes the write when the fence refuses it,
@@ -136,12 +163,12 @@ func (b *binding) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 		return err
 	}
 	switch {
-	case op == opCreate && replaces(db.Statement):
+	case op == opCreate && gormstmt.Replaces(db.Statement):
 		return fmt.Errorf("%w: INSERT OR REPLACE into lockable table %s is refused; use Save", ErrInvalid, st.m.Table)
-	case op == opCreate && upserts(db.Statement) && !conflictOnKey(db.Statement, st.m):
+	case op == opCreate && gormstmt.Upserts(db.Statement) && !gormstmt.ConflictOnKey(db.Statement, st.m):
 		return fmt.Errorf("%w: an upsert of lockable table %s must conflict on its primary key; the plugin cannot see which rows another unique key would overwrite",
 			ErrInvalid, st.m.Table)
-	case op == opCreate && upserts(db.Statement) && st.caps.UpsertsOnAnyUnique && mayCollideBeyondKey(db, st.m):
+	case op == opCreate && gormstmt.Upserts(db.Statement) && st.caps.UpsertsOnAnyUnique && gormstmt.MayCollideBeyondKey(db, st.m):
 		return fmt.Errorf("%w: an upsert (Save of new or unchanged rows, OnConflict) of lockable table %s is refused here: "+
 			"this database's upsert overwrites the row of any unique key, not only the primary key's, and %s has another unique key; "+
 			"use Create for new rows and Updates for existing ones (with clientFoundRows=true in the DSN, "+
@@ -177,7 +204,7 @@ func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	for i, r := range rows {
 		keys[i] = r.k
 	}
-	if byKey && len(keys) == 1 && len(st.required) == 0 && (op != opCreate || upserts(db.Statement)) && !runsHooks(db, op) &&
+	if byKey && len(keys) == 1 && len(st.required) == 0 && (op != opCreate || gormstmt.Upserts(db.Statement)) && !runsHooks(db, op) &&
 		p.hints.fresh(st.owner.Session, keys[0], time.Second) {
 		// One row by its key (Save, Update, Delete of a loaded record)
 		// whose Write lock this node granted to the session, and no hook of
@@ -200,7 +227,7 @@ func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		return err
 	}
 	st.required = append(st.required, mine...)
-	if len(free) == 0 || op == opCreate && !upserts(db.Statement) {
+	if len(free) == 0 || op == opCreate && !gormstmt.Upserts(db.Statement) {
 		return nil // a plain INSERT changes no existing row
 	}
 	if byKey { // rows that do not exist yet need no lock
@@ -224,7 +251,7 @@ func (b *binding) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
 			b.foldFence(db, st, k)
 		}
 		return true
-	case op == opCreate && upserts(db.Statement):
+	case op == opCreate && gormstmt.Upserts(db.Statement):
 		return b.foldUpsert(db, st, k)
 	}
 	return false
@@ -325,7 +352,7 @@ func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, by
 		for i, r := range rows {
 			vals[i] = r.vals
 		}
-		err = withKeyCondition(stmt, m, vals, find)
+		err = gormstmt.WithKeyCondition(stmt, m, vals, find)
 	} else {
 		err = find()
 	}
@@ -337,132 +364,6 @@ func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, by
 		rows = append(rows, pkRow{k: tg.k})
 	}
 	return rows, false, nil
-}
-
-// withKeyCondition runs fn with stmt's WHERE AND-ed with m's primary key
-// in vals, as GORM's update and delete callbacks add it after the
-// caller's terms, and puts the WHERE back.
-func withKeyCondition(stmt *gorm.Statement, m *model.Model, vals [][]any, fn func() error) error {
-	saved, had := stmt.Clauses["WHERE"]
-	var ors []clause.Expression
-	for _, v := range vals {
-		var and []clause.Expression
-		for i, f := range m.PK {
-			and = append(and, clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: f.DBName}, Value: v[i]})
-		}
-		ors = append(ors, clause.And(and...))
-	}
-	keys := ors[0]
-	if len(ors) > 1 {
-		keys = clause.Or(ors...) // (a OR b): one OR of one term would read as "OR a"
-	}
-	where, _ := saved.Expression.(clause.Where)
-	where.Exprs = append(slices.Clone(where.Exprs), keys)
-	stmt.Clauses["WHERE"] = clause.Clause{Name: "WHERE", Expression: where}
-	defer func() {
-		if had {
-			stmt.Clauses["WHERE"] = saved
-		} else {
-			delete(stmt.Clauses, "WHERE")
-		}
-	}()
-	return fn()
-}
-
-// conflictOnKey says whether an upsert's conflict target is the primary
-// key (GORM's Save and association saves use it, or name no columns).
-func conflictOnKey(stmt *gorm.Statement, m *model.Model) bool {
-	c, _ := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
-	if c.OnConstraint != "" {
-		return false // PostgreSQL takes the constraint over the columns
-	}
-	if len(c.Columns) == 0 {
-		// GORM fills in the primary key for UpdateAll only; elsewhere
-		// SQLite would take any unique index.
-		return c.OnConstraint == "" && c.UpdateAll
-	}
-	if len(c.Columns) != len(m.PK) {
-		return false
-	}
-	for i, col := range c.Columns {
-		if col.Name != m.PK[i].DBName && col.Name != m.PK[i].Name {
-			return false
-		}
-	}
-	return true
-}
-
-// mayCollideBeyondKey says whether a row written to m's table may collide
-// with another on a unique key that is not its primary key, by the
-// unique keys the statement's model declares and those the lockable model
-// declares (a DTO over the table may leave them out). With neither known,
-// it may.
-func mayCollideBeyondKey(db *gorm.DB, m *model.Model) bool {
-	known := false
-	if sch := db.Statement.Schema; sch != nil && sch.Table == m.Table {
-		if uniqueBeyondKey(sch) {
-			return true
-		}
-		known = true
-	}
-	if m.Type != nil {
-		stmt := &gorm.Statement{DB: db}
-		if err := stmt.Parse(reflect.New(m.Type).Interface()); err == nil {
-			return uniqueBeyondKey(stmt.Schema)
-		}
-	}
-	return !known
-}
-
-// uniqueBeyondKey says whether a row of sch may collide with another row on
-// a unique key without colliding on its primary key: a unique column or
-// index that does not include every primary-key column. A unique key that
-// includes them collides only with the row of the same key. Without a
-// schema the answer is yes: refusing is the safe side.
-func uniqueBeyondKey(sch *schema.Schema) bool {
-	if sch == nil {
-		return true
-	}
-	covers := func(fields []*schema.Field) bool {
-		for _, pk := range sch.PrimaryFields {
-			if !slices.Contains(fields, pk) {
-				return false
-			}
-		}
-		return len(sch.PrimaryFields) > 0
-	}
-	for _, f := range sch.Fields {
-		if f.Unique && !covers([]*schema.Field{f}) {
-			return true
-		}
-	}
-	for _, idx := range sch.ParseIndexes() {
-		if !strings.EqualFold(idx.Class, "UNIQUE") {
-			continue
-		}
-		fields := make([]*schema.Field, 0, len(idx.Fields))
-		for _, o := range idx.Fields {
-			fields = append(fields, o.Field) // an expression has none: not covered
-		}
-		if !covers(fields) {
-			return true
-		}
-	}
-	return false
-}
-
-// replaces says whether an INSERT carries a REPLACE modifier (SQLite's
-// INSERT OR REPLACE), which deletes whatever row it conflicts with.
-func replaces(stmt *gorm.Statement) bool {
-	ins, ok := stmt.Clauses["INSERT"].Expression.(clause.Insert)
-	return ok && strings.Contains(strings.ToUpper(ins.Modifier), "REPLACE")
-}
-
-// upserts says whether an INSERT overwrites rows that exist (Save, and
-// association saves with FullSaveAssociations).
-func upserts(stmt *gorm.Statement) bool {
-	c, ok := stmt.Clauses["ON CONFLICT"].Expression.(clause.OnConflict)
-	return ok && !c.DoNothing && (c.UpdateAll || len(c.DoUpdates) > 0)
 }
 
 // checkGeneratedKeys refuses a create whose rows got, from the database,
@@ -582,7 +483,7 @@ func (b *binding) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target,
 			return nil, err
 		}
 	}
-	if op != opCreate || upserts(stmt) {
+	if op != opCreate || gormstmt.Upserts(stmt) {
 		// Where they belong now: an upsert may move an existing member.
 		var err error
 		if now, err = b.currentLinks(db, st, op); err != nil {
@@ -628,7 +529,7 @@ func (b *binding) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, er
 			pks[i] = m.KeyArgs(pks[i])
 		}
 		// The keys and the caller's WHERE together (writeRows).
-		err = withKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
+		err = gormstmt.WithKeyCondition(stmt, m, pks, func() (err error) { now, err = p.preselectLinks(db, m, true); return err })
 		st.bulk = int64(len(now))
 	case known && len(pks) > 0 && (complete || op == opCreate):
 		now, err = p.linksOfRows(db, m, pks)
@@ -647,96 +548,17 @@ func (b *binding) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, er
 	return now, err
 }
 
-// nextLinks reads the root links a write sets: from the value a Create or
-// Save writes, from what an Update sets (a struct, a map, Update(col, v)),
-// and from a SET clause (Clauses(clause.Set{…}), the generics Set). A link
-// set by an expression is refused: the plugin cannot tell where it leads.
+// nextLinks reads the root links a write sets (gormstmt.NextLinks). A
+// link set by an expression is refused: the plugin cannot tell where it
+// leads.
 func nextLinks(db *gorm.DB, m *model.Model, op opKind) ([]any, error) {
-	stmt := db.Statement
-	src := stmt.ReflectValue
-	if op != opCreate && !samePointer(stmt.Dest, stmt.Model) {
-		src = reflect.ValueOf(stmt.Dest)
-	}
-	rows, _, _ := model.ValueRows(db, src, []*schema.Field{m.Root.Field})
-	var links []any
-	for _, r := range rows {
-		links = append(links, r[0])
-	}
-	if op != opDelete {
-		// GORM saves an assigned belongs-to root first and copies its key
-		// into the link: seen now, before any hook runs.
-		links = append(links, assignedRoots(stmt, m, src)...)
-	}
-	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); op != opCreate && dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
-		// Every key that names the link, in any spelling: GORM writes
-		// them all, and the last one wins. A NULL or zero link belongs to
-		// no root: the member leaves its old one, which is checked anyway.
-		for _, k := range model.MapKeysNaming(stmt.Schema, dest, m.Root.Field) {
-			v := dest.MapIndex(k)
-			for v.IsValid() && (v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer) {
-				if v.IsNil() {
-					v = reflect.Value{}
-				} else {
-					v = v.Elem()
-				}
-			}
-			if v.IsValid() && !v.IsZero() {
-				links = append(links, v.Interface())
-			}
-		}
-	}
-	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
-		for _, a := range set {
-			if model.NamesField(stmt.Schema, a.Column.Name, m.Root.Field) {
-				links = append(links, a.Value)
-			}
-		}
-	}
+	links := gormstmt.NextLinks(db, m, op == opCreate, op == opDelete)
 	for _, l := range links {
-		if isExpr(l) {
+		if gormstmt.IsSQL(l) {
 			return nil, unenforceable(m.Table, "an expression sets the link to the aggregate root of member table")
 		}
 	}
 	return links, nil
-}
-
-// assignedRoots are the keys of the belongs-to roots assigned in the rows
-// of v (line.Order = &Order{ID: 8}), which GORM saves before the write and
-// copies into each row's link.
-func assignedRoots(stmt *gorm.Statement, m *model.Model, v reflect.Value) []any {
-	rel := m.Root.Rel
-	if rel == nil || m.Type == nil || len(rel.References) != 1 || rel.References[0].PrimaryKey == nil {
-		return nil
-	}
-	pk := rel.References[0].PrimaryKey
-	var out []any
-	model.StructsOf(v, m.Type, func(row reflect.Value) {
-		a := rel.Field.ReflectValueOf(stmt.Context, row)
-		for a.Kind() == reflect.Pointer || a.Kind() == reflect.Interface {
-			if a.IsNil() {
-				return
-			}
-			a = a.Elem()
-		}
-		if a.Kind() != reflect.Struct || a.Type() != pk.Schema.ModelType {
-			return
-		}
-		if k, zero := pk.ValueOf(stmt.Context, a); !zero {
-			out = append(out, k)
-		}
-	})
-	return out
-}
-
-// isExpr says whether v is SQL rather than a value: an expression, a
-// subquery, or a GormValue (GORM writes the SQL it builds, whatever the Go
-// value says).
-func isExpr(v any) bool {
-	switch v.(type) {
-	case clause.Expression, *gorm.DB, gorm.Valuer:
-		return true
-	}
-	return false
 }
 
 // keyOf is the lock key of m's row whose key column values are vals, in
@@ -745,7 +567,7 @@ func keyOf(m *model.Model, vals []any) (key, error) {
 	parts := make([]string, len(vals))
 	for i, v := range vals {
 		switch v.(type) {
-		case clause.Expression, *gorm.DB, gorm.Valuer: // isExpr
+		case clause.Expression, *gorm.DB, gorm.Valuer: // gormstmt.IsSQL
 			// A GormValue key: the database gets the SQL it builds, not v.
 			return key{}, unenforceable(m.Table, "a key value that GORM builds as SQL (an expression, a subquery, a GormValue) names no record the plugin can tell, on lockable table")
 		}
@@ -764,13 +586,6 @@ func keyOf(m *model.Model, vals []any) (key, error) {
 	return k, model.ValidateKey(k)
 }
 
-// samePointer says whether a and b are the same pointer (Save: the value
-// written is the model).
-func samePointer(a, b any) bool {
-	ra, rb := reflect.ValueOf(a), reflect.ValueOf(b)
-	return ra.Kind() == reflect.Pointer && rb.Kind() == reflect.Pointer && ra.Pointer() == rb.Pointer() && ra.Type() == rb.Type()
-}
-
 // checkNewKeys checks an update that changes primary keys: the rows it
 // moves to a new key are, for the lock table, created there, so a key that
 // another session locked ahead is refused as a Create of it would be. A key
@@ -778,7 +593,7 @@ func samePointer(a, b any) bool {
 func (b *binding) checkNewKeys(db *gorm.DB, st *state) error {
 	stmt, m := db.Statement, st.m
 	var vals [][]any
-	if !samePointer(stmt.Dest, stmt.Model) {
+	if !gormstmt.SamePointer(stmt.Dest, stmt.Model) {
 		// What Updates writes: a map, or a struct other than the model
 		// (GORM then writes its key too, when it is set).
 		dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
@@ -806,7 +621,7 @@ func (b *binding) checkNewKeys(db *gorm.DB, st *state) error {
 	var keys []key
 	for _, v := range vals {
 		for _, x := range v {
-			if isExpr(x) {
+			if gormstmt.IsSQL(x) {
 				return unenforceable(m.Table, "an expression sets the primary key of lockable table")
 			}
 		}
@@ -846,7 +661,7 @@ func (p *Plugin) noteKeys(db *gorm.DB, st *state, op opKind) {
 	if db.Error != nil || !p.mayRekey(db, op) {
 		return
 	}
-	st.keysRead, st.rekey = keySignature(db.Statement, st.m), true
+	st.keysRead, st.rekey = gormstmt.KeySignature(db.Statement, st.m), true
 }
 
 // mayRekey: a hook of the model's runs before the write, the model has
@@ -899,7 +714,7 @@ func (b *binding) rekey(op opKind) func(*gorm.DB) {
 		if st == nil || !st.rekey || db.Error != nil || db.DryRun {
 			return
 		}
-		if keySignature(db.Statement, st.m) == st.keysRead {
+		if gormstmt.KeySignature(db.Statement, st.m) == st.keysRead {
 			return
 		}
 		st.rekey = false
@@ -917,58 +732,4 @@ func (b *binding) rekey(op opKind) func(*gorm.DB) {
 			st.fail(db, err)
 		}
 	}
-}
-
-// keySignature spells the values of the model's rows that the check reads
-// keys from: each row's primary key and, for a member, its link.
-func keySignature(stmt *gorm.Statement, m *model.Model) string {
-	fields := append([]*schema.Field(nil), m.PK...)
-	if m.Root != nil {
-		fields = append(fields, m.Root.Field)
-	}
-	var b strings.Builder
-	row := func(v reflect.Value) {
-		for _, f := range fields {
-			if f == nil || f.Schema == nil || v.Type() != f.Schema.ModelType {
-				b.WriteString("?\x00") // not the model's struct: nothing to compare
-				continue
-			}
-			x, zero := f.ValueOf(stmt.Context, v)
-			if rv := reflect.ValueOf(x); rv.Kind() == reflect.Pointer && !rv.IsNil() {
-				x = rv.Elem().Interface()
-			}
-			fmt.Fprintf(&b, "%t %#v\x00", zero, x)
-		}
-		b.WriteByte('\n')
-	}
-	// What the statement writes besides the model: a hook's SetColumn
-	// writes a map Dest, and a hook may add a SET clause.
-	if dest := reflect.Indirect(reflect.ValueOf(stmt.Dest)); dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String {
-		for _, f := range fields {
-			for _, k := range model.MapKeysNaming(stmt.Schema, dest, f) {
-				fmt.Fprintf(&b, "map %s=%#v\x00", k.String(), dest.MapIndex(k).Interface())
-			}
-		}
-	}
-	if set, ok := stmt.Clauses["SET"].Expression.(clause.Set); ok {
-		for _, a := range set {
-			for _, f := range fields {
-				if model.NamesField(stmt.Schema, a.Column.Name, f) {
-					fmt.Fprintf(&b, "set %s=%#v\x00", a.Column.Name, a.Value)
-				}
-			}
-		}
-	}
-	rv := reflect.Indirect(stmt.ReflectValue)
-	switch rv.Kind() {
-	case reflect.Slice, reflect.Array:
-		for i := 0; i < rv.Len(); i++ {
-			if e := reflect.Indirect(rv.Index(i)); e.Kind() == reflect.Struct {
-				row(e)
-			}
-		}
-	case reflect.Struct:
-		row(rv)
-	}
-	return b.String()
 }
