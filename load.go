@@ -146,10 +146,8 @@ func (b *binding) fromSubquery(db *gorm.DB) bool {
 	return true
 }
 
-// refuseVolatileLimit refuses a lockable load or write whose LIMIT takes
-// rows in an order that changes between evaluations (gormstmt.VolatileLimit):
-// the rows the plugin checks or locks need not be the rows the statement
-// returns or changes. It reports true.
+// refuseVolatileLimit refuses a lockable load or write of a volatile
+// LIMIT (gormstmt.VolatileLimit). It reports true.
 func refuseVolatileLimit(db *gorm.DB, st *state) bool {
 	st.fail(db, unenforceable(st.m.Table, "an ORDER BY of a random or volatile expression with a LIMIT picks rows the lock cannot pin, on lockable table"))
 	return true
@@ -186,7 +184,7 @@ func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 	}
 	// Its rows are locked by the keys they carry: a key computed, renamed
 	// or taken from another row would lock one record and show another.
-	if !vetted && !sqlscan.KeysAsStored(sql, m.Table, keyColumns(m)) {
+	if !vetted && !sqlscan.KeysAsStored(sql, m.Table, m.KeyColumns().Columns) {
 		db.AddError(unenforceable(m.Table, "a raw SELECT whose rows may not carry their own primary key (a computed, renamed or aggregated key column, a set operation, or a function or subquery among its columns) reads lockable table"))
 		return
 	}
@@ -635,15 +633,6 @@ func (p *Plugin) rawNamed(db *gorm.DB, sql, via string) []*model.Model {
 	return named
 }
 
-// keyColumns are m's primary key columns.
-func keyColumns(m *model.Model) []string {
-	out := make([]string, len(m.PK))
-	for i, f := range m.PK {
-		out[i] = f.DBName
-	}
-	return out
-}
-
 // fastPath is the short way a load of one record by its key, the
 // commonest load of all (First(&c, 129)), is taking (loadByKey). The
 // in-read paths check the lock in the very statement that reads the row,
@@ -896,7 +885,9 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 		}
 		col, resource = []*schema.Field{m.Root.Field}, chain[0].Table
 	}
-	if len(col) != 1 || !textKeyKind(col[0]) {
+	// Only an integer's or exact text's text in SQL (CAST AS TEXT) is its
+	// canonical spelling.
+	if len(col) != 1 || !slices.Contains([]lockstore.KeyKind{kindInt, kindText}, model.KindOf(col[0])) {
 		return false
 	}
 	ttl, err := p.ttlFor(db, m)
@@ -930,13 +921,6 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 		p.hints.put(st.owner.Session, g.Key, g.Expires)
 	}
 	return true
-}
-
-// textKeyKind says whether a key column's text in SQL (CAST AS TEXT) is
-// its canonical spelling (canonical): integers and exact text.
-func textKeyKind(f *schema.Field) bool {
-	k := model.KindOf(f)
-	return k == kindInt || k == kindText
 }
 
 // unpreparedPool puts back the pool tryFast or prepareWrite replaced with

@@ -20,7 +20,7 @@ import (
 
 // Which rows a statement reads or writes: the key-only SELECT with its
 // FROM, JOINs, WHERE, ORDER and LIMIT, the rows that reached its
-// destination (the keys its WHERE pins are read below: knownKeys).
+// destination (gormstmt.KnownKeys reads the keys its WHERE pins).
 
 // target is one row the plugin must lock: its key, the lock its model asks
 // for, and the model.
@@ -41,34 +41,13 @@ type joinPath struct {
 // lockableJoins are the statement's Joins paths that fill structs of models
 // locked on load, at any depth, whatever the loaded model is.
 func (p *Plugin) lockableJoins(db *gorm.DB) []joinPath {
-	stmt := db.Statement
-	if stmt.Schema == nil || len(stmt.Joins) == 0 {
-		return nil
-	}
 	var out []joinPath
-	seen := map[string]bool{}
-	for _, j := range stmt.Joins {
-		cur, names, fields := stmt.Schema, []string(nil), []*schema.Field(nil)
-		segs := strings.Split(j.Name, ".")
-		for i, seg := range segs {
-			rel, ok := cur.Relationships.Relations[seg]
-			if !ok || rel.FieldSchema == nil {
-				break
-			}
-			names, fields, cur = append(names, seg), append(fields, rel.Field), rel.FieldSchema
-			alias := strings.Join(names, "__")
-			if i == len(segs)-1 && j.Alias != "" {
-				alias = j.Alias // Joins(clause.LeftJoin.Association("Desk").As("d"))
-			}
-			if seen[alias] {
-				continue
-			}
-			seen[alias] = true
-			if m := p.reg.ModelOf(cur, db.NamingStrategy); m.Lockable && m.Root == nil && m.Err == nil && m.LocksOnLoad() {
-				out = append(out, joinPath{alias: alias, fields: slices.Clone(fields), m: m, table: cur.Table})
-			}
+	gormstmt.EachJoin(db.Statement, func(alias string, fields []*schema.Field, s *schema.Schema) bool {
+		if m := p.reg.ModelOf(s, db.NamingStrategy); m.Lockable && m.Root == nil && m.Err == nil && m.LocksOnLoad() {
+			out = append(out, joinPath{alias: alias, fields: slices.Clone(fields), m: m, table: s.Table})
 		}
-	}
+		return true
+	})
 	return out
 }
 
@@ -78,23 +57,12 @@ func (p *Plugin) lockableJoins(db *gorm.DB) []joinPath {
 // caller had written it (checkReadsOf refuses it when the member's root is
 // locked on load).
 func (p *Plugin) joinsMember(db *gorm.DB) bool {
-	stmt := db.Statement
-	if stmt.Schema == nil {
-		return false
-	}
-	for _, j := range stmt.Joins {
-		cur := stmt.Schema
-		for _, seg := range strings.Split(j.Name, ".") {
-			rel, ok := cur.Relationships.Relations[seg]
-			if !ok || rel.FieldSchema == nil {
-				break
-			}
-			if cur = rel.FieldSchema; p.reg.ModelOf(cur, db.NamingStrategy).Root != nil {
-				return true
-			}
-		}
-	}
-	return false
+	member := false
+	gormstmt.EachJoin(db.Statement, func(_ string, _ []*schema.Field, s *schema.Schema) bool {
+		member = p.reg.ModelOf(s, db.NamingStrategy).Root != nil
+		return !member
+	})
+	return member
 }
 
 // locksRows says whether the statement's own rows are locked on load (its
@@ -328,13 +296,9 @@ func (p *Plugin) rowLocking(db *gorm.DB) lockstore.Traits {
 	return t.caps
 }
 
-// Fail closed: a statement that reads or writes rows of a lockable table is
-// enforced exactly or refused. This file holds the refusals: the parts of a
-// statement the plugin does not bound itself (raw SQL, a raw JOIN, a
-// subquery as the table, a subquery in SELECT or WHERE) are tokenised, and
-// a lockable table named there is refused where its mode asks for a lock;
-// the parts it does bound are read only where they are sure to mean what
-// they say (generated, and knownKeys: the keys a WHERE pins).
+// The refusals (docs/fail-closed.md): what the plugin does not bound itself
+// is tokenised, and a lockable table named there is refused where its mode
+// asks for a lock.
 
 // lockableName is the lockable model named ident, for mentions.
 func (p *Plugin) lockableName(ident string) (string, bool) {

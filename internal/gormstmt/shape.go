@@ -245,3 +245,36 @@ func LimitPerRecord(stmt *gorm.Statement) bool {
 	where, ok := stmt.Clauses["WHERE"].Expression.(clause.Where)
 	return ok && len(where.Exprs) == 1
 }
+
+// EachJoin calls fn with every relation the statement's Joins paths pass
+// (nested ones too: Joins("Seat.Desk")), once per alias: the joined
+// table's alias in the query (Seat__Desk), the relation fields from the
+// statement's model down to it, and its schema. fn returns false to stop.
+func EachJoin(stmt *gorm.Statement, fn func(alias string, fields []*schema.Field, s *schema.Schema) bool) {
+	if stmt.Schema == nil || len(stmt.Joins) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for _, j := range stmt.Joins {
+		cur, names, fields := stmt.Schema, []string(nil), []*schema.Field(nil)
+		segs := strings.Split(j.Name, ".")
+		for i, seg := range segs {
+			rel, ok := cur.Relationships.Relations[seg]
+			if !ok || rel.FieldSchema == nil {
+				break
+			}
+			names, fields, cur = append(names, seg), append(fields, rel.Field), rel.FieldSchema
+			alias := strings.Join(names, "__")
+			if i == len(segs)-1 && j.Alias != "" {
+				alias = j.Alias // Joins(clause.LeftJoin.Association("Desk").As("d"))
+			}
+			if seen[alias] {
+				continue
+			}
+			seen[alias] = true
+			if !fn(alias, fields, cur) {
+				return
+			}
+		}
+	}
+}
