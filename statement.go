@@ -366,7 +366,7 @@ func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
 // statement itself is built later, by GORM, as it would be without the
 // plugin; "" when it cannot name a table locked on load.
 func (p *Plugin) querySQL(db *gorm.DB) string {
-	if !p.mayNameLocked(db.Statement) && !p.joinsMember(db) { // a Joins names its association, not its table
+	if !gormstmt.MayName(db.Statement, p.reg.LockedOnLoad()) && !p.joinsMember(db) { // a Joins names its association, not its table
 		return ""
 	}
 	if db.Statement.SQL.Len() > 0 {
@@ -411,13 +411,6 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model.Model) error {
 		return unenforceable(bad.Table, "a Joins of an aggregate member would read it without its root's lock (Preload loads members through their own model, which locks the root), lockable table")
 	}
 	return unenforceable(bad.Table, "the statement reads, beyond the rows the plugin locks (a raw JOIN, a self-join, a subquery, a joined member), lockable table")
-}
-
-// mayNameLocked cheaply says whether a statement could name a table locked
-// on load (gormstmt.MayName): only then is its SQL built and tokenised,
-// which costs more than most statements.
-func (p *Plugin) mayNameLocked(stmt *gorm.Statement) bool {
-	return gormstmt.MayName(stmt, p.reg.LockedOnLoad())
 }
 
 // fromMigrator says whether GORM's migrator sent the statement: its reads

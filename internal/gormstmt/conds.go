@@ -212,8 +212,7 @@ func closedCondition(e clause.Expression) bool {
 	case clause.Like:
 		return closedEq(clause.Eq(x))
 	case clause.IN:
-		col, isCol := x.Column.(clause.Column) // closedColumn
-		return (!isCol || !col.Raw) && closedValues(x.Values)
+		return closedColumn(x.Column) && closedValues(x.Values)
 	default:
 		return false // an expression of another kind may build any SQL
 	}
