@@ -67,13 +67,14 @@ func (b *binding) refuseRetarget(db *gorm.DB, op opKind) bool {
 	if db.Error != nil || len(db.Statement.Clauses) == 0 {
 		return false
 	}
-	via := "FROM" // a DELETE's
-	if op == opCreate {
+	var via string // the clause that names the table op writes
+	switch op {
+	case opCreate:
 		via = "INSERT"
-	} else if op == opUpdate {
+	case opUpdate:
 		via = "UPDATE"
-	} else if op != opDelete {
-		return false
+	case opDelete:
+		via = "FROM"
 	}
 	name := gormstmt.Retargeted(db.Statement, via)
 	if name == "" {

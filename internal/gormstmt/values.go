@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// NextLinks reads the root links a write (create, del: which) sets:
-// from the value a Create or Save writes, from what an Update sets (a
+// NextLinks reads the root links a create, an update or (del) a delete
+// sets: from the value a Create or Save writes, from what an Update sets (a
 // struct, a map, Update(col, v)), and from a SET clause (Clauses(clause.Set
 // {…}), the generics Set). A link set as SQL is among them (IsSQL).
 func NextLinks(db *gorm.DB, m *model.Model, create, del bool) []any {
