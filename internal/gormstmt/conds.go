@@ -212,7 +212,8 @@ func closedCondition(e clause.Expression) bool {
 	case clause.Like:
 		return closedEq(clause.Eq(x))
 	case clause.IN:
-		return closedColumn(x.Column) && closedValues(x.Values)
+		col, isCol := x.Column.(clause.Column) // closedColumn, inline: a load by key passes here
+		return (!isCol || !col.Raw) && closedValues(x.Values)
 	default:
 		return false // an expression of another kind may build any SQL
 	}
