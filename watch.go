@@ -133,18 +133,16 @@ func (p *Plugin) newHub(b *binding) *watch.Hub {
 // Watch tells the changes of target's lock on the returned channel until
 // ctx ends, then closes it. Changes are read from the database, so a
 // change made through any node reaches every node's watches within
-// Config.WatchEvery. One watcher per database reads all the records
-// watched on it once per interval, in one statement per 100 records,
-// however many watch each. A watch that does not keep
-// up loses events rather than slow the others: read the channel promptly.
-// It needs no owner; authorise callers as for Holders.
+// Config.WatchEvery; one watcher per database reads all the records watched
+// there. A watch that does not keep up loses events rather than slow the
+// others: read the channel promptly. It needs no owner; authorise callers
+// as for Holders.
 func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Event, error) {
-	db = onPrimary(db.WithContext(ctx))
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return nil, err
+	db, b, err := p.on(db.WithContext(ctx))
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
 	if err != nil {
 		return nil, err
 	}
@@ -153,21 +151,18 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 
 // View announces that user has target open until ctx ends: every Watch of
 // the record, on any node, tells EventViewers with the users who have it
-// open (each user once, with the earliest of their views). The view is a
-// row of the viewers table (made on first use, like the notes table),
-// refreshed by its node every few seconds and deleted when ctx ends; a
-// view whose node stopped is gone within ViewerGone. It needs no owner
-// and takes no lock: authorise callers as for Watch.
+// open (each user once, with the earliest of their views). A view whose
+// node stopped is gone within ViewerGone. It needs no owner and takes no
+// lock: authorise callers as for Watch.
 func (p *Plugin) View(ctx context.Context, db *gorm.DB, target any, user string) error {
-	db = onPrimary(db.WithContext(ctx))
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return err
+	db, b, err := p.on(db.WithContext(ctx))
+	if err == nil {
+		err = model.CheckText("user", user, model.MaxTextLen, false)
 	}
-	if err := model.CheckText("user", user, model.MaxTextLen, false); err != nil {
-		return err
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
 	if err != nil {
 		return err
 	}
@@ -185,14 +180,14 @@ func (p *Plugin) View(ctx context.Context, db *gorm.DB, target any, user string)
 func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 	db = onPrimary(db)
 	o, err := ownerOf(db)
-	if err != nil {
-		return err
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
-	if err != nil {
-		return err
+	var b *binding
+	if err == nil {
+		b, err = p.bindingOf(db)
 	}
-	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
@@ -201,19 +196,16 @@ func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 
 // TakeOver ends every other lock on target and gives the owner in db's
 // context a new Write lock on it, with a new token and a larger generation,
-// in one transaction: nobody can take the record in between. The old
-// holders are fenced at once (their tokens and sessions hold nothing, so
-// their writes are refused), the take-over is logged, counted
-// (offlinelock_lock_releases_total with kind "takeover") and noted in the
-// database, so that every Watch of the record, on any node, tells
-// EventTakenOver with reason.
+// in one transaction. The old holders are fenced at once; the take-over is
+// logged, counted and noted, so that every Watch of the record, on any
+// node, tells EventTakenOver with reason.
 //
 // Taking over a lock of the same user (another tab, a reload) needs no
 // permission; taking over another user's asks Config.Authorize("take_over",
 // lock) for each of them, and is ErrForbidden unless all are allowed. A
 // record nobody holds is simply locked; a lock the session holds already is
-// renewed, as Acquire does. reason is at most MaxReason bytes of printable
-// text; it becomes the new lock's Reason.
+// renewed, as Acquire does. reason (at most MaxReason bytes of printable
+// text) becomes the new lock's Reason.
 func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error) {
 	return p.TakeOverIf(db, target, reason, nil)
 }
@@ -226,23 +218,19 @@ func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error)
 // it is. Config.Authorize is asked as well, as TakeOver says. A nil allow
 // allows all.
 func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(holder Lock) error) (*Lock, error) {
-	db = onPrimary(db)
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return nil, err
+	db, b, err := p.on(db)
+	if err == nil {
+		err = validReason(reason)
 	}
-	if err := validReason(reason); err != nil {
-		return nil, err
+	var o Owner
+	if err == nil {
+		o, err = ownerOf(db)
 	}
-	o, err := ownerOf(db)
-	if err != nil {
-		return nil, err
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
-	if err != nil {
-		return nil, err
-	}
-	if m := p.reg.TableModel(k.Resource); m != nil {
+	if m := p.reg.TableModel(k.Resource); err == nil && m != nil {
 		err = p.rememberTarget(db, m, k)
 	}
 	if err == nil {
