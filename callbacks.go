@@ -451,16 +451,16 @@ func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 	}
 }
 
-// ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the
-// tag's ttl=…, or Config.TTL, capped by MaxTTL.
+// ttlFor is the lifetime of a lock taken on m (nil for a lock call):
+// WithTTL's, the tag's ttl=…, or Config.TTL, capped by MaxTTL.
 func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
-	var d time.Duration // ttlFrom, without a call per statement
+	var d time.Duration // WithTTL's, without a call per statement
 	var ok bool
 	if ctx := db.Statement.Context; ctx != nil {
 		d, ok = ctx.Value(ttlKey{}).(time.Duration)
 	}
 	switch {
-	case !ok && m.TTL > 0:
+	case !ok && m != nil && m.TTL > 0:
 		d = m.TTL
 	case !ok:
 		d = p.cfg.TTL

@@ -64,9 +64,6 @@ func WithTTL(ctx context.Context, ttl time.Duration) context.Context {
 	return context.WithValue(ctx, ttlKey{}, ttl)
 }
 
-// ttlFrom reports the TTL carried by ctx, if any.
-func ttlFrom(ctx context.Context) (time.Duration, bool) { return fromCtx[time.Duration](ctx, ttlKey{}) }
-
 // WithReason returns a context in which Acquire records reason with the
 // lock it grants ("checkout", "editing the price list"): at most MaxReason
 // bytes of printable UTF-8, else Acquire fails with ErrInvalid.

@@ -298,26 +298,3 @@ func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 	db.AddError(err)
 	return true
 }
-
-// plainSelect says whether raw SQL only reads: it starts with SELECT, WITH,
-// VALUES or TABLE and names no writing statement anywhere (a data-modifying
-// CTE, SELECT … INTO). A raw SELECT … FOR UPDATE is taken as writing too:
-// refusing more is the safe side.
-func plainSelect(sql string) bool {
-	idents := sqlscan.Read(sql).Idents
-	if len(idents) == 0 {
-		return false
-	}
-	switch strings.ToLower(idents[0]) {
-	case "select", "with", "values", "table":
-	default:
-		return false
-	}
-	for _, id := range idents {
-		switch strings.ToLower(id) {
-		case "insert", "update", "delete", "merge", "truncate", "replace", "upsert", "into", "copy", "call", "do", "execute":
-			return false
-		}
-	}
-	return true
-}

@@ -58,7 +58,7 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	}
 	ttl, reason := time.Duration(0), reasonFrom(db.Statement.Context)
 	if err == nil {
-		ttl, err = p.ttl(db.Statement.Context)
+		ttl, err = p.ttlFor(db, nil)
 	}
 	if err == nil {
 		err = validReason(reason)
@@ -234,7 +234,7 @@ func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ttl, err := p.ttl(db.Statement.Context)
+	ttl, err := p.ttlFor(db, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,18 +123,8 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,50}$`)
 // table name that is not a plain identifier, a negative TTL) is reported
 // by Initialize and by every call.
 func New(cfg Config) *Plugin {
-	if cfg.Table == "" {
-		cfg.Table = DefaultTable
-	}
-	if cfg.TTL == 0 {
-		cfg.TTL = DefaultTTL
-	}
-	if cfg.MaxTTL == 0 {
-		cfg.MaxTTL = DefaultMaxTTL
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Table, cfg.TTL, cfg.MaxTTL = cmp.Or(cfg.Table, DefaultTable), cmp.Or(cfg.TTL, DefaultTTL), cmp.Or(cfg.MaxTTL, DefaultMaxTTL)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	p := &Plugin{cfg: cfg, reg: &model.Registry{}}
 	tel, telErr := telemetry.New(cfg.MeterProvider, cfg.TracerProvider, refusals()...)
 	p.tel = tel
@@ -300,19 +291,6 @@ func (p *Plugin) Migrate(db *gorm.DB) error {
 	return t.Migrate(direct(db))
 }
 
-// ttl is the lifetime for a lock asked for in ctx: WithTTL or Config.TTL,
-// capped by MaxTTL.
-func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
-	d := p.cfg.TTL
-	if v, ok := ttlFrom(ctx); ok {
-		if v <= 0 {
-			return 0, invalid("TTL %v must be positive", v)
-		}
-		d = v
-	}
-	return min(d, p.cfg.MaxTTL), nil
-}
-
 // observeLive registers the gauges for db, once per database: the live
 // locks, and the tables the guard does not cover (internal/guard).
 func (b *binding) observeLive(db *gorm.DB) error {
@@ -417,7 +395,8 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	}
 	b.guard.Init(guard.Config{Guard: b.t.caps.Guard, Off: p.cfg.DisableGuard, Leave: p.cfg.LeaveGuard, RecordOnly: p.cfg.GuardNamesRecordOnly,
 		CheckEvery: every, LockTable: p.cfg.Table, Logger: p.cfg.Logger, Unenforceable: ErrUnenforceable, Models: p.reg, Host: (*guardHost)(b)})
-	b.watch = p.newHub(b)
+	b.watch = watch.New(watch.Config{Table: p.cfg.Table, Every: cmp.Or(p.cfg.WatchEvery, DefaultWatchEvery),
+		OneWriter: b.t.caps.OneWriter, Logger: p.cfg.Logger, Store: b.t.Store, Conn: direct})
 	return b, nil
 }
 

@@ -1,7 +1,6 @@
 package offlinelock
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -22,10 +21,8 @@ const (
 	// starts on a record that is held).
 	EventLocked EventKind = "locked"
 	// EventReleased: the lock ended and the record is free; Reason says
-	// how (ReasonReleased, ReasonExpired, ReasonSignedOut,
-	// ReasonTakenOver, ReasonForceReleased). Also sent first, without a Lock or a Reason,
-	// when Watch starts on a record that is free, so that a watch always
-	// begins with the record's state.
+	// how. Also sent first, without a Lock or a Reason, when Watch starts
+	// on a record that is free.
 	EventReleased EventKind = "released"
 	// EventTakenOver: TakeOver gave the lock to By, for Reason; the old
 	// holder is fenced.
@@ -97,8 +94,7 @@ type Event struct {
 	// Viewers are the users who have the record open (EventViewers; View).
 	Viewers []Viewer
 	// Reason is the take-over's reason, or how a released lock ended
-	// (ReasonReleased, ReasonExpired, ReasonSignedOut,
-	// ReasonForceReleased).
+	// (the Reason constants).
 	Reason string
 	// At is when the watcher saw the change.
 	At time.Time
@@ -122,12 +118,6 @@ func publicEvent(e watch.Event) Event {
 		out.Viewers = append(out.Viewers, Viewer(v))
 	}
 	return out
-}
-
-// newHub is b's watch hub: its watcher reads b's lock table.
-func (p *Plugin) newHub(b *binding) *watch.Hub {
-	return watch.New(watch.Config{Table: p.cfg.Table, Every: cmp.Or(p.cfg.WatchEvery, DefaultWatchEvery),
-		OneWriter: b.t.caps.OneWriter, Logger: p.cfg.Logger, Store: b.t.Store, Conn: direct})
 }
 
 // Watch tells the changes of target's lock on the returned channel until
@@ -171,12 +161,10 @@ func (p *Plugin) View(ctx context.Context, db *gorm.DB, target any, user string)
 
 // RequestEdit asks the holders of target to let the owner in db's context
 // edit it: every Watch of the record, on any node, tells EventRequested
-// naming the owner's user. It never waits and takes nothing; the asker
-// learns that the record is free from EventReleased. It returns
-// ErrNotLocked when nobody holds the record (take it instead) and
-// ErrHeldByYou when the asking session holds it. Asking again for the same
-// lock within a minute tells nobody again (and returns nil); more than
-// RequestsPerMinute requests of one user in a minute are ErrTooManyRequests.
+// naming the owner's user. It never waits and takes nothing. It returns
+// ErrNotLocked when nobody holds the record, ErrHeldByYou when the asking
+// session holds it, and ErrTooManyRequests past RequestsPerMinute; asking
+// again for the same lock within a minute tells nobody again.
 func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 	db = onPrimary(db)
 	o, err := ownerOf(db)
@@ -211,11 +199,9 @@ func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error)
 }
 
 // TakeOverIf is TakeOver with the application's own policy: allow is asked
-// about each lock to be taken over (another session's), inside the
-// take-over's transaction, with the lock as it is there, so a holder that
-// changed since the caller last looked is judged, not the one it saw. An
-// error from allow ends the take-over, changes nothing and is returned as
-// it is. Config.Authorize is asked as well, as TakeOver says. A nil allow
+// about each other session's lock, as it is inside the take-over's
+// transaction; an error from allow ends the take-over, changes nothing and
+// is returned as it is. Config.Authorize is asked as well. A nil allow
 // allows all.
 func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(holder Lock) error) (*Lock, error) {
 	db, b, err := p.on(db)
