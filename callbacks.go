@@ -152,14 +152,8 @@ func statementState(stmt *gorm.Statement) *state {
 	return nil
 }
 
-// setState gives the statement st, or takes it away with nil.
+// setState gives the statement st.
 func setState(db *gorm.DB, st *state) {
-	if st == nil {
-		if _, ok := db.Statement.Settings.Load(stateKey); ok {
-			db.Statement.Settings.Delete(stateKey)
-		}
-		return
-	}
 	st.stmt = db.Statement
 	db.Statement.Settings.Store(stateKey, st)
 }
@@ -332,7 +326,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 	}
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
-	db.Statement.Settings.Delete(stateKey) // setState(db, nil)
+	db.Statement.Settings.Delete(stateKey)
 	if st.prepared {
 		unpreparedPool(db, st)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -230,10 +231,9 @@ func (p *Plugin) keepLock(ctx context.Context, db *gorm.DB, target any, l *Lock,
 		if err != nil {
 			continue
 		}
-		held := false
-		for _, h := range holders {
-			held = held || h.Owner.Session == l.Owner.Session && h.Access == Write && h.Generation == l.Generation
-		}
+		held := slices.ContainsFunc(holders, func(h Lock) bool {
+			return h.Owner.Session == l.Owner.Session && h.Access == Write && h.Generation == l.Generation
+		})
 		if !held && ctx.Err() == nil {
 			cancel(ErrLockLost)
 			return

@@ -32,13 +32,11 @@ type Filter struct {
 //
 // A lock held by someone else is refused at once with a *LockedError naming
 // every holder; Acquire never waits. Asking again for a lock the session
-// holds extends its expiry and keeps its token and generation, but returns
-// Token "" (the table keeps only the token's hash). Read locks are shared;
-// Write is exclusive; the only reader may upgrade to Write (Token "" too).
-// An expired lock is free: the next Acquire takes it over with a new token
-// and a larger generation. The lock lives for Config.TTL, or WithTTL's
-// value, at most Config.MaxTTL. Inside db.Transaction the lock commits or
-// rolls back with the transaction.
+// holds, or upgrading the only Read lock to Write, extends its expiry and
+// keeps its token and generation, but returns Token "". An expired lock is
+// free: the next Acquire takes it over with a new token and a larger
+// generation. The lock lives for Config.TTL, or WithTTL's value, at most
+// Config.MaxTTL. Inside db.Transaction it commits or rolls back with it.
 func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) {
 	db, b, err := p.on(db)
 	if err != nil {
@@ -388,7 +386,7 @@ func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
 	}
 	c := direct(db)
 	var total int64
-	var cur sweepCursor
+	var cur lockstore.SweepCursor
 	for {
 		if err := c.Context().Err(); err != nil {
 			return total, err
@@ -510,27 +508,16 @@ func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
 	return &pl, err
 }
 
-// The lock table lives in internal/lockstore (every database's SQL, tokens
-// and their hashes); below is the plugin's side of it: the store with its
-// traits resolved once, the connections handed to it, and the one place its
-// refusals become the public errors.
-
-// The store's types, under the names the plugin's code uses.
+// The store's types (internal/lockstore), under the names the plugin uses.
 type (
-	key         = lockstore.Key
-	conn        = lockstore.Conn
-	granted     = lockstore.Granted
-	sweepCursor = lockstore.SweepCursor
+	key     = lockstore.Key
+	conn    = lockstore.Conn
+	granted = lockstore.Granted
 )
 
 const (
 	kindText  = lockstore.KindText
 	kindInt   = lockstore.KindInt
-	kindUUID  = lockstore.KindUUID
-	kindBytes = lockstore.KindBytes
-	kindFold  = lockstore.KindFold
-	kindChar  = lockstore.KindChar
-
 	batchSize = lockstore.BatchSize
 )
 
