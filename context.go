@@ -189,11 +189,8 @@ func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err 
 			stop()
 			<-renewed
 		}()
-		if err := edit(tx); err != nil {
+		if err := edit(tx); err != nil || !took {
 			return err
-		}
-		if !took {
-			return nil
 		}
 		return p.Release(tx, target)
 	})

@@ -281,20 +281,19 @@ func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 	if !sqlscan.Read(sql).RowAccess {
 		return false
 	}
+	var err error
+	table := ""
 	if sqlscan.Dynamic(sql) && len(p.reg.Lockable()) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
 		// SQL built at run time, or a table named in a string: it may
 		// name any lockable table, and no reading can tell which.
-		err := fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
-		p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), "", err)
-		db.AddError(err)
-		return true
-	}
-	named := p.namedModels(sql)
-	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
+		err = fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
+	} else if named := p.namedModels(sql); len(named) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
+		table = named[0].Table
+		err = fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, table)
+	} else {
 		return false
 	}
-	err := fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].Table)
-	p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), named[0].Table, err)
+	p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), table, err)
 	db.AddError(err)
 	return true
 }

@@ -341,10 +341,7 @@ func (p *Plugin) initFailed() error {
 
 // bindingOf is the plugin on db's database, made on first use.
 func (p *Plugin) bindingOf(db *gorm.DB) (*binding, error) {
-	if p.err != nil {
-		return nil, p.err
-	}
-	if err := p.initFailed(); err != nil {
+	if err := cmp.Or(p.err, p.initFailed()); err != nil {
 		return nil, err
 	}
 	if db == nil || db.Dialector == nil || db.Config == nil {
