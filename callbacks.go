@@ -19,22 +19,9 @@ import (
 	"github.com/offlinelock/offlinelock/internal/telemetry"
 )
 
-// The callbacks make the lock implicit: "if an item might be locked anywhere
-// it must be locked everywhere", so the plugin, not each handler, takes the
-// locks on load and checks them on write.
-//
-//	Query:  offlinelock:before_query  lock the rows the query will return (before gorm:query)
-//	        offlinelock:after_query   lock rows it returned that were not foreseen, and re-read
-//	        offlinelock:end_query     commit or roll back, restore the destination on refusal
-//	Row:    offlinelock:before_row    lock the rows Rows/Row/Scan will return
-//	Raw:    offlinelock:before_raw    Config.Strict: refuse Exec naming a lockable table
-//	Create, Update, Delete:
-//	        offlinelock:before_<op>   check the Write locks of the rows it touches (after begin)
-//	        offlinelock:rekey_<op>    check again if hooks changed the keys (write.go)
-//	        offlinelock:prepare_update, unprepare_update: around gorm:update, run a
-//	                                  folded write prepared (SQLite only; lockstore.PreparedWriteTx)
-//	        offlinelock:fence_<op>    check them again, row-locked, just before commit
-//	        offlinelock:end_<op>      commit a transaction the plugin began
+// registerCallbacks makes the lock implicit ("if an item might be locked
+// anywhere it must be locked everywhere"): the plugin, not each handler,
+// locks on load and checks on write. docs/callbacks.md lists each callback.
 func (b *binding) registerCallbacks(db *gorm.DB) error {
 	cb := db.Callback()
 	type at interface {
@@ -165,14 +152,8 @@ func statementState(stmt *gorm.Statement) *state {
 	return nil
 }
 
-// setState gives the statement st, or takes it away with nil.
+// setState gives the statement st.
 func setState(db *gorm.DB, st *state) {
-	if st == nil {
-		if _, ok := db.Statement.Settings.Load(stateKey); ok {
-			db.Statement.Settings.Delete(stateKey)
-		}
-		return
-	}
 	st.stmt = db.Statement
 	db.Statement.Settings.Store(stateKey, st)
 }
@@ -246,11 +227,9 @@ func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 
 // statementModel is the lock configuration of the table the statement
 // reads or writes: its model's when the model is lockable, else that of the
-// lockable table it names, whatever Go type it uses (a DTO whose
-// TableName is a lockable table, Table("customers"), Table("customers AS
-// c")). A table expression that is not a plain table has none: the
-// statement's SQL is checked for the lockable tables it names instead
-// (checkReadsOf, checkWriteOf).
+// lockable table it names, whatever Go type it uses (a DTO,
+// Table("customers AS c")). A table expression that is not a plain table
+// has none: its SQL is checked instead (checkReadsOf, checkWriteOf).
 func (p *Plugin) statementModel(db *gorm.DB) *model.Model {
 	stmt := db.Statement
 	if s := stmt.Schema; s != nil {
@@ -304,10 +283,8 @@ func (st *state) fail(db *gorm.DB, err error) {
 
 // begin makes sure the statement runs in a transaction: the caller's, or
 // one the plugin begins and endStatement ends. In the caller's transaction
-// a savepoint lets a refusal undo what this statement locked.
-//
-// GORM's own default transaction (begun for this write) needs no
-// savepoint: a refusal rolls all of it back.
+// (not GORM's own for this write, which a refusal rolls back whole) a
+// savepoint lets a refusal undo what this statement locked.
 func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
@@ -349,7 +326,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 	}
 	// A statement can be executed again (q := db.Where(…); q.Find(…);
 	// q.Count(…)): nothing of this run may stay on it.
-	db.Statement.Settings.Delete(stateKey) // setState(db, nil)
+	db.Statement.Settings.Delete(stateKey)
 	if st.prepared {
 		unpreparedPool(db, st)
 	}
@@ -423,8 +400,7 @@ func (b *binding) endTransaction(db *gorm.DB, st *state) {
 
 // closeSavepoint ends the savepoint name in the caller's transaction:
 // rolled back to when the statement failed, then released, each error
-// added to the statement's. The one place savepoints end (begin and
-// beforeRow open them).
+// added to the statement's.
 func closeSavepoint(db *gorm.DB, name string) {
 	if lockstore.TxRolledBack(db.Error) {
 		// The savepoint went with the caller's transaction: the error says
@@ -443,9 +419,9 @@ func closeSavepoint(db *gorm.DB, name string) {
 }
 
 // giveBack undoes the locks a failed load committed before it failed: those
-// it took outside any transaction, and the one-statement grant that
-// committed with the read when a later callback (AfterFind, a preload)
-// failed, if that grant was new, which its token tells.
+// it took outside any transaction, and a new one-statement grant that
+// committed with the read before a later callback (AfterFind, a preload)
+// failed.
 func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 	var given []key
 	if st.detached {
@@ -469,16 +445,16 @@ func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 	}
 }
 
-// ttlFor is the lifetime of a lock taken implicitly on m: WithTTL's, the
-// tag's ttl=…, or Config.TTL, capped by MaxTTL.
+// ttlFor is the lifetime of a lock taken on m (nil for a lock call):
+// WithTTL's, the tag's ttl=…, or Config.TTL, capped by MaxTTL.
 func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
-	var d time.Duration // ttlFrom, without a call per statement
+	var d time.Duration // WithTTL's, without a call per statement
 	var ok bool
 	if ctx := db.Statement.Context; ctx != nil {
 		d, ok = ctx.Value(ttlKey{}).(time.Duration)
 	}
 	switch {
-	case !ok && m.TTL > 0:
+	case !ok && m != nil && m.TTL > 0:
 		d = m.TTL
 	case !ok:
 		d = p.cfg.TTL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,8 +31,22 @@ func (o Owner) display() string {
 	return "another session"
 }
 
-type ownerKey struct{}
-type ttlKey struct{}
+type (
+	ownerKey  struct{}
+	ttlKey    struct{}
+	reasonKey struct{}
+	bypassKey struct{}
+)
+
+// fromCtx is ctx's value of type T under k, if any.
+func fromCtx[T any](ctx context.Context, k any) (T, bool) {
+	if ctx == nil {
+		var zero T
+		return zero, false
+	}
+	v, ok := ctx.Value(k).(T)
+	return v, ok
+}
 
 // WithOwner returns a context that carries o. Pass it to GORM with
 // db.WithContext(offlinelock.WithOwner(ctx, o)); every lock call and callback
@@ -41,13 +56,7 @@ func WithOwner(ctx context.Context, o Owner) context.Context {
 }
 
 // OwnerFrom reports the owner carried by ctx, if any.
-func OwnerFrom(ctx context.Context) (Owner, bool) {
-	if ctx == nil {
-		return Owner{}, false
-	}
-	o, ok := ctx.Value(ownerKey{}).(Owner)
-	return o, ok
-}
+func OwnerFrom(ctx context.Context) (Owner, bool) { return fromCtx[Owner](ctx, ownerKey{}) }
 
 // WithTTL returns a context that asks for locks of the given lifetime instead
 // of Config.TTL. The value is still capped by Config.MaxTTL; a zero or
@@ -55,17 +64,6 @@ func OwnerFrom(ctx context.Context) (Owner, bool) {
 func WithTTL(ctx context.Context, ttl time.Duration) context.Context {
 	return context.WithValue(ctx, ttlKey{}, ttl)
 }
-
-// ttlFrom reports the TTL carried by ctx, if any.
-func ttlFrom(ctx context.Context) (time.Duration, bool) {
-	if ctx == nil {
-		return 0, false
-	}
-	d, ok := ctx.Value(ttlKey{}).(time.Duration)
-	return d, ok
-}
-
-type reasonKey struct{}
 
 // WithReason returns a context in which Acquire records reason with the
 // lock it grants ("checkout", "editing the price list"): at most MaxReason
@@ -76,10 +74,7 @@ func WithReason(ctx context.Context, reason string) context.Context {
 
 // reasonFrom reports the reason carried by ctx, "" if none.
 func reasonFrom(ctx context.Context) string {
-	if ctx == nil {
-		return ""
-	}
-	r, _ := ctx.Value(reasonKey{}).(string)
+	r, _ := fromCtx[string](ctx, reasonKey{})
 	return r
 }
 
@@ -91,8 +86,6 @@ func validReason(r string) error {
 	return nil
 }
 
-type bypassKey struct{}
-
 // Bypass returns a context in which the plugin's callbacks do not check or
 // take locks, for migrations and admin jobs. It is the only way around them,
 // and every statement it lets through is logged with reason, which must not
@@ -102,13 +95,7 @@ func Bypass(ctx context.Context, reason string) context.Context {
 }
 
 // bypassFrom reports the reason of a Bypass in ctx, if any.
-func bypassFrom(ctx context.Context) (string, bool) {
-	if ctx == nil {
-		return "", false
-	}
-	r, ok := ctx.Value(bypassKey{}).(string)
-	return r, ok
-}
+func bypassFrom(ctx context.Context) (string, bool) { return fromCtx[string](ctx, bypassKey{}) }
 
 // ctxOf is db's statement context, never nil.
 func ctxOf(db *gorm.DB) context.Context {
@@ -118,33 +105,18 @@ func ctxOf(db *gorm.DB) context.Context {
 	return context.Background()
 }
 
-// GORM's habit for per-statement options is a scope. These are the
-// context forms (WithOwner, WithTTL, Bypass) as scopes, for one statement:
-//
-//	db.Scopes(offlinelock.As(owner)).First(&c, 129)
-//	db.Scopes(offlinelock.As(owner), offlinelock.For(time.Hour)).Find(&orders)
-//	db.Scopes(offlinelock.Bypassed("nightly import")).Save(&rows)
-//
-// GORM runs scopes when a statement runs, so they reach the plugin's
-// callbacks (loads and writes), not its methods (Acquire, Release, Renew,
-// …), which read db's context when they are called: give those the owner
-// with db.WithContext(offlinelock.WithOwner(ctx, owner)).
-
-// As is a scope that runs the statement for o, as WithOwner does.
+// As is a scope that runs one statement for o, as WithOwner does:
+// db.Scopes(offlinelock.As(owner)).First(&c, 129). Scopes reach the
+// plugin's callbacks (loads and writes), not its methods (Acquire, …),
+// which read db's context when they are called.
 func As(o Owner) func(*gorm.DB) *gorm.DB {
-	return func(db *gorm.DB) *gorm.DB {
-		db.Statement.Context = WithOwner(statementContext(db), o)
-		return db
-	}
+	return scope(func(ctx context.Context) context.Context { return WithOwner(ctx, o) })
 }
 
 // For is a scope that asks for locks of the given lifetime for the
 // statement's loads, as WithTTL does.
 func For(ttl time.Duration) func(*gorm.DB) *gorm.DB {
-	return func(db *gorm.DB) *gorm.DB {
-		db.Statement.Context = WithTTL(statementContext(db), ttl)
-		return db
-	}
+	return scope(func(ctx context.Context) context.Context { return WithTTL(ctx, ttl) })
 }
 
 // Bypassed is a scope that runs the statement under Bypass(ctx, reason):
@@ -152,17 +124,15 @@ func For(ttl time.Duration) func(*gorm.DB) *gorm.DB {
 // the database guard still refuses writes of records another session
 // holds.
 func Bypassed(reason string) func(*gorm.DB) *gorm.DB {
-	return func(db *gorm.DB) *gorm.DB {
-		db.Statement.Context = Bypass(statementContext(db), reason)
-		return db
-	}
+	return scope(func(ctx context.Context) context.Context { return Bypass(ctx, reason) })
 }
 
-func statementContext(db *gorm.DB) context.Context {
-	if db.Statement.Context == nil {
-		return context.Background()
+// scope is a GORM scope that sets the statement's context to with's.
+func scope(with func(context.Context) context.Context) func(*gorm.DB) *gorm.DB {
+	return func(db *gorm.DB) *gorm.DB {
+		db.Statement.Context = with(ctxOf(db))
+		return db
 	}
-	return db.Statement.Context
 }
 
 // ErrLockLost is the cause with which Do cancels its edit's context when
@@ -171,26 +141,20 @@ func statementContext(db *gorm.DB) context.Context {
 var ErrLockLost = fmt.Errorf("%w: the lock was lost while the edit ran", ErrNotLocked)
 
 // Do runs edit while the owner in db's context holds target's Write lock:
-// the pattern of a background job, in the spirit of pglock's Do. It
+// the pattern of a background job (docs/jobs.md). It
 //
 //   - takes the lock with Acquire: a record another session holds is
 //     refused at once with a *LockedError (skip it; try again later);
 //   - runs edit in a transaction on db, whose context is cancelled, with
 //     cause ErrLockLost, if the lock is lost while edit runs;
-//   - renews the lock every third of its lifetime until edit returns, on
-//     a connection of its own (with Renew, which extends every live lock of
-//     the session: give each job run a session of its own). Edit's transaction holds the key row from
-//     its first write of the record (PostgreSQL, MySQL) and SQLite's one
-//     write lock from its start, and a renewal waits for it: so nobody can
-//     take the lock over while edit runs, and the lock must outlive what
-//     edit does after its first write (on SQLite, all of edit);
+//   - renews the lock every third of its lifetime until edit returns, with
+//     Renew, which extends every live lock of the session: give each job
+//     run a session of its own;
 //   - releases the lock it took in edit's transaction when edit succeeds,
 //     so that the save and the release commit together, or on its own
-//     when edit fails or panics (the panic goes on). A lock the session
-//     held before Do is used, and kept.
+//     when edit fails or panics. A lock held before Do is used, and kept.
 //
-// It returns edit's error, or ErrLockLost when the lock was lost (edit's
-// statements then fail with the cancelled context).
+// It returns edit's error, or ErrLockLost when the lock was lost.
 func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err error) {
 	if edit == nil {
 		return invalid("Do needs an edit")
@@ -213,9 +177,8 @@ func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err 
 		}
 	}()
 	err = p.Transaction(db.WithContext(ctx), func(tx *gorm.DB) error {
-		// A renewal waiting for the edit's row lock is cancelled with stop:
-		// never a wait for the commit that waits for it. Deferred, so that a
-		// panicking edit stops it too.
+		// stop: a renewal waiting for the edit's row lock never waits for
+		// the commit that waits for it, even when edit panics.
 		renewCtx, stop := context.WithCancel(base)
 		renewed := make(chan struct{})
 		go func() {
@@ -226,11 +189,8 @@ func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err 
 			stop()
 			<-renewed
 		}()
-		if err := edit(tx); err != nil {
+		if err := edit(tx); err != nil || !took {
 			return err
-		}
-		if !took {
-			return nil
 		}
 		return p.Release(tx, target)
 	})
@@ -240,9 +200,7 @@ func (p *Plugin) Do(db *gorm.DB, target any, edit func(tx *gorm.DB) error) (err 
 		}
 		return err
 	}
-	// (A committed edit released a lock it still held: its fence and its
-	// Release say so. A loss noticed after that commit is none.)
-	committed = true
+	committed = true // a loss noticed after the commit is none
 	return nil
 }
 
@@ -270,10 +228,9 @@ func (p *Plugin) keepLock(ctx context.Context, db *gorm.DB, target any, l *Lock,
 		if err != nil {
 			continue
 		}
-		held := false
-		for _, h := range holders {
-			held = held || h.Owner.Session == l.Owner.Session && h.Access == Write && h.Generation == l.Generation
-		}
+		held := slices.ContainsFunc(holders, func(h Lock) bool {
+			return h.Owner.Session == l.Owner.Session && h.Access == Write && h.Generation == l.Generation
+		})
 		if !held && ctx.Err() == nil {
 			cancel(ErrLockLost)
 			return
@@ -281,18 +238,14 @@ func (p *Plugin) keepLock(ctx context.Context, db *gorm.DB, target any, l *Lock,
 	}
 }
 
-// maxHints bounds the hint table: it never holds more than maxHints
-// locks, nor more sessions than locks (a session whose last hint goes is
-// removed), so a process that serves a million short sessions keeps at most
-// this many entries. Past it, the table starts over empty: hints are only
-// guesses, and a missing one costs one statement on the general path.
+// maxHints bounds the hint table's locks (and so its sessions: a session
+// whose last hint goes is removed). Past it, the table starts over empty:
+// a missing hint costs one statement on the general path.
 const maxHints = 100_000
 
 // hints remembers which locks this process granted to which session, so a
 // load can guess whether its session already holds a fresh lock and take
-// the read-only path. It is only ever a guess: the read-only path checks
-// the lock table in the same statement and falls back when the guess is
-// wrong (a lock released on another node, force-released, expired).
+// the read-only path, which checks the guess in the same statement.
 type hints struct {
 	mu sync.Mutex
 	m  map[string]map[key]time.Time // session -> key -> expiry
@@ -354,13 +307,18 @@ func (h *hints) drop(session string, k key) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s := h.m[session]; s != nil {
-		if _, ok := s[k]; ok {
-			delete(s, k)
-			h.n--
-		}
-		if len(s) == 0 {
-			delete(h.m, session) // a session with no hints takes no memory
-		}
+		h.remove(session, s, k)
+	}
+}
+
+// remove drops k from session's hints s, and s when it is left empty.
+func (h *hints) remove(session string, s map[key]time.Time, k key) {
+	if _, ok := s[k]; ok {
+		delete(s, k)
+		h.n--
+	}
+	if len(s) == 0 {
+		delete(h.m, session)
 	}
 }
 
@@ -375,12 +333,6 @@ func (h *hints) dropKey(k key) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for session, s := range h.m {
-		if _, ok := s[k]; ok {
-			delete(s, k)
-			h.n--
-		}
-		if len(s) == 0 {
-			delete(h.m, session)
-		}
+		h.remove(session, s, k)
 	}
 }

@@ -18,12 +18,9 @@ import (
 
 var (
 	// ErrPooler reports, from db.Use, a PostgreSQL connection through a
-	// transaction-pooling proxy (PgBouncer in pool_mode=transaction) that
-	// hands one server session to several client connections in turn,
-	// while the client prepares named statements there: pgx's default
-	// statement cache or GORM's PrepareStmt. Every statement would fail at
-	// random with 42P05 (prepared statement already exists). The message
-	// names the fix; docs/scaling.md.
+	// transaction-pooling proxy (PgBouncer) while the client prepares named
+	// statements (pgx's statement cache, GORM's PrepareStmt), which would
+	// fail at random. The message names the fix (docs/scaling.md).
 	ErrPooler = lockstore.ErrPooler
 
 	// ErrLocked reports that someone else holds a lock that conflicts with
@@ -38,10 +35,9 @@ var (
 	// an ErrLocked, and a retry may succeed.
 	ErrBeingWritten = lockstore.ErrBeingWritten
 
-	// ErrGuardProtocol reports that the database's guard was installed by
-	// a newer offlinelock whose protocol (how grants and the guard order
-	// each other) this node does not speak: the node leaves the guard as it
-	// is, and must be upgraded before it grants.
+	// ErrGuardProtocol reports a database guard installed by a newer
+	// offlinelock whose protocol this node does not speak: the node must be
+	// upgraded before it grants.
 	ErrGuardProtocol = lockstore.ErrGuardProtocol
 
 	// ErrNotLocked reports that the session does not hold the lock it needs
@@ -49,10 +45,9 @@ var (
 	ErrNotLocked = lockstore.ErrNotLocked
 
 	// ErrExpired reports a write by a session whose own lock on the record
-	// has expired: errors.Is(err, ErrNotLocked) is true as well. The error
-	// is an *ExpiredError; use errors.As to learn when the lock expired
-	// ("your lock expired at 10:30"). Take the lock again with Acquire, and
-	// reload the record: another session may have changed it meanwhile.
+	// has expired (an *ExpiredError, also ErrNotLocked). Take the lock
+	// again with Acquire, and reload the record: another session may have
+	// changed it meanwhile.
 	ErrExpired = errors.New("offlinelock: the session's lock has expired")
 
 	// ErrNoOwner reports a call that needs an owner and found none in the
@@ -75,29 +70,24 @@ var (
 
 	// ErrUnenforceable reports a statement on a lockable table whose rows
 	// the plugin cannot bound exactly (a subquery as the table, a raw JOIN,
-	// a raw SELECT into a struct without the key, …), so it refuses it
-	// rather than let it through unchecked. The message names the table and
-	// the way out: the model's own methods, or offlinelock.Bypass.
+	// …), refused rather than let through unchecked. The message names the
+	// table and the way out.
 	ErrUnenforceable = errors.New("offlinelock: statement cannot be enforced on a lockable table")
 
 	// ErrReadOnly reports a lock statement, a locked load or a holder's
-	// read that reached a read-only server: a replica, or a transaction
-	// begun on one. The plugin sends its own statements to a router's
-	// source (docs/scaling.md); a transaction begun on a replica stays
-	// there. Begin it on the primary (with dbresolver, dbresolver.Write).
+	// read that reached a read-only server (a replica, or a transaction
+	// begun on one): begin it on the primary (docs/scaling.md).
 	ErrReadOnly = lockstore.ErrReadOnly
 
 	// ErrUnconfirmed reports a grant whose commit was sent but not
-	// confirmed: the context ended, the connection broke, or a
-	// synchronous standby did not answer. The lock may be held. Ask
-	// Holders, or Release it, once the database answers again. The error
-	// also wraps its cause (context.DeadlineExceeded, …).
+	// confirmed (the context ended, the connection broke); it wraps the
+	// cause. The lock may be held: ask Holders, or Release it, once the
+	// database answers again.
 	ErrUnconfirmed = errors.New("offlinelock: the grant was not confirmed, the lock may be held")
 
-	// ErrTxLost reports, on a Galera cluster, a transaction the node rolled
-	// back for another node's conflicting write without telling the
-	// statement then running (docs/scaling.md). Nothing of it was
-	// committed, its locks included: run the whole transaction again.
+	// ErrTxLost reports, on a Galera cluster, a transaction rolled back for
+	// another node's conflicting write (docs/scaling.md): nothing of it was
+	// committed, its locks included; run it again.
 	ErrTxLost = lockstore.ErrTxLost
 
 	// ErrGuardPrivileges reports a role that may not install or remove
@@ -168,18 +158,16 @@ func (e *LockedError) Error() string {
 // Is makes errors.Is(err, ErrLocked) true.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// ExpiredError is the refusal of a write whose session held the record's
-// lock, and let it expire (the lock table still has the expired row; once
-// the sweep removed it, the write is a plain ErrNotLocked).
+// ExpiredError is the refusal of a write whose session let its lock on the
+// record expire (once the sweep removed the row, it is a plain
+// ErrNotLocked).
 type ExpiredError struct {
 	Resource, ID string
 	Op           string    // the write refused: "update", "delete", …
 	ExpiredAt    time.Time // when the session's lock expired
 }
 
-// Error reads, for example, "offlinelock: the lock of this session on
-// customers 129 expired at 10:30:05 (UTC); the update needs a Write lock:
-// take it again with Acquire, and reload the record".
+// Error says when the lock expired and what to do.
 func (e *ExpiredError) Error() string {
 	return fmt.Sprintf("offlinelock: the lock of this session on %s %s expired at %s (UTC); the %s needs a Write lock: take it again with Acquire, and reload the record",
 		e.Resource, e.ID, e.ExpiredAt.UTC().Format("2006-01-02 15:04:05"), e.Op)
@@ -228,11 +216,6 @@ func notLockedForWrite(op opKind, keys []key) error {
 	}
 	return fmt.Errorf("%w: %s of %s %s%s needs a Write lock; take it with Acquire when the edit starts", ErrNotLocked, op, k.Resource, k.ID, more)
 }
-
-// Config.Strict: Exec and raw queries whose SQL may read or write rows of
-// a lockable table are refused, since the plugin cannot see which rows
-// they touch. The SQL is tokenised (sqlscan.go), so a table named in a
-// literal or a comment is not a reference.
 
 // beforeRaw refuses, under Config.Strict, an Exec whose SQL names a
 // lockable table: the plugin cannot see which rows it touches.
@@ -288,9 +271,8 @@ func (b *binding) afterRaw(db *gorm.DB) {
 }
 
 // strict applies Config.Strict to a statement whose SQL the plugin cannot
-// see into. It reports whether it refused it. A statement that only names a
-// lockable table in a literal or a comment is not refused, nor is DDL
-// (migrations change no row) or the migrator's own work.
+// see into, and reports whether it refused it. A table named only in a
+// literal or a comment, DDL and the migrator's own work are not refused.
 func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 	if !p.cfg.Strict {
 		return false
@@ -299,43 +281,19 @@ func (p *Plugin) strict(db *gorm.DB, op opKind) bool {
 	if !sqlscan.Read(sql).RowAccess {
 		return false
 	}
+	var err error
+	table := ""
 	if sqlscan.Dynamic(sql) && len(p.reg.Lockable()) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
 		// SQL built at run time, or a table named in a string: it may
 		// name any lockable table, and no reading can tell which.
-		err := fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
-		p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), "", err)
-		db.AddError(err)
-		return true
-	}
-	named := p.namedModels(sql)
-	if len(named) == 0 || p.bypassed(db, op) || p.fromMigrator() {
+		err = fmt.Errorf("%w: %s runs dynamic SQL (EXECUTE of built text, PREPARE from a variable, a function that reads a table named in a string), which may reach any lockable table; use the model's methods, or offlinelock.Bypass", ErrStrict, op)
+	} else if named := p.namedModels(sql); len(named) > 0 && !p.bypassed(db, op) && !p.fromMigrator() {
+		table = named[0].Table
+		err = fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, table)
+	} else {
 		return false
 	}
-	err := fmt.Errorf("%w: %s names lockable table %s; use the model's methods, or offlinelock.Bypass", ErrStrict, op, named[0].Table)
-	p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), named[0].Table, err)
+	p.tel.Refused(ctxOf(db), db, telemetry.Implicit, string(Write), table, err)
 	db.AddError(err)
-	return true
-}
-
-// plainSelect says whether raw SQL only reads: it starts with SELECT, WITH,
-// VALUES or TABLE and names no writing statement anywhere (a data-modifying
-// CTE, SELECT … INTO). A raw SELECT … FOR UPDATE is taken as writing too:
-// refusing more is the safe side.
-func plainSelect(sql string) bool {
-	idents := sqlscan.Read(sql).Idents
-	if len(idents) == 0 {
-		return false
-	}
-	switch strings.ToLower(idents[0]) {
-	case "select", "with", "values", "table":
-	default:
-		return false
-	}
-	for _, id := range idents {
-		switch strings.ToLower(id) {
-		case "insert", "update", "delete", "merge", "truncate", "replace", "upsert", "into", "copy", "call", "do", "execute":
-			return false
-		}
-	}
 	return true
 }

@@ -626,7 +626,7 @@ func (p *Plugin) rawNamed(db *gorm.DB, sql, via string) []*model.Model {
 	for _, m := range named {
 		p.loadOnPrimary(db, m)
 	}
-	if !plainSelect(sql) {
+	if !sqlscan.PlainSelect(sql) {
 		db.AddError(unenforceable(named[0].Table, "a raw statement that may write runs through "+via+" on lockable table"))
 		return nil
 	}

@@ -26,26 +26,19 @@ type Filter struct {
 	Limit int
 }
 
-// Acquire takes a lock on target for the owner in db's context and returns
-// it, with its generation and expiry, and with its token when the lock is
-// new. target is a pointer to a model whose primary key is set; nothing is
-// loaded.
+// Acquire takes a lock on target (a pointer to a model whose primary key
+// is set; nothing is loaded) for the owner in db's context, and returns it
+// with its generation, its expiry, and its token when the lock is new.
 //
 // A lock held by someone else is refused at once with a *LockedError naming
 // every holder; Acquire never waits. Asking again for a lock the session
-// holds extends its expiry and keeps its token and generation, but returns
-// Token "": the lock table holds only the token's hash, so the token is
-// known to whoever got it from the first Acquire and to nobody else. Read
-// locks are shared; Write is exclusive; the only reader may upgrade to
-// Write, keeping its token (Token "" too). An expired lock is free: the
-// next Acquire takes it over with a new token and a larger generation. The
-// lock lives for Config.TTL, or WithTTL's value, at most Config.MaxTTL.
-//
-// Acquire runs on db: inside db.Transaction the lock commits or rolls back
-// with the transaction.
+// holds, or upgrading the only Read lock to Write, extends its expiry and
+// keeps its token and generation, but returns Token "". An expired lock is
+// free: the next Acquire takes it over with a new token and a larger
+// generation. The lock lives for Config.TTL, or WithTTL's value, at most
+// Config.MaxTTL. Inside db.Transaction it commits or rolls back with it.
 func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.on(db)
 	if err != nil {
 		return nil, err
 	}
@@ -58,24 +51,23 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 		return nil, err
 	}
 	k, m, err := p.targetKeyModel(db, target)
+	if err == nil {
+		err = p.rememberTarget(db, m, k)
+	}
+	ttl, reason := time.Duration(0), reasonFrom(db.Statement.Context)
+	if err == nil {
+		ttl, err = p.ttlFor(db, nil)
+	}
+	if err == nil {
+		err = validReason(reason)
+	}
 	if err != nil {
-		return nil, err
-	}
-	if err := p.rememberTarget(db, m, k); err != nil {
-		return nil, err
-	}
-	ttl, err := p.ttl(db.Statement.Context)
-	if err != nil {
-		return nil, err
-	}
-	reason := reasonFrom(db.Statement.Context)
-	if err := validReason(reason); err != nil {
 		return nil, err
 	}
 	keys := []key{k}
-	got, err := p.acquireMany(db, direct(db), t, keys, o, access, ttl)
+	got, err := p.acquireMany(db, direct(db), b.t, keys, o, access, ttl)
 	if err == nil && reason != "" {
-		err = t.SetReason(direct(db), got[k].Lock, reason)
+		err = b.t.SetReason(direct(db), got[k].Lock, reason)
 	}
 	if err != nil {
 		err = unconfirmed(err)
@@ -86,6 +78,14 @@ func (p *Plugin) Acquire(db *gorm.DB, target any, access Access) (*Lock, error) 
 	l := publicLock(got[k].Lock)
 	l.Reason = reason
 	return &l, nil
+}
+
+// on is db on the primary (onPrimary) and the plugin's binding there: what
+// every lock call starts with.
+func (p *Plugin) on(db *gorm.DB) (*gorm.DB, *binding, error) {
+	db = onPrimary(db)
+	b, err := p.bindingOf(db)
+	return db, b, err
 }
 
 // rememberTarget writes the lockable models behind a lock on a target of
@@ -107,10 +107,8 @@ func (p *Plugin) rememberTarget(db *gorm.DB, m *model.Model, k key) error {
 	return nil
 }
 
-// acquireMany takes locks on many keys, all or nothing, in a number of
-// statements that grows with len(keys)/batchSize, in the fixed order of
-// sortKeys. Each lock says whether it is fresh (not held by the session
-// before). The grant runs on c, a connection on db.
+// acquireMany takes locks on many keys on c, all or nothing, in the fixed
+// order of sortKeys, each lock saying whether it is fresh.
 func (p *Plugin) acquireMany(db *gorm.DB, c conn, t lockStore, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
 	for i, k := range keys { // no guard, no grant (internal/guard)
 		if i > 0 && k.Resource == keys[i-1].Resource {
@@ -120,9 +118,9 @@ func (p *Plugin) acquireMany(db *gorm.DB, c conn, t lockStore, keys []key, o Own
 			return nil, err
 		}
 	}
-	got, err := t.grant(c, keys, o, access, ttl)
+	got, err := t.Grant(c, keys, lockstore.Owner(o), lockstore.Access(access), ttl)
 	if err != nil {
-		return nil, err
+		return nil, public(err)
 	}
 	p.hints.putAll(o.Session, got)
 	return got, nil
@@ -133,26 +131,21 @@ func (p *Plugin) acquireMany(db *gorm.DB, c conn, t lockStore, keys []key, o Own
 // already expired (the row is removed all the same). Inside db.Transaction
 // the release commits with the save it ends.
 func (p *Plugin) Release(db *gorm.DB, target any) error {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.on(db)
+	var o Owner
+	if err == nil {
+		o, err = ownerOf(db)
+	}
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
+	}
 	if err != nil {
 		return err
 	}
-	o, err := ownerOf(db)
-	if err != nil {
-		return err
-	}
-	k, err := p.targetKey(db, target)
-	if err != nil {
-		return err
-	}
-	return p.release(db, t, k, o)
-}
-
-func (p *Plugin) release(db *gorm.DB, t lockStore, k key, o Owner) error {
 	p.hints.drop(o.Session, k)
 	c := direct(db)
-	held, err := t.Release(c, k, o.Session)
+	held, err := b.t.Release(c, k, o.Session)
 	if err == nil {
 		p.tel.Released(c.Context(), db, telemetry.Release, k.Resource, 1)
 		p.tel.HeldFor(c.Context(), db, k.Resource, held)
@@ -167,11 +160,10 @@ func (p *Plugin) resourceOf(db *gorm.DB, target any) string {
 }
 
 // Refused records a refusal decided outside the plugin's own calls (as
-// httplock's Middleware refuses a write over HTTP before any statement
-// runs) the way the plugin records its own: counted in
-// offlinelock_lock_refusals_total with mode "http" and the reason err
-// gives (locked, not_locked, no_owner), and noted on the span of db's
-// context. An err that is no refusal is not recorded.
+// httplock's Middleware refuses a write over HTTP) the way the plugin
+// records its own: counted with mode "http" and the reason err gives, and
+// noted on the span of db's context. An err that is no refusal is not
+// recorded.
 func (p *Plugin) Refused(db *gorm.DB, target any, access Access, err error) {
 	p.tel.Refused(ctxOf(db), db, telemetry.HTTP, string(access), p.resourceOf(db, target), err)
 }
@@ -181,46 +173,49 @@ func (p *Plugin) Refused(db *gorm.DB, target any, access Access, err error) {
 // owner in the context it runs as the application (a session-expiry job);
 // with an owner of another session it needs Config.Authorize("release_all").
 func (p *Plugin) ReleaseAll(db *gorm.DB, session string) (int64, error) {
-	db, b, err := p.endingSession(db, session)
+	db, b, err := p.sessionAction(db, "release_all", session)
 	if err != nil {
 		return 0, err
 	}
+	p.hints.dropSession(session)
 	c := direct(db)
 	n, err := b.t.ReleaseAll(c, session)
 	p.tel.Released(c.Context(), db, telemetry.ReleaseAll, "", n)
 	return n, err
 }
 
-// endingSession is what ReleaseAll and EndSession do first: db on the
-// primary, its binding, the caller's right to end session, and the
-// session's hints dropped.
-func (p *Plugin) endingSession(db *gorm.DB, session string) (*gorm.DB, *binding, error) {
-	db = onPrimary(db)
-	b, err := p.bindingOf(db)
+// sessionAction is on(db) for a session-wide action on session, allowed
+// to that session and to the application itself (no owner); for another
+// owner Config.Authorize decides, and the decision is logged.
+func (p *Plugin) sessionAction(db *gorm.DB, action, session string) (*gorm.DB, *binding, error) {
+	db, b, err := p.on(db)
 	if err == nil {
-		err = p.checkSessionAction(db, "release_all", session)
+		err = model.CheckText("session", session, model.MaxTextLen, false)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	p.hints.dropSession(session)
-	return db, b, nil
+	ctx := db.Statement.Context
+	if o, ok := OwnerFrom(ctx); ok && o.Session != session {
+		l := Lock{Owner: Owner{Session: session}}
+		err = p.authorize(ctx, action, l)
+		p.audit(ctx, action, l, o, time.Now(), err)
+	}
+	return db, b, err
 }
 
 // EndSession ends a session that signed out or expired: it releases every
-// lock of session, live or expired, as ReleaseAll does, and notes each
-// live one as ended with its session, in the same transaction, so that
-// every Watch of its records, on any node, tells EventReleased with
-// ReasonSignedOut. It returns how many lock rows it removed. Beside
-// ReleaseAll it costs a read of the session's locks and a note per live
-// lock; where the notes table is missing and cannot be made, it is
-// ReleaseAll, and the releases are told as ReasonReleased. The same owner
-// rules as ReleaseAll. httplock's EndLogin calls it.
+// lock of session as ReleaseAll does, and notes each live one as ended in
+// the same transaction, so that every Watch of its records, on any node,
+// tells EventReleased with ReasonSignedOut. It returns how many lock rows
+// it removed. Where the notes table is missing and cannot be made, it is
+// ReleaseAll. The same owner rules as ReleaseAll.
 func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
-	db, b, err := p.endingSession(db, session)
+	db, b, err := p.sessionAction(db, "release_all", session)
 	if err != nil {
 		return 0, err
 	}
+	p.hints.dropSession(session)
 	n, err := b.watch.EndSession(db, session)
 	if err != nil {
 		return 0, err
@@ -233,51 +228,41 @@ func (p *Plugin) EndSession(db *gorm.DB, session string) (int64, error) {
 // earlier than now+TTL on the database clock, and returns how many it
 // renewed. Expired locks stay expired. The same owner rules as ReleaseAll.
 func (p *Plugin) Renew(db *gorm.DB, session string) (int64, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.sessionAction(db, "renew", session)
 	if err != nil {
 		return 0, err
 	}
-	if err := p.checkSessionAction(db, "renew", session); err != nil {
-		return 0, err
-	}
-	ttl, err := p.ttl(db.Statement.Context)
+	ttl, err := p.ttlFor(db, nil)
 	if err != nil {
 		return 0, err
 	}
-	return t.Renew(direct(db), session, ttl)
+	return b.t.Renew(direct(db), session, ttl)
 }
 
-// Shorten cuts the lease of the session's Write lock on target so that it
-// ends ttl from now on the database clock, when that is sooner than it
-// ends now: a page that is left keeps its lock for a few seconds (a reload
-// resumes it) instead of for the rest of its lease. A lease that ends
-// sooner is left as it is: Acquire and Renew extend a lease, Shorten
-// only cuts it. It returns the lock as stored (its expiry, without its
-// token or reason) and the lease left on the database clock.
-//
-// The owner in db's context must hold a live Write lock on target:
-// otherwise ErrNotLocked, and nothing changes, whoever else holds it. A
-// ttl that is not positive is ErrInvalid; one above Config.MaxTTL is
-// capped, as everywhere.
+// Shorten cuts the lease of the session's Write lock on target to end ttl
+// from now on the database clock, when that is sooner than it ends now (a
+// page that is left keeps its lock for a few seconds, for a reload); it
+// never extends a lease. It returns the lock as stored (without its token
+// or reason) and the lease left. Without a live Write lock of the owner in
+// db's context on target it is ErrNotLocked and changes nothing; a ttl that
+// is not positive is ErrInvalid; one above Config.MaxTTL is capped.
 func (p *Plugin) Shorten(db *gorm.DB, target any, ttl time.Duration) (*Lock, time.Duration, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.on(db)
+	if err == nil && ttl <= 0 {
+		err = invalid("TTL %v must be positive", ttl)
+	}
+	var o Owner
+	if err == nil {
+		o, err = ownerOf(db)
+	}
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
-	if ttl <= 0 {
-		return nil, 0, invalid("TTL %v must be positive", ttl)
-	}
-	o, err := ownerOf(db)
-	if err != nil {
-		return nil, 0, err
-	}
-	k, err := p.targetKey(db, target)
-	if err != nil {
-		return nil, 0, err
-	}
-	l, now, err := t.Shorten(direct(db), k, o.Session, min(ttl, p.cfg.MaxTTL))
+	l, now, err := b.t.Shorten(direct(db), k, o.Session, min(ttl, p.cfg.MaxTTL))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -285,44 +270,24 @@ func (p *Plugin) Shorten(db *gorm.DB, target any, ttl time.Duration) (*Lock, tim
 	return &out, max(l.ExpiresAt.Sub(now), 0), nil
 }
 
-// checkSessionAction allows a session-wide action on session when the caller
-// is that session or the application itself (no owner), and otherwise asks
-// Config.Authorize and logs the decision.
-func (p *Plugin) checkSessionAction(db *gorm.DB, action, session string) error {
-	if err := model.CheckText("session", session, model.MaxTextLen, false); err != nil {
-		return err
-	}
-	ctx := db.Statement.Context
-	o, ok := OwnerFrom(ctx)
-	if !ok || o.Session == session {
-		return nil
-	}
-	l := Lock{Owner: Owner{Session: session}}
-	err := p.authorize(ctx, action, l)
-	p.audit(ctx, action, l, o, time.Now(), err)
-	return err
-}
-
 // Holders returns the live locks on target (its writer, or its readers),
 // without their tokens. It needs no owner.
 func (p *Plugin) Holders(db *gorm.DB, target any) ([]Lock, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.on(db)
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
+	}
 	if err != nil {
 		return nil, err
 	}
-	k, err := p.targetKey(db, target)
-	if err != nil {
-		return nil, err
-	}
-	return t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID})
+	return b.t.list(direct(db), Filter{Resource: k.Resource, ID: k.ID})
 }
 
 // List is the admin view of the lock table: the locks matching f, ordered
 // by resource, id and holder, never with their tokens.
 func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.on(db)
 	if err != nil {
 		return nil, err
 	}
@@ -336,7 +301,7 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 	if f.Limit < 0 {
 		return nil, invalid("limit %d is negative", f.Limit)
 	}
-	return t.list(direct(db), f)
+	return b.t.list(direct(db), f)
 }
 
 // ForceRelease removes every lock on the record resource/id, whoever holds
@@ -345,12 +310,11 @@ func (p *Plugin) List(db *gorm.DB, f Filter) ([]Lock, error) {
 // with ErrForbidden unless all are allowed, and logs who released what and
 // when. It returns ErrNotLocked when nobody holds the record.
 func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
-	db = onPrimary(db)
-	b, err := p.bindingOf(db)
+	db, b, err := p.on(db)
 	if err != nil {
 		return err
 	}
-	t, k := b.t, key{Resource: resource, ID: id}
+	k := key{Resource: resource, ID: id}
 	if err := model.ValidateKey(k); err != nil {
 		return err
 	}
@@ -360,7 +324,7 @@ func (p *Plugin) ForceRelease(db *gorm.DB, resource, id string) error {
 	var ended []lockstore.Lock
 	noted := b.watch.EnsureNotes(db) == nil // without it (a role that may not make it), told as released
 	err = db.Transaction(func(tx *gorm.DB) error {
-		err := t.ForceRelease(direct(tx), k, func(now time.Time, held []lockstore.Lock) error {
+		err := b.t.ForceRelease(direct(tx), k, func(now time.Time, held []lockstore.Lock) error {
 			for _, l := range held {
 				err := p.authorize(ctx, "force_release", publicLock(l))
 				p.audit(ctx, "force_release", publicLock(l), caller, now, err)
@@ -409,31 +373,26 @@ func (p *Plugin) audit(ctx context.Context, action string, l Lock, by Owner, at 
 	p.cfg.Logger.WarnContext(ctx, "offlinelock: admin action", attrs...)
 }
 
-// Sweep deletes expired lock rows in batches (the rows of at most 50
-// records per statement on PostgreSQL, 100 on SQLite, 1000 on MySQL), so it
-// never holds many row locks at once, and returns how many it deleted.
-// Between batches it rests twice as long as the last batch took, so that it
-// never takes more than a third of the database's time and locks taken
-// meanwhile keep their latency (BenchmarkSweep); cancel db's context to
-// stop it. Records whose locks another session is changing right then are
-// skipped, for the next Sweep. Expired locks are already free without it;
-// it keeps the table small. With Config.SessionAlive it then releases the
-// locks of sessions that ended, and counts them too.
+// Sweep deletes expired lock rows in batches, resting between batches twice
+// as long as the last one took (so it never takes more than a third of the
+// database's time), and returns how many it deleted; cancel db's context to
+// stop it. Expired locks are free without it: it keeps the table small.
+// With Config.SessionAlive it then releases the locks of sessions that
+// ended, and counts them too (docs/lock-table.md).
 func (p *Plugin) Sweep(db *gorm.DB) (int64, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.on(db)
 	if err != nil {
 		return 0, err
 	}
 	c := direct(db)
 	var total int64
-	var cur sweepCursor
+	var cur lockstore.SweepCursor
 	for {
 		if err := c.Context().Err(); err != nil {
 			return total, err
 		}
 		began := time.Now()
-		n, more, err := t.Sweep(c, &cur)
+		n, more, err := b.t.Sweep(c, &cur)
 		p.tel.Swept(c.Context(), db, n)
 		total += n
 		if err != nil {
@@ -520,7 +479,7 @@ func (p *Plugin) StartSweeper(ctx context.Context, db *gorm.DB, every time.Durat
 // as text, or, for a member of an aggregate, its root's. Locks returned by
 // Acquire, Holders and LockByToken carry the same Resource and ID.
 func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error) {
-	if _, err := p.storeFor(db); err != nil {
+	if _, err := p.bindingOf(db); err != nil {
 		return "", "", err
 	}
 	k, err := p.targetKey(db, target)
@@ -530,44 +489,35 @@ func (p *Plugin) KeyOf(db *gorm.DB, target any) (resource, id string, err error)
 // LockByToken returns the live lock that token is the capability for, with
 // its owner and without its token, for clients that carry a token instead
 // of a session (the HTTP Lock-Token header). It needs no owner. A wrong,
-// malformed or expired token is ErrNotLocked, and so is the hash the lock
-// table holds in place of the token: reading the table gives no usable
-// token. The database finds the token's hash (an indexed equality lookup,
-// so its timing is the index's, as for any secret key); the caller must
-// still check that the lock's owner is the one presenting it.
+// malformed or expired token, or the hash the table holds in its place, is
+// ErrNotLocked. The lookup is an indexed equality on the token's hash; the
+// caller must still check that the lock's owner is the one presenting it.
 func (p *Plugin) LockByToken(db *gorm.DB, token string) (*Lock, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
+	db, b, err := p.on(db)
 	if err != nil {
 		return nil, err
 	}
 	if !lockstore.WellFormedToken(token) {
 		return nil, fmt.Errorf("%w: not a lock token", ErrNotLocked)
 	}
-	return t.byToken(direct(db), token)
+	l, err := b.t.ByToken(direct(db), token)
+	if l == nil {
+		return nil, err
+	}
+	pl := publicLock(*l)
+	return &pl, err
 }
 
-// The lock table lives in internal/lockstore: every database's SQL, tokens
-// and their hashes, the statement runner. This file is the plugin's side of
-// it: the store with its capabilities resolved once, the connections the
-// plugin hands it, and the one place its refusals become the public errors.
-
-// The store's types, under the names the plugin's code uses.
+// The store's types (internal/lockstore), under the names the plugin uses.
 type (
-	key         = lockstore.Key
-	conn        = lockstore.Conn
-	granted     = lockstore.Granted
-	sweepCursor = lockstore.SweepCursor
+	key     = lockstore.Key
+	conn    = lockstore.Conn
+	granted = lockstore.Granted
 )
 
 const (
 	kindText  = lockstore.KindText
 	kindInt   = lockstore.KindInt
-	kindUUID  = lockstore.KindUUID
-	kindBytes = lockstore.KindBytes
-	kindFold  = lockstore.KindFold
-	kindChar  = lockstore.KindChar
-
 	batchSize = lockstore.BatchSize
 )
 
@@ -586,9 +536,8 @@ func direct(db *gorm.DB) conn {
 	return lockstore.NewConn(db, connCtx(db)).Observed(observerOf(db))
 }
 
-// observerOf is the Observer of db's store, for the plugin's own
-// statements on db (savepoints, reads of the application's rows); nil
-// where the plugin is not registered on db.
+// observerOf is the Observer of db's store, nil where the plugin is not
+// registered on db.
 func observerOf(db *gorm.DB) lockstore.Observer {
 	if db == nil || db.Config == nil {
 		return nil
@@ -604,10 +553,8 @@ func observerOf(db *gorm.DB) lockstore.Observer {
 	return t.obs
 }
 
-// direct is a connection for the plugin's statements on db, as the free
-// function direct(db) is, observed by t's observer without looking the
-// plugin up again: for a statement of t's binding, whose plugin is the
-// one registered on db.
+// direct is direct(db) without looking the plugin up again, for a
+// statement of t's binding.
 func (t *table) direct(db *gorm.DB) conn {
 	return lockstore.NewConn(db, connCtx(db)).Observed(t.obs)
 }
@@ -654,12 +601,6 @@ func publicLocks(ls []lockstore.Lock) []Lock {
 	return out
 }
 
-// grant is the store's Grant with the plugin's types.
-func (t *table) grant(c conn, keys []key, o Owner, access Access, ttl time.Duration) (map[key]granted, error) {
-	got, err := t.Grant(c, keys, lockstore.Owner(o), lockstore.Access(access), ttl)
-	return got, public(err)
-}
-
 // check is the store's Check with the plugin's types.
 func (t *table) check(c conn, keys []key, o Owner, fence bool) (mine, free []key, err error) {
 	mine, free, err = t.Check(c, keys, lockstore.Owner(o), fence)
@@ -670,16 +611,6 @@ func (t *table) check(c conn, keys []key, o Owner, fence bool) (mine, free []key
 func (t *table) list(c conn, f Filter) ([]Lock, error) {
 	ls, err := t.List(c, lockstore.Filter(f))
 	return publicLocks(ls), err
-}
-
-// byToken is the store's ByToken with the plugin's types.
-func (t *table) byToken(c conn, token string) (*Lock, error) {
-	l, err := t.ByToken(c, token)
-	if l == nil {
-		return nil, err
-	}
-	pl := publicLock(*l)
-	return &pl, err
 }
 
 // Mode is a model's locking policy, set with the lock struct tag on its
@@ -719,38 +650,26 @@ type Lock struct {
 	Resource, ID string
 	Access       Access
 	Owner        Owner
-	// Token is a secret capability of 128 bits from crypto/rand, for
-	// clients that cannot carry a session (HTTP Lock-Token). It is filled
-	// only in what Acquire returns when it grants a new lock, once: the
-	// lock table keeps only its SHA-256 hash, so re-acquiring a lock the
-	// session holds (or upgrading its Read lock) returns Token "" and the
-	// holder keeps the token it was given first. Never in Holders, List,
-	// LockByToken or errors.
+	// Token is a secret capability (128 bits from crypto/rand) for clients
+	// that cannot carry a session (HTTP Lock-Token). Only Acquire's answer
+	// to a new grant carries it, once: the table keeps its SHA-256 hash.
+	// Never in Holders, List, LockByToken or errors.
 	Token string
-	// Generation grows at every grant of the key and is never reused, so it
-	// serves as a fencing token: a later holder always has a larger one.
-	// Re-acquiring a lock you hold keeps its generation. On PostgreSQL it
-	// carries the WAL timeline above 2^40, or where the role cannot read
-	// the timeline an epoch that follows the server's clock, so a standby
-	// promoted after a failover issues larger ones than the old primary
-	// did (docs/scaling.md).
+	// Generation grows at every grant of the key and is never reused, not
+	// even after a failover (docs/scaling.md), so it serves as a fencing
+	// token. Re-acquiring a lock you hold keeps it.
 	Generation int64
 	// AcquiredAt and ExpiresAt come from the database's clock.
 	AcquiredAt, ExpiresAt time.Time
-	// Reason is why the lock was taken, as its holder said (WithReason;
-	// httplock's lock request): at most MaxReason bytes of printable text,
-	// shown to whoever may see the lock (Holders, List, the console, the
-	// command), never put in metrics or traces. A lock taken again keeps
-	// it unless a new one is given; a lock taken over loses it.
+	// Reason is why the lock was taken, as its holder said (WithReason):
+	// at most MaxReason bytes of printable text, shown to whoever may see
+	// the lock, never put in metrics or traces. A lock taken again keeps it
+	// unless a new one is given; a lock taken over loses it.
 	Reason string
 }
 
 // MaxReason is the longest Reason, in bytes.
 const MaxReason = 255
-
-// The parsed model (tags, keys, aggregates, links) is internal/model's;
-// this file is the plugin's side of it: the key a lock call's target is
-// locked by, and the model a value parses as.
 
 // TagName is the struct tag the plugin reads. On a model's primary key it
 // sets the model's Mode and options: `lock:"exclusive_read,ttl=2h"`. On a
@@ -772,36 +691,29 @@ func (p *Plugin) targetKeyModel(db *gorm.DB, target any) (key, *model.Model, err
 		return key{}, nil, err
 	}
 	m, stmt, err := p.modelFor(db, target)
-	k, err := p.modelKey(db, target, m, stmt, err)
-	if err == nil && m != nil && !m.Lockable && m.Slip != "" && p.reg.TableModel(k.Resource) == nil {
-		// An explicit lock on a model without lock tags is a lock like any
-		// other (Fowler's explicit lock manager); one whose tags show a
-		// slipped lock tag was meant to be lockable, and is not.
-		return key{}, m, model.NotLockable(m)
+	if stmt == nil {
+		return key{}, nil, invalid("cannot parse model %T: %v", target, err)
 	}
-	return k, m, err
-}
-
-// modelKey is targetKey of a target modelFor parsed into m and stmt (with
-// its error err): its own key, or its root's.
-func (p *Plugin) modelKey(db *gorm.DB, target any, m *model.Model, stmt *gorm.Statement, err error) (key, error) {
-	if m == nil || m.Root == nil || err != nil {
-		if err != nil && m != nil {
-			return key{}, err
-		}
-		var k key
-		if stmt != nil {
-			k, err = parsedKey(db, stmt, target) // parsed once, above
-		} else {
-			k, err = targetRowKey(db, target)
-		}
+	if err != nil {
+		return key{}, m, err
+	}
+	var k key
+	if m.Root != nil {
+		root, rootErr := p.memberRootOf(db, m, reflect.ValueOf(target).Elem())
+		k, err = root.k, rootErr
+	} else {
+		k, err = parsedKey(db, stmt, target)
 		if tm := p.reg.TableModel(k.Resource); tm != nil {
 			k.Resource = tm.Table // a DTO of a lockable table names its lock
 		}
-		return k, err
 	}
-	root, err := p.memberRootOf(db, m, reflect.ValueOf(target).Elem())
-	return root.k, err
+	if err == nil && !m.Lockable && m.Slip != "" && p.reg.TableModel(k.Resource) == nil {
+		// An explicit lock on a model without lock tags is a lock like any
+		// other; one whose tags show a slipped lock tag was meant to be
+		// lockable, and is not.
+		return key{}, m, model.NotLockable(m)
+	}
+	return k, m, err
 }
 
 func checkTarget(target any) error {
@@ -818,21 +730,8 @@ func checkTarget(target any) error {
 	return nil
 }
 
-// targetRowKey is the key of target's own row: its table and primary key
-// (targetKey resolves a member to its root's). target must be a non-nil
-// pointer to a model whose primary key is set.
-func targetRowKey(db *gorm.DB, target any) (key, error) {
-	if err := checkTarget(target); err != nil {
-		return key{}, err
-	}
-	stmt := &gorm.Statement{DB: db}
-	if err := stmt.Parse(target); err != nil {
-		return key{}, invalid("cannot parse model %T: %v", target, err)
-	}
-	return parsedKey(db, stmt, target)
-}
-
-// parsedKey is targetRowKey of a target stmt has parsed already.
+// parsedKey is the key of target's own row, which stmt has parsed: its
+// table and primary key, which must be set.
 func parsedKey(db *gorm.DB, stmt *gorm.Statement, target any) (key, error) {
 	rv := reflect.ValueOf(target)
 	fields := stmt.Schema.PrimaryFields
@@ -861,15 +760,13 @@ type pkRow struct {
 	vals []any
 }
 
-// modelFor parses the schema of value (a model or a pointer to one).
+// modelFor parses the schema of value (a model or a pointer to one); stmt
+// is nil when it did not parse.
 func (p *Plugin) modelFor(db *gorm.DB, value any) (*model.Model, *gorm.Statement, error) {
 	stmt := &gorm.Statement{DB: db}
 	if err := stmt.Parse(value); err != nil {
 		return nil, nil, err
 	}
 	m := p.reg.ModelOf(stmt.Schema, db.NamingStrategy)
-	if err := p.reg.Resolve(m); err != nil {
-		return m, stmt, err
-	}
-	return m, stmt, nil
+	return m, stmt, p.reg.Resolve(m)
 }

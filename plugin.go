@@ -1,6 +1,7 @@
 package offlinelock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,85 +41,60 @@ type Config struct {
 	TTL time.Duration
 	// MaxTTL caps every TTL, however it was asked for; default 24 hours.
 	MaxTTL time.Duration
-	// Logger receives admin actions (force releases, releases of another
-	// session's locks) and sweeper errors; default slog.Default(). Tokens
-	// are never logged.
+	// Logger receives admin actions and sweeper errors; default
+	// slog.Default(). Tokens are never logged.
 	Logger *slog.Logger
-	// Authorize decides admin actions: "force_release", and "release_all"
-	// or "renew" of a session other than the caller's. It gets the lock (or,
-	// for session-wide actions, a Lock with only Owner.Session set) and
-	// returns nil to allow. A nil Authorize allows none of them.
+	// Authorize decides admin actions: "force_release", "take_over" of
+	// another user's lock, and "release_all" or "renew" of a session other
+	// than the caller's. It gets the lock (for session-wide actions, a Lock
+	// with only Owner.Session set) and returns nil to allow. Nil allows none.
 	Authorize func(ctx context.Context, action string, l Lock) error
 	// Strict refuses Exec and Raw statements whose SQL names a lockable
-	// table (ErrStrict), since the plugin cannot see which rows they touch.
-	// Bypass lets one through. Default false: such statements run
-	// unchecked (docs/fail-closed.md); set true to refuse them.
+	// table (ErrStrict), since the plugin cannot see which rows they touch;
+	// Bypass lets one through. Default false: they run unchecked
+	// (docs/fail-closed.md).
 	Strict bool
 	// Models are parsed when the plugin is registered, so that a bad lock
 	// tag fails db.Use and Strict knows their tables from the start. Each
-	// must be lockable (a lock tag on its primary key, or lock:"root" on a
-	// foreign key): a model listed without one fails db.Use with ErrInvalid,
-	// naming it and any lock tag the plugin does not read.
-	// Models are also parsed on first use without being listed here.
-	// Default none: each model is parsed, and its table recorded as
-	// lockable, on first use; list them to learn of a bad tag at start-up.
+	// must be lockable, else db.Use fails with ErrInvalid naming it. Models
+	// not listed are parsed on first use.
 	Models []any
-	// MeterProvider receives the plugin's metrics: grants, refusals, fence
-	// failures, upgrades, releases, hold times, lock-SQL latency, sweeps and
-	// live locks (docs/observability.md). Nil means otel.GetMeterProvider()
-	// at New: the application's global provider once it has set one (the
-	// global delegates to a provider set later), a no-op until then. Pass
-	// noop.NewMeterProvider() to turn the metrics off whatever the global.
+	// MeterProvider receives the plugin's metrics (docs/observability.md).
+	// Nil means otel.GetMeterProvider() at New (the global delegates to a
+	// provider set later); pass noop.NewMeterProvider() to turn them off.
 	MeterProvider metric.MeterProvider
-	// TracerProvider receives a span per lock-table statement, a child of
-	// the span in the statement's context, and the decisions as events on
-	// that caller's span. Nil means otel.GetTracerProvider() at New, as for
-	// MeterProvider; pass a noop provider to turn the spans off.
+	// TracerProvider receives a span per lock-table statement and the
+	// decisions as events on the caller's span. Nil means
+	// otel.GetTracerProvider() at New; pass a noop provider to turn it off.
 	TracerProvider trace.TracerProvider
 	// DisableGuard turns off the database guard (docs/guard.md): the
 	// triggers that make PostgreSQL and MySQL/MariaDB refuse, for every
-	// client, a write of a record another session holds. Default false
-	// (guarded). With it set, only writes that pass through the plugin are
-	// checked: Exec without Strict, Bypass, GORM without the plugin, other
-	// services and SQL consoles write held records unchecked, and a
-	// statement the plugin reads differently from the server is not caught
-	// where it lands. Set it only where the database role may not create
-	// triggers; RemoveGuard drops a guard already installed. A guard of
-	// this lock table still installed makes db.Use fail: the database would
-	// go on refusing writes of held records, this plugin's own included,
-	// that no statement of its would prove.
+	// client, a write of a record another session holds. With it set, only
+	// writes through the plugin are checked. Set it only where the role may
+	// not create triggers; a guard of this lock table still installed makes
+	// db.Use fail (RemoveGuard drops it).
 	DisableGuard bool
 	// GuardCheckEvery is how often the plugin reads again, in the
-	// background, whether the database guard covers every table that can
-	// hold rows of lockable records (docs/guard.md, "No guard, no
-	// grant"): a trigger disabled or dropped, or a table created, outside
-	// the plugin is found within this period, and grants of its records
-	// are refused from then on. The plugin's own installs, repairs and
-	// DDL through GORM are seen at once. Default DefaultGuardCheckEvery.
+	// background, whether the guard covers every table that can hold rows
+	// of lockable records; grants of a table found uncovered are refused
+	// (docs/guard.md). Default DefaultGuardCheckEvery.
 	GuardCheckEvery time.Duration
-	// LeaveGuard makes db.Use neither install the guard nor check for it,
-	// and the plugin never installs it on a statement's way; statements
-	// still carry the identity the guard reads. For tools that install,
-	// inspect or remove the guard themselves (the offlinelock command).
+	// LeaveGuard makes the plugin neither install the guard nor check for
+	// it at db.Use; statements still carry the identity the guard reads.
+	// For tools that manage the guard themselves (the offlinelock command).
 	LeaveGuard bool
-	// GuardNamesRecordOnly makes the database guard's refusal of another
-	// client's write name the record only ("… is locked by another
-	// session"), not its holder nor the lock's times, which by default any
-	// role whose write is refused reads. It is a setting of the database
-	// (a catalog row), not of this node: the last node to start decides.
+	// GuardNamesRecordOnly makes the guard's refusal of another client's
+	// write name the record only, not its holder nor the lock's times. It
+	// is a setting of the database: the last node to start decides.
 	GuardNamesRecordOnly bool
-	// WatchEvery is how often Watch reads the locks it watches (one read
-	// per watched record, however many watch it); default
+	// WatchEvery is how often Watch reads the locks it watches; default
 	// DefaultWatchEvery.
 	WatchEvery time.Duration
 	// SessionAlive, if set, makes locks end with the session that owns
-	// them: Sweep (and so StartSweeper) asks it about each session holding
-	// live locks (those of the first SessionsPerSweep locks, per Sweep) and releases
-	// every lock of a session it reports dead, as ReleaseAll does. Give it
-	// your session store's lookup (scs: Store.Find of the session's token;
-	// gorilla/sessions: the store's Get) when the lock's Owner.Session is
-	// the login session's id. An error leaves that session's locks alone
-	// and is logged.
+	// them: Sweep asks it about each session holding live locks (among the
+	// first SessionsPerSweep) and releases every lock of a session it
+	// reports dead, as ReleaseAll does; an error is logged and leaves the
+	// session's locks alone (docs/browser.md).
 	SessionAlive func(ctx context.Context, owner Owner) (bool, error)
 }
 
@@ -147,18 +123,8 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,50}$`)
 // table name that is not a plain identifier, a negative TTL) is reported
 // by Initialize and by every call.
 func New(cfg Config) *Plugin {
-	if cfg.Table == "" {
-		cfg.Table = DefaultTable
-	}
-	if cfg.TTL == 0 {
-		cfg.TTL = DefaultTTL
-	}
-	if cfg.MaxTTL == 0 {
-		cfg.MaxTTL = DefaultMaxTTL
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Table, cfg.TTL, cfg.MaxTTL = cmp.Or(cfg.Table, DefaultTable), cmp.Or(cfg.TTL, DefaultTTL), cmp.Or(cfg.MaxTTL, DefaultMaxTTL)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	p := &Plugin{cfg: cfg, reg: &model.Registry{}}
 	tel, telErr := telemetry.New(cfg.MeterProvider, cfg.TracerProvider, refusals()...)
 	p.tel = tel
@@ -199,11 +165,8 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		return p.err
 	}
 	if _, copied := db.Config.ClauseBuilders[boundKey]; copied {
-		// A gorm.Open with a copy of a Config this plugin is registered
-		// on: dbresolver opens each replica so, and the copy initialises
-		// every plugin again. The replica is dbresolver's connection pool,
-		// not a database of the plugin's: no lock table, no guard, no
-		// callbacks (statements run on the source's *gorm.DB).
+		// A copy of a registered Config (dbresolver opens each replica
+		// so): a pool of the source's, not a database of the plugin's.
 		return nil
 	}
 	b, err := p.bindingOf(db)
@@ -214,7 +177,7 @@ func (p *Plugin) initialize(db *gorm.DB) error {
 		return err
 	}
 	if !db.DryRun {
-		if err := p.prepareDatabase(db, b.t); err != nil {
+		if err := p.prepareDatabase(db, b); err != nil {
 			return err
 		}
 		if b.t.Store.Galera() {
@@ -260,23 +223,19 @@ func (p *Plugin) checkModels(db *gorm.DB) error {
 }
 
 // prepareDatabase readies db for locking: it refuses a pooler that would
-// break the lock table's transactions, creates the lock table, records the
-// models, installs or checks the guard and loads the guard's key.
-func (p *Plugin) prepareDatabase(db *gorm.DB, t lockStore) error {
-	if err := lockstore.CheckPooler(t.Store, db); err != nil {
+// break the lock table's transactions, creates the lock table, checks the
+// notes table's privileges, records the models, installs or checks the guard.
+func (p *Plugin) prepareDatabase(db *gorm.DB, b *binding) error {
+	if err := lockstore.CheckPooler(b.t.Store, db); err != nil {
 		return err
 	}
 	if err := p.Migrate(db); err != nil {
 		return err
 	}
-	if err := p.checkFeaturePrivileges(db); err != nil {
+	if err := b.watch.CheckPrivileges(p.background(db).WithContext(ctxOf(db))); err != nil {
 		return err
 	}
-	if err := p.rememberModels(db); err != nil {
-		return err
-	}
-	b, err := p.bindingOf(db)
-	if err != nil {
+	if err := p.rememberModels(db, b); err != nil {
 		return err
 	}
 	return b.guard.Start(db)
@@ -287,9 +246,8 @@ func (p *Plugin) prepareDatabase(db *gorm.DB, t lockStore) error {
 const boundKey = "offlinelock:registered"
 
 // failInit makes a plugin whose Initialize failed fail closed, whether or
-// not the caller looks at db.Use's error: its calls return the error, and
-// its callbacks (registered here if they were not) refuse every statement
-// on a lockable table with it.
+// not the caller looks at db.Use's error: its calls and its callbacks
+// (registered here if they were not) refuse with the error.
 func (p *Plugin) failInit(db *gorm.DB, err error) {
 	err = fmt.Errorf("%w (the offlinelock plugin failed to initialise; statements on lockable tables are refused)", err)
 	p.initErr.Store(&err)
@@ -304,11 +262,7 @@ func (p *Plugin) failInit(db *gorm.DB, err error) {
 
 // rememberModels writes Config.Models to the catalog and reads what other
 // nodes wrote there.
-func (p *Plugin) rememberModels(db *gorm.DB) error {
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return err
-	}
+func (p *Plugin) rememberModels(db *gorm.DB, b *binding) error {
 	var ms []*model.Model
 	for _, v := range p.cfg.Models {
 		if m, _, _ := p.modelFor(db, v); m != nil && m.Lockable && m.Err == nil {
@@ -337,19 +291,6 @@ func (p *Plugin) Migrate(db *gorm.DB) error {
 	return t.Migrate(direct(db))
 }
 
-// ttl is the lifetime for a lock asked for in ctx: WithTTL or Config.TTL,
-// capped by MaxTTL.
-func (p *Plugin) ttl(ctx context.Context) (time.Duration, error) {
-	d := p.cfg.TTL
-	if v, ok := ttlFrom(ctx); ok {
-		if v <= 0 {
-			return 0, invalid("TTL %v must be positive", v)
-		}
-		d = v
-	}
-	return min(d, p.cfg.MaxTTL), nil
-}
-
 // observeLive registers the gauges for db, once per database: the live
 // locks, and the tables the guard does not cover (internal/guard).
 func (b *binding) observeLive(db *gorm.DB) error {
@@ -367,14 +308,10 @@ func (b *binding) observeLive(db *gorm.DB) error {
 	})
 }
 
-// binding is the plugin on one database. It is made when the plugin is
-// registered there (db.Use), or by the first call that names a database
-// it was not registered on (Migrate, InstallGuard, the command), and lives
-// as long as the Plugin: one Plugin serves any number of databases, each
-// with its own store, guard and catalog state. The dialect is decided
-// once, here; the callbacks are its methods (callbacks.go), so a statement
-// finds its store, its guard's state and what was done for its model
-// without a lookup.
+// binding is the plugin on one database, made by db.Use or by the first
+// call that names the database, and kept as long as the Plugin. The
+// dialect is decided once, here; the callbacks are its methods, so a
+// statement finds its store and its model's state without a lookup.
 type binding struct {
 	p     *Plugin
 	t     lockStore    // the lock table on this database
@@ -404,10 +341,7 @@ func (p *Plugin) initFailed() error {
 
 // bindingOf is the plugin on db's database, made on first use.
 func (p *Plugin) bindingOf(db *gorm.DB) (*binding, error) {
-	if p.err != nil {
-		return nil, p.err
-	}
-	if err := p.initFailed(); err != nil {
+	if err := cmp.Or(p.err, p.initFailed()); err != nil {
 		return nil, err
 	}
 	if db == nil || db.Dialector == nil || db.Config == nil {
@@ -439,21 +373,18 @@ func (p *Plugin) storeFor(db *gorm.DB) (lockStore, error) {
 func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	b := &binding{p: p}
 	lockTable, seq, catalog := `"`+p.cfg.Table+`"`, `"`+p.cfg.Table+`_generation"`, `"`+p.cfg.Table+`_tables"`
-	var s func(lockstore.Observer) lockstore.Store
+	obs := p.tel.Observer(dialect)
+	var st lockstore.Store
 	switch dialect {
 	case "postgres":
-		s = func(obs lockstore.Observer) lockstore.Store {
-			return lockstore.NewPostgres(lockTable, seq, catalog, obs)
-		}
+		st = lockstore.NewPostgres(lockTable, seq, catalog, obs)
 	case "sqlite", "sqlite3":
-		s = func(obs lockstore.Observer) lockstore.Store { return lockstore.NewSQLite(lockTable, seq, catalog, obs) }
+		st = lockstore.NewSQLite(lockTable, seq, catalog, obs)
 	case "mysql": // gorm.io/driver/mysql, for MySQL and MariaDB alike
-		s = func(obs lockstore.Observer) lockstore.Store { return lockstore.NewMySQL(p.cfg.Table, obs) }
+		st = lockstore.NewMySQL(p.cfg.Table, obs)
 	default:
 		return nil, fmt.Errorf("offlinelock: database %q is not supported (PostgreSQL, MySQL, MariaDB and SQLite are)", dialect)
 	}
-	obs := p.tel.Observer(dialect)
-	st := s(obs)
 	b.t = &table{Store: st, caps: st.Traits(), obs: obs}
 	every := p.cfg.GuardCheckEvery
 	if every <= 0 {
@@ -461,7 +392,8 @@ func (p *Plugin) newBinding(dialect string) (*binding, error) {
 	}
 	b.guard.Init(guard.Config{Guard: b.t.caps.Guard, Off: p.cfg.DisableGuard, Leave: p.cfg.LeaveGuard, RecordOnly: p.cfg.GuardNamesRecordOnly,
 		CheckEvery: every, LockTable: p.cfg.Table, Logger: p.cfg.Logger, Unenforceable: ErrUnenforceable, Models: p.reg, Host: (*guardHost)(b)})
-	b.watch = p.newHub(b)
+	b.watch = watch.New(watch.Config{Table: p.cfg.Table, Every: cmp.Or(p.cfg.WatchEvery, DefaultWatchEvery),
+		OneWriter: b.t.caps.OneWriter, Logger: p.cfg.Logger, Store: b.t.Store, Conn: direct})
 	return b, nil
 }
 
@@ -477,10 +409,7 @@ func (b *binding) here(m *model.Model) *modelHere {
 // prepare puts in place, once per model on this database, what a
 // statement on m needs first: its key columns checked against the lock
 // table, its catalog row written, its table guarded. Until all of that has
-// held once (a catalog row written in a caller's SQLite transaction, a
-// guard installed in the background, do not count) every statement tries
-// again; after it, a statement pays one map read. Forgetting the guard's
-// state (DDL through GORM, InstallGuard) prepares every model again.
+// held once every statement tries again; after it, one map read.
 func (b *binding) prepare(db *gorm.DB, m *model.Model) error {
 	epoch := b.epoch.Load() + 1
 	if v, ok := b.models.Load(m); ok { // the common case, in one map read
@@ -527,22 +456,12 @@ func (b *binding) freshCatalog(db *gorm.DB) {
 }
 
 // learn prepares m for a statement the plugin lets through without
-// enforcing it (a load that takes no lock, a bypassed statement), where
-// a guard governs grants: its catalog row is written and its table
-// guarded before any of its rows can be held (docs/guard.md). A failure
-// is the next statement's to retry: this one goes on, and grants of its
-// records are refused until the guard covers its table.
-//
-// A read inside a caller's transaction does not: a failed catalog write
-// there would abort a read-only transaction (PostgreSQL), and a
-// connection of its own could wait for the pool the transaction holds.
-// The model is learnt by its next statement outside one (or by a write),
-// and its grants are refused until its table is covered. A write in a
-// transaction (GORM's own, around a Create, included) writes the
-// catalog row, which commits with it, and installs nothing: an install
-// beside the transaction would wait for the table it writes. The
-// table's next statement outside a transaction, or its first grant,
-// installs the guard.
+// enforcing it (a load that takes no lock, a bypassed statement), where a
+// guard governs grants, so that its table is guarded before any of its rows
+// can be held; a failure is the next statement's to retry. Inside a
+// caller's transaction a read does nothing (a failed catalog write would
+// abort it) and a write only writes the catalog row (an install beside the
+// transaction would wait for the table it writes) (docs/guard.md).
 func (b *binding) learn(db *gorm.DB, m *model.Model, write bool) {
 	if !b.guard.Governs() {
 		return
@@ -571,17 +490,6 @@ func databaseOf(db *gorm.DB) any {
 
 // forget makes every model be prepared again.
 func (b *binding) forget() { b.epoch.Add(1) }
-
-// The feature tables: what the plugin's features beside the lock itself
-// write, each made on first use by a role that may create tables. In a
-// least-privileged deployment the application's role may not, so the
-// owner's install makes them (CreateFeatureTables, which `offlinelock
-// guard install` runs), and the application needs only DML on them.
-//
-//   - the notes table (<Config.Table>_notes, internal/watch): TakeOver,
-//     RequestEdit, ForceRelease's and EndSession's notes, and every Watch;
-//   - the viewers table (<Config.Table>_viewers, internal/watch): View,
-//     and the viewers a Watch reports.
 
 // FeatureTables lists the tables the plugin's features beside the lock
 // table need on db's lock table: the notes table (TakeOver, RequestEdit,
@@ -612,29 +520,17 @@ func featureTables(table string) []featureTable {
 }
 
 // CreateFeatureTables creates the tables FeatureTables lists where they
-// are missing, as the plugin would on first use, so that an application
-// whose role may not create tables finds them in place. `offlinelock
-// guard install` runs it as the tables' owner. Idempotent.
+// are missing, for an application whose role may not create them
+// (`offlinelock guard install` runs it as their owner). Idempotent.
 func (p *Plugin) CreateFeatureTables(db *gorm.DB) error {
 	s := p.background(onPrimary(db)).WithContext(ctxOf(db)).Set(resolverWrite, struct{}{})
 	return watch.CreateTables(s, p.cfg.Table)
 }
 
-// checkFeaturePrivileges is db.Use's check of the notes table (the hub's
-// CheckPrivileges).
-func (p *Plugin) checkFeaturePrivileges(db *gorm.DB) error {
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return err
-	}
-	return b.watch.CheckPrivileges(p.background(db).WithContext(ctxOf(db)))
-}
-
-// SQLiteDSN returns a DSN for gorm.io/driver/sqlite (mattn/go-sqlite3) that
-// the lock table needs under concurrency: WAL, so readers never block the
-// writer; a busy timeout, so a writer waits its turn instead of failing with
-// "database is locked"; and immediate transactions, so a transaction takes
-// the write lock when it begins rather than failing to upgrade later.
+// SQLiteDSN returns a DSN for gorm.io/driver/sqlite (mattn/go-sqlite3) with
+// what the lock table needs under concurrency: WAL, a busy timeout, and
+// immediate transactions (which take the write lock when they begin rather
+// than failing to upgrade later).
 func SQLiteDSN(path string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_journal_mode=WAL&_busy_timeout=10000&_txlock=immediate&_foreign_keys=1"

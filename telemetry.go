@@ -8,42 +8,32 @@ import (
 	"gorm.io/gorm"
 )
 
-// The plugin's OpenTelemetry instruments live in internal/telemetry
-// (docs/observability.md); each site that decides calls one of its
-// methods. This file holds what monitoring reads of the plugin itself: the
-// counts of a statement's decisions, and Stats.
-
 // StatsGroups caps the resources and the users Stats counts locks for: the
 // ones with the most live locks come first, and past this many the rest
 // are left out (Live still counts them).
 const StatsGroups = 100
 
-// Stats summarises the lock table at one moment, for monitoring and for
-// the offlinelock command's stats. Each figure is read by a statement of
-// its own on the database clock, so a lock taken or released meanwhile may
-// show in one figure and not in another.
+// Stats summarises the lock table, for monitoring and for the offlinelock
+// command's stats. Each figure is read by a statement of its own, so a lock
+// taken or released meanwhile may show in one figure and not in another.
 type Stats struct {
 	// Live is the number of live locks as List counts them: one per Write
 	// lock, one per reader of a Read lock.
 	Live int64
-	// ByResource and ByUser count the live locks per resource (the table
-	// of the locked record, or of its root) and per Owner.User, most first
-	// and ties by name, at most StatsGroups of each. User "" counts the
-	// locks of owners without a user name.
+	// ByResource and ByUser count the live locks per resource and per
+	// Owner.User ("" for owners without one), most first and ties by name,
+	// at most StatsGroups of each.
 	ByResource, ByUser []Count
 	// Oldest is the live lock acquired longest ago (ties by resource, id
 	// and holder), without its token; nil when no lock is live.
 	Oldest *Lock
-	// ExpiredRows is the number of lock-table rows past their expiry: the
-	// rows Sweep would delete now. They are rows, not locks: a record under
-	// Read locks also has a key row, and on MySQL and MariaDB a released
-	// record's key row stays, free, until a day after its last use
-	// (docs/mysql.md). Expired locks are already free; these rows only
-	// take space until the sweep.
+	// ExpiredRows is the number of lock-table rows past their expiry, which
+	// Sweep would delete now. They are rows, not locks: a record under Read
+	// locks also has a key row, and on MySQL a released record's key row
+	// stays a day after its last use (docs/mysql.md).
 	ExpiredRows int64
 	// ExpiredLocks is the number of locks past their expiry that the sweep
-	// has not removed yet: what List with Filter.Expired (and the
-	// command's list --expired) shows.
+	// has not removed yet, as List with Filter.Expired shows them.
 	ExpiredLocks int64
 }
 
@@ -53,13 +43,11 @@ type Count struct {
 	Locks int64
 }
 
-// Stats counts the live locks, by resource and by user, finds the oldest
-// live lock, and counts the expired rows waiting for the sweep. It needs no
-// owner, takes no row locks and changes nothing; a role that may only
-// SELECT the lock table may call it, without registering the plugin. Its
-// five statements return at most StatsGroups rows each, but each reads the
-// lock table's rows, as List does: call it to monitor (every minute or
-// so), not on every request.
+// Stats counts the live locks by resource and by user, finds the oldest,
+// and counts the expired rows. It needs no owner, takes no row locks
+// and changes nothing (SELECT on the lock table is enough, without
+// registering the plugin). Each of its statements reads the lock table's
+// rows, as List does: call it to monitor, not on every request.
 func (p *Plugin) Stats(db *gorm.DB) (Stats, error) {
 	db = onPrimary(db)
 	t, err := p.storeFor(db)
@@ -68,18 +56,20 @@ func (p *Plugin) Stats(db *gorm.DB) (Stats, error) {
 	}
 	s, err := t.Stats(direct(db), StatsGroups)
 	out := Stats{Live: s.Live, ExpiredRows: s.ExpiredRows, ExpiredLocks: s.ExpiredLocks,
-		ByResource: make([]Count, len(s.ByResource)), ByUser: make([]Count, len(s.ByUser))}
-	for i, c := range s.ByResource {
-		out.ByResource[i] = Count(c)
-	}
-	for i, c := range s.ByUser {
-		out.ByUser[i] = Count(c)
-	}
+		ByResource: counts(s.ByResource), ByUser: counts(s.ByUser)}
 	if s.Oldest != nil {
 		l := publicLock(*s.Oldest)
 		out.Oldest = &l
 	}
 	return out, err
+}
+
+func counts(cs []lockstore.Count) []Count {
+	out := make([]Count, len(cs))
+	for i, c := range cs {
+		out[i] = Count(c)
+	}
+	return out
 }
 
 // refusals are the errors counted as refusals, by reason.

@@ -43,13 +43,11 @@ func lostLocks(bg *gorm.DB, t lockStore, keys []key, owner Owner) (free []key, l
 	return free, "", err == nil
 }
 
-// confirmGrants reads back, after the plugin's own transaction of a load
-// committed, the locks the load newly took, on Galera: a node that rolled
-// the transaction back for another node's conflicting write while a SELECT
-// of it ran reports that as a warning, and the COMMIT that follows
-// succeeds with nothing to commit (internal/lockstore/galera.go). A lock
-// another session holds is refused with its holders, as if the load had
-// met it.
+// confirmGrants reads back on Galera, after the plugin's own transaction
+// of a load committed, the locks the load newly took: a transaction rolled
+// back for another node's write while a SELECT ran still commits, with
+// nothing in it (internal/lockstore/galera.go). A lock another session
+// holds is refused with its holders.
 func (p *Plugin) confirmGrants(db *gorm.DB, st *state) error {
 	c := st.caps.Certifier
 	if c == nil || st.op != opLoad || st.m == nil {
@@ -92,10 +90,8 @@ func (p *Plugin) watchCommit(db *gorm.DB, st *state) {
 // Transaction runs fn in a transaction on db, as db.Transaction does, and
 // tells a Galera cluster's refusal of its COMMIT as the lock answer it is:
 // ErrNotLocked (naming the record) when a lock one of its writes needed
-// was taken over or released on another node meanwhile. Elsewhere, and
-// for any other error, it returns what db.Transaction returns. On a pool
-// that is database/sql's own, db.Transaction does the same (the plugin's
-// pool sees its COMMIT, internal/galera); this works on any pool.
+// was taken over or released on another node meanwhile. Otherwise it
+// returns what db.Transaction returns.
 func (p *Plugin) Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	w := &galera.Watch{}
 	err := db.WithContext(galera.WithWatch(ctxOf(db), w)).Transaction(fn, opts...)
@@ -105,16 +101,10 @@ func (p *Plugin) Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*s
 	return err
 }
 
-// The primary decides (docs/scaling.md). A read router such as
-// gorm.io/plugin/dbresolver moves a query's statement to a replica before
-// any other callback runs; the plugin's own SQL would follow it there, to
-// write lock rows on a read-only server (SQLSTATE 25006) or to read a
-// holder's record from a server that has not yet seen the holder's last
-// save. So every statement about locks, and every load the plugin takes
-// part in or that a session makes of a lockable model, is sent back to the
-// router's source, with the router's own mechanism: the write setting it
-// reads, and its callback run again, as dbresolver.Write does. The names
-// are dbresolver's; the plugin does not import it.
+// The primary decides (docs/scaling.md): statements about locks, and loads
+// the plugin takes part in or a session makes, go back to a read router's
+// source the way dbresolver.Write sends them, by dbresolver's own setting
+// names (the plugin does not import it).
 const (
 	resolverCallback = "gorm:db_resolver"
 	resolverWrite    = "gorm:db_resolver:write"
@@ -137,11 +127,9 @@ func routeToPrimary(db *gorm.DB) {
 	fc(db)
 }
 
-// onPrimary is db for one of the plugin's own calls (Acquire, Release, …):
-// itself when its statement is on the database's own connection, which
-// is the router's source; otherwise a session of it routed to the source.
-// A root *gorm.DB's statement is shared by every goroutine, so it is never
-// changed in place.
+// onPrimary is db for one of the plugin's own calls (Acquire, …): itself
+// on the database's own connection (the router's source), otherwise a new
+// session routed to the source (a root *gorm.DB's statement is shared).
 func onPrimary(db *gorm.DB) *gorm.DB {
 	if db == nil || db.Statement == nil || db.Statement.ConnPool == db.Config.ConnPool {
 		return db

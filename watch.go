@@ -1,7 +1,6 @@
 package offlinelock
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -22,10 +21,8 @@ const (
 	// starts on a record that is held).
 	EventLocked EventKind = "locked"
 	// EventReleased: the lock ended and the record is free; Reason says
-	// how (ReasonReleased, ReasonExpired, ReasonSignedOut,
-	// ReasonTakenOver, ReasonForceReleased). Also sent first, without a Lock or a Reason,
-	// when Watch starts on a record that is free, so that a watch always
-	// begins with the record's state.
+	// how. Also sent first, without a Lock or a Reason, when Watch starts
+	// on a record that is free.
 	EventReleased EventKind = "released"
 	// EventTakenOver: TakeOver gave the lock to By, for Reason; the old
 	// holder is fenced.
@@ -97,8 +94,7 @@ type Event struct {
 	// Viewers are the users who have the record open (EventViewers; View).
 	Viewers []Viewer
 	// Reason is the take-over's reason, or how a released lock ended
-	// (ReasonReleased, ReasonExpired, ReasonSignedOut,
-	// ReasonForceReleased).
+	// (the Reason constants).
 	Reason string
 	// At is when the watcher saw the change.
 	At time.Time
@@ -124,27 +120,19 @@ func publicEvent(e watch.Event) Event {
 	return out
 }
 
-// newHub is b's watch hub: its watcher reads b's lock table.
-func (p *Plugin) newHub(b *binding) *watch.Hub {
-	return watch.New(watch.Config{Table: p.cfg.Table, Every: cmp.Or(p.cfg.WatchEvery, DefaultWatchEvery),
-		OneWriter: b.t.caps.OneWriter, Logger: p.cfg.Logger, Store: b.t.Store, Conn: direct})
-}
-
 // Watch tells the changes of target's lock on the returned channel until
 // ctx ends, then closes it. Changes are read from the database, so a
 // change made through any node reaches every node's watches within
-// Config.WatchEvery. One watcher per database reads all the records
-// watched on it once per interval, in one statement per 100 records,
-// however many watch each. A watch that does not keep
-// up loses events rather than slow the others: read the channel promptly.
-// It needs no owner; authorise callers as for Holders.
+// Config.WatchEvery; one watcher per database reads all the records watched
+// there. A watch that does not keep up loses events rather than slow the
+// others: read the channel promptly. It needs no owner; authorise callers
+// as for Holders.
 func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Event, error) {
-	db = onPrimary(db.WithContext(ctx))
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return nil, err
+	db, b, err := p.on(db.WithContext(ctx))
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
 	if err != nil {
 		return nil, err
 	}
@@ -153,21 +141,18 @@ func (p *Plugin) Watch(ctx context.Context, db *gorm.DB, target any) (<-chan Eve
 
 // View announces that user has target open until ctx ends: every Watch of
 // the record, on any node, tells EventViewers with the users who have it
-// open (each user once, with the earliest of their views). The view is a
-// row of the viewers table (made on first use, like the notes table),
-// refreshed by its node every few seconds and deleted when ctx ends; a
-// view whose node stopped is gone within ViewerGone. It needs no owner
-// and takes no lock: authorise callers as for Watch.
+// open (each user once, with the earliest of their views). A view whose
+// node stopped is gone within ViewerGone. It needs no owner and takes no
+// lock: authorise callers as for Watch.
 func (p *Plugin) View(ctx context.Context, db *gorm.DB, target any, user string) error {
-	db = onPrimary(db.WithContext(ctx))
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return err
+	db, b, err := p.on(db.WithContext(ctx))
+	if err == nil {
+		err = model.CheckText("user", user, model.MaxTextLen, false)
 	}
-	if err := model.CheckText("user", user, model.MaxTextLen, false); err != nil {
-		return err
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
 	if err != nil {
 		return err
 	}
@@ -176,23 +161,21 @@ func (p *Plugin) View(ctx context.Context, db *gorm.DB, target any, user string)
 
 // RequestEdit asks the holders of target to let the owner in db's context
 // edit it: every Watch of the record, on any node, tells EventRequested
-// naming the owner's user. It never waits and takes nothing; the asker
-// learns that the record is free from EventReleased. It returns
-// ErrNotLocked when nobody holds the record (take it instead) and
-// ErrHeldByYou when the asking session holds it. Asking again for the same
-// lock within a minute tells nobody again (and returns nil); more than
-// RequestsPerMinute requests of one user in a minute are ErrTooManyRequests.
+// naming the owner's user. It never waits and takes nothing. It returns
+// ErrNotLocked when nobody holds the record, ErrHeldByYou when the asking
+// session holds it, and ErrTooManyRequests past RequestsPerMinute; asking
+// again for the same lock within a minute tells nobody again.
 func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 	db = onPrimary(db)
 	o, err := ownerOf(db)
-	if err != nil {
-		return err
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
-	if err != nil {
-		return err
+	var b *binding
+	if err == nil {
+		b, err = p.bindingOf(db)
 	}
-	b, err := p.bindingOf(db)
 	if err != nil {
 		return err
 	}
@@ -201,48 +184,39 @@ func (p *Plugin) RequestEdit(db *gorm.DB, target any) error {
 
 // TakeOver ends every other lock on target and gives the owner in db's
 // context a new Write lock on it, with a new token and a larger generation,
-// in one transaction: nobody can take the record in between. The old
-// holders are fenced at once (their tokens and sessions hold nothing, so
-// their writes are refused), the take-over is logged, counted
-// (offlinelock_lock_releases_total with kind "takeover") and noted in the
-// database, so that every Watch of the record, on any node, tells
-// EventTakenOver with reason.
+// in one transaction. The old holders are fenced at once; the take-over is
+// logged, counted and noted, so that every Watch of the record, on any
+// node, tells EventTakenOver with reason.
 //
 // Taking over a lock of the same user (another tab, a reload) needs no
 // permission; taking over another user's asks Config.Authorize("take_over",
 // lock) for each of them, and is ErrForbidden unless all are allowed. A
 // record nobody holds is simply locked; a lock the session holds already is
-// renewed, as Acquire does. reason is at most MaxReason bytes of printable
-// text; it becomes the new lock's Reason.
+// renewed, as Acquire does. reason (at most MaxReason bytes of printable
+// text) becomes the new lock's Reason.
 func (p *Plugin) TakeOver(db *gorm.DB, target any, reason string) (*Lock, error) {
 	return p.TakeOverIf(db, target, reason, nil)
 }
 
 // TakeOverIf is TakeOver with the application's own policy: allow is asked
-// about each lock to be taken over (another session's), inside the
-// take-over's transaction, with the lock as it is there, so a holder that
-// changed since the caller last looked is judged, not the one it saw. An
-// error from allow ends the take-over, changes nothing and is returned as
-// it is. Config.Authorize is asked as well, as TakeOver says. A nil allow
+// about each other session's lock, as it is inside the take-over's
+// transaction; an error from allow ends the take-over, changes nothing and
+// is returned as it is. Config.Authorize is asked as well. A nil allow
 // allows all.
 func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(holder Lock) error) (*Lock, error) {
-	db = onPrimary(db)
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return nil, err
+	db, b, err := p.on(db)
+	if err == nil {
+		err = validReason(reason)
 	}
-	if err := validReason(reason); err != nil {
-		return nil, err
+	var o Owner
+	if err == nil {
+		o, err = ownerOf(db)
 	}
-	o, err := ownerOf(db)
-	if err != nil {
-		return nil, err
+	var k key
+	if err == nil {
+		k, err = p.targetKey(db, target)
 	}
-	k, err := p.targetKey(db, target)
-	if err != nil {
-		return nil, err
-	}
-	if m := p.reg.TableModel(k.Resource); m != nil {
+	if m := p.reg.TableModel(k.Resource); err == nil && m != nil {
 		err = p.rememberTarget(db, m, k)
 	}
 	if err == nil {

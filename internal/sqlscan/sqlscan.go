@@ -197,6 +197,29 @@ func FirstWord(sql string) string {
 	return ""
 }
 
+// PlainSelect says whether raw SQL only reads: it starts with SELECT, WITH,
+// VALUES or TABLE and names no writing statement anywhere (a data-modifying
+// CTE, SELECT … INTO). A raw SELECT … FOR UPDATE is taken as writing too:
+// refusing more is the safe side.
+func PlainSelect(sql string) bool {
+	idents := Read(sql).Idents
+	if len(idents) == 0 {
+		return false
+	}
+	switch strings.ToLower(idents[0]) {
+	case "select", "with", "values", "table":
+	default:
+		return false
+	}
+	for _, id := range idents {
+		switch strings.ToLower(id) {
+		case "insert", "update", "delete", "merge", "truncate", "replace", "upsert", "into", "copy", "call", "do", "execute":
+			return false
+		}
+	}
+	return true
+}
+
 // Mentions returns the canonical names lockable accepts among sql's
 // identifiers, first seen first, once each; literals count as SQL inside
 // DO, EXECUTE, PREPARE and CREATE FUNCTION and the like.
