@@ -388,10 +388,7 @@ func (s *mysqlStore) createMissing(c Conn, keys []Key) (created bool, err error)
 	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil || s.poolIsTaken(c, pool) {
 		return false, nil
 	}
-	rows := make([]row, len(keys))
-	for i, k := range keys {
-		rows[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
-	}
+	rows := pkRows(keys, "")
 	ctx, cancel := context.WithTimeout(c.ctx, mysqlCreateWait)
 	defer cancel()
 	for _, list := range pkJSON(rows) {
