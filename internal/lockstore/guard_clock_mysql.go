@@ -6,7 +6,7 @@ import (
 )
 
 // The guard's clock on MySQL/MariaDB is SYSDATE(6) converted to UTC, never
-// the statement's time, which any client sets (docs/guard.md, clock): a
+// the statement's time, which any client sets (docs/guard.md, "Its clock"): a
 // repeated local hour takes the earlier instant, an unconvertible zone the
 // earliest time, so no lock looks expired early. The plugin's own
 // statements keep mysqlClock.
