@@ -31,7 +31,7 @@ type mysqlStore struct {
 	keysOK       sync.Map                   // tables whose key columns checkKeyColumns passed
 	fenceFn      atomic.Bool                // the guard's fence function is installed (fence_mysql.go)
 	fenceCallSQL string                     // its call, with the record and the session as arguments
-	blank        atomic.Pointer[keyedBlank] // the fenced blank of the guard's key last signed with (SignWrite)
+	blank        atomic.Pointer[keyedBlank] // the fenced blank of the guard's key last signed with (signWrite)
 
 	// stmts keeps fixed statements prepared: go-sql-driver without
 	// interpolateParams would prepare and close each around every run.

@@ -125,7 +125,7 @@ func (s *mysqlStore) SignWrites(db *gorm.DB, w Writer) {
 		switch name {
 		case "INSERT", "UPDATE", "DELETE":
 			return func(_ *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
-				s.SignWrite(cb, c, name, w.GuardKey(), session, fenced, build)
+				s.signWrite(cb, c, name, w.GuardKey(), session, fenced, build)
 			}
 		case "VALUES":
 			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
@@ -135,7 +135,7 @@ func (s *mysqlStore) SignWrites(db *gorm.DB, w Writer) {
 			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
 				build(c, cb)
 				if col, _, fence, folds := w.Upsert(stmt); fence != nil {
-					s.FoldUpsert(cb, clause.Column{Name: col}, fence)
+					s.foldUpsert(cb, clause.Column{Name: col}, fence)
 					*folds |= UpsertFoldedUpdate
 				}
 			}
