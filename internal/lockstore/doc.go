@@ -13,17 +13,10 @@
 // errors are the root's own values.
 //
 // What a store can do besides Store is declared in capabilities.go and
-// resolved once, when the plugin makes its stores: a store's traits are
-// its own method (Store.Traits). No exported name is a database's: the
-// three stores are unexported, made by NewPostgres, NewMySQL and
-// NewSQLite, and what only one of them does is a method of its own,
-// reached through an interface (the hooks of the plugin's tests too:
-// testhooks.go).
+// resolved once (Store.Traits). The three stores are unexported, made by
+// NewPostgres, NewMySQL and NewSQLite.
 //
-// It may import the standard library and gorm.io/gorm (a *gorm.DB is the
-// connection it runs on, clause.Expression what it adds to a load or a
-// write), never the root package (the compiler enforces that a store
-// cannot reach back into the plugin), and no database driver: it reads
-// the MySQL driver's errors by reflection (mysql_errors.go), so that a
-// program on PostgreSQL or SQLite does not link it.
+// It imports the standard library and gorm.io/gorm, never the root package
+// and no database driver: MySQL's errors are read by reflection
+// (mysql_errors.go), so a program on another database does not link it.
 package lockstore

@@ -5,22 +5,11 @@ import (
 	"fmt"
 )
 
-// The guard's clock on MySQL/MariaDB. Every expiry the guard's procedure
-// and the fence function judge is judged against the server's wall clock,
-// SYSDATE(6), never UTC_TIMESTAMP() or NOW(): those read the statement's
-// time, which any client sets without a privilege (SET timestamp, SET
-// STATEMENT timestamp=… FOR …), and the largest value would make every
-// lock look expired. SYSDATE is local time in the session's time_zone,
-// which a client also sets, so it is converted to UTC through that zone.
-// In a local hour two instants share (a DST zone's fall-back hour) the
-// earlier is taken, so that no lock looks expired early; a zone the
-// server cannot convert (NULL) reads as the earliest time, so that none
-// looks expired at all. The plugin's own statements keep mysqlClock:
-// their sessions are the plugin's.
-//
-// What breaks it: a server started with --sysdate-is-now, where SYSDATE
-// is NOW and follows SET timestamp. No variable shows that option, so
-// the install probes for it (probeGuardClock) and refuses to install.
+// The guard's clock on MySQL/MariaDB is SYSDATE(6) converted to UTC, never
+// the statement's time, which any client sets (docs/guard.md, "Its clock"): a
+// repeated local hour takes the earlier instant, an unconvertible zone the
+// earliest time, so no lock looks expired early. The plugin's own
+// statements keep mysqlClock.
 
 // mysqlGuardClockDecl declares the guard clock's variables: it goes with
 // a routine's DECLAREs, before its handlers.

@@ -9,33 +9,11 @@ import (
 	"gorm.io/gorm"
 )
 
-// Live buckets (MariaDB, MySQL; not Galera). Each bucket row of the order
-// table (guard_order_mysql.go) carries live: a time no lock of its records
-// outlives. A guarded write of an ordinary client (no proof, no fence:
-// sql_select_limit at its default) reads its record's bucket row LOCK IN
-// SHARE MODE, as it did, and when live is past, stops there: every lock
-// of the bucket has expired, so the key row, the procedure and its
-// handlers would all let it through. Only a bucket with a live lock costs
-// the rest. So a write of a free record costs one indexed read, as the
-// floor the project measures (BenchmarkGuard's Updates1000ReadFloor).
-//
-// What keeps live true: the lock table's own BEFORE INSERT and BEFORE
-// UPDATE triggers, which every grant, take-over and renewal passes, raise
-// it (with UPDATE, so under the bucket's exclusive lock) whenever a row's
-// new expiry reaches past it. That exclusive lock orders the grant behind
-// every write that found the bucket past and still holds it shared: the
-// write commits first, or the grant waits (2 s at most, then refuses as
-// being written). A write that starts later reads the raised value and
-// probes the key row. Live is raised with slack (liveSlack), so that a
-// renewal raises it once in that long, not at every renewal.
-//
-// live is compared with the guard's clock, made 1 hour early (a DST
-// zone's repeated hour), never with a time a client sets
-// (guard_clock_mysql.go). A bucket row made before its locks were counted
-// (a new table's rows, or the column added to an older order table)
-// starts at liveUnknown, the end of time, and is settled once (settleLive)
-// under the rows' exclusive locks: until then its writes take the whole
-// path.
+// Live buckets (not Galera; docs/guard.md, Live buckets): each order-table
+// bucket row carries live, a time no lock of its records outlives, so an
+// ordinary client's write of a quiet bucket stops after one read. The lock
+// table's triggers raise it, under the bucket's exclusive lock, which
+// orders a grant after every write that read it.
 
 // liveUnknown is a bucket's live until settleLive has counted its locks.
 const liveUnknown = "'9999-12-31 23:59:59.999999'"
@@ -59,17 +37,9 @@ const liveClock = "CONVERT_TZ(SYSDATE(6), @@session.time_zone, '+00:00') - INTER
 // the plugin's keyed blank nor a proof (fence_mysql.go).
 const selectLimitDefault = "18446744073709551615"
 
-// A bucket's live is kept in the order table's row liveBucket names:
-// the resource's 22 bits as mysqlBucket's, above 10 bits of the record's
-// key alone. For a key of an integer column, those are the column's own
-// low 10 bits (col & 1023, two's complement for a negative), which a
-// trigger computes with no condition: a conditional expression there
-// (IF, CASE) cost a seventh of a row's read. From the key's text, the
-// same bits are read off its last 10 digits (10^10 is a multiple of
-// 1024), and a key that is no integer's text takes its CRC32. The rows
-// are mysqlBucket's; only the record's place among its resource's 1,024
-// differs, so that the grant's exclusive lock of mysqlBucket's row (a key
-// row made, for the writes of the whole path) is still taken as before.
+// A live bucket is the resource's 22 bits above 10 bits of the key alone:
+// an integer column's own low bits (no conditional, which cost a seventh
+// of a row's read), else the text's last 10 digits, else its CRC32.
 const liveInteger = "'^-?(0|[1-9][0-9]{0,19})$'"
 
 // liveBucket is the live bucket of record (res, key), both SQL; where res
@@ -93,20 +63,14 @@ func bucketOf(res, low string) string {
 	return "(" + hi + " | (" + low + "))"
 }
 
-// liveBucketV2 is liveBucket as guard revision 2 computed it from a key's
-// text: its number where it is a decimal integer of at most 19 digits and
-// no sign, else its CRC32. It differs for negative keys and keys of 20
-// digits. A grant raises both (raiseLive), so that a trigger of either
-// revision sees it while a guard is upgraded, and an install raises the
-// buckets of the locks taken before (settleLive).
+// liveBucketV2 is liveBucket as guard revision 2 computed it (unsigned
+// integers of at most 19 digits): grants raise both during an upgrade.
 func liveBucketV2(res, key string) string {
 	return bucketOf(res, "IF("+key+" REGEXP '^(0|[1-9][0-9]{0,18})$', CAST("+key+" AS UNSIGNED), CRC32("+key+")) & "+strconv.Itoa(mysqlOrderBuckets-1))
 }
 
 // integerKey is the column an integer key spells (Spell's KindInt: CAST(col
-// AS CHAR), col a trigger's row column of an integer type; Spell puts a
-// column of another type in parentheses, which a DECIMAL's bits would not
-// match).
+// AS CHAR)); other types are parenthesised and do not match.
 func integerKey(key string) (string, bool) {
 	col, cast := strings.CutPrefix(key, "CAST(")
 	col, char := strings.CutSuffix(col, " AS CHAR)")
@@ -143,10 +107,7 @@ func (s *mysqlStore) liveRead(what, res, key string) string {
 	return "(SELECT " + what + " FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " + liveBucket(res, key) + mysqlShare + ")"
 }
 
-// quietBucket: the record's bucket had no lock since it was quieted. A
-// write it lets through reads nothing of the lock table, so a session's
-// TEMPORARY table of the lock table's name changes nothing for it; one of
-// the order table's name lacks the seal, and refuses the write (1176).
+// quietBucket: the record's bucket had no lock since it was quieted.
 func (s *mysqlStore) quietBucket(res, key string) string {
 	return s.liveRead("live = "+liveNone, res, key)
 }
@@ -156,18 +117,10 @@ func (s *mysqlStore) pastLive(res, key string) string {
 	return "(" + key + " IS NULL OR " + s.liveRead("live <= "+liveClock, res, key) + ")"
 }
 
-// raiseLive is the lock table's triggers' statements that raise the
-// buckets of the row NEW (this revision's and revision 2's, liveBucketV2,
-// where they differ) where its expiry reaches past live, or where live
-// is still unknown (so that settleLive, which waits for that update, sees
-// the row). Free key rows hold no lock. Whether to raise is a consistent
-// read (a SELECT … INTO in a trigger): live only rises, but for the
-// sweep's quieting of a past bucket and the install's settling of an
-// unknown one, neither of which can lower a value this read finds at or
-// past the row's expiry; a row it does not find is raised. The raise
-// waits 2 s at most, as a grant does for its order (mysqlGrantWaitPrefix):
-// a renewal too, whose raise waits for the open writes of its bucket once
-// in liveSlack. It needs its variables declared (liveDecl).
+// raiseLive is the lock table's triggers' statements that raise NEW's
+// buckets (both revisions') where its expiry passes live or live is
+// unknown. Whether to raise is a consistent read: nothing lowers a value
+// it finds at or past the expiry. The raise waits 2 s at most. Needs liveDecl.
 func (s *mysqlStore) raiseLive() string {
 	b, v2 := liveBucket("NEW.resource", "NEW.lock_id"), liveBucketV2("NEW.resource", "NEW.lock_id")
 	return "IF NEW.access <> '' OR NEW.holder <> '' THEN SET offlinelock_live = NULL, offlinelock_top = NULL; " +
@@ -180,14 +133,9 @@ func (s *mysqlStore) raiseLive() string {
 // liveDecl declares raiseLive's variables.
 const liveDecl = "DECLARE offlinelock_live, offlinelock_top DATETIME(6); "
 
-// settleLive counts the locks of the buckets whose live is unknown: their
-// rows are locked first (FOR UPDATE: every write and grant under way in
-// them ends before), then the lock table's unexpired locks are read as
-// committed, and each bucket's live set from them, in both revisions'
-// buckets (liveBucketV2). A grant that starts meanwhile waits for the
-// rows, then raises them (raiseLive). Where the guard was of revision 2,
-// whose grants raised only its own buckets, the buckets of this revision
-// of the locks it counted are raised first (upgradeLive).
+// settleLive sets the unknown buckets' live from the locks, under their
+// rows' FOR UPDATE (writes and grants under way end first); after a
+// revision-2 guard it raises this revision's buckets first (upgradeLive).
 func (s *mysqlStore) settleLive(c Conn) error {
 	if err := s.upgradeLive(c); err != nil {
 		return err
@@ -227,10 +175,8 @@ func (s *mysqlStore) liveLocks(both bool) string {
 		" UNION ALL SELECT " + v2 + ", expires_at" + locks + ") offlinelock_l GROUP BY b"
 }
 
-// upgradeLive raises this revision's bucket of each lock whose two
-// buckets differ, once, when the guard installed was older (its grants
-// raised revision 2's only); raiseLive raises both from then on, and the
-// triggers are in place before this runs.
+// upgradeLive raises this revision's bucket of each lock whose two buckets
+// differ, once, over an older guard (whose grants raised revision 2's only).
 func (s *mysqlStore) upgradeLive(c Conn) error {
 	if c.plan == nil {
 		if n, err := s.installedRevision(c); err != nil || n >= liveMappingRevision {
@@ -245,12 +191,9 @@ func (s *mysqlStore) upgradeLive(c Conn) error {
 // liveBucket's.
 const liveMappingRevision = 3
 
-// quietLive sets the buckets whose locks have all expired back to
-// liveNone, where a writer compares no clock: at READ COMMITTED, so that
-// the scan locks only the rows it changes, each after the writes that
-// hold it. A grant that reads a row meanwhile waits, then raises it
-// again. Where this role may not (1142) or there is no guard (1146), it
-// does nothing: a bucket past its live costs the clock, nothing more.
+// quietLive sets the buckets whose locks have all expired back to liveNone
+// at READ COMMITTED (locking only the rows it changes); without privilege
+// (1142) or guard (1146) it does nothing.
 func (s *mysqlStore) quietLive(c Conn) error {
 	if _, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter); inTx || s.galera.Load() {
 		return nil // a caller's transaction: its own isolation; the next sweep
@@ -266,13 +209,9 @@ func (s *mysqlStore) quietLive(c Conn) error {
 	return err
 }
 
-// liveGate is a trigger's two tests of its records' live buckets, each
-// true when the checks may be skipped: quiet (no lock since the bucket was
-// quieted: one read, no clock) and, where that fails, past (every lock
-// of the bucket expired: a second read, and the clock). Both need an
-// ordinary client (sql_select_limit at its default): the plugin's fenced
-// writes and proofs must not lock the bucket, which would hold up a
-// take-over.
+// liveGate is a trigger's two tests that let it skip the checks: quiet (one
+// read, no clock) and past (a second read, and the clock). Only for ordinary
+// clients: fenced writes must not lock the bucket.
 type liveGate struct{ quiet, past []string }
 
 // add gates record (res, key) of the row; also, where not "", must hold

@@ -12,15 +12,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// The guard on MySQL/MariaDB (docs/guard.md): per guarded table, AFTER
-// INSERT and UPDATE and BEFORE DELETE row triggers that spell the row's record and
-// call the shared procedure, which reads the record's key row LOCK IN
-// SHARE MODE (held until the transaction ends: the fence) and SIGNALs
-// SQLSTATE OL423 when another session holds it. Foreign key actions fire
-// no triggers there, so a parent whose deletes cascade into a guarded
-// table checks those children itself. TRUNCATE fires no triggers: it is
-// not guarded. The writer's session reaches the triggers as the statement's
-// own max_join_size (identity.go).
+// The guard on MySQL/MariaDB (docs/guard.md): row triggers call a shared
+// procedure that reads the record's key row LOCK IN SHARE MODE and SIGNALs
+// OL423 when another session holds it. Foreign key actions fire no
+// triggers, so a parent checks the children its actions change.
 
 // installLockName is the named lock that serialises the guard's installs:
 // keyed by the guard's key (MySQL limits names to 64 characters).
@@ -67,13 +62,9 @@ func (s *mysqlStore) Spell(k KeyKind, expr, colType string) string {
 	return text
 }
 
-// sessionMarkSQL is the number a session's statements carry as
-// max_join_size and the guard compares with the holder's: 2^59 plus 55
-// bits of SHA-256(guard key || session), so that it is never
-// max_join_size's default nor any limit a statement could reach, and only
-// a client that can read the key can make it (guard_key.go). The procedure
-// computes it from the lock table's session column; sessionMark is the
-// same in Go.
+// sessionMarkSQL is the session's max_join_size mark (sessionMark in Go):
+// 2^59 plus 55 bits of SHA-256(guard key || session), never a limit a
+// statement could reach, made only by a client that can read the key.
 const sessionMarkSQL = "(CONV(LEFT(SHA2(CONCAT({k}, {s}), 256), 14), 16, 10) & 18446744073709551614 | 576460752303423488)"
 
 func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
@@ -122,15 +113,11 @@ func (s *mysqlStore) InstallGuardRoutine(c Conn) error {
 }
 
 // checkBody is the guard's procedure: it refuses a write of record (res,
-// id) another session holds. It reads the lock table with IGNORE INDEX
-// (seal), which fails (1176) where the name resolves to a session's
-// TEMPORARY table, which lacks the seal: the procedure then refuses. It
-// reads the key row LOCK IN SHARE MODE, except when fenced: the trigger
-// found the keyed blank (fencedBlank) in the write's statement, which only
-// the plugin's fenced writes carry (it checks them again, row-locked,
-// before commit). Nothing a client without the key sends chooses the read
-// without a lock. A Write lock found expired is read again FOR UPDATE
-// (expiredWrite says why).
+// id) another session holds. IGNORE INDEX (seal) fails (1176) on a
+// session's TEMPORARY table of the lock table's name. The read is LOCK IN
+// SHARE MODE except for fenced writes (the keyed blank), which the plugin
+// checks again before commit; an expired Write lock is read FOR UPDATE
+// (expiredWrite).
 func (s *mysqlStore) checkBody(seal, key string) string {
 	pk := mysqlPK + " IGNORE INDEX (" + s.Quote(seal) + ")"
 	mine := func(col string) string {
@@ -186,10 +173,7 @@ END`
 }
 
 // sealIndex names the lock table's seal: its expires_at index, renamed
-// once, by the first node to install this guard, to a name with 64
-// random bits. A user without privileges on the lock table cannot learn
-// it, so a TEMPORARY table it creates under the lock table's name lacks
-// it. Renaming an index changes only metadata.
+// once to a name with 64 random bits (docs/guard.md).
 func (s *mysqlStore) sealIndex(c Conn) (string, error) {
 	name, err := s.sealName(c)
 	if err != nil || name != "" {
@@ -216,11 +200,9 @@ func (s *mysqlStore) sealName(c Conn) (string, error) {
 	return strings.Join(have, ""), err
 }
 
-// installRoutine creates routine name of kind (PROCEDURE or FUNCTION)
-// with body, whose {version} it fills in. Every node runs this at db.Use:
-// a routine that is already this one stays, since replacing it would fail
-// the statements that call it meanwhile (1305); MariaDB replaces one
-// atomically.
+// installRoutine creates routine name of kind (PROCEDURE or FUNCTION) with
+// body; one already in place stays, since replacing it fails its callers
+// meanwhile (1305).
 func (s *mysqlStore) installRoutine(c Conn, kind, name, body string) error {
 	state, err := s.routineState(c, kind, name, body)
 	if err != nil || state == GuardOK || state == GuardHidden {
@@ -245,11 +227,8 @@ func (s *mysqlStore) installRoutine(c Conn, kind, name, body string) error {
 	return nil
 }
 
-// routineState compares routine name of kind with body (before its
-// {version} is filled in): by its definition, not only by the version its
-// comment carries, which a routine replaced by a no-op could keep. A user
-// that may not read the definition (no privilege on the routine) gets
-// GuardHidden.
+// routineState compares routine name's definition with body, not only its
+// version, which a no-op replacement could keep; a hidden one is GuardHidden.
 func (s *mysqlStore) routineState(c Conn, kind, name, body string) (string, error) {
 	version := "offlinelock guard " + guardVersion(body)
 	want := strings.Replace(body, "{version}", version, 1)
@@ -320,10 +299,8 @@ func (s *mysqlStore) tableState(c Conn, plan GuardPlan) (string, error) {
 	} else if state == GuardHidden {
 		hidden = true
 	}
-	// A routine hidden from this user (no privilege on it) says nothing of
-	// the table: its triggers are read all the same, by name where their
-	// bodies are hidden too, so that a table without them is never taken
-	// as guarded.
+	// A hidden routine says nothing of the table: its triggers are read all
+	// the same, so a table without them is never taken as guarded.
 	names, stmts := s.triggerSQL(plan, key)
 	state, err := s.triggersState(c, names, s.triggersVersion(stmts))
 	if err != nil || state != GuardOK && state != GuardHidden {
@@ -338,14 +315,10 @@ func (s *mysqlStore) tableState(c Conn, plan GuardPlan) (string, error) {
 	return s.probeState(c, plan)
 }
 
-// triggersState: every trigger of names carries version (GuardOK), or the
-// first that does not: missing or another version; else, where a body is
-// hidden from this user, GuardHidden, once every trigger is seen by name.
-// The guard's reads of information_schema.TRIGGERS filter on
-// EVENT_OBJECT_SCHEMA, which MariaDB uses to open this schema's tables
-// only: filtered on TRIGGER_SCHEMA it opens every schema's, and waits for
-// any DDL under way in another database (measured: 40 s behind another
-// application's DROP TABLE).
+// triggersState: GuardOK where every trigger of names carries version, else
+// the first that does not, or GuardHidden. The filter on EVENT_OBJECT_SCHEMA
+// keeps MariaDB to this schema (on TRIGGER_SCHEMA it waited 40 s behind
+// another database's DDL).
 func (s *mysqlStore) triggersState(c Conn, names []string, version string) (string, error) {
 	hidden := false
 	for _, name := range names {
@@ -377,11 +350,8 @@ func (s *mysqlStore) triggersState(c Conn, names []string, version string) (stri
 	return GuardOK, nil
 }
 
-// withGuardLock serialises the guard's DDL between nodes (a named lock;
-// DDL commits implicitly, so there is no transaction to hold it). Any
-// user may take a named lock, so its name is keyed (installLockName): only
-// a role that may read the catalog can tell it, and no one else can hold
-// an install up. The wait is bounded and its answer read.
+// withGuardLock serialises the guard's DDL between nodes by a named lock
+// (DDL commits implicitly), keyed so that no one else can hold it up.
 func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 	return c.db.Connection(func(tx *gorm.DB) error {
 		cc := NewConn(tx, c.ctx).on(c.obs)
@@ -399,9 +369,7 @@ func (s *mysqlStore) withGuardLock(c Conn, fn func(Conn) error) error {
 			return errors.New("offlinelock: another node's install of the guard held its install lock past 5 s; retry")
 		}
 		defer cc.Exec(`SELECT RELEASE_LOCK(?)`, name)
-		// DDL waits for the metadata lock of every open transaction that
-		// touched the table, and new writes of the table queue behind it:
-		// a caller's transaction must not make either wait long.
+		// New writes of the table queue behind DDL waiting for a metadata lock.
 		if _, err := cc.Exec(`SET SESSION lock_wait_timeout = 5`); err != nil {
 			return err
 		}
@@ -418,22 +386,12 @@ type mysqlTrigger struct {
 	pk   string // the proof key (proofKey)
 }
 
-// The trigger probes the key row itself and calls the procedure only
-// when there is one: a CALL costs more than the row's own write, and
-// most rows a statement writes are free. The probe reads the lock
-// table as the procedure does (through its seal, which a session's
-// TEMPORARY table lacks: 1176 refuses), with the lock the procedure
-// would take: LOCK IN SHARE MODE, except for the plugin's fenced
-// writes. The procedure then reads the key row again and decides; a
-// lock table that is gone (1146) holds no locks.
-// The locking probe is a scalar subquery, not a SELECT … INTO: a
-// client's sql_select_limit applies to a SELECT … INTO inside a trigger
-// (0 would leave the count unread, the procedure uncalled), not to a
-// subquery. The fenced probe must not lock (a subquery of a trigger
-// reads with a shared lock, which would hold up the take-over the
-// fence is there to see), so it stays a SELECT … INTO: it runs only
-// when sql_select_limit is the keyed blank, no limit at all.
-// offlinelock_n starts at 1: anything unforeseen calls the procedure.
+// probe reads the key row as the procedure would (through the seal, LOCK IN
+// SHARE MODE unless fenced) and calls it only where there is one: a CALL
+// costs more than the row's write. The locking probe is a scalar subquery,
+// which a client's sql_select_limit does not reach; the fenced one must not
+// lock, so it is a SELECT … INTO, run only under the keyed blank (no
+// limit). offlinelock_n starts at 1: anything unforeseen calls the procedure.
 func (t mysqlTrigger) probe(share string) string {
 	from := " FROM " + t.s.table + " IGNORE INDEX (" + sealPlaceholder + ")" +
 		" WHERE resource = @offlinelock_res AND lock_id = @offlinelock_k AND holder = ''"
@@ -462,11 +420,8 @@ func (t mysqlTrigger) children(cc GuardCascade, rec GuardRecord) string {
 	if child == "" {
 		child = s.Quote(cc.Child)
 	}
-	// A client's sql_select_limit applies to the loop's cursor: the
-	// rows it visits are counted against a subquery's count, which
-	// the limit does not reach, and fewer is a refusal (the
-	// plugin's fenced writes, whose limit is the keyed blank, count
-	// without the subquery's shared locks, as the probe does).
+	// sql_select_limit reaches the loop's cursor, not a subquery's count:
+	// fewer rows visited than counted is a refusal.
 	children := " FROM " + child + " offlinelock_c WHERE offlinelock_c." + s.Quote(cc.Column) + " = OLD." + s.Quote(cc.ParentColumn)
 	return "SET offlinelock_seen = 0; IF @offlinelock_fenced THEN SELECT COUNT(*) INTO offlinelock_m" + children + "; " +
 		"ELSE SET offlinelock_m = (SELECT COUNT(*)" + children + "); END IF; " +
@@ -480,17 +435,9 @@ func (t mysqlTrigger) children(cc GuardCascade, rec GuardRecord) string {
 func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string, stmts []string) {
 	t := mysqlTrigger{s: s, proc: s.Quote(s.guardPrefix() + "_check"), pk: proofKey(guardKey)}
 	base := s.guardPrefix() + "_" + guardName(s.lockName(), strings.ToLower(plan.Table))
-	// Inside a procedure (and in a CALL's arguments) sql_select_limit reads
-	// as its default: the trigger reads the blank and hands the answer on
-	// in a variable it sets before every CALL, so a value a client set
-	// never reaches the procedure.
-	//
-	// The records' checks keep their state in user variables, each set
-	// before it is read within the trigger's own statements (no client
-	// code runs between): a declared variable is allocated at every row,
-	// on the path that skips the checks too (MariaDB builds a trigger's
-	// variables when it starts), and cost a tenth of a row's read. Only
-	// the cascades' checks, which count rows, declare theirs.
+	// In a procedure sql_select_limit reads as its default: the trigger
+	// hands the blank on in a variable set before every CALL. User variables,
+	// each set before it is read, spare a declared variable's cost per row.
 	fenced := "SET @offlinelock_fenced = @@session.sql_select_limit = " + fencedBlank(guardKey) + "; "
 	declare := "DECLARE offlinelock_m, offlinelock_seen BIGINT; " + fenced
 	var ins, upd, del []string
@@ -502,10 +449,8 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 			"IF NOT ("+same+") THEN "+t.call(rec.Resource, rec.Key("NEW"))+" END IF;")
 		del = append(del, t.call(rec.Resource, rec.Key("OLD")))
 		insGate.add(s, res, rec.Key("NEW"), "")
-		// A write that moves the record takes the whole path: a bucket
-		// read for NEW here would run even where the key stays (MariaDB
-		// evaluates a trigger's subqueries before the condition around
-		// them), doubling the cost of every other update.
+		// A write that moves the record takes the whole path: MariaDB would
+		// run a bucket read for NEW even where the key stays.
 		updGate.add(s, res, rec.Key("OLD"), sameKey(rec.Key("NEW"), rec.Key("OLD")))
 		delGate.add(s, res, rec.Key("OLD"), "")
 	}
@@ -525,15 +470,9 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 		return s.gatedBody(fenced, declare, calls, gate, cascades)
 	}
 	table := s.Quote(plan.Table)
-	// INSERT and UPDATE are checked AFTER the row is written: a BEFORE
-	// trigger sees an AUTO_INCREMENT key as 0, and may run before a
-	// schema's own BEFORE triggers that change the row; an AFTER trigger
-	// sees the row as stored, and its SIGNAL rolls the statement back.
-	// DELETE stays BEFORE: the cascades it checks run before InnoDB's
-	// foreign-key actions change the children; so does the check of the
-	// children an ON UPDATE action follows (_bc), which find them by the
-	// parent's old key. (The names keep their old suffixes, so that an
-	// upgrade replaces the triggers in place.)
+	// INSERT and UPDATE are checked AFTER (the row as stored, AUTO_INCREMENT
+	// key included); DELETE and _bc BEFORE, ahead of InnoDB's foreign-key
+	// actions. Names keep old suffixes so upgrades replace in place.
 	for _, tg := range []struct {
 		suffix, timing, event string
 		body                  []string
@@ -549,13 +488,9 @@ func (s *mysqlStore) triggerSQL(plan GuardPlan, guardKey string) (names []string
 	return names, stmts
 }
 
-// gatedBody is a trigger's body: the records' checks (calls), and the
-// checks of the children its foreign-key actions change (cascades), each
-// in a block of its own, after fenced (the calls) or declare (the
-// cascades). Outside Galera, an ordinary
-// client's write whose records' buckets say no lock there is live (gate,
-// guard_live_mysql.go) skips the records' checks, which would all let it
-// through.
+// gatedBody is a trigger's body: the records' checks (calls) after fenced,
+// and the cascades' checks after declare. Outside Galera a write whose
+// buckets say no lock is live (gate) skips the calls.
 func (s *mysqlStore) gatedBody(fenced, declare string, calls []string, gate liveGate, cascades []string) []string {
 	var body []string
 	checks := "BEGIN " + fenced + strings.Join(calls, " ") + " END;"
@@ -590,9 +525,7 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		if newer, err := s.newerRevision(c); err != nil || newer {
 			return err // a newer build's guard: it is theirs to change
 		}
-		// The order's rows of the plan's resources, before a trigger reads
-		// them, and again on every install (an order table made anew has
-		// none); a user that may not insert them trusts the owner's.
+		// The order's rows, before a trigger reads them, on every install.
 		if err := s.ensureOrderRows(c, plan); err != nil {
 			return err
 		}
@@ -600,9 +533,7 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 		// put back.
 		state, err := s.triggersState(c, names, version)
 		if err == nil && state != GuardOK && state != GuardHidden {
-			// A business table in use holds the trigger's DDL up 1 s at
-			// most (its metadata lock queues the table's new statements
-			// meanwhile); past it the install fails and is tried again.
+			// A table in use holds the DDL up 1 s at most; then it is retried.
 			_, err = c.Exec(`SET SESSION lock_wait_timeout = 1`)
 		}
 		if err == nil && state == GuardOK {
@@ -640,11 +571,6 @@ func (s *mysqlStore) GuardTable(c Conn, plan GuardPlan) error {
 func (s *mysqlStore) catalogUpsert() string {
 	return `INSERT INTO ` + s.catalog + ` (name, spec) VALUES (?, ?) ON DUPLICATE KEY UPDATE spec = VALUES(spec)`
 }
-
-// A trigger whose body this user may not read (no TRIGGER privilege: a
-// least-privileged application user) has the version GuardHidden. The user
-// may not replace it either: the owner installed it at deploy time
-// (`offlinelock guard install`), and the user trusts what it finds.
 
 var guardVersionMark = regexp.MustCompile(`offlinelock guard ([0-9a-f]+)`)
 
@@ -722,31 +648,23 @@ func (s *mysqlStore) RemoveGuard(c Conn) error {
 	})
 }
 
-// QualifiedName: on MySQL a TEMPORARY table hides a base table of its
-// name, qualified or not, inside the guard's triggers too; a view does not
-// see it. So the triggers read the tables beside the lock table (a
-// member's parent, a cascade's child) through a view of each, created at
-// install under a name with 64 random bits that a user without privileges
-// on it cannot learn (a temporary table can hide a view as well, by
-// name). The name here is a placeholder, which triggerSQL resolves
-// (sealedViews).
+// QualifiedName is a placeholder for a sealed view of table (sealedViews):
+// a TEMPORARY table hides a base table of its name inside triggers too,
+// not a view it cannot name (docs/guard.md).
 func (s *mysqlStore) QualifiedName(_ Conn, table string) (string, error) {
 	return sealedOpen + table + sealedClose, nil
 }
 
 const sealedOpen, sealedClose = "\x00offlinelock view:", "\x00"
 
-// sealPlaceholder stands for the seal's name (sealIndex) in the triggers'
-// text until sealedViews resolves it: their version is that of the text
-// with the placeholder, the same on every node.
+// sealPlaceholder stands for the seal's name in the triggers' text, so
+// their version is the same on every node.
 const sealPlaceholder = "\x00offlinelock seal\x00"
 
 var sealedRef = regexp.MustCompile("\x00offlinelock view:([^\x00]+)\x00")
 
-// sealedViews resolves the placeholders of stmts to the views of their
-// tables (QualifiedName) and to the lock table's seal: with create, making
-// the views that are missing (install); without, a missing one leaves ok
-// false (status), as a missing seal does either way.
+// sealedViews resolves stmts' placeholders to views and the seal; with
+// create it makes missing views, without a missing one leaves ok false.
 func (s *mysqlStore) sealedViews(c Conn, stmts []string, create bool) (out []string, ok bool, err error) {
 	names := map[string]string{}
 	seal, err := s.sealName(c)
@@ -806,9 +724,7 @@ func (s *mysqlStore) Inheritors(Conn, string) ([]string, bool, error) { return n
 func (s *mysqlStore) CascadesInto(c Conn, table string) ([]GuardCascade, error) {
 	c = s.observed(c)
 	var out []GuardCascade
-	// Every information_schema table is filtered on its own schema and
-	// table name, so that MariaDB opens only this table's definition (a
-	// join on constraint names alone opens every table of the schema).
+	// Filtered on schema and table name, so MariaDB opens only this table.
 	_, err := c.Query(`SELECT k.CONSTRAINT_NAME, k.REFERENCED_TABLE_NAME, k.REFERENCED_COLUMN_NAME, k.COLUMN_NAME,
 			IF(rc.DELETE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT'), rc.DELETE_RULE, ''), IF(rc.UPDATE_RULE IN ('CASCADE', 'SET NULL', 'SET DEFAULT'), rc.UPDATE_RULE, ''),
 			(SELECT COUNT(*) FROM information_schema.KEY_COLUMN_USAGE k2 WHERE k2.TABLE_SCHEMA = DATABASE() AND k2.TABLE_NAME = ?

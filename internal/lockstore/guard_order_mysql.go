@@ -6,36 +6,14 @@ import (
 	"strings"
 )
 
-// Ordering a guarded write and a grant of the same record (MariaDB, MySQL).
-// The guard's LOCK IN SHARE MODE read of a record's key row orders a write
-// against a grant only where it locks something: a key row that exists, or
-// (REPEATABLE READ) the gap where a missing one would go. At READ COMMITTED
-// InnoDB takes no gap locks, so a write of a record that has no key row
-// held nothing, and a grant could be given while the write was still open
-// (the lost update the guard is there to prevent). A client chooses its
-// isolation level (and @@tx_isolation does not show a level set with SET
-// TRANSACTION), so the guard cannot tell when it is safe to skip this.
-//
-// So, as on PostgreSQL (guard_order_postgres.go), a row
-// per bucket of records in the order table (<lock table>_order) orders
-// them: every write the guard checks without a fence reads its record's
-// bucket row LOCK IN SHARE MODE before it probes the key row, and holds it
-// until its transaction ends; an insert of a missing key row (the first
-// step of a grant of a record that has none) reads the bucket FOR UPDATE
-// first, in a BEFORE INSERT trigger on the lock table, so it waits for the
-// writes still open, and a write that starts later waits for the grant's
-// transaction and then sees its key row. A grant of a record whose key row
-// exists takes no bucket: writers hold that row. Locking reads, not
-// writes: on Galera they stay on their node and certify nothing.
-//
-// The cost is a grant that waits for an open write of another record of
-// its bucket, and one indexed read per row a writer writes.
+// The order table (docs/guard.md, "Its moment against a grant"): at READ
+// COMMITTED a write of a record without a key row locks nothing, so every
+// unfenced guarded write reads its record's bucket row LOCK IN SHARE MODE,
+// and the insert of a missing key row reads it FOR UPDATE first (a BEFORE
+// INSERT trigger on the lock table).
 
-// mysqlOrderBuckets is how many bucket rows each resource (each lockable
-// table) has in the order table: the chance that a grant waits for an
-// open write of another record of its table is one in this; a record of
-// another table shares none (but where two resources' CRC32s agree in 22
-// bits: one in 4 million).
+// mysqlOrderBuckets is each resource's bucket rows: a grant waits for an
+// open write of another record of its table with a chance of one in this.
 const mysqlOrderBuckets = 1024
 
 // orderTable is the order table's name, quoted.
@@ -56,11 +34,8 @@ func (s *mysqlStore) orderRowsSQL(resources int) string {
 SELECT ((CRC32(x.r) & 4194303) << 10) | (a.n * 32 + c.n) FROM (` + r + `) x, d a, d c`
 }
 
-// orderedProbe is the trigger's statement that takes its record's bucket
-// row shared, before the probe of the key row. It reads the order table as
-// the probe reads the lock table, through the seal (an index of the same
-// random name): a session's TEMPORARY table of its name lacks it, and the
-// read fails (1176, a refusal) rather than reading that.
+// orderedProbe takes the record's bucket row shared, before the probe of
+// the key row, through the seal (a TEMPORARY table lacks it: 1176 refuses).
 func (s *mysqlStore) orderedProbe() string {
 	return "SET @offlinelock_n = (SELECT COUNT(*) FROM " + s.orderTable() + " IGNORE INDEX (" + sealPlaceholder + ") WHERE b = " +
 		mysqlBucket("@offlinelock_res", "@offlinelock_k") + mysqlShare + "); "
@@ -98,16 +73,9 @@ func (s *mysqlStore) orderSQL(seal string) []string {
 func (s *mysqlStore) grantOrderName() string { return s.guardPrefix() + "_grant" }
 
 // grantOrderSQL is that trigger: an insert of a missing key row takes its
-// bucket exclusive. Whether the key row exists is a SELECT COUNT(*) …
-// INTO, which inside a trigger is a consistent read: a subquery there
-// would read it LOCK IN SHARE MODE, and two grants of one record, each
-// holding that shared lock and then wanting the row exclusive, would
-// deadlock; FOR UPDATE of the lock table is refused in its own trigger
-// (1442). (A client's sql_select_limit can hide the count from it; the
-// trigger then takes the bucket it did not need, which only waits. A first
-// form with a NOT FOUND handler was now and then not parsed on Galera's
-// nodes, 1064, when they opened the table.) It reads the order table
-// through the seal: whoever inserts into the lock table must not hide it.
+// bucket exclusive. The key row's existence is a SELECT COUNT(*) … INTO, a
+// consistent read: a subquery would share-lock it and two grants of one
+// record would deadlock; FOR UPDATE is refused in its own trigger (1442).
 func (s *mysqlStore) grantOrderSQL() string {
 	return "CREATE TRIGGER " + s.Quote(s.grantOrderName()) + " BEFORE INSERT ON " + s.table +
 		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ DECLARE offlinelock_n BIGINT DEFAULT 0; " +
@@ -119,14 +87,10 @@ func (s *mysqlStore) grantOrderSQL() string {
 // grantInsertName is the lock table's trigger after a row is inserted.
 func (s *mysqlStore) grantInsertName() string { return s.guardPrefix() + "_grantins" }
 
-// grantInsertSQL is that trigger: it raises the row's live bucket
-// (raiseLive), then probes a key row inserted with a lock (the probe,
-// guard_probe_mysql.go), in that order, so that the grant waits for the
-// writes its bucket orders before it reads their rows. After the row, not
-// before: a write statement in a trigger before the row leaves the
-// statement's own duplicate-key check of the lock table taking a shared
-// lock, and two grants of one record then deadlock as each upgrades it
-// (TestConcurrentAcquireHasExactlyOneWinner).
+// grantInsertSQL raises the row's live bucket, then probes a key row
+// inserted with a lock, so the grant waits for its bucket's writes first.
+// After the row: before it, the duplicate-key check share-locks and two
+// grants deadlock (TestConcurrentAcquireHasExactlyOneWinner).
 func (s *mysqlStore) grantInsertSQL() string {
 	return "CREATE TRIGGER " + s.Quote(s.grantInsertName()) + " AFTER INSERT ON " + s.table +
 		" FOR EACH ROW BEGIN /* offlinelock guard {version} */ " + liveDecl + s.raiseLive() +
@@ -211,12 +175,8 @@ func (s *mysqlStore) installLockTableTrigger(c Conn, name, stmt string) error {
 	return err
 }
 
-// galeraSkipsGrantOrder: on a Galera node the grant's trigger is not
-// installed. In CI, nodes now and then failed to load the lock table's
-// triggers while sessions opened it (1064, "has an error in its body",
-// "Query was empty", at shifting places), which no run of one server
-// showed. There a grant is not ordered against an open READ COMMITTED
-// write of a record that never had a key row (docs/guard.md).
+// galeraSkipsGrantOrder: Galera nodes now and then failed to load the lock
+// table's triggers (1064), so they are not installed there (docs/guard.md).
 
 // orderState is the grant trigger's state (triggersState).
 func (s *mysqlStore) orderState(c Conn) (string, error) {

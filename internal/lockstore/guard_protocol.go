@@ -9,23 +9,9 @@ import (
 	"strings"
 )
 
-// The guard's protocol: what a grant and the guard's triggers agree on
-// (how a grant is ordered against the writes still open, which clock
-// judges an expiry, how a member's root is read). A grant made under one
-// protocol against a guard of another can be unordered, so a node whose
-// code does not speak the installed guard's protocol must not grant.
-//
-//	1  before issue 47: advisory locks (PostgreSQL), shared buckets, the
-//	   statement's clock (MariaDB); implied where the catalog has no row
-//	2  the order table's rows per resource, the wall clock, parents read
-//	   with a locking read
-//
-// The installed protocol is a row of the catalog (guardProtocolName),
-// written by the install that puts this protocol's routines in place. An
-// install never replaces a guard of a newer protocol (ErrGuardProtocol):
-// the node's install fails, naming the upgrade, and its grants are
-// refused; the guard stays as the newer nodes made it. Versions before
-// this one skip the row (it is no table's spec).
+// The guard's protocol is what grants and triggers agree on (docs/guard.md,
+// "Its protocol"): 1 before issue 47 (implied where the catalog has no
+// row), 2 since. A node never grants under, nor replaces, a newer one.
 
 // GuardProtocol is the protocol this version's guard and grants speak.
 const GuardProtocol = 2
@@ -82,17 +68,9 @@ func (t *sqlStore) recordProtocol(c Conn, installed int, upsert string) error {
 	return err
 }
 
-// Revisions: a release may change the guard's SQL without changing what a
-// grant and the guard agree on (the protocol). During a rolling upgrade two
-// builds share one database; if each put back the definitions its own code
-// makes, they would replace each other's triggers for as long as both run,
-// and each replacement takes the business table's lock. So the catalog
-// records the newest revision installed (guardRevisionName), and a node of
-// an older revision of the same protocol never replaces a definition: it
-// counts the newer one as in place (TableState), installs nothing, and
-// grants. It still sees a trigger dropped or disabled, which no revision
-// does. A node of a newer revision replaces the older definitions and
-// records its own.
+// Revisions (docs/guard.md, "Its revision"): the catalog records the newest
+// installed, and an older build counts a newer definition as in place
+// rather than replacing it back during a rolling upgrade.
 
 // GuardRevision numbers this version's guard SQL within GuardProtocol: a
 // release that changes the SQL the guard installs, and not the protocol,

@@ -57,11 +57,11 @@ func sessionMark(key, session string, fenced bool) uint64 {
 	return m
 }
 
-// SignWrite writes the clause c (named name: INSERT, UPDATE or DELETE) of
+// signWrite writes the clause c (named name: INSERT, UPDATE or DELETE) of
 // session's write, keyed with the guard's key: MariaDB's SET STATEMENT
 // prefix before it, or MySQL's SET_VAR hint after its first word. build
 // writes c as it would be without the mark.
-func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder) {
+func (s *mysqlStore) signWrite(cb clause.Builder, c clause.Clause, name, key, session string, fenced bool, build clause.ClauseBuilder) {
 	if s.mariadb.Load() { // mariadbIdentityPrefix, with the fenced blank of key kept
 		cb.WriteString("SET STATEMENT max_join_size=" + strconv.FormatUint(sessionMark(key, session, fenced), 10))
 		if fenced {
@@ -88,9 +88,9 @@ func (s *mysqlStore) SignWrite(cb clause.Builder, c clause.Clause, name, key, se
 	c.Expression.Build(cb)
 }
 
-// FoldUpsert ends an ON DUPLICATE KEY UPDATE list with the key col
+// foldUpsert ends an ON DUPLICATE KEY UPDATE list with the key col
 // assigned itself while fence holds, and NULL otherwise.
-func (s *mysqlStore) FoldUpsert(cb clause.Builder, col clause.Column, fence clause.Expression) {
+func (s *mysqlStore) foldUpsert(cb clause.Builder, col clause.Column, fence clause.Expression) {
 	cb.WriteByte(',')
 	cb.WriteQuoted(col)
 	cb.WriteString("=IF(")

@@ -17,32 +17,10 @@ import (
 	"gorm.io/gorm"
 )
 
-// mysqlStore is the lock table on MySQL 8.0 and MariaDB (InnoDB). It shares
-// the decisions of sqlStore and replaces the SQL InnoDB lacks or runs
-// differently:
-//
-//   - There is no ON CONFLICT, RETURNING or IN (VALUES …): key rows are
-//     taken by INSERT … ON DUPLICATE KEY UPDATE, which locks an existing
-//     primary-key row exclusively (a record lock, no gap), and then read
-//     with a locking read; key lists are row constructors. MariaDB 10.6+
-//     has INSERT … RETURNING and JSON_TABLE: there, grants of many keys,
-//     Renew and ReleaseAll take a list of any length as one JSON
-//     parameter, in a bounded number of statements (mysql_bulk.go).
-//   - A plain SELECT in a REPEATABLE READ transaction reads the snapshot,
-//     not the latest committed rows, so every read that decides is a
-//     locking read, or runs in a READ COMMITTED transaction of the store's
-//     own, where a plain read is the latest committed row and no gap locks
-//     are taken: two sessions locking different new keys never wait on
-//     each other there.
-//   - Strings compare case-insensitively and ignore trailing spaces in the
-//     default collations: every key column is VARBINARY, which compares
-//     and sorts bytes as sortKeys does.
-//   - Times are DATETIME(6) in UTC, against UTC_TIMESTAMP(6), which the
-//     connection's time_zone does not move; the times the store sends are
-//     UTC text, which the driver's loc does not move either.
-//   - There are no sequences in MySQL 8.0: generations come from an
-//     AUTO_INCREMENT table, whose counter is not transactional (a
-//     rollback never gives a value back) and survives restarts.
+// mysqlStore is the lock table on MySQL 8.0 and MariaDB (InnoDB): sqlStore's
+// decisions with InnoDB's SQL. Why each difference (locking reads, READ
+// COMMITTED, VARBINARY keys, UTC DATETIME(6), AUTO_INCREMENT generations,
+// key rows that stay) is in docs/lock-table.md.
 type mysqlStore struct {
 	*sqlStore
 	depth sync.Map // transaction pool → *atomic.Int32: the plugin's savepoints open in it
@@ -53,20 +31,14 @@ type mysqlStore struct {
 	keysOK       sync.Map                   // tables whose key columns checkKeyColumns passed
 	fenceFn      atomic.Bool                // the guard's fence function is installed (fence_mysql.go)
 	fenceCallSQL string                     // its call, with the record and the session as arguments
-	blank        atomic.Pointer[keyedBlank] // the fenced blank of the guard's key last signed with (SignWrite)
+	blank        atomic.Pointer[keyedBlank] // the fenced blank of the guard's key last signed with (signWrite)
 
-	// stmts keeps the statements of fixed text prepared: go-sql-driver,
-	// without interpolateParams, prepares, runs and closes every statement
-	// with arguments, two round trips where a prepared one takes one. The
-	// holder's re-read (PreparedPool) and the one-key grant (grantOne) use
-	// it, outside a transaction.
+	// stmts keeps fixed statements prepared: go-sql-driver without
+	// interpolateParams would prepare and close each around every run.
 	stmts *stmtCache
 
-	// bulk: the server is MariaDB 10.6 or later, which has JSON_TABLE and
-	// INSERT … RETURNING, and not a Galera node: grants of many keys,
-	// Renew and ReleaseAll take a bounded number of statements
-	// (mysql_grant.go, mysql_session.go). MySQL 8.0 has no
-	// RETURNING, and it and Galera keep the batches of batchSize keys.
+	// bulk: MariaDB 10.6+ (JSON_TABLE, INSERT … RETURNING), not Galera: grants
+	// of many keys, Renew and ReleaseAll take a bounded number of statements.
 	bulk                             atomic.Bool
 	grantSQL, grantOneSQL, createSQL string      // mysqlGrantSQL (bulkTakes, oneTakes), mysqlCreateSQL
 	keyGenSQL, grantKeySQL           string      // GrantKey's statements
@@ -75,23 +47,16 @@ type mysqlStore struct {
 
 var _ Store = (*mysqlStore)(nil)
 
-// mysqlClock is the database clock: UTC whatever the session's time_zone,
-// to the microsecond, fixed for the statement.
-const mysqlClock = "UTC_TIMESTAMP(6)"
-
-// mysqlTime is how the store sends times: UTC text, which the driver passes
-// through whatever its loc says.
-const mysqlTime = "2006-01-02 15:04:05.000000"
-
-// mysqlPK makes InnoDB read by primary key, even where the table is small
-// enough that a scan of another index looks cheaper: a scan would lock, or
-// wait for, rows of other records.
-const mysqlPK = " FORCE INDEX (PRIMARY)"
+const (
+	mysqlClock = "UTC_TIMESTAMP(6)"           // UTC whatever the session's time_zone
+	mysqlTime  = "2006-01-02 15:04:05.000000" // times sent as UTC text, which the driver's loc does not shift
+	// mysqlPK: a scan of another index would lock, or wait for, other records' rows.
+	mysqlPK = " FORCE INDEX (PRIMARY)"
+)
 
 // orKeys is the condition that (resource, lock_id) is one of list (a
-// keyList), as a disjunction of equalities: InnoDB reads those as primary
-// key ranges in DELETE and UPDATE too, where it may not for a row
-// constructor IN.
+// keyList) as ORed equalities: InnoDB reads those by primary key in DELETE
+// and UPDATE too, where it may not for a row constructor IN.
 func orKeys(list string) string {
 	n := strings.Count(list, "(")
 	return "(" + strings.TrimSuffix(strings.Repeat("(resource = ? AND lock_id = ?) OR ", n), " OR ") + ")"
@@ -150,25 +115,15 @@ func NewMySQL(name string, obs Observer) Store {
 
 func (s *mysqlStore) RowLocks() bool { return true }
 
-// upsertsOnAnyUnique: GORM renders every upsert as INSERT … ON DUPLICATE
-// KEY UPDATE, which updates the row of whichever unique key the new row
-// collides with; the conflict columns the statement names are not sent.
-
-// shareLock: MariaDB has no FOR SHARE, MySQL 8.0 still takes this.
-
-// The key columns are VARBINARY: byte comparison, no case folding, no
-// trailing-space padding, byte order. Their lengths are PostgreSQL's in
-// characters times four (utf8mb4), and the primary key's 2552 bytes fit
-// InnoDB's 3072-byte limit.
+// Migrate creates the tables (VARBINARY keys: docs/lock-table.md) and
+// upgrades older ones.
 func (s *mysqlStore) Migrate(c Conn) error {
 	c = s.observed(c)
 	if err := s.checkServer(c); err != nil {
 		return err
 	}
-	// CREATE TABLE IF NOT EXISTS is safe for nodes that start together:
-	// InnoDB's metadata lock serialises them, the later ones see the table.
-	// It needs CREATE even when the table is there, so a role that may
-	// only write the tables (least privilege) looks first.
+	// CREATE TABLE IF NOT EXISTS needs CREATE even when the table is there:
+	// look first, for a role that may only write the tables.
 	var have int
 	if _, err := c.Query(`SELECT count(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (?, ?, ?)`,
 		[]any{strings.Trim(s.catalog, "`"), s.lockName(), strings.Trim(s.seq, "`")}, func(r *sql.Rows) error { return r.Scan(&have) }); err != nil {
@@ -231,20 +186,14 @@ func (s *mysqlStore) detectServer(c Conn) error {
 	if err := s.detectGalera(c); err != nil {
 		return err
 	}
-	// Not on Galera: there grants by INSERT … ON DUPLICATE KEY UPDATE
-	// without a locking read of the key rows first let two sessions hold
-	// one record at once, and a node's counter lags the generations other
-	// nodes gave (TestMySQLGalera).
+	// Not on Galera: upserts without a locking read first let two sessions
+	// hold one record there (TestMySQLGalera).
 	s.bulk.Store(s.mariadb.Load() && mysqlVersionAtLeast(version, 10, 6) && !s.galera.Load())
 	return nil
 }
 
-// hashTokens replaces the tokens that a table written by an older version
-// holds (32 hex digits) by their hashes, as tokenHash computes them, in one
-// UPDATE; a hash (64 digits) or no token is left alone, so running it again
-// changes nothing. A plain read (no lock) finds out first whether there is
-// anything to do: the UPDATE scans the table, and runs in a READ COMMITTED
-// transaction, where InnoDB keeps no lock on the rows it does not change.
+// hashTokens hashes the clear tokens of an older version's table,
+// idempotently (docs/lock-table.md); a lock-free read first spares the scan.
 func (s *mysqlStore) hashTokens(c Conn) error {
 	legacy := `LENGTH(token) = ` + strconv.Itoa(tokenLen)
 	found := false
@@ -265,10 +214,8 @@ func (s *mysqlStore) index(suffix string) string {
 	return "`" + strings.Trim(s.table, "`") + "_" + suffix + "`"
 }
 
-// checkTimes refuses a connection whose DATETIME values do not come back
-// as the UTC times they are: without parseTime=true they are text, and
-// with a loc other than UTC the driver shifts them, and every expiry would
-// be judged wrong.
+// checkTimes refuses a connection whose DATETIME values do not read back
+// as the UTC times they are (parseTime=true, loc=UTC).
 func (s *mysqlStore) checkTimes(c Conn) error {
 	var v any
 	var text string
@@ -286,11 +233,7 @@ func (s *mysqlStore) checkTimes(c Conn) error {
 }
 
 // nextGenerations takes n fresh generations from one AUTO_INCREMENT value
-// g: g*batchSize … g*batchSize+n-1. An AUTO_INCREMENT value is never given
-// twice (not after a rollback, nor after a restart), and a multi-row insert
-// need not get consecutive values (innodb_autoinc_lock_mode=2), so one row
-// stands for a whole batch. The row is deleted at once by its primary key
-// (a record lock on a row nobody else sees).
+// g: g*batchSize … g*batchSize+n-1 (docs/lock-table.md).
 func (s *mysqlStore) nextGenerations(c Conn, n int) ([]int64, error) {
 	if n == 0 {
 		return nil, nil
@@ -322,15 +265,9 @@ func (s *mysqlStore) nextGenerations(c Conn, n int) ([]int64, error) {
 	return gens, nil
 }
 
-// lockKeyRows takes the key rows of keys (sorted) exclusively, creating
-// free ones, and reads them with a locking read: the latest committed rows,
-// whatever the isolation level. The locking read names whole primary keys
-// of rows that exist, so InnoDB takes their records, in key order, and no
-// gap. Missing key rows are created first and committed at once, outside
-// the transaction (createKeyRows): a key row inserted in the transaction
-// and rolled back with it (a refused load) hands the locks of the sessions
-// waiting for it to the gap before the next record, and those gaps
-// deadlock the next inserts there.
+// lockKeyRows takes the key rows of keys (sorted) exclusively by a locking
+// read of whole primary keys, creating missing ones outside the transaction
+// first: a rolled-back key row would hand gap locks on (docs/lock-table.md).
 func (s *mysqlStore) lockKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, error) {
 	missing, err := s.missingKeyRows(c, keys)
 	if err == nil && len(missing) > 0 {
@@ -343,8 +280,7 @@ func (s *mysqlStore) lockKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, er
 	if err != nil || len(got) == len(keys) {
 		return got, now, err
 	}
-	// Deleted since (the sweep) or not created outside: created here, in
-	// the transaction, then taken, as a last resort.
+	// Swept since, or not created outside: created here, as a last resort.
 	missing = missing[:0]
 	for _, k := range keys {
 		if _, ok := got[k]; !ok {
@@ -377,39 +313,23 @@ func (s *mysqlStore) insertFree(keys []Key) (string, []any) {
 	return `INSERT IGNORE INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + b.String(), args
 }
 
-// missingKeyRows are the keys that have no key row, by a plain read: no
-// lock, and in the caller's REPEATABLE READ transaction its snapshot,
-// which is enough to know what to create.
+// missingKeyRows are the keys without a key row, by a plain read: a
+// snapshot is enough to know what to create.
 func (s *mysqlStore) missingKeyRows(c Conn, keys []Key) ([]Key, error) {
-	pks := make([]row, len(keys))
-	for i, k := range keys {
-		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
-	}
-	found := make(map[Key]bool, len(keys))
-	_, err := c.Query(`SELECT resource, lock_id FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks)), pkArgs(pks), func(r *sql.Rows) error {
-		var k Key
-		err := r.Scan(&k.Resource, &k.ID)
+	pks := pkRows(keys, "")
+	got, err := queryKeys(c, `SELECT resource, lock_id FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks)), pkArgs(pks))
+	found := make(map[Key]bool, len(got))
+	for _, k := range got {
 		found[k] = true
-		return err
-	})
-	var missing []Key
-	for _, k := range keys {
-		if !found[k] {
-			missing = append(missing, k)
-		}
 	}
-	return missing, err
+	return slices.DeleteFunc(slices.Clone(keys), func(k Key) bool { return found[k] }), err
 }
 
-// mysqlCreateWait bounds the wait for a connection, and on MariaDB for a
-// row lock, of the statement that creates key rows outside the
-// transaction; past it they are created in the transaction.
+// mysqlCreateWait bounds createKeyRows; past it lockKeyRows creates the rows.
 const mysqlCreateWait = time.Second
 
 // createKeyRows inserts free key rows for keys on a connection of its own,
-// committed at once. It waits for a row lock only where another session
-// created one of these rows since missingKeyRows and holds it; MariaDB
-// bounds that wait. A failure leaves the creation to lockKeyRows.
+// committed at once; a failure leaves the creation to lockKeyRows.
 func (s *mysqlStore) createKeyRows(c Conn, keys []Key) error {
 	pool := c.db.Config.ConnPool
 	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil {
@@ -437,27 +357,16 @@ func (s *mysqlStore) createKeyRows(c Conn, keys []Key) error {
 // selectKeyRows reads the existing key rows of keys with a locking read by
 // whole primary keys, in key order.
 func (s *mysqlStore) selectKeyRows(c Conn, keys []Key) (map[Key]row, time.Time, error) {
-	pks := make([]row, len(keys))
-	for i, k := range keys {
-		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
-	}
+	pks := pkRows(keys, "")
 	q := `SELECT ` + lockColumns + `, ` + mysqlClock + ` FROM ` + s.table + mysqlPK + ` WHERE ` + orPKs(len(pks)) + ` ORDER BY resource, lock_id FOR UPDATE`
 	if c.grant && s.mariadb.Load() {
-		// A grant waits 2 s at most for the open writes of its records,
-		// in the caller's transaction as well (grantWaited).
-		q = mysqlGrantWaitPrefix + q
+		q = mysqlGrantWaitPrefix + q // bounded wait for open writes (grantWaited)
 	}
 	return queryKeyRows(c, q, pkArgs(pks))
 }
 
-// key rows stay when their lock ends, free (empty access), for a day after
-// they were last used: the sweep deletes them then. A record locked again
-// finds its key row and takes it with a record lock; only a record's first
-// lock in a day inserts one, and only an insert can meet another session's
-// new row and lock a gap. A free key row keeps the generation of the
-// record's last lock: a grant whose generations were taken before it
-// locked the row (grantBulk) sees from it whether they are still above
-// every earlier lock's.
+// Key rows stay free for a day after their last use (docs/lock-table.md),
+// keeping their last generation for grantBulk's check.
 const (
 	mysqlFreeUntil = "DATE_ADD(" + mysqlClock + ", INTERVAL 1 DAY)"
 	mysqlFree      = "access = '', session = '', user_name = '', token = '', expires_at = " + mysqlFreeUntil
@@ -475,24 +384,18 @@ func (s *mysqlStore) releaseWriteLock(c Conn, k Key, session string) (found, val
 	return n > 0, false, err
 }
 
-// freeKeyRow ends every lock on k: its reader rows go, then its key row
-// stays free, with the largest generation of its locks (a read-mode key
-// row has none of its own). The readers' generations come back from the
-// DELETE (RETURNING, MariaDB): a read of them inside the key row's UPDATE
-// (a derived table) share-locked the record past their range, the next
-// record's key row, and the DELETE then had to upgrade that lock to
-// exclusive: a deadlock with any session queued for that key row
-// (TestNoLostUpdateManyProcesses/mysql). MySQL 8.0 has no RETURNING; its
-// grants never read a free key row's generation (no grantBulk).
+// freeKeyRow ends every lock on k: its reader rows go, its key row stays
+// free with the largest generation of its locks. The readers' generations
+// come from the DELETE's RETURNING: reading them in the UPDATE
+// share-locked the next record and deadlocked
+// (TestNoLostUpdateManyProcesses/mysql). MySQL 8.0 needs none (no grantBulk).
 func (s *mysqlStore) freeKeyRow(c Conn, k Key) (int64, error) {
 	q := ` WHERE resource = ? AND lock_id = ? AND holder <> ''`
-	var gen int64
-	var n int64
+	var gen, n int64
 	var err error
 	if s.mariadb.Load() {
-		// The single-table form: the multi-table one (which takes the index
-		// hint) has no RETURNING. Equality on the primary key's prefix reads
-		// by the primary key anyway.
+		// The single-table form (no index hint) has RETURNING; the key prefix
+		// reads by primary key anyway.
 		n, err = c.Query(`DELETE FROM `+s.table+q+` RETURNING generation`, []any{k.Resource, k.ID}, func(r *sql.Rows) error {
 			var g int64
 			err := r.Scan(&g)
@@ -523,12 +426,7 @@ func (s *mysqlStore) DropGrant(c Conn, k Key, token string) error {
 func (s *mysqlStore) Drop(c Conn, keys []Key, session string) error {
 	c = s.observed(c)
 	for _, batch := range chunks(sortKeys(keys)) {
-		keyRows := make([]row, len(batch))
-		readers := make([]row, len(batch))
-		for i, k := range batch {
-			keyRows[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
-			readers[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}, holder: session}
-		}
+		keyRows, readers := pkRows(batch, ""), pkRows(batch, session)
 		_, err := c.Exec(`UPDATE `+s.table+mysqlPK+` SET `+mysqlFree+` WHERE `+orPKs(len(keyRows))+` AND session = ?`,
 			append(pkArgs(keyRows), session)...)
 		if err == nil {
@@ -556,14 +454,12 @@ func (s *mysqlStore) BeginOwn(db *gorm.DB) (*gorm.DB, func()) {
 	return tx, func() { s.rc.Delete(pool) }
 }
 
-// mysqlRetries bounds the retries of a transaction of the store's own that
-// InnoDB chose as a deadlock victim.
+// mysqlRetries bounds the retries of the store's own deadlock victims.
 const mysqlRetries = 20
 
 // inOwnTx runs fn in c's transaction, or in a READ COMMITTED one of its
-// own, retried when InnoDB rolls it back as a deadlock victim. In the
-// caller's transaction a deadlock has rolled the caller's work back too:
-// it is reported, never retried.
+// own, retried as a deadlock victim; in the caller's transaction a deadlock
+// rolled the caller's work back too, so it is reported, not retried.
 func (s *mysqlStore) inOwnTx(c Conn, fn func(Conn) error) error {
 	if _, ok := c.db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		return mysqlError(fn(c))
@@ -573,8 +469,7 @@ func (s *mysqlStore) inOwnTx(c Conn, fn func(Conn) error) error {
 		if err = s.txLost(s.ownTx(c, fn)); !TxRolledBack(err) {
 			break
 		}
-		// InnoDB found the cycle at once; a short random pause keeps the
-		// same two transactions from meeting again in step.
+		// A short random pause keeps the two from meeting again in step.
 		time.Sleep(time.Duration(1+mrand.IntN(1<<min(i, 5))) * time.Millisecond)
 	}
 	return mysqlError(err)
@@ -617,12 +512,9 @@ func mysqlError(err error) error {
 	return err
 }
 
-// grant takes the Write locks of several keys in a bounded number of
-// statements on MariaDB (grantBulk), and the Write lock of one key outside
-// a transaction in two (grantOne); Read locks, a single key in the
-// caller's transaction and MySQL 8.0 go through the serialised path,
-// which decides each key with its key row held, and so do upgrades and
-// takeovers of expired locks, whose counts it tells the Observer.
+// Grant takes Write locks in a bounded number of statements on MariaDB
+// (grantBulk, grantOne); everything else, and what those refuse, takes the
+// serialised path, which decides each key with its key row held.
 func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c.obs = s.obs // s.observed(c)
 	_, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter)
@@ -644,18 +536,13 @@ func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.
 	got, err := s.decide(c, keys, o, access, ttl)
 	err = s.txLost(err)
 	if err == nil && !inTx {
-		// The store's own transaction committed: on Galera, its grants
-		// are read back (galera.go).
-		err = s.Confirm(c, keys, o, access)
+		err = s.Confirm(c, keys, o, access) // Galera reads its grants back
 	}
 	return allOrNothing(got, grantWaited(err))
 }
 
-// grantWaited is a grant's error explained (mysqlError), and told as
-// ErrBeingWritten where the grant timed out waiting for a row lock (an
-// open write of its record, or of a record of its order bucket, or a
-// prepared one) or lost a deadlock to a write of its record
-// (guard_probe_mysql.go).
+// grantWaited is mysqlError, told as ErrBeingWritten where the grant timed
+// out on, or deadlocked with, an open write (guard_probe_mysql.go).
 func grantWaited(err error) error {
 	if err == nil {
 		return nil
@@ -676,14 +563,18 @@ func (s *mysqlStore) Check(c Conn, keys []Key, o Owner, fence bool) (mine, free 
 // touch, in key order, with a LIMIT clause after the ORDER BY: a plain
 // read, for the locking read that follows.
 func (s *mysqlStore) keysLimit(c Conn, cond, limit string, args ...any) ([]Key, error) {
+	return queryKeys(c, `SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args)
+}
+
+// queryKeys runs q, which selects resource and lock_id.
+func queryKeys(c Conn, q string, args []any) ([]Key, error) {
 	var keys []Key
-	_, err := c.Query(`SELECT DISTINCT resource, lock_id FROM `+s.table+` WHERE `+cond+` ORDER BY resource, lock_id`+limit, args,
-		func(r *sql.Rows) error {
-			var k Key
-			err := r.Scan(&k.Resource, &k.ID)
-			keys = append(keys, k)
-			return err
-		})
+	_, err := c.Query(q, args, func(r *sql.Rows) error {
+		var k Key
+		err := r.Scan(&k.Resource, &k.ID)
+		keys = append(keys, k)
+		return err
+	})
 	return keys, err
 }
 
@@ -699,25 +590,18 @@ func (s *mysqlStore) lockKeysOf(c Conn, keys []Key, skip bool) ([]Key, error) {
 		if skip {
 			q += ` SKIP LOCKED`
 		}
-		_, err := c.Query(q, args, func(r *sql.Rows) error {
-			var k Key
-			err := r.Scan(&k.Resource, &k.ID)
-			out = append(out, k)
-			return err
-		})
+		got, err := queryKeys(c, q, args)
 		if err != nil {
 			return nil, err
 		}
+		out = append(out, got...)
 	}
 	return out, nil
 }
 
-// ReleaseAll takes the key rows of the session's records, then deletes
-// its rows by whole primary key, chosen from the rows it holds. A
-// condition on session would let InnoDB walk the session index, whose
-// stale entries lead to rows other sessions hold now, out of key order.
-// MariaDB does the same in a bounded number of statements
-// (releaseAllBulk); MySQL 8.0, batchSize keys at a time.
+// ReleaseAll takes the key rows of the session's records, then deletes its
+// rows by whole primary key: a condition on session would walk the session
+// index's stale entries to other sessions' rows, out of key order.
 func (s *mysqlStore) ReleaseAll(c Conn, session string) (int64, error) {
 	c = s.observed(c)
 	if s.bulk.Load() {
@@ -726,10 +610,6 @@ func (s *mysqlStore) ReleaseAll(c Conn, session string) (int64, error) {
 	var n int64
 	err := s.inOwnTx(c, func(c Conn) error {
 		rows, err := s.sessionRows(c, session, time.Time{})
-		// By whole primary keys, a batch at a time, as renew does: a DELETE
-		// or UPDATE by exact primary keys reads no record beyond them, where
-		// a range (by session) would lock the next record, another
-		// record's new key row perhaps.
 		for _, batch := range rowChunks(rows) {
 			var keyRows, readers []row
 			for _, r := range batch {
@@ -798,10 +678,7 @@ func (s *mysqlStore) sessionRows(c Conn, session string, after time.Time) ([]row
 
 // readerRows reads session's reader rows on keys by primary key.
 func (s *mysqlStore) readerRows(c Conn, keys []Key, session string) ([]row, error) {
-	pks := make([]row, len(keys))
-	for i, k := range keys {
-		pks[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}, holder: session}
-	}
+	pks := pkRows(keys, session)
 	var out []row
 	_, err := c.Query(`SELECT `+lockColumns+` FROM `+s.table+mysqlPK+` WHERE `+orPKs(len(pks))+` ORDER BY resource, lock_id`+s.readersRead(c),
 		pkArgs(pks), func(r *sql.Rows) error {
@@ -823,6 +700,15 @@ func rowChunks(rows []row) [][]row {
 	return out
 }
 
+// pkRows are the primary keys of holder's rows on keys.
+func pkRows(keys []Key, holder string) []row {
+	rows := make([]row, len(keys))
+	for i, k := range keys {
+		rows[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}, holder: holder}
+	}
+	return rows
+}
+
 // pkArgs are the arguments of orPKs for rows.
 func pkArgs(rows []row) []any {
 	args := make([]any, 0, 3*len(rows))
@@ -832,10 +718,8 @@ func pkArgs(rows []row) []any {
 	return args
 }
 
-// renew takes the key rows of the session's live records, then pushes its
-// rows and the read-mode key rows of the records it reads, by whole
-// primary key: on MariaDB in two statements (renewBulk), on MySQL 8.0
-// batchSize keys at a time.
+// Renew takes the key rows of the session's live records, then pushes its
+// rows and the read-mode key rows of the records it reads, by primary key.
 func (s *mysqlStore) Renew(c Conn, session string, ttl time.Duration) (int64, error) {
 	c = s.observed(c)
 	if s.bulk.Load() {
@@ -870,9 +754,7 @@ func (s *mysqlStore) Renew(c Conn, session string, ttl time.Duration) (int64, er
 }
 
 // Sweep deletes expired rows of records whose key rows no other
-// transaction holds (SKIP LOCKED): those are being taken over or released
-// right now. On MariaDB it also deletes the generation counter rows the
-// grants of many keys left (purgeGenerations).
+// transaction holds (SKIP LOCKED), and the bulk grants' counter rows.
 func (s *mysqlStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
 	c = s.observed(c)
 	var n int64
@@ -903,10 +785,8 @@ func (s *mysqlStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
 	return n, more, err
 }
 
-// savepointIn names the plugin's savepoints in a transaction by their
-// depth: offlinelock_1, offlinelock_2 … A statement nested in another (a
-// preload in a load) opens the next one; MySQL would otherwise replace the
-// outer savepoint with the inner one of the same name.
+// SavepointIn names the plugin's savepoints by depth (offlinelock_1, …):
+// MySQL replaces a savepoint with a nested one of the same name.
 func (s *mysqlStore) SavepointIn(pool gorm.ConnPool) (string, func()) {
 	v, _ := s.depth.LoadOrStore(pool, new(atomic.Int32))
 	d := v.(*atomic.Int32)
@@ -918,14 +798,9 @@ func (s *mysqlStore) SavepointIn(pool gorm.ConnPool) (string, func()) {
 	}
 }
 
-// checkKeyColumns refuses a lockable model whose text key column compares
-// in a way its key kind does not spell: MySQL's default collations take
-// "ABC", "abc", "äbc" and "abc " as one row, so a lock on one spelling
-// would not cover the others. A column passes if it is binary (VARBINARY,
-// BINARY, BLOB: no collation), or has a binary collation that does not pad
-// (MariaDB's *_nopad_bin, MySQL's utf8mb4_0900_bin), or a binary one that
-// pads with a key the plugin trims (char(n)). A table not created yet
-// passes until it exists: it has no rows to write.
+// CheckKeyColumns refuses a text key column whose collation folds
+// spellings into one row (docs/mysql.md); binary, non-padding collations
+// pass, padding ones for char(n). A table not created yet passes.
 func (s *mysqlStore) CheckKeyColumns(c Conn, m KeyColumns) error {
 	c = s.observed(c)
 	if _, ok := s.keysOK.Load(m.Table); ok || !slices.ContainsFunc(m.Kinds, KeyKind.textual) {

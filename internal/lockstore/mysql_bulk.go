@@ -8,18 +8,13 @@ import (
 )
 
 // Statements about many lock rows on MariaDB take their keys as one JSON
-// array, read with JSON_TABLE (MariaDB 10.6+, MySQL 8.0), instead of a
-// placeholder per column and key: MariaDB refuses more than 65,535
-// placeholders in a statement, and a disjunction of thousands of primary
-// keys makes its range optimizer give up and scan the table, locking
-// every row it passes. Joined to the lock table by its whole primary key
-// (STRAIGHT_JOIN, JSON_TABLE first), each key is one eq_ref lookup, taken
-// in the array's order, which is sortKeys order. keys are hex in the JSON:
-// the key columns are bytes, and JSON text is UTF-8.
+// array (JSON_TABLE), not a placeholder per key: MariaDB refuses more than
+// 65,535 placeholders, and a long disjunction of keys makes it scan and
+// lock the table. Joined by whole primary key, JSON_TABLE first, each key
+// is one eq_ref lookup in sortKeys order. Keys are hex: the columns are bytes.
 
-// mysqlJSONMax bounds the bytes of one statement's JSON array, so that it
-// stays well inside max_allowed_packet (16 MiB on MariaDB 10.6+): about
-// 20,000 keys of usual length. More keys take one statement per 2 MiB.
+// mysqlJSONMax bounds one statement's JSON array well inside
+// max_allowed_packet (16 MiB on MariaDB 10.6+).
 const mysqlJSONMax = 2 << 20
 
 // mysqlPKColumns are the JSON_TABLE columns of a list of whole primary
@@ -62,9 +57,8 @@ func jsonArrays(items [][]string) []string {
 	return out
 }
 
-// appendJSONItem appends it as a JSON array of strings. The strings are hex
-// and digits, which JSON takes as they are; anything else json.Marshal
-// escapes.
+// appendJSONItem appends it as a JSON array of strings (hex and digits as
+// they are, anything else by json.Marshal).
 func appendJSONItem(b []byte, it []string) []byte {
 	b = append(b, '[')
 	for i, v := range it {

@@ -16,18 +16,11 @@ import (
 	"gorm.io/gorm"
 )
 
-// grantBulk takes Write locks on keys (sorted, more than one) on MariaDB
-// in three statements for up to mysqlGrantKeys keys: createMissing makes
-// the missing free key rows on a connection of its own, committed at once,
-// for the keys it has not made sure of lately (keyRowHints); then
-// bulkGenerations takes one counter value per batchSize keys; then
-// upsertWrites writes and returns every key's lock (one statement per
-// mysqlGrantKeys keys: MariaDB takes 65,535 placeholders at most). That
-// last is all or nothing: a key another session holds, under Read locks,
-// or whose last generation is as large as its new one fails it on purpose,
-// changing nothing, and the serialised path decides each key exactly in
-// the same transaction (naming holders, upgrading the only reader, taking
-// larger generations).
+// grantBulk takes Write locks on keys (sorted, more than one) on MariaDB in
+// three statements per mysqlGrantKeys keys (65,535 placeholders at most):
+// createMissing, bulkGenerations, upsertWrites. The upsert is all or
+// nothing; what it refuses the serialised path decides in the same
+// transaction.
 func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	unknown := s.keyRows.unknown(keys)
 	created, err := s.createMissing(c, unknown)
@@ -50,16 +43,9 @@ func (s *mysqlStore) grantBulk(c Conn, keys []Key, o Owner, ttl time.Duration) (
 	return got, err
 }
 
-// keyRowHints remembers, for a while, which keys have a key row: those
-// createMissing made sure of (committed) for a grant that succeeded,
-// until half the grant's TTL has passed. A key row lives at least as long
-// as its lock (the sweep deletes rows whose expiry has passed; a release
-// frees the row for a day), so createMissing would have nothing to create
-// for them, and leaves them out. A hint is only that: a key row deleted
-// meanwhile (a grant rolled back with the caller's transaction leaves
-// the row's expiry as it was, and the sweep may take it if that had
-// passed; a clock far off the database's) is inserted by the grant in
-// its transaction, as any key row createMissing could not create.
+// keyRowHints remembers which keys createMissing made sure of, for half the
+// grant's TTL (a key row outlives its lock), so it leaves them out. A hint
+// only: a key row gone meanwhile is inserted by the grant's transaction.
 type keyRowHints struct {
 	mu    sync.Mutex
 	until map[Key]time.Time
@@ -112,16 +98,10 @@ func (h *keyRowHints) granted(keys []Key, ttl time.Duration) {
 	}
 }
 
-// grantOne takes the Write lock of one key (a slice of one) outside a
-// transaction in two statements, each committed on its own: a counter
-// value (bulkGenerations), then the one-key upsert (oneTakes), prepared
-// (stmtCache: go-sql-driver would prepare and close it around every run).
-// A missing key row the upsert inserts and commits with the lock, which
-// keeps createKeyRows' rule (no key row inserted and then rolled back,
-// handing its waiters' locks to the gap before the next record): a
-// refusal is an answer about a row that exists, and changes nothing; the
-// serialised path then decides, naming holders and telling upgrades and
-// takeovers.
+// grantOne takes the Write lock of one key outside a transaction in two
+// prepared statements, each committed: a counter value, then the one-key
+// upsert (docs/lock-table.md). A refusal changes nothing, and the
+// serialised path decides.
 func (s *mysqlStore) grantOne(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	prepared := c
 	prepared.stmts = s.stmts
@@ -132,47 +112,33 @@ func (s *mysqlStore) grantOne(c Conn, keys []Key, o Owner, ttl time.Duration) (m
 	return s.decide(c, keys, o, Write, ttl)
 }
 
-// The conditions of mysqlGrantSQL on a key row as it was. MariaDB assigns
-// ON DUPLICATE KEY UPDATE's columns left to right, each seeing the ones
-// before, so every assignment that reads access, session or expires_at
-// comes before the ones that change them.
+// The conditions of mysqlGrantSQL on a key row as it was: MariaDB assigns
+// left to right, so assignments reading a column come before its change.
 const (
 	// bulkSame: o's live Write lock, refreshed: it keeps its token,
 	// generation and acquisition time.
 	bulkSame = `access = 'write' AND session = VALUES(session) AND expires_at > ` + mysqlClock
 	// bulkTakes: the key row is free, o's Write lock, or an expired Write
-	// lock; anything else (another session's live Write lock, Read locks)
-	// is refused. A new lock's generation was taken before the statement
-	// locked the row: when the row's last lock has one as large (granted
-	// meanwhile, or on a Galera node whose counter had not yet seen
-	// it), the grant is refused too, and the serialised path, which takes
-	// generations after the key rows, grants it.
+	// lock, and its last generation is below the new one (taken before the
+	// row was locked); else the serialised path decides.
 	bulkTakes = `(access = '' OR (access = 'write' AND (session = VALUES(session) OR expires_at <= ` + mysqlClock + `))) AND
 		((` + bulkSame + `) OR generation < VALUES(generation))`
 	// bulkMine: o's Write lock, live or not: its expiry is never shortened.
 	bulkMine = `access = 'write' AND session = VALUES(session)`
-	// mysqlRefuse fails the statement, and so undoes all of it: BIGINT
-	// overflow is an error in every sql_mode, and the column in it keeps
-	// it from being evaluated before a refused row is reached.
+	// mysqlRefuse fails the whole statement: BIGINT overflow errs in every
+	// sql_mode; the column keeps it from being folded early.
 	mysqlRefuse = `9223372036854775807 + (generation >= 0)`
 )
 
-// oneTakes is bulkTakes without the takeover of another session's
-// expired lock: grantOne leaves that to the serialised path, which tells
-// the Observer of it (TakenOver), as it tells upgrades; a takeover is
-// rare, and costs one refused statement more.
+// oneTakes is bulkTakes without takeovers, which the serialised path does
+// and tells the Observer of.
 const oneTakes = `(access = '' OR (access = 'write' AND session = VALUES(session))) AND
 		((` + bulkSame + `) OR generation < VALUES(generation))`
 
-// mysqlGrantSQL is upsertWrites' statement after its VALUES (mysqlGrantRow),
-// and GrantKey's, returning returning:
-// every key's Write lock, written or refused as takes (bulkTakes,
-// oneTakes) says, in the order of the rows, which is sortKeys order, the
-// order it takes the key rows in. (An INSERT … SELECT from JSON_TABLE
-// would take any number of keys as one parameter, but MariaDB's Galera
-// replication does not certify the rows its ON DUPLICATE KEY UPDATE
-// changes: two nodes granted the same record at once,
-// TestMySQLGalera.)
+// mysqlGrantSQL is the upsert's tail after its VALUES, writing or refusing
+// each key's Write lock as takes says and returning returning, in key
+// order. Not INSERT … SELECT FROM JSON_TABLE: Galera does not certify the
+// rows it changes (TestMySQLGalera).
 func (s *mysqlStore) mysqlGrantSQL(takes, returning string) string {
 	return `
 ON DUPLICATE KEY UPDATE
@@ -187,10 +153,8 @@ RETURNING ` + returning
 // mysqlGrantReturning is what upsertWrites reads back of each lock.
 const mysqlGrantReturning = "resource, lock_id, token, generation, acquired_at, expires_at"
 
-// GrantKey is KeyGranter's: a Write lock by grantOne's two statements,
-// prepared, the upsert returning only the hash it sent; a refusal by the
-// serialised path, as in grantOne. A Read lock, and MySQL 8.0, take
-// Grant's way.
+// GrantKey is KeyGranter's: grantOne's statements, returning only the hash;
+// a Read lock and MySQL 8.0 take Grant's way.
 func (s *mysqlStore) GrantKey(c Conn, k Key, o Owner, access Access, ttl time.Duration) (bool, error) {
 	c.obs = s.obs // s.observed(c)
 	if access != Write || !s.bulk.Load() {
@@ -239,14 +203,12 @@ func isBulkRefusal(err error) bool {
 	return mysqlCode(err) == 1690 && strings.Contains(err.Error(), "9223372036854775807")
 }
 
-// upsertWrites writes the Write locks of keys (mysqlGrantSQL ending in
-// tail) and returns them. refused says that some key was not o's to
-// take: nothing was written.
 // mysqlGrantWaitPrefix bounds a bulk grant's wait for a row lock to 2 s,
-// as PostgreSQL's grant trigger does (pgGrantWait). The bulk grants run
-// on MariaDB only, which takes SET STATEMENT.
+// as PostgreSQL's grant trigger does (pgGrantWait).
 const mysqlGrantWaitPrefix = "SET STATEMENT innodb_lock_wait_timeout = 2 FOR "
 
+// upsertWrites writes and returns the Write locks of keys; refused: nothing
+// was written.
 func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration, tail string) (got map[Key]Granted, refused bool, err error) {
 	gens, err := s.bulkGenerations(c, len(keys))
 	if err != nil {
@@ -264,9 +226,6 @@ func (s *mysqlStore) upsertWrites(c Conn, keys []Key, o Owner, ttl time.Duration
 		for i, k := range batch {
 			args = append(args, k.Resource, k.ID, o.Session, o.User, hashes[k], gens[from+i], ttl.Microseconds())
 		}
-		// Bounded (mysqlGrantWait): an open write of a record, or of one of
-		// its order bucket, holds a grant up that long, then it is refused
-		// as ErrBeingWritten (grantWaited).
 		q := mysqlGrantWaitPrefix + `INSERT INTO ` + s.table + ` (` + lockColumns + `) VALUES ` + strings.TrimSuffix(strings.Repeat(mysqlGrantRow+", ", len(batch)), ", ") + tail
 		sc := &grantScan{batch: batch}
 		_, err = c.Query(q, args, func(r *sql.Rows) error {
@@ -297,10 +256,8 @@ type grantScan struct {
 	acquired, expires  any
 }
 
-// scan reads a row: o's Write lock, with its token's hash in Token. The
-// rows come in the order of batch, the statement's VALUES: where the row
-// is batch[next]'s, as it is, its key and (fresh) hash are the strings
-// the caller has, not copies.
+// scan reads a row: o's Write lock, with its token's hash in Token. Rows
+// come in batch's order, so batch[next]'s strings are reused, not copied.
 func (sc *grantScan) scan(r *sql.Rows, o Owner, hashes map[Key]string) (Lock, error) {
 	l := Lock{Access: Write, Owner: o}
 	if err := r.Scan(&sc.resource, &sc.id, &sc.hash, &sc.generation, &sc.acquired, &sc.expires); err != nil {
@@ -324,13 +281,9 @@ func (sc *grantScan) scan(r *sql.Rows, o Owner, hashes map[Key]string) (Lock, er
 	return l, errors.Join(err1, err2)
 }
 
-// bulkGenerations takes n fresh generations in one statement: a counter
-// value g per batchSize keys stands for g*batchSize … g*batchSize+399, as
-// in nextGenerations, and RETURNING names every value, consecutive or
-// not. The counter rows are inserted in the grant's transaction, so that
-// on Galera they travel with its locks and every node's counter passes
-// them; they are left for the sweep to delete (purgeGenerations), which
-// saves the grant a statement.
+// bulkGenerations takes n fresh generations in one statement, a counter
+// value per batchSize keys as in nextGenerations; the sweep deletes the
+// rows (purgeGenerations), which saves the grant a statement.
 func (s *mysqlStore) bulkGenerations(c Conn, n int) ([]int64, error) {
 	m := (n + batchSize - 1) / batchSize
 	q := `INSERT INTO ` + s.seq + ` () VALUES ` + strings.TrimSuffix(strings.Repeat("(), ", m), ", ") + ` RETURNING n`
@@ -355,11 +308,8 @@ func (s *mysqlStore) bulkGenerations(c Conn, n int) ([]int64, error) {
 	return gens, nil
 }
 
-// mysqlCreateSQL is createMissing's statement: the free key rows of a
-// JSON array of whole primary keys (joinPKs' form) that have none. Under
-// READ COMMITTED, NOT EXISTS reads the latest committed rows without
-// locking them; the wait for a row another session created meanwhile
-// (INSERT IGNORE's duplicate check) is bounded.
+// mysqlCreateSQL is createMissing's statement: free key rows for the
+// primary keys of a JSON array (joinPKs) that have none.
 func (s *mysqlStore) mysqlCreateSQL() string {
 	return fmt.Sprintf("SET STATEMENT innodb_lock_wait_timeout = %d FOR ", int(mysqlCreateWait/time.Second)) +
 		`INSERT IGNORE INTO ` + s.table + ` (` + lockColumns + `)
@@ -369,17 +319,9 @@ WHERE NOT EXISTS (SELECT 1 FROM ` + s.table + ` e` + mysqlPK + ` WHERE e.Resourc
 ORDER BY k.n`
 }
 
-// createMissing creates the free key rows that keys lack, as
-// createKeyRows does and for the same reason (a key row the grant's
-// transaction inserted, then rolled back with a refused load, would hand
-// gap locks to the sessions waiting for it), but without reading first
-// which are missing: one statement, in a READ COMMITTED transaction of
-// its own on another connection, committed at once. (Under REPEATABLE
-// READ, the default of a plain connection, an INSERT … SELECT
-// share-locks every row it reads, and would wait for each key row another
-// transaction holds.) It is best effort: a key row it did not create the
-// grant inserts in its transaction. created says that every key has a
-// committed key row now (none was missing, or all were created).
+// createMissing is createKeyRows in one statement, READ COMMITTED (where
+// INSERT … SELECT does not share-lock what it reads), best effort. created
+// says every key has a committed key row now.
 func (s *mysqlStore) createMissing(c Conn, keys []Key) (created bool, err error) {
 	pool := c.db.Config.ConnPool
 	if len(keys) == 0 {
@@ -388,10 +330,7 @@ func (s *mysqlStore) createMissing(c Conn, keys []Key) (created bool, err error)
 	if _, inTx := pool.(gorm.TxCommitter); inTx || pool == nil || s.poolIsTaken(c, pool) {
 		return false, nil
 	}
-	rows := make([]row, len(keys))
-	for i, k := range keys {
-		rows[i] = row{Lock: Lock{Resource: k.Resource, ID: k.ID}}
-	}
+	rows := pkRows(keys, "")
 	ctx, cancel := context.WithTimeout(c.ctx, mysqlCreateWait)
 	defer cancel()
 	for _, list := range pkJSON(rows) {
@@ -455,11 +394,8 @@ func execCommitted(ctx context.Context, pool gorm.ConnPool, q string, args ...an
 // mysqlPurgeBatch bounds the counter rows one sweep batch deletes.
 const mysqlPurgeBatch = 10_000
 
-// purgeGenerations deletes counter rows that bulkGenerations left, except
-// those of transactions still open (SKIP LOCKED: a DELETE by range would
-// wait for them). The counter survives an empty table: InnoDB persists
-// AUTO_INCREMENT (MariaDB 10.2.4+), as it does when nextGenerations
-// deletes its row at once.
+// purgeGenerations deletes counter rows bulkGenerations left, skipping
+// those of open transactions.
 func (s *mysqlStore) purgeGenerations(c Conn) error {
 	var ns []int64
 	_, err := c.Query(`SELECT n FROM `+s.seq+` ORDER BY n LIMIT ? FOR UPDATE SKIP LOCKED`, []any{mysqlPurgeBatch}, func(r *sql.Rows) error {

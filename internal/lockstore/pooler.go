@@ -41,11 +41,8 @@ func CheckPooler(s Store, db *gorm.DB) error {
 	return nil
 }
 
-// poolerProbe is run on two connections of the pool held at once. Without
-// a pooler they are two server sessions, with two backend pids; behind
-// PgBouncer in transaction mode the second usually gets the session the
-// first has just given back, where pgx's statement cache has already
-// prepared the probe under its name.
+// poolerProbe runs on two connections held at once: behind a transaction
+// pooler they share a backend, where pgx's cache has prepared it already.
 const poolerProbe = `SELECT pg_backend_pid() /* offlinelock: pooler probe */`
 
 // serverSessions asks PostgreSQL, on two connections of pool held at once,

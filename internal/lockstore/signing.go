@@ -9,32 +9,11 @@ import (
 	"github.com/offlinelock/offlinelock/internal/sqlscan"
 )
 
-// The writer's identity, carried to the guard inside statements the plugin
-// already sends, so that it costs no round trip and ends with them:
-//
-// A write the plugin fences itself (it checks the lock again just before
-// commit) says so, and the guard then only checks it. Any other write of a
-// record its session holds has the guard hold the key row until the
-// transaction ends.
-//
-//   - PostgreSQL: set_config('offlinelock.session', s, true), local to the
-//     transaction. The WHERE of an UPDATE or DELETE carries it as a
-//     one-time filter (evaluated once, before the scan); an INSERT
-//     carries it in RETURNING (evaluated as rows are written, before the
-//     guard's statement trigger fires); and the plugin's check of a
-//     write's locks, a statement in the write's transaction, carries it
-//     for the rest of that transaction.
-//   - MySQL/MariaDB: a user variable would outlive the statement, so the
-//     statement itself carries it: SET STATEMENT max_join_size=<mark> FOR
-//     … (MariaDB), or the SET_VAR hint (MySQL 8.0), which the server puts
-//     back when the statement ends, whatever happens. The mark is a number
-//     derived from the session (sessionMark); a limit of 2^59 rows changes
-//     no plan.
-//
-// The identity is keyed with the guard's key (guard_key.go), which only a
-// role that may read the lock table's catalog can use: a client with DML
-// on the business tables alone cannot claim a session, however well it
-// knows the session's id (docs/guard.md).
+// The writer's identity rides to the guard inside statements the plugin
+// already sends, keyed with the guard's key (docs/guard.md): PostgreSQL's
+// set_config in a WHERE's one-time filter or an INSERT's RETURNING;
+// MySQL's max_join_size mark in SET STATEMENT or SET_VAR, which the
+// server puts back when the statement ends.
 
 // Signer is a store whose writes carry their writer's identity
 // (PostgreSQL, MySQL/MariaDB).
@@ -146,7 +125,7 @@ func (s *mysqlStore) SignWrites(db *gorm.DB, w Writer) {
 		switch name {
 		case "INSERT", "UPDATE", "DELETE":
 			return func(_ *gorm.Statement, c clause.Clause, cb clause.Builder, session string, fenced bool) {
-				s.SignWrite(cb, c, name, w.GuardKey(), session, fenced, build)
+				s.signWrite(cb, c, name, w.GuardKey(), session, fenced, build)
 			}
 		case "VALUES":
 			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
@@ -156,7 +135,7 @@ func (s *mysqlStore) SignWrites(db *gorm.DB, w Writer) {
 			return func(stmt *gorm.Statement, c clause.Clause, cb clause.Builder, _ string, _ bool) {
 				build(c, cb)
 				if col, _, fence, folds := w.Upsert(stmt); fence != nil {
-					s.FoldUpsert(cb, clause.Column{Name: col}, fence)
+					s.foldUpsert(cb, clause.Column{Name: col}, fence)
 					*folds |= UpsertFoldedUpdate
 				}
 			}

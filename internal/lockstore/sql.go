@@ -586,7 +586,12 @@ func (t *sqlStore) List(c Conn, f Filter) ([]Lock, error) {
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
-	var out []Lock
+	return t.queryLocks(c, q, args, nil)
+}
+
+// queryLocks appends to out the locks q reads (lockColumns, reason),
+// without their tokens.
+func (t *sqlStore) queryLocks(c Conn, q string, args []any, out []Lock) ([]Lock, error) {
 	_, err := c.Query(t.bind(q), args, func(r *sql.Rows) error {
 		var reason string
 		rw, err := scanRow(r, &reason)
@@ -612,15 +617,8 @@ func (t *sqlStore) ListKeys(c Conn, keys []Key) ([]Lock, error) {
 		}
 		q := `SELECT ` + lockColumns + `, reason FROM ` + t.table + ` WHERE ` + isLockRow + ` AND (` + strings.Join(conds, ` OR `) +
 			`) AND expires_at > ` + t.clock + ` ORDER BY resource, lock_id, holder`
-		_, err := c.Query(t.bind(q), args, func(r *sql.Rows) error {
-			var reason string
-			rw, err := scanRow(r, &reason)
-			rw.Token = ""
-			rw.Reason = reasonOf(reason, rw.Generation)
-			out = append(out, rw.Lock)
-			return err
-		})
-		if err != nil {
+		var err error
+		if out, err = t.queryLocks(c, q, args, out); err != nil {
 			return nil, err
 		}
 	}

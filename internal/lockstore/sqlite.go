@@ -28,14 +28,10 @@ type sqliteStore struct {
 
 	// grantAll's statements, built once
 	reserveSQL, insertNewSQL, writeAllSQL, notFreshSQL string
-	// stmts keeps the store's statements of fixed text prepared:
-	// mattn/go-sqlite3 compiles every statement it is sent afresh, and
-	// compiling the grant (its upsert and the generation triggers) costs
-	// more than running it.
+	// stmts keeps fixed statements prepared: go-sqlite3 compiles each afresh.
 	stmts *stmtCache
-	// serialised sends grants of several Write locks through the
-	// serialised path instead of grantAll: the same decisions by other SQL,
-	// which a test compares (SetGrantAll).
+	// serialised sends grants of several Write locks through the serialised
+	// path, which a test compares with grantAll (SetGrantAll).
 	serialised atomic.Bool
 }
 
@@ -109,13 +105,8 @@ func (s *sqliteStore) Migrate(c Conn) error {
 	})
 }
 
-// hashTokens replaces the tokens that a table written by an older version
-// holds (32 hex digits) by their hashes, in migrate's transaction. SQLite
-// has no SHA-256 of its own (and a function registered with the driver
-// would have to be registered by every application), so the rows are read
-// and rewritten from Go, one UPDATE per legacy token, by tokenHash itself.
-// A hash (64 digits) or no token is left alone: running it again changes
-// nothing.
+// hashTokens hashes an older version's clear tokens in migrate's
+// transaction, from Go: SQLite has no SHA-256. Idempotent.
 func (s *sqliteStore) hashTokens(c Conn) error {
 	var legacy []string
 	_, err := c.Query(`SELECT DISTINCT token FROM `+s.table+` WHERE length(token) = ?`, []any{tokenLen}, func(r *sql.Rows) error {
@@ -160,12 +151,9 @@ func (s *sqliteStore) nextGenerations(c Conn, n int) ([]int64, error) {
 	return gens, err
 }
 
-// Grant takes Write locks without the serialised path where each key is
-// free, expired or the session's, as PostgreSQL does (SQLite runs one
-// writer at a time, so each statement is atomic): one key in one
-// statement, several with grantAll; everything else (Read locks, keys
-// with readers or another holder) takes the serialised path, which
-// decides exactly and names holders.
+// Grant takes Write locks of free, expired or the session's keys in one
+// statement, several with grantAll (one writer at a time: each statement
+// is atomic); everything else takes the serialised path.
 func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
 	c.obs = s.obs // s.observed(c)
 	switch {
@@ -181,20 +169,12 @@ func (s *sqliteStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time
 	return got, nil
 }
 
-// grantAll takes the Write locks of several keys, whatever their number,
-// in c's transaction (or one of its own); keys it did not grant take the
-// serialised path. Two statements of fixed text, or four, none returning
-// a row per key (each costs a step and a six-column scan through cgo):
-//
-//   - reserveSQL draws a generation per key and reads the clock; a write,
-//     so the transaction holds SQLite's write lock from then on.
-//   - insertNewSQL inserts the Write locks of keys without a key row, with
-//     one token for the batch (a load hands its tokens to nobody). When it
-//     inserted every key, as a load mostly finds, that is all.
-//   - Otherwise writeAllSQL runs the one-key upsert for every key, and
-//     notFreshSQL reads back the key rows without the batch's token: keys
-//     the session held already (kept as they were) and keys it did not
-//     get. Every other key was granted fresh.
+// grantAll takes the Write locks of several keys in c's transaction (or
+// its own) in two statements of fixed text, or four, none returning a row
+// per key (each costs a cgo scan): reserveSQL (generations, clock; takes
+// the write lock), insertNewSQL (keys without a key row, one batch token);
+// where that missed some, writeAllSQL and readBack. Keys it did not grant
+// take the serialised path.
 func (s *sqliteStore) grantAll(c Conn, keys []Key, o Owner, ttl time.Duration) (map[Key]Granted, error) {
 	got := make(map[Key]Granted, len(keys))
 	err := c.inTx(func(c Conn) error {
@@ -240,8 +220,7 @@ type sqliteBatch struct {
 	pairs       string // the keys as a JSON array of [resource, id]
 }
 
-// newBatch reserves the generations of sorted (from here on the
-// transaction holds SQLite's write lock), reads the clock and draws the
+// newBatch reserves sorted's generations, reads the clock and draws the
 // batch's token.
 func (s *sqliteStore) newBatch(pc Conn, sorted []Key, o Owner, ttl time.Duration) (*sqliteBatch, error) {
 	var last int64
@@ -279,10 +258,8 @@ func (b *sqliteBatch) fresh(i int, k Key) Granted {
 		Generation: b.first + int64(i) + 1, AcquiredAt: b.now, ExpiresAt: b.exp}, Fresh: true, Hash: b.hash}
 }
 
-// readBack fills got after writeAllSQL: the key rows without the batch's
-// token are keys the session held already (kept as they were) or did not
-// get (returned, for the serialised path); every other key was granted
-// fresh.
+// readBack fills got after writeAllSQL: key rows without the batch's token
+// were held already or not got (rest); every other key was granted fresh.
 func (s *sqliteStore) readBack(pc Conn, b *sqliteBatch, got map[Key]Granted) (rest []Key, err error) {
 	o := b.o
 	seen := make(map[Key]bool)
@@ -319,9 +296,7 @@ func (s *sqliteStore) readBack(pc Conn, b *sqliteBatch, got map[Key]Granted) (re
 	return rest, nil
 }
 
-// grantKey is the batchGrant of SQLite, for the one key grantWrites
-// gives it (grant sends several to grantAll): grantOne, prepared once per
-// connection.
+// grantKey is SQLite's batchGrant for one key: grantOne, prepared.
 func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, got map[Key]Granted) error {
 	k := keys[0]
 	token, err := NewToken()
@@ -354,10 +329,8 @@ func (s *sqliteStore) grantKey(c Conn, keys []Key, o Owner, ttl time.Duration, g
 	return err
 }
 
-// GrantKey is KeyGranter's: a Write lock by grantKey's statement
-// (grantOne), prepared once per connection, returning only the hash it
-// sent; a Read lock, and a key that statement did not take, by the
-// serialised path.
+// GrantKey is KeyGranter's: grantKey's statement returning only the hash;
+// a Read lock, or a refusal, by the serialised path.
 func (s *sqliteStore) GrantKey(c Conn, k Key, o Owner, access Access, ttl time.Duration) (bool, error) {
 	c.obs = s.obs // s.observed(c)
 	if access == Write {
@@ -381,11 +354,9 @@ func sqliteOffset(d time.Duration) string {
 	return fmt.Sprintf("%+.3f seconds", d.Seconds())
 }
 
-// grantOneSQL is grantKey's statement, and GrantKey's, returning
-// returning. Its ? placeholders are the resource, id, session, user,
-// token hash and the TTL as a strftime modifier. A new lock's generation
-// is the counter's next value; the triggers made by migrate move the
-// counter past every generation written.
+// grantOneSQL is grantKey's and GrantKey's statement: ? are resource, id,
+// session, user, token hash and the TTL as a strftime modifier; migrate's
+// triggers move the counter past every generation written.
 func (s *sqliteStore) grantOneSQL(returning string) string {
 	now := `strftime('%Y-%m-%d %H:%M:%f','now')`
 	return `INSERT INTO ` + s.table + ` AS l (` + lockColumns + `)
@@ -394,10 +365,9 @@ VALUES (?, ?, '', 'write', ?, ?, ?, (SELECT n + 1 FROM ` + s.seq + ` WHERE id = 
 RETURNING ` + returning
 }
 
-// grantConflict is what a grant does to a key row that exists, now being
-// the clock: a Write lock of the session's is kept (token, generation,
-// acquisition) and its expiry pushed; a free or expired one is taken
-// over; any other is left alone (no row changed, none returned).
+// grantConflict is a grant's update of an existing key row: the session's
+// Write lock is kept and pushed, a free or expired one taken over, any
+// other left alone.
 func grantConflict(now string) string {
 	same := `l.access = 'write' AND l.session = excluded.session AND l.expires_at > ` + now
 	return `ON CONFLICT (resource, lock_id, holder) DO UPDATE SET
@@ -459,9 +429,8 @@ WHERE holder = '' AND access = 'read' AND (resource, lock_id) IN (SELECT resourc
 	return n, err
 }
 
-// Sweep deletes fewer rows per statement than PostgreSQL's: SQLite has one
-// writer at a time, so every acquire waits for each batch to commit, and a
-// small batch keeps that wait short (see BenchmarkSweep).
+// Sweep deletes small batches: with one writer at a time every acquire
+// waits for each batch to commit (BenchmarkSweep).
 func (s *sqliteStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
 	c = s.observed(c)
 	n, err := c.Exec(fmt.Sprintf(`DELETE FROM %s WHERE rowid IN (SELECT rowid FROM %s WHERE expires_at <= %s LIMIT %d)`,
@@ -473,10 +442,7 @@ func (s *sqliteStore) Sweep(c Conn, _ *SweepCursor) (int64, bool, error) {
 const sqliteSweepBatch = 100
 
 // FenceCondition needs no row lock: the write's transaction holds SQLite's
-// write lock from the write to its commit, so no takeover can commit in
-// between. Its SQL is built once (fenceSQL), so that the folded write's
-// text is the same on every call and can be kept prepared
-// (PreparedWriteTx).
+// write lock to its commit. Its SQL is fixed (fenceSQL), so it stays prepared.
 func (s *sqliteStore) FenceCondition(k Key, session string) clause.Expression {
 	return &piecesExpr{sql: s.fence, vars: [4]any{k.Resource, k.ID, session}}
 }
@@ -487,10 +453,8 @@ func (s *sqliteStore) fenceSQL() string {
 		s.eq("session") + ` AND expires_at > ` + s.clock + `)`
 }
 
-// HeldCondition lets the holder's re-read be one read-only statement: the
-// lock and the row are read in the same snapshot. Its SQL is built once
-// (heldSQL), so that the re-read's text, prepared once per connection
-// (stmtcache.go), is the same on every call.
+// HeldCondition makes the holder's re-read one statement, lock and row in
+// one snapshot; its SQL is fixed (heldSQL), so it stays prepared.
 func (s *sqliteStore) HeldCondition(k Key, session string, access Access, margin time.Duration) clause.Expression {
 	q := s.heldWrite
 	if access == Read {
@@ -499,12 +463,9 @@ func (s *sqliteStore) HeldCondition(k Key, session string, access Access, margin
 	return &piecesExpr{sql: q, vars: [4]any{k.Resource, k.ID, session, s.margin.value(margin)}}
 }
 
-// piecesExpr is a condition of fixed SQL: its text in the pieces around
-// its placeholders (at most four), each written whole (a clause.Expr
-// copies its SQL byte by byte and, beside another condition, upper-cases
-// all of it to decide on parentheses; the pieces carry their own). A
-// pointer, so that each AddVar takes a slice of vars in place rather
-// than a new one.
+// piecesExpr is a condition of fixed SQL in pieces around its placeholders
+// (at most four), each written whole: a clause.Expr copies and upper-cases
+// its SQL byte by byte.
 type piecesExpr struct {
 	sql  []string // len(placeholders)+1 pieces, built once (sqlPieces)
 	vars [4]any

@@ -10,15 +10,11 @@ import (
 	"gorm.io/gorm"
 )
 
-// stmtCache keeps statements of fixed text prepared, one *sql.Stmt per
-// pool and text, reused on each connection of the pool and in its
-// transactions (Tx.StmtContext): mattn/go-sqlite3 compiles every statement
-// afresh, and compiling the lock table's upsert (ON CONFLICT, the
-// generation triggers) costs more than running it; go-sql-driver prepares
-// and closes a statement with arguments around every run. Past
-// maxCachedStmts texts a statement runs unprepared. One run through exec
-// must have no RETURNING: the driver steps it once and leaves it unreset,
-// which would keep its transaction open.
+// stmtCache keeps statements of fixed text prepared, one *sql.Stmt per pool
+// and text: go-sqlite3 compiles every statement afresh (the upsert costs
+// more to compile than to run), go-sql-driver prepares and closes around
+// every run. exec takes no RETURNING: the driver would leave it unreset,
+// its transaction open.
 type stmtCache struct {
 	mu        sync.RWMutex
 	stmts     map[stmtKey]*sql.Stmt
@@ -33,9 +29,8 @@ type stmtKey struct {
 	query string
 }
 
-// maxCachedStmts bounds the statements a cache keeps: the plugin's own
-// are a handful, and the holder's re-reads are as many as the shapes of
-// the application's loads by key.
+// maxCachedStmts bounds a cache: the plugin's statements and the shapes of
+// the holder's re-reads.
 const maxCachedStmts = 256
 
 // errStmtOtherDB is what database/sql answers when a statement prepared on
@@ -46,15 +41,11 @@ func newStmtCache() *stmtCache {
 	return &stmtCache{stmts: map[stmtKey]*sql.Stmt{}, preparing: map[stmtKey]bool{}}
 }
 
-// stmt returns q prepared on db, preparing it on first use; nil when the
-// cache is full, another goroutine is preparing q, or q does not prepare
-// (run unprepared, it then says why). It never waits while holding sc.mu
-// and never closes a statement: its caller may hold SQLite's write lock,
-// and closing waits for the statement's connection, whose holder may be
-// waiting for that lock (TestSQLiteSixteenSessionsNeverSeeBusy). In a
-// transaction (inTx) only a pool without a bound on its connections
-// prepares: under SetMaxOpenConns(1) preparing would wait for the
-// caller's own connection forever.
+// stmt returns q prepared on db, or nil (cache full, q being prepared, or
+// not preparable). It never waits under sc.mu nor closes a statement: its
+// caller may hold SQLite's write lock (TestSQLiteSixteenSessionsNeverSeeBusy).
+// In a transaction only an unbounded pool prepares: under
+// SetMaxOpenConns(1) it would wait for the caller's own connection.
 func (sc *stmtCache) stmt(ctx context.Context, db *sql.DB, q string, inTx bool) *sql.Stmt {
 	k := stmtKey{db, q}
 	sc.mu.RLock()
@@ -83,10 +74,8 @@ func (sc *stmtCache) stmt(ctx context.Context, db *sql.DB, q string, inTx bool) 
 	return s
 }
 
-// onPool returns the statement q prepared for the connection db's
-// statement runs on, and a function to call once its rows are closed; nil
-// when q must run unprepared (a pool the cache does not know, such as
-// GORM's own PreparedStmtDB, which prepares by itself).
+// onPool returns q prepared for db's connection and a function to call once
+// its rows are closed; nil for a pool the cache does not know.
 func (sc *stmtCache) onPool(ctx context.Context, db *gorm.DB, q string) (*sql.Stmt, func()) {
 	pool := db.Statement.ConnPool // sqlPool(db.Statement.ConnPool)
 	if w, ok := pool.(interface{ SQLPool() gorm.ConnPool }); ok {
@@ -111,9 +100,8 @@ func (sc *stmtCache) onPool(ctx context.Context, db *gorm.DB, q string) (*sql.St
 	return nil, nil
 }
 
-// exec runs q, a statement without rows (and without RETURNING), through
-// the cache; ok is false when it did not (the caller runs q itself), as
-// Conn.Query does for a statement with rows.
+// exec runs q, without rows or RETURNING, through the cache; !ok: the
+// caller runs q itself.
 func (sc *stmtCache) exec(ctx context.Context, db *gorm.DB, q string, args []any) (res sql.Result, ok bool, err error) {
 	s, done := sc.onPool(ctx, db, q)
 	if s == nil {
@@ -127,11 +115,8 @@ func (sc *stmtCache) exec(ctx context.Context, db *gorm.DB, q string, args []any
 	return res, true, err
 }
 
-// preparedPool is the connection pool of a holder's re-read on SQLite,
-// for gorm:query alone: the re-read's statement, which carries the lock
-// check, is prepared once per connection and text. The plugin puts it in
-// place just before gorm:query and takes it away just after
-// (PreparedPool, Unprepared).
+// preparedPool is the pool of a holder's re-read, for gorm:query alone: its
+// statement is prepared once per connection and text.
 type preparedPool struct {
 	*sql.DB
 	cache *stmtCache
@@ -147,11 +132,9 @@ func (p preparedPool) QueryContext(ctx context.Context, q string, args ...any) (
 // GetDBConn is gorm.GetDBConnector: db.DB() still finds the pool.
 func (p preparedPool) GetDBConn() (*sql.DB, error) { return p.DB, nil }
 
-// PreparedPool is db's pool with the statements of the holder's re-read
-// prepared once per connection, when s keeps statements prepared and db
-// runs on the pool itself (not in a transaction, not through another
-// plugin's pool); ok says whether it is. Put it in place just for
-// gorm:query, and put back what Unprepared gives.
+// PreparedPool is db's pool with the holder's re-read prepared, where s
+// keeps statements prepared and db runs on the pool itself; ok says so.
+// Put it in place just for gorm:query, then put back what Unprepared gives.
 func PreparedPool(db *gorm.DB, s Store) (pool gorm.ConnPool, ok bool) {
 	var cache *stmtCache
 	switch st := s.(type) {
@@ -172,21 +155,15 @@ func PreparedPool(db *gorm.DB, s Store) (pool gorm.ConnPool, ok bool) {
 	return pp, true
 }
 
-// preparedTx is the transaction of a write by key on SQLite whose fence
-// rides in its WHERE (the fold), for gorm:update alone: the write's text,
-// which carries the lock check, is prepared once per connection and text
-// (Tx.StmtContext on the cache's statement), where mattn/go-sqlite3 would
-// compile it, subquery and all, on every call. Everything else runs on
-// the transaction itself.
+// preparedTx is the transaction of a folded write by key on SQLite, for
+// gorm:update alone: the write is prepared once per connection and text.
 type preparedTx struct {
 	*sql.Tx
 	parent *sql.DB // the pool the transaction began on
 	cache  *stmtCache
 }
 
-// ExecContext runs q prepared when the cache has or can prepare it, and
-// unprepared otherwise (see stmtCache.stmt), or when q returns rows: a
-// statement run through Exec must have no RETURNING.
+// ExecContext runs q prepared where the cache can, unless q has RETURNING.
 func (p *preparedTx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	if strings.Contains(q, "RETURNING") {
 		return p.Tx.ExecContext(ctx, q, args...)
@@ -202,12 +179,9 @@ func (p *preparedTx) ExecContext(ctx context.Context, q string, args ...any) (sq
 	return p.Tx.ExecContext(ctx, q, args...)
 }
 
-// PreparedWriteTx is db's transaction with its write prepared once per
-// connection, when s is the SQLite store and db runs in a transaction of
-// its own pool (not through another plugin's pool, not GORM's
-// PreparedStmt mode, which prepares by itself); ok says whether it is.
-// Put it in place just for gorm:update, and put back what Unprepared
-// gives.
+// PreparedWriteTx is db's transaction with its write prepared, where s is
+// the SQLite store and db runs in a transaction of its own pool; ok says
+// so. Put it in place just for gorm:update, then put back what Unprepared gives.
 func PreparedWriteTx(db *gorm.DB, s Store) (pool gorm.ConnPool, ok bool) {
 	st, isSQLite := s.(*sqliteStore)
 	tx, inTx := db.Statement.ConnPool.(*sql.Tx)

@@ -7,11 +7,8 @@ import (
 	"time"
 )
 
-// For the plugin's tests and benchmarks only: the statements they send raw
-// or EXPLAIN, the marks they forge, and switches between two paths. Each
-// is a method of the stores it applies to and of no interface of this
-// package: the root's export_test.go reaches it through an interface of
-// its own, so none is part of lockstore's API.
+// For the plugin's tests and benchmarks only, as methods in no interface
+// of this package: the root's export_test.go reaches them through its own.
 
 // GrantStatement is the one statement a PostgreSQL store takes a Write
 // lock with, and its arguments for resource, id and session, with a fixed
@@ -47,10 +44,8 @@ func (st *sqliteStore) SetGrantAll(on bool) {
 // test outside this package can name it.
 type planStep = struct{ Table, Type, Key string }
 
-// SessionPlans is the EXPLAIN, on MariaDB, of each statement Renew and
-// ReleaseAll send for session, by name: "find" reads the session's rows;
-// "renew", "free", "drop" and "lock" change or lock them by primary key
-// (here, the rows the session holds now).
+// SessionPlans is MariaDB's EXPLAIN of each statement Renew and ReleaseAll
+// send for session, by name ("find", "renew", "free", "drop", "lock").
 func (s *mysqlStore) SessionPlans(c Conn, session string) (map[string][]planStep, error) {
 	if !s.bulk.Load() {
 		return nil, fmt.Errorf("not a MariaDB 10.6+ lock store: %T", s)

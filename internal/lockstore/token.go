@@ -7,18 +7,9 @@ import (
 	"fmt"
 )
 
-// The lock table never holds a token, only its hash: a token is a bearer
-// credential (whoever has it writes and unlocks), and a read of the table,
-// a backup of it or a log of its rows must give nobody a usable one. Every
-// statement sends tokenHash(token) where it writes or looks up a token, and
-// LockByToken hashes what it is given, so the hash read from the table is
-// not itself a token (it is refused as one).
-//
-// SHA-256 with no salt and no slow hash: a token is 128 bits from
-// crypto/rand, so there is nothing to guess and no dictionary to precompute.
-// The hash is of the token's text (its 32 hex digits), which SQL can
-// compute too: the migration of rows written by older versions, which hold
-// the token itself, does it in SQL where the database can (tokenMigration).
+// The lock table holds only tokens' hashes (docs/lock-table.md): a token is
+// a bearer credential. SHA-256 of its text, unsalted: it is 128 random
+// bits, and SQL can compute the same hash to migrate older tables.
 
 // hashLen is the length of tokenHash's result: SHA-256 as hex.
 const hashLen = 2 * sha256.Size
@@ -36,9 +27,7 @@ func tokenDigest(token string) []byte {
 	return d[:]
 }
 
-// legacyToken says whether a token column value was written by a version
-// that stored tokens themselves: 32 hex digits, where a hash has 64 and a
-// row without a token none.
+// legacyToken: v is a token an older version stored in clear (32 hex digits).
 func legacyToken(v string) bool {
 	return len(v) == tokenLen && isHex(v)
 }
