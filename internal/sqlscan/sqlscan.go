@@ -103,7 +103,7 @@ func sqlPasses(sql string) []sqlPass {
 	var ps []sqlPass
 	for _, d := range sqlDialectsFor(sql) {
 		toks, bad := lexSQL(sql, d)
-		ps = append(ps, sqlPass{stmts: sqlStatements(toks), bad: bad})
+		ps = append(ps, sqlPass{stmts: sqlSplit(toks, ';'), bad: bad})
 	}
 	return ps
 }
@@ -122,9 +122,6 @@ func sqlTrusted(ps []sqlPass) []sqlPass {
 	}
 	return good
 }
-
-// sqlStatements splits tokens at ';'.
-func sqlStatements(toks []sqlToken) [][]sqlToken { return sqlSplit(toks, ';') }
 
 // sqlSplit splits tokens at every punctuation token c.
 func sqlSplit(toks []sqlToken, c byte) [][]sqlToken {
@@ -682,7 +679,7 @@ func (l *sqlLexer) dollar() {
 }
 
 // word lexes an unquoted identifier, or a literal prefix (E'…', N'…',
-// X'…', B'…', U&'…', U&"…") with its literal.
+// X'…', B'…') with its literal; step lexes U&'…' and U&"…".
 func (l *sqlLexer) word() {
 	start := l.i
 	l.i = sqlIdentEnd(l.s, l.i)
@@ -693,13 +690,6 @@ func (l *sqlLexer) word() {
 		l.quoted(sqlString, '\'', true)
 	case next == '\'' && len(w) == 1 && strings.Contains("NnXxBb", w):
 		l.quoted(sqlString, '\'', l.d.stringBackslash)
-	case next == '&' && (w == "U" || w == "u") && l.d.unicodeEscapes && (l.at(l.i+1) == '\'' || l.at(l.i+1) == '"'):
-		l.i++
-		if l.s[l.i] == '\'' {
-			l.quoted(sqlString, '\'', l.d.stringBackslash)
-		} else {
-			l.quoted(sqlQuoted, '"', false)
-		}
 	default:
 		l.emit(sqlWord, w, 0)
 	}
@@ -911,7 +901,8 @@ var sqlFaceKinds = sqlWordSet(`VIEW MATERIALIZED RULE TRIGGER FUNCTION PROCEDURE
 // another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …), whatever comments
 // or options stand between its words.
 func FaceDDL(sql string) bool {
-	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
+	return sqlAnyStatement(sql, func(st []sqlToken) bool {
+		kw, rest := sqlHead(st)
 		return kw == "CREATE" && sqlFaceKinds[sqlCreateKind(rest)]
 	})
 }
@@ -919,7 +910,8 @@ func FaceDDL(sql string) bool {
 // RenameDDL reports ALTER TABLE … RENAME, RENAME TABLE, and
 // PostgreSQL's ALTER TABLE … INHERIT, in any reading of sql that lexes.
 func RenameDDL(sql string) bool {
-	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
+	return sqlAnyStatement(sql, func(st []sqlToken) bool {
+		kw, rest := sqlHead(st)
 		return kw == "RENAME" || kw == "ALTER" && sqlHasAny(rest, sqlRenameWords)
 	})
 }
@@ -927,11 +919,11 @@ func RenameDDL(sql string) bool {
 var sqlRenameWords = sqlWordSet(`RENAME INHERIT`)
 
 // sqlAnyStatement reports whether some statement of some trusted reading
-// of sql satisfies is (given its first keyword and the tokens after it).
-func sqlAnyStatement(sql string, is func(kw string, rest []sqlToken) bool) bool {
+// of sql satisfies is.
+func sqlAnyStatement(sql string, is func(st []sqlToken) bool) bool {
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
 		for _, st := range p.stmts {
-			if kw, rest := sqlHead(st); is(kw, rest) {
+			if is(st) {
 				return true
 			}
 		}
@@ -954,16 +946,7 @@ var sqlBuildsSQL = sqlWordSet(`EXECUTE PREPARE`)
 // of sqlDynamicFuncs, EXECUTE IMMEDIATE or PREPARE … FROM of anything but a
 // literal, or a body (DO, CREATE FUNCTION…) that runs EXECUTE or PREPARE.
 // What it misses is still read statically.
-func Dynamic(sql string) bool {
-	for _, p := range sqlTrusted(sqlPasses(sql)) {
-		for _, st := range p.stmts {
-			if sqlDynamicStmt(st) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func Dynamic(sql string) bool { return sqlAnyStatement(sql, sqlDynamicStmt) }
 
 func sqlDynamicStmt(st []sqlToken) bool {
 	for i, t := range st {
