@@ -47,12 +47,10 @@ func (h *Hub) EndSession(db *gorm.DB, session string) (int64, error) {
 	return n, nil
 }
 
-// CheckPrivileges is db.Use's check of the notes table, which TakeOver,
-// RequestEdit, ForceRelease and Watch write: where it exists (the owner's
-// install made it) and this role may not use it, it fails naming the
-// grants, rather than the first take-over failing with a bare "permission
-// denied" (PostgreSQL; on MySQL/MariaDB the application's grant is on the
-// whole database). The viewers table is checked by View, its only user.
+// CheckPrivileges is db.Use's check of the notes table where it exists:
+// it names the grants this role lacks, rather than let the first take-over
+// fail with a bare "permission denied" (PostgreSQL). View checks the
+// viewers table.
 func (h *Hub) CheckPrivileges(db *gorm.DB) error {
 	tp, ok := h.cfg.Store.(lockstore.TablePrivileges)
 	if !ok {

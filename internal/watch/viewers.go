@@ -15,12 +15,8 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// Presence: who has a record open, lock or not. Each View is a row of the
-// viewers table (<table>_viewers), which its node refreshes every
-// viewerBeat while the View lasts and deletes when it ends; a row not
-// refreshed for ViewerGone (its node stopped) no longer counts. The
-// watcher reads the viewers of the records it watches with their locks,
-// so every node's watches tell a Viewers event when the list changes.
+// Presence: who has a record open, a row of the viewers table per View
+// (<table>_viewers, docs/browser.md).
 
 // ViewerGone is how long after its node last refreshed it a viewer stops
 // counting (the root's ViewerGone); viewerBeat is how often a node
@@ -145,9 +141,7 @@ func (h *Hub) refresh(ctx context.Context) {
 		}
 		pr.mu.Unlock()
 		now := time.Now().UTC()
-		for len(ids) > 0 {
-			batch := ids[:min(len(ids), 100)]
-			ids = ids[len(batch):]
+		for batch := range slices.Chunk(ids, 100) {
 			on(db, h.viewers).Where(clause.IN{Column: clause.Column{Name: "id"}, Values: batch}).Update("seen", now)
 		}
 	}
@@ -162,9 +156,7 @@ func (h *Hub) viewersNow(db *gorm.DB, keys []key) (map[key][]Viewer, error) {
 		return out, err
 	}
 	after := time.Now().UTC().Add(-ViewerGone)
-	for len(keys) > 0 {
-		batch := keys[:min(len(keys), 100)]
-		keys = keys[len(batch):]
+	for batch := range slices.Chunk(keys, 100) {
 		var rows []viewerRow
 		err := on(db, h.viewers).Where(ofRecords(batch)).
 			Where(clause.Gt{Column: clause.Column{Name: "seen"}, Value: after}).Find(&rows).Error
