@@ -11,11 +11,9 @@ import (
 )
 
 // Gap is a table that can hold rows of lockable records and that the
-// guard does not cover: grants of the records of Resources (lower case)
-// are refused until it does. State is lockstore's GuardDropped,
-// GuardDisabled, GuardReplaced or GuardNewer, or "unknown" (its guard
-// could not be read) or "unguardable" (Plan cannot follow it); Reason
-// says it for people.
+// guard does not cover: grants of Resources' records are refused until it
+// does. State is a lockstore Guard state, "unknown" (not read) or
+// "unguardable" (Plan cannot follow it); Reason says it for people.
 type Gap struct {
 	Table     string
 	Resources []string
@@ -63,15 +61,11 @@ func Gaps(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, shown Shown)
 		case lockstore.IsMissingTable(err):
 			continue // dropped: no row to hold
 		case err != nil:
-			// Its definitions could not be read in time (an install
-			// queued behind a transaction holds the table): this table's
-			// records are refused, the others' are not.
+			// Not read in time (an install queued behind a transaction).
 			out = append(out, Gap{Table: name, Resources: resources, State: "unknown",
 				Reason: fmt.Sprintf("could not be shown to carry the database guard: %v", err)})
 		case state != lockstore.GuardOK && state != lockstore.GuardHidden:
-			// hidden: the triggers are there by name, and this role may
-			// not read their bodies (MariaDB without TRIGGER); as the
-			// install takes them
+			// hidden: there by name, bodies unreadable to this role, as the install takes them
 			out = append(out, Gap{Table: name, Resources: resources, State: state, Reason: reasonOf(state)})
 		}
 	}

@@ -17,13 +17,10 @@ type Failure struct {
 }
 
 // Plan returns the plans of every table tables guard: the lockable tables
-// that exist, their many2many join tables, MySQL's cascade parents and
-// PostgreSQL's partitions and inheritance children.
-//
-// With fails nil, a table the guard cannot follow (a member whose root is
-// not in the catalog, a foreign key's action it cannot see) fails the
-// whole plan; else it is left out of the plans and recorded in fails by
-// its lower-case name, and the rest are planned.
+// that exist, their join tables, MySQL's cascade parents and PostgreSQL's
+// partitions and inheritance children. A table the guard cannot follow
+// fails the whole plan with fails nil; else it is recorded in fails by its
+// lower-case name, and the rest are planned.
 func Plan(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, fails map[string]Failure) ([]lockstore.GuardPlan, error) {
 	b := builder{c: c, g: g, tables: map[string]model.Spec{}, types: map[string]map[string]string{}}
 	for _, t := range tables {
@@ -47,8 +44,7 @@ func Plan(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, fails map[st
 	return ps.plans(), nil
 }
 
-// planSet is the plans as Plan builds them, by table, in the order first
-// met.
+// planSet is the plans as Plan builds them, by table, in the order met.
 type planSet struct {
 	byTable   map[string]*lockstore.GuardPlan
 	order     []string
