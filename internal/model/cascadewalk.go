@@ -23,12 +23,9 @@ type RowReader func(table, column string, columns []string, vals []any) ([][]any
 type RowsFound func(m *Model, rows [][]any) error
 
 // WalkCascades follows from's write through the declared foreign-key
-// actions: deletes (ON DELETE CASCADE) and key changes (ON UPDATE CASCADE
-// of a child whose key is the foreign key) go on to the next level,
-// through tables that are not lockable too, and into many2many join
-// tables. It reads rows with read and hands the lockable ones (a child's
-// own, a join table's sides') to found. A row reached twice (a cycle, a
-// tree of one table) is followed once. A join table without a side's
+// actions, level by level, through tables not lockable too and into join
+// tables, reading rows with read and handing the lockable ones to found.
+// A row reached twice is followed once. A join table without a side's
 // whole key is a *PartialJoin.
 func (r *Registry) WalkCascades(from CascadeStep, read RowReader, found RowsFound) error {
 	seen := map[string]bool{}

@@ -181,9 +181,8 @@ func mapValueOf(s *schema.Schema, e reflect.Value, c *schema.Field) reflect.Valu
 }
 
 // MapKeysNaming are the keys of map e that name field c as GORM or the
-// database reads a column name: exactly, in another letter case (SQLite
-// and MySQL compare column names so), or through the naming strategy
-// (GORM maps "ORDER_ID" and "OrderId" to order_id), sorted.
+// database reads a column name (exactly, in another letter case, or
+// through the naming strategy), sorted.
 func MapKeysNaming(s *schema.Schema, e reflect.Value, c *schema.Field) []reflect.Value {
 	var out []reflect.Value
 	for _, k := range e.MapKeys() {
