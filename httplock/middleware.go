@@ -149,14 +149,12 @@ func (s *Server) writer(r *http.Request, target any, token, principal string) (o
 		var re *requestError
 		switch {
 		case err == nil && held.Access != offlinelock.Write:
-			// The caller's Read lock of target (taken through the Go API):
-			// it is not another's, but it does not allow writing.
+			// The caller's Read lock (the Go API's) is its own, but no write.
 			mine, refusal = held, forbidden("this Lock-Token is a Read lock's: a write needs a Write lock")
 		case err == nil:
 			mine = held
 		case errors.As(err, &re) && re.status == http.StatusForbidden:
-			// A token that is no live lock of the caller's on this record is no lock:
-			// 423 (seed 003); unlock keeps 403.
+			// No live lock of the caller's on this record: 423 (seed 003).
 			refusal = lockRequired(re.detail)
 		default:
 			return offlinelock.Owner{}, err
@@ -230,8 +228,7 @@ func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readabl
 		}
 	}
 	if last := segments[len(segments)-1]; strings.HasSuffix(pattern, "/") || strings.HasSuffix(last, "...}") {
-		// A subtree ("/", "/api/", "/{path...}"): the route may lead to
-		// any record, through a sub-mux or a router below it.
+		// A subtree ("/", "/{path...}") may lead to any record.
 		return nil, "", false
 	}
 	return nil, "", true
