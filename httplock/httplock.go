@@ -116,18 +116,14 @@ type Config struct {
 	// plugin's Config.Authorize.
 	Admin func(*http.Request) error
 	// TrustedOrigins are the origins ("https://app.example.com") of browser
-	// applications on other origins that may take and release locks. A
-	// browser's lock or unlock request from any other origin is a 403, so
-	// that a page elsewhere cannot lock a record in the name of a user whose
-	// Principal is a cookie. Same-origin pages and API clients (which send
-	// no Origin or Sec-Fetch-Site) need nothing here.
+	// applications elsewhere that may take and release locks; a browser's
+	// lock request from any other origin is a 403. Same-origin pages and
+	// API clients need nothing here.
 	TrustedOrigins []string
 	// LoginSession, if set, names the caller's login session: an opaque
-	// id that is not the session cookie's secret value (say, a random id
-	// kept in the session at sign-in). Each lock taken over HTTP then
-	// belongs to that login, and EndLogin releases them all, at sign-out
-	// or when the session store ends the session. Without it, a lock ends
-	// when its page releases it or its lease runs out.
+	// id, never the session cookie's value. Each lock taken over HTTP then
+	// belongs to that login, and EndLogin releases them all. Without it, a
+	// lock ends when its page releases it or its lease runs out.
 	LoginSession func(*http.Request) (string, error)
 	// TakeOver decides who may take over a lock (POST …/lock/takeover),
 	// for each of its holders: nil error allows, anything else is a 403
@@ -140,11 +136,9 @@ type Config struct {
 	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
 	// ttlSeconds outside 1..MaxTTL is a 400.
 	DefaultTTL, MaxTTL time.Duration
-	// StreamOpens is how many event streams may be opening at once, each
-	// reading the database (Resource.Exists or a count of the record, the
-	// record's lock); the others wait their turn, so that a thousand pages
-	// opening at once (after a deploy, or a network cut) take at most
-	// this many database connections between them. Default 8.
+	// StreamOpens is how many event streams may be opening (reading the
+	// database) at once; the others wait their turn, so that pages opening
+	// together take at most this many connections. Default 8.
 	StreamOpens int
 	// Logger receives admin actions and internal errors (whose text never
 	// reaches a response); default slog.Default().
