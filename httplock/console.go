@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"maps"
 	"net/http"
 	neturl "net/url"
 	"slices"
@@ -400,10 +401,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	now := time.Now()
 	v := consoleView{Nonce: newSession(""), CSRF: c.csrf(admin, now), Admin: admin, Filter: f, Result: res,
 		Now: now.UTC().Format(time.RFC3339), More: len(locks) > consoleMax, SortBy: map[string]string{}}
-	for name := range c.s.resources {
-		v.Resources = append(v.Resources, name)
-	}
-	slices.Sort(v.Resources)
+	v.Resources = slices.Sorted(maps.Keys(c.s.resources))
 	for col := range consoleSorts {
 		v.SortBy[col] = f.query(col, 1)
 	}
@@ -413,11 +411,10 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	from, to := v.paginate(f, len(locks))
 	v.Rows = c.rows(locks[from:to], now, generationsByRecord(locks))
 	for _, row := range v.Rows {
-		if !slices.Contains(v.Users, row.User) {
-			v.Users = append(v.Users, row.User)
-		}
+		v.Users = append(v.Users, row.User)
 	}
 	slices.Sort(v.Users)
+	v.Users = slices.Compact(v.Users)
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -303,8 +303,7 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 	}
 }
 
-// Handler is a mux with the lock endpoints only; anything else is a 404
-// problem.
+// Handler is a mux with the lock endpoints only; anything else is a 404 problem.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.Register(mux)
@@ -312,8 +311,7 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// target builds a model value of res with id (from the URL) as its primary
-// key.
+// target builds a model value of res with id (from the URL) as its primary key.
 func (s *Server) target(res *resource, id string) (*resource, any, error) {
 	if res == nil {
 		return nil, nil, errUnknownResource

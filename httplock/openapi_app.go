@@ -3,6 +3,7 @@ package httplock
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -66,10 +67,7 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 // operationWords is the resources' names in order and each one's
 // operationId word: an error when one has none or two share one.
 func (s *Server) operationWords() (names []string, words map[string]string, err error) {
-	for name := range s.resources {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names = slices.Sorted(maps.Keys(s.resources))
 	words = map[string]string{}
 	seen := map[string]string{}
 	for _, name := range names {

@@ -107,8 +107,7 @@ func (g *galeraPool) GetDBConn() (*sql.DB, error) { return g.DB, nil }
 // SQLPool is the database/sql pool, for the plugin's prepared statements.
 func (g *galeraPool) SQLPool() gorm.ConnPool { return g.DB }
 
-// galeraTx is a transaction galeraPool began; its watch collects its
-// fenced writes.
+// galeraTx is a transaction galeraPool began; its watch collects its fenced writes.
 type galeraTx struct {
 	*sql.Tx
 	pool  *galeraPool

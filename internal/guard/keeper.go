@@ -73,8 +73,7 @@ type Host interface {
 // Init gives k its configuration, before any other call.
 func (k *Keeper) Init(cfg Config) { k.cfg = cfg }
 
-// Governs says whether grants need the guard: it is on and the database
-// has one.
+// Governs says whether grants need the guard: it is on and the database has one.
 func (k *Keeper) Governs() bool { return !k.cfg.Off && k.cfg.Guard != nil }
 
 // Key is the guard's key, or "" while it is not known (no guard: a mark

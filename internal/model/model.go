@@ -517,8 +517,7 @@ func (r *Registry) AddJoinSide(table string, side JoinSide) bool {
 	return true
 }
 
-// changesChildren says whether a foreign key's action changes the child
-// rows.
+// changesChildren says whether a foreign key's action changes the child rows.
 func changesChildren(action string) bool {
 	return strings.EqualFold(strings.TrimSpace(action), "CASCADE") || setsChildren(action)
 }

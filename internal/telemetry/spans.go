@@ -18,8 +18,7 @@ import (
 const (
 	// OtelGORM is the name go-gorm/opentelemetry registers under.
 	OtelGORM = "otelgorm"
-	// SpanLogKey is where a statement keeps its spanLog, in
-	// Statement.Settings.
+	// SpanLogKey is where a statement keeps its spanLog, in Statement.Settings.
 	SpanLogKey = "offlinelock:spans"
 )
 

@@ -225,8 +225,7 @@ func note(ctx context.Context, decision, resource string, keys int, more ...attr
 	}
 }
 
-// Granted counts keys (sorted) granted to one statement or call, by
-// resource.
+// Granted counts keys (sorted) granted to one statement or call, by resource.
 func (t *Telemetry) Granted(ctx context.Context, db *gorm.DB, mode, access string, keys []lockstore.Key) {
 	if t == nil {
 		return

@@ -94,8 +94,7 @@ func (h *Hub) View(ctx context.Context, db *gorm.DB, k key, user string) error {
 	return nil
 }
 
-// ensureViewers makes the viewers table if it is missing, once per
-// database.
+// ensureViewers makes the viewers table if it is missing, once per database.
 func (h *Hub) ensureViewers(db *gorm.DB) error {
 	pr := &h.pr
 	pr.mu.Lock()
@@ -199,8 +198,7 @@ func (h *Hub) viewersMade(db *gorm.DB) (bool, error) {
 	return true, h.ensureViewers(db)
 }
 
-// sameViewers says whether two lists name the same users since the same
-// times.
+// sameViewers says whether two lists name the same users since the same times.
 func sameViewers(a, b []Viewer) bool {
 	return slices.EqualFunc(a, b, func(x, y Viewer) bool { return x.User == y.User && x.Since.Equal(y.Since) })
 }
