@@ -58,10 +58,9 @@ func (s *Server) ConsoleHandler() http.Handler {
 	return mux
 }
 
-// RegisterConsole adds the lock console's two routes (see ConsoleHandler)
-// to mux, each behind Config.Admin. Releases are refused unless they come
-// from a form the console rendered for the same admin within 12 hours and,
-// for browsers that say so, from the console's own origin.
+// RegisterConsole adds the lock console's routes (see ConsoleHandler) to
+// mux, each behind Config.Admin. A release needs a form the console
+// rendered for the same admin within 12 hours, from its own origin.
 func (s *Server) RegisterConsole(mux *http.ServeMux) {
 	key := make([]byte, 32)
 	rand.Read(key) // never fails (crypto/rand, Go 1.24+)
@@ -273,8 +272,7 @@ func (c *console) releaseAllOf(r *http.Request, admin, user, reason string) (rel
 }
 
 // stillShown checks that the locks the form showed (by generation) still
-// hold the record, so a stale form never releases a lock the admin never
-// saw; a form without generations releases whatever holds it.
+// hold the record; a form without generations releases whatever holds it.
 func (c *console) stillShown(r *http.Request, table, id, generations string) error {
 	if generations == "" {
 		return nil

@@ -28,8 +28,7 @@ type watched struct {
 }
 
 // events is GET /{resource}/{id}/lock/events: the record's lock events as a
-// text/event-stream, read from the database so every node's subscribers
-// get them.
+// text/event-stream.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) error {
 	s.serveStream(w, r, func() ([]watched, string, error) {
 		res, target, principal, err := s.liveCheck(r, res, ActionWatch)

@@ -116,16 +116,14 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) err
 		return err
 	}
 	if l.Token == "" {
-		// A refresh returns no token (Acquire has none to give back): the
-		// holder's own, which it just presented, stands.
+		// A refresh returns no token: the one presented stands.
 		l.Token = presented
 	} else if presented != "" {
 		status = http.StatusCreated // expired between the check and the refresh: a new lock
 	}
 	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
 	if status == http.StatusOK {
-		// The lease asked for is the lease kept: Shorten cuts what Acquire kept
-		// beyond ttl; the stored expiry is answered.
+		// The lease asked for is the lease kept: Shorten cuts what is beyond ttl.
 		cut, left, err := s.cfg.Locks.Shorten(s.cfg.DB.WithContext(ctx), target, ttl)
 		if err != nil {
 			return err

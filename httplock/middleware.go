@@ -196,9 +196,7 @@ func isWrite(r *http.Request) bool {
 }
 
 // routeRecord finds the record r's route names: the wildcard after a served
-// resource's name (literal or wildcard value) in r.Pattern. !readable: no
-// ServeMux pattern, or a subtree ending at a resource, so a write's record
-// is unknown.
+// resource's name in r.Pattern. !readable: a write's record is unknown.
 func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readable bool) {
 	if ro, ok := r.Context().Value(routeKey{}).(routeOf); ok {
 		return ro.res, ro.id, true // MiddlewareFor: the application named it

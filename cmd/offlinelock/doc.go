@@ -68,8 +68,7 @@
 // query is opened as it is. The SQLite file must exist.
 //
 // The command never creates the lock table: a wrong DSN or --table is an
-// error (exit code 1), not an empty table left behind in the wrong
-// database. Messages never repeat the DSN, which may hold a password.
+// error (exit code 1). Messages never repeat the DSN, which may hold a password.
 //
 // # Database roles
 //

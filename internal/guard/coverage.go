@@ -76,9 +76,8 @@ func (k *Keeper) Check(db *gorm.DB, resource string) error {
 	return nil
 }
 
-// repair installs, on a grant's way, the guard of resource's aggregate
-// that the coverage found missing, where installs run on statements' ways
-// and outside a caller's transaction (whose locks it could wait for). It
+// repair installs, on a grant's way outside a caller's transaction, the
+// guard of resource's aggregate that the coverage found missing, and
 // reports whether it tried.
 func (k *Keeper) repair(db *gorm.DB, resource string) bool {
 	m := k.cfg.Models.TableModel(resource)
@@ -130,9 +129,8 @@ func (k *Keeper) advice(gaps []Gap) string {
 	return fmt.Sprintf("Change the schema as said, then run `offlinelock guard install --dsn <the tables' owner's DSN> --table %s`", k.cfg.LockTable)
 }
 
-// coverageFor is the coverage a grant reads: the last one shown while
-// nothing the plugin knows of has changed, else shown again now; one older
-// than Config.CheckEvery is read again in the background.
+// coverageFor is the last coverage shown while nothing it knows of changed,
+// else shown again now; one older than CheckEvery is read in the background.
 func (k *Keeper) coverageFor(db *gorm.DB) *coverage {
 	if cv := k.cover.Load(); cv != nil && cv.gen == k.gen.Load() && cv.learnt == k.cfg.Models.Changes.Load()+k.cfg.Models.TablesGen.Load() {
 		if time.Since(cv.at) >= k.cfg.CheckEvery && k.refreshing.CompareAndSwap(false, true) {
@@ -150,9 +148,8 @@ func (k *Keeper) coverageFor(db *gorm.DB) *coverage {
 	return k.showCoverage(k.session(db).WithContext(ctx), false)
 }
 
-// Unguarded reads now the tables that can hold rows of lockable records
-// and that the guard does not cover, and shows them to grants; nil where
-// grants do not depend on the guard.
+// Unguarded reads now the gaps of the guard, and shows them to grants; nil
+// where grants do not depend on the guard.
 func (k *Keeper) Unguarded(db *gorm.DB) ([]Gap, error) {
 	if !k.Governs() {
 		return nil, nil

@@ -19,9 +19,8 @@ const guardWait = 250 * time.Millisecond
 // guardDDLWait bounds how long DDL through GORM waits to guard its table.
 const guardDDLWait = 2 * time.Second
 
-// Lazily guards m's table if it is not yet known to be, logging a failure
-// (the next statement tries again); inside a transaction, in the
-// background. It reports whether nothing is left to do for m's table.
+// Lazily guards m's table if it is not yet known to be (in a transaction,
+// in the background), and reports whether nothing is left to do for it.
 func (k *Keeper) Lazily(db *gorm.DB, m *model.Model) bool {
 	g := k.cfg.Guard
 	switch {
@@ -42,9 +41,8 @@ func (k *Keeper) Lazily(db *gorm.DB, m *model.Model) bool {
 	return k.has(m.Table)
 }
 
-// AfterDDL guards m's table again after DDL named it: on MySQL at once,
-// outside a transaction, waiting at most guardDDLWait for a connection;
-// elsewhere in the background.
+// AfterDDL guards m's table again after DDL named it: on MySQL at once
+// (outside a transaction, within guardDDLWait), elsewhere in the background.
 func (k *Keeper) AfterDDL(db *gorm.DB, m *model.Model) {
 	k.forget(m.Table)
 	k.cfg.Host.Forget() // a table made again has lost its triggers
@@ -65,8 +63,7 @@ func (k *Keeper) AfterDDL(db *gorm.DB, m *model.Model) {
 }
 
 // guardTable guards m's table unless this process knows it is guarded:
-// with wait, before it returns (waiting for an install under way); else
-// in the background.
+// with wait, before it returns; else in the background.
 func (k *Keeper) guardTable(db *gorm.DB, m *model.Model, wait bool) {
 	if k.cfg.Off || k.cfg.Leave {
 		return
@@ -143,8 +140,7 @@ func (k *Keeper) logError(db *gorm.DB, m *model.Model, err error) {
 }
 
 // learnPartitions makes the partitions of m's table (PostgreSQL) names of
-// m's when the guard is off, as its install does when it is on: once per
-// table; a failure is logged and tried again by the next statement.
+// m's when the guard is off, as its install does when it is on.
 func (k *Keeper) learnPartitions(db *gorm.DB, m *model.Model) {
 	if m == nil || !m.Lockable {
 		return
@@ -177,11 +173,10 @@ func (k *Keeper) learnPartitions(db *gorm.DB, m *model.Model) {
 // after one timed out waiting for it.
 const busyFor = 10 * time.Second
 
-// installPlans installs or upgrades the triggers of each plan not at its
-// version, skipping dropped tables (and, with skipBusy, busy ones). A
-// lock timeout stops it at once (the next tables would wait as long) and
-// marks the table busy; other failures return the first, after the rest.
-// k.mu is held.
+// installPlans installs or upgrades each plan not at its version, skipping
+// dropped (and, with skipBusy, busy) tables. A lock timeout stops it and
+// marks the table busy; else the first failure returns after the rest. k.mu
+// is held.
 func (k *Keeper) installPlans(c lockstore.Conn, plans []lockstore.GuardPlan, skipBusy bool) error {
 	var first error
 	for _, plan := range plans {

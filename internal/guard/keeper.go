@@ -19,8 +19,7 @@ import (
 )
 
 // Keeper is what a Plugin knows and does of the guard on one database:
-// the tables it guarded, the installs under way, the guard's key, and the
-// coverage grants read. Until Init it has no guard.
+// its tables, installs, key and coverage. Until Init it has no guard.
 type Keeper struct {
 	cfg     Config
 	mu      sync.Mutex
@@ -104,9 +103,8 @@ func (k *Keeper) LoadKey(c lockstore.Conn) error {
 // with every change of tables.
 func (k *Keeper) changed() { k.gen.Add(1) }
 
-// ForgetSoon makes table be guarded again by its next install unless an
-// install under way holds mu (it may wait for the caller's connection),
-// and the next grant show the coverage again.
+// ForgetSoon makes table be guarded again by its next install unless one
+// under way holds mu, and the next grant show the coverage again.
 func (k *Keeper) ForgetSoon(table string) {
 	if k.mu.TryLock() {
 		delete(k.tables, strings.ToLower(table))
@@ -143,9 +141,8 @@ func (k *Keeper) busyTable(table string) bool {
 	return ok && time.Now().Before(until)
 }
 
-// waitPending waits, until ctx ends, for the background installs to end;
-// without block (in a caller's transaction) not for mu, whose holder may
-// wait for the transaction's connection.
+// waitPending waits, until ctx ends, for the background installs; without
+// block, not for mu, whose holder may wait for the caller's connection.
 func (k *Keeper) waitPending(ctx context.Context, block bool) {
 	if block {
 		k.mu.Lock()
@@ -247,9 +244,8 @@ func (k *Keeper) session(db *gorm.DB) *gorm.DB {
 	return k.cfg.Host.Background(db).Session(&gorm.Session{Logger: logger.Discard})
 }
 
-// Refused reads in db.Error the guard's refusal of a write of a record
-// another session holds; its Resource is the statement's table where the
-// database cut the message.
+// Refused reads in db.Error the guard's refusal of a write of a held
+// record; its Resource is the statement's table where the message was cut.
 func (k *Keeper) Refused(db *gorm.DB) (lockstore.GuardRefusal, bool) {
 	if !k.Governs() {
 		return lockstore.GuardRefusal{}, false

@@ -9,8 +9,7 @@ import (
 )
 
 // Failure is a table Plan could not plan: why, and the lock resources
-// (lower case) whose records it can hold, whose grants are refused while
-// it stays unguarded.
+// (lower case) whose records it can hold.
 type Failure struct {
 	Err       error
 	Resources []string
@@ -101,8 +100,7 @@ func (ps *planSet) addRecords(b *builder, t model.Spec) error {
 
 // addCascades gives the parents whose foreign-key actions change rows of
 // a table with records (MySQL fires no trigger for them) the checks of
-// those rows. A table whose actions the guard cannot follow goes to fails,
-// or, with fails nil, fails the plan.
+// those rows; one the guard cannot follow goes to fails, or fails the plan.
 func (ps *planSet) addCascades(b *builder, fails map[string]Failure) error {
 	for _, table := range ps.children {
 		cs, err := b.cascadesInto(table, ps.recordsOf[table])
@@ -128,8 +126,7 @@ func (ps *planSet) addCascades(b *builder, fails map[string]Failure) error {
 }
 
 // addInheritors gives partitions and inheritance children (PostgreSQL)
-// the plan of the table they inherit from: a write straight into one
-// fires its own triggers only.
+// their parent's plan: a write into one fires its own triggers only.
 func (ps *planSet) addInheritors(c lockstore.Conn, g lockstore.Guard) error {
 	for _, name := range slices.Clone(ps.order) {
 		pl := ps.byTable[name]

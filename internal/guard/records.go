@@ -158,9 +158,8 @@ func (b *builder) joinRecord(t model.Spec, join string, links []model.SpecColumn
 	return b.through(up, links[0].Column, from, "offlinelock_m", t.Key[0].Name), nil
 }
 
-// encodeKey is the root's encodeKey in SQL: one part as it is, several
-// escaped ('\' and ',') and joined with ','. The parts are text
-// expressions; bs is a backslash as the store spells it.
+// encodeKey is model.EncodeKey in SQL, of text expressions; bs is a
+// backslash as the store spells it.
 func encodeKey(parts []string, bs string) string {
 	if len(parts) == 1 {
 		return parts[0]

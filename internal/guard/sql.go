@@ -15,8 +15,7 @@ import (
 )
 
 // SQL sends an install's statements to c, a planning connection
-// (lockstore.NewPlan): the guard's routine, then the triggers of every
-// table tables reads. err stops everything; unfollowed joins the failures
+// (lockstore.NewPlan). err stops everything; unfollowed joins the failures
 // of tables the guard cannot follow, whose statements are left out.
 func SQL(c lockstore.Conn, g lockstore.Guard, tables func() ([]model.Spec, error)) (unfollowed, err error) {
 	if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGuardProtocol) {

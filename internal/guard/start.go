@@ -20,9 +20,8 @@ const (
 	retryMax = 30 * time.Second
 )
 
-// Start is db.Use's part of the guard: install it (the default), leave it
-// as it is (LeaveGuard), or, with DisableGuard, make sure none of this
-// lock table's is installed; then read the guard's key.
+// Start is db.Use's part of the guard: install it, leave it (LeaveGuard),
+// or check that none is installed (DisableGuard); then read its key.
 func (k *Keeper) Start(db *gorm.DB) error {
 	if err := k.start(db); err != nil {
 		return err
@@ -85,9 +84,8 @@ func (k *Keeper) routineInPlace() bool {
 	return k.routine
 }
 
-// setRefusal writes Config.GuardNamesRecordOnly where the guard reads it.
-// Where it cannot, a node that asked for less fails to start; one that
-// did not ask leaves the setting as it is.
+// setRefusal writes Config.GuardNamesRecordOnly where the guard reads it;
+// failing, only a node that asked for it fails to start.
 func (k *Keeper) setRefusal(db *gorm.DB) error {
 	err := k.cfg.Guard.SetRefusal(k.cfg.Host.Conn(k.cfg.Host.Background(db)), k.cfg.RecordOnly)
 	if err != nil && !k.cfg.RecordOnly {

@@ -16,9 +16,8 @@ type State struct {
 	State, Reason string
 }
 
-// Status reads, for every table the plans of tables cover that exists,
-// whether its guard is in place as this version installs it, in table
-// order; a table the guard cannot follow is "unguardable".
+// Status reads whether the guard of each existing table the plans of tables
+// cover is as this version installs it, in table order, or "unguardable".
 func Status(c lockstore.Conn, g lockstore.Guard, tables []model.Spec) ([]State, error) {
 	fails := map[string]Failure{}
 	plans, err := Plan(c, g, tables, fails)

@@ -5,9 +5,8 @@ import (
 	"strings"
 )
 
-// CascadeStep is rows of Table that a write changes: deleted (Delete), or
-// with their key changed. IDs are the values of KeyColumn of those rows
-// before the write.
+// CascadeStep is rows of Table that a write deletes (Delete) or changes
+// the key of: IDs are their values of KeyColumn before the write.
 type CascadeStep struct {
 	Table, KeyColumn string
 	Delete           bool
@@ -63,8 +62,7 @@ func unseenIDs(seen map[string]bool, s CascadeStep) []any {
 }
 
 // cascadeInto reads the rows of ref's child that s changes through ref,
-// hands the lockable ones (the child's own, a join table's sides') to
-// found, and returns the step the walk takes further, if any.
+// hands the lockable ones to found, and returns the walk's next step.
 func (r *Registry) cascadeInto(s CascadeStep, ref CascadeRef, read RowReader, found RowsFound) ([]CascadeStep, error) {
 	parentVals := s.IDs // the values of the parent's column ref follows
 	if ref.ParentColumn != "" && !strings.EqualFold(ref.ParentColumn, s.KeyColumn) {

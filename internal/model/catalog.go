@@ -80,8 +80,7 @@ func (r *Registry) SpecOf(m *Model) Spec {
 }
 
 // Learn adds what specs (other nodes' rows) say to r: a table whose Go
-// model r has parsed keeps that model; the others are known by table only
-// (no Go type: only statements by table meet them).
+// model r has parsed keeps it; the others are known by table only.
 func (r *Registry) Learn(specs []Spec) {
 	for _, sp := range specs {
 		if r.TableModel(sp.Table) == nil {

@@ -14,9 +14,8 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// Keys, spelt once: a key column's kind, decided from the column type the
-// model declares, and the one way the lock table spells each value of it,
-// so that "0129", 129 and int64(129) are one lock.
+// Keys, spelt once: a key column's kind, and the one way the lock table
+// spells each value of it, so that "0129", 129 and int64(129) are one lock.
 
 // Limits on what reaches the lock table. They match its column sizes, so an
 // over-long value is refused with ErrInvalid instead of failing in SQL.
@@ -73,9 +72,8 @@ func KeyText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// EncodeKey joins the parts of a primary key. A single part is kept as it is
-// so that "customers 129" reads naturally; composite keys escape '\' and ','
-// in each part before joining with ',', so distinct keys never collide.
+// EncodeKey joins the parts of a primary key: one part as it is, several
+// with '\' and ',' escaped and joined with ',', so keys never collide.
 func EncodeKey(parts []string) string {
 	if len(parts) == 1 {
 		return parts[0]

@@ -97,8 +97,7 @@ func (m *Model) LockResource() string {
 }
 
 // IDText is the lock table's spelling of v as the value of key column i;
-// a value that cannot be canonical keeps its own text (callers' values are
-// checked where they are given).
+// one that cannot be canonical keeps its own text (checked where given).
 func (m *Model) IDText(i int, v any) string {
 	if i < len(m.Kinds) {
 		if s, err := Canonical(m.Kinds[i], v); err == nil {
@@ -338,8 +337,7 @@ func (r *Registry) Lockable() []*Model {
 }
 
 // Resolve finds a member's chain of parents up to its root the first time
-// it is needed; the parents' models must be known by then (used, or listed
-// in Config.Models). Errors name the model and the field.
+// it is needed (the parents must be known by then), or names what is wrong.
 func (r *Registry) Resolve(m *Model) error {
 	if m.Root == nil || m.Err != nil {
 		return m.Err
@@ -481,8 +479,7 @@ func (r *Registry) noteJoins(s *schema.Schema) {
 }
 
 // noteRelations records the join tables and cascading foreign keys of s
-// and of every model its relationships reach, at any depth: a write of s
-// cascades through tables whose models no statement may have used yet.
+// and of every model its relationships reach, at any depth.
 func (r *Registry) noteRelations(s *schema.Schema) {
 	seen := map[*schema.Schema]bool{s: true}
 	for todo := []*schema.Schema{s}; len(todo) > 0; {
@@ -558,9 +555,8 @@ func (r *Registry) noteCascades(s *schema.Schema) {
 	}
 }
 
-// replaceCascades drops the cascades model table from declared before and
-// adds refs (each of parents[i]), at once: a reader sees the one set or the
-// other. It returns the child tables whose cascades changed.
+// replaceCascades replaces, at once, the cascades model table from declared
+// with refs (each of parents[i]), and returns the child tables changed.
 func (r *Registry) replaceCascades(from string, parents []string, refs []CascadeRef) []string {
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()
@@ -584,9 +580,8 @@ func (r *Registry) replaceCascades(from string, parents []string, refs []Cascade
 	return changed
 }
 
-// AddCascade records that ref cascades from parent (a catalog row's
-// cascade), merged with what is known of the same foreign key, and
-// reports whether that changed anything.
+// AddCascade records that ref (a catalog row's) cascades from parent,
+// merged with what is known of its foreign key, and reports any change.
 func (r *Registry) AddCascade(parent string, ref CascadeRef) bool {
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()

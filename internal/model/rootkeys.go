@@ -12,10 +12,9 @@ import (
 // primary keys are pks, leaving out NULLs.
 type LinkReader func(m *Model, pks []any) ([]any, error)
 
-// RootKeys maps member rows of m, given by their foreign key's raw
-// values, to their root and its keys spelt for the lock table, reading
-// each level's links with read for the whole batch. A missing parent row
-// is an error: no lock is taken on a phantom root.
+// RootKeys maps member rows of m, given by their foreign key's raw values,
+// to their root and its keys, reading each level's links with read for the
+// batch. A missing parent row is an error: no lock on a phantom root.
 func (r *Registry) RootKeys(m *Model, links []any, read LinkReader) (*Model, []string, error) {
 	if err := r.Resolve(m); err != nil {
 		return nil, nil, err

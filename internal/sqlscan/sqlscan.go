@@ -1,7 +1,6 @@
 // Package sqlscan reads raw SQL as the servers a GORM application may talk
-// to read it: the tables a statement names, whether it may touch rows,
-// DDL that gives a table another name, SQL that builds SQL. It knows
-// nothing of GORM or of locks (offlinelock's fail-closed checks use it).
+// to read it: the tables a statement names, whether it may touch rows, DDL
+// that gives a table another name, SQL that builds SQL (docs/fail-closed.md).
 package sqlscan
 
 import (
@@ -34,8 +33,8 @@ type sqlToken struct {
 	q    byte
 }
 
-// sqlDialect is one lexical convention, spelled as the features that tell
-// one server's reading from another's. The tables below are the servers'.
+// sqlDialect is one lexical convention: what tells one server's reading
+// from another's.
 type sqlDialect struct {
 	name string
 	// comments
@@ -858,9 +857,8 @@ func sqlIsBodyStmt(st []sqlToken) bool {
 }
 
 // TableRefs counts, per canonical name, identifiers of sql that may name the
-// table itself: not followed by '.' and not in FOR UPDATE OF. More than one
-// is a further read (self-join, subquery, UNION); the largest count of the
-// readings wins.
+// table itself (not followed by '.', not in FOR UPDATE OF), the largest
+// count of the readings: more than one is a further read.
 func TableRefs(sql string, lockable func(ident string) (canonical string, ok bool)) map[string]int {
 	out := map[string]int{}
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
@@ -898,8 +896,7 @@ func TableRefs(sql string, lockable func(ident string) (canonical string, ok boo
 var sqlFaceKinds = sqlWordSet(`VIEW MATERIALIZED RULE TRIGGER FUNCTION PROCEDURE EVENT`)
 
 // FaceDDL reports a statement in any reading of sql that gives a table
-// another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …), whatever comments
-// or options stand between its words.
+// another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …).
 func FaceDDL(sql string) bool {
 	return sqlAnyStatement(sql, func(st []sqlToken) bool {
 		kw, rest := sqlHead(st)
@@ -945,7 +942,6 @@ var sqlBuildsSQL = sqlWordSet(`EXECUTE PREPARE`)
 // Dynamic reports SQL a static reading cannot bound, in any reading: a call
 // of sqlDynamicFuncs, EXECUTE IMMEDIATE or PREPARE … FROM of anything but a
 // literal, or a body (DO, CREATE FUNCTION…) that runs EXECUTE or PREPARE.
-// What it misses is still read statically.
 func Dynamic(sql string) bool { return sqlAnyStatement(sql, sqlDynamicStmt) }
 
 func sqlDynamicStmt(st []sqlToken) bool {

@@ -96,9 +96,8 @@ func WithSpanLog(ctx context.Context, db *gorm.DB) context.Context {
 	return ctx
 }
 
-// deferred is the spanLog that keeps ctx's statement spans aside: ctx is
-// still the statement's first context. Any other span in ctx is GORM's (or
-// under it): the spans kept so far are started under it first.
+// deferred is the spanLog that keeps ctx's statement spans aside while ctx
+// is the statement's first context; else the kept ones are started under it.
 func deferred(ctx context.Context) *spanLog {
 	l, _ := ctx.Value(spanLogCtx{}).(*spanLog)
 	if l == nil {
@@ -133,9 +132,8 @@ func (l *spanLog) keep(s pendingSpan) {
 	}
 }
 
-// AdoptSpan starts the spans db's statement kept aside under the span of
-// its context now, if that is a span the statement did not begin with:
-// GORM's statement span. The callbacks that run inside that span call it.
+// AdoptSpan starts the spans db's statement kept aside under its context's
+// span if the statement did not begin with it (GORM's statement span).
 func AdoptSpan(db *gorm.DB) {
 	if l := spanLogOf(db); l != nil && l.under(ctxOf(db)) {
 		l.adoptOnce(ctxOf(db))
@@ -143,8 +141,7 @@ func AdoptSpan(db *gorm.DB) {
 }
 
 // EndSpans starts what is still kept aside under the statement's first
-// context (no other span showed) and forgets the log: the last callback
-// calls it.
+// context and forgets the log: the last callback calls it.
 func EndSpans(db *gorm.DB) {
 	if l := spanLogOf(db); l != nil {
 		db.Statement.Settings.Delete(SpanLogKey)

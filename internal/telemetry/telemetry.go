@@ -199,9 +199,8 @@ func statementAttrs(sys attribute.KeyValue, query string, rows int64) []attribut
 		attribute.Int64("db.response.returned_rows", rows)}
 }
 
-// sqlOp is the statement's first keyword, upper case, and its span's
-// name: constants, so that spans and metrics stay low in cardinality and
-// cost no allocation per statement.
+// sqlOp is the statement's first keyword, upper case, and its span's name:
+// constants, low in cardinality and free of allocations.
 func sqlOp(query string) (op, span string) {
 	q := strings.TrimLeft(query, " \t\n(")
 	for _, o := range [...]struct{ op, span string }{{"SELECT", "offlinelock SELECT"}, {"INSERT", "offlinelock INSERT"},

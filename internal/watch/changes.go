@@ -123,7 +123,6 @@ func released(e Event, notes []Note, free bool, at time.Time) Event {
 	return e
 }
 
-// endNote says whether a note of kind tells how a lock ended: the notes
-// ForceRelease and EndSession write, whose kind is the released event's
-// reason.
+// endNote says whether a note of kind tells how a lock ended (ForceRelease,
+// EndSession): its kind is the released event's reason.
 func endNote(kind string) bool { return kind == ReasonForceReleased || kind == ReasonSignedOut }

@@ -53,10 +53,9 @@ type Note struct {
 // NotesTable is the notes table of lock table table.
 func NotesTable(table string) string { return table + "_notes" }
 
-// EnsureNotes makes the notes table on db's database, if it is missing, on
-// a connection of its own (DDL would commit a caller's MySQL transaction),
-// except in a caller's transaction on SQLite, whose other connections
-// would wait for that transaction's write lock.
+// EnsureNotes makes the notes table if it is missing, on a connection of
+// its own (DDL would commit a caller's MySQL transaction), except in a
+// caller's transaction on SQLite (others would wait for its write lock).
 func (h *Hub) EnsureNotes(db *gorm.DB) error {
 	if h.made.Load() {
 		return nil
@@ -100,9 +99,8 @@ func (h *Hub) Note(db *gorm.DB, notes ...Note) error {
 }
 
 // Request notes o's request to edit k: lockstore.ErrNotLocked when nobody
-// holds it, ErrHeldByYou when o's session does, nothing when o's user
-// asked for that lock within a minute already (the holder has been told),
-// ErrTooManyRequests past RequestsPerMinute of the user's.
+// holds it, ErrHeldByYou when o's session does, nothing when o's user asked
+// within a minute already, ErrTooManyRequests past RequestsPerMinute.
 func (h *Hub) Request(db *gorm.DB, k key, o lockstore.Owner) error {
 	held, err := h.locks(db, []key{k})
 	if err != nil {
@@ -135,10 +133,9 @@ func (h *Hub) Request(db *gorm.DB, k key, o lockstore.Owner) error {
 }
 
 // notesOf returns the notes of the records keys written at from or later,
-// each record's after its own start id (the newest note when it was first
-// watched), oldest first, in pages of notesPage, one statement per 100
-// records and page: only the watched records' notes, so that a flood on
-// other records costs a watcher nothing.
+// each record's after its start id, oldest first, in pages of notesPage,
+// one statement per 100 records and page: only the watched records' notes,
+// so that a flood on other records costs a watcher nothing.
 func (h *Hub) notesOf(db *gorm.DB, keys []key, start map[key]int64, from time.Time) ([]Note, error) {
 	var out []Note
 	for batch := range slices.Chunk(keys, 100) {

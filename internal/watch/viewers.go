@@ -19,8 +19,7 @@ import (
 // (<table>_viewers, docs/browser.md).
 
 // ViewerGone is how long after its node last refreshed it a viewer stops
-// counting (the root's ViewerGone); viewerBeat is how often a node
-// refreshes its viewers' rows.
+// counting; viewerBeat is how often a node refreshes its viewers' rows.
 const (
 	ViewerGone = 10 * time.Second
 	viewerBeat = 3 * time.Second
@@ -58,9 +57,8 @@ type presence struct {
 	stop      context.CancelFunc  // the refresh loop's, while views last
 }
 
-// View announces that user has k open until ctx ends: a row of the
-// viewers table (made on first use), refreshed every few seconds and
-// deleted when ctx ends.
+// View announces that user has k open until ctx ends: a row of the viewers
+// table (made on first use), refreshed meanwhile.
 func (h *Hub) View(ctx context.Context, db *gorm.DB, k key, user string) error {
 	pr := &h.pr
 	if err := h.ensureViewers(db); err != nil {
@@ -181,9 +179,8 @@ func (h *Hub) viewersNow(db *gorm.DB, keys []key) (map[key][]Viewer, error) {
 	return out, nil
 }
 
-// viewersMade says whether the viewers table is there: made by a View
-// here, or found (another node's View made it), looked for at most once
-// per ViewerGone so that a poll does not ask the catalog each time.
+// viewersMade says whether the viewers table is there (made here, or
+// found: looked for at most once per ViewerGone, not at every poll).
 func (h *Hub) viewersMade(db *gorm.DB) (bool, error) {
 	pr := &h.pr
 	pr.mu.Lock()

@@ -166,9 +166,8 @@ func (h *Hub) poll(ctx context.Context) error {
 	return viewersErr
 }
 
-// tell sends k's changes to its watches: to a watch added since the last
-// poll its first event instead (firstOf: the state this poll read, not
-// the changes since the last); w.mu is held.
+// tell sends k's changes to its watches, and to a watch added since the
+// last poll its first event instead (firstOf); w.mu is held.
 func (w *watcher) tell(k key, subs map[*sub]struct{}, changes []Event, is *lockstore.Lock, at time.Time) {
 	for s := range subs {
 		if _, fresh := w.pending[s]; fresh {
