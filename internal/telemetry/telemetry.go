@@ -218,9 +218,9 @@ func sqlOp(query string) (op, span string) {
 // spans say what locking cost, the event what it decided.
 func note(ctx context.Context, decision, resource string, keys int, more ...attribute.KeyValue) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent("offlinelock."+decision, trace.WithAttributes(append([]attribute.KeyValue{
-			attribute.String("offlinelock.decision", decision), attribute.String("resource", resource),
-			attribute.Int("offlinelock.keys", keys)}, more...)...))
+		attrs := append([]attribute.KeyValue{attribute.String("offlinelock.decision", decision)}, more...)
+		span.AddEvent("offlinelock."+decision, trace.WithAttributes(append(attrs,
+			attribute.String("resource", resource), attribute.Int("offlinelock.keys", keys))...))
 	}
 }
 
