@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"maps"
 	"net/http"
 	neturl "net/url"
 	"slices"
@@ -57,10 +58,9 @@ func (s *Server) ConsoleHandler() http.Handler {
 	return mux
 }
 
-// RegisterConsole adds the lock console's two routes (see ConsoleHandler)
-// to mux, each behind Config.Admin. Releases are refused unless they come
-// from a form the console rendered for the same admin within 12 hours and,
-// for browsers that say so, from the console's own origin.
+// RegisterConsole adds the lock console's routes (see ConsoleHandler) to
+// mux, each behind Config.Admin. A release needs a form the console
+// rendered for the same admin within 12 hours, from its own origin.
 func (s *Server) RegisterConsole(mux *http.ServeMux) {
 	key := make([]byte, 32)
 	rand.Read(key) // never fails (crypto/rand, Go 1.24+)
@@ -272,8 +272,7 @@ func (c *console) releaseAllOf(r *http.Request, admin, user, reason string) (rel
 }
 
 // stillShown checks that the locks the form showed (by generation) still
-// hold the record, so a stale form never releases a lock the admin never
-// saw; a form without generations releases whatever holds it.
+// hold the record; a form without generations releases whatever holds it.
 func (c *console) stillShown(r *http.Request, table, id, generations string) error {
 	if generations == "" {
 		return nil
@@ -400,10 +399,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	now := time.Now()
 	v := consoleView{Nonce: newSession(""), CSRF: c.csrf(admin, now), Admin: admin, Filter: f, Result: res,
 		Now: now.UTC().Format(time.RFC3339), More: len(locks) > consoleMax, SortBy: map[string]string{}}
-	for name := range c.s.resources {
-		v.Resources = append(v.Resources, name)
-	}
-	slices.Sort(v.Resources)
+	v.Resources = slices.Sorted(maps.Keys(c.s.resources))
 	for col := range consoleSorts {
 		v.SortBy[col] = f.query(col, 1)
 	}
@@ -413,11 +409,10 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, status int, f c
 	from, to := v.paginate(f, len(locks))
 	v.Rows = c.rows(locks[from:to], now, generationsByRecord(locks))
 	for _, row := range v.Rows {
-		if !slices.Contains(v.Users, row.User) {
-			v.Users = append(v.Users, row.User)
-		}
+		v.Users = append(v.Users, row.User)
 	}
 	slices.Sort(v.Users)
+	v.Users = slices.Compact(v.Users)
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+v.Nonce+"'; "+
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

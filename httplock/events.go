@@ -28,8 +28,7 @@ type watched struct {
 }
 
 // events is GET /{resource}/{id}/lock/events: the record's lock events as a
-// text/event-stream, read from the database so every node's subscribers
-// get them.
+// text/event-stream.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, res *resource) error {
 	s.serveStream(w, r, func() ([]watched, string, error) {
 		res, target, principal, err := s.liveCheck(r, res, ActionWatch)
@@ -55,8 +54,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, check func(
 	}
 	<-s.opening
 	if err != nil && internal(err) {
-		// EventSource does not reconnect after an error status: a stream that
-		// cannot open asks to be retried and ends.
+		// EventSource does not reconnect after an error status: ask for a retry.
 		s.cfg.Logger.WarnContext(r.Context(), "httplock: an event stream could not open; its client will retry", slog.String("error", err.Error()))
 		streamHeaders(w)
 		fmt.Fprint(w, "retry: 2000\n: the stream could not open; try again\n\n")
@@ -89,8 +87,7 @@ func (s *Server) watchAll(ctx context.Context, list []watched, principal string)
 			return nil, err
 		}
 		chans[i] = ch
-		// The page is a viewer while its stream is open; without presence the
-		// stream goes on.
+		// The page is a viewer while its stream is open (or not, and goes on).
 		if verr := s.cfg.Locks.View(ctx, s.cfg.DB, wt.target, principal); verr != nil {
 			s.cfg.Logger.WarnContext(ctx, "httplock: event stream: presence", slog.String("error", verr.Error()))
 		}
@@ -116,8 +113,7 @@ func (s *Server) watchAll(ctx context.Context, list []watched, principal string)
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, principal string, events <-chan streamEvent) {
 	rc := http.NewResponseController(w)
 	streamHeaders(w)
-	// The id makes every reconnect carry Last-Event-ID, even one before
-	// the first event.
+	// The id makes every reconnect carry Last-Event-ID.
 	fmt.Fprint(w, "retry: 2000\nid: 0\n\n")
 	sent := 0
 	send := func(se streamEvent) {
@@ -125,8 +121,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, principal string
 		data, _ := json.Marshal(eventOf(se.res, se.e))
 		fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", sent, se.e.Kind, data)
 	}
-	// A deadline per write, past the next keep-alive, instead of the server's
-	// WriteTimeout, which would cut the stream.
+	// A deadline per write, not the server's WriteTimeout, which would cut the stream.
 	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(2 * keepAliveEvery)) }
 	ended, done := s.openStream(r, principal)
 	defer done()

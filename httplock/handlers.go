@@ -116,16 +116,14 @@ func (s *Server) lock(w http.ResponseWriter, r *http.Request, res *resource) err
 		return err
 	}
 	if l.Token == "" {
-		// A refresh returns no token (Acquire has none to give back): the
-		// holder's own, which it just presented, stands.
+		// A refresh returns no token: the one presented stands.
 		l.Token = presented
 	} else if presented != "" {
 		status = http.StatusCreated // expired between the check and the refresh: a new lock
 	}
 	b := s.body(res, l, l.ExpiresAt.Sub(l.AcquiredAt))
 	if status == http.StatusOK {
-		// The lease asked for is the lease kept: Shorten cuts what Acquire kept
-		// beyond ttl; the stored expiry is answered.
+		// The lease asked for is the lease kept: Shorten cuts what is beyond ttl.
 		cut, left, err := s.cfg.Locks.Shorten(s.cfg.DB.WithContext(ctx), target, ttl)
 		if err != nil {
 			return err
@@ -198,9 +196,10 @@ func (s *Server) lockTTL(req lockRequest) (time.Duration, error) {
 	return ttl, checkReason(req.Reason)
 }
 
-// checkReason refuses a lock's reason that is too long or not printable.
+// checkReason refuses a lock's reason that is too long or not printable UTF-8.
 func checkReason(reason string) error {
-	if len(reason) > offlinelock.MaxReason || !printable(reason) {
+	if len(reason) > offlinelock.MaxReason || !utf8.ValidString(reason) ||
+		strings.IndexFunc(reason, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
 		return badRequest("reason is longer than %d bytes, or not printable text", offlinelock.MaxReason)
 	}
 	return nil
@@ -232,12 +231,6 @@ func (s *Server) exists(r *http.Request, res *resource, target any) (bool, error
 	err := s.cfg.DB.WithContext(r.Context()).Model(target).
 		Where(clause.Eq{Column: clause.Column{Table: clause.CurrentTable, Name: res.pkCol}, Value: key}).Count(&n).Error
 	return n > 0, err
-}
-
-// printable says whether s is valid UTF-8 without control characters, as
-// a lock's reason must be.
-func printable(s string) bool {
-	return utf8.ValidString(s) && strings.IndexFunc(s, func(c rune) bool { return !unicode.IsPrint(c) }) < 0
 }
 
 // unlock is POST /{resource}/{id}/unlock.
@@ -314,26 +307,17 @@ func (s *Server) ownLock(r *http.Request, token, principal string) (*offlinelock
 }
 
 // lockFor finds the principal's lock that token stands for and checks that
-// it covers target.
+// it covers target (for an aggregate member, its root's): a 403 if not.
 func (s *Server) lockFor(r *http.Request, token, principal string, target any) (*offlinelock.Lock, error) {
 	held, err := s.ownLock(r, token, principal)
-	if err == nil {
-		err = s.covers(r, held, target)
+	if err != nil {
+		return held, err
+	}
+	resource, id, err := s.cfg.Locks.KeyOf(s.cfg.DB.WithContext(r.Context()), target)
+	if err == nil && (held.Resource != resource || held.ID != id) {
+		err = forbidden("this Lock-Token is for another record")
 	}
 	return held, err
-}
-
-// covers checks that held is the lock that covers target (for an
-// aggregate member, its root's): a 403 when it is another record's.
-func (s *Server) covers(r *http.Request, held *offlinelock.Lock, target any) error {
-	resource, id, err := s.cfg.Locks.KeyOf(s.cfg.DB.WithContext(r.Context()), target)
-	if err != nil {
-		return err
-	}
-	if held.Resource != resource || held.ID != id {
-		return forbidden("this Lock-Token is for another record")
-	}
-	return nil
 }
 
 func decode(r *http.Request, into any) error {

@@ -61,24 +61,15 @@ type Resource struct {
 	// not be one of the lock body's own names.
 	IDName string
 	// Exists says whether the record id exists, before POST …/lock takes
-	// its lock: a lock of a record that does not exist is a 404, so that
-	// nobody fills the lock table with invented ids. Default: a count of
-	// the model's rows with that key. An application that lets clients
-	// reserve ids before it creates their records returns true for them.
-	// (The plugin's Acquire of a missing row stays allowed: reserving a
-	// key is legitimate in Go code.)
+	// its lock: a missing record is a 404, so that nobody fills the lock
+	// table with invented ids. Default: a count of the model's rows with
+	// that key; return true for ids clients may reserve ahead.
 	Exists func(r *http.Request, id string) (bool, error)
-	// Allow decides who may do what with a record over HTTP: action is
-	// ActionRead (GET …/lock), ActionWatch (…/lock/events), ActionLock
-	// (POST …/lock and …/unlock), ActionTakeOver or ActionRequest (ask
-	// to edit); id is the record's id as the URL gives it. It is asked
-	// after Exists, before anything is read or changed. A nil error
-	// allows; an error that wraps gorm.ErrRecordNotFound answers 404, as
-	// for a record that is not there (for a record the caller may not
-	// know of: what the application's own GET of it answers); any other
-	// error is a 403 whose detail shows its text. Nothing is changed
-	// either way. Default nil: every principal may do all of them, and
-	// only Exists stands between a user and a record.
+	// Allow decides who may do what (an Action…) with the record of id
+	// over HTTP, after Exists, before anything is read or changed. A nil
+	// error allows; one that wraps gorm.ErrRecordNotFound answers 404 (for
+	// a record the caller may not know of); any other is a 403 showing its
+	// text. Default nil: every principal may do all of them.
 	Allow func(r *http.Request, principal, action, id string) error
 }
 
@@ -125,18 +116,14 @@ type Config struct {
 	// plugin's Config.Authorize.
 	Admin func(*http.Request) error
 	// TrustedOrigins are the origins ("https://app.example.com") of browser
-	// applications on other origins that may take and release locks. A
-	// browser's lock or unlock request from any other origin is a 403, so
-	// that a page elsewhere cannot lock a record in the name of a user whose
-	// Principal is a cookie. Same-origin pages and API clients (which send
-	// no Origin or Sec-Fetch-Site) need nothing here.
+	// applications elsewhere that may take and release locks; a browser's
+	// lock request from any other origin is a 403. Same-origin pages and
+	// API clients need nothing here.
 	TrustedOrigins []string
 	// LoginSession, if set, names the caller's login session: an opaque
-	// id that is not the session cookie's secret value (say, a random id
-	// kept in the session at sign-in). Each lock taken over HTTP then
-	// belongs to that login, and EndLogin releases them all, at sign-out
-	// or when the session store ends the session. Without it, a lock ends
-	// when its page releases it or its lease runs out.
+	// id, never the session cookie's value. Each lock taken over HTTP then
+	// belongs to that login, and EndLogin releases them all. Without it, a
+	// lock ends when its page releases it or its lease runs out.
 	LoginSession func(*http.Request) (string, error)
 	// TakeOver decides who may take over a lock (POST …/lock/takeover),
 	// for each of its holders: nil error allows, anything else is a 403
@@ -149,11 +136,9 @@ type Config struct {
 	// 5 minutes); MaxTTL is the longest allowed (default 900 s). A
 	// ttlSeconds outside 1..MaxTTL is a 400.
 	DefaultTTL, MaxTTL time.Duration
-	// StreamOpens is how many event streams may be opening at once, each
-	// reading the database (Resource.Exists or a count of the record, the
-	// record's lock); the others wait their turn, so that a thousand pages
-	// opening at once (after a deploy, or a network cut) take at most
-	// this many database connections between them. Default 8.
+	// StreamOpens is how many event streams may be opening (reading the
+	// database) at once; the others wait their turn, so that pages opening
+	// together take at most this many connections. Default 8.
 	StreamOpens int
 	// Logger receives admin actions and internal errors (whose text never
 	// reaches a response); default slog.Default().
@@ -289,10 +274,8 @@ func New(cfg Config) (*Server, error) {
 //	GET  /offlinelock.js                 the browser client (ServeClient)
 //	GET  /openapi.yaml                   the OpenAPI document (ServeOpenAPI)
 //
-// Each resource gets its own patterns (POST /orders/{id}/lock …), so they
-// live beside the application's routes without conflicts; the application
-// must not register GET /openapi.yaml itself (ServeMux panics on the
-// duplicate).
+// Each resource gets its own patterns, beside the application's routes;
+// the application must not register GET /openapi.yaml itself.
 func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /openapi.yaml", s.ServeOpenAPI)
 	mux.HandleFunc("GET /offlinelock.js", s.ServeClient)
@@ -320,8 +303,7 @@ func (s *Server) handle(h func(http.ResponseWriter, *http.Request) error) http.H
 	}
 }
 
-// Handler is a mux with the lock endpoints only; anything else is a 404
-// problem.
+// Handler is a mux with the lock endpoints only; anything else is a 404 problem.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.Register(mux)
@@ -329,8 +311,7 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// target builds a model value of res with id (from the URL) as its primary
-// key.
+// target builds a model value of res with id (from the URL) as its primary key.
 func (s *Server) target(res *resource, id string) (*resource, any, error) {
 	if res == nil {
 		return nil, nil, errUnknownResource
@@ -353,10 +334,8 @@ func (s *Server) target(res *resource, id string) (*resource, any, error) {
 			return nil, nil, notFound
 		}
 		f.SetUint(n)
-	case reflect.String:
+	default: // a string: New refused other kinds
 		f.SetString(id)
-	default:
-		return nil, nil, fmt.Errorf("httplock: resource %s: primary key of kind %s is not supported", res.Name, f.Kind())
 	}
 	return res, v.Interface(), nil
 }
@@ -385,12 +364,10 @@ func loginPrefix(login string) string {
 }
 
 // EndLogin releases every lock that principal took over HTTP in login
-// session login (Config.LoginSession): call it when the user signs out,
-// and from the session store when a session expires. It returns how many
-// locks it released. Their pages are told by the event stream: released,
-// with reason signed-out (Plugin.EndSession). The login's own event
-// streams on this Server end at once (on other nodes, at their next
-// event or keep-alive, when Config.Principal no longer answers).
+// session login (Config.LoginSession), at sign-out or when the session
+// expires, and returns how many. Their pages are told (released,
+// signed-out); the login's event streams on this Server end at once,
+// elsewhere at their next event, once Config.Principal no longer answers.
 func (s *Server) EndLogin(ctx context.Context, principal, login string) (int64, error) {
 	if principal == "" || login == "" {
 		return 0, nil

@@ -118,16 +118,13 @@ type eventBody struct {
 	ExpiresAt           *time.Time `json:"expiresAt,omitempty"`
 	TTLRemainingSeconds *int64     `json:"ttlRemainingSeconds,omitempty"`
 	Generation          int64      `json:"generation,omitempty"`
-	// LockedSince and LockedUntil are AcquiredAt and ExpiresAt under the
-	// names a 423 problem gives them (to the second, as there): "locked
-	// by someone else" has one shape whether a page learns it from a 423
-	// or from an event.
+	// LockedSince and LockedUntil are AcquiredAt and ExpiresAt as a 423
+	// problem gives them, so that both say "locked" in one shape.
 	LockedSince *time.Time `json:"lockedSince,omitempty"`
 	LockedUntil *time.Time `json:"lockedUntil,omitempty"`
 	By          string     `json:"by,omitempty"`
 	Reason      string     `json:"reason,omitempty"`
-	// Viewers are the users who have the record open (a viewers event):
-	// names and since when, never a session or a token.
+	// Viewers are the users who have the record open (a viewers event).
 	Viewers *[]viewerBody `json:"viewers,omitempty"`
 	At      time.Time     `json:"at"`
 }

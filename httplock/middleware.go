@@ -21,22 +21,18 @@ import (
 //   - someone else holds the record's lock: 423 naming the holder and
 //     lockedUntil, with no token, or with a token that is wrong, expired,
 //     released, another principal's or another record's;
-//   - nobody holds it: 423 lock-required (the write needs the lock first;
-//     see the README), without a token or with one that is not a live lock
-//     of the caller's on this record (released, expired, another's);
+//   - nobody holds it: 423 lock-required, without a token or with one
+//     that is not a live lock of the caller's on this record;
 //   - the caller's own live Write lock: the handler runs as the lock's
 //     owner (the caller's Read lock, taken through the Go API, is a 403).
 //
 // A GET, HEAD or OPTIONS (without a method-override header) and a route
-// that names no resource pass through. A write whose route the Middleware
-// cannot read (it wraps a whole mux, a sub-mux or catch-all at any subtree,
-// /, /api/, /{path...}, or a router other than http.ServeMux: see
-// MiddlewareFor) is refused with a 500, logged: it cannot tell which
-// record the write is of. In every case the owner put into the
-// request's context is the token's lock owner or an owner holding nothing,
-// so a handler writing with db.WithContext(r.Context()) is still checked by
-// the plugin: the second line, which also covers a lock taken between this
-// check and the write. The token is read from the Lock-Token header only.
+// that names no resource pass through. A write whose route it cannot read
+// (a whole mux, a subtree such as /api/, another router: see
+// MiddlewareFor) is a 500, logged. The request's context carries the
+// token's lock owner or an owner holding nothing, so a handler writing
+// with db.WithContext(r.Context()) is still checked by the plugin. The
+// token is read from the Lock-Token header only.
 func (s *Server) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		principal, err := s.cfg.Principal(r)
@@ -81,13 +77,10 @@ func (s *Server) writeTarget(r *http.Request) any {
 }
 
 // MiddlewareFor is Middleware for a router other than http.ServeMux, or a
-// route whose pattern does not name the record: the route's record is
-// given, its resource by name and its id by a function of the request
-// (for chi, chi.URLParam(r, "id"); for a router that keeps its parameters
-// elsewhere, as gin and echo do, copy them with r.SetPathValue before, and
-// read r.PathValue). Every request through it except GET, HEAD and OPTIONS
-// is a write of that record, decided as Middleware decides it. An unknown
-// resource name is an error at once.
+// route whose pattern does not name the record: its resource by name and
+// its id by a function of the request (for chi, chi.URLParam(r, "id");
+// for gin or echo, copy the parameters with r.SetPathValue and read
+// r.PathValue). An unknown resource name is an error at once.
 func (s *Server) MiddlewareFor(resource string, id func(*http.Request) string) (func(http.Handler) http.Handler, error) {
 	res, ok := s.resources[resource]
 	if !ok || id == nil {
@@ -149,14 +142,12 @@ func (s *Server) writer(r *http.Request, target any, token, principal string) (o
 		var re *requestError
 		switch {
 		case err == nil && held.Access != offlinelock.Write:
-			// The caller's Read lock of target (taken through the Go API):
-			// it is not another's, but it does not allow writing.
+			// The caller's Read lock (the Go API's) is its own, but no write.
 			mine, refusal = held, forbidden("this Lock-Token is a Read lock's: a write needs a Write lock")
 		case err == nil:
 			mine = held
 		case errors.As(err, &re) && re.status == http.StatusForbidden:
-			// A token that is no live lock of the caller's on this record is no lock:
-			// 423 (seed 003); unlock keeps 403.
+			// No live lock of the caller's on this record: 423 (seed 003).
 			refusal = lockRequired(re.detail)
 		default:
 			return offlinelock.Owner{}, err
@@ -205,9 +196,7 @@ func isWrite(r *http.Request) bool {
 }
 
 // routeRecord finds the record r's route names: the wildcard after a served
-// resource's name (literal or wildcard value) in r.Pattern. !readable: no
-// ServeMux pattern, or a subtree ending at a resource, so a write's record
-// is unknown.
+// resource's name in r.Pattern. !readable: a write's record is unknown.
 func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readable bool) {
 	if ro, ok := r.Context().Value(routeKey{}).(routeOf); ok {
 		return ro.res, ro.id, true // MiddlewareFor: the application named it
@@ -230,8 +219,7 @@ func (s *Server) routeRecord(r *http.Request) (res *resource, id string, readabl
 		}
 	}
 	if last := segments[len(segments)-1]; strings.HasSuffix(pattern, "/") || strings.HasSuffix(last, "...}") {
-		// A subtree ("/", "/api/", "/{path...}"): the route may lead to
-		// any record, through a sub-mux or a router below it.
+		// A subtree ("/", "/{path...}") may lead to any record.
 		return nil, "", false
 	}
 	return nil, "", true

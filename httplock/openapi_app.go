@@ -3,6 +3,7 @@ package httplock
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -10,16 +11,11 @@ import (
 )
 
 // OpenAPIFor returns the OpenAPI document of this server as an
-// application serves it: the lock endpoints of each of its resources under
-// their own names (/orders/{orderId}/lock, the id named Resource.IDName or
-// "id"), and, of the record's own path, only the write methods the
-// application serves behind Middleware (writes, such as "PATCH"; none
-// leaves the path out). Each resource's operations have ids of their own,
-// the resource's Singular in them (lockOrder, getLockOrder, unlockOrder,
-// patchOrder), since a document may not repeat one and a generated
-// client names its methods by them. The generic document (OpenAPI) stays
-// what the server answers at GET /openapi.yaml; this one is for the
-// application to publish, or to generate its clients from.
+// application serves it, to publish or generate clients from: each
+// resource's lock endpoints under its own names (/orders/{orderId}/lock)
+// with operation ids of its own (lockOrder, patchOrder), and of the
+// record's own path only the write methods served behind Middleware
+// (writes, such as "PATCH"). GET /openapi.yaml stays the generic one.
 func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(openAPI, &doc); err != nil {
@@ -71,10 +67,7 @@ func (s *Server) OpenAPIFor(writes ...string) ([]byte, error) {
 // operationWords is the resources' names in order and each one's
 // operationId word: an error when one has none or two share one.
 func (s *Server) operationWords() (names []string, words map[string]string, err error) {
-	for name := range s.resources {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names = slices.Sorted(maps.Keys(s.resources))
 	words = map[string]string{}
 	seen := map[string]string{}
 	for _, name := range names {

@@ -92,10 +92,7 @@ func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 			p.LockedBy, p.LockedUntil, p.LockedSince, p.Generation = h.Owner.User, &until, &since, h.Generation
 			by, resume := h.Owner.User, ""
 			if principal, err := s.cfg.Principal(r); err == nil && principal != "" && principal == h.Owner.User {
-				// The same person, through another session or token (a
-				// browser tab's session, another client's token): not let
-				// through, since each lock is its session's, but told so,
-				// and how to resume here.
+				// The same person in another session: refused, but told so.
 				by, p.LockedByYou = "you ("+principal+") in another session", true
 				resume = fmt.Sprintf(": you are editing this in another tab since %s (UTC); to edit here instead, take it over (POST …/lock/takeover)",
 					since.Format("15:04"))

@@ -15,31 +15,25 @@
 // after the arguments; put an id that starts with '-' after "--".
 //
 //   - list prints the live locks (with --expired, the expired ones the sweep
-//     has not removed) matching every filter, in the lock console's order
-//     (httplock): --sort since (the default, oldest first: the likeliest
-//     forgotten), until (soonest to expire first), resource (then by id) or
-//     user, ties going by resource, id and user. At most --limit (default
-//     1000, 0 for all) are printed, the first in that order of all the
-//     locks that match, with a note on stderr when more match. To order
-//     them list reads every matching lock (Plugin.List has no order but
-//     resource, id and holder), so on a large lock table the filters save
-//     time and memory.
+//     has not removed) matching every filter, in the lock console's orders
+//     (--sort since, the default: oldest first; until, resource or user),
+//     at most --limit (default 1000, 0 for all), with a note on stderr when
+//     more match. It reads every matching lock to order them: on a large
+//     lock table the filters save time and memory.
 //   - show prints the holders of one record: its writer, or its readers.
-//   - release removes every lock on one record (Plugin.ForceRelease) and
-//     prints the locks it removed; --reason is required.
+//   - release removes every lock on one record (Plugin.ForceRelease), or
+//     with --user or --session (and --older-than) the records only they
+//     hold, and prints the locks it removed; --reason is required.
 //   - sweep deletes the expired rows once (Plugin.Sweep) and prints how many.
 //   - stats prints Plugin.Stats: the live locks, by resource and by user (the
 //     100 largest of each), the oldest live lock, and the expired rows
 //     waiting for the sweep.
 //   - guard prints the tables that carry the database guard (status),
-//     installs or upgrades it on every lockable table of the catalog
-//     (install, as db.Use does, and creates the notes and viewers tables
-//     the plugin's features need), or drops it everywhere (remove; a
-//     node's next db.Use installs it again unless Config.DisableGuard is
-//     set). install and remove check this role's privileges first and
-//     change nothing without them, naming each. install --print-sql
-//     prints the SQL the install would run, for a DBA to run as the
-//     tables' owner, and changes nothing (docs/guard.md, Roles and grants).
+//     installs or upgrades it on every lockable table of the catalog with
+//     the feature tables (install, as db.Use does), or drops it (remove;
+//     a node's next db.Use installs it again unless Config.DisableGuard is
+//     set), checking this role's privileges first. install --print-sql
+//     prints the SQL instead, for the tables' owner (docs/guard.md).
 //
 // RESOURCE and ID are as list prints them: the locked record's table (for a
 // member of an aggregate, its root's) and its primary key as text.
@@ -74,8 +68,7 @@
 // query is opened as it is. The SQLite file must exist.
 //
 // The command never creates the lock table: a wrong DSN or --table is an
-// error (exit code 1), not an empty table left behind in the wrong
-// database. Messages never repeat the DSN, which may hold a password.
+// error (exit code 1). Messages never repeat the DSN, which may hold a password.
 //
 // # Database roles
 //

@@ -58,14 +58,12 @@ func guardCmd(ctx context.Context, c cli, args []string) error {
 		return err
 	}
 	defer closeDB()
-	if pos[0] == "install" {
-		if err := checkThenRegister(db, locks, d.table); err != nil {
-			return err
-		}
-	}
 	var installErr error
 	switch pos[0] {
 	case "install":
+		if err := checkThenRegister(db, locks, d.table); err != nil {
+			return err
+		}
 		// The feature tables first, so a role with DML only finds them; then the guard.
 		if err := locks.CreateFeatureTables(db); err != nil {
 			return err

@@ -75,28 +75,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
-	c := cli{stdout: stdout, stderr: stderr, getenv: os.Getenv}
-	var cmd func(context.Context, cli, []string) error
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
-	case "list":
-		cmd = listCmd
-	case "show":
-		cmd = showCmd
-	case "release":
-		cmd = releaseCmd
-	case "sweep":
-		cmd = sweepCmd
-	case "stats":
-		cmd = statsCmd
-	case "guard":
-		cmd = guardCmd
-	default:
+	}
+	cmd, ok := map[string]func(context.Context, cli, []string) error{"list": listCmd, "show": showCmd,
+		"release": releaseCmd, "sweep": sweepCmd, "stats": statsCmd, "guard": guardCmd}[args[0]]
+	if !ok {
 		fmt.Fprintf(stderr, "offlinelock: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage
 	}
+	c := cli{stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	return c.exit(args[0], cmd(ctx, c, args[1:]))
 }
 

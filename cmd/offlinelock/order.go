@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -24,12 +25,7 @@ var listSorts = map[string]func(a, b offlinelock.Lock) int{
 
 // sortNames lists the keys --sort accepts.
 func sortNames() string {
-	names := make([]string, 0, len(listSorts))
-	for name := range listSorts {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(listSorts)), ", ")
 }
 
 // sortLocks orders locks by column by, then resource, id and user, stably,

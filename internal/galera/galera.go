@@ -1,19 +1,8 @@
-// Package galera tells a Galera cluster's refusal of a COMMIT as the lock
-// answer it is (docs/scaling.md). Galera (MariaDB's multi-primary cluster)
-// certifies each transaction's write set at COMMIT, after every
-// statement's callbacks have returned, and a failure is error 1213 there.
-// Row locks are a node's own, so on Galera the fence writes the writer's
-// key rows (lockstore's Certifier), where a takeover's or a release's
-// write of the same rows on another node makes one of the two fail
-// certification. The writes a transaction made under locks are watched
-// (Watch); a COMMIT the cluster rolled back asks each whether its lock is
-// gone.
-//
-// GORM commits a caller's own transaction (db.Transaction, Begin …
-// Commit) with no callback: on Galera the plugin puts a pool of its own in
-// place of the database/sql pool (Install), whose transactions' Commit is
-// watched. A pool that is not database/sql's own (GORM's PrepareStmt mode,
-// another plugin's) is left alone, and its COMMIT is not seen.
+// Package galera tells a Galera cluster's refusal of a COMMIT (error 1213,
+// after every callback returned) as the lock answer it is, asking each of
+// the transaction's watched writes whether its lock is gone. On Galera the
+// plugin puts a pool of its own in place of database/sql's (Install), so
+// that a caller's own COMMIT is seen too (docs/scaling.md).
 package galera
 
 import (
@@ -27,9 +16,7 @@ import (
 )
 
 // Lost is one watched write's answer to a COMMIT the cluster rolled back
-// with err: the lock answer (ErrNotLocked, naming the record) when a lock
-// it needed is gone, nil when they all still hold. db is the database the
-// transaction ran on.
+// with err: the lock answer when a lock it needed is gone, else nil.
 type Lost func(db *gorm.DB, err error) error
 
 // Watch collects the writes of one transaction whose COMMIT the plugin
@@ -104,9 +91,8 @@ type galeraPool struct {
 	root *gorm.DB // the database the plugin was registered on, for the check after a refused COMMIT
 }
 
-// BeginTx begins a transaction whose COMMIT the plugin sees. It is
-// gorm.ConnPoolBeginner, which GORM uses where database/sql's own BeginTx
-// is not there.
+// BeginTx begins a transaction whose COMMIT the plugin sees
+// (gorm.ConnPoolBeginner).
 func (g *galeraPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.ConnPool, error) {
 	tx, err := g.DB.BeginTx(ctx, opts)
 	if err != nil {
@@ -118,12 +104,10 @@ func (g *galeraPool) BeginTx(ctx context.Context, opts *sql.TxOptions) (gorm.Con
 // GetDBConn is gorm.GetDBConnector: db.DB() still finds the pool.
 func (g *galeraPool) GetDBConn() (*sql.DB, error) { return g.DB, nil }
 
-// SQLPool is the database/sql pool itself, for the plugin's prepared
-// statements.
+// SQLPool is the database/sql pool, for the plugin's prepared statements.
 func (g *galeraPool) SQLPool() gorm.ConnPool { return g.DB }
 
-// galeraTx is a transaction galeraPool began; its watch collects its
-// fenced writes.
+// galeraTx is a transaction galeraPool began; its watch collects its fenced writes.
 type galeraTx struct {
 	*sql.Tx
 	pool  *galeraPool
@@ -133,16 +117,14 @@ type galeraTx struct {
 // Commit commits, and tells a certification failure as ErrNotLocked when
 // a lock one of the transaction's fenced writes needed is gone.
 func (t *galeraTx) Commit() error {
-	err := t.Tx.Commit()
-	if err != nil {
-		err = t.watch.Told(t.pool.root, err)
+	if err := t.Tx.Commit(); err != nil {
+		return t.watch.Told(t.pool.root, err)
 	}
-	return err
+	return nil
 }
 
 // GetDBConn is gorm.GetDBConnector.
 func (t *galeraTx) GetDBConn() (*sql.DB, error) { return t.pool.DB, nil }
 
-// SQLPool is the database/sql transaction itself, for the plugin's
-// prepared statements.
+// SQLPool is the database/sql transaction, for prepared statements.
 func (t *galeraTx) SQLPool() gorm.ConnPool { return t.Tx }

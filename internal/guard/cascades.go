@@ -9,11 +9,9 @@ import (
 )
 
 // cascadesInto are the foreign keys whose actions change rows of the
-// guarded table (MySQL/MariaDB: they fire no triggers), each with the
-// table's records, for its parent's triggers to check. Actions the guard
-// cannot follow are refused, naming the constraint: a key of several
-// columns, and a second level (the parent's own rows changed by another
-// key's action, which fires no trigger of the parent's either).
+// guarded table (MySQL/MariaDB fire no triggers for them), each with the
+// table's records, for its parent's triggers to check. A key of several
+// columns and a second level of actions are refused, naming the constraint.
 func (b *builder) cascadesInto(table string, recs []lockstore.GuardRecord) ([]lockstore.GuardCascade, error) {
 	cs, err := b.g.CascadesInto(b.c, table)
 	if err != nil || len(cs) == 0 {

@@ -15,12 +15,7 @@ import (
 	"gorm.io/gorm/logger"
 )
 
-// No guard, no grant (docs/guard.md): a lock is granted only when the
-// guard covers every table that can hold a row of its record. A grant
-// reads the coverage the Keeper last showed, shown again before the next
-// grant when the plugin's own installs, repairs or DDL change what it
-// knows, or when it learns a model; and in the background every
-// Config.CheckEvery, which finds what others changed.
+// No guard, no grant (docs/guard.md, "What a grant costs").
 
 // ErrUnguarded reports a lock refused because the guard does not cover
 // every table that can hold a row of the record (the root's ErrUnguarded).
@@ -30,9 +25,8 @@ var ErrUnguarded = errors.New("offlinelock: the database guard does not cover th
 // shown again (a few catalog reads).
 const coverWait = 5 * time.Second
 
-// tableStateWait bounds the read of one table's guard for a coverage: a
-// table whose metadata waits behind an install queued for a lock is
-// taken as not shown, not waited for.
+// tableStateWait bounds the read of one table's guard for a coverage: one
+// queued behind an install's lock is taken as not shown.
 const tableStateWait = time.Second
 
 // coverage is what the Keeper last showed of the guard.
@@ -59,11 +53,9 @@ func (e *refusal) Is(target error) bool {
 }
 
 // Check refuses a grant on resource when the guard does not cover every
-// table that can hold a row of its records. It costs one atomic load and
-// one map read while the coverage is current (BenchmarkGrantGuardCheck).
+// table that can hold a row of its records (BenchmarkGrantGuardCheck).
 func (k *Keeper) Check(db *gorm.DB, resource string) error {
 	if k.cfg.Off || k.cfg.Guard == nil { // Governs, without a call on every grant
-
 		return nil
 	}
 	cv := k.coverageFor(db)
@@ -84,13 +76,9 @@ func (k *Keeper) Check(db *gorm.DB, resource string) error {
 	return nil
 }
 
-// repair installs, on a grant's way, the guard of resource's aggregate
-// that the coverage found missing (an install in the background that
-// planned before a join table or member was learnt, a table found
-// uncovered by the periodic check), where the plugin installs the guard
-// on a statement's way and the grant is outside a transaction of the
-// caller's (whose locks the install could wait for). It reports whether
-// it tried.
+// repair installs, on a grant's way outside a caller's transaction, the
+// guard of resource's aggregate that the coverage found missing, and
+// reports whether it tried.
 func (k *Keeper) repair(db *gorm.DB, resource string) bool {
 	m := k.cfg.Models.TableModel(resource)
 	if m == nil || k.cfg.Leave || !k.cfg.Guard.InstallOnStatementsWay() || inTx(db) {
@@ -141,10 +129,8 @@ func (k *Keeper) advice(gaps []Gap) string {
 	return fmt.Sprintf("Change the schema as said, then run `offlinelock guard install --dsn <the tables' owner's DSN> --table %s`", k.cfg.LockTable)
 }
 
-// coverageFor is the coverage a grant reads: the last one shown while
-// nothing the plugin knows of has changed since, else shown again now.
-// A coverage older than Config.CheckEvery is read again in the
-// background.
+// coverageFor is the last coverage shown while nothing it knows of changed,
+// else shown again now; one older than CheckEvery is read in the background.
 func (k *Keeper) coverageFor(db *gorm.DB) *coverage {
 	if cv := k.cover.Load(); cv != nil && cv.gen == k.gen.Load() && cv.learnt == k.cfg.Models.Changes.Load()+k.cfg.Models.TablesGen.Load() {
 		if time.Since(cv.at) >= k.cfg.CheckEvery && k.refreshing.CompareAndSwap(false, true) {
@@ -162,10 +148,8 @@ func (k *Keeper) coverageFor(db *gorm.DB) *coverage {
 	return k.showCoverage(k.session(db).WithContext(ctx), false)
 }
 
-// Unguarded reads from the database now the tables that can hold rows of
-// lockable records and that the guard does not cover (after the installs
-// under way), and shows them to grants; nil where grants do not depend on
-// the guard.
+// Unguarded reads now the gaps of the guard, and shows them to grants; nil
+// where grants do not depend on the guard.
 func (k *Keeper) Unguarded(db *gorm.DB) ([]Gap, error) {
 	if !k.Governs() {
 		return nil, nil
@@ -180,9 +164,8 @@ func (k *Keeper) Unguarded(db *gorm.DB) ([]Gap, error) {
 	return slices.Clone(cv.all), nil
 }
 
-// detached is the context of the Keeper's own work on a grant's way
-// (showing the coverage, a repair): bounded by coverWait and ended with
-// the caller's, but outside its trace, as the plugin's installs are.
+// detached is the context of the Keeper's work on a grant's way: bounded
+// by coverWait, ended with the caller's, outside its trace.
 func detached(db *gorm.DB) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), coverWait)
 	stop := context.AfterFunc(ctxOf(db), cancel)
@@ -200,12 +183,9 @@ func (k *Keeper) Count() int64 {
 }
 
 // showCoverage reads again which tables the guard covers, and keeps it
-// for grants. With full, every table's triggers and routines are read
-// from the database (the periodic check, Unguarded); else a table this
-// process installed the guard on, at the version it plans now, counts as
-// covered without a read. A table found not covered that this process
-// took for guarded is forgotten, so that the next statement on it
-// installs the guard again.
+// for grants. Without full, a table this process installed at the version
+// it plans now counts as covered without a read; with full, a table found
+// not covered is forgotten, so that its next statement installs again.
 func (k *Keeper) showCoverage(db *gorm.DB, full bool) *coverage {
 	k.coverMu.Lock()
 	defer k.coverMu.Unlock()
@@ -238,9 +218,7 @@ func (k *Keeper) readCoverage(db *gorm.DB, full bool) ([]Gap, error) {
 	if err != nil && !lockstore.IsMissingTable(err) {
 		return nil, err
 	}
-	// The models this process knows whose catalog rows it has not read
-	// (written in a caller's transaction not yet committed): their
-	// tables count too.
+	// Models whose catalog rows are not committed yet count too.
 	for _, m := range k.cfg.Models.Lockable() {
 		if m.Type == nil || m.Err != nil || slices.ContainsFunc(tables, func(s model.Spec) bool { return strings.EqualFold(s.Table, m.Table) }) {
 			continue
@@ -265,8 +243,6 @@ func (k *Keeper) forgetUncovered(gaps []Gap) {
 	forgot := false
 	k.mu.Lock()
 	for _, u := range gaps {
-		// the table, and its records' root tables: their next statement
-		// installs the guard of their whole aggregate (install)
 		for _, name := range append([]string{u.Table}, u.Resources...) {
 			if _, ok := k.tables[name]; ok {
 				delete(k.tables, name)

@@ -10,12 +10,9 @@ import (
 	"github.com/offlinelock/offlinelock/internal/model"
 )
 
-// Gap is a table that can hold rows of lockable records and that the
-// guard does not cover: grants of the records of Resources (lower case)
-// are refused until it does. State is lockstore's GuardDropped,
-// GuardDisabled, GuardReplaced or GuardNewer, or "unknown" (its guard
-// could not be read) or "unguardable" (Plan cannot follow it); Reason
-// says it for people.
+// Gap is a table that can hold rows of Resources' records and that the
+// guard does not cover. State is a lockstore Guard state, "unknown" (not
+// read) or "unguardable" (Plan cannot follow it); Reason says it for people.
 type Gap struct {
 	Table     string
 	Resources []string
@@ -27,8 +24,7 @@ type Gap struct {
 // what it must.
 type Shown struct {
 	// Installed is the version each table carries by this process's
-	// install (lower case): a table at the version planned now is covered
-	// without a read. Nil reads every table.
+	// install: covered without a read at the version planned; nil reads all.
 	Installed map[string]string
 	// Busy says whether a table's install waits for a transaction that
 	// has it in use: its state is "unknown", not read.
@@ -38,8 +34,7 @@ type Shown struct {
 }
 
 // Gaps reads which tables the plans of tables cover that the guard does
-// not, in table order: what a grant's coverage check refuses, and what
-// the next install repairs.
+// not, in table order.
 func Gaps(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, shown Shown) ([]Gap, error) {
 	fails := map[string]Failure{}
 	plans, err := Plan(c, g, tables, fails)
@@ -63,15 +58,11 @@ func Gaps(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, shown Shown)
 		case lockstore.IsMissingTable(err):
 			continue // dropped: no row to hold
 		case err != nil:
-			// Its definitions could not be read in time (an install
-			// queued behind a transaction holds the table): this table's
-			// records are refused, the others' are not.
+			// Not read in time (an install queued behind a transaction).
 			out = append(out, Gap{Table: name, Resources: resources, State: "unknown",
 				Reason: fmt.Sprintf("could not be shown to carry the database guard: %v", err)})
 		case state != lockstore.GuardOK && state != lockstore.GuardHidden:
-			// hidden: the triggers are there by name, and this role may
-			// not read their bodies (MariaDB without TRIGGER); as the
-			// install takes them
+			// hidden: there by name, bodies unreadable to this role, as the install takes them
 			out = append(out, Gap{Table: name, Resources: resources, State: state, Reason: reasonOf(state)})
 		}
 	}

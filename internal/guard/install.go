@@ -19,43 +19,30 @@ const guardWait = 250 * time.Millisecond
 // guardDDLWait bounds how long DDL through GORM waits to guard its table.
 const guardDDLWait = 2 * time.Second
 
-// Lazily guards m's table if it is not yet known to be, logging a
-// failure: the statement at hand is still checked by the plugin, and the
-// next one tries again. Inside a transaction it works in the background:
-// the caller's transaction may hold the pool's last connection, and on
-// MySQL DDL would commit it.
-//
-// It reports whether nothing is left to do for m's table on this
-// database: guarded, or nothing to guard.
+// Lazily guards m's table if it is not yet known to be (in a transaction,
+// in the background), and reports whether nothing is left to do for it.
 func (k *Keeper) Lazily(db *gorm.DB, m *model.Model) bool {
 	g := k.cfg.Guard
 	switch {
 	case g == nil:
 		return true // SQLite has no guard
 	case inTx(db) && g.InstallWaitsForTransactions():
-		// MySQL's CREATE TRIGGER waits for the metadata locks of open
-		// transactions, and a metadata-lock deadlock with one fails that
-		// transaction's statement (1213): not beside a transaction of the
-		// caller's. The next statement outside one guards the table.
+		// MySQL's CREATE TRIGGER beside a caller's transaction could
+		// deadlock on metadata locks: the next statement outside one.
 		return k.has(m.Table)
 	case k.cfg.Off:
 		k.learnPartitions(db, m) // turned off: the names still count
 		return k.has(m.Table)
 	case !g.InstallOnStatementsWay() || k.cfg.Leave:
-		// Galera: the guard is installed by db.Use, InstallGuard, the
-		// CLI and DDL through GORM, never on a statement's way
-		// (lockstore.GuardTraits, docs/scaling.md).
+		// Galera: never on a statement's way (docs/scaling.md).
 		return true
 	}
 	k.guardTable(db, m, !inTx(db))
 	return k.has(m.Table)
 }
 
-// AfterDDL guards m's table again after DDL named it: on MySQL at once,
-// on a connection of its own, when the DDL ran outside a transaction (a
-// table just created is in nobody's transaction), waiting at most
-// guardDDLWait for that connection (the migrator may hold the pool's last
-// one); elsewhere, and on PostgreSQL, in the background.
+// AfterDDL guards m's table again after DDL named it: on MySQL at once
+// (outside a transaction, within guardDDLWait), elsewhere in the background.
 func (k *Keeper) AfterDDL(db *gorm.DB, m *model.Model) {
 	k.forget(m.Table)
 	k.cfg.Host.Forget() // a table made again has lost its triggers
@@ -76,8 +63,7 @@ func (k *Keeper) AfterDDL(db *gorm.DB, m *model.Model) {
 }
 
 // guardTable guards m's table unless this process knows it is guarded:
-// with wait, before it returns (waiting for an install under way); else
-// in the background.
+// with wait, before it returns; else in the background.
 func (k *Keeper) guardTable(db *gorm.DB, m *model.Model, wait bool) {
 	if k.cfg.Off || k.cfg.Leave {
 		return
@@ -107,9 +93,7 @@ func (k *Keeper) guardTable(db *gorm.DB, m *model.Model, wait bool) {
 	switch {
 	case done || !wait:
 	case pending != nil:
-		// An install under way normally ends in milliseconds; it waits
-		// longer only for a transaction that has the table in use, which
-		// this statement need not wait for.
+		// Longer waits are for a transaction using the table: not ours.
 		select {
 		case <-pending:
 		case <-time.After(guardWait):
@@ -121,10 +105,7 @@ func (k *Keeper) guardTable(db *gorm.DB, m *model.Model, wait bool) {
 }
 
 // install guards m's table and the tables of its aggregate (its root
-// chain, which a member's records are spelled through, and the members
-// its associations name, which a table created after db.Use, without
-// Config.Models, would otherwise leave unguarded until the plugin
-// happened on a statement of theirs), on db's connection pool.
+// chain and the members its associations name), on db's pool.
 func (k *Keeper) install(db *gorm.DB, m *model.Model) error {
 	if k.cfg.Off || k.cfg.Guard == nil {
 		return nil
@@ -151,20 +132,15 @@ func (k *Keeper) install(db *gorm.DB, m *model.Model) error {
 }
 
 // logError logs an install that failed on a statement's way: the
-// statement goes on (the plugin checks it), and grants of the table's
-// records are refused until the guard is in place (coverage.go).
+// statement goes on, and grants are refused until the guard is in place.
 func (k *Keeper) logError(db *gorm.DB, m *model.Model, err error) {
 	if err != nil {
 		k.cfg.Logger.WarnContext(ctxOf(db), "offlinelock: the database guard could not be installed; grants of the table's records are refused until it is (offlinelock guard install)", "table", m.Table, "error", err)
 	}
 }
 
-// learnPartitions makes the names of the partitions and inheritance
-// children of m's table (PostgreSQL) names of m's to the plugin (Strict,
-// Table("…")) when the guard is off, as its install does when it is on:
-// once per table and database. A partition attached later is learnt by
-// the next process; a failure is logged and tried again by the next
-// statement.
+// learnPartitions makes the partitions of m's table (PostgreSQL) names of
+// m's when the guard is off, as its install does when it is on.
 func (k *Keeper) learnPartitions(db *gorm.DB, m *model.Model) {
 	if m == nil || !m.Lockable {
 		return
@@ -194,18 +170,13 @@ func (k *Keeper) learnPartitions(db *gorm.DB, m *model.Model) {
 }
 
 // busyFor is how long installs on statements' ways leave a table alone
-// after one timed out waiting for it: each statement would otherwise wait
-// the install's lock timeout for it again.
+// after one timed out waiting for it.
 const busyFor = 10 * time.Second
 
-// installPlans installs (or upgrades in place) the triggers of each of
-// plans that k does not show at its version, and records what it
-// installed. A table dropped since the plan was made is skipped. With
-// skipBusy (an install on a statement's way) a table left alone in
-// k.busy is skipped too. A table in use (a lock wait timed out) stops the
-// install at once, since the next tables would likely wait as long, and
-// is left alone for busyFor; any other failure is returned, first one
-// first, after the other tables are installed. k.mu is held.
+// installPlans installs or upgrades each plan not at its version, skipping
+// dropped (and, with skipBusy, busy) tables. A lock timeout stops it and
+// marks the table busy; else the first failure returns after the rest. k.mu
+// is held.
 func (k *Keeper) installPlans(c lockstore.Conn, plans []lockstore.GuardPlan, skipBusy bool) error {
 	var first error
 	for _, plan := range plans {

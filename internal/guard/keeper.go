@@ -19,9 +19,7 @@ import (
 )
 
 // Keeper is what a Plugin knows and does of the guard on one database:
-// which tables this process guarded, the installs under way, the guard's
-// key, and the coverage grants read (coverage.go). Init gives it its
-// Config; before that (a plugin that failed to start) it has no guard.
+// its tables, installs, key and coverage. Until Init it has no guard.
 type Keeper struct {
 	cfg     Config
 	mu      sync.Mutex
@@ -31,12 +29,10 @@ type Keeper struct {
 	busy    map[string]time.Time     // tables whose install timed out waiting for a lock → until when statements leave them alone
 
 	// MarkKey is the guard's key on MySQL/MariaDB, which the identity's
-	// mark is keyed with (LoadKey): read it with Key, or Load it where a
-	// call counts (every write). Callers only read it.
+	// mark is keyed with (LoadKey). Callers only read it.
 	MarkKey atomic.Pointer[string]
 
-	// What grants read: advanced with every change of tables, so that
-	// the next grant shows the guard's coverage again.
+	// What grants read: gen advances with every change of tables.
 	gen        atomic.Uint64
 	cover      atomic.Pointer[coverage] // the last coverage shown, as of gen
 	coverMu    sync.Mutex               // one coverage computed at a time
@@ -76,8 +72,7 @@ type Host interface {
 // Init gives k its configuration, before any other call.
 func (k *Keeper) Init(cfg Config) { k.cfg = cfg }
 
-// Governs says whether grants need the guard: it is on and the database
-// has one.
+// Governs says whether grants need the guard: it is on and the database has one.
 func (k *Keeper) Governs() bool { return !k.cfg.Off && k.cfg.Guard != nil }
 
 // Key is the guard's key, or "" while it is not known (no guard: a mark
@@ -108,10 +103,8 @@ func (k *Keeper) LoadKey(c lockstore.Conn) error {
 // with every change of tables.
 func (k *Keeper) changed() { k.gen.Add(1) }
 
-// ForgetSoon makes table be guarded again by its next install, where that
-// does not wait for an install under way (which holds mu while it waits
-// for a connection the caller's transaction may hold), and the next grant
-// show the coverage again (which repairs what is missing).
+// ForgetSoon makes table be guarded again by its next install unless one
+// under way holds mu, and the next grant show the coverage again.
 func (k *Keeper) ForgetSoon(table string) {
 	if k.mu.TryLock() {
 		delete(k.tables, strings.ToLower(table))
@@ -148,10 +141,8 @@ func (k *Keeper) busyTable(table string) bool {
 	return ok && time.Now().Before(until)
 }
 
-// waitPending waits, until ctx ends, for the installs under way in the
-// background (guardTable) to end. Inside a caller's transaction (block
-// false) it does not wait for mu: an install holding it may wait for the
-// connection the transaction holds.
+// waitPending waits, until ctx ends, for the background installs; without
+// block, not for mu, whose holder may wait for the caller's connection.
 func (k *Keeper) waitPending(ctx context.Context, block bool) {
 	if block {
 		k.mu.Lock()
@@ -170,8 +161,7 @@ func (k *Keeper) waitPending(ctx context.Context, block bool) {
 }
 
 // Install installs, or upgrades in place, the guard on every table of the
-// catalog that exists (Plugin.InstallGuard), after the installs under way
-// in the background, which would otherwise plan what they found before.
+// catalog that exists (Plugin.InstallGuard), after the background ones.
 func (k *Keeper) Install(db *gorm.DB) error {
 	if k.cfg.Guard == nil {
 		return nil
@@ -203,11 +193,7 @@ func (k *Keeper) Remove(db *gorm.DB) error {
 }
 
 // ensure installs or upgrades the guard of every table of tables that
-// exists, on a connection of its own. With skipBusy (an install on a
-// statement's way), a table whose install timed out waiting for a lock in
-// the last busyFor is left to the background retry and the periodic
-// check: each statement would otherwise wait the install's lock timeout
-// for it again.
+// exists, on a connection of its own; with skipBusy, not a busy table's.
 func (k *Keeper) ensure(db *gorm.DB, tables []model.Spec, skipBusy bool) error {
 	g, h := k.cfg.Guard, k.cfg.Host
 	c := h.Conn(h.Background(db).WithContext(ctxOf(db))) // a deadline of db's bounds the install
@@ -231,9 +217,7 @@ func (k *Keeper) ensure(db *gorm.DB, tables []model.Spec, skipBusy bool) error {
 		k.routine = true
 	}
 	defer k.changed()
-	// A table the guard cannot follow is left unguarded, and its records'
-	// grants refused (coverage.go); every other table is guarded all the
-	// same, and the first failure is returned.
+	// A table the guard cannot follow is left out; the first failure is returned.
 	fails := map[string]Failure{}
 	plans, err := Plan(c, g, tables, fails)
 	if err != nil {
@@ -248,25 +232,20 @@ func (k *Keeper) ensure(db *gorm.DB, tables []model.Spec, skipBusy bool) error {
 			k.cfg.Models.StoreAlias(plan.Table, m) // a partition's name is its table's, to the plugin too (Strict, Table("…"))
 		}
 	}
-	// A table in use stops the install: tried again later (retry, the
-	// tables' next statements after busyFor); their grants are refused
-	// meanwhile.
 	if err := k.installPlans(c, plans, skipBusy); err != nil && (first == nil || lockstore.IsLockTimeout(err)) {
 		first = err
 	}
 	return first
 }
 
-// session is where an install made on the way of a statement runs:
-// outside the caller's transaction, and out of its statement log (its
-// DDL is the plugin's once-only work, not the statement's).
+// session is where an install on a statement's way runs: outside the
+// caller's transaction and statement log.
 func (k *Keeper) session(db *gorm.DB) *gorm.DB {
 	return k.cfg.Host.Background(db).Session(&gorm.Session{Logger: logger.Discard})
 }
 
-// Refused reads in db.Error the guard's refusal of a write of a record
-// another session holds; its Resource is the statement's table where the
-// database cut the message.
+// Refused reads in db.Error the guard's refusal of a write of a held
+// record; its Resource is the statement's table where the message was cut.
 func (k *Keeper) Refused(db *gorm.DB) (lockstore.GuardRefusal, bool) {
 	if !k.Governs() {
 		return lockstore.GuardRefusal{}, false

@@ -9,21 +9,17 @@ import (
 )
 
 // Failure is a table Plan could not plan: why, and the lock resources
-// (lower case) whose records it can hold, whose grants are refused while
-// it stays unguarded.
+// (lower case) whose records it can hold.
 type Failure struct {
 	Err       error
 	Resources []string
 }
 
 // Plan returns the plans of every table tables guard: the lockable tables
-// that exist, their many2many join tables, MySQL's cascade parents and
-// PostgreSQL's partitions and inheritance children.
-//
-// With fails nil, a table the guard cannot follow (a member whose root is
-// not in the catalog, a foreign key's action it cannot see) fails the
-// whole plan; else it is left out of the plans and recorded in fails by
-// its lower-case name, and the rest are planned.
+// that exist, their join tables, MySQL's cascade parents and PostgreSQL's
+// partitions and inheritance children. A table the guard cannot follow
+// fails the whole plan with fails nil; else it is recorded in fails by its
+// lower-case name, and the rest are planned.
 func Plan(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, fails map[string]Failure) ([]lockstore.GuardPlan, error) {
 	b := builder{c: c, g: g, tables: map[string]model.Spec{}, types: map[string]map[string]string{}}
 	for _, t := range tables {
@@ -47,8 +43,7 @@ func Plan(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, fails map[st
 	return ps.plans(), nil
 }
 
-// planSet is the plans as Plan builds them, by table, in the order first
-// met.
+// planSet is the plans as Plan builds them, by table, in the order met.
 type planSet struct {
 	byTable   map[string]*lockstore.GuardPlan
 	order     []string
@@ -105,8 +100,7 @@ func (ps *planSet) addRecords(b *builder, t model.Spec) error {
 
 // addCascades gives the parents whose foreign-key actions change rows of
 // a table with records (MySQL fires no trigger for them) the checks of
-// those rows. A table whose actions the guard cannot follow goes to fails,
-// or, with fails nil, fails the plan.
+// those rows; one the guard cannot follow goes to fails, or fails the plan.
 func (ps *planSet) addCascades(b *builder, fails map[string]Failure) error {
 	for _, table := range ps.children {
 		cs, err := b.cascadesInto(table, ps.recordsOf[table])
@@ -132,8 +126,7 @@ func (ps *planSet) addCascades(b *builder, fails map[string]Failure) error {
 }
 
 // addInheritors gives partitions and inheritance children (PostgreSQL)
-// the plan of the table they inherit from: a write straight into one
-// fires its own triggers only.
+// their parent's plan: a write into one fires its own triggers only.
 func (ps *planSet) addInheritors(c lockstore.Conn, g lockstore.Guard) error {
 	for _, name := range slices.Clone(ps.order) {
 		pl := ps.byTable[name]

@@ -93,12 +93,9 @@ func (b *builder) through(up *lockstore.GuardRecord, col, from, alias, pk string
 }
 
 // memberRecord is the record of a row of member t whose column holds its
-// parent's key: the parent's key when the parent is the root, else the
-// parent row's own record, read by a subquery per level. Each level's
-// read is a locking one (ShareRow): an open move of a parent makes the
-// write wait and then read where the move left it, and a move that comes
-// later waits for the write; a REPEATABLE READ snapshot never decides a
-// root (PostgreSQL refuses a parent changed since it, 40001).
+// parent's key: the root's key, or the parent row's record read by a
+// subquery per level, each a locking read (ShareRow) so that a parent's
+// move and the write are ordered, never decided by a snapshot.
 func (b *builder) memberRecord(t model.Spec, column string, types map[string]string, depth int) (*lockstore.GuardRecord, error) {
 	parent, ok := b.tables[strings.ToLower(t.Root.Table)]
 	if !ok || len(parent.Key) != 1 || depth > 8 {
@@ -161,9 +158,8 @@ func (b *builder) joinRecord(t model.Spec, join string, links []model.SpecColumn
 	return b.through(up, links[0].Column, from, "offlinelock_m", t.Key[0].Name), nil
 }
 
-// encodeKey is the root's encodeKey in SQL: one part as it is, several
-// escaped ('\' and ',') and joined with ','. The parts are text
-// expressions; bs is a backslash as the store spells it.
+// encodeKey is model.EncodeKey in SQL, of text expressions; bs is a
+// backslash as the store spells it.
 func encodeKey(parts []string, bs string) string {
 	if len(parts) == 1 {
 		return parts[0]

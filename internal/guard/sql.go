@@ -15,12 +15,8 @@ import (
 )
 
 // SQL sends an install's statements to c, a planning connection
-// (lockstore.NewPlan) that records them instead of running them: the
-// guard's routine, then the triggers of every table the catalog declares,
-// which tables reads (after the routine, as an install would; nil tables
-// when there is no catalog yet). err stops everything; unfollowed joins
-// the failures of tables the guard cannot follow, whose statements are
-// left out while the others' are written.
+// (lockstore.NewPlan). err stops everything; unfollowed joins the failures
+// of tables the guard cannot follow, whose statements are left out.
 func SQL(c lockstore.Conn, g lockstore.Guard, tables func() ([]model.Spec, error)) (unfollowed, err error) {
 	if err := g.InstallGuardRoutine(c); errors.Is(err, lockstore.ErrGuardProtocol) {
 		return nil, err // names the upgrade: no install is the way out

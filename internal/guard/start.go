@@ -20,9 +20,8 @@ const (
 	retryMax = 30 * time.Second
 )
 
-// Start is db.Use's part of the guard: install it (the default), leave it
-// as it is (LeaveGuard), or, with DisableGuard, make sure none of this
-// lock table's is installed; then read the guard's key.
+// Start is db.Use's part of the guard: install it, leave it (LeaveGuard),
+// or check that none is installed (DisableGuard); then read its key.
 func (k *Keeper) Start(db *gorm.DB) error {
 	if err := k.start(db); err != nil {
 		return err
@@ -42,27 +41,18 @@ func (k *Keeper) start(db *gorm.DB) error {
 			err = k.setRefusal(db)
 		}
 		if errors.Is(err, lockstore.ErrGuardProtocol) {
-			// A newer node installed the guard: this one serves its
-			// statements, grants nothing (coverage.go: "newer"), and
-			// leaves the guard alone.
+			// A newer node installed it: serve, grant nothing, leave it.
 			log.WarnContext(ctxOf(db), "offlinelock: the database guard was installed by a newer offlinelock; this node grants no lock until it is upgraded", "error", err)
 			return nil
 		}
 		if err != nil && lockstore.Denied(err) && k.routineInPlace() {
-			// A role that may not guard a table the catalog declares (the
-			// application's, with DML only): the application starts, and
-			// the grants of the records that table can hold are refused,
-			// naming the owner's command (coverage.go), until the owner's
-			// `offlinelock guard install` guards it.
+			// A DML-only role: start, and refuse those records' grants.
 			log.WarnContext(ctxOf(db), "offlinelock: this role may not install the database guard on a declared table; "+
 				"grants of the records it covers are refused until the tables' owner runs `offlinelock guard install`", "error", err)
 			return nil
 		}
 		if err != nil && lockstore.IsLockTimeout(err) {
-			// A business table in use by an open transaction: the
-			// application starts all the same, the grants of what is not
-			// covered are refused (coverage.go), and the install is
-			// tried again in the background.
+			// A table in use: start, refuse, and retry in the background.
 			log.WarnContext(ctxOf(db), "offlinelock: the database guard could not be installed or repaired at start-up: a table is in use; "+
 				"grants of the records it covers are refused until it is, and it is tried again in the background", "error", err)
 			go k.retry(k.cfg.Host.Background(db))
@@ -94,9 +84,8 @@ func (k *Keeper) routineInPlace() bool {
 	return k.routine
 }
 
-// setRefusal writes Config.GuardNamesRecordOnly where the guard reads it.
-// Where it cannot, a node that asked for less fails to start; one that
-// did not ask leaves the setting as it is.
+// setRefusal writes Config.GuardNamesRecordOnly where the guard reads it;
+// failing, only a node that asked for it fails to start.
 func (k *Keeper) setRefusal(db *gorm.DB) error {
 	err := k.cfg.Guard.SetRefusal(k.cfg.Host.Conn(k.cfg.Host.Background(db)), k.cfg.RecordOnly)
 	if err != nil && !k.cfg.RecordOnly {
@@ -106,10 +95,8 @@ func (k *Keeper) setRefusal(db *gorm.DB) error {
 	return err
 }
 
-// retry tries Install again, with growing pauses (1 s, 2 s, … up to
-// retryMax), until it succeeds, fails for another reason than a lock
-// wait, or retries tries are spent; the tables' next statements and the
-// periodic check (coverage.go) try too.
+// retry tries Install again, with pauses doubling up to retryMax, until
+// it succeeds, fails otherwise than by a lock wait, or retries run out.
 func (k *Keeper) retry(db *gorm.DB) {
 	pause := time.Second
 	for range retries {
@@ -127,11 +114,8 @@ func (k *Keeper) retry(db *gorm.DB) {
 	}
 }
 
-// retryOnce is one of retry's installs. On PostgreSQL it is given
-// retryWait: the statement waiting for a table in use is cancelled then,
-// and with it the lock it queued, which every reader of the table waits
-// behind. (MySQL/MariaDB go on waiting for a metadata lock after the
-// client gave up: the install's own lock_wait_timeout bounds it.)
+// retryOnce is one of retry's installs, given retryWait on PostgreSQL:
+// cancelling it drops the lock it queued, which every reader waits behind.
 func (k *Keeper) retryOnce(db *gorm.DB) error {
 	if !k.cfg.Guard.InstallEndsWithContext() {
 		return k.Install(db)

@@ -11,15 +11,13 @@ import (
 // State is one table's guard as Status reads it from the database.
 type State struct {
 	Table string // lower case
-	// State is lockstore's GuardOK, GuardDropped, GuardDisabled,
-	// GuardReplaced or GuardHidden, or "unguardable" where Plan cannot
-	// follow the table (Reason says why).
+	// State is a lockstore Guard state, or "unguardable" where Plan
+	// cannot follow the table (Reason says why).
 	State, Reason string
 }
 
-// Status reads, for every table the plans of tables cover that exists,
-// whether its guard is in place as this version installs it, in table
-// order; a table the guard cannot follow is "unguardable".
+// Status reads whether the guard of each existing table the plans of tables
+// cover is as this version installs it, in table order, or "unguardable".
 func Status(c lockstore.Conn, g lockstore.Guard, tables []model.Spec) ([]State, error) {
 	fails := map[string]Failure{}
 	plans, err := Plan(c, g, tables, fails)
@@ -44,29 +42,24 @@ func Status(c lockstore.Conn, g lockstore.Guard, tables []model.Spec) ([]State, 
 	return out, nil
 }
 
-// Missing names each privilege this role lacks, with the grant that
-// gives it, to install the guard on every table the plans of tables cover
-// or, with remove, to remove it from every table that carries it (then
-// tables is not read): read before anything is changed, since MySQL's DDL
-// commits statement by statement and must not stop half-way.
+// Missing names each privilege this role lacks, with its grant, to install
+// the guard on every table the plans of tables cover or, with remove, to
+// remove it from every table that carries it: read before anything is
+// changed, since MySQL's DDL must not stop half-way.
 func Missing(c lockstore.Conn, g lockstore.Guard, tables []model.Spec, remove bool) ([]string, error) {
 	var names []string
+	var err error
 	if remove {
-		have, err := g.GuardedTables(c)
-		if err != nil {
-			return nil, err
-		}
-		for table := range have {
-			names = append(names, table)
-		}
+		names, err = Guarded(c, g)
 	} else {
-		plans, err := Plan(c, g, tables, map[string]Failure{})
-		if err != nil {
-			return nil, err
-		}
+		var plans []lockstore.GuardPlan
+		plans, err = Plan(c, g, tables, map[string]Failure{})
 		for _, p := range plans {
 			names = append(names, p.Table)
 		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(names)
 	return g.MissingGuardPrivileges(c, names, remove)

@@ -7,10 +7,8 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// Aggregate is the rest of m's aggregate that r can learn from its
-// models: m's root chain, and the members (at any depth) that the
-// has-one and has-many associations of m and of its members name, whose
-// root chain goes through m.
+// Aggregate is the rest of m's aggregate that r knows: its root chain, and
+// the members under m its has-one and has-many associations name, at any depth.
 func (r *Registry) Aggregate(m *Model) []*Model {
 	var out []*Model
 	if m.Root != nil && r.Resolve(m) == nil {

@@ -5,9 +5,8 @@ import (
 	"strings"
 )
 
-// CascadeStep is rows of Table that a write changes: deleted (Delete), or
-// with their key changed. IDs are the values of KeyColumn of those rows
-// before the write.
+// CascadeStep is rows of Table that a write deletes (Delete) or changes
+// the key of: IDs are their values of KeyColumn before the write.
 type CascadeStep struct {
 	Table, KeyColumn string
 	Delete           bool
@@ -23,12 +22,9 @@ type RowReader func(table, column string, columns []string, vals []any) ([][]any
 type RowsFound func(m *Model, rows [][]any) error
 
 // WalkCascades follows from's write through the declared foreign-key
-// actions: deletes (ON DELETE CASCADE) and key changes (ON UPDATE CASCADE
-// of a child whose key is the foreign key) go on to the next level,
-// through tables that are not lockable too, and into many2many join
-// tables. It reads rows with read and hands the lockable ones (a child's
-// own, a join table's sides') to found. A row reached twice (a cycle, a
-// tree of one table) is followed once. A join table without a side's
+// actions, level by level, through tables not lockable too and into join
+// tables, reading rows with read and handing the lockable ones to found.
+// A row reached twice is followed once. A join table without a side's
 // whole key is a *PartialJoin.
 func (r *Registry) WalkCascades(from CascadeStep, read RowReader, found RowsFound) error {
 	seen := map[string]bool{}
@@ -66,8 +62,7 @@ func unseenIDs(seen map[string]bool, s CascadeStep) []any {
 }
 
 // cascadeInto reads the rows of ref's child that s changes through ref,
-// hands the lockable ones (the child's own, a join table's sides') to
-// found, and returns the step the walk takes further, if any.
+// hands the lockable ones to found, and returns the walk's next step.
 func (r *Registry) cascadeInto(s CascadeStep, ref CascadeRef, read RowReader, found RowsFound) ([]CascadeStep, error) {
 	parentVals := s.IDs // the values of the parent's column ref follows
 	if ref.ParentColumn != "" && !strings.EqualFold(ref.ParentColumn, s.KeyColumn) {

@@ -12,9 +12,8 @@ import (
 )
 
 // The catalog makes lockability a property of the table, not of the Go
-// type a statement uses: a node that never parsed Customer still enforces
-// Table("customers"), a DTO on it, or raw SQL that names it. The store
-// keeps its rows as bytes: this is what they say.
+// type a statement uses. The store keeps its rows as bytes: this is what
+// they say.
 
 // Spec is one catalog row: what the lock tags of a model say of its table.
 type Spec struct {
@@ -36,14 +35,12 @@ type SpecColumn struct {
 	Column string            `json:"column,omitempty"`
 	Key    string            `json:"key,omitempty"` // joins: the key column Column refers to
 	Kind   lockstore.KeyKind `json:"kind"`
-	// Cascades: the action follows updates of the parent's key, and not
-	// its deletes (rows of older versions carried delete cascades alone,
-	// and neither field).
+	// Cascades: the action follows updates of the parent's key, not its
+	// deletes (older rows carry neither field).
 	OnUpdate bool `json:"onUpdate,omitempty"`
 	NoDelete bool `json:"noDelete,omitempty"`
-	// KeepsOnDelete: the delete action sets the column (SET NULL, SET
-	// DEFAULT) and keeps the rows (older versions wrote neither, and are
-	// read as deleting them, which reaches further).
+	// KeepsOnDelete: the delete sets the column and keeps the rows (older
+	// rows lack it, read as deleting them, which reaches further).
 	KeepsOnDelete bool `json:"keepsOnDelete,omitempty"`
 }
 
@@ -83,8 +80,7 @@ func (r *Registry) SpecOf(m *Model) Spec {
 }
 
 // Learn adds what specs (other nodes' rows) say to r: a table whose Go
-// model r has parsed keeps that model; the others are known by table only
-// (no Go type: only statements by table meet them).
+// model r has parsed keeps it; the others are known by table only.
 func (r *Registry) Learn(specs []Spec) {
 	for _, sp := range specs {
 		if r.TableModel(sp.Table) == nil {

@@ -62,9 +62,8 @@ func (r *Registry) JoinOwners(table string) ([]JoinOwner, error) {
 	return out, nil
 }
 
-// Cascades says whether a delete (del) or an update that db runs of m's
-// rows reaches other tables through declared foreign-key actions: an
-// update only where it writes the key, what ON UPDATE actions follow.
+// Cascades says whether a delete (del) or an update db runs of m's rows
+// reaches other tables through foreign-key actions (an update: of the key).
 func (r *Registry) Cascades(db *gorm.DB, m *Model, del bool) bool {
 	return len(m.PK) == 1 && len(r.CascadesOf(m.Table, del, !del)) > 0 && (del || writesKey(db, m))
 }

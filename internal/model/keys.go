@@ -14,9 +14,8 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// Keys, spelt once: a key column's kind, decided from the column type the
-// model declares, and the one way the lock table spells each value of it,
-// so that "0129", 129 and int64(129) are one lock.
+// Keys, spelt once: a key column's kind, and the one way the lock table
+// spells each value of it, so that "0129", 129 and int64(129) are one lock.
 
 // Limits on what reaches the lock table. They match its column sizes, so an
 // over-long value is refused with ErrInvalid instead of failing in SQL.
@@ -73,9 +72,8 @@ func KeyText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// EncodeKey joins the parts of a primary key. A single part is kept as it is
-// so that "customers 129" reads naturally; composite keys escape '\' and ','
-// in each part before joining with ',', so distinct keys never collide.
+// EncodeKey joins the parts of a primary key: one part as it is, several
+// with '\' and ',' escaped and joined with ',', so keys never collide.
 func EncodeKey(parts []string) string {
 	if len(parts) == 1 {
 		return parts[0]
@@ -88,9 +86,7 @@ func EncodeKey(parts []string) string {
 }
 
 // KindOf is the key kind of a primary or foreign key column, from the
-// column type the model declares (its type: tag, else its Go type). A
-// column whose real type or collation differs from the declaration must
-// declare it, or two spellings of one row become two locks.
+// column type the model declares (its type: tag, else its Go type).
 func KindOf(f *schema.Field) lockstore.KeyKind {
 	t := f.FieldType
 	for t.Kind() == reflect.Pointer {
@@ -119,10 +115,8 @@ func KindOf(f *schema.Field) lockstore.KeyKind {
 	return lockstore.KindText
 }
 
-// Canonical renders v, a value given for (or read from) a key column of
-// kind k, the one way the lock table spells it. A value the column could
-// not hold (a non-integer for an integer key) is an error: the plugin
-// cannot tell which row it names.
+// Canonical renders v, a value of a key column of kind k, the one way the
+// lock table spells it; a value the column could not hold is an error.
 func Canonical(k lockstore.KeyKind, v any) (string, error) {
 	if k == lockstore.KindInt { // the common keys, without reflection
 		switch n := v.(type) {
@@ -166,10 +160,8 @@ func IsNumber(v any) bool {
 	return false
 }
 
-// TextKey is KeyText for a text column, or for a value read back from the
-// database to tell values apart: bytes are their text, as the database
-// compares them (MySQL's driver reads text in a binary collation as
-// []byte), not hex.
+// TextKey is KeyText for a text column, or a value read back from the
+// database: bytes are their text, as the database compares them, not hex.
 func TextKey(v any) string {
 	if b, ok := v.([]byte); ok {
 		return string(b)

@@ -43,9 +43,8 @@ type Model struct {
 	Lockable bool                // has a mode or is a member
 	Slip     string              // a lock tag the plugin does not read, as NotLockable words it (tagslips.go); "" for none
 
-	// Version is advanced when what the catalog says of the model grew
-	// (a join table or a cascade learnt from another model): bindings
-	// write its row again.
+	// Version is advanced when what the catalog says of the model grew:
+	// bindings write its row again.
 	Version atomic.Uint64
 
 	keyColsOnce sync.Once
@@ -76,8 +75,7 @@ func (m *Model) Policy() *Model {
 }
 
 // Chain is a member's parents up to and including its root, once
-// Registry.Resolve has found them; nil before, and for a model that is not
-// a member. Callers only read it.
+// Registry.Resolve has found them, else nil. Callers only read it.
 func (m *Model) Chain() []*Model {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -98,10 +96,8 @@ func (m *Model) LockResource() string {
 	return m.Table
 }
 
-// IDText is the lock table's spelling of v as the value of key column i.
-// A value that cannot be canonical (text for an integer key) keeps its own
-// text: a row read from the database always can be, and a value given by
-// the caller is checked where it is given (Canonical).
+// IDText is the lock table's spelling of v as the value of key column i;
+// one that cannot be canonical keeps its own text (checked where given).
 func (m *Model) IDText(i int, v any) string {
 	if i < len(m.Kinds) {
 		if s, err := Canonical(m.Kinds[i], v); err == nil {
@@ -136,9 +132,8 @@ func (m *Model) KeyColumns() lockstore.KeyColumns {
 	return m.keyCols
 }
 
-// Registry caches parsed models per plugin; it is not package state, so two
-// plugins (or two tests) never see each other's models. Its zero value is
-// empty and ready.
+// Registry caches parsed models per plugin, so that two plugins never see
+// each other's models. Its zero value is empty and ready.
 type Registry struct {
 	models sync.Map // *schema.Schema -> *Model
 	tables sync.Map // lower-cased table name -> lockable *Model: lockability is the table's
@@ -149,16 +144,13 @@ type Registry struct {
 
 	onLoad atomic.Pointer[lockedTables] // the tables locked on load, as of a TablesGen
 
-	// Changes is advanced whenever what the catalog says of some model
-	// grew (with that model's Version): a binding that has written every
-	// row up to a value compares it. Callers only read it.
+	// Changes is advanced with any model's Version. Callers only read it.
 	Changes atomic.Uint64
 	// TablesGen is advanced with every table that joins the registry.
 	// Callers only read it.
 	TablesGen atomic.Uint64
-	// AnyCascade: some foreign key cascades (set once one is added, never
-	// cleared), so that a write without one skips the cascades' check.
-	// Callers only read it.
+	// AnyCascade: some foreign key cascades, so that a write without one
+	// skips the cascades' check. Callers only read it.
 	AnyCascade atomic.Bool
 }
 
@@ -176,8 +168,7 @@ func (r *Registry) Known(s *schema.Schema) bool {
 }
 
 // TableModel is the lockable model of the table named name, whatever Go
-// type the statement uses: table names are compared as the databases the
-// plugin supports compare unquoted ones, without letter case.
+// type the statement uses, compared without letter case.
 func (r *Registry) TableModel(name string) *Model {
 	if v, ok := r.tables.Load(strings.ToLower(name)); ok {
 		return v.(*Model)
@@ -216,8 +207,7 @@ func (r *Registry) ModelOf(s *schema.Schema, namer schema.Namer) *Model {
 	}
 	var m *Model
 	if s.ModelType.Name() == "" && r.JoinSides(s.Table) != nil {
-		// GORM's own many2many join tables copy the key fields' tags of
-		// both sides; their rows are the sides' relations (the root's many2many.go).
+		// GORM's join tables copy both sides' key tags: not a model of its own.
 		m = &Model{Name: s.Name, Table: s.Table, PK: s.PrimaryFields, Type: s.ModelType}
 	} else {
 		m = parseModel(s, namer)
@@ -347,8 +337,7 @@ func (r *Registry) Lockable() []*Model {
 }
 
 // Resolve finds a member's chain of parents up to its root the first time
-// it is needed; the parents' models must be known by then (used, or listed
-// in Config.Models). Errors name the model and the field.
+// it is needed (the parents must be known by then), or names what is wrong.
 func (r *Registry) Resolve(m *Model) error {
 	if m.Root == nil || m.Err != nil {
 		return m.Err
@@ -391,10 +380,8 @@ func (r *Registry) Resolve(m *Model) error {
 // LockedOnLoad lists the lower-cased names of the tables whose loads take
 // locks (or whose tags are bad, which refuses every statement on them).
 func (r *Registry) LockedOnLoad() []string {
-	// Worked out again only when a table joins the registry: a model's
-	// root chain, once resolved, does not change, and one that does not
-	// resolve yet (its root unknown) counts as locked until a table's
-	// arrival makes this look again. Callers only read the slice.
+	// Worked out again only when a table joins: a resolved chain does not
+	// change, and an unresolved one counts as locked. Callers only read it.
 	gen := r.TablesGen.Load()
 	if c := r.onLoad.Load(); c != nil && c.gen == gen {
 		return c.names
@@ -410,12 +397,8 @@ func (r *Registry) LockedOnLoad() []string {
 	return out
 }
 
-// Relationships are part of the record: a many2many join table's rows are
-// its sides' relations, and a foreign key declared with GORM's
-// constraint:OnDelete:CASCADE (or SET NULL, SET DEFAULT) makes a delete of
-// a parent row change rows of the child table too, as OnUpdate does for an
-// update of the parent's key. The registry keeps both kinds of link, from
-// the models' relationships and from the catalog.
+// Relationships are part of the record: join tables and cascading
+// foreign keys, from the models' relationships and from the catalog.
 
 // JoinSide is one side of a many2many join table: Column holds keys of
 // Table's rows. Changing the join rows changes that record's relations.
@@ -432,20 +415,16 @@ type JoinRef struct {
 
 // CascadeRef is a child table whose rows change when rows of its parent
 // are deleted (OnDelete) or have their key changed (OnUpdate): Column
-// holds the parent's key, ParentColumn ("" where unknown). KeepsOnDelete
-// says the delete action sets the column (SET NULL, SET DEFAULT) rather
-// than deleting the child rows, so the child's own children are not
-// reached; ChildKey is the child's one-column primary key ("" where
-// unknown), through which the walk goes on to the next level.
+// holds the parent's key, ParentColumn ("" where unknown). KeepsOnDelete:
+// the delete sets the column rather than delete the rows. ChildKey is the
+// child's one-column key ("" where unknown), for the walk's next level.
 type CascadeRef struct {
 	Table, Column, ParentColumn string
 	ChildKey                    string
 	OnDelete, OnUpdate          bool
 	KeepsOnDelete               bool
-	// From is the table of the model whose relationships declared it
-	// (noteCascades), "" for the catalog's: a model parsed again under
-	// that table's name (another type, a changed struct) replaces what
-	// the earlier one declared.
+	// From is the table of the model that declared it, "" for the
+	// catalog's: a model parsed again under that name replaces it.
 	From string
 }
 
@@ -484,7 +463,6 @@ func (r *Registry) noteJoins(s *schema.Schema) {
 		if rel.JoinTable == nil || rel.FieldSchema == nil {
 			continue
 		}
-		var sides []JoinSide
 		for _, ref := range rel.References {
 			if ref.ForeignKey == nil || ref.PrimaryKey == nil || ref.ForeignKey.Schema != rel.JoinTable {
 				continue
@@ -493,19 +471,15 @@ func (r *Registry) noteJoins(s *schema.Schema) {
 			if ref.OwnPrimaryKey {
 				owner = s.Table
 			}
-			sides = append(sides, JoinSide{Table: owner, Column: ref.ForeignKey.DBName, Key: ref.PrimaryKey.DBName})
-		}
-		for _, side := range sides {
-			if r.AddJoinSide(rel.JoinTable.Table, side) {
-				r.changed(side.Table)
+			if r.AddJoinSide(rel.JoinTable.Table, JoinSide{Table: owner, Column: ref.ForeignKey.DBName, Key: ref.PrimaryKey.DBName}) {
+				r.changed(owner)
 			}
 		}
 	}
 }
 
 // noteRelations records the join tables and cascading foreign keys of s
-// and of every model its relationships reach, at any depth: a write of s
-// cascades through tables whose models no statement may have used yet.
+// and of every model its relationships reach, at any depth.
 func (r *Registry) noteRelations(s *schema.Schema) {
 	seen := map[*schema.Schema]bool{s: true}
 	for todo := []*schema.Schema{s}; len(todo) > 0; {
@@ -540,8 +514,7 @@ func (r *Registry) AddJoinSide(table string, side JoinSide) bool {
 	return true
 }
 
-// changesChildren says whether a foreign key's action changes the child
-// rows.
+// changesChildren says whether a foreign key's action changes the child rows.
 func changesChildren(action string) bool {
 	return strings.EqualFold(strings.TrimSpace(action), "CASCADE") || setsChildren(action)
 }
@@ -582,9 +555,8 @@ func (r *Registry) noteCascades(s *schema.Schema) {
 	}
 }
 
-// replaceCascades drops the cascades model table from declared before and
-// adds refs (each of parents[i]), at once: a reader sees the one set or the
-// other. It returns the child tables whose cascades changed.
+// replaceCascades replaces, at once, the cascades model table from declared
+// with refs (each of parents[i]), and returns the child tables changed.
 func (r *Registry) replaceCascades(from string, parents []string, refs []CascadeRef) []string {
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()
@@ -608,9 +580,8 @@ func (r *Registry) replaceCascades(from string, parents []string, refs []Cascade
 	return changed
 }
 
-// AddCascade records that ref cascades from parent (a catalog row's
-// cascade), merged with what is known of the same foreign key, and
-// reports whether that changed anything.
+// AddCascade records that ref (a catalog row's) cascades from parent,
+// merged with what is known of its foreign key, and reports any change.
 func (r *Registry) AddCascade(parent string, ref CascadeRef) bool {
 	r.joinsMu.Lock()
 	defer r.joinsMu.Unlock()
@@ -638,8 +609,7 @@ func (r *Registry) addCascadeLocked(parent string, ref CascadeRef) bool {
 }
 
 // keepsBoth says whether two records of one foreign key agree that its
-// delete action keeps the child rows: where they differ, the delete is
-// taken to delete them, which reaches further.
+// delete keeps the child rows: where they differ, it reaches further.
 func keepsBoth(a, b CascadeRef) bool {
 	switch {
 	case a.OnDelete && b.OnDelete:
@@ -650,9 +620,8 @@ func keepsBoth(a, b CascadeRef) bool {
 	return b.KeepsOnDelete
 }
 
-// CascadesFrom lists the foreign keys of table that cascade deletes or
-// updates of the parent's key, by parent, for the catalog, so that a node
-// that never parsed the models follows them too.
+// CascadesFrom lists the foreign keys of table that cascade, by parent,
+// for the catalog (a node that never parsed the models follows them too).
 func (r *Registry) CascadesFrom(table string) []ParentRef {
 	r.joinsMu.RLock()
 	defer r.joinsMu.RUnlock()

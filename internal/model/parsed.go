@@ -8,11 +8,9 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// LearnParsed registers the lockable models GORM parsed on db that r has
-// not met: from GORM's own cache of parsed models, which AutoMigrate
-// fills before it creates a table. So a member whose lock:"root" is
-// declared on its side only is known, and guarded, after DDL through
-// GORM and before its root's first grant (docs/guard.md).
+// LearnParsed registers the lockable models GORM parsed on db (its cache,
+// which AutoMigrate fills) that r has not met, so that a member is guarded
+// before its root's first grant (docs/guard.md).
 func (r *Registry) LearnParsed(db *gorm.DB) {
 	cache := parsedSchemas(db)
 	if cache == nil {
@@ -34,9 +32,8 @@ func (r *Registry) LearnParsed(db *gorm.DB) {
 	}
 }
 
-// parsedSchemas is GORM's cache of the models it parsed on db (the
-// schema cache gorm.Open made, which every Session shares), or nil. GORM
-// does not export it; it is read, never written.
+// parsedSchemas is GORM's unexported cache of the models it parsed on db,
+// or nil; it is read, never written.
 func parsedSchemas(db *gorm.DB) *sync.Map {
 	if db == nil || db.Config == nil {
 		return nil

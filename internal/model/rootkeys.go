@@ -12,12 +12,9 @@ import (
 // primary keys are pks, leaving out NULLs.
 type LinkReader func(m *Model, pks []any) ([]any, error)
 
-// RootKeys maps member rows of m (a Coarse-Grained Lock: its aggregate
-// root's lock covers it), given by the raw values of their foreign key, to
-// their root and its keys spelt for the lock table: directly when the
-// parent is the root, else reading each level's links with read for the
-// whole batch. A parent row that does not exist is an error: no lock is
-// ever taken on a phantom root.
+// RootKeys maps member rows of m, given by their foreign key's raw values,
+// to their root and its keys, reading each level's links with read for the
+// batch. A missing parent row is an error: no lock on a phantom root.
 func (r *Registry) RootKeys(m *Model, links []any, read LinkReader) (*Model, []string, error) {
 	if err := r.Resolve(m); err != nil {
 		return nil, nil, err

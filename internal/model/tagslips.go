@@ -10,11 +10,7 @@ import (
 )
 
 // A lock tag the plugin never reads would leave a model unprotected while
-// Acquire and Holders seem to work: a model that is not lockable, whose
-// tags show a slipped lock tag (inside the gorm tag, or another spelling),
-// is an error in Config.Models and in every lock call, naming the slip. A
-// model with no lock-like tag at all keeps taking explicit locks, as it
-// always has (the explicit lock manager needs no tags).
+// Acquire seems to work: a slipped tag is an error naming it (docs/callbacks.md).
 
 // NotLockable is the error of a lock call on, or a Config.Models entry of,
 // model m, which is not lockable.

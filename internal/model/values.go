@@ -15,9 +15,8 @@ import (
 // Key values read from the Go values a statement carries: the model, a DTO
 // of its table, maps, slices of them.
 
-// StructsOf calls fn for every struct of type typ in v: v itself, or the
-// elements of a slice or array of typ or *typ. It reports false when v holds
-// something else (a DTO, a map, a count).
+// StructsOf calls fn for every struct of type typ in v, or its slice or
+// array of typ or *typ; false when v holds something else.
 func StructsOf(v reflect.Value, typ reflect.Type, fn func(reflect.Value)) bool {
 	for v.Kind() == reflect.Pointer {
 		if v.IsNil() {
@@ -72,10 +71,9 @@ func (m *Model) RowKey(ctx context.Context, v reflect.Value) (k lockstore.Key, v
 	return lockstore.Key{Resource: m.Table, ID: EncodeKey(parts)}, vals, true
 }
 
-// ValueRows reads the values of cols from every row v holds: a struct of
-// any model (the lockable one, a DTO), a map, or a slice or array of them.
-// complete is false when some row lacks one of them (absent or zero);
-// known is false when v holds something else.
+// ValueRows reads the values of cols from every row v holds (a struct of any
+// model, a map, or a slice or array of them): complete is false when some
+// row lacks one, known when v holds something else.
 func ValueRows(db *gorm.DB, v reflect.Value, cols []*schema.Field) (rows [][]any, complete, known bool) {
 	complete, known = true, true
 	var visit func(e reflect.Value, top bool)
@@ -181,9 +179,8 @@ func mapValueOf(s *schema.Schema, e reflect.Value, c *schema.Field) reflect.Valu
 }
 
 // MapKeysNaming are the keys of map e that name field c as GORM or the
-// database reads a column name: exactly, in another letter case (SQLite
-// and MySQL compare column names so), or through the naming strategy
-// (GORM maps "ORDER_ID" and "OrderId" to order_id), sorted.
+// database reads a column name (exactly, in another letter case, or
+// through the naming strategy), sorted.
 func MapKeysNaming(s *schema.Schema, e reflect.Value, c *schema.Field) []reflect.Value {
 	var out []reflect.Value
 	for _, k := range e.MapKeys() {

@@ -3,9 +3,8 @@ package sqlscan
 import "strings"
 
 // KeysAsStored reports whether sql is one plain SELECT whose returned key
-// columns are table's own columns, one row of table per row (no aggregate,
-// window, GROUP BY, set operation or subquery): a caller locks each row by
-// the key it carries. Anything it cannot read so is false.
+// columns are table's own, one row of table per row (no aggregate, window,
+// GROUP BY, set operation or subquery), so that each row carries its key.
 func KeysAsStored(sql, table string, keys []string) bool {
 	passes := sqlTrusted(sqlPasses(sql))
 	for _, p := range passes {

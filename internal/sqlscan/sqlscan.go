@@ -1,7 +1,6 @@
 // Package sqlscan reads raw SQL as the servers a GORM application may talk
-// to read it: the tables a statement names, whether it may touch rows,
-// DDL that gives a table another name, SQL that builds SQL. It knows
-// nothing of GORM or of locks (offlinelock's fail-closed checks use it).
+// to read it: the tables a statement names, whether it may touch rows, DDL
+// that gives a table another name, SQL that builds SQL (docs/fail-closed.md).
 package sqlscan
 
 import (
@@ -34,8 +33,8 @@ type sqlToken struct {
 	q    byte
 }
 
-// sqlDialect is one lexical convention, spelled as the features that tell
-// one server's reading from another's. The tables below are the servers'.
+// sqlDialect is one lexical convention: what tells one server's reading
+// from another's.
 type sqlDialect struct {
 	name string
 	// comments
@@ -103,7 +102,7 @@ func sqlPasses(sql string) []sqlPass {
 	var ps []sqlPass
 	for _, d := range sqlDialectsFor(sql) {
 		toks, bad := lexSQL(sql, d)
-		ps = append(ps, sqlPass{stmts: sqlStatements(toks), bad: bad})
+		ps = append(ps, sqlPass{stmts: sqlSplit(toks, ';'), bad: bad})
 	}
 	return ps
 }
@@ -122,9 +121,6 @@ func sqlTrusted(ps []sqlPass) []sqlPass {
 	}
 	return good
 }
-
-// sqlStatements splits tokens at ';'.
-func sqlStatements(toks []sqlToken) [][]sqlToken { return sqlSplit(toks, ';') }
 
 // sqlSplit splits tokens at every punctuation token c.
 func sqlSplit(toks []sqlToken, c byte) [][]sqlToken {
@@ -705,7 +701,7 @@ func (l *sqlLexer) dollar() {
 }
 
 // word lexes an unquoted identifier, or a literal prefix (E'…', N'…',
-// X'…', B'…', U&'…', U&"…") with its literal.
+// X'…', B'…') with its literal; step lexes U&'…' and U&"…".
 func (l *sqlLexer) word() {
 	start := l.i
 	l.i = sqlIdentEnd(l.s, l.i)
@@ -716,13 +712,6 @@ func (l *sqlLexer) word() {
 		l.quoted(sqlString, '\'', true)
 	case next == '\'' && len(w) == 1 && strings.Contains("NnXxBb", w):
 		l.quoted(sqlString, '\'', l.d.stringBackslash)
-	case next == '&' && (w == "U" || w == "u") && l.d.unicodeEscapes && (l.at(l.i+1) == '\'' || l.at(l.i+1) == '"'):
-		l.i++
-		if l.s[l.i] == '\'' {
-			l.quoted(sqlString, '\'', l.d.stringBackslash)
-		} else {
-			l.quoted(sqlQuoted, '"', false)
-		}
 	default:
 		l.emit(sqlWord, w, 0)
 	}
@@ -891,9 +880,8 @@ func sqlIsBodyStmt(st []sqlToken) bool {
 }
 
 // TableRefs counts, per canonical name, identifiers of sql that may name the
-// table itself: not followed by '.' and not in FOR UPDATE OF. More than one
-// is a further read (self-join, subquery, UNION); the largest count of the
-// readings wins.
+// table itself (not followed by '.', not in FOR UPDATE OF), the largest
+// count of the readings: more than one is a further read.
 func TableRefs(sql string, lockable func(ident string) (canonical string, ok bool)) map[string]int {
 	out := map[string]int{}
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
@@ -931,10 +919,10 @@ func TableRefs(sql string, lockable func(ident string) (canonical string, ok boo
 var sqlFaceKinds = sqlWordSet(`VIEW MATERIALIZED RULE TRIGGER FUNCTION PROCEDURE EVENT`)
 
 // FaceDDL reports a statement in any reading of sql that gives a table
-// another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …), whatever comments
-// or options stand between its words.
+// another face (CREATE VIEW, RULE, TRIGGER, FUNCTION, …).
 func FaceDDL(sql string) bool {
-	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
+	return sqlAnyStatement(sql, func(st []sqlToken) bool {
+		kw, rest := sqlHead(st)
 		return kw == "CREATE" && sqlFaceKinds[sqlCreateKind(rest)]
 	})
 }
@@ -942,7 +930,8 @@ func FaceDDL(sql string) bool {
 // RenameDDL reports ALTER TABLE … RENAME, RENAME TABLE, and
 // PostgreSQL's ALTER TABLE … INHERIT, in any reading of sql that lexes.
 func RenameDDL(sql string) bool {
-	return sqlAnyStatement(sql, func(kw string, rest []sqlToken) bool {
+	return sqlAnyStatement(sql, func(st []sqlToken) bool {
+		kw, rest := sqlHead(st)
 		return kw == "RENAME" || kw == "ALTER" && sqlHasAny(rest, sqlRenameWords)
 	})
 }
@@ -950,11 +939,11 @@ func RenameDDL(sql string) bool {
 var sqlRenameWords = sqlWordSet(`RENAME INHERIT`)
 
 // sqlAnyStatement reports whether some statement of some trusted reading
-// of sql satisfies is (given its first keyword and the tokens after it).
-func sqlAnyStatement(sql string, is func(kw string, rest []sqlToken) bool) bool {
+// of sql satisfies is.
+func sqlAnyStatement(sql string, is func(st []sqlToken) bool) bool {
 	for _, p := range sqlTrusted(sqlPasses(sql)) {
 		for _, st := range p.stmts {
-			if kw, rest := sqlHead(st); is(kw, rest) {
+			if is(st) {
 				return true
 			}
 		}
@@ -976,17 +965,7 @@ var sqlBuildsSQL = sqlWordSet(`EXECUTE PREPARE`)
 // Dynamic reports SQL a static reading cannot bound, in any reading: a call
 // of sqlDynamicFuncs, EXECUTE IMMEDIATE or PREPARE … FROM of anything but a
 // literal, or a body (DO, CREATE FUNCTION…) that runs EXECUTE or PREPARE.
-// What it misses is still read statically.
-func Dynamic(sql string) bool {
-	for _, p := range sqlTrusted(sqlPasses(sql)) {
-		for _, st := range p.stmts {
-			if sqlDynamicStmt(st) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func Dynamic(sql string) bool { return sqlAnyStatement(sql, sqlDynamicStmt) }
 
 func sqlDynamicStmt(st []sqlToken) bool {
 	for i, t := range st {

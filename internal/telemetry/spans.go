@@ -11,23 +11,14 @@ import (
 	"gorm.io/gorm"
 )
 
-// The plugin's spans under GORM's statement span (docs/observability.md).
-// go-gorm/opentelemetry ("otelgorm") starts a statement's span right before
-// GORM's own create, query, update, delete, row or raw callback; the
-// plugin's checks may run earlier (a write's before its hooks, which must
-// not run for a refused write; a load's as the two plugins were
-// registered). A span cannot be moved under a parent after it started, so
-// until a statement shows GORM's span the plugin keeps its lock-table
-// statements' spans aside (name, times, attributes) and starts them, with
-// their own timestamps, under GORM's span at the first callback of its
-// that sees it, or under the statement's context at its end if none shows.
+// The plugin's spans under GORM's statement span, which otelgorm may start
+// after the plugin's first statement: they are kept aside until it shows,
+// then started under it with their own times (docs/observability.md).
 
 const (
 	// OtelGORM is the name go-gorm/opentelemetry registers under.
 	OtelGORM = "otelgorm"
-	// SpanLogKey is where a statement keeps its spanLog, in
-	// Statement.Settings: its absence says, in one map read, that the
-	// statement keeps no spans aside.
+	// SpanLogKey is where a statement keeps its spanLog, in Statement.Settings.
 	SpanLogKey = "offlinelock:spans"
 )
 
@@ -59,8 +50,7 @@ type pendingSpan struct {
 type spanLogCtx struct{}
 
 // TraceStatement begins db's spanLog when spans are recorded and otelgorm
-// is registered: only then may GORM's statement span start after the
-// plugin's first statement.
+// is registered.
 func (t *Telemetry) TraceStatement(db *gorm.DB) {
 	if !t.Tracing() || db.Config == nil {
 		return
@@ -106,9 +96,8 @@ func WithSpanLog(ctx context.Context, db *gorm.DB) context.Context {
 	return ctx
 }
 
-// deferred is the spanLog that keeps ctx's statement spans aside: ctx is
-// still the statement's first context. Any other span in ctx is GORM's (or
-// under it): the spans kept so far are started under it first.
+// deferred is the spanLog that keeps ctx's statement spans aside while ctx
+// is the statement's first context; else the kept ones are started under it.
 func deferred(ctx context.Context) *spanLog {
 	l, _ := ctx.Value(spanLogCtx{}).(*spanLog)
 	if l == nil {
@@ -126,10 +115,8 @@ func deferred(ctx context.Context) *spanLog {
 	return nil
 }
 
-// under says whether ctx's span began inside the statement: it is live and
-// not the first one, and the first one has not ended meanwhile. (When GORM's
-// span began before the plugin did, it is the first, and the span that
-// shows after it ended is the caller's: its spans stay under the first.)
+// under says whether ctx's span began inside the statement: live, not the
+// first, and the first has not ended (else it is the caller's, after GORM's).
 func (l *spanLog) under(ctx context.Context) bool {
 	span := trace.SpanFromContext(ctx)
 	return span.IsRecording() && !span.SpanContext().Equal(l.start) && (!l.live || l.first.IsRecording())
@@ -145,9 +132,8 @@ func (l *spanLog) keep(s pendingSpan) {
 	}
 }
 
-// AdoptSpan starts the spans db's statement kept aside under the span of
-// its context now, if that is a span the statement did not begin with:
-// GORM's statement span. The callbacks that run inside that span call it.
+// AdoptSpan starts the spans db's statement kept aside under its context's
+// span if the statement did not begin with it (GORM's statement span).
 func AdoptSpan(db *gorm.DB) {
 	if l := spanLogOf(db); l != nil && l.under(ctxOf(db)) {
 		l.adoptOnce(ctxOf(db))
@@ -155,8 +141,7 @@ func AdoptSpan(db *gorm.DB) {
 }
 
 // EndSpans starts what is still kept aside under the statement's first
-// context (no other span showed) and forgets the log: the last callback
-// calls it.
+// context and forgets the log: the last callback calls it.
 func EndSpans(db *gorm.DB) {
 	if l := spanLogOf(db); l != nil {
 		db.Statement.Settings.Delete(SpanLogKey)

@@ -1,13 +1,8 @@
 // Package telemetry is offlinelock's OpenTelemetry instrumentation
-// (docs/observability.md): its metrics, the spans of its lock-table
-// statements (a store's lockstore.Observer) and the events of its
-// decisions. The root package makes one Telemetry per Plugin and calls
-// one method at each site that decides; it speaks in strings (modes,
-// accesses, kinds) and the store's keys, never in the root's types.
-//
-// Every method does nothing measurable when the providers are no-ops:
-// attributes are built only for an instrument that is enabled and a span
-// that is recording. A nil *Telemetry does nothing.
+// (docs/observability.md): metrics, the lock-table statements' spans and
+// the decisions' events, in strings and the store's keys, never the root's
+// types. Attributes are built only for an enabled instrument or a
+// recording span; a nil *Telemetry does nothing.
 package telemetry
 
 import (
@@ -46,8 +41,7 @@ const (
 )
 
 // Refusal names the refusals of one sentinel error in the reason
-// attribute; an error that matches none is not a refusal (a database
-// error, bad input) and is not counted.
+// attribute; an error that matches none is not counted.
 type Refusal struct {
 	Err    error
 	Reason string
@@ -74,8 +68,7 @@ type Telemetry struct {
 }
 
 // New makes the instruments on mp and tp (the global providers when nil).
-// An instrument the provider refuses (the SDK's and the no-op providers
-// never do) is reported as an error.
+// An instrument the provider refuses is reported as an error.
 func New(mp metric.MeterProvider, tp trace.TracerProvider, reasons ...Refusal) (*Telemetry, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
@@ -101,9 +94,8 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider, reasons ...Refusal) (
 		metric.WithDescription("Locks ended, by kind: release, release_all, expiry_takeover, force, sweep (rows)."))
 	t.held, errs[5] = m.Float64Histogram("offlinelock.lock.held.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long a lock was held when its holder released it."))
-	// Lock-table statements take from about half a millisecond to a few
-	// seconds (a wait for a busy SQLite file): OpenTelemetry's default
-	// boundaries (0 to 10,000 s) would put nearly all in the first bucket.
+	// Statements take 0.5 ms to seconds: the default boundaries (to
+	// 10,000 s) would put nearly all in the first bucket.
 	t.latency, errs[6] = m.Float64Histogram("offlinelock.statement.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of the plugin's own lock-table statements."),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
@@ -136,9 +128,8 @@ func systemOf(dialect string) attribute.KeyValue {
 	return attribute.String("db.system.name", dialect)
 }
 
-// Observer is what one store tells the telemetry (the store's
-// lockstore.Observer): its statements' spans and latency, and the
-// upgrades and takeovers its grants make.
+// Observer is one store's lockstore.Observer: its statements' spans and
+// latency, and its grants' upgrades and takeovers.
 type Observer struct {
 	t      *Telemetry
 	system attribute.KeyValue
@@ -162,8 +153,7 @@ func (o *Observer) StatementStart(ctx context.Context, query string) (context.Co
 }
 
 // StatementEnd ends the span StatementStart began and records the latency.
-// The SQL's arguments are never attributes: they hold session ids and
-// tokens.
+// The SQL's arguments, which hold tokens, are never attributes.
 func (o *Observer) StatementEnd(ctx context.Context, started any, query string, begin time.Time, rows int64, err error) {
 	t := o.t
 	if t == nil {
@@ -209,9 +199,8 @@ func statementAttrs(sys attribute.KeyValue, query string, rows int64) []attribut
 		attribute.Int64("db.response.returned_rows", rows)}
 }
 
-// sqlOp is the statement's first keyword, upper case, and its span's
-// name: constants, so that spans and metrics stay low in cardinality and
-// cost no allocation per statement.
+// sqlOp is the statement's first keyword, upper case, and its span's name:
+// constants, low in cardinality and free of allocations.
 func sqlOp(query string) (op, span string) {
 	q := strings.TrimLeft(query, " \t\n(")
 	for _, o := range [...]struct{ op, span string }{{"SELECT", "offlinelock SELECT"}, {"INSERT", "offlinelock INSERT"},
@@ -227,16 +216,15 @@ func sqlOp(query string) (op, span string) {
 
 // note adds a decision to the caller's span as an event: the statements'
 // spans say what locking cost, the event what it decided.
-func note(ctx context.Context, decision, resource string, keys int) {
+func note(ctx context.Context, decision, resource string, keys int, more ...attribute.KeyValue) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent("offlinelock."+decision, trace.WithAttributes(
-			attribute.String("offlinelock.decision", decision),
-			attribute.String("resource", resource), attribute.Int("offlinelock.keys", keys)))
+		attrs := append([]attribute.KeyValue{attribute.String("offlinelock.decision", decision)}, more...)
+		span.AddEvent("offlinelock."+decision, trace.WithAttributes(append(attrs,
+			attribute.String("resource", resource), attribute.Int("offlinelock.keys", keys))...))
 	}
 }
 
-// Granted counts keys (sorted) granted to one statement or call, by
-// resource.
+// Granted counts keys (sorted) granted to one statement or call, by resource.
 func (t *Telemetry) Granted(ctx context.Context, db *gorm.DB, mode, access string, keys []lockstore.Key) {
 	if t == nil {
 		return
@@ -271,11 +259,7 @@ func (t *Telemetry) Refused(ctx context.Context, db *gorm.DB, mode, access, reso
 	if reason == "" {
 		return
 	}
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent("offlinelock.refused", trace.WithAttributes(
-			attribute.String("offlinelock.decision", "refused"), attribute.String("offlinelock.reason", reason),
-			attribute.String("resource", resource), attribute.Int("offlinelock.keys", 1)))
-	}
+	note(ctx, "refused", resource, 1, attribute.String("offlinelock.reason", reason))
 	if t.refusals.Enabled(ctx) {
 		t.refusals.Add(ctx, 1, metric.WithAttributes(system(db), attribute.String("resource", resource),
 			attribute.String("mode", mode), attribute.String("access", access), attribute.String("reason", reason)))
@@ -330,12 +314,9 @@ func (t *Telemetry) Swept(ctx context.Context, db *gorm.DB, n int64) {
 	t.released(ctx, system(db), sweep, "", n)
 }
 
-// Observe registers the gauges' callbacks for db's database; the
-// registrations last as long as the MeterProvider. At each collection
-// live counts the live locks by resource (one GROUP BY on the lock
-// table), and unguarded the tables the last coverage shown found not
-// covered, with no statement of its own (negative: nothing to say, before
-// the first is shown or where grants do not depend on the guard).
+// Observe registers the gauges' callbacks for db's database, for the
+// MeterProvider's life: live counts the live locks by resource, unguarded
+// the tables the last coverage found not covered (negative: nothing to say).
 func (t *Telemetry) Observe(db *gorm.DB, live func(context.Context) (map[string]int64, error), unguarded func() int64) error {
 	if t == nil {
 		return nil

@@ -16,10 +16,8 @@ func stateOf(k key, l *lockstore.Lock, at time.Time) Event {
 }
 
 // firstOf is the first event of a watch added since the last poll: the
-// state this poll read (stateOf), told as the take-over this poll saw when
-// that is how the lock it read came (the same lock, with who took it over
-// and why), so that a page whose stream opened just before a take-over
-// (a reconnect, a browser's shared stream opened anew) learns it was one.
+// state this poll read, told as the take-over this poll saw when that is
+// how the lock came, so that a stream opened just before one learns it.
 func firstOf(k key, l *lockstore.Lock, changes []Event, at time.Time) Event {
 	for _, e := range changes {
 		if e.Kind == TakenOver && l != nil && e.Lock != nil && e.Lock.Generation == l.Generation {
@@ -39,17 +37,13 @@ func (w *watcher) untold(notes []Note, now map[key]*lockstore.Lock, from time.Ti
 		}
 		k := key{Resource: n.Resource, ID: n.LockID}
 		if is := now[k]; n.Kind == TakenOver && is != nil && is.Generation < n.Generation {
-			// Committed after the locks were read: told by the next poll,
-			// with the lock it gave (or, once the window passes, not). A
-			// take-over whose record the locks read found free has ended
-			// already (it wrote its lock and its note together, and took
-			// a lock that was live): told now, as the reason of the
-			// release of the lock it took.
+			// Committed after the locks were read: told by the next poll
+			// with the lock it gave. (One whose record was found free has
+			// ended already: told now, as the reason of the release.)
 			continue
 		}
 		if is := now[k]; endNote(n.Kind) && is != nil && is.Generation == n.Generation {
-			// The end of a lock the locks read still saw: its release
-			// committed between the two reads; told with it next poll.
+			// Released between the two reads: told with it next poll.
 			continue
 		}
 		w.toldNote[n.ID] = n.At
@@ -129,7 +123,6 @@ func released(e Event, notes []Note, free bool, at time.Time) Event {
 	return e
 }
 
-// endNote says whether a note of kind tells how a lock ended: the notes
-// ForceRelease and EndSession write, whose kind is the released event's
-// reason.
+// endNote says whether a note of kind tells how a lock ended (ForceRelease,
+// EndSession): its kind is the released event's reason.
 func endNote(kind string) bool { return kind == ReasonForceReleased || kind == ReasonSignedOut }

@@ -22,10 +22,9 @@ func Ended(kind, by string, ls ...lockstore.Lock) []Note {
 	return out
 }
 
-// EndSession releases every lock of session, live or expired, and notes
-// each live one as ended with its session, in one transaction; where the
-// notes table is missing and cannot be made, it only releases. It returns
-// how many lock rows it removed.
+// EndSession releases every lock of session and notes each live one as
+// signed out (where the notes table can be), in one transaction, and
+// returns how many lock rows it removed.
 func (h *Hub) EndSession(db *gorm.DB, session string) (int64, error) {
 	noted := h.EnsureNotes(db) == nil
 	var n int64
@@ -47,12 +46,9 @@ func (h *Hub) EndSession(db *gorm.DB, session string) (int64, error) {
 	return n, nil
 }
 
-// CheckPrivileges is db.Use's check of the notes table, which TakeOver,
-// RequestEdit, ForceRelease and Watch write: where it exists (the owner's
-// install made it) and this role may not use it, it fails naming the
-// grants, rather than the first take-over failing with a bare "permission
-// denied" (PostgreSQL; on MySQL/MariaDB the application's grant is on the
-// whole database). The viewers table is checked by View, its only user.
+// CheckPrivileges is db.Use's check of the notes table where it exists:
+// it names the grants this role lacks, rather than let the first take-over
+// fail with a bare "permission denied" (PostgreSQL).
 func (h *Hub) CheckPrivileges(db *gorm.DB) error {
 	tp, ok := h.cfg.Store.(lockstore.TablePrivileges)
 	if !ok {

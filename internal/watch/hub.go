@@ -114,6 +114,5 @@ func on(db *gorm.DB, table string) *gorm.DB {
 }
 
 // onSource sends db's statements to a read router's source (dbresolver's
-// write setting, as the root's primary.go names it): the notes and views
-// are written there, and a replica may not have the newest yet.
+// write setting), where the notes and views are written.
 func onSource(db *gorm.DB) *gorm.DB { return db.Set("gorm:db_resolver:write", struct{}{}) }

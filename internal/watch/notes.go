@@ -14,22 +14,14 @@ import (
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 )
 
-// The notes table (<table>_notes) keeps what a lock row cannot say: that
-// a lock was taken over (by whom, why) and that someone asked to edit a
-// record, and how a lock ended when its row cannot say: an admin removed
-// it (ForceRelease), its session ended (EndSession). Only those write it,
-// so grants and releases pay nothing for it; every node's watcher reads
-// the notes added since its last poll, which is how a take-over or a
-// request on one node reaches a page watching through another. Notes
-// older than noteLife are deleted as new ones are added.
+// The notes table (<table>_notes): take-overs, requests to edit, and how
+// locks ended (docs/browser.md). Grants and releases never write it.
 
 const (
 	noteLife = time.Hour // how long a note is kept: far longer than any poll
-	// noteWindow is how late a note may commit after its At (its
-	// transaction still open, or ids committed out of order) and still be
-	// told: each poll reads the notes of this window before its last one,
-	// and tells those it has not told. The nodes' clocks must agree to
-	// well within it.
+	// noteWindow is how late a note may commit after its At and still be
+	// told: each poll reads this window before its last. The nodes' clocks
+	// must agree well within it.
 	noteWindow  = time.Minute
 	notesPage   = 1000 // the most notes one read returns: a watcher reads page after page
 	notesPruned = 100  // the most old notes one Note deletes
@@ -61,11 +53,9 @@ type Note struct {
 // NotesTable is the notes table of lock table table.
 func NotesTable(table string) string { return table + "_notes" }
 
-// EnsureNotes makes the notes table on db's database, if it is missing:
-// on a connection of its own (DDL would commit a caller's transaction on
-// MySQL), except in a caller's transaction on a one-writer database
-// (SQLite), whose DDL is transactional and whose other connections would
-// wait for that transaction's write lock.
+// EnsureNotes makes the notes table if it is missing, on a connection of
+// its own (DDL would commit a caller's MySQL transaction), except in a
+// caller's transaction on SQLite (others would wait for its write lock).
 func (h *Hub) EnsureNotes(db *gorm.DB) error {
 	if h.made.Load() {
 		return nil
@@ -86,10 +76,8 @@ func (h *Hub) EnsureNotes(db *gorm.DB) error {
 }
 
 // Note writes notes on db (in its transaction, if any), and deletes notes
-// older than noteLife: by their ids, read without a lock. (A DELETE by a
-// range of at would, under MariaDB's REPEATABLE READ, lock the next key
-// past the range too, the newest note, and wait for a take-over's
-// transaction still open.)
+// older than noteLife by their ids: a DELETE by a range of at would, on
+// MariaDB, also lock the next key, the newest note, and wait for its writer.
 func (h *Hub) Note(db *gorm.DB, notes ...Note) error {
 	if len(notes) == 0 {
 		return nil
@@ -111,9 +99,8 @@ func (h *Hub) Note(db *gorm.DB, notes ...Note) error {
 }
 
 // Request notes o's request to edit k: lockstore.ErrNotLocked when nobody
-// holds it, ErrHeldByYou when o's session does, nothing when o's user
-// asked for that lock within a minute already (the holder has been told),
-// ErrTooManyRequests past RequestsPerMinute of the user's.
+// holds it, ErrHeldByYou when o's session does, nothing when o's user asked
+// within a minute already, ErrTooManyRequests past RequestsPerMinute.
 func (h *Hub) Request(db *gorm.DB, k key, o lockstore.Owner) error {
 	held, err := h.locks(db, []key{k})
 	if err != nil {
@@ -146,17 +133,12 @@ func (h *Hub) Request(db *gorm.DB, k key, o lockstore.Owner) error {
 }
 
 // notesOf returns the notes of the records keys written at from or later,
-// each record's after its own start id (start[k]: the newest note when it
-// was first watched), oldest first: all of them, read by id in pages of
-// notesPage, one statement per 100 records and page. Only the watched
-// records' notes are read, so a flood of notes on other records (anyone
-// may ask to edit) costs a watcher nothing, and a flood on one watched
-// record fills pages of its own without hiding or delaying another's.
+// each record's after its start id, oldest first, in pages of notesPage,
+// one statement per 100 records and page: only the watched records' notes,
+// so that a flood on other records costs a watcher nothing.
 func (h *Hub) notesOf(db *gorm.DB, keys []key, start map[key]int64, from time.Time) ([]Note, error) {
 	var out []Note
-	for len(keys) > 0 {
-		batch := keys[:min(len(keys), 100)]
-		keys = keys[len(batch):]
+	for batch := range slices.Chunk(keys, 100) {
 		after := start[batch[0]]
 		for _, k := range batch {
 			after = min(after, start[k])

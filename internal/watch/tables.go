@@ -13,8 +13,7 @@ type Table struct {
 }
 
 // Tables are the feature tables of lock table table: the notes table
-// (take-overs, requests to edit, how locks ended; every Watch) and the
-// viewers table (View).
+// (every Watch) and the viewers table (View).
 func Tables(table string) []Table {
 	return []Table{{NotesTable(table), &Note{}}, {viewersTable(table), &viewerRow{}}}
 }
@@ -30,9 +29,8 @@ func CreateTables(s *gorm.DB, table string) error {
 	return nil
 }
 
-// create makes the table name of model on s if it is missing. One made
-// meanwhile by another request or process is no error: PostgreSQL fails
-// the second of two CREATE TABLEs at once (a duplicate type).
+// create makes the table name of model on s if it is missing; one made
+// meanwhile elsewhere (PostgreSQL: a duplicate type) is no error.
 func create(s *gorm.DB, name string, model any) error {
 	if s.Migrator().HasTable(name) {
 		return nil

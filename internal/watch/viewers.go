@@ -15,16 +15,11 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// Presence: who has a record open, lock or not. Each View is a row of the
-// viewers table (<table>_viewers), which its node refreshes every
-// viewerBeat while the View lasts and deletes when it ends; a row not
-// refreshed for ViewerGone (its node stopped) no longer counts. The
-// watcher reads the viewers of the records it watches with their locks,
-// so every node's watches tell a Viewers event when the list changes.
+// Presence: who has a record open, a row of the viewers table per View
+// (<table>_viewers, docs/browser.md).
 
 // ViewerGone is how long after its node last refreshed it a viewer stops
-// counting (the root's ViewerGone); viewerBeat is how often a node
-// refreshes its viewers' rows.
+// counting; viewerBeat is how often a node refreshes its viewers' rows.
 const (
 	ViewerGone = 10 * time.Second
 	viewerBeat = 3 * time.Second
@@ -62,9 +57,8 @@ type presence struct {
 	stop      context.CancelFunc  // the refresh loop's, while views last
 }
 
-// View announces that user has k open until ctx ends: a row of the
-// viewers table (made on first use), refreshed every few seconds and
-// deleted when ctx ends.
+// View announces that user has k open until ctx ends: a row of the viewers
+// table (made on first use), refreshed meanwhile.
 func (h *Hub) View(ctx context.Context, db *gorm.DB, k key, user string) error {
 	pr := &h.pr
 	if err := h.ensureViewers(db); err != nil {
@@ -98,8 +92,7 @@ func (h *Hub) View(ctx context.Context, db *gorm.DB, k key, user string) error {
 	return nil
 }
 
-// ensureViewers makes the viewers table if it is missing, once per
-// database.
+// ensureViewers makes the viewers table if it is missing, once per database.
 func (h *Hub) ensureViewers(db *gorm.DB) error {
 	pr := &h.pr
 	pr.mu.Lock()
@@ -145,9 +138,7 @@ func (h *Hub) refresh(ctx context.Context) {
 		}
 		pr.mu.Unlock()
 		now := time.Now().UTC()
-		for len(ids) > 0 {
-			batch := ids[:min(len(ids), 100)]
-			ids = ids[len(batch):]
+		for batch := range slices.Chunk(ids, 100) {
 			on(db, h.viewers).Where(clause.IN{Column: clause.Column{Name: "id"}, Values: batch}).Update("seen", now)
 		}
 	}
@@ -162,9 +153,7 @@ func (h *Hub) viewersNow(db *gorm.DB, keys []key) (map[key][]Viewer, error) {
 		return out, err
 	}
 	after := time.Now().UTC().Add(-ViewerGone)
-	for len(keys) > 0 {
-		batch := keys[:min(len(keys), 100)]
-		keys = keys[len(batch):]
+	for batch := range slices.Chunk(keys, 100) {
 		var rows []viewerRow
 		err := on(db, h.viewers).Where(ofRecords(batch)).
 			Where(clause.Gt{Column: clause.Column{Name: "seen"}, Value: after}).Find(&rows).Error
@@ -190,9 +179,8 @@ func (h *Hub) viewersNow(db *gorm.DB, keys []key) (map[key][]Viewer, error) {
 	return out, nil
 }
 
-// viewersMade says whether the viewers table is there: made by a View
-// here, or found (another node's View made it), looked for at most once
-// per ViewerGone so that a poll does not ask the catalog each time.
+// viewersMade says whether the viewers table is there (made here, or
+// found: looked for at most once per ViewerGone, not at every poll).
 func (h *Hub) viewersMade(db *gorm.DB) (bool, error) {
 	pr := &h.pr
 	pr.mu.Lock()
@@ -207,8 +195,7 @@ func (h *Hub) viewersMade(db *gorm.DB) (bool, error) {
 	return true, h.ensureViewers(db)
 }
 
-// sameViewers says whether two lists name the same users since the same
-// times.
+// sameViewers says whether two lists name the same users since the same times.
 func sameViewers(a, b []Viewer) bool {
 	return slices.EqualFunc(a, b, func(x, y Viewer) bool { return x.User == y.User && x.Since.Equal(y.Since) })
 }

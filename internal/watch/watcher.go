@@ -31,11 +31,9 @@ type watcher struct {
 	stop     context.CancelFunc    // the poll loop's, while it runs
 }
 
-// add subscribes s to k and starts the poll loop if it is not running.
-// s is told k's state first, as the database has it: a record nobody
-// watched yet is read now; one watched already is told by the next poll,
-// whose one read serves every watch added since (what the last poll saw
-// may have changed since).
+// add subscribes s to k, starting the poll loop if need be. s is told k's
+// state first: read now for a record nobody watched yet, else by the next
+// poll (what the last one saw may have changed since).
 func (h *Hub) add(db *gorm.DB, k key, s *sub) error {
 	w := &h.w
 	w.mu.Lock()
@@ -129,12 +127,9 @@ func (h *Hub) poll(ctx context.Context) error {
 		start[k] = w.start[k]
 	}
 	w.mu.Unlock()
-	// The locks first, then the notes: a take-over commits its lock and
-	// its note together, so a lock read here has its note in the read
-	// below. Notes are read by time, not only by id: ids can commit out of
-	// order (a note's transaction still open while a later one commits),
-	// so a read of ids above the last one told could pass over one for
-	// good.
+	// The locks first, then the notes: a take-over commits both together,
+	// so a lock read here has its note below. Notes are read by time, since
+	// ids can commit out of order.
 	locks, err := h.locks(db, keys) // one statement per 100 records
 	if err != nil {
 		return err
@@ -143,8 +138,7 @@ func (h *Hub) poll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A failed read of the viewers skips them this poll: the locks' events
-	// go on, and the error is the poll's.
+	// A failed read of the viewers skips them this poll, not the locks.
 	viewers, viewersErr := h.viewersNow(db, keys)
 	now := make(map[key]*lockstore.Lock, len(keys))
 	for i, l := range locks {
@@ -172,9 +166,8 @@ func (h *Hub) poll(ctx context.Context) error {
 	return viewersErr
 }
 
-// tell sends k's changes to its watches: to a watch added since the last
-// poll its first event instead (firstOf: the state this poll read, not
-// the changes since the last); w.mu is held.
+// tell sends k's changes to its watches, and to a watch added since the
+// last poll its first event instead (firstOf); w.mu is held.
 func (w *watcher) tell(k key, subs map[*sub]struct{}, changes []Event, is *lockstore.Lock, at time.Time) {
 	for s := range subs {
 		if _, fresh := w.pending[s]; fresh {
