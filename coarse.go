@@ -143,7 +143,12 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 		return // a soft delete deletes no row: nothing cascades
 	}
 	if stmt.Schema == nil || stmt.TableExpr != nil && !model.NamesOnly(stmt.TableExpr, stmt.Schema.Table) {
-		p.refuseParentByTable(db, op) // Table("…") alone, or over another model
+		// Table("…") alone, or over another model: without the parent's
+		// model the plugin cannot read which rows the write changes.
+		name, refs := p.reg.ParentNamed(stmt, op == opDelete, op == opUpdate)
+		if refs != nil && !p.bypassed(db, op) {
+			db.AddError(unenforceable(name, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].Table)))
+		}
 		return
 	}
 	m := p.reg.ModelOf(stmt.Schema, db.NamingStrategy)
@@ -169,16 +174,6 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 		if err := b.requireCascaded(db, st, op, keys); err != nil {
 			st.fail(db, err)
 		}
-	}
-}
-
-// refuseParentByTable refuses a delete, or an update of the key, of a
-// table named alone whose foreign-key actions reach lockable rows: without
-// its model the plugin cannot read which rows the write changes.
-func (p *Plugin) refuseParentByTable(db *gorm.DB, op opKind) {
-	name, refs := p.reg.ParentNamed(db.Statement, op == opDelete, op == opUpdate)
-	if refs != nil && !p.bypassed(db, op) {
-		db.AddError(unenforceable(name, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].Table)))
 	}
 }
 
