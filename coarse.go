@@ -4,15 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/offlinelock/offlinelock/internal/gormstmt"
 	"github.com/offlinelock/offlinelock/internal/lockstore"
 	"github.com/offlinelock/offlinelock/internal/model"
-	"github.com/offlinelock/offlinelock/internal/sqlscan"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
-	"gorm.io/gorm/schema"
 )
 
 // rootsOf maps member rows, given by the raw values of their foreign key,
@@ -52,9 +49,8 @@ func (p *Plugin) linksOf(db *gorm.DB, m *model.Model, pks []any) ([]any, error) 
 	return out, nil
 }
 
-// memberRootOf finds the root of one member given as a model value: its
-// foreign key when set, else the one stored in its row. The root row must
-// exist.
+// memberRootOf finds the existing root of one member value: by its
+// foreign key when set, else by the one stored in its row.
 func (p *Plugin) memberRootOf(db *gorm.DB, m *model.Model, v reflect.Value) (target, error) {
 	links, _ := m.RootLinks(db.Statement.Context, v)
 	if len(links) == 0 {
@@ -113,13 +109,9 @@ func (p *Plugin) rootsExist(db *gorm.DB, roots []target) error {
 	return nil
 }
 
-// Writes the database cascades (model.CascadeRef): the lockable rows they
-// change need the session's Write locks like any other row the write
-// changes. Undeclared constraints: see docs/fail-closed.md.
-
-// checkCascades requires the session's Write locks on the lockable rows
-// op (a delete, or an update of the key) of rows cascades to, before the
-// write runs.
+// checkCascades requires the session's Write locks on the lockable rows a
+// delete, or an update of the key, cascades to (model.CascadeRef;
+// undeclared constraints: docs/fail-closed.md), before the write runs.
 func (b *binding) checkCascades(db *gorm.DB, st *state, rows []pkRow, op opKind) error {
 	if !b.p.reg.Cascades(db, st.m, op == opDelete) {
 		return nil
@@ -143,20 +135,21 @@ func (b *binding) requireCascaded(db *gorm.DB, st *state, op opKind, keys []key)
 	return nil
 }
 
-// checkParentWrite is checkCascades for a delete, or an update of the key,
-// of a table that is not lockable (an untagged parent) whose declared
-// foreign-key actions reach lockable rows: those rows need the session's
-// Write locks, checked before the write's hooks, as for a lockable
-// parent. Without such rows the write goes on as the plugin never saw it
-// (no owner needed).
+// checkParentWrite is checkCascades for a parent that is not lockable;
+// a write that reaches no lockable row goes on unseen (no owner needed).
 func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 	p := b.p
 	stmt := db.Statement
 	if db.DryRun || stmt.Schema != nil && op == opDelete && len(stmt.Schema.DeleteClauses) > 0 && !stmt.Unscoped {
 		return // a soft delete deletes no row: nothing cascades
 	}
-	if stmt.Schema == nil || stmt.TableExpr != nil && !namesOnly(stmt.TableExpr, stmt.Schema.Table) {
-		p.refuseParentByTable(db, op) // Table("…") alone, or over another model
+	if stmt.Schema == nil || stmt.TableExpr != nil && !model.NamesOnly(stmt.TableExpr, stmt.Schema.Table) {
+		// Table("…") alone, or over another model: without the parent's
+		// model the plugin cannot read which rows the write changes.
+		name, refs := p.reg.ParentNamed(stmt, op == opDelete, op == opUpdate)
+		if refs != nil && !p.bypassed(db, op) {
+			db.AddError(unenforceable(name, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].Table)))
+		}
 		return
 	}
 	m := p.reg.ModelOf(stmt.Schema, db.NamingStrategy)
@@ -185,42 +178,9 @@ func (b *binding) checkParentWrite(db *gorm.DB, op opKind) {
 	}
 }
 
-// refuseParentByTable refuses a delete, or an update of the key, of a
-// table named alone (Table("…") with no model) whose declared foreign-key
-// actions reach lockable rows: without the parent's model the plugin
-// cannot read which rows the write changes (the database guard stands
-// behind it on PostgreSQL and MariaDB; SQLite has none).
-func (p *Plugin) refuseParentByTable(db *gorm.DB, op opKind) {
-	stmt := db.Statement
-	names := []string{stmt.Table}
-	if stmt.TableExpr != nil { // "schema.table", a quoted name, an alias, a join
-		names = sqlscan.Mentions(stmt.TableExpr.SQL, func(ident string) (string, bool) {
-			return strings.ToLower(ident), len(p.reg.CascadesOf(ident, op == opDelete, op == opUpdate)) > 0
-		})
-	}
-	for _, name := range names {
-		refs := p.reg.CascadesOf(name, op == opDelete, op == opUpdate)
-		if len(refs) == 0 || op == opUpdate && !model.WritesParentKey(stmt, refs) {
-			continue
-		}
-		if !p.bypassed(db, op) {
-			db.AddError(unenforceable(name, fmt.Sprintf("a %s by table name whose foreign-key actions reach lockable table %s changes rows the plugin cannot see, of", op, refs[0].Table)))
-		}
-		return
-	}
-}
-
-// namesOnly says whether a table expression is table itself, plainly
-// (Table("folders") over the Folder model): the model's own write.
-func namesOnly(expr *clause.Expr, table string) bool {
-	name, _, ok := sqlscan.SimpleTable(expr.SQL)
-	return ok && len(expr.Vars) == 0 && strings.EqualFold(name, table)
-}
-
-// cascadedKeys lists the lock keys of the lockable rows that a write (op)
-// of m's rows changes through foreign-key actions, at any depth,
-// row-locked where the store locks rows so that they stay the rows the
-// write changes.
+// cascadedKeys lists the lock keys of the lockable rows a write of m's
+// rows changes through foreign-key actions, at any depth, row-locked
+// where the store locks rows.
 func (p *Plugin) cascadedKeys(db *gorm.DB, m *model.Model, op opKind, rows []pkRow) ([]key, error) {
 	ids := make([]any, len(rows))
 	for i, r := range rows {
@@ -240,31 +200,15 @@ func (p *Plugin) cascadedKeys(db *gorm.DB, m *model.Model, op opKind, rows []pkR
 // one of vals, row-locked where the store locks rows.
 func (p *Plugin) childRows(db *gorm.DB) model.RowReader {
 	return func(table, column string, columns []string, vals []any) ([][]any, error) {
-		q := &gorm.Statement{DB: db, Table: table, Clauses: map[string]clause.Clause{}}
-		sel := make([]clause.Column, len(columns))
-		for i, c := range columns {
-			sel[i] = clause.Column{Name: c}
-		}
-		q.AddClause(clause.Select{Columns: sel})
-		q.AddClause(clause.From{Tables: []clause.Table{{Name: table}}})
-		q.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: clause.Column{Name: column}, Values: vals}}})
-		build := []string{"SELECT", "FROM", "WHERE"}
-		if p.lockRows(db) {
-			q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate})
-			build = append(build, "FOR")
-		}
-		q.Build(build...)
+		q := model.SelectIn(db, table, column, columns, vals, p.lockRows(db))
 		return rowsOf(db, q.SQL.String(), q.Vars, len(columns))
 	}
 }
 
-// Relationships are part of the record: appending, replacing or clearing a
-// many2many association of a lockable record writes rows of the join table,
-// and that changes the record. A write to a join table therefore needs the
-// Write lock of the record on each lockable side of every row it touches.
+// A join table's row is part of the records it relates: writing it needs
+// the Write lock of the record on each lockable side.
 
-// joinRefusal is err, where it is a join table without a lockable side's
-// whole key, as the refusal the application sees.
+// joinRefusal is a model.PartialJoin as the refusal the application sees.
 func joinRefusal(err error) error {
 	var pj *model.PartialJoin
 	if errors.As(err, &pj) {
@@ -321,15 +265,10 @@ func (b *binding) beforeJoinWrite(db *gorm.DB, op opKind) {
 // from the rows a Create inserts, or the rows an Update or Delete matches.
 func (p *Plugin) joinRows(db *gorm.DB, o model.JoinOwner, op opKind) ([][]any, error) {
 	if op == opCreate {
-		fields := make([]*schema.Field, len(o.Columns))
-		for i, c := range o.Columns {
-			fields[i] = model.SpecField(c, o.Model.Kinds[i])
+		if rows, ok := o.InsertedRows(db); ok {
+			return rows, nil
 		}
-		rows, complete, known := model.ValueRows(db, db.Statement.ReflectValue, fields)
-		if !complete || !known {
-			return nil, unenforceable(o.Model.Table, "a join-table row without the whole key relates a record of")
-		}
-		return rows, nil
+		return nil, unenforceable(o.Model.Table, "a join-table row without the whole key relates a record of")
 	}
 	where, ok := db.Statement.Clauses["WHERE"].Expression.(clause.Where)
 	if !ok || len(where.Exprs) == 0 {
@@ -343,8 +282,8 @@ func (p *Plugin) joinRows(db *gorm.DB, o model.JoinOwner, op opKind) ([][]any, e
 	return rowsOf(db, q.SQL.String(), q.Vars, len(cols))
 }
 
-// keysOfRows maps the key values of m's rows to the lock keys that cover
-// them: their own, or, for a member, its root's.
+// keysOfRows maps m's rows' key values to their lock keys (a member's:
+// its root's).
 func (p *Plugin) keysOfRows(db *gorm.DB, m *model.Model, rows [][]any) ([]key, error) {
 	out := make([]key, 0, len(rows))
 	if m.Root != nil {

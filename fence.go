@@ -10,31 +10,9 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// The fence, folded into the write. A verified save would otherwise cost a
-// statement of its own after the write: read the key row FOR SHARE, so
-// that a takeover of an expired lock either committed before the check
-// (and the save fails) or waits for the save's commit. When nothing but
-// GORM's own work can run between the write and its commit, the same
-// check and the same row lock can ride in the write's WHERE:
-//
-//	UPDATE docs SET … WHERE id = 7 AND EXISTS (SELECT 1 FROM locks WHERE …
-//	    AND session = 'M1' AND expires_at > clock_timestamp() FOR SHARE)
-//
-// It changes no row unless the session's Write lock is valid at the moment
-// of the write, and from then on the key row is row-locked until commit,
-// so no takeover can commit in between. The price is that a takeover of
-// that record waits for the save's commit, not only for its last round
-// trip; so the fold is used only when that wait is GORM's own work: no
-// After hook of the model and no callback of anyone else in the chain
-// (a hook or another plugin's callback could run for as long as it likes
-// with the row locked). A write that changes no row is checked on its own,
-// to tell a missing row from a lost lock.
-//
-// On MySQL the fold is the guard's fence function (lockstore.FenceCall),
-// which refuses with an error rather than matching no row: MySQL reports
-// an unchanged row as 0 rows, so only an error tells a lost lock from an
-// unchanged row without another statement. There it also rides, twice, in
-// the holder's upsert of one record (foldUpsert).
+// The fence, folded into the write's own WHERE when nothing but GORM's
+// work runs before its commit (docs/callbacks.md, "The folded fence"; on
+// MySQL the guard's fence function, docs/guard.md).
 
 // foldFence puts the fence of a write of one record by key (the hint
 // path) into the write's WHERE, when canFold says it may.
@@ -52,20 +30,11 @@ func (b *binding) foldFence(db *gorm.DB, st *state, k key) {
 	st.folded = true
 }
 
-// foldUpsert folds the fence of a MySQL upsert of one record by key (the
-// hint path) into the statement, twice, when canFold says it may and the
-// store has its fence function: in the key's value, the record must not be
-// another session's (a new row needs no lock); in the ON DUPLICATE KEY
-// UPDATE part, which MySQL runs only for a row that exists, it must be the
-// session's:
-//
-//	INSERT INTO docs (title, id) VALUES ('t', IF(fence('docs', '7', 'M1', 1) = 1, 7, NULL))
-//	ON DUPLICATE KEY UPDATE title = VALUES(title), id = IF(fence('docs', '7', 'M1', 0) = 1, id, NULL)
-//
-// Each refuses with an error, so the write fails whatever its row count
-// says (an upsert's cannot tell an insert from an update). It reports
-// whether it folded; the store's clause builders write both
-// (lockstore.Signer), and the fence trusts the fold only if they did.
+// foldUpsert folds the fence of a MySQL upsert of one record by key into
+// the statement twice (docs/guard.md, "The fence function"): in the key's
+// value (not another session's) and in ON DUPLICATE KEY UPDATE (the
+// session's). lockstore.Signer's clause builders write both; the fence
+// trusts the fold only if they did. It reports whether it folded.
 func (b *binding) foldUpsert(db *gorm.DB, st *state, k key) bool {
 	fc := st.caps.FenceCall
 	if fc == nil || !b.canFold(db, st, opCreate) || !oneValue(db.Statement.ReflectValue) {
@@ -87,11 +56,9 @@ func oneValue(v reflect.Value) bool {
 	return k != reflect.Slice && k != reflect.Array || v.Len() == 1
 }
 
-// prepareWrite runs a write whose fence rides in its WHERE (st.folded)
-// prepared, on a store that keeps statements prepared: on SQLite,
-// compiling the write's lock-check subquery costs more than running it.
-// Just before gorm:update; unpreparedWrite puts the transaction back just
-// after, before anything else (associations, hooks, commit) runs on it.
+// prepareWrite runs a folded write prepared where the store keeps
+// statements prepared (SQLite: compiling the subquery costs more than
+// running it); unpreparedWrite, just after gorm:update, puts it back.
 func (b *binding) prepareWrite(db *gorm.DB) {
 	st := statementState(db.Statement)
 	if st == nil || !st.folded || st.prepared || db.Error != nil || db.DryRun {
@@ -103,8 +70,7 @@ func (b *binding) prepareWrite(db *gorm.DB) {
 	}
 }
 
-// unpreparedWrite is prepareWrite's undoing, just after gorm:update: the
-// transaction put back, if its wrapping is still there.
+// unpreparedWrite puts back the transaction prepareWrite wrapped.
 func unpreparedWrite(db *gorm.DB) {
 	if st := statementState(db.Statement); st != nil && st.prepared && st.preparedTx[1] != nil {
 		st.prepared = false
@@ -116,23 +82,14 @@ func unpreparedWrite(db *gorm.DB) {
 }
 
 // canFold says whether the fence of a write of one record by key can ride
-// in the write's WHERE: the store can, the caller gave the write no WHERE
-// of its own, and nothing but GORM's and the plugin's own callbacks run
-// between the write and its commit (the model has no After hook that
-// runs, it saves no associations, and the chain holds no callback of
-// anyone else).
+// in its WHERE: the store can, the caller gave no WHERE, and nothing but
+// GORM's and the plugin's callbacks run before commit (no After hook, no
+// associations, no one else's callback in the chain).
 func (b *binding) canFold(db *gorm.DB, st *state, op opKind) bool {
-	p := b.p
-	caps := st.caps
-	switch {
-	case op == opCreate: // an upsert (write.go's hint path): MySQL's only (foldUpsert)
-		if caps.FenceCall == nil || p.cfg.DisableGuard {
-			return false
-		}
-	case caps.Folder == nil && (caps.FenceCall == nil || p.cfg.DisableGuard):
-		return false
+	caps, s := st.caps, db.Statement.Schema
+	if fn := caps.FenceCall != nil && !b.p.cfg.DisableGuard; !fn && (op == opCreate || caps.Folder == nil) {
+		return false // an upsert folds on MySQL only (foldUpsert)
 	}
-	s := db.Statement.Schema
 	if callerWhere(db.Statement) || s == nil || len(s.Relationships.Relations) > 0 {
 		return false
 	}
@@ -154,13 +111,11 @@ func (b *binding) canFold(db *gorm.DB, st *state, op opKind) bool {
 		}
 		proc = db.Callback().Delete()
 	}
-	return p.chains.own(proc)
+	return b.p.chains.own(proc)
 }
 
-// refusedAtFence turns the refusal of a folded fence that refuses with an
-// error (lockstore.FenceCall) into the error the fence's own statement
-// would have given, naming the holder; the write changed nothing. It
-// reports whether it did.
+// refusedAtFence turns a folded fence's refusal (lockstore.FenceCall)
+// into the error the fence's own statement gives, and reports whether.
 func (b *binding) refusedAtFence(db *gorm.DB, st *state) bool {
 	p := b.p
 	fc := st.caps.FenceCall
@@ -181,10 +136,8 @@ func (b *binding) refusedAtFence(db *gorm.DB, st *state) bool {
 	return true
 }
 
-// runsHooks says whether GORM runs a hook of the model's for op, before
-// or after the write (hooks are not skipped). The hint path (write.go)
-// is taken only without them, so that a write it refuses has run no code
-// of the caller's.
+// runsHooks says whether GORM runs a hook of the model's for op: the hint
+// path (write.go) is taken only without, so a refused write ran none.
 func runsHooks(db *gorm.DB, op opKind) bool {
 	s := db.Statement.Schema
 	if s == nil || db.Statement.SkipHooks {
@@ -199,12 +152,8 @@ func runsHooks(db *gorm.DB, op opKind) bool {
 	return s.BeforeDelete || s.AfterDelete
 }
 
-// callerWhere says whether the caller gave the write a WHERE of its own
-// (Where, Or, Not, Clauses): its terms and ours share one WHERE with no
-// parentheses around each, so an Or, or a term that closes GORM's
-// parenthesis, could match the row without the fence. The fence is folded
-// only beside the conditions GORM itself adds (the primary key, soft
-// delete) after this callback.
+// callerWhere says whether the caller gave the write a WHERE of its own:
+// an Or beside the fence, unparenthesised, could match without it.
 func callerWhere(stmt *gorm.Statement) bool {
 	c, ok := stmt.Clauses["WHERE"]
 	if !ok {
@@ -214,9 +163,9 @@ func callerWhere(stmt *gorm.Statement) bool {
 	return !ok || len(where.Exprs) > 0
 }
 
-// chainCache remembers ownChain's verdict per callback processor. Every
-// Register, Replace and Remove appends to the processor's callbacks, so
-// their count tells a verdict that still holds from one to read again.
+// chainCache remembers, per GORM callback processor, whether its chain is
+// GORM's and the plugin's alone, judged again when its count of callbacks
+// (every Register, Replace and Remove appends one) changed.
 type chainCache struct {
 	mu sync.Mutex
 	m  map[any]chainVerdict
@@ -227,9 +176,9 @@ type chainVerdict struct {
 	own       bool
 }
 
-// own is ownChain's verdict on proc, judged again only when proc's
-// callbacks changed: their count is len(processor.callbacks), read by
-// reflection; a processor without that shape is never the plugin's own.
+// own is the cached verdict on proc. GORM lists no callbacks: this reads
+// the processor's unexported fields, and any other shape answers false
+// (the fence keeps its own statement).
 func (c *chainCache) own(proc any) bool {
 	v := reflect.ValueOf(proc)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
@@ -246,7 +195,7 @@ func (c *chainCache) own(proc any) bool {
 	if ok && verdict.callbacks == n {
 		return verdict.own
 	}
-	verdict = chainVerdict{callbacks: n, own: ownChain(proc)}
+	verdict = chainVerdict{callbacks: n, own: ownCallbacks(cbs)}
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[any]chainVerdict{}
@@ -256,20 +205,8 @@ func (c *chainCache) own(proc any) bool {
 	return verdict.own
 }
 
-// ownChain reports whether every callback registered on a GORM callback
-// processor is GORM's or the plugin's, none replaced. GORM does not list
-// its callbacks, so this reads the processor's unexported fields; if their
-// shape ever changes, it answers false and the fence keeps its own
-// statement.
-func ownChain(proc any) bool {
-	v := reflect.ValueOf(proc)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return false
-	}
-	cbs := v.Elem().FieldByName("callbacks")
-	if cbs.Kind() != reflect.Slice {
-		return false
-	}
+// ownCallbacks: every callback is GORM's or the plugin's, none replaced.
+func ownCallbacks(cbs reflect.Value) bool {
 	for i := 0; i < cbs.Len(); i++ {
 		c := cbs.Index(i)
 		if c.Kind() != reflect.Pointer || c.IsNil() || c.Elem().Kind() != reflect.Struct {
@@ -286,20 +223,17 @@ func ownChain(proc any) bool {
 	return true
 }
 
-// The writer's identity, carried to the guard inside statements the plugin
-// already sends (internal/lockstore's signing.go): the store writes it,
-// the plugin says who sends a statement and what it folded into it.
+// The writer's identity rides in statements the plugin already sends
+// (internal/lockstore's signing.go): the plugin says who sends each.
 
-// registerIdentity has the store sign db's writes, once per database
-// (with the callbacks).
+// registerIdentity has the store sign db's writes, once per database.
 func (b *binding) registerIdentity(db *gorm.DB) {
 	if s := b.t.caps.Signer; s != nil && !b.p.cfg.DisableGuard {
 		s.SignWrites(db, writer{b})
 	}
 }
 
-// rawIdentity gives a raw write (Exec) by a session its identity
-// (lockstore.Signer's SignRaw; lockstore.EndRawTx ends what it began).
+// rawIdentity gives a raw write (Exec) its identity (Signer.SignRaw).
 func (b *binding) rawIdentity(db *gorm.DB) {
 	if b.t == nil || b.t.caps.Signer == nil || b.p.cfg.DisableGuard || db.Error != nil || db.DryRun {
 		return // no store: a plugin that failed to initialise refuses elsewhere
@@ -310,8 +244,8 @@ func (b *binding) rawIdentity(db *gorm.DB) {
 // writer is the plugin's side of a signed write (lockstore.Writer).
 type writer struct{ b *binding }
 
-// Writer is lockstore.Writer's: the owner in stmt's context; a write the
-// plugin checks again before commit (fence.go) is fenced.
+// Writer is lockstore.Writer's: the owner in stmt's context, and whether
+// the plugin fences the write.
 func (w writer) Writer(stmt *gorm.Statement) (string, bool) {
 	var o Owner
 	if stmt.Context != nil { // OwnerFrom, inline: on every write's path

@@ -15,24 +15,17 @@ import (
 	"gorm.io/gorm"
 )
 
-// The database guard (docs/guard.md): triggers that refuse, whoever
-// sends it, a write of a record another session holds; no lock is
-// granted where they do not cover the record's tables. internal/guard
-// keeps it, a Keeper per database (binding.guard): this file is the
-// public API over it, and what the Keeper asks of the plugin (guardHost).
+// The database guard (docs/guard.md) is internal/guard's, a Keeper per
+// database (binding.guard): here its public methods, and guardHost.
 
 // DefaultGuardCheckEvery is how often, by default, the plugin reads again
 // from the database whether the guard covers every lockable table.
 const DefaultGuardCheckEvery = 30 * time.Second
 
-// ErrUnguarded reports a lock refused because the database guard does not
-// cover every table that can hold a row of the record (docs/guard.md, "No
-// guard, no grant"): a table without the guard's triggers, with one
-// disabled or replaced, or one whose foreign-key actions the guard cannot
-// follow. Nothing was written to the lock table. The message names the
-// table, what is missing and the command that fixes it; errors.Is(err,
-// ErrUnenforceable) is true as well. Plugin.UnguardedTables lists such
-// tables without a grant being tried.
+// ErrUnguarded reports a lock refused, nothing written, because the
+// database guard does not cover a table that can hold a row of the
+// record (docs/guard.md, "No guard, no grant"); errors.Is(err,
+// ErrUnenforceable) holds too. The message names the table and the fix.
 var ErrUnguarded = guard.ErrUnguarded
 
 // UnguardedTable is a table that can hold rows of lockable records and
@@ -43,24 +36,18 @@ type UnguardedTable struct {
 	// Resources are the lock resources (root tables) whose records the
 	// table can hold: their grants are refused.
 	Resources []string
-	// State is what is missing: "dropped" (no trigger of the guard, or
-	// one of its triggers, routines or views is missing), "disabled"
-	// (a trigger is disabled), "replaced" (a trigger or routine differs
-	// from what this version installs), "unknown" (its guard could not be
-	// read in time: Reason says why), "unguardable" (the guard cannot
-	// follow the table: Reason says why and what to change), or "newer"
-	// (a newer offlinelock installed the guard: upgrade this node).
+	// State is what is missing: "dropped", "disabled", "replaced" (as in
+	// GuardState), "unknown" (not read in time), "unguardable" (Reason
+	// says why) or "newer" (a newer offlinelock installed it).
 	State string
 	// Reason says it for people.
 	Reason string
 }
 
 // InstallGuard installs, or upgrades in place, the database guard on every
-// lockable table of the catalog that exists. db.Use does it (unless
-// Config.DisableGuard is set), and the plugin does it again before it
-// first locks or writes a table that appeared later; call it after
-// creating lockable tables outside GORM. Idempotent; safe from several
-// nodes at once. SQLite has no guard: there it does nothing.
+// lockable table of the catalog that exists, as db.Use does; call it after
+// creating lockable tables outside GORM. Idempotent, safe from several
+// nodes at once; nothing on SQLite.
 func (p *Plugin) InstallGuard(db *gorm.DB) error {
 	db = onPrimary(db)
 	b, err := p.bindingOf(db)
@@ -70,12 +57,10 @@ func (p *Plugin) InstallGuard(db *gorm.DB) error {
 	return b.guard.Install(db)
 }
 
-// RemoveGuard drops the database guard of this plugin's lock table from
-// every table that carries it, and its routines. It checks first that this
-// role may (CheckGuardPrivileges), and changes nothing when it may not. Writes from any client are
-// then checked only where they pass through the plugin; db.Use, or the
-// plugin's next lock of a table, installs it again unless
-// Config.DisableGuard is set.
+// RemoveGuard drops the database guard of this plugin's lock table, its
+// triggers and routines, after CheckGuardPrivileges (nothing changed
+// without them). db.Use, or the next lock of a table, installs it again
+// unless Config.DisableGuard is set.
 func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 	db = onPrimary(db)
 	b, err := p.bindingOf(db)
@@ -93,96 +78,50 @@ func (p *Plugin) RemoveGuard(db *gorm.DB) error {
 // GuardState is what GuardStatus reports of one guarded table.
 type GuardState struct {
 	Table string
-	// State is "ok" (in place as this version installs it), "dropped" (a
-	// trigger or routine is missing), "disabled" (a trigger is disabled),
-	// "replaced" (a routine or trigger differs from what this version
-	// installs), "hidden" (this role may not read the definitions), or
-	// "unguardable" (the guard cannot follow the table: Reason says why
-	// and what to change in the schema). InstallGuard, or the next
-	// db.Use, repairs "dropped", "disabled" and "replaced".
+	// State is "ok", "dropped" (a trigger or routine missing), "disabled",
+	// "replaced" (differs from what this version installs), "hidden"
+	// (this role may not read it) or "unguardable" (Reason says why).
+	// InstallGuard repairs the first three.
 	State string
 	// Reason says, for "unguardable", why.
 	Reason string
 }
 
 // GuardStatus reports, for every lockable table of the catalog that
-// exists (and its join tables, and MySQL's cascade parents), whether its
-// guard is in place, read from the definitions in the database: a trigger
-// disabled or dropped, or a routine replaced (docs/boundary.md). SQLite
-// has no guard: nil.
+// exists (and its join tables and MySQL's cascade parents), whether its
+// guard is in place, read from the database (docs/boundary.md). SQLite:
+// nil.
 func (p *Plugin) GuardStatus(db *gorm.DB) ([]GuardState, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
-	if err != nil || t.caps.Guard == nil {
-		return nil, err
-	}
-	c := direct(p.background(db))
-	specs, err := t.specs(c)
-	if err != nil {
-		return nil, err
-	}
-	states, err := guard.Status(c, t.caps.Guard, specs)
-	if err != nil {
+	states, err := guardRead(p, db, (*guard.Keeper).States)
+	if err != nil || states == nil {
 		return nil, err
 	}
 	out := make([]GuardState, len(states))
 	for i, st := range states {
-		out[i] = GuardState{Table: st.Table, State: st.State, Reason: st.Reason}
+		out[i] = GuardState(st)
 	}
 	return out, nil
 }
 
-// DeclaredTables lists, in order, the lockable tables the catalog
-// declares (lower case): those whose models an application registered
-// (Config.Models) or used on this lock table's database, whether or not
-// they exist. The guard covers their tables; an empty list means no
-// application has declared any yet.
+// DeclaredTables lists, in order and lower case, the lockable tables the
+// catalog declares (registered or used on this database), existing or
+// not: the tables the guard covers.
 func (p *Plugin) DeclaredTables(db *gorm.DB) ([]string, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
-	if err != nil {
-		return nil, err
-	}
-	specs, err := t.specs(direct(p.background(db)))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(specs))
-	for _, s := range specs {
-		if s.Table != "" {
-			out = append(out, strings.ToLower(s.Table))
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
+	return guardRead(p, db, (*guard.Keeper).Declared)
 }
 
 // GuardedTables lists, in order, the tables that carry this plugin's
 // database guard, as the database reports them (lower case).
 func (p *Plugin) GuardedTables(db *gorm.DB) ([]string, error) {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
-	if err != nil || t.caps.Guard == nil {
-		return nil, err
-	}
-	return guard.Guarded(direct(p.background(db)), t.caps.Guard)
+	return guardRead(p, db, (*guard.Keeper).GuardedTables)
 }
 
-// UnguardedTables lists, read from the database now, the tables that can
-// hold rows of lockable records and that the database guard does not
-// cover (docs/guard.md): grants of their records are refused
-// (ErrUnguarded) until `offlinelock guard install` or InstallGuard covers
-// them. Empty when every table is covered, and on SQLite and with
-// Config.DisableGuard, where grants do not depend on the guard. A
-// readiness check can call it; the gauge offlinelock.guard.unguarded
-// reports the same between calls.
+// UnguardedTables lists, read now, the tables that can hold rows of
+// lockable records and that the guard does not cover: their grants are
+// refused (ErrUnguarded). Empty when all are covered, on SQLite and with
+// Config.DisableGuard. For readiness checks (docs/guard.md).
 func (p *Plugin) UnguardedTables(db *gorm.DB) ([]UnguardedTable, error) {
-	db = onPrimary(db)
-	b, err := p.bindingOf(db)
-	if err != nil {
-		return nil, err
-	}
-	gaps, err := b.guard.Unguarded(db)
+	gaps, err := guardRead(p, db, (*guard.Keeper).Unguarded)
 	if err != nil || gaps == nil {
 		return nil, err
 	}
@@ -193,23 +132,20 @@ func (p *Plugin) UnguardedTables(db *gorm.DB) ([]UnguardedTable, error) {
 	return out, nil
 }
 
-// GuardSQL returns the statements that `offlinelock guard install` (the
-// lock table's Migrate, CreateFeatureTables and InstallGuard) would run
-// on db now, in order, without running any: for shops whose DBAs run
-// migrations (`offlinelock guard install --print-sql`). It reads the
-// database (the catalog, what is in place) and changes nothing. Run the
-// statements as the tables' owner, in one transaction on PostgreSQL; on
-// MySQL/MariaDB they carry routine bodies with semicolons, so run each as
-// one statement (the command's output sets a DELIMITER).
-//
-// Where the lock table does not exist yet there is no catalog, so no
-// table is declared: the statements make the lock table, its catalog and
-// the feature tables; run GuardSQL again once the application has
-// declared its tables. A declared table the guard cannot follow is
-// reported as InstallGuard reports it, with the statements of the others.
-// The statements carry the guard's key (MySQL/MariaDB's routines carry it
-// in their bodies): keep them as private as the lock table. SQLite has no
-// guard: nil.
+// guardRead runs read on the Keeper of db's primary.
+func guardRead[T any](p *Plugin, db *gorm.DB, read func(*guard.Keeper, *gorm.DB) ([]T, error)) ([]T, error) {
+	db = onPrimary(db)
+	b, err := p.bindingOf(db)
+	if err != nil {
+		return nil, err
+	}
+	return read(&b.guard, db)
+}
+
+// GuardSQL returns, without running any, the statements `offlinelock
+// guard install` would run on db now (--print-sql; docs/guard.md, "Shops
+// whose DBAs run migrations"): the lock table's, the feature tables', the
+// guard's. They carry the guard's key: keep them private. SQLite: nil.
 func (p *Plugin) GuardSQL(db *gorm.DB) ([]string, error) {
 	db = onPrimary(db)
 	t, err := p.storeFor(db)
@@ -243,9 +179,7 @@ func (p *Plugin) GuardSQL(db *gorm.DB) ([]string, error) {
 	return append(out, plan.Statements()[before:]...), unfollowed
 }
 
-// featureSQL is the DDL of the feature tables that are missing, as GORM
-// would send it (a dry run of its migrator, whose statements a logger
-// collects).
+// featureSQL is the DDL GORM would send for the missing feature tables.
 func (p *Plugin) featureSQL(db *gorm.DB) ([]string, error) {
 	s := p.background(db).WithContext(ctxOf(db))
 	var out []string
@@ -262,28 +196,11 @@ func (p *Plugin) featureSQL(db *gorm.DB) ([]string, error) {
 	return out, nil
 }
 
-// CheckGuardPrivileges reports the privileges this role lacks to install
-// the database guard on every table the catalog declares (or, with remove,
-// to remove it from every table that carries it), read from the database
-// before anything is changed: an error naming each privilege, its object
-// and the grant that gives it, or nil when the role has them all.
-// RemoveGuard runs it first, and so does `offlinelock guard install`
-// where there is something to install, so that neither stops half-way
-// (MySQL's DDL commits statement by statement). SQLite has no guard: nil.
+// CheckGuardPrivileges reports, as ErrGuardPrivileges naming each grant,
+// the privileges this role lacks to install the database guard (or, with
+// remove, to remove it), before anything changes; nil on SQLite.
 func (p *Plugin) CheckGuardPrivileges(db *gorm.DB, remove bool) error {
-	db = onPrimary(db)
-	t, err := p.storeFor(db)
-	if err != nil || t.caps.Guard == nil {
-		return err
-	}
-	c := direct(p.background(db).WithContext(ctxOf(db)))
-	var specs []model.Spec
-	if !remove && db.Session(&gorm.Session{NewDB: true}).Migrator().HasTable(p.cfg.Table) {
-		if specs, err = t.specs(c); err != nil {
-			return err
-		}
-	}
-	missing, err := guard.Missing(c, t.caps.Guard, specs, remove)
+	missing, err := guardRead(p, db, func(k *guard.Keeper, db *gorm.DB) ([]string, error) { return k.Lacks(db, remove) })
 	if err != nil || len(missing) == 0 {
 		return err
 	}
@@ -292,8 +209,7 @@ func (p *Plugin) CheckGuardPrivileges(db *gorm.DB, remove bool) error {
 		ErrGuardPrivileges, verb, p.cfg.Table, strings.Join(missing, "; "))
 }
 
-// checkGuarded refuses a grant on resource when the guard does not cover
-// every table that can hold a row of its records (guard.Keeper.Check).
+// checkGuarded is guard.Keeper.Check: no guard, no grant.
 func (p *Plugin) checkGuarded(db *gorm.DB, resource string) error {
 	b, err := p.bindingOf(db)
 	if err != nil {
@@ -302,9 +218,8 @@ func (p *Plugin) checkGuarded(db *gorm.DB, resource string) error {
 	return b.guard.Check(db, resource)
 }
 
-// lockedByGuard turns the guard's refusal in db.Error into the
-// *LockedError a plugin caller expects, naming the holders as the lock
-// table has them now.
+// lockedByGuard turns the guard's refusal in db.Error into a *LockedError
+// naming the holders the lock table has now.
 func (p *Plugin) lockedByGuard(db *gorm.DB) {
 	var le *LockedError
 	if db.Error == nil || errors.As(db.Error, &le) {
@@ -353,14 +268,9 @@ func (h *guardHost) Remember(db *gorm.DB, m *model.Model) error {
 // Forget is binding.forget.
 func (h *guardHost) Forget() { (*binding)(h).forget() }
 
-// The catalog (internal/model's Spec, a row a lockable table, in
-// <Config.Table>_tables) is read when the plugin is registered and again
-// every catalogRefresh. A model is written to it when db.Use parses it
-// (Config.Models), or else before the first statement or Acquire that
-// locks it, so a lock on a table never exists before its catalog row. A
-// node started later knows the table from the start; a node already
-// running learns it at its next refresh, or at once when it lists the
-// model in Config.Models.
+// The catalog of lockable tables (<Config.Table>_tables): a model's row is
+// written before any lock on its table; nodes read it at start and every
+// catalogRefresh (docs/architecture.md).
 
 // catalogRefresh is how often a node re-reads the catalog.
 const catalogRefresh = 10 * time.Second
@@ -377,9 +287,8 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 		return err
 	}
 	b.catalogAt.Store(time.Now().UnixNano())
-	// A failover or restart since the last refresh: move the generation
-	// epoch to this server (PostgreSQL roles that cannot read the WAL
-	// timeline; lockstore/generation_postgres.go).
+	// After a failover, the generation epoch moves to this server
+	// (lockstore/generation_postgres.go).
 	if k, ok := b.t.Store.(lockstore.EpochKeeper); ok {
 		if err := k.KeepEpoch(direct(db)); err != nil {
 			return err
@@ -390,12 +299,9 @@ func (p *Plugin) loadCatalog(db *gorm.DB) error {
 }
 
 // rememberModel writes m to the catalog before the plugin first enforces
-// it on this node, so that a lock on its table never exists before its
-// catalog row: a node started later knows the table. It writes on the
-// statement's own connection: a second one could wait forever for a pool
-// the caller's transaction holds, or (SQLite) for its write lock. Inside a
-// transaction the row commits with it, so it is written again next time
-// until a statement outside a transaction has done it.
+// it. On the statement's own connection: a second could wait forever for
+// a pool the caller's transaction holds (SQLite: its write lock). Inside a
+// transaction it is written again until one outside has done it.
 func (b *binding) rememberModel(db *gorm.DB, m *model.Model) error {
 	h := b.here(m)
 	version := m.Version.Load() + 1
@@ -405,9 +311,7 @@ func (b *binding) rememberModel(db *gorm.DB, m *model.Model) error {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	c := direct(db).WithoutCancel()
 	spec := b.p.reg.SpecOf(m)
-	// What the table's guard covers may have grown (a join table, a
-	// cascade learnt from another model): its next install plans it
-	// again, and grants wait for that (internal/guard).
+	// What the table's guard covers may have grown: planned again.
 	defer b.guard.ForgetSoon(m.Table)
 	if stored, err := b.t.specs(c); err == nil && slices.ContainsFunc(stored, spec.Same) {
 		h.saved.Store(version) // committed already: no write, no row lock held in the caller's transaction

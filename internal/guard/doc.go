@@ -16,6 +16,7 @@
 //	  Lazily, AfterDDL, ForgetSoon      a table guarded on a statement's way, after DDL, again
 //	  Governs, Check, Unguarded, Count  grants need the guard; one grant's check; the gaps
 //	  Key, MarkKey, LoadKey, Refused    the key the identity is marked with; a refusal read
+//	  States, Declared, GuardedTables, Lacks  the public methods' reads of the catalog
 //	ErrUnguarded, Gap                   a grant refused; a table not covered, and why
 //	Status(c, g, specs) → []State       each guarded table's state in the database
 //	SQL(c, g, specs), CreateSQL         an install's statements, recorded, not run

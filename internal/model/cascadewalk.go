@@ -3,6 +3,9 @@ package model
 import (
 	"fmt"
 	"strings"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // CascadeStep is rows of Table that a write deletes (Delete) or changes
@@ -136,4 +139,24 @@ func columnOf(rows [][]any, i int) []any {
 		out[j] = r[i]
 	}
 	return out
+}
+
+// SelectIn builds, for a RowReader, the read of columns of table's rows
+// whose column is one of vals, FOR UPDATE with lock.
+func SelectIn(db *gorm.DB, table, column string, columns []string, vals []any, lock bool) *gorm.Statement {
+	q := &gorm.Statement{DB: db, Table: table, Clauses: map[string]clause.Clause{}}
+	sel := make([]clause.Column, len(columns))
+	for i, c := range columns {
+		sel[i] = clause.Column{Name: c}
+	}
+	q.AddClause(clause.Select{Columns: sel})
+	q.AddClause(clause.From{Tables: []clause.Table{{Name: table}}})
+	q.AddClause(clause.Where{Exprs: []clause.Expression{clause.IN{Column: clause.Column{Name: column}, Values: vals}}})
+	build := []string{"SELECT", "FROM", "WHERE"}
+	if lock {
+		q.AddClause(clause.Locking{Strength: clause.LockingStrengthUpdate})
+		build = append(build, "FOR")
+	}
+	q.Build(build...)
+	return q
 }

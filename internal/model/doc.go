@@ -34,6 +34,8 @@
 //	                                what the lock table can hold
 //	StructsOf, ValueRows, MapKeysNaming, NamesField, WritesParentKey
 //	                                key values read from structs, maps, slices and updates
+//	ParentNamed, NamesOnly, SelectIn, JoinOwner.InsertedRows
+//	                                a write's parent named by table; a walk's read; a join Create's keys
 //	TagName, TagSlip, NotLockable   the tag; a slipped one; the error that names it
 //	Spec, SpecOf, Learn, Rows, Specs, SpecField
 //	                                the catalog's rows: a model's, and models known by them

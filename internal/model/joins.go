@@ -4,8 +4,10 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/offlinelock/offlinelock/internal/sqlscan"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+	"gorm.io/gorm/schema"
 )
 
 // JoinOwner is a lockable side of a join table (or a cascade's lockable
@@ -117,4 +119,41 @@ func WritesParentKey(stmt *gorm.Statement, refs []CascadeRef) bool {
 		}
 	}
 	return false
+}
+
+// ParentNamed finds, among the tables a write by table name names
+// (stmt.Table, or those its TableExpr mentions), the first whose
+// foreign-key actions a delete (del) or an update of the key (upd) reaches
+// lockable rows through, and those actions; "" and nil when none.
+func (r *Registry) ParentNamed(stmt *gorm.Statement, del, upd bool) (string, []CascadeRef) {
+	names := []string{stmt.Table}
+	if stmt.TableExpr != nil { // "schema.table", a quoted name, an alias, a join
+		names = sqlscan.Mentions(stmt.TableExpr.SQL, func(ident string) (string, bool) {
+			return strings.ToLower(ident), len(r.CascadesOf(ident, del, upd)) > 0
+		})
+	}
+	for _, name := range names {
+		if refs := r.CascadesOf(name, del, upd); len(refs) > 0 && (!upd || WritesParentKey(stmt, refs)) {
+			return name, refs
+		}
+	}
+	return "", nil
+}
+
+// InsertedRows reads the keys of o's records that the rows a Create of
+// the join table inserts relate; false when a row lacks the whole key.
+func (o JoinOwner) InsertedRows(db *gorm.DB) ([][]any, bool) {
+	fields := make([]*schema.Field, len(o.Columns))
+	for i, c := range o.Columns {
+		fields[i] = SpecField(c, o.Model.Kinds[i])
+	}
+	rows, complete, known := ValueRows(db, db.Statement.ReflectValue, fields)
+	return rows, complete && known
+}
+
+// NamesOnly says whether a table expression is table itself, plainly
+// (Table("folders") over the Folder model): the model's own write.
+func NamesOnly(expr *clause.Expr, table string) bool {
+	name, _, ok := sqlscan.SimpleTable(expr.SQL)
+	return ok && len(expr.Vars) == 0 && strings.EqualFold(name, table)
 }
