@@ -319,18 +319,22 @@ func (s *postgresStore) grantBatch(c Conn, keys []Key, o Owner, ttl time.Duratio
 	if err != nil {
 		return err
 	}
-	resources, ids, sent := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
-	for i, k := range keys {
-		resources[i], ids[i], sent[i] = k.Resource, k.ID, hashes[k]
-	}
-	// Only the columns not known already come back.
+	// Only the columns not known already come back; only the statement
+	// sent has its arguments built (an Acquire is one key).
 	g := s.grants.Load()
-	q, args := g.many, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
-	if s.ordered.Load() {
-		q, args = g.manyOrdered, []any{resources, ids, o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
-	}
+	var q string
+	var args []any
 	if len(keys) == 1 {
-		q, args = g.one, []any{keys[0].Resource, keys[0].ID, o.Session, o.User, sent[0], ttl.Microseconds()}
+		q, args = g.one, []any{keys[0].Resource, keys[0].ID, o.Session, o.User, hashes[keys[0]], ttl.Microseconds()}
+	} else {
+		resources, ids, sent := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+		for i, k := range keys {
+			resources[i], ids[i], sent[i] = k.Resource, k.ID, hashes[k]
+		}
+		q, args = g.many, []any{o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
+		if s.ordered.Load() {
+			q, args = g.manyOrdered, []any{resources, ids, o.Session, o.User, ttl.Microseconds(), resources, ids, sent}
+		}
 	}
 	_, err = c.Query(q, args, func(r *sql.Rows) error {
 		l := Lock{Access: Write, Owner: o}

@@ -32,7 +32,8 @@ type sqlStore struct {
 	nextGens func(Conn, int) ([]int64, error)
 	// revision is the guard revision this store installs (GuardRevision;
 	// tests set another, SetGuardRevision).
-	revision atomic.Int32
+	revision   atomic.Int32
+	releaseSQL atomic.Pointer[string] // releaseWrite's statement
 
 	// Hooks for SQL the defaults cannot use (MySQL); nil or "" keeps the default.
 	keysIn         func(list string) string                          // (resource, lock_id) IN … for a keyList
@@ -548,9 +549,14 @@ func (t *sqlStore) releaseWrite(c Conn, k Key, session string) (found, valid boo
 		found, valid, err = t.freeWrite(c, k, session)
 		return found, valid, HeldUnknown, err
 	}
-	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
+	q := t.releaseSQL.Load()
+	if q == nil { // built once, not at every release
+		s := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
 RETURNING expires_at, ` + t.clock + `, acquired_at`)
-	_, err = c.Query(q, []any{k.Resource, k.ID, session}, func(r *sql.Rows) error {
+		q = &s
+		t.releaseSQL.Store(q)
+	}
+	_, err = c.Query(*q, []any{k.Resource, k.ID, session}, func(r *sql.Rows) error {
 		var exp, now, acq any
 		if err := r.Scan(&exp, &now, &acq); err != nil {
 			return err
