@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"testing"
 	"time"
 
@@ -204,4 +205,43 @@ func openWriteOf130(t *testing.T, db *gorm.DB, d database) *sql.Conn {
 		require.NoError(t, err)
 	}
 	return w
+}
+
+// Every bucket of a guarded resource has its order row, so a write of any
+// free record orders a grant of it: a resource's rows fill its whole range
+// (64 on PostgreSQL, 1,024 on MariaDB), and a write of a free record whose
+// bucket a version filled wrongly (ids 64 and 69: PostgreSQL filled 39 of
+// its 64) holds the grant off until it commits.
+func TestGuardOrderCoversEveryBucket(t *testing.T) {
+	for _, d := range serverDatabases() {
+		t.Run(d.name, func(t *testing.T) {
+			db, p := goSetupOn(t, d)
+			q := `SELECT count(*) - 64 * count(DISTINCT k / 64), count(DISTINCT k / 64) FROM "` + p.TableName() + `_order"`
+			if d.name == "mysql" {
+				q = "SELECT count(*) - 1024 * count(DISTINCT b >> 10), count(DISTINCT b >> 10) FROM `" + p.TableName() + "_order`"
+			}
+			var missing, resources int
+			require.NoError(t, db.Raw(q).Row().Scan(&missing, &resources))
+			require.GreaterOrEqual(t, resources, 2, "the guarded resources have order rows")
+			assert.Equal(t, 0, missing, "every bucket of every resource has its row")
+			for _, id := range []uint{64, 69} {
+				require.NoError(t, admin(db).Create(&GdCustomer{ID: id, Name: "free"}).Error)
+				w := goOrderWriter(t, db)
+				begin := []string{`BEGIN`}
+				if d.name == "mysql" {
+					begin = []string{`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`, `BEGIN`}
+				}
+				for _, s := range append(begin, fmt.Sprintf(`UPDATE gd_customers SET credit = 7 WHERE id = %d`, id)) {
+					_, err := w.ExecContext(context.Background(), s)
+					require.NoError(t, err)
+				}
+				_, err := p.Acquire(as(db, david), &GdCustomer{ID: id}, offlinelock.Write)
+				require.ErrorIs(t, err, offlinelock.ErrBeingWritten, "id %d: the grant waited for the open write", id)
+				_, err = w.ExecContext(context.Background(), `COMMIT`)
+				require.NoError(t, err)
+				_, err = p.Acquire(as(db, david), &GdCustomer{ID: id}, offlinelock.Write)
+				require.NoError(t, err, "id %d", id)
+			}
+		})
+	}
 }

@@ -38,9 +38,10 @@ func (s *postgresStore) orderTableSQL(lt string) []string {
 	return []string{`CREATE TABLE IF NOT EXISTS ` + ot + ` (k integer PRIMARY KEY)`, `REVOKE ALL ON TABLE ` + ot + ` FROM PUBLIC`}
 }
 
-// orderRowsSQL inserts the bucket rows of the resources $1 (a text[]).
+// orderRowsSQL inserts every bucket row of the resources $1 (a text[]): g
+// is the bucket's number itself, which pgBucket reaches by the id's hash.
 func (s *postgresStore) orderRowsSQL(lt string) string {
-	return `INSERT INTO ` + s.orderTable(lt) + ` (k) SELECT DISTINCT ` + pgBucket("r", "g::text") + ` FROM unnest($1::text[]) r, generate_series(0, ` +
+	return `INSERT INTO ` + s.orderTable(lt) + ` (k) SELECT (hashtext(r) & 33554431) * ` + strconv.Itoa(pgOrderBuckets) + ` + g FROM unnest($1::text[]) r, generate_series(0, ` +
 		strconv.Itoa(pgOrderBuckets-1) + `) g ON CONFLICT DO NOTHING`
 }
 
