@@ -205,19 +205,15 @@ func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	for i, r := range rows {
 		keys[i] = r.k
 	}
-	if byKey && len(keys) == 1 && len(st.required) == 0 && (op != opCreate || gormstmt.Upserts(db.Statement)) && !runsHooks(db, op) &&
-		p.hints.fresh(st.owner.Session, keys[0], time.Second) {
+	if byKey && len(keys) == 1 && len(st.required) == 0 && (op != opCreate || gormstmt.Upserts(db.Statement)) {
 		// One row by its key (Save, Update, Delete of a loaded record)
 		// whose Write lock this node granted to the session, and no hook of
-		// the model's to run: checked once, by the fence (folded into the
-		// write where it can be), if the write changed it. It saves a round
-		// trip on the commonest write, and a refused one has run no code of
-		// the caller's. Anyone else is checked here, before the hooks. An
-		// upsert (MySQL's Save sends one when its UPDATE reported no row
-		// changed) takes this path only with both its fences folded in
-		// (foldUpsert): its row count cannot tell a new row, which needs
-		// no lock, from an existing one, which does.
-		if b.foldHintPath(db, st, op, keys[0]) {
+		// the model's to run: checked once, by the fence (folded where it
+		// can be), so a refused write ran no code of the caller's. An
+		// upsert takes it only with both fences folded (foldUpsert): its
+		// row count cannot tell a new row from an existing one.
+		before, after, _ := hooksOf(db, op)
+		if !before && !after && p.hints.fresh(st.owner.Session, keys[0], time.Second) && b.foldHintPath(db, st, op, keys[0]) {
 			st.ifChanged = true
 			st.required = append(st.required, keys...)
 			return nil
@@ -672,35 +668,8 @@ func (p *Plugin) mayRekey(db *gorm.DB, op opKind) bool {
 	if s == nil {
 		return false
 	}
-	if !db.Statement.SkipHooks {
-		switch op {
-		case opCreate:
-			if s.BeforeSave || s.BeforeCreate {
-				return true
-			}
-		case opUpdate:
-			if s.BeforeSave || s.BeforeUpdate {
-				return true
-			}
-		case opDelete:
-			if s.BeforeDelete {
-				return true
-			}
-		}
-	}
-	if len(s.Relationships.BelongsTo) > 0 && op != opDelete {
-		return true
-	}
-	var proc any
-	switch op {
-	case opCreate:
-		proc = db.Callback().Create()
-	case opUpdate:
-		proc = db.Callback().Update()
-	default:
-		proc = db.Callback().Delete()
-	}
-	return !p.chains.own(proc)
+	before, _, proc := hooksOf(db, op)
+	return before || len(s.Relationships.BelongsTo) > 0 && op != opDelete || !p.chains.own(proc)
 }
 
 // rekey checks a write again when the keys or links it carries now are not
