@@ -69,9 +69,8 @@ func (b *binding) registerCallbacks(db *gorm.DB) error {
 
 const stateKey = "offlinelock:state"
 
-// opKind is the kind of statement a callback serves. It decides the lock a
-// statement needs (a load's mode, a write's Write lock) and names the
-// statement in errors, logs and metrics, so its values read as English.
+// opKind is the kind of statement a callback serves; it names it in
+// errors, logs and metrics, so its values read as English.
 type opKind string
 
 const (
@@ -84,20 +83,16 @@ const (
 	opExec     opKind = "exec" // Exec(…): a write the plugin sees as SQL
 )
 
-// loads says whether a statement of kind o reads, taking the locks a load
-// takes: the mode's lock on load, or none.
+// loads says whether a statement of kind o takes a load's locks.
 func (o opKind) loads() bool { return o == opLoad || o == opRows || o == opRawQuery }
 
 // state is what the plugin keeps about one statement, from its first
-// callback to its last. It lives in the statement's instance settings, so
-// nested statements (preloads, association saves) have their own.
+// callback to its last, in the statement's settings.
 type state struct {
-	stmt *gorm.Statement // the statement it belongs to
-	t    lockStore
-	caps lockstore.Traits // t's capabilities (zero without a store)
-	// noSpans: the statement keeps no spans aside (internal/telemetry), so its
-	// callbacks skip adopting and ending them.
-	noSpans bool
+	stmt    *gorm.Statement // the statement it belongs to
+	t       lockStore
+	caps    lockstore.Traits // t's capabilities (zero without a store)
+	noSpans bool             // no spans kept aside (internal/telemetry): none to adopt or end
 	m       *model.Model
 	owner   Owner
 	op      opKind
@@ -141,9 +136,8 @@ type state struct {
 
 // statementState is stmt's state, or nil.
 func statementState(stmt *gorm.Statement) *state {
-	// Statement.Settings directly, not InstanceGet, which formats a key
-	// per call: the state names its statement, so a clone that copied the
-	// settings does not take it for its own.
+	// Not InstanceGet, which formats a key per call; st.stmt: a clone
+	// that copied the settings does not take it for its own.
 	if v, ok := stmt.Settings.Load(stateKey); ok {
 		if st, _ := v.(*state); st != nil && st.stmt == stmt {
 			return st
@@ -158,9 +152,8 @@ func setState(db *gorm.DB, st *state) {
 	db.Statement.Settings.Store(stateKey, st)
 }
 
-// enter decides whether the plugin acts on this statement, and if so
-// returns its state. It reports a bad tag, a missing owner or a bad bypass
-// as the statement's error.
+// enter returns the statement's state if the plugin acts on it, adding a
+// bad tag, a missing owner or a bad bypass to its error.
 func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 	p := b.p
 	if db.Error != nil || db.DryRun {
@@ -184,8 +177,7 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 		b.learn(db, m, false)
 		return nil
 	}
-	// bypassed only when the context carries Bypass's key at all: the
-	// common statement asks it nothing.
+	// bypassed only when the context carries Bypass's key at all
 	if ctx := db.Statement.Context; ctx != nil && ctx.Value(bypassKey{}) != nil && p.bypassed(db, op) {
 		b.learn(db, m, !onLoad)
 		return nil
@@ -193,8 +185,7 @@ func (b *binding) enter(db *gorm.DB, op opKind, onLoad bool) *state {
 	return b.start(db, m, op)
 }
 
-// start gives a statement on m its state, reporting a missing owner as
-// the statement's error.
+// start gives a statement on m its state (nil: failed).
 func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 	p := b.p
 	st := &state{m: m, op: op, bulk: -1, t: b.t, caps: b.t.caps}
@@ -225,11 +216,9 @@ func (b *binding) start(db *gorm.DB, m *model.Model, op opKind) *state {
 	return st
 }
 
-// statementModel is the lock configuration of the table the statement
-// reads or writes: its model's when the model is lockable, else that of the
-// lockable table it names, whatever Go type it uses (a DTO,
-// Table("customers AS c")). A table expression that is not a plain table
-// has none: its SQL is checked instead (checkReadsOf, checkWriteOf).
+// statementModel is the model of the table the statement reads or writes:
+// its own if lockable, else the lockable table's it names (a DTO,
+// Table("customers AS c")); nil for a table expression (its SQL is checked).
 func (p *Plugin) statementModel(db *gorm.DB) *model.Model {
 	stmt := db.Statement
 	if s := stmt.Schema; s != nil {
@@ -281,10 +270,8 @@ func (st *state) fail(db *gorm.DB, err error) {
 	db.AddError(err)
 }
 
-// begin makes sure the statement runs in a transaction: the caller's, or
-// one the plugin begins and endStatement ends. In the caller's transaction
-// (not GORM's own for this write, which a refusal rolls back whole) a
-// savepoint lets a refusal undo what this statement locked.
+// begin makes sure the statement runs in a transaction: the caller's (with
+// a savepoint, unless GORM began it for this write), or the plugin's own.
 func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	if _, ok := db.Statement.ConnPool.(gorm.TxCommitter); ok {
 		if _, gormsOwn := db.InstanceGet("gorm:started_transaction"); savepoint && !gormsOwn {
@@ -311,9 +298,7 @@ func (st *state) begin(db *gorm.DB, savepoint bool) error {
 	return nil
 }
 
-// endStatement is the last callback of every chain: it ends what begin
-// started, puts a refused load's destination back, and keeps the plugin's
-// error matchable with errors.Is whatever GORM added after it.
+// endStatement is the last callback of every chain (docs/callbacks.md).
 func (b *binding) endStatement(db *gorm.DB) {
 	p := b.p
 	st := statementState(db.Statement)
@@ -324,15 +309,11 @@ func (b *binding) endStatement(db *gorm.DB) {
 		p.lockedByGuard(db) // a write of another table (a join table) the guard refused
 		return
 	}
-	// A statement can be executed again (q := db.Where(…); q.Find(…);
-	// q.Count(…)): nothing of this run may stay on it.
-	db.Statement.Settings.Delete(stateKey)
+	db.Statement.Settings.Delete(stateKey) // it may run again: nothing of this run stays
 	if st.prepared {
 		unpreparedPool(db, st)
 	}
-	// Put back the WHERE and FOR clauses a fast path or a folded fence
-	// rewrote, so that the statement, executed again, is the caller's own.
-	if st.fastRewrote || st.folded {
+	if st.fastRewrote || st.folded { // the caller's own WHERE and FOR again
 		if st.hadWhere {
 			db.Statement.Clauses["WHERE"] = st.where
 		} else {
@@ -372,8 +353,7 @@ func (b *binding) endStatement(db *gorm.DB) {
 	}
 }
 
-// endTransaction commits or rolls back what the statement opened for
-// itself: its own transaction, or a savepoint in the caller's.
+// endTransaction ends the statement's own transaction or savepoint.
 func (b *binding) endTransaction(db *gorm.DB, st *state) {
 	switch {
 	case st.ownTx:
@@ -398,14 +378,11 @@ func (b *binding) endTransaction(db *gorm.DB, st *state) {
 	}
 }
 
-// closeSavepoint ends the savepoint name in the caller's transaction:
-// rolled back to when the statement failed, then released, each error
-// added to the statement's.
+// closeSavepoint rolls back to name if the statement failed, then
+// releases it.
 func closeSavepoint(db *gorm.DB, name string) {
 	if lockstore.TxRolledBack(db.Error) {
-		// The savepoint went with the caller's transaction: the error says
-		// so, and a ROLLBACK TO it would only add "does not exist".
-		return
+		return // gone with the caller's transaction
 	}
 	c := cleanup(db)
 	if db.Error != nil {
@@ -418,10 +395,8 @@ func closeSavepoint(db *gorm.DB, name string) {
 	}
 }
 
-// giveBack undoes the locks a failed load committed before it failed: those
-// it took outside any transaction, and a new one-statement grant that
-// committed with the read before a later callback (AfterFind, a preload)
-// failed.
+// giveBack undoes the locks a failed load committed: those taken outside
+// any transaction, and a new one-statement grant (fastGrant).
 func (p *Plugin) giveBack(db *gorm.DB, st *state) {
 	var given []key
 	if st.detached {
@@ -464,8 +439,7 @@ func (p *Plugin) ttlFor(db *gorm.DB, m *model.Model) (time.Duration, error) {
 	return min(d, p.cfg.MaxTTL), nil
 }
 
-// connCtx is the context of the plugin's statements on db: its statement's,
-// carrying the statement's spanLog (internal/telemetry) if it keeps one.
+// connCtx is the statement's context, with its spanLog if it keeps one.
 func connCtx(db *gorm.DB) context.Context {
 	ctx := db.Statement.Context
 	if ctx == nil {
@@ -515,8 +489,9 @@ func accessFor(m *model.Model, op opKind) Access {
 	return Write
 }
 
-// snapshot returns a function that puts v back as it is now. A slice's
-// elements are copied: GORM may scan into the slice's own array.
+// snapshot returns a function that puts v back as it is now (a slice's
+// elements copied: GORM may scan into its array).
+
 func snapshot(v reflect.Value) func() {
 	if !v.IsValid() || !v.CanSet() {
 		return nil

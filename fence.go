@@ -93,25 +93,8 @@ func (b *binding) canFold(db *gorm.DB, st *state, op opKind) bool {
 	if callerWhere(db.Statement) || s == nil || len(s.Relationships.Relations) > 0 {
 		return false
 	}
-	var proc any
-	switch op {
-	case opCreate:
-		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterCreate) {
-			return false
-		}
-		proc = db.Callback().Create()
-	case opUpdate:
-		if !db.Statement.SkipHooks && (s.AfterSave || s.AfterUpdate) {
-			return false
-		}
-		proc = db.Callback().Update()
-	default:
-		if !db.Statement.SkipHooks && s.AfterDelete {
-			return false
-		}
-		proc = db.Callback().Delete()
-	}
-	return b.p.chains.own(proc)
+	_, after, proc := hooksOf(db, op)
+	return !after && b.p.chains.own(proc)
 }
 
 // refusedAtFence turns a folded fence's refusal (lockstore.FenceCall)
@@ -136,20 +119,23 @@ func (b *binding) refusedAtFence(db *gorm.DB, st *state) bool {
 	return true
 }
 
-// runsHooks says whether GORM runs a hook of the model's for op: the hint
-// path (write.go) is taken only without, so a refused write ran none.
-func runsHooks(db *gorm.DB, op opKind) bool {
+// hooksOf says whether GORM runs a hook of the model's before op and
+// after it, and gives op's callback processor (for chains.own).
+func hooksOf(db *gorm.DB, op opKind) (before, after bool, proc any) {
 	s := db.Statement.Schema
-	if s == nil || db.Statement.SkipHooks {
-		return false
-	}
+	hooks := s != nil && !db.Statement.SkipHooks
 	switch op {
 	case opCreate:
-		return s.BeforeSave || s.BeforeCreate || s.AfterCreate || s.AfterSave
+		proc = db.Callback().Create()
+		before, after = hooks && (s.BeforeSave || s.BeforeCreate), hooks && (s.AfterSave || s.AfterCreate)
 	case opUpdate:
-		return s.BeforeSave || s.BeforeUpdate || s.AfterUpdate || s.AfterSave
+		proc = db.Callback().Update()
+		before, after = hooks && (s.BeforeSave || s.BeforeUpdate), hooks && (s.AfterSave || s.AfterUpdate)
+	default:
+		proc = db.Callback().Delete()
+		before, after = hooks && s.BeforeDelete, hooks && s.AfterDelete
 	}
-	return s.BeforeDelete || s.AfterDelete
+	return before, after, proc
 }
 
 // callerWhere says whether the caller gave the write a WHERE of its own:

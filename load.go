@@ -24,11 +24,9 @@ import (
 // foreseen turned up; each round locks them first.
 const maxRereads = 3
 
-// beforeQuery locks, before gorm:query reads anything, the rows the query
-// will return: the keys its WHERE names, or those a key-only SELECT with
-// the same FROM, JOINs, WHERE, ORDER and LIMIT finds. Locks are taken before
-// the read, so a write committed before the lock was granted is in what the
-// caller gets; and when a lock is refused nothing is read at all.
+// beforeQuery locks, before gorm:query reads, the rows the query will
+// return (docs/callbacks.md): what the caller gets is never older than its
+// lock, and a refused lock reads nothing.
 func (b *binding) beforeQuery(db *gorm.DB) {
 	p := b.p
 	if _, otel := db.Config.Plugins[telemetry.OtelGORM]; otel && p.spans {
@@ -75,14 +73,10 @@ func (b *binding) beforeQuery(db *gorm.DB) {
 	}
 }
 
-// enterRead starts a read's state, on the primary when a read router chose
-// a replica (topology.go): for the statement's model, or for a lockable
-// model it joins; and refuses what the read cannot lock (a volatile LIMIT,
-// a member's joins, a table the guard does not cover). It is nil for a
-// read of nothing lockable, whose SQL it checked, or when the statement
-// failed (db.Error says which). gormOnly says the statement has no SQL
-// text of the caller's and no joined member: it reads only what the
-// plugin locks.
+// enterRead starts a read's state (on the primary, topology.go) for the
+// statement's model or a lockable model it joins, refusing what it cannot
+// lock. It is nil for a read of nothing lockable (its SQL checked) or a
+// failed one. gormOnly: no SQL text of the caller's, no joined member.
 func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
 	p := b.p
 	if db.Statement.ConnPool != db.Config.ConnPool {
@@ -119,16 +113,10 @@ func (b *binding) enterRead(db *gorm.DB, op opKind) (st *state, gormOnly bool) {
 	return st, gormOnly
 }
 
-// fromSubquery takes the load GORM's generics Preload with LimitPerRecord
-// makes of a model locked on load: Table("(?) t", inner), where inner
-// selects the model's own rows (all columns, or columns of its own) with
-// ROW_NUMBER() OVER (PARTITION BY …) and the outer WHERE keeps the first n.
-// Its rows cannot be read ahead, so it is read as the same statement in
-// raw SQL would be (beforeRawQuery): the rows it returns locked once read,
-// and read again; a WHERE or ORDER BY naming another table locked on load,
-// or the model's table again, is refused there. Any other subquery as the
-// table stays refused (a computed key column would lock other rows than
-// the ones it shows).
+// fromSubquery takes the load generics Preload with LimitPerRecord makes
+// of a model locked on load (gormstmt.LimitPerRecord): its rows cannot be
+// read ahead, so it is read as raw SQL would be (rawQuery). Any other
+// subquery as the table stays refused.
 func (b *binding) fromSubquery(db *gorm.DB) bool {
 	p := b.p
 	stmt := db.Statement
@@ -153,16 +141,13 @@ func refuseVolatileLimit(db *gorm.DB, st *state) bool {
 	return true
 }
 
-// beforeRawQuery is beforeQuery for Raw(…).Find/Scan/First. Rows of the
-// destination's own lockable model are locked once read, and read again;
-// any other read of a table locked on load, and any raw write to a
-// lockable table, is refused: the plugin cannot see its rows.
+// beforeRawQuery is beforeQuery for Raw(…).Find/Scan/First: the
+// destination's own rows are locked once read, and read again; any other
+// read of a table locked on load is refused.
 func (b *binding) beforeRawQuery(db *gorm.DB) { b.rawQuery(db, false) }
 
-// rawQuery is beforeRawQuery; vetted says the statement is one the plugin
-// has read as returning its model's rows under their own keys
-// (limitPerRecord), which the raw SQL check would refuse for its window
-// function.
+// rawQuery is beforeRawQuery; vetted: rows under their own keys
+// (fromSubquery), which the raw SQL check would refuse.
 func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 	p := b.p
 	sql := db.Statement.SQL.String()
@@ -197,19 +182,14 @@ func (b *binding) rawQuery(db *gorm.DB, vetted bool) {
 	p.lockInTx(db, st, true)
 }
 
-// lockInTx is the general path of a load: in a transaction (the caller's,
-// or the plugin's own until the chain ends) it locks the rows ahead of the
-// read. Raw SQL cannot be read ahead: its rows are locked once read, and
-// read again. Outside a transaction a load locks by its query
-// (loadByQuery).
+// lockInTx is the general path of a load: it locks the rows ahead of the
+// read in a transaction (raw SQL: once read); outside one, loadByQuery.
 func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	_, inTx := db.Statement.ConnPool.(gorm.TxCommitter)
 	if !raw && !inTx && len(db.Statement.Preloads) == 0 && !p.deepMember(st.m) {
 		p.loadByQuery(db, st)
 		return
 	}
-	// In the caller's transaction a savepoint undoes this load's new locks
-	// when a later batch (or a preload) is refused.
 	if err := st.begin(db, true); err != nil {
 		st.fail(db, err)
 		return
@@ -219,14 +199,10 @@ func (p *Plugin) lockInTx(db *gorm.DB, st *state, raw bool) {
 	}
 }
 
-// loadByQuery locks, outside any transaction, the rows a load's query
-// will read, in the fewest statements the store allows: found and locked
-// in one statement where the store can (Traits.QueryLoad 2, Loader's
-// FindAndLock), or found by a key-only SELECT and then granted. A load
-// whose rows all belong to one record or root needs no transaction: its
-// lock is one atomic statement, committed before the read, which then sees
-// everything committed before the lock. (If the read turns up rows it has
-// to lock too and one is refused, endStatement gives the new lock back.)
+// loadByQuery locks, outside any transaction, the rows a load's query will
+// read: in one statement where the store can (findAndLock), else found by
+// a key-only SELECT and granted. One record or root needs no transaction:
+// its grant is one atomic statement, committed before the read.
 func (p *Plugin) loadByQuery(db *gorm.DB, st *state) {
 	if _, known := gormstmt.KnownKeys(db.Statement, st.m); !known && st.caps.QueryLoad == 2 && p.findAndLock(db, st) {
 		return
@@ -247,9 +223,8 @@ func (p *Plugin) loadByQuery(db *gorm.DB, st *state) {
 	p.lockTargets(db, st, targets)
 }
 
-// deepMember says whether m is a member more than one level below its
-// root: finding its root reads the parents, which must happen in the same
-// transaction as the lock (row-locked), so that no parent moves between.
+// deepMember: m is more than one level below its root, whose parents must
+// be read in the lock's transaction so none moves between.
 func (p *Plugin) deepMember(m *model.Model) bool {
 	if m.Root == nil {
 		return false
@@ -267,10 +242,8 @@ func oneKey(targets []target) bool {
 	return true
 }
 
-// refuseMemberJoins refuses a load of aggregate members that joins a
-// model locked on load (Joins("Desk") from a line): a member's load locks
-// its roots, not what it joins. It reports whether it refused. Preload
-// loads the joined model through its own load, which locks it.
+// refuseMemberJoins refuses a member's load that joins a model locked on
+// load: it locks its roots, not what it joins. It reports whether.
 func (p *Plugin) refuseMemberJoins(db *gorm.DB, st *state) bool {
 	joins := p.lockableJoins(db)
 	if len(joins) == 0 {
@@ -281,8 +254,7 @@ func (p *Plugin) refuseMemberJoins(db *gorm.DB, st *state) bool {
 }
 
 // enterJoins is enter for a load whose own model is not locked on load but
-// that joins one that is (Joins("Desk"), Joins("Seat.Desk")): the joined
-// rows are locked like any other.
+// that joins one that is: the joined rows are locked like any other.
 func (b *binding) enterJoins(db *gorm.DB, op opKind) *state {
 	p := b.p
 	if db.Error != nil || db.DryRun || db.Statement.Schema == nil || len(db.Statement.Joins) == 0 ||
@@ -296,9 +268,8 @@ func (b *binding) enterJoins(db *gorm.DB, op opKind) *state {
 	return b.start(db, m, op)
 }
 
-// guardPreloads makes a load of a model that is not locked on load, but
-// preloads one that is, all or nothing: a refused preload rolls back the
-// locks its siblings took and leaves the destination as it was.
+// guardPreloads makes a load that preloads a model locked on load all or
+// nothing: a refused preload rolls back its siblings' locks.
 func (p *Plugin) guardPreloads(db *gorm.DB) {
 	if db.Error != nil || db.DryRun || len(db.Statement.Preloads) == 0 || db.Statement.Schema == nil {
 		return
@@ -314,8 +285,7 @@ func (p *Plugin) guardPreloads(db *gorm.DB) {
 	setState(db, st)
 }
 
-// preloadsLockable says whether any model along the preload paths is
-// locked on load.
+// preloadsLockable: a model along the preload paths is locked on load.
 func (p *Plugin) preloadsLockable(db *gorm.DB, s *schema.Schema, preloads map[string][]any) bool {
 	for path := range preloads {
 		cur := s
@@ -341,8 +311,7 @@ func (p *Plugin) preloadsLockable(db *gorm.DB, s *schema.Schema, preloads map[st
 	return false
 }
 
-// locksOnLoadSchema says whether loading s's model takes locks (or fails
-// on a bad tag).
+// locksOnLoadSchema: loading s's model takes locks (or fails on a bad tag).
 func (p *Plugin) locksOnLoadSchema(db *gorm.DB, s *schema.Schema) bool {
 	m := p.reg.ModelOf(s, db.NamingStrategy)
 	return m.Lockable && (p.reg.Resolve(m) != nil || m.LocksOnLoad())
@@ -355,8 +324,7 @@ func (p *Plugin) lockAhead(db *gorm.DB, st *state) {
 	}
 }
 
-// aheadTargets finds the rows (or roots) a load will read, before it reads
-// them. It reports false when it failed.
+// aheadTargets finds the rows (or roots) a load will read; false: failed.
 func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 	var targets []target
 	if st.m.Root != nil {
@@ -377,9 +345,7 @@ func (p *Plugin) aheadTargets(db *gorm.DB, st *state) ([]target, bool) {
 		for _, k := range keys {
 			targets = append(targets, target{k, st.m})
 		}
-	} else if !st.raw {
-		// Table("accounts AS a") too: the key-only SELECT has the same
-		// FROM, so the alias names the same rows.
+	} else if !st.raw { // Table("accounts AS a") too: the same FROM
 		var err error
 		if targets, err = p.preselect(db, st.m, false); err != nil {
 			st.fail(db, err)
@@ -426,18 +392,15 @@ func (p *Plugin) lockTargets(db *gorm.DB, st *state, targets []target) bool {
 		}
 		for _, k := range keys {
 			st.locked[k] = true
-			// The fast path's grant, committed before this one saw the
-			// lock as the session's, is fresh too: the table has its hash.
+			// Fresh too: the fast path's grant, committed before this one.
 			st.newly[k] = got[k].Fresh || (st.fastTok != "" && k == st.fastKey && got[k].Hash == lockstore.TokenHash(st.fastTok))
 		}
 	}
 	return true
 }
 
-// afterQuery makes sure every row that reached the destination is locked:
-// rows the statement did not foresee (Raw SQL, a row that began to match)
-// are locked now and the query runs again, so that what the caller gets is
-// never older than its lock.
+// afterQuery locks the rows that reached the destination unforeseen (raw
+// SQL, a row that began to match) and runs the query again.
 func (b *binding) afterQuery(db *gorm.DB) {
 	p := b.p
 	st := statementState(db.Statement)
@@ -450,19 +413,14 @@ func (b *binding) afterQuery(db *gorm.DB) {
 	if st.prepared {
 		unpreparedPool(db, st)
 	}
-	if st.fast == fastAhead {
-		// Locked before the read (loadByKey): a row is its key's (the
-		// WHERE pins it); a miss goes on as the general path does (its
-		// phantom lock).
+	if st.fast == fastAhead { // a row is its key's; a miss goes on (its phantom lock)
 		st.fast = fastNone
 		if db.Error == nil && db.RowsAffected > 0 || db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
 			return
 		}
 	} else if st.fast != fastNone {
 		if ok, fellBack := p.fastDone(db, st); !ok || !fellBack {
-			// The fast path's row is its key's, which it holds: the
-			// statement's WHERE pinned it (fastDone).
-			return
+			return // the row is its key's, which it holds (fastDone)
 		}
 	}
 	if db.Error != nil && !errors.Is(db.Error, gorm.ErrRecordNotFound) {
@@ -495,9 +453,8 @@ func (b *binding) afterQuery(db *gorm.DB) {
 	}
 }
 
-// readTargets are the records the query read, for afterQuery to check
-// against what it locked; more is false when there is nothing to check
-// (or the statement failed).
+// readTargets are the records the query read, for afterQuery; more is
+// false when there is nothing to check (or the statement failed).
 func (p *Plugin) readTargets(db *gorm.DB, st *state) (loaded []target, more bool) {
 	loaded, ok, err := p.loadedTargets(db, st.m, st.links)
 	if err != nil {
@@ -505,10 +462,8 @@ func (p *Plugin) readTargets(db *gorm.DB, st *state) (loaded []target, more bool
 		return nil, false
 	}
 	if !ok {
-		// Not the model itself (Pluck, a DTO, rows without their key):
-		// the plugin cannot see what was read, so it looks again for rows
-		// that began to match while the first ones were being locked. A
-		// WHERE on keys pins the rows. Raw SQL cannot be looked at again.
+		// Not the model itself (Pluck, a DTO, no key): look again for
+		// rows that began to match; keys in the WHERE pin them.
 		if st.raw {
 			st.fail(db, unenforceable(st.m.Table, "a raw SELECT read rows without their primary key from lockable table"))
 			return nil, false
@@ -525,9 +480,8 @@ func (p *Plugin) readTargets(db *gorm.DB, st *state) (loaded []target, more bool
 	return loaded, true
 }
 
-// reread runs the statement's query again into its destination, as
-// gorm:query does, from the destination as it was (GORM appends to some
-// destinations, such as slices of maps).
+// reread runs the query again, as gorm:query does, into the destination
+// as it was (GORM appends to some, such as slices of maps).
 func reread(db *gorm.DB, st *state) bool {
 	if st.restore != nil {
 		st.restore()
@@ -546,9 +500,8 @@ func reread(db *gorm.DB, st *state) bool {
 	return db.Error == nil || errors.Is(db.Error, gorm.ErrRecordNotFound)
 }
 
-// beforeRow locks the rows that Rows, Row or Scan on a model will return.
-// The caller reads them after the chain has ended, so the locks are
-// committed first (or taken in the caller's transaction).
+// beforeRow locks the rows Rows, Row or Scan on a model will return,
+// before the chain ends (settleAhead).
 func (b *binding) beforeRow(db *gorm.DB) {
 	p := b.p
 	if p.spans {
@@ -582,10 +535,9 @@ func (b *binding) beforeRow(db *gorm.DB) {
 	p.settleAhead(db, st)
 }
 
-// settleAhead locks the rows before the query runs: the caller reads them
-// after the chain, so the locks are settled here. Outside a transaction a
-// refusal gives back what this statement took (endStatement); inside one,
-// a savepoint undoes it now.
+// settleAhead locks the rows before the query runs, which the caller reads
+// after the chain: outside a transaction endStatement gives a refusal's
+// locks back; inside one, a savepoint undoes them now.
 func (p *Plugin) settleAhead(db *gorm.DB, st *state) {
 	if _, inTx := db.Statement.ConnPool.(gorm.TxCommitter); !inTx {
 		st.detached = true
@@ -600,10 +552,8 @@ func (p *Plugin) settleAhead(db *gorm.DB, st *state) {
 	closeSavepoint(db, lockstore.SavepointName)
 }
 
-// beforeRawRows is beforeRow for Raw(…).Rows/Row/Scan: the caller reads
-// the rows after the chain, so the plugin can never see them; a raw read of
-// a table locked on load is refused, and so is any raw write to a lockable
-// table.
+// beforeRawRows is beforeRow for Raw(…).Rows/Row/Scan, whose rows the
+// plugin never sees: a raw read of a table locked on load is refused.
 func (p *Plugin) beforeRawRows(db *gorm.DB) {
 	named := p.rawNamed(db, db.Statement.SQL.String(), "Rows/Row/Scan")
 	if named == nil {
@@ -615,9 +565,7 @@ func (p *Plugin) beforeRawRows(db *gorm.DB) {
 }
 
 // rawNamed is the lockable models a raw read names, read on the primary;
-// nil when it names none, or when it was refused (db.Error says so): SQL
-// no static reading bounds, a raw statement under Config.Strict, or one
-// that may write run through via.
+// nil when none, or refused (dynamic SQL, Strict, a write through via).
 func (p *Plugin) rawNamed(db *gorm.DB, sql, via string) []*model.Model {
 	named := p.namedModels(sql)
 	if p.readsDynamically(db, sql) || len(named) == 0 || p.strict(db, opRawQuery) {
@@ -633,38 +581,22 @@ func (p *Plugin) rawNamed(db *gorm.DB, sql, via string) []*model.Model {
 	return named
 }
 
-// fastPath is the short way a load of one record by its key, the
-// commonest load of all (First(&c, 129)), is taking (loadByKey). The
-// in-read paths check the lock in the very statement that reads the row,
-// so neither can return a row the session does not hold; when they return
-// no row, the load falls back to the general path, which decides exactly
-// and names the holders.
+// fastPath is the short way a load of one record by its key is taking
+// (loadByKey, docs/callbacks.md). The in-read paths check the lock in the
+// statement that reads the row; no row sends the load down the general
+// path, which decides exactly and names the holders.
 type fastPath int
 
 const (
-	fastNone fastPath = iota
-	// fastHeld: the session holds a fresh lock (so a hint says); the
-	// query's WHERE also requires it. Read-only: no write, no WAL flush.
-	fastHeld
-	// fastGrant: a data-modifying CTE takes the Write lock and the query
-	// reads the row FOR SHARE: one round trip, one WAL flush. FOR SHARE
-	// makes PostgreSQL return the latest committed version of the row, so
-	// the row is never older than the lock even when the lock had to wait.
-	fastGrant
-	// fastAhead: outside a transaction, the store granted the key in its
-	// own statements before the read (Traits.KeyLoad says how many), as
-	// the general path would have, without finding the key again.
-	fastAhead
+	fastNone  fastPath = iota
+	fastHeld           // a hint says the session holds a fresh lock; the WHERE requires it
+	fastGrant          // a data-modifying CTE takes the Write lock; the read is FOR SHARE
+	fastAhead          // outside a transaction, the store granted the key before the read
 )
 
-// loadByKey is the load of one record by its key, in the fewest
-// statements the store's database allows (Traits.KeyLoad): a holder's
-// re-read checks its lock in its own WHERE (Held); a Write lock is granted
-// in the read's own statement where the store can (KeyLoad 1, Loader);
-// elsewhere, outside a transaction, the store grants the key first in a
-// short shape of its own (KeyGranter), and the read follows. It reports
-// whether it took the load, which it then built (or failed: db.Error says
-// so); the general path takes any other.
+// loadByKey is the load of one record by its key in the fewest statements
+// the store allows (Traits.KeyLoad): Held, Loader or KeyGranter. It
+// reports whether it took the load (built, or failed: db.Error).
 func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 	stmt := db.Statement
 	if st.m.Root != nil || len(stmt.Preloads) > 0 || len(stmt.Joins) > 0 {
@@ -731,8 +663,7 @@ func (p *Plugin) loadByKey(db *gorm.DB, st *state) bool {
 }
 
 // grantInRead makes the load of k take k's Write lock in its own
-// statement (fastGrant): a data-modifying CTE before the read (the
-// store's Loader), and the read FOR SHARE.
+// statement (fastGrant, the store's Loader).
 func (p *Plugin) grantInRead(db *gorm.DB, st *state, k key, ttl time.Duration) {
 	stmt := db.Statement
 	var err error
@@ -753,9 +684,8 @@ func (p *Plugin) grantInRead(db *gorm.DB, st *state, k key, ttl time.Duration) {
 	stmt.Vars = append(stmt.Vars, vars...)
 }
 
-// rewriteHeld makes stmt the holder's re-read of k: its WHERE also
-// requires the session's fresh lock, and it runs prepared where the store
-// keeps statements prepared.
+// rewriteHeld makes stmt the holder's re-read of k (fastHeld), prepared
+// where the store keeps statements prepared.
 func rewriteHeld(db *gorm.DB, st *state, hs lockstore.Held, k key, ttl time.Duration) {
 	stmt := db.Statement
 	st.fast = fastHeld
@@ -763,20 +693,16 @@ func rewriteHeld(db *gorm.DB, st *state, hs lockstore.Held, k key, ttl time.Dura
 	if pool, ok := lockstore.PreparedPool(db, st.t.Store); ok {
 		stmt.ConnPool, st.prepared = pool, true
 	}
-	// Room for the lock check's text and arguments up front: growing them
-	// piece by piece as GORM writes costs an allocation per doubling.
-	stmt.SQL.Grow(fastSQLRoom)
+	stmt.SQL.Grow(fastSQLRoom) // up front: growing costs an allocation per doubling
 	if cap(stmt.Vars) == 0 {
 		stmt.Vars = make([]any, 0, 8)
 	}
 }
 
-// fastSQLRoom is the text a fast path's statement is given room for
-// before GORM builds it: a one-row SELECT by key with the lock check.
-const fastSQLRoom = 512
+const fastSQLRoom = 512 // a one-row SELECT by key with the lock check
 
-// staleInTx reports that a plain read of the lock table in stmt's
-// connection could see an old snapshot (Traits.SnapshotReads, in a transaction).
+// staleInTx: a read of the lock table in stmt's transaction could see an
+// old snapshot (Traits.SnapshotReads).
 func staleInTx(t lockStore, stmt *gorm.Statement) bool {
 	if !t.caps.SnapshotReads {
 		return false
@@ -785,12 +711,9 @@ func staleInTx(t lockStore, stmt *gorm.Statement) bool {
 	return inTx
 }
 
-// fastDone finishes a fast path that checks its lock in the read
-// (fastHeld, fastGrant) after gorm:query: a row came back, so the
-// lock is held; or none did, and the load takes the general path. It
-// reports whether the load may go on (ok), and whether it took the general
-// path (fellBack), whose rows the usual checks look at; a row of the fast
-// path needs none: its WHERE pinned it to the key it holds.
+// fastDone finishes fastHeld or fastGrant after gorm:query: a row means
+// the lock is held; none sends the load down the general path (fellBack),
+// whose rows the usual checks look at. ok: the load may go on.
 func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
 	path := st.fast
 	st.fast = fastNone
@@ -807,8 +730,7 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
 		}
 		return true, false
 	}
-	// No row: not locked by the session, someone else holds it, or no such
-	// row. Undo the rewrite and take the general path.
+	// No row (not the session's, or no such row): undo the rewrite.
 	db.Error, db.RowsAffected = nil, 0
 	if st.restore != nil {
 		st.restore()
@@ -831,9 +753,8 @@ func (p *Plugin) fastDone(db *gorm.DB, st *state) (ok, fellBack bool) {
 	return reread(db, st), true
 }
 
-// releasePhantoms gives back the locks a load took ahead on keys its WHERE
-// named but that had no row, so that a miss leaves no lock behind; locks
-// the session held before the load stay.
+// releasePhantoms gives back the new locks on keys the WHERE named that
+// had no row: a miss leaves no lock behind.
 func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 	if len(st.known) == 0 {
 		return
@@ -860,14 +781,10 @@ func (p *Plugin) releasePhantoms(db *gorm.DB, st *state, loaded []target) {
 	}
 }
 
-// findAndLock is, on a store that offers it, the general load's lock-ahead
-// in a single statement (lockstore.Loader.FindAndLock): the keys the query will
-// read, found by its WHERE as a key-only SELECT, Write-locked all or
-// nothing. It serves loads outside a transaction that take Write locks on a
-// single-column integer or text key: their own, or their root's one level
-// up. It reports whether it handled the load (granted, or failed with an
-// error other than a refusal); on a refusal the caller takes the general
-// path, which names the holders.
+// findAndLock is the general load's lock-ahead in one statement
+// (lockstore.Loader.FindAndLock), for Write locks on a one-column integer
+// or text key (its own, or its root's one level up). It reports whether it
+// handled the load; on a refusal the general path names the holders.
 func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 	stmt, m := db.Statement, st.m
 	ls := st.caps.Loader
@@ -885,8 +802,7 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 		}
 		col, resource = []*schema.Field{m.Root.Field}, chain[0].Table
 	}
-	// Only an integer's or exact text's text in SQL (CAST AS TEXT) is its
-	// canonical spelling.
+	// Only an integer's or a text's CAST AS TEXT is its canonical spelling.
 	if len(col) != 1 || !slices.Contains([]lockstore.KeyKind{kindInt, kindText}, model.KindOf(col[0])) {
 		return false
 	}
@@ -923,8 +839,9 @@ func (p *Plugin) findAndLock(db *gorm.DB, st *state) bool {
 	return true
 }
 
-// unpreparedPool puts back the pool tryFast or prepareWrite replaced with
-// one of prepared statements, if it is still there.
+// unpreparedPool puts back the pool rewriteHeld replaced with prepared
+// statements, if it is still there.
+
 func unpreparedPool(db *gorm.DB, st *state) {
 	if !st.prepared {
 		return

@@ -18,12 +18,7 @@ import (
 	"gorm.io/gorm/schema"
 )
 
-// Which rows a statement reads or writes: the key-only SELECT with its
-// FROM, JOINs, WHERE, ORDER and LIMIT, the rows that reached its
-// destination (gormstmt.KnownKeys reads the keys its WHERE pins).
-
-// target is one row the plugin must lock: its key, the lock its model asks
-// for, and the model.
+// target is one row the plugin must lock, and its model.
 type target struct {
 	k key
 	m *model.Model
@@ -51,11 +46,8 @@ func (p *Plugin) lockableJoins(db *gorm.DB) []joinPath {
 	return out
 }
 
-// joinsMember says whether a Joins path of the statement fills a struct of
-// an aggregate member: the plugin locks the roots of members it loads
-// through their own model only, so such a load's SQL is checked as if the
-// caller had written it (checkReadsOf refuses it when the member's root is
-// locked on load).
+// joinsMember says whether a Joins path fills a struct of an aggregate
+// member, whose SQL is then checked as the caller's (checkReadsOf).
 func (p *Plugin) joinsMember(db *gorm.DB) bool {
 	member := false
 	gormstmt.EachJoin(db.Statement, func(_ string, _ []*schema.Field, s *schema.Schema) bool {
@@ -69,11 +61,9 @@ func (p *Plugin) joinsMember(db *gorm.DB) bool {
 // model may be there only for the lockable models it joins).
 func locksRows(m *model.Model) bool { return m.Lockable && m.Root == nil && m.LocksOnLoad() }
 
-// loadedTargets lists the rows a query put into its destination: its own
-// model's and those of lockable Joins. It reports false when the
-// destination holds something other than the model.
-// For members, links whose roots were resolved ahead (seen) need no
-// second resolution.
+// loadedTargets lists the rows a query put into its destination (its own
+// and lockable Joins'; a member's roots not seen ahead); false when it
+// holds something other than the model.
 func (p *Plugin) loadedTargets(db *gorm.DB, m *model.Model, seen map[string]bool) ([]target, bool, error) {
 	stmt := db.Statement
 	if m.Root != nil {
@@ -103,9 +93,7 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model.Model, seen map[string]bool
 		}
 		for _, jp := range joins {
 			e, ok := v, true
-			for _, f := range jp.fields {
-				// ReflectValueOf follows embedded pointers, where plain
-				// field indexes do not.
+			for _, f := range jp.fields { // ReflectValueOf follows embedded pointers
 				if e = f.ReflectValueOf(stmt.Context, e); e.Kind() == reflect.Pointer {
 					if e.IsNil() {
 						ok = false
@@ -129,10 +117,8 @@ func (p *Plugin) loadedTargets(db *gorm.DB, m *model.Model, seen map[string]bool
 	return out, ok, nil
 }
 
-// preselect finds the keys of the rows the statement will read or write:
-// the same FROM, JOINs, WHERE, ORDER and LIMIT, selecting only primary keys
-// (its own and those of lockable Joins). forUpdate row-locks them on
-// PostgreSQL, so that a write finds the rows it will change.
+// preselect finds the keys of the rows the statement will read or write
+// (its own and lockable Joins'); forUpdate row-locks them for a write.
 func (p *Plugin) preselect(db *gorm.DB, m *model.Model, forUpdate bool) ([]target, error) {
 	type part struct {
 		m     *model.Model
@@ -191,8 +177,7 @@ func (p *Plugin) preselect(db *gorm.DB, m *model.Model, forUpdate bool) ([]targe
 	return out, err
 }
 
-// preselectLinks is preselect for a member: it reads the foreign keys that
-// lead to the rows' roots.
+// preselectLinks is preselect for a member: the links to its rows' roots.
 func (p *Plugin) preselectLinks(db *gorm.DB, m *model.Model, forUpdate bool) ([]any, error) {
 	q := p.keySelect(db, []clause.Column{{Table: clause.CurrentTable, Name: m.Root.Field.DBName}}, forUpdate)
 	sqlText := q.SQL.String()
@@ -218,8 +203,7 @@ func (p *Plugin) keySelect(db *gorm.DB, cols []clause.Column, forUpdate bool) *g
 	return gormstmt.KeySelect(db, cols, &caps)
 }
 
-// existing returns which of rows exist in the statement's table, for
-// writes that may insert rows nobody can have locked yet.
+// existing returns which of rows exist in table.
 func (p *Plugin) existing(db *gorm.DB, m *model.Model, table string, rows []pkRow) (map[key]bool, error) {
 	out := map[key]bool{}
 	if len(rows) == 0 {
@@ -256,8 +240,7 @@ func (p *Plugin) existing(db *gorm.DB, m *model.Model, table string, rows []pkRo
 	return out, err
 }
 
-// rowsOf runs the query q, leaving out rows with a NULL: a NULL holds no
-// key.
+// rowsOf runs the query q, leaving out rows with a NULL (no key).
 func rowsOf(db *gorm.DB, q string, vars []any, n int) ([][]any, error) {
 	var out [][]any
 	_, err := direct(db).Query(q, vars, func(r *sql.Rows) error {
@@ -296,18 +279,13 @@ func (p *Plugin) rowLocking(db *gorm.DB) lockstore.Traits {
 	return t.caps
 }
 
-// The refusals (docs/fail-closed.md): what the plugin does not bound itself
-// is tokenised, and a lockable table named there is refused where its mode
-// asks for a lock.
-
-// lockableName is the lockable model named ident, for mentions.
+// lockableName is the lockable model named ident, for mentions (the
+// refusals: docs/fail-closed.md).
 func (p *Plugin) lockableName(ident string) (string, bool) {
 	if m := p.reg.TableModel(ident); m != nil {
 		return m.Table, true
 	}
-	if len(ident) >= pgNameLen {
-		// PostgreSQL truncates identifiers to 63 bytes: any name with the
-		// same first 63 bytes is that table to it.
+	if len(ident) >= pgNameLen { // PostgreSQL truncates identifiers to 63 bytes
 		for _, m := range p.reg.Lockable() {
 			if len(m.Table) >= pgNameLen && strings.EqualFold(m.Table[:pgNameLen], ident[:pgNameLen]) {
 				return m.Table, true
@@ -346,9 +324,8 @@ func (p *Plugin) readsLocked(ms []*model.Model, covered func(*model.Model) bool)
 	return nil
 }
 
-// readsDynamically refuses a raw read whose SQL no static reading can
-// bound (sqlDynamic) while some lockable table is locked on load: it may
-// read that table's rows without their locks. It reports whether it did.
+// readsDynamically refuses a raw read of dynamic SQL while some lockable
+// table is locked on load. It reports whether it did.
 func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
 	for _, m := range p.reg.Lockable() {
 		if p.reg.Resolve(m) != nil || m.LocksOnLoad() {
@@ -362,9 +339,8 @@ func (p *Plugin) readsDynamically(db *gorm.DB, sql string) bool {
 	return false
 }
 
-// querySQL is the SQL the statement will send, built on a copy so that the
-// statement itself is built later, by GORM, as it would be without the
-// plugin; "" when it cannot name a table locked on load.
+// querySQL is the SQL the statement will send, built on a copy; "" when it
+// cannot name a table locked on load.
 func (p *Plugin) querySQL(db *gorm.DB) string {
 	if !gormstmt.MayName(db.Statement, p.reg.LockedOnLoad()) && !p.joinsMember(db) { // a Joins names its association, not its table
 		return ""
@@ -381,18 +357,13 @@ func (p *Plugin) querySQL(db *gorm.DB) string {
 	return tx.Statement.SQL.String()
 }
 
-// checkReadsOf refuses a load whose SQL reads a lockable table, locked on
-// load, that the plugin does not lock for it: a raw JOIN, a subquery, a
-// joined member. own and the lockable Joins by association are covered.
+// checkReadsOf refuses a load whose SQL reads a table locked on load
+// beyond own and the lockable Joins, which the plugin locks.
 func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model.Model) error {
 	if sql == "" {
 		return nil
 	}
-	// The references the plugin locks: the statement's own table once, and
-	// each lockable Joins by association (by table: two Go types may share
-	// one). Any further reference (a self-join, a subquery, a UNION) reads
-	// rows the plugin did not lock.
-	covered := map[string]int{}
+	covered := map[string]int{} // by table: two Go types may share one
 	if own != nil {
 		covered[strings.ToLower(own.Table)]++
 		for _, jp := range p.lockableJoins(db) {
@@ -413,9 +384,8 @@ func (p *Plugin) checkReadsOf(db *gorm.DB, sql string, own *model.Model) error {
 	return unenforceable(bad.Table, "the statement reads, beyond the rows the plugin locks (a raw JOIN, a self-join, a subquery, a joined member), lockable table")
 }
 
-// fromMigrator says whether GORM's migrator sent the statement: its reads
-// of a table (one row, for the column types) are introspection, not a
-// business read, and its SQLite table rebuilds copy rows unchanged.
+// fromMigrator says whether GORM's migrator sent the statement:
+// introspection, or a SQLite table rebuild copying rows unchanged.
 func (p *Plugin) fromMigrator() bool {
 	var pcs [48]uintptr
 	n := runtime.Callers(3, pcs[:])
@@ -432,13 +402,10 @@ func (p *Plugin) fromMigrator() bool {
 	}
 }
 
-// refuseViews refuses, Strict or not and from the migrator too, DDL that
-// makes a view, rule, trigger or function over a lockable table: a
-// statement through it would reach the table's rows under another name.
-// The DDL is read as every server reads it (sqlFaceDDL), comments,
-// options and other statements around it included. Bypass lets it
-// through. Under Strict, a rename of a lockable table or an INHERIT is
-// refused too.
+// refuseViews refuses, Strict or not, DDL that makes a view, rule, trigger
+// or function over a lockable table (its rows under another name), and
+// under Strict a rename or INHERIT of one. Bypass lets it through.
+
 func (p *Plugin) refuseViews(db *gorm.DB) {
 	sql := db.Statement.SQL.String()
 	face := sqlscan.FaceDDL(sql)

@@ -15,12 +15,10 @@ import (
 	"gorm.io/gorm/clause"
 )
 
-// beforeWrite checks, inside the write's transaction and before any hook
-// or SQL of the write runs, that every existing row it will change is
-// covered by a Write lock of the session: else ErrNotLocked (nobody holds
-// it) or *LockedError (someone else does), and nothing is written. Writes
-// are never locked implicitly: a Write lock is taken with Acquire when the
-// edit starts, so a user learns of a conflict before the work, not after.
+// beforeWrite checks, in the write's transaction and before any hook runs,
+// that the session holds a Write lock on every existing row the write will
+// change (else ErrNotLocked or *LockedError). Writes never lock implicitly:
+// Acquire at the edit's start tells a conflict before the work.
 func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 	p := b.p
 	return func(db *gorm.DB) {
@@ -57,11 +55,9 @@ func (b *binding) beforeWrite(op opKind) func(*gorm.DB) {
 	}
 }
 
-// refuseRetarget refuses, before any hook, a write whose clause makes it
-// write a lockable table other than its model's: the plugin reads keys and
-// locks from the model, so it cannot check the rows of the table the
-// statement lands on. The way is that table's own model. It reports
-// whether it refused.
+// refuseRetarget refuses a write whose clause retargets it to a lockable
+// table other than its model's, whose rows the plugin cannot check. It
+// reports whether it refused.
 func (b *binding) refuseRetarget(db *gorm.DB, op opKind) bool {
 	p := b.p
 	if db.Error != nil || len(db.Statement.Clauses) == 0 {
@@ -89,7 +85,7 @@ func (b *binding) refuseRetarget(db *gorm.DB, op opKind) bool {
 }
 
 // checkOtherWrite checks a write to a table that is not lockable: it may
-// still read a locked table, or be a join table of a lockable record.
+// read a locked table, or write a lockable record's join table.
 func (b *binding) checkOtherWrite(db *gorm.DB, op opKind) {
 	p := b.p
 	if _, bypass := bypassFrom(db.Statement.Context); bypass {
@@ -107,10 +103,9 @@ func (b *binding) checkOtherWrite(db *gorm.DB, op opKind) {
 	b.beforeJoinWrite(db, op)
 }
 
-// checkWriteSQL refuses a write whose target is a table expression that
-// names a lockable table without being a plain table (the plugin cannot
-// tell which rows it changes), and a write whose WHERE or SET reads a table
-// locked on load other than its own (a subquery).
+// checkWriteSQL refuses a write through a table expression naming a
+// lockable table, and one whose clauses or values read another table
+// locked on load (a subquery).
 func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model.Model, op opKind) error {
 	stmt := db.Statement
 	if te := stmt.TableExpr; te != nil && own == nil {
@@ -122,10 +117,7 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model.Model, op opKind) error {
 	if len(locked) == 0 {
 		return nil
 	}
-	// Every clause the write carries (WHERE, SET, FROM, ON CONFLICT,
-	// RETURNING, …) and every SQL value inside what it writes (a subquery,
-	// gorm.Expr, a GormValuer) may read another table.
-	var parts []clause.Expression
+	var parts []clause.Expression // every clause, and every SQL value it writes
 	for _, c := range stmt.Clauses {
 		if c.Expression != nil {
 			parts = append(parts, c.Expression)
@@ -140,8 +132,6 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model.Model, op opKind) error {
 		if !gormstmt.ContainsAny(strings.ToLower(text), locked) {
 			continue // names no table locked on load: nothing to tokenise
 		}
-		// A reference to a table here is a subquery or a FROM; a qualified
-		// column (customers.credit) is not.
 		for table := range sqlscan.TableRefs(text, p.lockableName) {
 			if bad := p.readsLocked([]*model.Model{p.reg.TableModel(table)}, nil); bad != nil {
 				return unenforceable(bad.Table, "a "+string(op)+" reads, in a subquery or a FROM, lockable table")
@@ -151,10 +141,8 @@ func (p *Plugin) checkWriteSQL(db *gorm.DB, own *model.Model, op opKind) error {
 	return nil
 }
 
-// checkWriteShape refuses the writes of a lockable table whose rows the
-// plugin cannot tell, and makes sure the write runs in a transaction: in
-// the caller's, a savepoint undoes the write when the fence refuses it,
-// even if the caller then commits.
+// checkWriteShape refuses the writes whose rows the plugin cannot tell,
+// and begins the write's transaction (a savepoint in the caller's).
 func (b *binding) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 	p := b.p
 	if err := p.checkWriteSQL(db, st.m, op); err != nil {
@@ -181,7 +169,7 @@ func (b *binding) checkWriteShape(db *gorm.DB, st *state, op opKind) error {
 }
 
 // checkRowsWritten requires the session's Write lock on every existing row
-// the write changes, and on the rows its deletes cascade to.
+// the write changes or cascades to.
 func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	p := b.p
 	rows, byKey, err := b.writeRows(db, st, op)
@@ -192,9 +180,7 @@ func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 		return err
 	}
 	if op != opCreate {
-		// Never more rows than were checked: an Or(…) added to a write by
-		// key must not reach rows of other records.
-		st.bulk = int64(len(rows))
+		st.bulk = int64(len(rows)) // never more than checked: an Or(…) reaches no other row
 	}
 	if (op == opDelete || op == opUpdate) && p.reg.AnyCascade.Load() {
 		if err := b.checkCascades(db, st, rows, op); err != nil {
@@ -205,19 +191,11 @@ func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 	for i, r := range rows {
 		keys[i] = r.k
 	}
-	if byKey && len(keys) == 1 && len(st.required) == 0 && (op != opCreate || gormstmt.Upserts(db.Statement)) && !runsHooks(db, op) &&
-		p.hints.fresh(st.owner.Session, keys[0], time.Second) {
-		// One row by its key (Save, Update, Delete of a loaded record)
-		// whose Write lock this node granted to the session, and no hook of
-		// the model's to run: checked once, by the fence (folded into the
-		// write where it can be), if the write changed it. It saves a round
-		// trip on the commonest write, and a refused one has run no code of
-		// the caller's. Anyone else is checked here, before the hooks. An
-		// upsert (MySQL's Save sends one when its UPDATE reported no row
-		// changed) takes this path only with both its fences folded in
-		// (foldUpsert): its row count cannot tell a new row, which needs
-		// no lock, from an existing one, which does.
-		if b.foldHintPath(db, st, op, keys[0]) {
+	if byKey && len(keys) == 1 && len(st.required) == 0 && (op != opCreate || gormstmt.Upserts(db.Statement)) {
+		// The hint path (docs/callbacks.md): checked once, by the fence. An
+		// upsert takes it only with both fences folded (foldUpsert).
+		before, after, _ := hooksOf(db, op)
+		if !before && !after && p.hints.fresh(st.owner.Session, keys[0], time.Second) && b.foldHintPath(db, st, op, keys[0]) {
 			st.ifChanged = true
 			st.required = append(st.required, keys...)
 			return nil
@@ -243,8 +221,7 @@ func (b *binding) checkRowsWritten(db *gorm.DB, st *state, op opKind) error {
 }
 
 // foldHintPath says whether a write of one record by key takes the hint
-// path, folding its fence into it where it can: an update or a delete
-// always, an upsert only with its fences folded.
+// path (an upsert only with its fences folded), folding where it can.
 func (b *binding) foldHintPath(db *gorm.DB, st *state, op opKind, k key) bool {
 	switch {
 	case op == opUpdate || op == opDelete:
@@ -284,9 +261,8 @@ func (b *binding) existingOf(db *gorm.DB, m *model.Model, rows []pkRow, free []k
 	return out, nil
 }
 
-// requireWriteLocks checks, before the statement's hooks, that st's
-// session holds a Write lock on every one of keys: the keys it holds, or
-// the refusal (a *LockedError, or ErrNotLocked naming a key nobody holds).
+// requireWriteLocks checks that st's session holds a Write lock on every
+// one of keys: the keys it holds, or the refusal.
 func (b *binding) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []key) ([]key, error) {
 	mine, free, err := st.t.check(st.t.direct(db), keys, st.owner, false)
 	if err == nil && len(free) > 0 {
@@ -295,9 +271,8 @@ func (b *binding) requireWriteLocks(db *gorm.DB, st *state, op opKind, keys []ke
 	return mine, err
 }
 
-// notLocked is notLockedForWrite for st's session, told as an
-// *ExpiredError when the session's own lock on the first key expired (its
-// row is still in the lock table). Only a refusal pays the lookup.
+// notLocked is notLockedForWrite, or an *ExpiredError when the session's
+// own lock on the first key expired. Only a refusal pays the lookup.
 func (b *binding) notLocked(db *gorm.DB, st *state, op opKind, free []key) error {
 	err := notLockedForWrite(op, free)
 	k := lockstore.SortKeys(free)[0]
@@ -308,11 +283,9 @@ func (b *binding) notLocked(db *gorm.DB, st *state, op opKind, free []key) error
 	return &ExpiredError{Resource: k.Resource, ID: k.ID, Op: string(op), ExpiredAt: locks[0].ExpiresAt}
 }
 
-// writeRows finds the rows a write will change: by the primary keys of
-// its value when they are set (the model, a DTO of its table, maps, slices
-// of them), else by running its WHERE as a key-only SELECT in the write's
-// transaction (row-locked on PostgreSQL, so they stay the rows it
-// changes). byKey says the rows came from the value and may not exist yet.
+// writeRows finds the rows a write will change: by its value's primary
+// keys when set, else by its WHERE as a key-only SELECT, row-locked in the
+// write's transaction. byKey: from the value, and may not exist yet.
 func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, byKey bool, err error) {
 	p := b.p
 	stmt := db.Statement
@@ -330,8 +303,7 @@ func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, by
 		rows = append(rows, pkRow{k, m.KeyArgs(vs)})
 	}
 	if op == opCreate {
-		// New rows without a key need no lock, but their generated key
-		// may be one another session reserved: the fence looks (keyless).
+		// A generated key may be one another session reserved (fence).
 		st.keyless = !complete || len(rows) == 0
 		return rows, true, nil
 	}
@@ -345,10 +317,8 @@ func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, by
 	var targets []target
 	find := func() (err error) { targets, err = p.preselect(db, m, true); return err }
 	if known && len(rows) > 0 && complete {
-		// The value's keys and the caller's WHERE: the rows both select, as
-		// the database will read the two together (an OR in the caller's
-		// terms, or a term that closes GORM's parenthesis, reaches other
-		// rows than the keys).
+		// The keys and the caller's WHERE together, as the database reads
+		// them (an OR of the caller's reaches other rows).
 		vals := make([][]any, len(rows))
 		for i, r := range rows {
 			vals[i] = r.vals
@@ -367,9 +337,8 @@ func (b *binding) writeRows(db *gorm.DB, st *state, op opKind) (rows []pkRow, by
 	return rows, false, nil
 }
 
-// checkGeneratedKeys refuses a create whose rows got, from the database,
-// a key another session holds (reserved with Acquire before the row
-// existed): the rows had no key when the write was checked.
+// checkGeneratedKeys refuses a create whose rows got from the database a
+// key another session reserved with Acquire.
 func (b *binding) checkGeneratedKeys(db *gorm.DB, st *state) error {
 	vals, _, _ := model.ValueRows(db, db.Statement.ReflectValue, st.m.PK)
 	keys := make([]key, 0, len(vals))
@@ -384,9 +353,7 @@ func (b *binding) checkGeneratedKeys(db *gorm.DB, st *state) error {
 }
 
 // fence is the last check before the write commits: the session must still
-// hold a valid Write lock on every row it changed. On PostgreSQL the key
-// rows are row-locked until commit, so a takeover of an expired lock either
-// committed before this check (and the write fails) or waits for the commit.
+// hold a valid Write lock on every row it changed (docs/callbacks.md).
 func (b *binding) fence(db *gorm.DB) {
 	p := b.p
 	st := statementState(db.Statement)
@@ -415,9 +382,7 @@ func (b *binding) fence(db *gorm.DB) {
 		return
 	}
 	if st.upsertFence != nil && st.upsertFolds != lockstore.UpsertFoldedValues|lockstore.UpsertFoldedUpdate {
-		// The statement did not carry what the fence counts on: the key was
-		// omitted from VALUES, or a clause builder of someone else's
-		// replaced the identity's.
+		// The key omitted from VALUES, or another's clause builder replaced ours.
 		st.fenceFailed = true
 		st.fail(db, fmt.Errorf("%w: the fence of the upsert of %s could not be written into its statement (its primary key omitted, or a clause builder replaced); "+
 			"write the record with Updates, or Create it", ErrNotLocked, st.m.Table))
@@ -425,9 +390,8 @@ func (b *binding) fence(db *gorm.DB) {
 	}
 	var err error
 	if !st.folded || db.Statement.RowsAffected == 0 && !st.foldRefuses {
-		// (folded: the write's own statement found the lock valid and
-		// row-locked it until commit; with a fold that refuses, 0 rows is a
-		// missing or unchanged row, never a lost lock)
+		// Folded, the write itself found the lock valid; a refusing fold's
+		// 0 rows is a missing or unchanged row, never a lost lock.
 		var free []key
 		_, free, err = st.t.check(st.t.direct(db), st.required, st.owner, true)
 		if err == nil && len(free) > 0 {
@@ -447,10 +411,8 @@ func (b *binding) fence(db *gorm.DB) {
 	}
 }
 
-// checkMemberWrite checks a write to aggregate members against their
-// roots' Write locks: the roots the rows belong to now (read in the write's
-// transaction) and, for new members and members moved to another root, the
-// roots they will belong to, which must exist.
+// checkMemberWrite checks a write of members against the Write locks of
+// the roots they belong to now and will belong to (which must exist).
 func (b *binding) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 	roots, err := b.memberWriteRoots(db, st, op)
 	if err != nil {
@@ -472,8 +434,7 @@ func (b *binding) checkMemberWrite(db *gorm.DB, st *state, op opKind) {
 	st.required = mine
 }
 
-// memberWriteRoots are the roots a write of members touches: those the
-// rows will belong to (checked to exist) and those they belong to now.
+// memberWriteRoots are the roots a write of members touches.
 func (b *binding) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target, error) {
 	p := b.p
 	stmt, m := db.Statement, st.m
@@ -513,9 +474,7 @@ func (b *binding) memberWriteRoots(db *gorm.DB, st *state, op opKind) ([]target,
 }
 
 // currentLinks are the root links of the rows a write of members touches,
-// as they are now, read by key when the statement's values name every row
-// and with the caller's WHERE otherwise; a write of no row named and no
-// WHERE is refused.
+// read by key, or with the WHERE (a global write is refused).
 func (b *binding) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, err error) {
 	p := b.p
 	stmt, m := db.Statement, st.m
@@ -549,9 +508,8 @@ func (b *binding) currentLinks(db *gorm.DB, st *state, op opKind) (now []any, er
 	return now, err
 }
 
-// nextLinks reads the root links a write sets (gormstmt.NextLinks). A
-// link set by an expression is refused: the plugin cannot tell where it
-// leads.
+// nextLinks reads the root links a write sets (gormstmt.NextLinks),
+// refusing one set by an expression.
 func nextLinks(db *gorm.DB, m *model.Model, op opKind) ([]any, error) {
 	links := gormstmt.NextLinks(db, m, op == opCreate, op == opDelete)
 	for _, l := range links {
@@ -587,16 +545,13 @@ func keyOf(m *model.Model, vals []any) (key, error) {
 	return k, model.ValidateKey(k)
 }
 
-// checkNewKeys checks an update that changes primary keys: the rows it
-// moves to a new key are, for the lock table, created there, so a key that
-// another session locked ahead is refused as a Create of it would be. A key
-// set by an expression is refused: the plugin cannot tell which it is.
+// checkNewKeys checks an update that changes primary keys as a Create of
+// the new keys; a key set by an expression is refused.
 func (b *binding) checkNewKeys(db *gorm.DB, st *state) error {
 	stmt, m := db.Statement, st.m
 	var vals [][]any
 	if !gormstmt.SamePointer(stmt.Dest, stmt.Model) {
-		// What Updates writes: a map, or a struct other than the model
-		// (GORM then writes its key too, when it is set).
+		// What Updates writes: a map, or a struct other than the model.
 		dest := reflect.Indirect(reflect.ValueOf(stmt.Dest))
 		switch {
 		case dest.Kind() == reflect.Map && dest.Type().Key().Kind() == reflect.String && len(m.PK) == 1:
@@ -645,19 +600,9 @@ func refuseOthers(db *gorm.DB, st *state, keys []key) error {
 	return err
 }
 
-// The keys a write finally carries. The plugin checks a write before its
-// hooks, so that a refused write runs none; but a Before hook (a natural
-// key derived in BeforeCreate), another plugin's callback (an ID
-// generator) or GORM's own save of belongs-to associations (which copies
-// the associated record's key into the member's link) may change the
-// model's key or link after the check. The statement is built from the
-// model as it is then. So the check notes the keys and links it read
-// (keySignature) when anything could change them, and
-// offlinelock:rekey_<op>, just before the statement is built, checks the
-// write again if they changed.
-
-// noteKeys remembers the keys and links the check of st's write read, when
-// something between the check and the write could change them.
+// noteKeys remembers the keys and links the check of st's write read when
+// a Before hook, a belongs-to save or another's callback could change them
+// before the statement is built; rekey checks again if they did.
 func (p *Plugin) noteKeys(db *gorm.DB, st *state, op opKind) {
 	if db.Error != nil || !p.mayRekey(db, op) {
 		return
@@ -672,39 +617,12 @@ func (p *Plugin) mayRekey(db *gorm.DB, op opKind) bool {
 	if s == nil {
 		return false
 	}
-	if !db.Statement.SkipHooks {
-		switch op {
-		case opCreate:
-			if s.BeforeSave || s.BeforeCreate {
-				return true
-			}
-		case opUpdate:
-			if s.BeforeSave || s.BeforeUpdate {
-				return true
-			}
-		case opDelete:
-			if s.BeforeDelete {
-				return true
-			}
-		}
-	}
-	if len(s.Relationships.BelongsTo) > 0 && op != opDelete {
-		return true
-	}
-	var proc any
-	switch op {
-	case opCreate:
-		proc = db.Callback().Create()
-	case opUpdate:
-		proc = db.Callback().Update()
-	default:
-		proc = db.Callback().Delete()
-	}
-	return !p.chains.own(proc)
+	before, _, proc := hooksOf(db, op)
+	return before || len(s.Relationships.BelongsTo) > 0 && op != opDelete || !p.chains.own(proc)
 }
 
-// rekey checks a write again when the keys or links it carries now are not
-// the ones its check read: on the rows as the statement will write them.
+// rekey checks a write again when its keys or links changed since its check.
+
 func (b *binding) rekey(op opKind) func(*gorm.DB) {
 	p := b.p
 	return func(db *gorm.DB) {
