@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -271,9 +272,29 @@ func (s *scene) do(ctx context.Context, steps ...chromedp.Action[chromedp.Void])
 func (s *scene) wait(ctx context.Context, id, want string, within time.Duration) {
 	s.t.Helper()
 	js := `document.getElementById(` + strconv.Quote(id) + `).textContent.startsWith(` + strconv.Quote(want) + `)`
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+	if err := poll(ctx, js, within); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
 		s.t.Fatalf("%v: #%s says %q, not %q within %v (%v)", ctx.Value(personKey{}), id, text, want, within, err)
+	}
+}
+
+// poll evaluates js every 100 ms until it is true or within has passed.
+// A page's execution context replaced under the poll (a navigation, or
+// Chromium resuming a frozen page: "Cannot find context with specified
+// id") ends that poll with an error, not with an answer: polling goes on
+// in the new context until the deadline.
+func poll(ctx context.Context, js string, within time.Duration) error {
+	end := time.Now().Add(within)
+	for {
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(time.Until(end)), chromedp.WithPollingInterval(100*time.Millisecond)))
+		if err == nil || errors.Is(err, chromedp.ErrPollingTimeout) || ctx.Err() != nil || !time.Now().Before(end) {
+			return err
+		}
+		select { // the poll's own interval, before it starts again
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
@@ -281,7 +302,7 @@ func (s *scene) wait(ctx context.Context, id, want string, within time.Duration)
 func (s *scene) waitHas(ctx context.Context, id, want string) {
 	s.t.Helper()
 	js := `document.getElementById(` + strconv.Quote(id) + `).textContent.includes(` + strconv.Quote(want) + `)`
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(5*time.Second), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+	if err := poll(ctx, js, 5*time.Second); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
 		s.t.Fatalf("%v: #%s says %q, without %q within 5s (%v)", ctx.Value(personKey{}), id, text, want, err)
 	}
@@ -291,7 +312,7 @@ func (s *scene) waitHas(ctx context.Context, id, want string) {
 func (s *scene) waitEmpty(ctx context.Context, id string, within time.Duration) {
 	s.t.Helper()
 	js := `document.getElementById(` + strconv.Quote(id) + `).textContent === ""`
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(within), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+	if err := poll(ctx, js, within); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Text(chromedp.ID(id)))
 		s.t.Fatalf("%v: #%s still says %q after %v (%v)", ctx.Value(personKey{}), id, text, within, err)
 	}
