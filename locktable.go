@@ -133,12 +133,9 @@ func (p *Plugin) acquireMany(db *gorm.DB, c conn, t lockStore, keys []key, o Own
 func (p *Plugin) Release(db *gorm.DB, target any) error {
 	db, b, err := p.on(db)
 	var o Owner
-	if err == nil {
-		o, err = ownerOf(db)
-	}
 	var k key
 	if err == nil {
-		k, err = p.targetKey(db, target)
+		o, k, err = p.ownerAndKey(db, target)
 	}
 	if err != nil {
 		return err
@@ -252,12 +249,9 @@ func (p *Plugin) Shorten(db *gorm.DB, target any, ttl time.Duration) (*Lock, tim
 		err = invalid("TTL %v must be positive", ttl)
 	}
 	var o Owner
-	if err == nil {
-		o, err = ownerOf(db)
-	}
 	var k key
 	if err == nil {
-		k, err = p.targetKey(db, target)
+		o, k, err = p.ownerAndKey(db, target)
 	}
 	if err != nil {
 		return nil, 0, err
@@ -676,6 +670,17 @@ const MaxReason = 255
 // foreign key it makes the model a member of an aggregate whose lock is its
 // root's: `lock:"root"` or `lock:"root=orders"`.
 const TagName = "lock"
+
+// ownerAndKey is the owner of db's context and target's lock key, the
+// first error of the two otherwise.
+func (p *Plugin) ownerAndKey(db *gorm.DB, target any) (Owner, key, error) {
+	o, err := ownerOf(db)
+	if err != nil {
+		return o, key{}, err
+	}
+	k, err := p.targetKey(db, target)
+	return o, k, err
+}
 
 // targetKey finds the key target is locked by: its own table and primary
 // key, or, for a member of an aggregate, its root's.

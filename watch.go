@@ -209,12 +209,9 @@ func (p *Plugin) TakeOverIf(db *gorm.DB, target any, reason string, allow func(h
 		err = validReason(reason)
 	}
 	var o Owner
-	if err == nil {
-		o, err = ownerOf(db)
-	}
 	var k key
 	if err == nil {
-		k, err = p.targetKey(db, target)
+		o, k, err = p.ownerAndKey(db, target)
 	}
 	if m := p.reg.TableModel(k.Resource); err == nil && m != nil {
 		err = p.rememberTarget(db, m, k)
