@@ -142,18 +142,20 @@ func TestAFrozenLeaderIsTakenOver(t *testing.T) {
 		defer cancel()
 		s := &scene{t: t, a: a, base: base}
 		leader := s.person(actx, "martin")
+		before := wire.count() // the streams of earlier subtests are not this one's
 		s.open(leader, 129)
 		s.wait(leader, "lockstate", "You are editing customer 129.", 10*time.Second)
 		follower, closeTab := chromedp.NewContext(leader)
 		defer closeTab()
 		s.open(follower, 130)
 		s.wait(follower, "lockstate", "You are editing customer 130.", 10*time.Second)
-		served := wire.waitServed(t, 0, "customers/130", 5*time.Second) // the leader's, for both tabs
+		wire.waitServed(t, before, "customers/130", 5*time.Second) // the leader's, for both tabs
 		s.do(leader, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			_, err := cdp.Call(ctx, tg, page.SetWebLifecycleState, page.SetWebLifecycleStateParams{State: page.SetWebLifecycleStateStateFrozen})
 			return err
 		}))
-		wire.waitServed(t, served, "customers/130", 45*time.Second) // the follower's own
+		// A frozen page opens no stream: one served from now on is the follower's.
+		wire.waitServed(t, wire.count(), "customers/130", 45*time.Second)
 		eve := a.db.WithContext(offlinelock.WithOwner(context.Background(), offlinelock.Owner{Session: "eve-1", User: "eve"}))
 		if _, err := a.locks.TakeOver(eve, &Customer{ID: 130}, "eve needs it"); err != nil {
 			t.Fatal(err)

@@ -119,6 +119,13 @@ func (l *wireLog) serving(w http.ResponseWriter, r *http.Request) http.ResponseW
 	}}
 }
 
+// count is how many event streams have been served so far.
+func (l *wireLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.served)
+}
+
 // waitServed waits until an event stream watching record
 // ("customers/130") is served after the first n streams served, and says
 // how many have been.
