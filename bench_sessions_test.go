@@ -1,9 +1,12 @@
 package offlinelock_test
 
 import (
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
+
+	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -57,5 +60,70 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 			})
 		}
 		interleave(b, "x-bare", ours, theirs)
+	})
+}
+
+// BenchmarkConcurrentSessionsOwnStatements is BenchmarkConcurrentSessions
+// on PostgreSQL with the plugin's own grant and release statements sent
+// bare through database/sql in place of hand-written ones: x-same is what
+// the plugin adds to the database's work (its Go path, the context, the
+// spans), the floor being the very statements it sends. PostgreSQL only:
+// there an Acquire and a Release are one statement each.
+func BenchmarkConcurrentSessionsOwnStatements(b *testing.B) {
+	const sessions, pairs = 16, 10
+	db, plain, p := benchDBs(b, database{"postgres", openPostgres})
+	sqlDB, err := plain.DB()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, pool := range []*gorm.DB{db, plain} {
+		if d, err := pool.DB(); err == nil {
+			d.SetMaxIdleConns(sessions + 4)
+		}
+	}
+	grant, release := offlinelock.OwnStatements(p, db)
+	round := func(one func(s, i int)) {
+		var wg sync.WaitGroup
+		for s := range sessions {
+			wg.Go(func() {
+				for i := range pairs {
+					one(s, i)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	send := func(q string, args ...any) {
+		rows, err := sqlDB.Query(q, args...)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil || n != 1 {
+			b.Errorf("%d rows, %v", n, err)
+		}
+	}
+	interleave(b, "x-same", func(int) {
+		round(func(s, i int) {
+			tx, doc := as(db, offlinelock.Owner{Session: "S" + strconv.Itoa(s), User: "martin"}), &Doc{ID: uint(s*pairs + i + 1)}
+			if _, err := p.Acquire(tx, doc, offlinelock.Write); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := p.Release(tx, doc); err != nil {
+				b.Error(err)
+			}
+		})
+	}, func(int) {
+		round(func(s, i int) {
+			id, session := strconv.Itoa(s*pairs+i+1), "S"+strconv.Itoa(s)
+			q, args := grant("bare", id, session)
+			send(q, args...)
+			send(release, "bare", id, session)
+		})
 	})
 }

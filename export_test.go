@@ -15,7 +15,8 @@ type (
 	grantStatementer interface {
 		GrantStatement(resource, id, session string, ttl time.Duration) (string, []any)
 	}
-	sweepPlanner interface {
+	releaseStatementer interface{ ReleaseStatement() string }
+	sweepPlanner       interface {
 		SweepPlan(c lockstore.Conn) (string, error)
 	}
 	grantAllSetter interface{ SetGrantAll(on bool) }
@@ -36,6 +37,21 @@ type (
 func GrantStatement(p *Plugin, resource, id, session string) (string, []any) {
 	b, _ := p.newBinding("postgres")
 	return b.t.Store.(grantStatementer).GrantStatement(resource, id, session, DefaultTTL)
+}
+
+// OwnStatements are the statements p's store on db (PostgreSQL) takes
+// and frees a Write lock with, as Acquire and Release send them: the
+// grant's text and arguments for a key and session, and the release's
+// text (its arguments: resource, id, session).
+func OwnStatements(p *Plugin, db *gorm.DB) (grant func(resource, id, session string) (string, []any), release string) {
+	b, err := p.bindingOf(db)
+	if err != nil {
+		panic(err)
+	}
+	st := b.t.Store
+	return func(resource, id, session string) (string, []any) {
+		return st.(grantStatementer).GrantStatement(resource, id, session, DefaultTTL)
+	}, st.(releaseStatementer).ReleaseStatement()
 }
 
 // SweepPlan is the EXPLAIN of one batch of the sweep on PostgreSQL, planned

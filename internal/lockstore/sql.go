@@ -549,14 +549,7 @@ func (t *sqlStore) releaseWrite(c Conn, k Key, session string) (found, valid boo
 		found, valid, err = t.freeWrite(c, k, session)
 		return found, valid, HeldUnknown, err
 	}
-	q := t.releaseSQL.Load()
-	if q == nil { // built once, not at every release
-		s := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
-RETURNING expires_at, ` + t.clock + `, acquired_at`)
-		q = &s
-		t.releaseSQL.Store(q)
-	}
-	_, err = c.Query(*q, []any{k.Resource, k.ID, session}, func(r *sql.Rows) error {
+	_, err = c.Query(t.releaseStatement(), []any{k.Resource, k.ID, session}, func(r *sql.Rows) error {
 		var exp, now, acq any
 		if err := r.Scan(&exp, &now, &acq); err != nil {
 			return err
@@ -568,6 +561,18 @@ RETURNING expires_at, ` + t.clock + `, acquired_at`)
 		return errors.Join(err1, err2, err3)
 	})
 	return found, valid, held, err
+}
+
+// releaseStatement is releaseWrite's statement, built once, not at every
+// release.
+func (t *sqlStore) releaseStatement() string {
+	if q := t.releaseSQL.Load(); q != nil {
+		return *q
+	}
+	q := t.bind(`DELETE FROM ` + t.table + ` WHERE resource = ? AND lock_id = ? AND holder = '' AND access = 'write' AND ` + t.eq("session") + `
+RETURNING expires_at, ` + t.clock + `, acquired_at`)
+	t.releaseSQL.Store(&q)
+	return q
 }
 
 // List returns the locks that match f, without their tokens.

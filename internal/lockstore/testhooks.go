@@ -17,6 +17,10 @@ func (pg *postgresStore) GrantStatement(resource, id, session string, ttl time.D
 	return pg.grants.Load().one, []any{resource, id, session, "martin", tokenHash("0123456789abcdef0123456789abcdef"), ttl.Microseconds()}
 }
 
+// ReleaseStatement is the one statement a store frees session's Write
+// lock with (resource, id, session), as Release sends it.
+func (t *sqlStore) ReleaseStatement() string { return t.releaseStatement() }
+
 // SweepPlan is the EXPLAIN of one batch of a PostgreSQL store's sweep,
 // planned under the settings the sweep runs with, in c's transaction.
 func (pg *postgresStore) SweepPlan(c Conn) (string, error) {
