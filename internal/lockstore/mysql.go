@@ -183,6 +183,7 @@ func (s *mysqlStore) detectServer(c Conn) error {
 		return err
 	}
 	s.mariadb.Store(strings.Contains(strings.ToLower(version), "mariadb"))
+	s.wallClock.Store(s.mariadb.Load()) // MySQL has no SET STATEMENT (docs/guard.md)
 	if err := s.detectGalera(c); err != nil {
 		return err
 	}
@@ -487,7 +488,7 @@ func (s *mysqlStore) ownTx(c Conn, fn func(Conn) error) (err error) {
 			tx.Rollback()
 		}
 	}()
-	if err = fn(Conn{db: tx, ctx: c.ctx, obs: c.obs, plan: c.plan}); err != nil {
+	if err = fn(Conn{db: tx, ctx: c.ctx, obs: c.obs, plan: c.plan, wallClock: c.wallClock}); err != nil {
 		return err
 	}
 	committed = true
@@ -516,7 +517,7 @@ func mysqlError(err error) error {
 // (grantBulk, grantOne); everything else, and what those refuse, takes the
 // serialised path, which decides each key with its key row held.
 func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	c.obs = s.obs // s.observed(c)
+	c = s.observed(c)
 	_, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter)
 	if len(keys) > 1 { // one key is in order, and alone, already
 		keys = sortKeys(keys)

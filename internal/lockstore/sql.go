@@ -34,6 +34,7 @@ type sqlStore struct {
 	// tests set another, SetGuardRevision).
 	revision   atomic.Int32
 	releaseSQL atomic.Pointer[string] // releaseWrite's statement
+	wallClock  atomic.Bool            // statements put the session's timestamp back (Conn.wallClock)
 
 	// Hooks for SQL the defaults cannot use (MySQL); nil or "" keeps the default.
 	keysIn         func(list string) string                          // (resource, lock_id) IN … for a keyList
@@ -61,6 +62,7 @@ type sqlStore struct {
 // observed is c reporting its statements to the store's Observer.
 func (t *sqlStore) observed(c Conn) Conn {
 	c.obs = t.obs // c.on(t.obs)
+	c.wallClock = t.wallClock.Load()
 	return c
 }
 
