@@ -279,3 +279,12 @@ func TestTakeOverInTheCallersTransaction(t *testing.T) {
 		assert.Equal(t, boss, holderOf(t, db, p, &Doc{ID: 3}).Owner)
 	})
 }
+
+// holderOf is the one lock held on target.
+func holderOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, target any) offlinelock.Lock {
+	t.Helper()
+	h, err := p.Holders(db, target)
+	require.NoError(t, err)
+	require.Len(t, h, 1)
+	return h[0]
+}

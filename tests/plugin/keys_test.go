@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // One record, one lock key: however its key is spelled ("0129", 129,
 // int64(129), a string in an integer column, a case-insensitive or

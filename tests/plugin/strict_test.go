@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Config.Strict: every raw statement that reads or writes a lockable table
 // is ErrStrict, however it is spelled, and nothing else is; migrations and

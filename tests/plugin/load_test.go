@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // The Implicit Lock on loads: a load of a lockable model takes the locks
 // its mode asks for (exclusive_read: Write; read_write: shared Read;

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // The lock tag: a bad tag, on a primary key or on a root foreign key, is
 // an ErrInvalid naming the model and the field, at registration or with

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Load shapes: every way GORM's API offers to read rows of a lockable
 // table, including those the plugin cannot bound (DISTINCT, GROUP BY,
