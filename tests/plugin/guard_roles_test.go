@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -204,13 +204,13 @@ func TestDisableGuardWithAGuardInstalled(t *testing.T) {
 			require.NoError(t, db.AutoMigrate(&GdCustomer{}))
 			require.NoError(t, p.InstallGuard(db))
 
-			off := offlinelock.New(offlinelock.Config{Table: p.TableName(), DisableGuard: true})
+			off := offlinelock.New(offlinelock.Config{Table: lockTableOf(p), DisableGuard: true})
 			err := d.open(t).Use(off)
-			require.ErrorContains(t, err, "Config.DisableGuard is set, but the database guard of lock table "+p.TableName()+" is still installed on gd_customers")
+			require.ErrorContains(t, err, "Config.DisableGuard is set, but the database guard of lock table "+lockTableOf(p)+" is still installed on gd_customers")
 			require.ErrorContains(t, err, "offlinelock guard remove")
 
 			require.NoError(t, p.RemoveGuard(db))
-			require.NoError(t, d.open(t).Use(offlinelock.New(offlinelock.Config{Table: p.TableName(), DisableGuard: true})))
+			require.NoError(t, d.open(t).Use(offlinelock.New(offlinelock.Config{Table: lockTableOf(p), DisableGuard: true})))
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestGuardProtocolNewerIsLeftAlone(t *testing.T) {
 	for _, d := range serverDatabases() {
 		t.Run(d.name, func(t *testing.T) {
 			db, p := gdSetup(t, d, offlinelock.Config{})
-			catalog := p.TableName() + "_tables"
+			catalog := lockTableOf(p) + "_tables"
 			var spec string
 			require.NoError(t, db.Raw(`SELECT spec FROM `+catalog+` WHERE name = 'offlinelock:guard protocol'`).Scan(&spec).Error)
 			require.Equal(t, "2", spec, "the install records its protocol")
@@ -44,10 +44,10 @@ func TestGuardProtocolNewerRefusesGrantsOnly(t *testing.T) {
 	for _, d := range serverDatabases() {
 		t.Run(d.name, func(t *testing.T) {
 			db, p := gdSetup(t, d, offlinelock.Config{})
-			catalog := p.TableName() + "_tables"
+			catalog := lockTableOf(p) + "_tables"
 			require.NoError(t, plainGORM(t, db).Exec(`UPDATE `+catalog+` SET spec = '3' WHERE name = 'offlinelock:guard protocol'`).Error)
 			node := d.open(t)
-			p2 := offlinelock.New(offlinelock.Config{Table: p.TableName(), Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}})
+			p2 := offlinelock.New(offlinelock.Config{Table: lockTableOf(p), Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}})
 			useErr := node.Use(p2)
 			t.Logf("db.Use: %v", useErr)
 			_, err := p2.Acquire(as(node, david), &GdCustomer{ID: 130}, offlinelock.Write)
@@ -55,7 +55,7 @@ func TestGuardProtocolNewerRefusesGrantsOnly(t *testing.T) {
 			assert.ErrorIs(t, err, offlinelock.ErrUnenforceable)
 			assert.Contains(t, err.Error(), "Upgrade this node")
 			var held int64
-			require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+p.TableName()+` WHERE lock_id = '130' AND holder = ''`).Scan(&held).Error)
+			require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+lockTableOf(p)+` WHERE lock_id = '130' AND holder = ''`).Scan(&held).Error)
 			assert.Zero(t, held, "nothing written to the lock table")
 			assert.NoError(t, as(node, david).Model(&GdTag{ID: 1}).Update("name", "served").Error, "a write of an untagged table is served")
 			var c GdCustomer

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -86,7 +86,7 @@ func TestGuardOrdersPreparedTransactions(t *testing.T) {
 					require.ErrorIs(t, err, offlinelock.ErrBeingWritten, "the prepared write holds the grant off")
 					assert.Less(t, time.Since(start), 5*time.Second, "bounded")
 					var n int64
-					require.NoError(t, db.Table(p.TableName()).Where("session = ?", david.Session).Count(&n).Error)
+					require.NoError(t, db.Table(lockTableOf(p)).Where("session = ?", david.Session).Count(&n).Error)
 					assert.Zero(t, n, "nothing of the refused grant was written")
 					if inTx {
 						var wait int64
@@ -216,7 +216,7 @@ func TestGuardTakeOverOfAnExpiredLockAndASaveInFlight(t *testing.T) {
 				done <- db.WithContext(ctx).Model(&GdCustomer{ID: 129}).Update("credit", 7).Error
 			}()
 			<-paused
-			require.NoError(t, admin(db).Exec("UPDATE `"+p.TableName()+"` SET expires_at = "+w.expiry+" WHERE session = ?", martin.Session).Error)
+			require.NoError(t, admin(db).Exec("UPDATE `"+lockTableOf(p)+"` SET expires_at = "+w.expiry+" WHERE session = ?", martin.Session).Error)
 
 			_, err := p.Acquire(as(db, david), &GdCustomer{ID: 129}, offlinelock.Write)
 			if w.waits {

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"fmt"
@@ -24,7 +24,7 @@ import (
 func liveOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, id int) time.Time {
 	t.Helper()
 	var live time.Time
-	require.NoError(t, db.Raw("SELECT live FROM `"+p.TableName()+"_order` WHERE b = ((CRC32('gd_customers') & 4194303) << 10) | (? & 1023)", id).Scan(&live).Error)
+	require.NoError(t, db.Raw("SELECT live FROM `"+lockTableOf(p)+"_order` WHERE b = ((CRC32('gd_customers') & 4194303) << 10) | (? & 1023)", id).Scan(&live).Error)
 	return live
 }
 
@@ -43,10 +43,10 @@ func TestGuardLiveBucketsCountLocksOlderThanTheirRows(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			db, p := goSetupOn(t, mysqlDB())
 			other := plainGORM(t, db)
-			require.NoError(t, db.Exec(fmt.Sprintf(remake, p.TableName())).Error)
+			require.NoError(t, db.Exec(fmt.Sprintf(remake, lockTableOf(p))).Error)
 			require.NoError(t, p.InstallGuard(db))
 			var unknown int64
-			require.NoError(t, db.Raw("SELECT COUNT(*) FROM `"+p.TableName()+"_order` WHERE live > '9000-01-01'").Scan(&unknown).Error)
+			require.NoError(t, db.Raw("SELECT COUNT(*) FROM `"+lockTableOf(p)+"_order` WHERE live > '9000-01-01'").Scan(&unknown).Error)
 			assert.Zero(t, unknown, "every bucket is settled")
 			assert.True(t, liveOf(t, db, p, 129).After(time.Now()), "the bucket of martin's customer 129 is live")
 			assert.True(t, refusedByGuard(writeCustomer(t, other, 129), "gd_customers", "129"), "the held record is refused")
@@ -58,7 +58,7 @@ func TestGuardLiveBucketsCountLocksOlderThanTheirRows(t *testing.T) {
 func TestGuardLiveBucketQuietedIsRaisedByTheNextGrant(t *testing.T) {
 	db, p := goSetupOn(t, mysqlDB())
 	other := plainGORM(t, db)
-	lt := "`" + p.TableName() + "`"
+	lt := "`" + lockTableOf(p) + "`"
 	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
 	require.NoError(t, err)
 	require.True(t, liveOf(t, db, p, 130).After(time.Now()), "the grant raised its bucket")
@@ -67,7 +67,7 @@ func TestGuardLiveBucketQuietedIsRaisedByTheNextGrant(t *testing.T) {
 	// David's lock expires; ten minutes on, the sweep quiets its bucket.
 	require.NoError(t, other.Exec(`UPDATE `+lt+` SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 HOUR WHERE resource = 'gd_customers' AND lock_id = '130'`).Error)
 	assert.NoError(t, writeCustomer(t, other, 130), "an expired lock refuses nothing")
-	require.NoError(t, db.Exec("UPDATE `"+p.TableName()+"_order` SET live = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE live > UTC_TIMESTAMP(6) AND live < '9000-01-01' AND b = ((CRC32('gd_customers') & 4194303) << 10) | (130 & 1023)").Error)
+	require.NoError(t, db.Exec("UPDATE `"+lockTableOf(p)+"_order` SET live = UTC_TIMESTAMP(6) - INTERVAL 1 MINUTE WHERE live > UTC_TIMESTAMP(6) AND live < '9000-01-01' AND b = ((CRC32('gd_customers') & 4194303) << 10) | (130 & 1023)").Error)
 	_, err = p.Sweep(db)
 	require.NoError(t, err)
 	assert.Equal(t, 1000, liveOf(t, db, p, 130).Year(), "the sweep quieted the bucket")
@@ -146,9 +146,9 @@ func TestGuardLiveBucketOfEveryIntegerKey(t *testing.T) {
 			// A guard of revision 2 raised another bucket for a negative
 			// key or one of 20 digits: the install of this revision raises
 			// this one's.
-			lt := "`" + p.TableName() + "`"
-			require.NoError(t, db.Exec("UPDATE `"+p.TableName()+"_tables` SET spec = '2' WHERE name = 'offlinelock:guard revision'").Error)
-			require.NoError(t, db.Exec("UPDATE `"+p.TableName()+"_order` o JOIN "+lt+" l ON l.resource = ? AND l.holder = '' AND l.access = 'write' "+
+			lt := "`" + lockTableOf(p) + "`"
+			require.NoError(t, db.Exec("UPDATE `"+lockTableOf(p)+"_tables` SET spec = '2' WHERE name = 'offlinelock:guard revision'").Error)
+			require.NoError(t, db.Exec("UPDATE `"+lockTableOf(p)+"_order` o JOIN "+lt+" l ON l.resource = ? AND l.holder = '' AND l.access = 'write' "+
 				"SET o.live = '1000-01-01' WHERE o.b = ((CRC32(l.resource) & 4194303) << 10) | (CAST(l.lock_id AS DECIMAL(20,0)) & 1023) "+
 				"AND (l.lock_id LIKE '-%' OR LENGTH(l.lock_id) = 20)", c.table).Error)
 			assert.NoError(t, write(c.held[0]), "a quiet bucket lets the held record through: what the upgrade must not leave")

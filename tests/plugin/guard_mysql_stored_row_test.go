@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -111,7 +111,7 @@ func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 	require.NoError(t, err)
 	defer other.Close()
 	other.SetMaxOpenConns(1) // the temporary table lives on one connection
-	shadow := "`" + dbName + "`.`" + p.TableName() + "`"
+	shadow := "`" + dbName + "`.`" + lockTableOf(p) + "`"
 	_, err = other.Exec("CREATE TEMPORARY TABLE " + shadow + " (resource VARBINARY(512) NOT NULL, lock_id VARBINARY(1020) NOT NULL, holder VARBINARY(1020) NOT NULL, " +
 		"access VARCHAR(5), session VARBINARY(1020), user_name VARCHAR(255), acquired_at DATETIME(6), expires_at DATETIME(6), PRIMARY KEY (resource, lock_id, holder), KEY (expires_at))")
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 
 	_, err = other.Exec("DROP TEMPORARY TABLE " + shadow)
 	require.NoError(t, err)
-	order := "`" + dbName + "`.`" + p.TableName() + "_order`"
+	order := "`" + dbName + "`.`" + lockTableOf(p) + "_order`"
 	_, err = other.Exec("CREATE TEMPORARY TABLE " + order + " (b BIGINT NOT NULL PRIMARY KEY, live DATETIME(6) NOT NULL)")
 	require.NoError(t, err)
 	_, err = other.Exec("INSERT INTO " + order + " WITH RECURSIVE d(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM d WHERE n < 31) " +

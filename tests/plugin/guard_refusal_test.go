@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"testing"
@@ -32,7 +32,7 @@ func TestGuardRefusalNamesWhatItIsAsked(t *testing.T) {
 			assert.NotContains(t, msg, "until")
 
 			other := d.open(t) // a node with the default starts: it decides now
-			require.NoError(t, other.Use(offlinelock.New(offlinelock.Config{Table: p.TableName(), Models: []any{&GdCustomer{}}})))
+			require.NoError(t, other.Use(offlinelock.New(offlinelock.Config{Table: lockTableOf(p), Models: []any{&GdCustomer{}}})))
 			msg = refusal()
 			assert.Contains(t, msg, "is locked by martin")
 			assert.Contains(t, msg, "until")

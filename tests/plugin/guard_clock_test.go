@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestGuardClockIsNotTheClients(t *testing.T) {
 	_, err := p.Acquire(as(db, martin), &GdCustomer{ID: 131}, offlinelock.Write)
 	require.NoError(t, err)
 	var before int64
-	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+p.TableName()).Scan(&before).Error)
+	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+lockTableOf(p)).Scan(&before).Error)
 	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.* TO %s`)
 	sqlDB, err := svc.DB()
 	require.NoError(t, err)
@@ -69,6 +69,6 @@ func TestGuardClockIsNotTheClients(t *testing.T) {
 	assert.Equal(t, uint(1), lineOf(t, db, 1).GdOrderID)
 	assert.Equal(t, uint(2), lineOf(t, db, 2).GdOrderID)
 	var after int64
-	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+p.TableName()).Scan(&after).Error)
+	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+lockTableOf(p)).Scan(&after).Error)
 	assert.Equal(t, before, after, "the lock table is unchanged")
 }
