@@ -1,8 +1,8 @@
-package offlinelock_test
+package plugin_test
 
-// The topologies the root package's pooler and cluster tests start
-// (testkit/topology.go); the replica and failover tests live in the tests
-// module, with the resolver they use.
+// The topologies the pooler and cluster tests start
+// (testkit/topology.go), moved here from the root package with them; the
+// replica and failover tests use testkit's directly.
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Coarse-Grained Lock: the members of an aggregate have no lock of their
 // own; the root's lock covers them. Member calls and loads act on the

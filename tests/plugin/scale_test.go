@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Session-wide operations at scale: ReleaseAll and Renew of a session
 // holding ten thousand locks cost the statements of one holding ten (on

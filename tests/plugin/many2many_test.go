@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Relationships are part of the record: a many-to-many association of a
 // lockable model changes only under the model's Write lock, whatever the

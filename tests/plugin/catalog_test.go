@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Lockability belongs to the table, not to the Go type a statement
 // happens to use: a DTO, a map, or Table("accounts") reading a lockable

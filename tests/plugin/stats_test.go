@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"fmt"
@@ -54,8 +54,8 @@ func TestStatsCountsLiveLocksOldestAndExpiredRows(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, offlinelock.Stats{
 				Live:       6,
-				ByResource: []offlinelock.Count{{"customers", 2}, {"docs", 2}, {"policies", 2}},
-				ByUser:     []offlinelock.Count{{"martin", 4}, {"david", 2}},
+				ByResource: []offlinelock.Count{{Name: "customers", Locks: 2}, {Name: "docs", Locks: 2}, {Name: "policies", Locks: 2}},
+				ByUser:     []offlinelock.Count{{Name: "martin", Locks: 4}, {Name: "david", Locks: 2}},
 				Oldest:     first,
 			}, s)
 
@@ -67,8 +67,8 @@ func TestStatsCountsLiveLocksOldestAndExpiredRows(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, offlinelock.Stats{
 				Live:         3,
-				ByResource:   []offlinelock.Count{{"docs", 2}, {"customers", 1}},
-				ByUser:       []offlinelock.Count{{"martin", 2}, {"david", 1}},
+				ByResource:   []offlinelock.Count{{Name: "docs", Locks: 2}, {Name: "customers", Locks: 1}},
+				ByUser:       []offlinelock.Count{{Name: "martin", Locks: 2}, {Name: "david", Locks: 1}},
 				Oldest:       first,
 				ExpiredRows:  4,
 				ExpiredLocks: 3, // as List(Filter{Expired: true}) shows them
@@ -107,6 +107,6 @@ func TestStatsGroupsAreCapped(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, offlinelock.StatsGroups+2, s.Live, "Live counts every lock")
 		assert.Equal(t, want, s.ByUser, "the first StatsGroups users; u100 is left out")
-		assert.Equal(t, []offlinelock.Count{{"policies", offlinelock.StatsGroups + 1}, {"docs", 1}}, s.ByResource)
+		assert.Equal(t, []offlinelock.Count{{Name: "policies", Locks: offlinelock.StatsGroups + 1}, {Name: "docs", Locks: 1}}, s.ByResource)
 	})
 }
