@@ -28,7 +28,6 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
-	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // counter is a GORM logger that counts statements.
@@ -327,8 +326,6 @@ func eachFm(t *testing.T, fn func(t *testing.T, db *gorm.DB, p *offlinelock.Plug
 	}
 }
 
-func openMySQL(t testing.TB) *gorm.DB { return testkit.OpenMySQL(t) }
-
 // eachDB runs fn as a subtest on every database.
 func eachDB(t *testing.T, cfg offlinelock.Config, fn func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin)) {
 	for _, d := range databases() {
@@ -338,45 +335,6 @@ func eachDB(t *testing.T, cfg offlinelock.Config, fn func(t *testing.T, db *gorm
 		})
 	}
 }
-
-// GdCustomer is a root locked by Acquire (exclusive_write).
-type GdCustomer struct {
-	ID     uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name   string
-	Credit int
-}
-
-// secondDatabase creates a database of a unique name on db's server,
-// dropped after the test, and opens GORM on it.
-func secondDatabase(t *testing.T, db *gorm.DB) (*gorm.DB, string) {
-	t.Helper()
-	name := "ol_second_" + randomHex(4)
-	require.NoError(t, db.Exec(`CREATE DATABASE `+name).Error)
-	var dsn string
-	if db.Dialector.Name() == "mysql" {
-		head, tail, ok := strings.Cut(dsnOf("mysql"), ")/")
-		require.True(t, ok)
-		_, params, _ := strings.Cut(tail, "?")
-		dsn = head + ")/" + name + "?" + params
-	} else {
-		dsn = dsnOf("postgres") + " dbname=" + name
-	}
-	other, err := gorm.Open(dialectorOf(db.Dialector.Name(), dsn), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	sqlDB, _ := other.DB()
-	t.Cleanup(func() {
-		sqlDB.Close()
-		if db.Dialector.Name() == "postgres" {
-			db.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`)
-			return
-		}
-		db.Exec(`DROP DATABASE IF EXISTS ` + name)
-	})
-	return other, dsn
-}
-
-// mysqlDatabase is MariaDB (or MySQL), skipped without its DSN.
-func mysqlDatabase() database { return databases()[2] }
 
 // ftSetup registers a plugin (Config.Models: lockables) on a lock table of
 // its own and creates tables (models and join tables by name).

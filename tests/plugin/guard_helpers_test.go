@@ -194,19 +194,6 @@ func pinned(t *testing.T, db *gorm.DB) *sql.Conn {
 	return conn
 }
 
-// CpFolder is not lockable; deleting one deletes its CpPages (a declared
-// ON DELETE CASCADE), which are.
-type CpFolder struct {
-	ID    uint
-	Pages []CpPage `gorm:"constraint:OnDelete:CASCADE"`
-}
-
-type CpPage struct {
-	ID         uint `gorm:"primaryKey" lock:"exclusive_write"`
-	CpFolderID uint
-	Text       string
-}
-
 func itoa(n uint) string {
 	const digits = "0123456789"
 	if n == 0 {
