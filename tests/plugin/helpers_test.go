@@ -42,7 +42,7 @@ type Account struct {
 // Doc is free to load; writes need a Write lock taken with Acquire.
 type Doc = testkit.Doc
 
-var allModels = []any{&Account{}, &Doc{}, &Policy{}, &Customer{}}
+var allModels = []any{&Account{}, &Doc{}, &Policy{}, &Team{}, &Member{}, &Desk{}, &Customer{}}
 
 type database struct {
 	name string
