@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Attacks on the MySQL/MariaDB fold of the fence into the holder's write
 // (the guard's fence function, fence_mysql.go, in the UPDATE/DELETE's WHERE

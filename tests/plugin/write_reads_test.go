@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"

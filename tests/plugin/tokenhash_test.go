@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Tokens at rest: the lock table holds only SHA-256 of each token, so that
 // a read of the table, a backup or a log gives no usable token; a table

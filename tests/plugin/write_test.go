@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Writes need the session's Write lock on every row they change, checked
 // inside the write's transaction before any hook or SQL of the write runs,

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // Write shapes: every way GORM's API offers to change a row of a lockable
 // table (key spellings, maps, upserts, DTOs, Table, clause.Set, generics,
