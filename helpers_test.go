@@ -7,15 +7,21 @@ package offlinelock_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
+	"log/slog"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -69,14 +75,6 @@ func fcRefused(err error) bool {
 		errors.Is(err, offlinelock.ErrNoOwner) || fcUnenforceable(err)
 }
 
-// fmRefused asserts a plugin refusal.
-func fmRefused(t *testing.T, err error, msg string, args ...any) {
-	t.Helper()
-	if assert.Error(t, err, append([]any{msg}, args...)...) {
-		assert.True(t, fcRefused(err), "refusal must be a plugin error, got %v", err)
-	}
-}
-
 // fcSafe runs f and turns a panic (of the plugin, in a callback) into a
 // test failure and an error, so that one panic does not hide the other
 // cases.
@@ -91,26 +89,6 @@ func fcSafe(t *testing.T, f func() error) (err error) {
 	return f()
 }
 
-// fcSafeLoad is fcSafe for a load that reports whether it touched its
-// destination.
-func fcSafeLoad(t *testing.T, f func() (bool, error)) (touched bool, err error) {
-	t.Helper()
-	err = fcSafe(t, func() error {
-		var e error
-		touched, e = f()
-		return e
-	})
-	return touched, err
-}
-
-// fcLocksOf lists the live locks of a session.
-func fcLocksOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, o offlinelock.Owner) []offlinelock.Lock {
-	t.Helper()
-	l, err := p.List(db, offlinelock.Filter{Session: o.Session})
-	require.NoError(t, err)
-	return l
-}
-
 // fcReset releases every lock of martin and david.
 func fcReset(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 	t.Helper()
@@ -120,19 +98,6 @@ func fcReset(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 	}
 }
 
-// fcHolds is true when o holds a Write lock on the record.
-func fcHolds(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, target any, o offlinelock.Owner, access offlinelock.Access) bool {
-	t.Helper()
-	h, err := p.Holders(db, target)
-	require.NoError(t, err)
-	for _, l := range h {
-		if l.Owner.Session == o.Session && l.Access == access {
-			return true
-		}
-	}
-	return false
-}
-
 // fcDropCleanup drops tables at the end of the test.
 func fcDropCleanup(t *testing.T, db *gorm.DB, tables ...any) {
 	t.Helper()
@@ -140,80 +105,207 @@ func fcDropCleanup(t *testing.T, db *gorm.DB, tables ...any) {
 	t.Cleanup(func() { db.Migrator().DropTable(tables...) })
 }
 
-// fcLoad is one call shape of a load of account id. It reports whether its
-// destination changed from the value it started with.
-type fcLoad struct {
-	name string
-	only string // "sqlite" or "postgres": the shape exists on that database only
-	load func(tx *gorm.DB, id uint) (touched bool, err error)
+// Roles, second databases, hooked models and lock-row helpers of the
+// guard, fence and load tests; tests/plugin keeps copies of those its
+// tests use.
+
+// GdSub is a member two levels down: its root is its line's order.
+type GdSub struct {
+	ID       uint `gorm:"primaryKey"`
+	GdLineID uint `lock:"root"`
+	Note     string
 }
 
-// fcScanRow reads the first row of q's Rows into dest.
-func fcScanRow(q *gorm.DB, dest ...any) error {
-	rows, err := q.Rows()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	if rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
-func fcTouched(before, after any) bool { return !reflect.DeepEqual(before, after) }
-
-// fcCheckRefusedLoad runs load as david on account 129, which martin holds
-// by loading it: it must be refused, leave its destination as it was and
-// leave no lock of David's.
-func fcCheckRefusedLoad(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, l fcLoad) {
+// pgRole creates a login role of a unique name in db's database with the
+// grants given (each a statement with %s for the role), dropped after the
+// test, and opens GORM as it (no plugin: another service).
+func pgRole(t testing.TB, db *gorm.DB, grants ...string) (string, *gorm.DB) {
 	t.Helper()
-	require.NoError(t, as(db, martin).First(&Account{}, 129).Error)
-	touched, err := fcSafeLoad(t, func() (bool, error) { return l.load(as(db, david), 129) })
-	if assert.Error(t, err, "David read accounts 129 while Martin holds it") {
-		assert.True(t, fcRefused(err), "refusal must be a plugin error, got %v", err)
+	b := make([]byte, 6)
+	rand.Read(b)
+	role := "ol_role_" + hex.EncodeToString(b)
+	require.NoError(t, db.Exec(`CREATE ROLE `+role+` LOGIN`).Error)
+	t.Cleanup(func() {
+		db.Exec(`DROP OWNED BY ` + role + ` CASCADE`)
+		db.Exec(`DROP ROLE ` + role)
+	})
+	for _, g := range grants {
+		require.NoError(t, db.Exec(replaceRole(g, role)).Error, g)
 	}
-	assert.False(t, touched, "the refused load filled its destination")
-	assert.Empty(t, fcLocksOf(t, db, p, david), "the refused load left David's locks behind")
+	other, err := gorm.Open(postgres.Open(dsnOf("postgres")+" user="+role), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, _ := other.DB()
+	sqlDB.SetMaxOpenConns(1) // the attacker's session settings stay on its one connection
+	t.Cleanup(func() { sqlDB.Close() })
+	return role, other
 }
 
-func fmNames(rows []FmAcct) []string {
+func replaceRole(s, role string) string {
+	out := []byte{}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+1 < len(s) && s[i+1] == 's' {
+			out = append(out, role...)
+			i++
+			continue
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// pgWriterGrants are another service's: DML on the business tables, none
+// on the lock table.
+var pgWriterGrants = []string{
+	`GRANT USAGE ON SCHEMA public TO %s`,
+	`GRANT SELECT, INSERT, UPDATE, DELETE ON gd_customers, gd_orders, gd_lines, gd_subs, gd_notes, gd_folders TO %s`,
+	`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s`,
+}
+
+// gdSubSetup is gdSetup with GdSub in the catalog, sub 1 under the held
+// order's line 1 and sub 2 under the free order's line 2.
+func gdSubSetup(t *testing.T) (*gorm.DB, *offlinelock.Plugin, string) {
+	return gdSubSetupOn(t, database{"postgres", openPostgres})
+}
+
+// gdSubSetupOn is gdSubSetup on d.
+func gdSubSetupOn(t *testing.T, d database) (*gorm.DB, *offlinelock.Plugin, string) {
+	t.Helper()
+	table := "ol_roles_" + randomHex(4)
+	db, p := gdSetup(t, d, offlinelock.Config{Table: table, Models: []any{&GdSub{}}})
+	require.NoError(t, db.Migrator().DropTable(&GdSub{}))
+	t.Cleanup(func() { db.Migrator().DropTable(&GdSub{}) })
+	require.NoError(t, db.AutoMigrate(&GdSub{}))
+	require.NoError(t, admin(db).Create(&[]GdSub{{ID: 1, GdLineID: 1, Note: "held"}, {ID: 2, GdLineID: 2, Note: "free"}}).Error)
+	require.NoError(t, p.InstallGuard(db))
+	return db, p, table
+}
+
+// myUser creates a MariaDB user of a unique name with the grants given
+// (each a statement with %s for 'user'@'%'), dropped after the test, and
+// opens GORM as it (no plugin).
+func myUser(t testing.TB, db *gorm.DB, grants ...string) *gorm.DB {
+	t.Helper()
+	b := make([]byte, 6)
+	rand.Read(b)
+	user := "ol_u_" + hex.EncodeToString(b)
+	account := "'" + user + "'@'%'"
+	require.NoError(t, db.Exec(`CREATE USER `+account).Error)
+	t.Cleanup(func() { db.Exec(`DROP USER IF EXISTS ` + account) })
+	var name string
+	require.NoError(t, db.Raw(`SELECT DATABASE()`).Scan(&name).Error)
+	for _, g := range grants {
+		require.NoError(t, db.Exec(replaceRole(strings.ReplaceAll(g, "{db}", "`"+name+"`"), account)).Error, g)
+	}
+	dsn := dsnOf("mysql")
+	_, rest, ok := strings.Cut(dsn, "@")
+	require.True(t, ok, "the MariaDB DSN names a user")
+	other, err := gorm.Open(mysql.Open(user+"@"+rest), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, _ := other.DB()
+	t.Cleanup(func() { sqlDB.Close() })
+	return other
+}
+
+// splitStatements splits "a; b" into its statements.
+func splitStatements(s string) []string {
 	var out []string
-	for _, r := range rows {
-		out = append(out, r.Name)
+	for _, q := range strings.Split(s, ";") {
+		if q = strings.TrimSpace(q); q != "" {
+			out = append(out, q)
+		}
 	}
 	return out
 }
 
-func fmRowNames(q *gorm.DB) ([]string, error) {
-	rows, err := q.Rows()
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return out, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+// FcHooked counts its hooks in a counter carried by the statement's
+// context, so each test has its own.
+type FcHooked struct {
+	ID   uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Name string
 }
 
-func fmAcctName(t *testing.T, db *gorm.DB, id uint) string {
+type fcHooksKey struct{}
+
+type fcHookCounter struct{ n atomic.Int64 }
+
+func fcCount(tx *gorm.DB) error {
+	if c, ok := tx.Statement.Context.Value(fcHooksKey{}).(*fcHookCounter); ok {
+		c.n.Add(1)
+	}
+	return nil
+}
+
+func (h *FcHooked) BeforeSave(tx *gorm.DB) error   { return fcCount(tx) }
+func (h *FcHooked) AfterSave(tx *gorm.DB) error    { return fcCount(tx) }
+func (h *FcHooked) BeforeCreate(tx *gorm.DB) error { return fcCount(tx) }
+func (h *FcHooked) AfterCreate(tx *gorm.DB) error  { return fcCount(tx) }
+func (h *FcHooked) BeforeUpdate(tx *gorm.DB) error { return fcCount(tx) }
+func (h *FcHooked) AfterUpdate(tx *gorm.DB) error  { return fcCount(tx) }
+func (h *FcHooked) BeforeDelete(tx *gorm.DB) error { return fcCount(tx) }
+func (h *FcHooked) AfterDelete(tx *gorm.DB) error  { return fcCount(tx) }
+
+type FtAcct struct {
+	ID   uint `gorm:"primaryKey" lock:"exclusive_read"`
+	Name string
+}
+
+// atkTwoNodes opens d with the test models and two plugins on one lock
+// table: db/p (this node) and other/q (another node). On SQLite the other
+// node opens the same file.
+func atkTwoNodes(t *testing.T, d database, extra ...any) (db *gorm.DB, p *offlinelock.Plugin, other *gorm.DB, q *offlinelock.Plugin) {
 	t.Helper()
-	var a FmAcct
-	require.NoError(t, admin(db).First(&a, id).Error)
-	return a.Name
+	cfg := offlinelock.Config{Table: "ol_" + randomHex(6), Authorize: func(context.Context, string, offlinelock.Lock) error { return nil },
+		Logger: slog.New(slog.DiscardHandler)}
+	open := d.open
+	if d.name == "sqlite" {
+		path := filepath.Join(t.TempDir(), "atk.db")
+		open = func(t testing.TB) *gorm.DB {
+			db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(path)), &gorm.Config{Logger: logger.Discard})
+			require.NoError(t, err)
+			sqlDB, _ := db.DB()
+			t.Cleanup(func() { sqlDB.Close() })
+			return db
+		}
+	}
+	db, p = setupModels(t, database{d.name, open}, cfg)
+	if len(extra) > 0 {
+		require.NoError(t, db.Migrator().DropTable(extra...))
+		require.NoError(t, admin(db).AutoMigrate(extra...))
+		t.Cleanup(func() { db.Migrator().DropTable(extra...) })
+	}
+	other, q = setupOn(t, open(t), cfg)
+	return db, p, other, q
 }
 
-// fmWrite is a write of David's own account 1 that copies, or tests,
-// something of account 129.
-type fmWrite struct {
-	name  string
-	write func(tx *gorm.DB) error
+// atkLose makes martin's Write lock on target lost on the other node:
+// force-released, and with taken, then acquired by david.
+func atkLose(t *testing.T, other *gorm.DB, q *offlinelock.Plugin, resource, id string, target any, taken bool) {
+	t.Helper()
+	require.NoError(t, q.ForceRelease(as(other, offlinelock.Owner{Session: "A1", User: "admin"}), resource, id))
+	if taken {
+		_, err := q.Acquire(as(other, david), target, offlinelock.Write)
+		require.NoError(t, err)
+	}
+}
+
+// lockRow is one row of the lock table as a reader of the table sees it.
+type lockRow struct {
+	resource, id, holder, access, session, user, token string
+}
+
+// lockRows reads every row of the lock table, raw.
+func lockRows(t *testing.T, db *gorm.DB, table string) []lockRow {
+	t.Helper()
+	rows, err := admin(db).Raw(`SELECT resource, lock_id, holder, access, session, user_name, token FROM ` + table +
+		` ORDER BY resource, lock_id, holder`).Rows()
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []lockRow
+	for rows.Next() {
+		var r lockRow
+		require.NoError(t, rows.Scan(&r.resource, &r.id, &r.holder, &r.access, &r.session, &r.user, &r.token))
+		out = append(out, r)
+	}
+	require.NoError(t, rows.Err())
+	return out
 }

@@ -5,15 +5,11 @@ package offlinelock_test
 
 import (
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/internal/testkit"
@@ -90,17 +86,6 @@ func seedAccounts(t testing.TB, db *gorm.DB, n int) {
 		rows[i] = Account{ID: uint(i + 1), Name: "acct", Credit: 100}
 	}
 	require.NoError(t, admin(db).CreateInBatches(rows, 200).Error)
-}
-
-// fcSeedLoads seeds accounts 1..3 ("acct", credit 100) and 129 ("zzz",
-// credit 9999): the largest name and credit, so aggregates reveal it. The
-// customers table has a row 129 too, for raw joins.
-func fcSeedLoads(t *testing.T, db *gorm.DB) {
-	t.Helper()
-	seedAccounts(t, db, 3)
-	require.NoError(t, admin(db).Create(&Account{ID: 129, Name: "zzz", Credit: 9999}).Error)
-	require.NoError(t, admin(db).Create(&Customer{ID: 129, Name: "cust"}).Error)
-	require.NoError(t, admin(db).Create(&Customer{ID: 2, Name: "zzz"}).Error)
 }
 
 // Badge has a unique key besides its primary key.
@@ -216,32 +201,6 @@ type FmSoft struct {
 
 var fmModels = []any{&FmAcct{}, &FmSeat{}, &FmDoc{}, &FmIntStr{}, &FmUq{}, &FmParent{}, &FmChild{}, &FmEmb{}, &FmEmbNamed{}, &FmSoft{}}
 
-// fmPrepared opens the database like d, with gorm.Config{PrepareStmt: true}.
-func fmPrepared(d database) database {
-	return database{d.name + "-prepared", func(t testing.TB) *gorm.DB {
-		t.Helper()
-		cfg := &gorm.Config{Logger: logger.Discard, PrepareStmt: true}
-		var db *gorm.DB
-		var err error
-		if d.name == "sqlite" {
-			db, err = gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(filepath.Join(t.TempDir(), "p.db"))), cfg)
-		} else {
-			dsn := dsnOf(d.name)
-			if dsn == "" {
-				if os.Getenv("CI") == "true" {
-					t.Fatalf("CI=true needs %s: set its DSN", d.name)
-				}
-				t.Skipf("%s tests need its DSN", d.name)
-			}
-			db, err = gorm.Open(dialectorOf(d.name, dsn), cfg)
-		}
-		require.NoError(t, err)
-		sqlDB, _ := db.DB()
-		t.Cleanup(func() { sqlDB.Close() })
-		return db
-	}}
-}
-
 // fmSetup registers a plugin on a lock table of its own and creates the Fm
 // tables (extra: tables of one database only).
 func fmSetup(t *testing.T, d database, extra ...any) (*gorm.DB, *offlinelock.Plugin) {
@@ -259,11 +218,71 @@ func fmSetup(t *testing.T, d database, extra ...any) (*gorm.DB, *offlinelock.Plu
 	return db, p
 }
 
-func eachFm(t *testing.T, fn func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin)) {
-	for _, d := range databases() {
-		t.Run(d.name, func(t *testing.T) {
-			db, p := fmSetup(t, d)
-			fn(t, db, p)
-		})
+// The aggregate of orders (coarse-grained locks) and the folders and pages
+// of an untagged parent, which tests/plugin keeps copies of.
+
+// Order is an aggregate root; its lines, shipments and parcels are members.
+type Order struct {
+	ID    uint `gorm:"primaryKey" lock:"exclusive_read"`
+	Note  string
+	Lines []LineItem
+}
+
+type LineItem struct {
+	ID      uint `gorm:"primaryKey"`
+	OrderID uint `lock:"root"` // through the belongs-to field Order
+	Order   *Order
+	Qty     int
+}
+
+type Shipment struct {
+	ID      uint `gorm:"primaryKey"`
+	OrderID uint `lock:"root=orders"` // no association field: the root's table is named
+	Carrier string
+}
+
+type Parcel struct {
+	ID         uint `gorm:"primaryKey"`
+	ShipmentID uint `lock:"root"` // two levels: Parcel -> Shipment -> Order
+	Weight     int
+}
+
+// Client and Address are customer 129 and address 301 of the walk-through.
+type Client struct {
+	ID        uint `gorm:"primaryKey" lock:"exclusive_write"`
+	Name      string
+	Addresses []Address
+}
+
+type Address struct {
+	ID       uint `gorm:"primaryKey"`
+	ClientID uint `lock:"root"`
+	City     string
+}
+
+var aggregateModels = []any{&Order{}, &LineItem{}, &Shipment{}, &Parcel{}, &Client{}, &Address{}}
+
+// seedOrder creates order id with n lines, a shipment and a parcel.
+func seedOrder(t testing.TB, db *gorm.DB, id uint, n int) {
+	t.Helper()
+	o := Order{ID: id, Note: "new"}
+	for i := 0; i < n; i++ {
+		o.Lines = append(o.Lines, LineItem{ID: id*10000 + uint(i), Qty: 1})
 	}
+	require.NoError(t, admin(db).CreateInBatches(&o, 500).Error)
+	require.NoError(t, admin(db).Create(&Shipment{ID: id, OrderID: id, Carrier: "post"}).Error)
+	require.NoError(t, admin(db).Create(&Parcel{ID: id, ShipmentID: id, Weight: 1}).Error)
+}
+
+// CpFolder is not lockable; deleting one deletes its CpPages (a declared
+// ON DELETE CASCADE), which are.
+type CpFolder struct {
+	ID    uint
+	Pages []CpPage `gorm:"constraint:OnDelete:CASCADE"`
+}
+
+type CpPage struct {
+	ID         uint `gorm:"primaryKey" lock:"exclusive_write"`
+	CpFolderID uint
+	Text       string
 }

@@ -194,18 +194,6 @@ func pinned(t *testing.T, db *gorm.DB) *sql.Conn {
 	return conn
 }
 
-func itoa(n uint) string {
-	const digits = "0123456789"
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{digits[n%10]}, b...)
-	}
-	return string(b)
-}
-
 // mysqlDatabase is MariaDB (or MySQL), skipped without its DSN.
 func mysqlDatabase() database { return databases()[2] }
 

@@ -1,10 +1,10 @@
 package plugin_test
 
-// Helpers of the tests moved here from the library's folder (issue 49)
-// that tests/plugin had no mirror of: copies of the root package's helpers
-// and models of the same names (helpers_test.go, models_test.go,
-// db_test.go, guard_test.go, guard_twodb_test.go, mysql_statements_test.go,
-// write_reads_test.go, bench_helpers_test.go).
+// Helpers and models of the tests moved here from the library's folder
+// (issue 49): the fail-closed checks (fc…, fm…), the models the load,
+// write and aggregate tests share, and the lock-table fillers of the scale
+// tests. Each is a copy of the root package's helper of the same name,
+// where the root's own tests still use it.
 
 import (
 	"context"
@@ -336,25 +336,6 @@ func eachDB(t *testing.T, cfg offlinelock.Config, fn func(t *testing.T, db *gorm
 	}
 }
 
-// ftSetup registers a plugin (Config.Models: lockables) on a lock table of
-// its own and creates tables (models and join tables by name).
-func ftSetup(t *testing.T, d database, lockables []any, tables ...any) (*gorm.DB, *offlinelock.Plugin, string) {
-	t.Helper()
-	table := "ol_ft" + randomHex(5)
-	db, p := setup(t, d, offlinelock.Config{Table: table, Models: lockables, Logger: slog.New(slog.DiscardHandler)})
-	all := append(slices.Clone(tables), lockables...)
-	require.NoError(t, admin(db).Migrator().DropTable(all...))
-	var models []any
-	for _, m := range all {
-		if _, isName := m.(string); !isName {
-			models = append(models, m)
-		}
-	}
-	require.NoError(t, admin(db).AutoMigrate(models...))
-	t.Cleanup(func() { admin(db).Migrator().DropTable(all...) })
-	return db, p, table
-}
-
 // lockTableName finds the plugin's lock table through a probe lock.
 func lockTableName(b testing.TB, db *gorm.DB, p *offlinelock.Plugin) string {
 	probe := offlinelock.Owner{Session: "probe"}
@@ -433,3 +414,92 @@ SELECT ?, CAST(g.n AS CHAR), '', 'write', IF(? = '', CONCAT('filler-', g.n % 100
 FROM (SELECT ` + strings.Join(num, " + ") + ` + 1 AS n FROM ` + strings.Join(from, ", ") + `) g WHERE g.n <= ?`
 	return q, []any{resource, session, session, secs, n}
 }
+
+// From helpers_test.go.
+
+func fmRowNames(q *gorm.DB) ([]string, error) {
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return out, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// From models_test.go.
+
+// Team is not lockable; its members are.
+type Team struct {
+	ID      uint `gorm:"primaryKey"`
+	Name    string
+	Members []Member
+}
+
+// Member is locked on load, and joins its Desk, also locked on load.
+type Member struct {
+	ID     uint `gorm:"primaryKey" lock:"exclusive_read"`
+	TeamID uint
+	Name   string
+	DeskID *uint
+	Desk   *Desk
+}
+
+// Badge has a unique key besides its primary key.
+type Badge struct {
+	ID   uint   `gorm:"primaryKey" lock:"exclusive_write"`
+	Code string `gorm:"uniqueIndex"`
+	Name string
+}
+
+// The fm_ models: eachFm (or fmSetup) gives them fresh tables on a lock
+// table of their own, with accounts 1, 2 and 129 and seats 1 and 129.
+
+// FmAcctView is a DTO of fm_accts.
+type FmAcctView struct {
+	ID     uint
+	Name   string
+	Credit int
+}
+
+func (FmAcctView) TableName() string { return "fm_accts" }
+
+// From concurrency_test.go.
+
+// Counter is a record whose n only the offline lock protects: each business
+// transaction reads it in one statement and writes n+1 in another, with no
+// database lock in between.
+type Counter struct {
+	ID uint `gorm:"primaryKey"`
+	N  int
+}
+
+// From coarse_test.go.
+
+// From write_test.go.
+
+// From write_shapes_test.go.
+
+// From write_where_test.go.
+
+// From write_reads_test.go.
+
+// FcDocView is a DTO over the lockable table docs (exclusive_write).
+type FcDocView struct {
+	ID    uint `gorm:"primaryKey"`
+	Title string
+	Body  string
+}
+
+func (FcDocView) TableName() string { return "docs" }
+
+// The fm_ models: eachFm (or fmSetup) gives them fresh tables on a lock
+// table of their own, with accounts 1, 2 and 129 and seats 1 and 129. The
+// write shape tests share them.
