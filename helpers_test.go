@@ -1,18 +1,13 @@
 package offlinelock_test
 
 // Helpers shared by the test files: the two sessions and their contexts,
-// the database clock, a statement counter, a pause between a write's check
-// and its fence, and the assertions of the fail-closed promise (a refusal
-// is the plugin's error, a panic is a failure, the locks a session holds).
+// the database clock, a statement counter and a pause between a write's
+// check and its fence.
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
@@ -62,41 +56,6 @@ func (c *counter) Trace(_ context.Context, _ time.Time, _ func() (string, int64)
 type pauseKey = testkit.PauseKey
 
 func pauseBetweenCheckAndCommit(t *testing.T, db *gorm.DB) { testkit.PauseBetweenCheckAndCommit(t, db) }
-
-// fcUnenforceable is true for the refusals acceptable for a statement shape
-// the plugin cannot bound.
-func fcUnenforceable(err error) bool {
-	return errors.Is(err, offlinelock.ErrUnenforceable) || errors.Is(err, offlinelock.ErrInvalid) || errors.Is(err, offlinelock.ErrStrict)
-}
-
-// fcRefused is true for any of the plugin's refusals.
-func fcRefused(err error) bool {
-	return errors.Is(err, offlinelock.ErrLocked) || errors.Is(err, offlinelock.ErrNotLocked) ||
-		errors.Is(err, offlinelock.ErrNoOwner) || fcUnenforceable(err)
-}
-
-// fcSafe runs f and turns a panic (of the plugin, in a callback) into a
-// test failure and an error, so that one panic does not hide the other
-// cases.
-func fcSafe(t *testing.T, f func() error) (err error) {
-	t.Helper()
-	defer func() {
-		if r := recover(); r != nil {
-			t.Errorf("the statement panicked: %v", r)
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return f()
-}
-
-// fcReset releases every lock of martin and david.
-func fcReset(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
-	t.Helper()
-	for _, o := range []offlinelock.Owner{martin, david} {
-		_, err := p.ReleaseAll(db, o.Session)
-		require.NoError(t, err)
-	}
-}
 
 // fcDropCleanup drops tables at the end of the test.
 func fcDropCleanup(t *testing.T, db *gorm.DB, tables ...any) {
@@ -247,45 +206,6 @@ func (h *FcHooked) AfterDelete(tx *gorm.DB) error  { return fcCount(tx) }
 type FtAcct struct {
 	ID   uint `gorm:"primaryKey" lock:"exclusive_read"`
 	Name string
-}
-
-// atkTwoNodes opens d with the test models and two plugins on one lock
-// table: db/p (this node) and other/q (another node). On SQLite the other
-// node opens the same file.
-func atkTwoNodes(t *testing.T, d database, extra ...any) (db *gorm.DB, p *offlinelock.Plugin, other *gorm.DB, q *offlinelock.Plugin) {
-	t.Helper()
-	cfg := offlinelock.Config{Table: "ol_" + randomHex(6), Authorize: func(context.Context, string, offlinelock.Lock) error { return nil },
-		Logger: slog.New(slog.DiscardHandler)}
-	open := d.open
-	if d.name == "sqlite" {
-		path := filepath.Join(t.TempDir(), "atk.db")
-		open = func(t testing.TB) *gorm.DB {
-			db, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(path)), &gorm.Config{Logger: logger.Discard})
-			require.NoError(t, err)
-			sqlDB, _ := db.DB()
-			t.Cleanup(func() { sqlDB.Close() })
-			return db
-		}
-	}
-	db, p = setupModels(t, database{d.name, open}, cfg)
-	if len(extra) > 0 {
-		require.NoError(t, db.Migrator().DropTable(extra...))
-		require.NoError(t, admin(db).AutoMigrate(extra...))
-		t.Cleanup(func() { db.Migrator().DropTable(extra...) })
-	}
-	other, q = setupOn(t, open(t), cfg)
-	return db, p, other, q
-}
-
-// atkLose makes martin's Write lock on target lost on the other node:
-// force-released, and with taken, then acquired by david.
-func atkLose(t *testing.T, other *gorm.DB, q *offlinelock.Plugin, resource, id string, target any, taken bool) {
-	t.Helper()
-	require.NoError(t, q.ForceRelease(as(other, offlinelock.Owner{Session: "A1", User: "admin"}), resource, id))
-	if taken {
-		_, err := q.Acquire(as(other, david), target, offlinelock.Write)
-		require.NoError(t, err)
-	}
 }
 
 // lockRow is one row of the lock table as a reader of the table sees it.

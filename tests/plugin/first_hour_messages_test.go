@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
 )
@@ -96,12 +95,4 @@ func TestFirstHourMessages(t *testing.T) {
 			assert.Contains(t, err.Error(), "take it again with Acquire, and reload the record")
 		})
 	}
-}
-
-func holderOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, target any) offlinelock.Lock {
-	t.Helper()
-	h, err := p.Holders(db, target)
-	require.NoError(t, err)
-	require.Len(t, h, 1)
-	return h[0]
 }

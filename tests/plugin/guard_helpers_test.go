@@ -4,7 +4,8 @@ package plugin_test
 // because they use only its public API (issue 49): each mirrors the root
 // package's helper or model of the same name (guard_test.go,
 // guard_order_test.go, guard_forge_test.go, cascade_parent_test.go,
-// attack_fold_test.go, mysql_statements_test.go, db_test.go).
+// attack_fold_test.go, mysql_statements_test.go, db_test.go,
+// noguard_nogrant_test.go).
 
 import (
 	"context"
@@ -209,4 +210,16 @@ func lockTableOf(p *offlinelock.Plugin) string {
 		}
 	}
 	panic("offlinelock: no notes table among the feature tables")
+}
+
+// requireUnguardedRefusal asserts err is the refusal of a grant on
+// ng_roots for ng_parts' missing guard.
+func requireUnguardedRefusal(t *testing.T, err error, table string) {
+	t.Helper()
+	require.Error(t, err)
+	require.True(t, errors.Is(err, offlinelock.ErrUnguarded), "want ErrUnguarded, got %v", err)
+	require.True(t, errors.Is(err, offlinelock.ErrUnenforceable), "ErrUnguarded is ErrUnenforceable too: %v", err)
+	require.False(t, errors.Is(err, offlinelock.ErrLocked))
+	require.ErrorContains(t, err, "table "+table+" ")
+	require.ErrorContains(t, err, "offlinelock guard install")
 }

@@ -116,3 +116,12 @@ func openSQLiteLike(b testing.TB, db *gorm.DB) *gorm.DB {
 	b.Cleanup(func() { sqlDB.Close() })
 	return plain
 }
+
+// holderOf is the one lock held on target.
+func holderOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, target any) offlinelock.Lock {
+	t.Helper()
+	h, err := p.Holders(db, target)
+	require.NoError(t, err)
+	require.Len(t, h, 1)
+	return h[0]
+}

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"fmt"
@@ -172,7 +172,7 @@ func TestCascadesAtEveryDepthReachHeldRecords(t *testing.T) {
 				_, err := p.Acquire(as(db, martin), sh.record(1), offlinelock.Write)
 				if d.name == "mysql" && sh.unguardable {
 					requireUnguardedRefusal(t, err, sh.resource)
-					require.Empty(t, lockRows(t, db, p.TableName()), "nothing written to the lock table")
+					require.Empty(t, lockRows(t, db, lockTableOf(p)), "nothing written to the lock table")
 					return
 				}
 				require.NoError(t, err)

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"testing"
@@ -14,7 +14,7 @@ import (
 // lacks, not by a bare "permission denied" at the first Acquire (issue 48).
 func TestUseNamesAMissingSequenceGrant(t *testing.T) {
 	db, p := gdSetup(t, database{"postgres", openPostgres}, offlinelock.Config{})
-	lt := p.TableName()
+	lt := lockTableOf(p)
 	role, app := pgRole(t, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO %s`)
 	err := app.Use(offlinelock.New(offlinelock.Config{Table: lt}))
 	require.Error(t, err)

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -192,7 +192,7 @@ func TestAViewerWhoseNodeStoppedIsGone(t *testing.T) {
 			Since, Seen                    time.Time
 		}
 		stale := time.Now().UTC().Add(-offlinelock.ViewerGone - time.Second)
-		require.NoError(t, db.Table(p.TableName()+"_viewers").Create(&viewer{ID: "dead-node-view", Resource: "docs", LockID: "1",
+		require.NoError(t, db.Table(lockTableOf(p)+"_viewers").Create(&viewer{ID: "dead-node-view", Resource: "docs", LockID: "1",
 			UserName: "david", Since: stale, Seen: stale}).Error)
 		events, err := p.Watch(ctx, db, &Doc{ID: 1})
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 // The fence folded into the write (fence.go): a verified save by the lock's
 // holder is one statement, the lock is checked by that statement and its
@@ -240,7 +240,7 @@ func TestHintPathRefusedWritesRunNoHooks(t *testing.T) {
 		{"taken behind the node's back", func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 			_, err := p.Acquire(as(db, martin), &FcHooked{ID: 1}, offlinelock.Write)
 			require.NoError(t, err)
-			require.NoError(t, admin(db).Exec(`UPDATE `+p.TableName()+` SET session = ?, user_name = ? WHERE resource = ? AND lock_id = ?`,
+			require.NoError(t, admin(db).Exec(`UPDATE `+lockTableOf(p)+` SET session = ?, user_name = ? WHERE resource = ? AND lock_id = ?`,
 				david.Session, david.User, "fc_hookeds", "1").Error)
 		}},
 		{"granted in a transaction that rolled back", func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -161,7 +161,7 @@ func TestWatchTellsEveryChange(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			cfg := offlinelock.Config{Authorize: onlyBossTakesOver, WatchEvery: 50 * time.Millisecond}
 			db, p := setupModels(t, d, cfg)
-			cfg.Table = p.TableName()
+			cfg.Table = lockTableOf(p)
 			other := secondNode(t, d, db)
 			q := offlinelock.New(cfg)
 			require.NoError(t, other.Use(q))
@@ -278,13 +278,4 @@ func TestTakeOverInTheCallersTransaction(t *testing.T) {
 		}))
 		assert.Equal(t, boss, holderOf(t, db, p, &Doc{ID: 3}).Owner)
 	})
-}
-
-// holderOf is the one lock held on target.
-func holderOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, target any) offlinelock.Lock {
-	t.Helper()
-	h, err := p.Holders(db, target)
-	require.NoError(t, err)
-	require.Len(t, h, 1)
-	return h[0]
 }

@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func flood(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, id, prefix string, 
 	for i := range notes {
 		notes[i] = floodNote{Resource: "docs", LockID: id, Kind: string(offlinelock.EventRequested), ByUser: prefix + strconv.Itoa(i), Generation: 1, At: time.Now().UTC()}
 	}
-	require.NoError(t, db.Table(p.TableName()+"_notes").CreateInBatches(notes, 200).Error)
+	require.NoError(t, db.Table(lockTableOf(p)+"_notes").CreateInBatches(notes, 200).Error)
 }
 
 // TestAFloodOfNotesLosesNone: a watcher reads the notes of the records it

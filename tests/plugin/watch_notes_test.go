@@ -1,4 +1,4 @@
-package offlinelock_test
+package plugin_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 func TestRequestEditIsToldOnceAndBounded(t *testing.T) {
 	eachDBWithModels(t, offlinelock.Config{}, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 		notes := func() (n int64) {
-			require.NoError(t, db.Table(p.TableName()+"_notes").Where("kind = ?", "requested").Count(&n).Error)
+			require.NoError(t, db.Table(lockTableOf(p)+"_notes").Where("kind = ?", "requested").Count(&n).Error)
 			return n
 		}
 		for id := uint(1); id <= offlinelock.RequestsPerMinute+1; id++ {
@@ -102,7 +102,7 @@ func TestNotesTableMadeByManyAtOnce(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			cfg := offlinelock.Config{}
 			db, p := setupModels(t, d, cfg)
-			cfg.Table = p.TableName()
+			cfg.Table = lockTableOf(p)
 			const nodes = 6
 			plugins := make([]*offlinelock.Plugin, nodes)
 			dbs := make([]*gorm.DB, nodes)
