@@ -517,7 +517,7 @@ func mysqlError(err error) error {
 // (grantBulk, grantOne); everything else, and what those refuse, takes the
 // serialised path, which decides each key with its key row held.
 func (s *mysqlStore) Grant(c Conn, keys []Key, o Owner, access Access, ttl time.Duration) (map[Key]Granted, error) {
-	c = s.observed(c)
+	c.obs, c.wallClock = s.obs, s.wallClock.Load() // s.observed(c), without a call on the short path
 	_, inTx := c.db.Statement.ConnPool.(gorm.TxCommitter)
 	if len(keys) > 1 { // one key is in order, and alone, already
 		keys = sortKeys(keys)
