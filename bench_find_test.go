@@ -31,6 +31,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // batchInsert is the bare batch insert of the lock rows of ids: one
@@ -116,7 +117,7 @@ func BenchmarkFind1000(b *testing.B) {
 			b.StartTimer()
 		})
 		b.ReportMetric(float64(findOnly.Nanoseconds())/float64(b.N), "ns/plain-find")
-		b.ReportMetric(float64(c.n.Load())/float64(b.N), "statements/find")
+		b.ReportMetric(float64(c.N.Load())/float64(b.N), "statements/find")
 		if d.name == "sqlite" {
 			b.ReportMetric(float64(oursPages)/float64(b.N), "wal-pages/ours")
 			b.ReportMetric(float64(theirsPages)/float64(b.N), "wal-pages/theirs")
@@ -148,13 +149,13 @@ func checkpoint(b *testing.B, db *gorm.DB) int64 {
 
 func BenchmarkFind1000Members(b *testing.B) {
 	eachBenchDB(b, func(b *testing.B, d database) {
-		db, p := setup(b, d, offlinelock.Config{Models: aggregateModels})
-		db.Migrator().DropTable(aggregateModels...)
-		if err := db.AutoMigrate(aggregateModels...); err != nil {
+		db, p := setup(b, d, offlinelock.Config{Models: testkit.AggregateModels})
+		db.Migrator().DropTable(testkit.AggregateModels...)
+		if err := db.AutoMigrate(testkit.AggregateModels...); err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { db.Migrator().DropTable(aggregateModels...) })
-		seedOrder(b, db, 1, 1000)
+		b.Cleanup(func() { db.Migrator().DropTable(testkit.AggregateModels...) })
+		testkit.SeedOrder(b, db, 1, 1000)
 		plain := d.open(b)
 		if d.name == "sqlite" {
 			plain = openSQLiteLike(b, db)
@@ -162,7 +163,7 @@ func BenchmarkFind1000Members(b *testing.B) {
 		x := newBare(b, plain, lockTableName(b, db, p))
 		m := as(db, martin)
 		interleave(b, "x-plain+lock", func(int) {
-			var lines []LineItem
+			var lines []testkit.LineItem
 			if err := m.Where("order_id = ?", 1).Find(&lines).Error; err != nil || len(lines) != 1000 {
 				b.Fatal(err, len(lines))
 			}
@@ -172,7 +173,7 @@ func BenchmarkFind1000Members(b *testing.B) {
 			}
 			b.StartTimer()
 		}, func(int) {
-			var lines []LineItem
+			var lines []testkit.LineItem
 			if err := plain.Where("order_id = ?", 1).Find(&lines).Error; err != nil {
 				b.Fatal(err)
 			}
@@ -187,7 +188,7 @@ func BenchmarkFind1000Members(b *testing.B) {
 func BenchmarkUntaggedFirst(b *testing.B) {
 	eachBenchDB(b, func(b *testing.B, d database) {
 		db, plain, _ := benchDBs(b, d)
-		if err := admin(db).Create(&Team{ID: 1, Name: "core"}).Error; err != nil {
+		if err := admin(db).Create(&testkit.Team{ID: 1, Name: "core"}).Error; err != nil {
 			b.Fatal(err)
 		}
 		m := as(db, martin)
@@ -196,11 +197,11 @@ func BenchmarkUntaggedFirst(b *testing.B) {
 		}
 		b.ReportAllocs()
 		interleave(b, "x-plain", func(int) {
-			if err := m.Where("name = ?", "core").First(&Team{}).Error; err != nil {
+			if err := m.Where("name = ?", "core").First(&testkit.Team{}).Error; err != nil {
 				b.Fatal(err)
 			}
 		}, func(int) {
-			if err := plain.Where("name = ?", "core").First(&Team{}).Error; err != nil {
+			if err := plain.Where("name = ?", "core").First(&testkit.Team{}).Error; err != nil {
 				b.Fatal(err)
 			}
 		})

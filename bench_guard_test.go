@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // unguardedTwin makes table twin, with Doc's columns and no guard, holding
@@ -170,13 +171,13 @@ func BenchmarkGuardLeastPrivilege(b *testing.B) {
 				_, app = pgRole(b, db, `GRANT USAGE ON SCHEMA public TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO %s`,
 					`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s`)
 			} else {
-				svc = myUser(b, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.docs TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.`+twin+` TO %s`)
-				app = myUser(b, db, `GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON {db}.* TO %s`)
+				svc = testkit.MyUser(b, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.docs TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.`+twin+` TO %s`)
+				app = testkit.MyUser(b, db, `GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON {db}.* TO %s`)
 			}
 			// The owner's db.Use installs the guard on every model the
 			// application lists; the application's verifies it.
 			cfg := func() offlinelock.Config {
-				return offlinelock.Config{Table: strings.Trim(table, "`\""), Models: []any{&Account{}, &Doc{}, &Policy{}, &Member{}, &Desk{}}}
+				return offlinelock.Config{Table: strings.Trim(table, "`\""), Models: []any{&Account{}, &Doc{}, &Policy{}, &testkit.Member{}, &testkit.Desk{}}}
 			}
 			if err := d.open(b).Use(offlinelock.New(cfg())); err != nil {
 				b.Fatal("the owner's db.Use: ", err)

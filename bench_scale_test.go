@@ -290,7 +290,7 @@ func BenchmarkSessionOps(b *testing.B) {
 			session := "ops-" + strconv.Itoa(i)
 			// A resource per round: MySQL keeps released key rows (free).
 			fill(b, db, table, "held-"+strconv.Itoa(i), session, 10_000, time.Hour)
-			c.n.Store(0)
+			c.N.Store(0)
 			b.StartTimer()
 			t0 := time.Now()
 			if n, err := p.Renew(counted, session); err != nil || n != 10_000 {
@@ -302,7 +302,7 @@ func BenchmarkSessionOps(b *testing.B) {
 			}
 			renew += t1.Sub(t0)
 			release += time.Since(t1)
-			statements += c.n.Load()
+			statements += c.N.Load()
 		}
 		b.StopTimer()
 		n := float64(rounds)

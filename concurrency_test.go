@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // Counter is a record whose n only the offline lock protects: each business
@@ -258,28 +259,28 @@ func TestOverlappingLoadsNeverShareARow(t *testing.T) {
 func TestLocksInACallersTransactionDoNotBlockNeighbours(t *testing.T) {
 	for _, d := range serverDatabases() {
 		t.Run(d.name, func(t *testing.T) {
-			db, p := fmSetup(t, d)
+			db, p := testkit.FmSetup(t, d.open(t))
 			ctx, cancel := context.WithTimeout(offlinelock.WithOwner(context.Background(), david), 5*time.Second)
 			defer cancel()
 			other := db.WithContext(ctx)
 			require.NoError(t, as(db, martin).Transaction(func(tx *gorm.DB) error {
-				if err := tx.First(&FmAcct{}, 129).Error; err != nil {
+				if err := tx.First(&testkit.FmAcct{}, 129).Error; err != nil {
 					return err
 				}
 				// 13 and 2 sort after and before "129"; 1290 right after it.
 				for _, id := range []uint{13, 2, 1290} {
-					if _, err := p.Acquire(other, &FmAcct{ID: id}, offlinelock.Write); err != nil {
+					if _, err := p.Acquire(other, &testkit.FmAcct{ID: id}, offlinelock.Write); err != nil {
 						return fmt.Errorf("acquire %d: %w", id, err)
 					}
 				}
-				if err := other.First(&FmAcct{}, 1).Error; err != nil {
+				if err := other.First(&testkit.FmAcct{}, 1).Error; err != nil {
 					return fmt.Errorf("load 1: %w", err)
 				}
 				return nil
 			}))
 			// Martin's own record: its key row was his transaction's until
 			// the commit; now it is his lock.
-			_, err := p.Acquire(other, &FmAcct{ID: 129}, offlinelock.Write)
+			_, err := p.Acquire(other, &testkit.FmAcct{ID: 129}, offlinelock.Write)
 			require.ErrorIs(t, err, offlinelock.ErrLocked)
 			held, err := p.List(db, offlinelock.Filter{Session: david.Session})
 			require.NoError(t, err)

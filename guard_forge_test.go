@@ -3,7 +3,6 @@ package offlinelock_test
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -12,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // The holder's right is not forgeable (issue 33, family 7): what lets a
@@ -36,7 +35,7 @@ type forgeCase struct{ name, claim string }
 // closed to it.
 func TestGuardRightIsNotForgeableOnPostgres(t *testing.T) {
 	db, p, table := gdSubSetup(t)
-	_, w := pgRole(t, db, pgWriterGrants...)
+	_, w := pgRole(t, db, testkit.PGWriterGrants...)
 	require.ErrorContains(t, w.Exec(`SELECT spec FROM `+table+`_tables`).Error, "42501", "the catalog, and the key in it, are closed to it")
 
 	unkeyed := func(claim string) string {
@@ -63,7 +62,7 @@ func TestGuardRightIsNotForgeableOnPostgres(t *testing.T) {
 		})
 	}
 	t.Run("an old snapshot with a fenced claim", func(t *testing.T) {
-		conn := pinned(t, w)
+		conn := testkit.Pinned(t, w)
 		ctx := context.Background()
 		_, err := conn.ExecContext(ctx, `BEGIN ISOLATION LEVEL REPEATABLE READ`)
 		require.NoError(t, err)
@@ -93,7 +92,7 @@ func TestGuardRightIsNotForgeableOnMariaDB(t *testing.T) {
 	table := "ol_forge_" + randomHex(4)
 	db, p := gdSetup(t, database{"mysql", openMySQL}, offlinelock.Config{Table: table})
 	require.NotEmpty(t, offlinelock.GuardKeyOf(p, db), "db.Use read the guard's key")
-	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_customers TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_lines TO %s`)
+	svc := testkit.MyUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_customers TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_lines TO %s`)
 	require.ErrorContains(t, svc.Exec(`SELECT spec FROM `+table+`_tables`).Error, "1142", "the catalog, and the key in it, are closed to it")
 
 	mark := func(fenced bool) string {
@@ -120,7 +119,7 @@ func TestGuardRightIsNotForgeableOnMariaDB(t *testing.T) {
 		})
 	}
 	t.Run("an old snapshot with the fenced mark", func(t *testing.T) {
-		conn := pinned(t, svc)
+		conn := testkit.Pinned(t, svc)
 		ctx := context.Background()
 		_, err := conn.ExecContext(ctx, `SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ`)
 		require.NoError(t, err)
@@ -145,15 +144,4 @@ func TestGuardRightIsNotForgeableOnMariaDB(t *testing.T) {
 	var qty int
 	require.NoError(t, db.Raw(`SELECT count(*) FROM gd_lines WHERE id = 1`).Scan(&qty).Error)
 	require.Equal(t, 1, qty)
-}
-
-// pinned is one connection of db's pool, closed after the test.
-func pinned(t *testing.T, db *gorm.DB) *sql.Conn {
-	t.Helper()
-	sqlDB, err := db.DB()
-	require.NoError(t, err)
-	conn, err := sqlDB.Conn(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }

@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // A grant waits for an open write of its record at most 2 s (the guard's
@@ -128,7 +129,7 @@ func TestGuardInstallLockIsBounded(t *testing.T) {
 				take = `BEGIN; LOCK TABLE "` + lt + `" IN SHARE UPDATE EXCLUSIVE MODE`
 			}
 			other := goOrderWriter(t, db)
-			for _, q := range splitStatements(take) {
+			for _, q := range testkit.SplitStatements(take) {
 				_, err := other.ExecContext(context.Background(), q)
 				require.NoError(t, err)
 			}

@@ -3,6 +3,7 @@ package offlinelock_test
 import (
 	"testing"
 
+	"github.com/offlinelock/offlinelock/internal/testkit"
 	"gorm.io/gorm"
 )
 
@@ -29,6 +30,6 @@ func TestGuardOrderGrantWaitsForOpenWriteOnMariaDB(t *testing.T) {
 // done failing the test says it did not.
 func goAwaitInnoDBWait(t *testing.T, db *gorm.DB, done <-chan error) {
 	t.Helper()
-	goAwaitWait(t, db, done, `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT') +
+	testkit.GoAwaitWait(t, db, done, `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT') +
 		(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND IN ('Query', 'Execute') AND (INFO LIKE 'INSERT%' OR INFO LIKE 'SET STATEMENT%INSERT%' OR INFO LIKE 'SET STATEMENT%UPDATE%\\_order%') AND TIME_MS > 200)`)
 }

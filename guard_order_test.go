@@ -3,16 +3,15 @@ package offlinelock_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // PostgreSQL: a guarded write and a grant of the same record are ordered.
@@ -21,10 +20,7 @@ import (
 // predates a grant cannot write the record (40001).
 
 // GoAcct is locked by its loads (exclusive_read): the locked load's grant.
-type GoAcct struct {
-	ID     uint `gorm:"primaryKey" lock:"exclusive_read"`
-	Credit int
-}
+type GoAcct = testkit.GoAcct
 
 // goSetup is gdSetup plus go_accts (2 and 3 free), guarded, on
 // PostgreSQL.
@@ -34,64 +30,19 @@ func goSetup(t *testing.T) (*gorm.DB, *offlinelock.Plugin) {
 
 // goSetupOn is goSetup on d.
 func goSetupOn(t *testing.T, d database) (*gorm.DB, *offlinelock.Plugin) {
-	t.Helper()
-	db, p := gdSetup(t, d, offlinelock.Config{})
-	require.NoError(t, db.Migrator().DropTable(&GoAcct{}))
-	t.Cleanup(func() { db.Migrator().DropTable(&GoAcct{}) })
-	require.NoError(t, db.AutoMigrate(&GoAcct{}))
-	require.NoError(t, admin(db).Create(&[]GoAcct{{ID: 2, Credit: 100}, {ID: 3, Credit: 100}}).Error)
-	// The first lock of the model puts it in the catalog, and guards it.
-	require.NoError(t, as(db, martin).First(&GoAcct{}, 2).Error)
-	require.NoError(t, p.Release(as(db, martin), &GoAcct{ID: 2}))
-	var n int
-	if d.name == "postgres" {
-		require.NoError(t, db.Raw(`SELECT count(*) FROM pg_trigger WHERE tgrelid = 'go_accts'::regclass AND tgname LIKE 'ol%'`).Scan(&n).Error)
-		require.Equal(t, 4, n, "go_accts is not guarded: the test proves nothing")
-	} else {
-		require.NoError(t, db.Raw(`SELECT count(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = 'go_accts' AND TRIGGER_NAME LIKE 'ol%'`).Scan(&n).Error)
-		require.Equal(t, 3, n, "go_accts is not guarded: the test proves nothing")
-	}
-	return db, p
+	return testkit.GoSetup(t, d.open(t))
 }
 
-// goOrderWriter is another client's connection, outside the plugin.
-func goOrderWriter(t *testing.T, db *gorm.DB) *sql.Conn {
-	t.Helper()
-	sqlDB, err := plainGORM(t, db).DB()
-	require.NoError(t, err)
-	c, err := sqlDB.Conn(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// goOrderWriter is another client's connection, outside the plugin
+// (testkit.GoOrderWriter).
+func goOrderWriter(t *testing.T, db *gorm.DB) *sql.Conn { return testkit.GoOrderWriter(t, db) }
 
 // goAwaitAdvisoryWait returns once a session of db's database waits for a
 // lock (the order table's row, since issue 47; an advisory lock before):
 // the grant is blocked behind the open write.
 func goAwaitAdvisoryWait(t *testing.T, db *gorm.DB, done <-chan error) {
 	t.Helper()
-	goAwaitWait(t, db, done, `SELECT count(*) FROM pg_stat_activity a WHERE a.datname = current_database() AND a.wait_event_type = 'Lock'`)
-}
-
-// goAwaitWait returns once waiting, a count of the server's waiting
-// sessions, is positive, polling it: the barrier, never a guessed delay.
-// done failing first says the grant did not wait.
-func goAwaitWait(t *testing.T, db *gorm.DB, done <-chan error, waiting string) {
-	t.Helper()
-	other := plainGORM(t, db)
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
-		var n int
-		require.NoError(t, other.Raw(waiting).Scan(&n).Error)
-		if n > 0 {
-			return
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the grant did not wait for the open write: it returned %v", err)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	t.Fatal("the grant never waited for the open write")
+	testkit.GoAwaitWait(t, db, done, `SELECT count(*) FROM pg_stat_activity a WHERE a.datname = current_database() AND a.wait_event_type = 'Lock'`)
 }
 
 // TestGuardOrderGrantWaitsForOpenWrite: another client's write of a free
@@ -171,12 +122,6 @@ func goGrantsWaitForOpenWrites(t *testing.T, db *gorm.DB, p *offlinelock.Plugin,
 	}
 }
 
-// goSerializationFailure: err is PostgreSQL's 40001.
-func goSerializationFailure(err error) bool {
-	var se interface{ SQLState() string }
-	return errors.As(err, &se) && se.SQLState() == "40001"
-}
-
 // TestGuardOrderOldSnapshotCannotWriteGrantedRecord: a REPEATABLE READ or
 // SERIALIZABLE transaction whose snapshot predates a grant is refused
 // (40001) when it writes the record, for a record that never had a key
@@ -207,7 +152,7 @@ func TestGuardOrderOldSnapshotCannotWriteGrantedRecord(t *testing.T) {
 				_, err = p.Acquire(as(db, martin), &GdCustomer{ID: 130}, offlinelock.Write)
 				require.NoError(t, err, "martin's grant, committed")
 				_, err = w.ExecContext(context.Background(), `UPDATE gd_customers SET credit = 1 WHERE id = 130`)
-				assert.True(t, goSerializationFailure(err), "the old snapshot's write: %v", err)
+				assert.True(t, testkit.GoSerializationFailure(err), "the old snapshot's write: %v", err)
 				_, err = w.ExecContext(context.Background(), `ROLLBACK`)
 				require.NoError(t, err)
 

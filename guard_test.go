@@ -18,86 +18,35 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // The database guard: PostgreSQL and MySQL/MariaDB refuse a write of a
 // record another session holds, whoever sends it.
 
+// The guard's models and their setup are testkit's (models_guard.go).
+
 // GdCustomer is a root locked by Acquire (exclusive_write).
-type GdCustomer struct {
-	ID     uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name   string
-	Credit int
-}
+type GdCustomer = testkit.GdCustomer
 
 // GdOrder is a root with members (GdLine) and tags (many2many).
-type GdOrder struct {
-	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Note  string
-	Lines []GdLine
-	Tags  []GdTag `gorm:"many2many:gd_order_tags"`
-}
+type GdOrder = testkit.GdOrder
 
 // GdLine is a member of its order's aggregate.
-type GdLine struct {
-	ID        uint `gorm:"primaryKey"`
-	GdOrderID uint `lock:"root"`
-	Qty       int
-}
+type GdLine = testkit.GdLine
 
-type GdTag struct {
-	ID   uint `gorm:"primaryKey"`
-	Name string
-}
-
-// GdFolder is not lockable; deleting one cascades to its notes, which are.
-type GdFolder struct {
-	ID    uint     `gorm:"primaryKey"`
-	Notes []GdNote `gorm:"constraint:OnDelete:CASCADE"`
-}
-
-type GdNote struct {
-	ID         uint `gorm:"primaryKey" lock:"exclusive_write"`
-	GdFolderID uint
-	Text       string
-}
-
-var gdModels = []any{&GdLine{}, &GdNote{}, &GdFolder{}, &GdOrder{}, &GdTag{}, &GdCustomer{}}
+// GdNote is locked by Acquire; its folder's delete cascades to it.
+type GdNote = testkit.GdNote
 
 // gdSetup makes the guarded tables, seeds them and has martin hold
 // customer 129, order 1 and note 1 (customer 130, order 2, note 2 free).
 func gdSetup(t *testing.T, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
-	t.Helper()
-	cfg.Models = append([]any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}, cfg.Models...)
-	db, p := setup(t, d, cfg)
-	require.NoError(t, db.Migrator().DropTable("gd_order_tags", "gd_customers_renamed"))
-	fcDropCleanup(t, db, gdModels...)
-	t.Cleanup(func() { db.Migrator().DropTable("gd_order_tags") })
-	require.NoError(t, db.AutoMigrate(&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdTag{}, &GdFolder{}, &GdNote{}))
-	seed := admin(db)
-	require.NoError(t, seed.Create(&[]GdCustomer{{ID: 129, Name: "Acme", Credit: 100}, {ID: 130, Name: "Free", Credit: 100}}).Error)
-	require.NoError(t, seed.Create(&[]GdOrder{{ID: 1, Note: "held"}, {ID: 2, Note: "free"}}).Error)
-	require.NoError(t, seed.Create(&[]GdLine{{ID: 1, GdOrderID: 1, Qty: 1}, {ID: 2, GdOrderID: 2, Qty: 2}}).Error)
-	require.NoError(t, seed.Create(&[]GdTag{{ID: 1, Name: "t1"}}).Error)
-	require.NoError(t, seed.Create(&[]GdFolder{{ID: 1}, {ID: 2}}).Error)
-	require.NoError(t, seed.Create(&[]GdNote{{ID: 1, GdFolderID: 1, Text: "held"}, {ID: 2, GdFolderID: 2, Text: "free"}}).Error)
-	for _, target := range []any{&GdCustomer{ID: 129}, &GdOrder{ID: 1}, &GdNote{ID: 1}} {
-		_, err := p.Acquire(as(db, martin), target, offlinelock.Write)
-		require.NoError(t, err)
-	}
-	require.NoError(t, p.InstallGuard(db)) // the cascade's parent and the join table, now that they exist
-	return db, p
+	return testkit.GdSetup(t, d.open(t), cfg)
 }
 
-// plainGORM opens the same database without the plugin: another service.
-func plainGORM(t *testing.T, db *gorm.DB) *gorm.DB {
-	t.Helper()
-	other, err := gorm.Open(dialectorOf(db.Dialector.Name(), dsnOf(db.Dialector.Name())), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	sqlDB, _ := other.DB()
-	t.Cleanup(func() { sqlDB.Close() })
-	return other
-}
+// plainGORM opens the same database without the plugin: another service
+// (testkit.PlainGORM).
+func plainGORM(t *testing.T, db *gorm.DB) *gorm.DB { return testkit.PlainGORM(t, db) }
 
 // cli runs sql in the database's command-line client: a second process,
 // on the database db is connected to.
@@ -120,25 +69,13 @@ func cli(t *testing.T, db *gorm.DB, sql string) error {
 }
 
 // refusedByGuard says whether err is the guard's refusal of a write of
-// resource id held by martin, as a plugin caller or another client sees it.
+// resource id held by martin (testkit.RefusedByGuard).
 func refusedByGuard(err error, resource, id string) bool {
-	if err == nil {
-		return false
-	}
-	var le *offlinelock.LockedError
-	if errors.As(err, &le) {
-		return le.Resource == resource && le.ID == id && len(le.Holders) == 1 && le.Holders[0].Owner.User == "martin"
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "offlinelock: "+resource+" "+id+" is locked by martin") && strings.Contains(msg, "OL423")
+	return testkit.RefusedByGuard(err, resource, id)
 }
 
-func q(db *gorm.DB, s string) string {
-	if db.Dialector.Name() == "mysql" {
-		return s
-	}
-	return strings.ReplaceAll(s, "`", `"`)
-}
+// q is s in db's dialect (testkit.Q).
+func q(db *gorm.DB, s string) string { return testkit.Q(db, s) }
 
 // gdWrite is one way a client writes a record: held (martin holds it) or
 // free, each given as SQL or as a call.
@@ -152,25 +89,13 @@ type gdWrite struct {
 	check    func(t *testing.T, db *gorm.DB) // the held record is unchanged
 }
 
-func customerUnchanged(t *testing.T, db *gorm.DB) {
-	var c GdCustomer
-	require.NoError(t, plainGORM(t, db).First(&c, 129).Error)
-	assert.Equal(t, GdCustomer{ID: 129, Name: "Acme", Credit: 100}, c)
-}
+// customerUnchanged checks that the held customer 129 is as seeded
+// (testkit.CustomerUnchanged).
+func customerUnchanged(t *testing.T, db *gorm.DB) { testkit.CustomerUnchanged(t, db) }
 
-func lineOf(t *testing.T, db *gorm.DB, id uint) GdLine {
-	var l GdLine
-	require.NoError(t, plainGORM(t, db).First(&l, id).Error)
-	return l
-}
-
+// rawOn is a write of sqlText outside GORM and the plugin (testkit.RawOn).
 func rawOn(sqlText string) func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) error {
-	return func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) error {
-		sqlDB, err := db.DB()
-		require.NoError(t, err)
-		_, err = sqlDB.Exec(q(db, sqlText))
-		return err
-	}
+	return testkit.RawOn(sqlText)
 }
 
 func gdWrites() []gdWrite {
@@ -240,11 +165,11 @@ func gdWrites() []gdWrite {
 		{name: "member moved out of a held aggregate", resource: "gd_orders", heldID: "1",
 			held:  rawOn("UPDATE `gd_lines` SET gd_order_id = 2 WHERE id = 1"),
 			free:  rawOn("UPDATE `gd_lines` SET qty = 5 WHERE id = 2"),
-			check: func(t *testing.T, db *gorm.DB) { assert.Equal(t, uint(1), lineOf(t, db, 1).GdOrderID) }},
+			check: func(t *testing.T, db *gorm.DB) { assert.Equal(t, uint(1), testkit.LineOf(t, db, 1).GdOrderID) }},
 		{name: "member moved into a held aggregate", resource: "gd_orders", heldID: "1",
 			held:  rawOn("UPDATE `gd_lines` SET gd_order_id = 1 WHERE id = 2"),
 			free:  rawOn("UPDATE `gd_lines` SET gd_order_id = 2 WHERE id = 2"),
-			check: func(t *testing.T, db *gorm.DB) { assert.Equal(t, uint(2), lineOf(t, db, 2).GdOrderID) }},
+			check: func(t *testing.T, db *gorm.DB) { assert.Equal(t, uint(2), testkit.LineOf(t, db, 2).GdOrderID) }},
 		{name: "member added to a held aggregate", resource: "gd_orders", heldID: "1",
 			held: func(t *testing.T, db *gorm.DB, _ *offlinelock.Plugin) error {
 				return plainGORM(t, db).Create(&GdLine{ID: 9, GdOrderID: 1}).Error
@@ -364,7 +289,7 @@ func TestGuardLetsTheHolderWrite(t *testing.T) {
 			_, err := p.Acquire(m, &GdOrder{ID: 2}, offlinelock.Write)
 			require.NoError(t, err)
 			require.NoError(t, m.Model(&GdLine{ID: 3}).Update("gd_order_id", 2).Error, "and moved out of it")
-			require.NoError(t, m.Model(&GdOrder{ID: 1}).Association("Tags").Append(&GdTag{ID: 1}), "a tag of his order")
+			require.NoError(t, m.Model(&GdOrder{ID: 1}).Association("Tags").Append(&testkit.GdTag{ID: 1}), "a tag of his order")
 			require.NoError(t, m.Delete(&GdNote{ID: 1}).Error)
 			var c GdCustomer
 			require.NoError(t, plainGORM(t, db).First(&c, 129).Error)

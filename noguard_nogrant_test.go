@@ -1,7 +1,6 @@
 package offlinelock_test
 
 import (
-	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // No guard, no grant (issue 48): on PostgreSQL and MariaDB with the guard
@@ -112,16 +112,11 @@ func ngUnguard(t *testing.T, db *gorm.DB) {
 	}
 }
 
-// requireUnguardedRefusal asserts err is the refusal of a grant on
-// ng_roots for ng_parts' missing guard.
+// requireUnguardedRefusal asserts err is the refusal of a grant for a
+// missing guard of table (testkit.RequireUnguardedRefusal).
 func requireUnguardedRefusal(t *testing.T, err error, table string) {
 	t.Helper()
-	require.Error(t, err)
-	require.True(t, errors.Is(err, offlinelock.ErrUnguarded), "want ErrUnguarded, got %v", err)
-	require.True(t, errors.Is(err, offlinelock.ErrUnenforceable), "ErrUnguarded is ErrUnenforceable too: %v", err)
-	require.False(t, errors.Is(err, offlinelock.ErrLocked))
-	require.ErrorContains(t, err, "table "+table+" ")
-	require.ErrorContains(t, err, "offlinelock guard install")
+	testkit.RequireUnguardedRefusal(t, err, table)
 }
 
 // TestNoGuardNoGrant: a member table whose guard the owner disabled or

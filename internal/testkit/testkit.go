@@ -149,6 +149,15 @@ func SetupOn(t testing.TB, db *gorm.DB, cfg offlinelock.Config) (*gorm.DB, *offl
 	return db, p
 }
 
+// DropCleanup drops tables now and again when the test ends.
+func DropCleanup(t testing.TB, db *gorm.DB, tables ...any) {
+	t.Helper()
+	if err := db.Migrator().DropTable(tables...); err != nil {
+		t.Fatalf("drop tables: %v", err)
+	}
+	t.Cleanup(func() { db.Migrator().DropTable(tables...) })
+}
+
 // RandomHex is n random bytes in hex.
 func RandomHex(n int) string {
 	b := make([]byte, n)

@@ -8,20 +8,15 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // CpFolder is not lockable; deleting one deletes its CpPages (a declared
-// ON DELETE CASCADE), which are.
-type CpFolder struct {
-	ID    uint
-	Pages []CpPage `gorm:"constraint:OnDelete:CASCADE"`
-}
+// ON DELETE CASCADE), which are (testkit's models_aggregate.go).
+type CpFolder = testkit.CpFolder
 
-type CpPage struct {
-	ID         uint `gorm:"primaryKey" lock:"exclusive_write"`
-	CpFolderID uint
-	Text       string
-}
+// CpPage is a lockable page of a CpFolder.
+type CpPage = testkit.CpPage
 
 // TestDeleteOfAnUntaggedParentNeedsItsChildrensLocks: a delete of a table
 // that is not lockable, whose foreign-key action reaches lockable rows,

@@ -17,48 +17,23 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
-// Order is an aggregate root; its lines, shipments and parcels are members.
-type Order struct {
-	ID    uint `gorm:"primaryKey" lock:"exclusive_read"`
-	Note  string
-	Lines []LineItem
-}
+// The aggregate's models are testkit's (models_aggregate.go), shared with
+// the root package's tests.
+type (
+	// Order is an aggregate root; its lines, shipments and parcels are members.
+	Order    = testkit.Order
+	LineItem = testkit.LineItem
+	Shipment = testkit.Shipment
+	Parcel   = testkit.Parcel
+	// Client and Address are customer 129 and address 301 of the walk-through.
+	Client  = testkit.Client
+	Address = testkit.Address
+)
 
-type LineItem struct {
-	ID      uint `gorm:"primaryKey"`
-	OrderID uint `lock:"root"` // through the belongs-to field Order
-	Order   *Order
-	Qty     int
-}
-
-type Shipment struct {
-	ID      uint `gorm:"primaryKey"`
-	OrderID uint `lock:"root=orders"` // no association field: the root's table is named
-	Carrier string
-}
-
-type Parcel struct {
-	ID         uint `gorm:"primaryKey"`
-	ShipmentID uint `lock:"root"` // two levels: Parcel -> Shipment -> Order
-	Weight     int
-}
-
-// Client and Address are customer 129 and address 301 of the walk-through.
-type Client struct {
-	ID        uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name      string
-	Addresses []Address
-}
-
-type Address struct {
-	ID       uint `gorm:"primaryKey"`
-	ClientID uint `lock:"root"`
-	City     string
-}
-
-var aggregateModels = []any{&Order{}, &LineItem{}, &Shipment{}, &Parcel{}, &Client{}, &Address{}}
+var aggregateModels = testkit.AggregateModels
 
 func eachDBWithAggregates(t *testing.T, fn func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin)) {
 	for _, d := range databases() {
@@ -72,17 +47,9 @@ func eachDBWithAggregates(t *testing.T, fn func(t *testing.T, db *gorm.DB, p *of
 	}
 }
 
-// seedOrder creates order id with n lines, a shipment and a parcel.
-func seedOrder(t testing.TB, db *gorm.DB, id uint, n int) {
-	t.Helper()
-	o := Order{ID: id, Note: "new"}
-	for i := 0; i < n; i++ {
-		o.Lines = append(o.Lines, LineItem{ID: id*10000 + uint(i), Qty: 1})
-	}
-	require.NoError(t, admin(db).CreateInBatches(&o, 500).Error)
-	require.NoError(t, admin(db).Create(&Shipment{ID: id, OrderID: id, Carrier: "post"}).Error)
-	require.NoError(t, admin(db).Create(&Parcel{ID: id, ShipmentID: id, Weight: 1}).Error)
-}
+// seedOrder creates order id with n lines, a shipment and a parcel
+// (testkit.SeedOrder).
+func seedOrder(t testing.TB, db *gorm.DB, id uint, n int) { testkit.SeedOrder(t, db, id, n) }
 
 func TestDavidCannotOpenAddressWhileMartinEditsCustomer(t *testing.T) {
 	eachDBWithAggregates(t, func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
@@ -155,7 +122,7 @@ func TestManyMembersAreOneLockPerRoot(t *testing.T) {
 			c := &counter{Interface: logger.Discard}
 			var lines []LineItem
 			require.NoError(t, q(as(db, owner).Session(&gorm.Session{Logger: c})).Find(&lines).Error)
-			return c.n.Load(), len(lines)
+			return c.N.Load(), len(lines)
 		}
 		n1000, rows := count(martin, func(tx *gorm.DB) *gorm.DB { return tx.Where("order_id = ?", 1) })
 		assert.Equal(t, 1000, rows)
@@ -181,7 +148,7 @@ func TestManyMembersAreOneLockPerRoot(t *testing.T) {
 		var orders int64
 		c := &counter{Interface: logger.Discard}
 		require.NoError(t, as(db, david).Session(&gorm.Session{Logger: c}).Where("id > ?", 1).Find(&[]Order{}).Error)
-		orders = c.n.Load()
+		orders = c.N.Load()
 		t.Logf("statements: %d for 1000 lines of one order, %d for lines of 20 orders, %d for the 20 orders themselves", n1000, n20, orders)
 		assert.Equal(t, orders, n20, "the root key in the member's row costs no extra query")
 		// Constant in the members: on MariaDB one key takes the general
@@ -201,7 +168,7 @@ func TestTwoLevelMembersCostOneQueryPerLevel(t *testing.T) {
 			require.NoError(t, as(db, martin).Session(&gorm.Session{Logger: c}).Find(dest, conds...).Error)
 			_, err := p.ReleaseAll(db, martin.Session)
 			require.NoError(t, err)
-			return c.n.Load()
+			return c.N.Load()
 		}
 		// Two orders and five: one lock alone may take a one-statement grant.
 		two := measure(&[]Parcel{}, "id <= ?", 2)

@@ -3,21 +3,15 @@ package plugin_test
 // Helpers and models of the tests moved here from the library's folder
 // (issue 49): the fail-closed checks (fc…, fm…), the models the load,
 // write and aggregate tests share, and the lock-table fillers of the scale
-// tests. Each is a copy of the root package's helper of the same name,
-// where the root's own tests still use it.
+// tests. What the root package's tests use too lives once in
+// internal/testkit (models_fm.go, locktable.go); the names here stand for it.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
-	"strconv"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,18 +22,11 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
-// counter is a GORM logger that counts statements.
-type counter struct {
-	logger.Interface
-	n atomic.Int64
-}
-
-func (c *counter) LogMode(logger.LogLevel) logger.Interface { return c }
-func (c *counter) Trace(_ context.Context, _ time.Time, _ func() (string, int64), _ error) {
-	c.n.Add(1)
-}
+// counter is a GORM logger that counts statements (testkit.Counter).
+type counter = testkit.Counter
 
 // fcUnenforceable is true for the refusals acceptable for a statement shape
 // the plugin cannot bound.
@@ -169,12 +156,6 @@ type fmWrite struct {
 	write func(tx *gorm.DB) error
 }
 
-// Desk is locked on load.
-type Desk struct {
-	ID    uint `gorm:"primaryKey" lock:"exclusive_read"`
-	Floor int
-}
-
 // fcSeedLoads seeds accounts 1..3 ("acct", credit 100) and 129 ("zzz",
 // credit 9999): the largest name and credit, so aggregates reveal it. The
 // customers table has a row 129 too, for raw joins.
@@ -200,79 +181,22 @@ func (FcAccountView) TableName() string { return "accounts" }
 // table of their own, with accounts 1, 2 and 129 and seats 1 and 129. The
 // load, write, key and catalog shape tests share them.
 
-// FmAcct is locked by every load (exclusive_read). Row 129 is Martin's
-// "secret".
-type FmAcct struct {
-	ID     uint `gorm:"primaryKey" lock:"exclusive_read"`
-	Name   string
-	Credit int
-}
-
-// FmSeat is not lockable; it joins (belongs to) a lockable FmAcct.
-type FmSeat struct {
-	ID       uint `gorm:"primaryKey"`
-	Label    string
-	FmAcctID uint
-	FmAcct   *FmAcct
-}
-
-// FmDoc is free to read; writes need a Write lock.
-type FmDoc struct {
-	ID    uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Title string
-}
-
-// FmIntStr keeps an integer column in a Go string: "0129" and "129" are
-// one row to the database.
-type FmIntStr struct {
-	ID   string `gorm:"primaryKey;type:integer" lock:"exclusive_write"`
-	Name string
-}
-
-// FmUq has a unique name besides its key.
-type FmUq struct {
-	ID     uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name   string
-	Credit int
-}
-
-// FmParent and FmChild: the child's foreign key cascades deletes.
-type FmParent struct {
-	ID uint `gorm:"primaryKey" lock:"exclusive_write"`
-}
-
-type FmChild struct {
-	ID         uint `gorm:"primaryKey" lock:"exclusive_write"`
-	FmParentID uint
-	FmParent   *FmParent `gorm:"constraint:OnDelete:CASCADE"`
-	Name       string
-}
-
-// FmEmbBase carries the tagged key of embedding models.
-type FmEmbBase struct {
-	ID uint `gorm:"primaryKey" lock:"exclusive_read"`
-}
-
-// FmEmb embeds its tagged key anonymously; FmEmbNamed through
-// gorm:"embedded".
-type FmEmb struct {
-	FmEmbBase
-	Name string
-}
-
-type FmEmbNamed struct {
-	Base FmEmbBase `gorm:"embedded"`
-	Name string
-}
-
-// FmSoft is locked on load and soft-deleted.
-type FmSoft struct {
-	ID        uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name      string
-	DeletedAt gorm.DeletedAt
-}
-
-var fmModels = []any{&FmAcct{}, &FmSeat{}, &FmDoc{}, &FmIntStr{}, &FmUq{}, &FmParent{}, &FmChild{}, &FmEmb{}, &FmEmbNamed{}, &FmSoft{}}
+// The Fm models are testkit's (models_fm.go), shared with the root
+// package's tests.
+type (
+	FmAcct     = testkit.FmAcct
+	FmAcctView = testkit.FmAcctView
+	FmSeat     = testkit.FmSeat
+	FmDoc      = testkit.FmDoc
+	FmIntStr   = testkit.FmIntStr
+	FmUq       = testkit.FmUq
+	FmParent   = testkit.FmParent
+	FmChild    = testkit.FmChild
+	FmEmbBase  = testkit.FmEmbBase
+	FmEmb      = testkit.FmEmb
+	FmEmbNamed = testkit.FmEmbNamed
+	FmSoft     = testkit.FmSoft
+)
 
 // fmPrepared opens the database like d, with gorm.Config{PrepareStmt: true}.
 func fmPrepared(d database) database {
@@ -301,20 +225,9 @@ func fmPrepared(d database) database {
 }
 
 // fmSetup registers a plugin on a lock table of its own and creates the Fm
-// tables (extra: tables of one database only).
+// tables (extra: tables of one database only; testkit.FmSetup).
 func fmSetup(t *testing.T, d database, extra ...any) (*gorm.DB, *offlinelock.Plugin) {
-	t.Helper()
-	models := append(slices.Clone(fmModels), extra...)
-	// Config.Models lists lockable models only: FmSeat is not (db.Use
-	// would refuse it as a lock tag never read).
-	lockable := slices.DeleteFunc(slices.Clone(models), func(m any) bool { _, seat := m.(*FmSeat); return seat })
-	db, p := setup(t, d, offlinelock.Config{Models: lockable, Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, admin(db).Migrator().DropTable(models...))
-	require.NoError(t, admin(db).AutoMigrate(models...))
-	t.Cleanup(func() { admin(db).Migrator().DropTable(models...) })
-	require.NoError(t, admin(db).Create(&[]FmAcct{{ID: 1, Name: "one", Credit: 1}, {ID: 2, Name: "two", Credit: 2}, {ID: 129, Name: "secret", Credit: 9999}}).Error)
-	require.NoError(t, admin(db).Create(&[]FmSeat{{ID: 1, Label: "s1", FmAcctID: 1}, {ID: 129, Label: "s129", FmAcctID: 129}}).Error)
-	return db, p
+	return testkit.FmSetup(t, d.open(t), extra...)
 }
 
 func eachFm(t *testing.T, fn func(t *testing.T, db *gorm.DB, p *offlinelock.Plugin)) {
@@ -336,83 +249,15 @@ func eachDB(t *testing.T, cfg offlinelock.Config, fn func(t *testing.T, db *gorm
 	}
 }
 
-// lockTableName finds the plugin's lock table through a probe lock.
+// lockTableName is the plugin's lock table (testkit.LockTableName).
 func lockTableName(b testing.TB, db *gorm.DB, p *offlinelock.Plugin) string {
-	probe := offlinelock.Owner{Session: "probe"}
-	if _, err := p.Acquire(as(db, probe), &Customer{ID: 987654}, offlinelock.Write); err != nil {
-		b.Fatal(err)
-	}
-	defer p.Release(as(db, probe), &Customer{ID: 987654})
-	var names []string
-	q := `SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'ol\_%' AND table_name NOT LIKE '%\_generation' AND table_name NOT LIKE '%\_tables'`
-	quote := func(n string) string { return `"` + n + `"` }
-	switch db.Dialector.Name() {
-	case "sqlite":
-		q = `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'ol\_%' ESCAPE '\' AND name NOT LIKE '%\_generation' ESCAPE '\' AND name NOT LIKE '%\_tables' ESCAPE '\'`
-	case "mysql":
-		q += ` AND table_schema = DATABASE()`
-		quote = func(n string) string { return "`" + n + "`" }
-	}
-	db.Raw(q).Scan(&names)
-	for _, n := range names {
-		var c int64
-		db.Raw(`SELECT count(*) FROM ` + quote(n) + ` WHERE lock_id = '987654' AND session = 'probe'`).Scan(&c)
-		if c == 1 {
-			return quote(n)
-		}
-	}
-	b.Fatal("lock table not found")
-	return ""
+	return testkit.LockTableName(b, db, p)
 }
 
 // fill inserts n Write-lock rows of resource straight into the lock table
-// in one statement (not through the API, so a million take seconds): ids
-// 1..n, owned by session (or, with session "", by a thousand sessions
-// filler-0 … filler-999), expiring expiresIn from now (negative: expired).
+// (testkit.Fill).
 func fill(b testing.TB, db *gorm.DB, table, resource, session string, n int, expiresIn time.Duration) {
-	b.Helper()
-	secs := int64(expiresIn / time.Second)
-	q := `INSERT INTO ` + table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
-SELECT ?, g::text, '', 'write', CASE WHEN ? = '' THEN 'filler-' || (g % 1000) ELSE ? END, 'filler', md5(g::text), g,
-	clock_timestamp(), clock_timestamp() + ? * interval '1 second'
-FROM generate_series(1, ?) g`
-	args := []any{resource, session, session, secs, n}
-	if db.Dialector.Name() == "sqlite" {
-		q = `INSERT INTO ` + table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
-WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
-SELECT ?, CAST(n AS TEXT), '', 'write', CASE WHEN ? = '' THEN 'filler-' || (n % 1000) ELSE ? END, 'filler', hex(randomblob(16)), n,
-	strftime('%Y-%m-%d %H:%M:%f','now'), strftime('%Y-%m-%d %H:%M:%f','now', ? || ' seconds')
-FROM g`
-		args = []any{n, resource, session, session, secs}
-	}
-	if db.Dialector.Name() == "mysql" {
-		q, args = fillMySQL(table, resource, session, n, secs)
-	}
-	if err := admin(db).Exec(q, args...).Error; err != nil {
-		b.Fatal(err)
-	}
-}
-
-// fillMySQL is fill's statement on MySQL: the numbers 1..n from a cross
-// join of digit tables (MySQL 8.0 and MariaDB name the recursion limit of
-// a recursive CTE differently, and both stop it at 1000 by default).
-func fillMySQL(table, resource, session string, n int, secs int64) (string, []any) {
-	digits := `(SELECT 0 d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
-	UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)`
-	var from, num []string
-	for i, p := 0, 1; p < n; i, p = i+1, p*10 {
-		t := "d" + strconv.Itoa(i)
-		from = append(from, digits+" "+t)
-		num = append(num, strconv.Itoa(p)+"*"+t+".d")
-	}
-	if len(from) == 0 {
-		from, num = []string{"(SELECT 0 d) d0"}, []string{"d0.d"}
-	}
-	q := `INSERT INTO ` + table + ` (resource, lock_id, holder, access, session, user_name, token, generation, acquired_at, expires_at)
-SELECT ?, CAST(g.n AS CHAR), '', 'write', IF(? = '', CONCAT('filler-', g.n % 1000), ?), 'filler', MD5(g.n), g.n,
-	UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? SECOND
-FROM (SELECT ` + strings.Join(num, " + ") + ` + 1 AS n FROM ` + strings.Join(from, ", ") + `) g WHERE g.n <= ?`
-	return q, []any{resource, session, session, secs, n}
+	testkit.Fill(b, db, table, resource, session, n, expiresIn)
 }
 
 // From helpers_test.go.
@@ -436,40 +281,8 @@ func fmRowNames(q *gorm.DB) ([]string, error) {
 
 // From models_test.go.
 
-// Team is not lockable; its members are.
-type Team struct {
-	ID      uint `gorm:"primaryKey"`
-	Name    string
-	Members []Member
-}
-
-// Member is locked on load, and joins its Desk, also locked on load.
-type Member struct {
-	ID     uint `gorm:"primaryKey" lock:"exclusive_read"`
-	TeamID uint
-	Name   string
-	DeskID *uint
-	Desk   *Desk
-}
-
-// Badge has a unique key besides its primary key.
-type Badge struct {
-	ID   uint   `gorm:"primaryKey" lock:"exclusive_write"`
-	Code string `gorm:"uniqueIndex"`
-	Name string
-}
-
 // The fm_ models: eachFm (or fmSetup) gives them fresh tables on a lock
 // table of their own, with accounts 1, 2 and 129 and seats 1 and 129.
-
-// FmAcctView is a DTO of fm_accts.
-type FmAcctView struct {
-	ID     uint
-	Name   string
-	Credit int
-}
-
-func (FmAcctView) TableName() string { return "fm_accts" }
 
 // From concurrency_test.go.
 

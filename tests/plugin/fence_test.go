@@ -64,7 +64,7 @@ func TestFoldedFenceIsOneStatement(t *testing.T) {
 			statements := func(write func(tx *gorm.DB) error) int64 {
 				c := &counter{Interface: logger.Discard}
 				require.NoError(t, write(as(db, martin).Session(&gorm.Session{Logger: c})))
-				return c.n.Load()
+				return c.N.Load()
 			}
 			const folded int64 = 1 // on MySQL the guard's fence function (fence_mysql.go)
 			assert.Equal(t, folded, statements(func(tx *gorm.DB) error { return tx.Save(&Doc{ID: 1, Title: "a"}).Error }), "Save")
@@ -164,7 +164,7 @@ func TestFoldedFenceRowLocksTheLockUntilCommit(t *testing.T) {
 				require.NoError(t, as(db, martin).Transaction(func(tx *gorm.DB) error {
 					c := &counter{Interface: logger.Discard}
 					require.NoError(t, tx.Session(&gorm.Session{Logger: c}).Save(&Doc{ID: 1, Title: "saved " + isolation.String()}).Error)
-					require.Equal(t, int64(3), c.n.Load(), "savepoint, the folded UPDATE, release")
+					require.Equal(t, int64(3), c.N.Load(), "savepoint, the folded UPDATE, release")
 					err := probe()
 					require.Error(t, err, "%s: between the write and its commit the key row is row-locked", isolation)
 					assert.Contains(t, err.Error(), busy)
@@ -268,7 +268,7 @@ func TestHintPathRefusedWritesRunNoHooks(t *testing.T) {
 					tx, c := counted(martin)
 					err := fcSafe(t, func() error { return w.write(tx) })
 					assert.True(t, fcRefused(err), "martin's write of a lock he lost: %v", err)
-					assert.Zero(t, c.n.Load(), "hooks ran for a refused write")
+					assert.Zero(t, c.N.Load(), "hooks ran for a refused write")
 					var got []FcHooked
 					require.NoError(t, admin(db).Find(&got).Error)
 					assert.Equal(t, []FcHooked{{ID: 1, Name: "orig"}}, got)
@@ -279,7 +279,7 @@ func TestHintPathRefusedWritesRunNoHooks(t *testing.T) {
 					require.NoError(t, err)
 					tx, c = counted(martin)
 					require.NoError(t, w.write(tx))
-					assert.NotZero(t, c.n.Load(), "the holder's hooks")
+					assert.NotZero(t, c.N.Load(), "the holder's hooks")
 					got = nil
 					require.NoError(t, admin(db).Find(&got).Error)
 					assert.NotEqual(t, []FcHooked{{ID: 1, Name: "orig"}}, got)
@@ -365,7 +365,7 @@ func TestFoldedFenceFailsClosedWithoutItsFunction(t *testing.T) {
 
 	c := &counter{Interface: logger.Discard}
 	require.NoError(t, as(db, martin).Session(&gorm.Session{Logger: c}).Save(&Doc{ID: 1, Title: "y"}).Error)
-	assert.Equal(t, int64(2), c.n.Load(), "the UPDATE, then the fence's own statement")
+	assert.Equal(t, int64(2), c.N.Load(), "the UPDATE, then the fence's own statement")
 	require.NoError(t, admin(db).First(&got, 1).Error)
 	assert.Equal(t, "y", got.Title)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // MariaDB: the guard judges a lock's expiry by the server's wall clock,
@@ -41,7 +42,7 @@ func TestGuardClockIsNotTheClients(t *testing.T) {
 	require.NoError(t, err)
 	var before int64
 	require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+lockTableOf(p)).Scan(&before).Error)
-	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.* TO %s`)
+	svc := testkit.MyUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.* TO %s`)
 	sqlDB, err := svc.DB()
 	require.NoError(t, err)
 	for _, clock := range clocks {
@@ -65,7 +66,7 @@ func TestGuardClockIsNotTheClients(t *testing.T) {
 			})
 		}
 	}
-	customerUnchanged(t, db)
+	testkit.CustomerUnchanged(t, db)
 	assert.Equal(t, uint(1), lineOf(t, db, 1).GdOrderID)
 	assert.Equal(t, uint(2), lineOf(t, db, 2).GdOrderID)
 	var after int64

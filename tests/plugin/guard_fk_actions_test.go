@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // Foreign-key actions on MariaDB fire no triggers (issue 33, family 4):
@@ -64,7 +65,7 @@ func TestGuardFollowsForeignKeyActionsOnMariaDB(t *testing.T) {
 	_, err := p.Acquire(as(db, martin), &FaChild{ID: 1}, offlinelock.Write)
 	require.NoError(t, err)
 
-	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.fa_parents TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.fa_tags TO %s`)
+	svc := testkit.MyUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.fa_parents TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.fa_tags TO %s`)
 	for _, held := range []string{
 		`UPDATE fa_parents SET code = 'a2' WHERE id = 1`, // ON UPDATE CASCADE
 		`DELETE FROM fa_parents WHERE id = 1`,            // ON DELETE SET NULL

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // MariaDB's live buckets (internal/lockstore/guard_live_mysql.go): an
@@ -41,7 +42,7 @@ func TestGuardLiveBucketsCountLocksOlderThanTheirRows(t *testing.T) {
 		"an order table dropped":              "DROP TABLE `%s_order`",
 	} {
 		t.Run(name, func(t *testing.T) {
-			db, p := goSetupOn(t, mysqlDB())
+			db, p := testkit.GoSetup(t, mysqlDB().open(t))
 			other := plainGORM(t, db)
 			require.NoError(t, db.Exec(fmt.Sprintf(remake, lockTableOf(p))).Error)
 			require.NoError(t, p.InstallGuard(db))
@@ -56,7 +57,7 @@ func TestGuardLiveBucketsCountLocksOlderThanTheirRows(t *testing.T) {
 }
 
 func TestGuardLiveBucketQuietedIsRaisedByTheNextGrant(t *testing.T) {
-	db, p := goSetupOn(t, mysqlDB())
+	db, p := testkit.GoSetup(t, mysqlDB().open(t))
 	other := plainGORM(t, db)
 	lt := "`" + lockTableOf(p) + "`"
 	_, err := p.Acquire(as(db, david), &GdCustomer{ID: 130}, offlinelock.Write)
@@ -80,7 +81,7 @@ func TestGuardLiveBucketQuietedIsRaisedByTheNextGrant(t *testing.T) {
 }
 
 func TestGuardLiveBucketSharedByTwoRecords(t *testing.T) {
-	db, p := goSetupOn(t, mysqlDB())
+	db, p := testkit.GoSetup(t, mysqlDB().open(t))
 	other := plainGORM(t, db)
 	require.NoError(t, admin(db).Create(&GdCustomer{ID: 129 + 1024, Name: "Neighbour", Credit: 1}).Error)
 	assert.Equal(t, liveOf(t, db, p, 129), liveOf(t, db, p, 129+1024), "one bucket")

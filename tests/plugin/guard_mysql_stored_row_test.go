@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // The row the MySQL/MariaDB guard checks is the row stored: its INSERT
@@ -53,7 +54,7 @@ func TestGuardChecksTheAutoIncrementKey(t *testing.T) {
 	require.NoError(t, as(db, martin).Create(&GdCustomer{ID: 131, Name: "Mine", Credit: 5}).Error, "the holder's insert")
 	require.NoError(t, execRaw(t, db, "INSERT INTO `gd_customers` (name, credit) VALUES ('free', 1)"), "a free key")
 	assert.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM gd_customers WHERE id > 131 AND name = 'free'"))
-	customerUnchanged(t, db)
+	testkit.CustomerUnchanged(t, db)
 }
 
 // TestGuardChecksTheRowAfterUserTriggers: the schema's own BEFORE
@@ -119,7 +120,7 @@ func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 129")
 	require.Error(t, err, "customer 129 under a temporary lock table")
 	assert.Contains(t, err.Error(), "Error 1644 (OL423): offlinelock: the lock table is hidden by a temporary table")
-	customerUnchanged(t, db)
+	testkit.CustomerUnchanged(t, db)
 	// A free record whose bucket is quiet is written without a read of
 	// the lock table (live buckets): the shadow changes nothing for it.
 	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 130")
@@ -141,7 +142,7 @@ func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 		require.Error(t, err, "customer %d under a temporary order table", id)
 		assert.Contains(t, err.Error(), "Error 1644 (OL423): offlinelock: the lock table is hidden by a temporary table")
 	}
-	customerUnchanged(t, db)
+	testkit.CustomerUnchanged(t, db)
 	_, err = other.Exec("DROP TEMPORARY TABLE " + order)
 	require.NoError(t, err)
 	_, err = other.Exec("UPDATE gd_customers SET credit = 7 WHERE id = 130")
@@ -158,8 +159,8 @@ func TestGuardRefusesUnderATemporaryLockTable(t *testing.T) {
 // name, which a temporary table does not hide.
 func TestGuardReadsTheTablesBesideTheLockTableThroughSealedViews(t *testing.T) {
 	db, _ := gdSetup(t, mysqlDB(), offlinelock.Config{})
-	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_folders TO %s`, `GRANT CREATE TEMPORARY TABLES ON {db}.* TO %s`)
-	conn := pinned(t, svc)
+	svc := testkit.MyUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_folders TO %s`, `GRANT CREATE TEMPORARY TABLES ON {db}.* TO %s`)
+	conn := testkit.Pinned(t, svc)
 	ctx := context.Background()
 	_, err := conn.ExecContext(ctx, `CREATE TEMPORARY TABLE gd_notes (id BIGINT UNSIGNED PRIMARY KEY, gd_folder_id BIGINT UNSIGNED, text LONGTEXT)`)
 	require.NoError(t, err)

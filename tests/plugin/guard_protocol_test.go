@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // The guard carries its protocol in the catalog; a node whose code speaks
@@ -31,9 +32,9 @@ func TestGuardProtocolNewerIsLeftAlone(t *testing.T) {
 			after, err := p.GuardedTables(db)
 			require.NoError(t, err)
 			assert.Equal(t, before, after, "the newer guard is left as it is")
-			held := rawOn("UPDATE `gd_customers` SET credit = 1 WHERE id = 129")(t, db, p)
+			held := testkit.RawOn("UPDATE `gd_customers` SET credit = 1 WHERE id = 129")(t, db, p)
 			assert.True(t, refusedByGuard(held, "gd_customers", "129"), "got %v", held)
-			assert.NoError(t, rawOn("UPDATE `gd_customers` SET credit = 1 WHERE id = 130")(t, db, p))
+			assert.NoError(t, testkit.RawOn("UPDATE `gd_customers` SET credit = 1 WHERE id = 130")(t, db, p))
 		})
 	}
 }
@@ -57,7 +58,7 @@ func TestGuardProtocolNewerRefusesGrantsOnly(t *testing.T) {
 			var held int64
 			require.NoError(t, db.Raw(`SELECT COUNT(*) FROM `+lockTableOf(p)+` WHERE lock_id = '130' AND holder = ''`).Scan(&held).Error)
 			assert.Zero(t, held, "nothing written to the lock table")
-			assert.NoError(t, as(node, david).Model(&GdTag{ID: 1}).Update("name", "served").Error, "a write of an untagged table is served")
+			assert.NoError(t, as(node, david).Model(&testkit.GdTag{ID: 1}).Update("name", "served").Error, "a write of an untagged table is served")
 			var c GdCustomer
 			assert.NoError(t, as(node, david).First(&c, 130).Error, "a read is served")
 		})

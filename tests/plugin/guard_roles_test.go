@@ -2,93 +2,33 @@ package plugin_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // The guard holds against an ordinary role: its functions run with their
 // owner's rights and read only names they fixed at install (issue 33).
 
 // GdSub is a member two levels down: its root is its line's order.
-type GdSub struct {
-	ID       uint `gorm:"primaryKey"`
-	GdLineID uint `lock:"root"`
-	Note     string
-}
+type GdSub = testkit.GdSub
 
-// pgRole creates a login role of a unique name in db's database with the
-// grants given (each a statement with %s for the role), dropped after the
-// test, and opens GORM as it (no plugin: another service).
+// pgRole creates a login role of a unique name with the grants given,
+// dropped after the test, and opens GORM as it (testkit.PGRole).
 func pgRole(t testing.TB, db *gorm.DB, grants ...string) (string, *gorm.DB) {
-	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	role := "ol_role_" + hex.EncodeToString(b)
-	require.NoError(t, db.Exec(`CREATE ROLE `+role+` LOGIN`).Error)
-	t.Cleanup(func() {
-		db.Exec(`DROP OWNED BY ` + role + ` CASCADE`)
-		db.Exec(`DROP ROLE ` + role)
-	})
-	for _, g := range grants {
-		require.NoError(t, db.Exec(replaceRole(g, role)).Error, g)
-	}
-	other, err := gorm.Open(postgres.Open(dsnOf("postgres")+" user="+role), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	sqlDB, _ := other.DB()
-	sqlDB.SetMaxOpenConns(1) // the attacker's session settings stay on its one connection
-	t.Cleanup(func() { sqlDB.Close() })
-	return role, other
+	return testkit.PGRole(t, db, grants...)
 }
 
-func replaceRole(s, role string) string {
-	out := []byte{}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+1 < len(s) && s[i+1] == 's' {
-			out = append(out, role...)
-			i++
-			continue
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
-
-// pgWriterGrants are another service's: DML on the business tables, none
-// on the lock table.
-var pgWriterGrants = []string{
-	`GRANT USAGE ON SCHEMA public TO %s`,
-	`GRANT SELECT, INSERT, UPDATE, DELETE ON gd_customers, gd_orders, gd_lines, gd_subs, gd_notes, gd_folders TO %s`,
-	`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO %s`,
-}
-
-// gdSubSetup is gdSetup with GdSub in the catalog, sub 1 under the held
-// order's line 1 and sub 2 under the free order's line 2.
+// gdSubSetup is gdSetup with GdSub in the catalog, on PostgreSQL
+// (testkit.GdSubSetup).
 func gdSubSetup(t *testing.T) (*gorm.DB, *offlinelock.Plugin, string) {
-	return gdSubSetupOn(t, database{"postgres", openPostgres})
-}
-
-// gdSubSetupOn is gdSubSetup on d.
-func gdSubSetupOn(t *testing.T, d database) (*gorm.DB, *offlinelock.Plugin, string) {
-	t.Helper()
-	table := "ol_roles_" + randomHex(4)
-	db, p := gdSetup(t, d, offlinelock.Config{Table: table, Models: []any{&GdSub{}}})
-	require.NoError(t, db.Migrator().DropTable(&GdSub{}))
-	t.Cleanup(func() { db.Migrator().DropTable(&GdSub{}) })
-	require.NoError(t, db.AutoMigrate(&GdSub{}))
-	require.NoError(t, admin(db).Create(&[]GdSub{{ID: 1, GdLineID: 1, Note: "held"}, {ID: 2, GdLineID: 2, Note: "free"}}).Error)
-	require.NoError(t, p.InstallGuard(db))
-	return db, p, table
+	return testkit.GdSubSetup(t, openPostgres(t))
 }
 
 // TestGuardHoldsAgainstAnOrdinaryRole: a role with DML on the business
@@ -97,7 +37,7 @@ func gdSubSetupOn(t *testing.T, d database) (*gorm.DB, *offlinelock.Plugin, stri
 // guard sees with its own functions, search_path or temporary tables.
 func TestGuardHoldsAgainstAnOrdinaryRole(t *testing.T) {
 	db, _, table := gdSubSetup(t)
-	role, w := pgRole(t, db, append(pgWriterGrants, `CREATE SCHEMA ol_evil_%s AUTHORIZATION %s`, `GRANT TEMPORARY ON DATABASE `+currentDB(t, db)+` TO %s`)...)
+	role, w := pgRole(t, db, append(testkit.PGWriterGrants, `CREATE SCHEMA ol_evil_%s AUTHORIZATION %s`, `GRANT TEMPORARY ON DATABASE `+currentDB(t, db)+` TO %s`)...)
 	locks := func() []string {
 		var rows []string
 		require.NoError(t, db.Raw(`SELECT resource || ' ' || lock_id || ' ' || session || ' ' || expires_at::text FROM `+table+` ORDER BY 1`).Scan(&rows).Error)
@@ -158,7 +98,7 @@ func TestGuardHoldsAgainstAnOrdinaryRole(t *testing.T) {
 // plugin, and a raw write of the held record by it is refused by the guard.
 func TestGuardHolderUnderAnApplicationRole(t *testing.T) {
 	db, _, table := gdSubSetup(t)
-	_, app := pgRole(t, db, append(pgWriterGrants,
+	_, app := pgRole(t, db, append(testkit.PGWriterGrants,
 		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO %s`)...)
 	p := offlinelock.New(offlinelock.Config{Table: table, Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}, &GdSub{}}})
 	require.NoError(t, app.Use(p), "the application role's db.Use finds the lock table and the guard in place")
@@ -215,32 +155,6 @@ func TestDisableGuardWithAGuardInstalled(t *testing.T) {
 	}
 }
 
-// myUser creates a MariaDB user of a unique name with the grants given
-// (each a statement with %s for 'user'@'%'), dropped after the test, and
-// opens GORM as it (no plugin).
-func myUser(t testing.TB, db *gorm.DB, grants ...string) *gorm.DB {
-	t.Helper()
-	b := make([]byte, 6)
-	rand.Read(b)
-	user := "ol_u_" + hex.EncodeToString(b)
-	account := "'" + user + "'@'%'"
-	require.NoError(t, db.Exec(`CREATE USER `+account).Error)
-	t.Cleanup(func() { db.Exec(`DROP USER IF EXISTS ` + account) })
-	var name string
-	require.NoError(t, db.Raw(`SELECT DATABASE()`).Scan(&name).Error)
-	for _, g := range grants {
-		require.NoError(t, db.Exec(replaceRole(strings.ReplaceAll(g, "{db}", "`"+name+"`"), account)).Error, g)
-	}
-	dsn := dsnOf("mysql")
-	_, rest, ok := strings.Cut(dsn, "@")
-	require.True(t, ok, "the MariaDB DSN names a user")
-	other, err := gorm.Open(mysql.Open(user+"@"+rest), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	sqlDB, _ := other.DB()
-	t.Cleanup(func() { sqlDB.Close() })
-	return other
-}
-
 // TestGuardLeastPrivilegeOnMariaDB: the owner (root here) installs; an
 // application user with DML and EXECUTE runs the plugin, its db.Use
 // verifying; another service with DML on the business tables only is
@@ -249,13 +163,13 @@ func TestGuardLeastPrivilegeOnMariaDB(t *testing.T) {
 	table := "ol_roles_" + randomHex(4)
 	db, _ := gdSetup(t, database{"mysql", openMySQL}, offlinelock.Config{Table: table})
 
-	svc := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_customers TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_lines TO %s`)
+	svc := testkit.MyUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_customers TO %s`, `GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.gd_lines TO %s`)
 	require.NoError(t, svc.Exec(`UPDATE gd_customers SET credit = 1 WHERE id = 130`).Error, "a free record")
 	require.True(t, refusedByGuard(svc.Exec(`UPDATE gd_customers SET credit = 0 WHERE id = 129`).Error, "gd_customers", "129"))
 	require.True(t, refusedByGuard(svc.Exec(`UPDATE gd_lines SET qty = 0 WHERE id = 1`).Error, "gd_orders", "1"))
 	require.ErrorContains(t, svc.Exec(`SELECT count(*) FROM `+table).Error, "1142", "the lock table is closed to it")
 
-	app := myUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON {db}.* TO %s`)
+	app := testkit.MyUser(t, db, `GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON {db}.* TO %s`)
 	p := offlinelock.New(offlinelock.Config{Table: table, Models: []any{&GdCustomer{}, &GdOrder{}, &GdLine{}, &GdNote{}}})
 	require.NoError(t, app.Use(p), "the application user's db.Use finds the lock table and the guard in place")
 	_, err := p.Acquire(as(app, david), &GdCustomer{ID: 130}, offlinelock.Write)

@@ -3,7 +3,6 @@ package plugin_test
 import (
 	"context"
 	"database/sql"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // A member two levels down is judged by its root as it is at the write:
@@ -22,7 +22,7 @@ func TestGuardReadsRootsAtTheWrite(t *testing.T) {
 	for _, d := range serverDatabases() {
 		for _, level := range []string{"READ COMMITTED", "REPEATABLE READ"} {
 			t.Run(d.name+"/"+level, func(t *testing.T) {
-				db, p, _ := gdSubSetupOn(t, d)
+				db, p, _ := testkit.GdSubSetup(t, d.open(t))
 				require.NoError(t, admin(db).Create(&GdOrder{ID: 3, Note: "free"}).Error)
 				begin := "BEGIN ISOLATION LEVEL " + level
 				if d.name == "mysql" {
@@ -54,7 +54,7 @@ func TestGuardReadsRootsAtTheWrite(t *testing.T) {
 					err := <-done
 					if d.name == "postgres" && level == "REPEATABLE READ" {
 						// The parent changed since the snapshot: the write fails.
-						require.True(t, goSerializationFailure(err), "want 40001, got %v", err)
+						require.True(t, testkit.GoSerializationFailure(err), "want 40001, got %v", err)
 						rgExec(t, w, `ROLLBACK`)
 						rgDavidSees(t, db, p, "free")
 						return
@@ -87,8 +87,8 @@ func rgDavidSees(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, note string) 
 
 func rgBegin(t *testing.T, db *gorm.DB, begin string) *rgConn {
 	t.Helper()
-	c := &rgConn{goOrderWriter(t, db)}
-	for _, q := range splitStatements(begin) {
+	c := &rgConn{testkit.GoOrderWriter(t, db)}
+	for _, q := range testkit.SplitStatements(begin) {
 		rgExec(t, c, q)
 	}
 	t.Cleanup(func() { c.ExecContext(context.Background(), `ROLLBACK`) })
@@ -118,24 +118,13 @@ func rgAwaitLockWait(t *testing.T, db *gorm.DB, done <-chan error) {
 	if db.Dialector.Name() == "mysql" {
 		// MariaDB reads a row by its primary key while it plans, where
 		// INNODB_TRX does not show the wait (as goAwaitInnoDBWait).
-		goAwaitWait(t, db, done, `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX x JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id
+		testkit.GoAwaitWait(t, db, done, `SELECT (SELECT COUNT(*) FROM information_schema.INNODB_TRX x JOIN information_schema.PROCESSLIST p ON p.ID = x.trx_mysql_thread_id
 				WHERE x.trx_state = 'LOCK WAIT' AND p.DB = DATABASE()) +
 			(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND COMMAND IN ('Query', 'Execute') AND (INFO LIKE 'UPDATE%' OR INFO LIKE 'INSERT%' OR INFO LIKE 'SET STATEMENT%INSERT%' OR INFO LIKE 'SET STATEMENT%UPDATE%\\_order%') AND TIME_MS > 200)`)
 		return
 	}
-	goAwaitWait(t, db, done, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) // this database's sessions only
+	testkit.GoAwaitWait(t, db, done, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) // this database's sessions only
 }
 
 // rgConn is one connection of another client, outside the plugin.
 type rgConn struct{ *sql.Conn }
-
-// splitStatements splits "a; b" into its statements.
-func splitStatements(s string) []string {
-	var out []string
-	for _, q := range strings.Split(s, ";") {
-		if q = strings.TrimSpace(q); q != "" {
-			out = append(out, q)
-		}
-	}
-	return out
-}

@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // Prepared transactions (issue 47, MariaDB): XA PREPARE releases the
@@ -45,7 +46,7 @@ func TestGuardOrdersPreparedTransactions(t *testing.T) {
 					continue // the serialised path, once: the same probe
 				}
 				t.Run(fmt.Sprintf("%s/inTx=%v/%s", level, inTx, c.name), func(t *testing.T) {
-					db, p, _ := gdSubSetupOn(t, d)
+					db, p, _ := testkit.GdSubSetup(t, d.open(t))
 					seed := admin(db)
 					// The probe finds a member's rows by the index of its root
 					// column (InnoDB makes one for a foreign key; gd_subs has
@@ -143,7 +144,7 @@ func TestGuardOrdersPreparedTransactionsOfAnExpiredLock(t *testing.T) {
 					continue // the same guard at the other level, once a window
 				}
 				t.Run(w.name+"/"+level+"/"+c.name, func(t *testing.T) {
-					db, p, table := gdSubSetupOn(t, d)
+					db, p, table := testkit.GdSubSetup(t, d.open(t))
 					seed := admin(db)
 					require.NoError(t, seed.Exec(`CREATE INDEX gd_subs_line ON gd_subs (gd_line_id)`).Error)
 					require.NoError(t, seed.Exec(`INSERT INTO gd_subs (id, gd_line_id, note) SELECT seq + 100, seq + 100, 'filler' FROM seq_1_to_300`).Error)

@@ -24,7 +24,7 @@ func TestHoldersReReadIsOneStatement(t *testing.T) {
 			require.NoError(t, as(db, martin).First(target, 1).Error)
 			c := &counter{Interface: logger.Discard}
 			require.NoError(t, as(db, martin).Session(&gorm.Session{Logger: c}).First(target, 1).Error)
-			assert.EqualValues(t, 1, c.n.Load(), "%T: the re-read is one statement", target)
+			assert.EqualValues(t, 1, c.N.Load(), "%T: the re-read is one statement", target)
 		}
 		// The one statement still checks: the lock taken away, the same
 		// re-read is refused.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
 
 	"github.com/offlinelock/offlinelock"
@@ -32,17 +31,22 @@ func withTTL(db *gorm.DB, o offlinelock.Owner, ttl time.Duration) *gorm.DB {
 	return db.WithContext(offlinelock.WithTTL(offlinelock.WithOwner(context.Background(), o), ttl))
 }
 
-// Account is locked exclusively by every load (exclusive_read).
-type Account struct {
-	ID     uint `gorm:"primaryKey" lock:"exclusive_read"`
-	Name   string
-	Credit int
-}
-
-// Doc is free to load; writes need a Write lock taken with Acquire.
-type Doc = testkit.Doc
-
-var allModels = []any{&Account{}, &Doc{}, &Policy{}, &Team{}, &Member{}, &Desk{}, &Customer{}}
+// The models the plugin tests share are testkit's (models.go), as in
+// the root package's tests.
+type (
+	// Account is locked exclusively by every load (exclusive_read).
+	Account = testkit.Account
+	// Doc is free to load; writes need a Write lock taken with Acquire.
+	Doc = testkit.Doc
+	// Team is not lockable; its members are.
+	Team = testkit.Team
+	// Member is locked on load, and joins its Desk, also locked on load.
+	Member = testkit.Member
+	// Desk is locked on load.
+	Desk = testkit.Desk
+	// Badge has a unique key besides its primary key.
+	Badge = testkit.Badge
+)
 
 type database struct {
 	name string
@@ -64,24 +68,14 @@ func setup(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offline
 	return testkit.SetupOn(t, d.open(t), cfg)
 }
 
-// setupModels is setup plus fresh tables for the test models.
+// setupModels is setup plus fresh tables for the test models
+// (testkit.SetupModels).
 func setupModels(t testing.TB, d database, cfg offlinelock.Config) (*gorm.DB, *offlinelock.Plugin) {
-	t.Helper()
-	db, p := setup(t, d, cfg)
-	require.NoError(t, db.Migrator().DropTable(allModels...))
-	require.NoError(t, db.AutoMigrate(allModels...))
-	t.Cleanup(func() { db.Migrator().DropTable(allModels...) })
-	return db, p
+	return testkit.SetupModels(t, d.open(t), cfg)
 }
 
-func seedAccounts(t testing.TB, db *gorm.DB, n int) {
-	t.Helper()
-	rows := make([]Account, n)
-	for i := range rows {
-		rows[i] = Account{ID: uint(i + 1), Name: "acct", Credit: 100}
-	}
-	require.NoError(t, admin(db).CreateInBatches(rows, 200).Error)
-}
+// seedAccounts creates accounts 1..n (testkit.SeedAccounts).
+func seedAccounts(t testing.TB, db *gorm.DB, n int) { testkit.SeedAccounts(t, db, n) }
 
 func waitPast(t testing.TB, db *gorm.DB, at time.Time) { testkit.WaitPast(t, db, at) }
 

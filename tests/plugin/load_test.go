@@ -384,7 +384,7 @@ func TestManyRowsAreLockedInABoundedNumberOfStatements(t *testing.T) {
 			var got []Account
 			require.NoError(t, as(db, owner).Session(&gorm.Session{Logger: c}).Where("id <= ?", n).Find(&got).Error)
 			require.Len(t, got, n)
-			return c.n.Load()
+			return c.N.Load()
 		}
 		few := count(10, martin)
 		_, err := p.ReleaseAll(db, martin.Session)

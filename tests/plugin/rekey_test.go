@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 // RkNatural derives its key from its code in BeforeCreate (a natural-key
@@ -62,10 +63,10 @@ type RkLine struct {
 	Qty     int
 }
 
-func (*RkLine) BeforeSave(tx *gorm.DB) error   { return fcCount(tx) }
-func (*RkLine) BeforeCreate(tx *gorm.DB) error { return fcCount(tx) }
+func (*RkLine) BeforeSave(tx *gorm.DB) error   { return testkit.FcCount(tx) }
+func (*RkLine) BeforeCreate(tx *gorm.DB) error { return testkit.FcCount(tx) }
 func (*RkLine) BeforeUpdate(tx *gorm.DB) error {
-	if err := fcCount(tx); err != nil {
+	if err := testkit.FcCount(tx); err != nil {
 		return err
 	}
 	return rkSetColumns(tx)
@@ -125,7 +126,7 @@ func TestAHookOrAnAssignmentMovingAMember(t *testing.T) {
 				require.NoError(t, admin(db).Model(&RkLine{}).Where("id = 2").Count(&n).Error)
 				assert.Zero(t, n)
 				if !mv.hooksRun {
-					assert.Zero(t, c.n.Load(), "hooks ran for a move seen before them")
+					assert.Zero(t, c.N.Load(), "hooks ran for a move seen before them")
 				}
 
 				reset()

@@ -5,15 +5,11 @@ package plugin_test
 // helper of the same name, most of them through internal/testkit.
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
 	"github.com/offlinelock/offlinelock/internal/testkit"
@@ -61,29 +57,14 @@ func eachDBWithModels(t *testing.T, cfg offlinelock.Config, fn func(t *testing.T
 }
 
 // refusedByGuard says whether err is the guard's refusal of a write to
-// the record (resource, id) martin holds.
+// the record (resource, id) martin holds (testkit.RefusedByGuard).
 func refusedByGuard(err error, resource, id string) bool {
-	if err == nil {
-		return false
-	}
-	var le *offlinelock.LockedError
-	if errors.As(err, &le) {
-		return le.Resource == resource && le.ID == id && len(le.Holders) == 1 && le.Holders[0].Owner.User == "martin"
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "offlinelock: "+resource+" "+id+" is locked by martin") && strings.Contains(msg, "OL423")
+	return testkit.RefusedByGuard(err, resource, id)
 }
 
 // plainGORM is a second connection to db's database with no plugin
-// registered.
-func plainGORM(t *testing.T, db *gorm.DB) *gorm.DB {
-	t.Helper()
-	other, err := gorm.Open(dialectorOf(db.Dialector.Name(), dsnOf(db.Dialector.Name())), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	sqlDB, _ := other.DB()
-	t.Cleanup(func() { sqlDB.Close() })
-	return other
-}
+// registered (testkit.PlainGORM).
+func plainGORM(t *testing.T, db *gorm.DB) *gorm.DB { return testkit.PlainGORM(t, db) }
 
 // fcReset releases every lock martin and david hold.
 func fcReset(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
@@ -94,28 +75,15 @@ func fcReset(t *testing.T, db *gorm.DB, p *offlinelock.Plugin) {
 	}
 }
 
-// fcDropCleanup drops tables now and when the test ends.
+// fcDropCleanup drops tables now and when the test ends
+// (testkit.DropCleanup).
 func fcDropCleanup(t *testing.T, db *gorm.DB, tables ...any) {
-	t.Helper()
-	require.NoError(t, db.Migrator().DropTable(tables...))
-	t.Cleanup(func() { db.Migrator().DropTable(tables...) })
+	testkit.DropCleanup(t, db, tables...)
 }
 
 // openSQLiteLike opens the SQLite file db uses, with the plugin's
-// recommended DSN and no plugin registered.
-func openSQLiteLike(b testing.TB, db *gorm.DB) *gorm.DB {
-	var path string
-	if err := db.Raw(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path).Error; err != nil {
-		b.Fatal(err)
-	}
-	plain, err := gorm.Open(sqlite.Open(offlinelock.SQLiteDSN(path)), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sqlDB, _ := plain.DB()
-	b.Cleanup(func() { sqlDB.Close() })
-	return plain
-}
+// recommended DSN and no plugin registered (testkit.OpenSQLiteLike).
+func openSQLiteLike(b testing.TB, db *gorm.DB) *gorm.DB { return testkit.OpenSQLiteLike(b, db) }
 
 // holderOf is the one lock held on target.
 func holderOf(t *testing.T, db *gorm.DB, p *offlinelock.Plugin, target any) offlinelock.Lock {

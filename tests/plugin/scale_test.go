@@ -29,11 +29,11 @@ func TestSessionWideOpsAreABoundedNumberOfStatements(t *testing.T) {
 			n, err := p.Renew(counted, session)
 			require.NoError(t, err)
 			require.Equal(t, int64(locks), n)
-			renew = c.n.Swap(0)
+			renew = c.N.Swap(0)
 			n, err = p.ReleaseAll(counted, session)
 			require.NoError(t, err)
 			require.Equal(t, int64(locks), n)
-			return renew, c.n.Load()
+			return renew, c.N.Load()
 		}
 		renew10, release10 := statements(10)
 		renew10k, release10k := statements(10_000)

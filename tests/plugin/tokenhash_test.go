@@ -20,6 +20,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 func sha256Hex(s string) string {
@@ -28,33 +29,19 @@ func sha256Hex(s string) string {
 }
 
 // lockRow is one row of the lock table as a reader of the table sees it.
-type lockRow struct {
-	resource, id, holder, access, session, user, token string
-}
+type lockRow = testkit.LockRow
 
-// lockRows reads every row of the lock table, raw.
+// lockRows reads every row of the lock table, raw (testkit.LockRows).
 func lockRows(t *testing.T, db *gorm.DB, table string) []lockRow {
-	t.Helper()
-	rows, err := admin(db).Raw(`SELECT resource, lock_id, holder, access, session, user_name, token FROM ` + table +
-		` ORDER BY resource, lock_id, holder`).Rows()
-	require.NoError(t, err)
-	defer rows.Close()
-	var out []lockRow
-	for rows.Next() {
-		var r lockRow
-		require.NoError(t, rows.Scan(&r.resource, &r.id, &r.holder, &r.access, &r.session, &r.user, &r.token))
-		out = append(out, r)
-	}
-	require.NoError(t, rows.Err())
-	return out
+	return testkit.LockRows(t, db, table)
 }
 
 // tokenOf is the token column of the row (resource, id, holder).
 func tokenOf(t *testing.T, rows []lockRow, resource, id, holder string) string {
 	t.Helper()
 	for _, r := range rows {
-		if r.resource == resource && r.id == id && r.holder == holder {
-			return r.token
+		if r.Resource == resource && r.ID == id && r.Holder == holder {
+			return r.Token
 		}
 	}
 	t.Fatalf("no lock row %s %s %q in %v", resource, id, holder, rows)
@@ -69,13 +56,13 @@ func assertNoToken(t *testing.T, rows []lockRow, tokens ...string) {
 	t.Helper()
 	require.NotEmpty(t, rows)
 	for _, r := range rows {
-		for _, col := range []string{r.resource, r.id, r.holder, r.access, r.session, r.user, r.token} {
+		for _, col := range []string{r.Resource, r.ID, r.Holder, r.Access, r.Session, r.User, r.Token} {
 			for _, tok := range tokens {
 				require.Len(t, tok, 32)
 				assert.NotContains(t, col, tok, "row %v", r)
 			}
 		}
-		assert.Regexp(t, hashShape, r.token, "row %v holds a hash or nothing", r)
+		assert.Regexp(t, hashShape, r.Token, "row %v holds a hash or nothing", r)
 	}
 }
 
@@ -167,8 +154,8 @@ func TestTokensAndHashesAreNotLogged(t *testing.T) {
 
 		secrets := []string{w.Token, r.Token}
 		for _, row := range lockRows(t, db, cfg.Table) {
-			if row.token != "" {
-				secrets = append(secrets, row.token)
+			if row.Token != "" {
+				secrets = append(secrets, row.Token)
 			}
 		}
 		require.Len(t, secrets, 2+2+4, "two tokens, two hashes of Acquire, four of loads")

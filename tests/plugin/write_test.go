@@ -13,7 +13,6 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/offlinelock/offlinelock"
+	"github.com/offlinelock/offlinelock/internal/testkit"
 )
 
 func TestExclusiveWriteLoadsAreFreeAndWritesNeedTheLock(t *testing.T) {
@@ -173,32 +173,14 @@ func TestLostUpdatePrevented(t *testing.T) {
 	})
 }
 
-// FcHooked counts its hooks in a counter carried by the statement's
-// context, so each test has its own.
-type FcHooked struct {
-	ID   uint `gorm:"primaryKey" lock:"exclusive_write"`
-	Name string
-}
-
-type fcHooksKey struct{}
-
-type fcHookCounter struct{ n atomic.Int64 }
-
-func fcCount(tx *gorm.DB) error {
-	if c, ok := tx.Statement.Context.Value(fcHooksKey{}).(*fcHookCounter); ok {
-		c.n.Add(1)
-	}
-	return nil
-}
-
-func (h *FcHooked) BeforeSave(tx *gorm.DB) error   { return fcCount(tx) }
-func (h *FcHooked) AfterSave(tx *gorm.DB) error    { return fcCount(tx) }
-func (h *FcHooked) BeforeCreate(tx *gorm.DB) error { return fcCount(tx) }
-func (h *FcHooked) AfterCreate(tx *gorm.DB) error  { return fcCount(tx) }
-func (h *FcHooked) BeforeUpdate(tx *gorm.DB) error { return fcCount(tx) }
-func (h *FcHooked) AfterUpdate(tx *gorm.DB) error  { return fcCount(tx) }
-func (h *FcHooked) BeforeDelete(tx *gorm.DB) error { return fcCount(tx) }
-func (h *FcHooked) AfterDelete(tx *gorm.DB) error  { return fcCount(tx) }
+// FcHooked counts its hooks in the fcHookCounter its statement's context
+// carries at fcHooksKey, so each test has its own (testkit's
+// models_hooked.go).
+type (
+	FcHooked      = testkit.FcHooked
+	fcHooksKey    = testkit.FcHooksKey
+	fcHookCounter = testkit.FcHookCounter
+)
 
 // Class 8: a refused write runs no hook and writes nothing.
 func TestFailClosedRefusedWritesRunNoHooks(t *testing.T) {
@@ -274,7 +256,7 @@ func TestFailClosedRefusedWritesRunNoHooks(t *testing.T) {
 					if assert.Error(t, err, "David's write went through (locked by %v)", lockedBy) {
 						assert.True(t, fcRefused(err), "got %v", err)
 					}
-					assert.Zero(t, c.n.Load(), "hooks ran for a refused write (locked by %v)", lockedBy)
+					assert.Zero(t, c.N.Load(), "hooks ran for a refused write (locked by %v)", lockedBy)
 					assert.Equal(t, before, state(), "the refused write changed rows")
 				}
 				// The holder: hooks run and the row changes.
@@ -284,7 +266,7 @@ func TestFailClosedRefusedWritesRunNoHooks(t *testing.T) {
 				require.NoError(t, as(db, martin).First(&loaded, 1).Error)
 				tx, c := counted(martin)
 				require.NoError(t, fcSafe(t, func() error { return w.write(tx, &loaded) }))
-				assert.NotZero(t, c.n.Load(), "setup: the hooks are counted")
+				assert.NotZero(t, c.N.Load(), "setup: the hooks are counted")
 				assert.NotEqual(t, before, state(), "the holder's write changed something")
 			})
 		}

@@ -241,7 +241,7 @@ func TestFailClosedAWriteWithALimit(t *testing.T) {
 				continue
 			}
 			assert.ErrorIs(t, err, offlinelock.ErrLocked, name)
-			assert.Zero(t, c.n.Load(), "%s: hooks ran for a refused write", name)
+			assert.Zero(t, c.N.Load(), "%s: hooks ran for a refused write", name)
 			assert.Equal(t, []FcHooked{{ID: 1, Name: "draft"}, {ID: 129, Name: "draft"}}, got, name)
 		}
 	})
